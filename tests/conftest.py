@@ -1,0 +1,28 @@
+"""Test configuration: deterministic hypothesis profiles and the Agg backend."""
+
+import os
+
+import matplotlib
+import pytest
+from hypothesis import HealthCheck, settings
+
+matplotlib.use("Agg")
+
+# CI: derandomized, no example database, no deadline (numba JIT warm-up).
+settings.register_profile(
+    "ci",
+    derandomize=True,
+    database=None,
+    deadline=None,
+    max_examples=30,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+settings.register_profile("dev", deadline=None, max_examples=50, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+@pytest.fixture(autouse=True)
+def _agg_backend():
+    matplotlib.use("Agg")
+    yield

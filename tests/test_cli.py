@@ -1,0 +1,53 @@
+"""The ``theorycheck`` command line: report files, exit codes, errors."""
+
+import json
+
+import pytest
+
+from theorycheck.cli import main
+
+
+def test_verify_writes_report(tmp_path, capsys):
+    out = tmp_path / "rep"
+    code = main(["verify", "--out", str(out), "--only", "data.moments", "--quiet"])
+    assert code == 0
+    data = json.loads((out / "results.json").read_text())
+    assert data["claims"], "no claims in results.json"
+    for row in data["claims"]:
+        assert set(["id", "statement", "source", "spec", "expected", "measured", "margin", "passed"]) <= set(row)
+        assert row["passed"] is True
+    assert (out / "report.md").read_text().startswith("# theorycheck verification report")
+    # no temporary folders left behind
+    assert [p.name for p in tmp_path.iterdir()] == ["rep"]
+
+
+def test_verify_unknown_claim_is_an_error(tmp_path, capsys):
+    code = main(["verify", "--out", str(tmp_path / "x"), "--only", "no-such-claim"])
+    assert code == 2
+    assert "matches no claim" in capsys.readouterr().err
+    assert not (tmp_path / "x").exists()
+
+
+def test_verify_exit_code_on_failure(tmp_path, monkeypatch):
+    import proofs_numeric
+    from theorycheck.claims import Claim, ClaimResult
+
+    bad = Claim(
+        id="zz.always-fails",
+        statement="a claim that fails",
+        source="DERIVED",
+        spec="test",
+        check=lambda p, inject=None: ClaimResult(False, 1.0, 2.0, -1.0),
+        default_params=({},),
+        falsify=lambda p: {},
+    )
+    monkeypatch.setattr(proofs_numeric, "CLAIMS", [bad])
+    assert main(["verify", "--out", str(tmp_path / "r"), "--quiet", "--no-figures"]) == 1
+    data = json.loads((tmp_path / "r" / "results.json").read_text())
+    assert data["claims"][0]["passed"] is False
+
+
+def test_help_lists_subcommands(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "verify" in capsys.readouterr().out

@@ -1,0 +1,16 @@
+"""theorycheck: exact, certified numerical checks of how transformers learn topic structure.
+
+Li, Li, Risteski, "How Do Transformers Learn Topic Structure: Towards a Mechanistic
+Understanding", ICML 2023. The mathematics is specified in PAPER_SPEC.md.
+
+>>> import theorycheck as tc
+>>> tm = tc.TopicModel(T=10, v=10, tau=3)
+>>> mk = tc.Masking(p_m=0.15, p_c=0.1, p_r=0.1)
+"""
+
+from . import population, solvers
+from .config import Masking, TopicModel
+
+__version__ = "0.1.0"
+
+__all__ = ["TopicModel", "Masking", "population", "solvers", "__version__"]

@@ -1,0 +1,179 @@
+"""Infinite-document densities and exact second moments (PAPER_SPEC §1.1, §2.1, §4.0).
+
+In the limit N -> inf the empirical token distribution of a masked document with topic set
+``S`` is
+
+.. math::  m_S = a\\, p_S + r\\, u + q\\, e_0,
+
+with ``p_S = (1/(tau v)) sum_{t in S} 1_t``, ``u = 1_W/(T v)`` and ``(a, r, q)`` from
+:class:`~theorycheck.config.Masking`. The exact moments used by every uniform-attention loss are
+``Sigma = E[m_S m_S^T]`` and ``C = E[p_S m_S^T]`` (shape ``(V1, V1)``).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+from ._validate import check_array, check_choice, check_int
+from .config import Masking, TopicModel
+
+__all__ = [
+    "masked_density",
+    "topic_density",
+    "topic_sets",
+    "expected_pp",
+    "moments",
+    "MAX_ENUMERATED_SETS",
+]
+
+#: Largest number of topic sets that :func:`topic_sets` will materialise by default.
+MAX_ENUMERATED_SETS = 200_000
+
+
+def _check_models(tm, mk=None):
+    if not isinstance(tm, TopicModel):
+        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    if mk is not None and not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+
+
+def _check_topic_set(tm: TopicModel, topics) -> np.ndarray:
+    S = np.asarray(topics)
+    if S.ndim != 1 or S.size == 0:
+        raise ValueError(f"topics must be a non-empty 1-d sequence of topic indices, got shape {S.shape}")
+    if not np.issubdtype(S.dtype, np.integer):
+        if not np.all(np.isfinite(S)) or np.any(S != np.round(S)):
+            raise ValueError(f"topics must be integers in [0, {tm.T - 1}], got {topics!r}")
+        S = S.astype(np.int64)
+    if S.min() < 0 or S.max() >= tm.T:
+        raise ValueError(f"topics must be integers in [0, {tm.T - 1}], got {topics!r}")
+    if np.unique(S).size != S.size:
+        raise ValueError(f"topics must be distinct, got {topics!r}")
+    if tm.prior == "uniform-tau" and S.size != tm.tau:
+        raise ValueError(f"topics must contain exactly tau={tm.tau} topics, got {S.size}")
+    return S
+
+
+def topic_density(tm: TopicModel, topics=None, *, theta=None) -> np.ndarray:
+    """Ground-truth word distribution of a document, shape ``(V1,)`` (entry 0 is 0).
+
+    Either a topic set ``topics`` (``p_S = (1/(|S| v)) sum_{t in S} 1_t``) or a topic mixture
+    ``theta`` (length T, non-negative, summing to 1; ``p_theta(w) = theta_{t(w)} / v``).
+    """
+    _check_models(tm)
+    if (topics is None) == (theta is None):
+        raise ValueError("pass exactly one of topics (a topic set) or theta (a topic mixture)")
+    if theta is None:
+        S = _check_topic_set(tm, topics)
+        th = np.zeros(tm.T)
+        th[S] = 1.0 / S.size
+    else:
+        th = check_array("theta", theta, shape=(tm.T,))
+        if np.any(th < 0) or abs(th.sum() - 1.0) > 1e-9:
+            raise ValueError("theta must be non-negative and sum to 1")
+    p = np.zeros(tm.V1)
+    p[1:] = np.repeat(th / tm.v, tm.v)
+    return p
+
+
+def masked_density(tm: TopicModel, mk: Masking, topics=None, *, theta=None) -> np.ndarray:
+    """Limit empirical token distribution of a masked document, ``m_S = a p_S + r u + q e_0``.
+
+    Parameters
+    ----------
+    tm, mk : TopicModel, Masking
+    topics : sequence of int, optional
+        The document's topic set ``S`` (0-based topic indices, ``|S| = tau``).
+    theta : array_like, shape (T,), optional
+        A topic mixture instead of a set (Dirichlet prior).
+
+    Returns
+    -------
+    m : ndarray, shape (V1,)
+        Non-negative, sums to 1, ``m[0] = q``. PAPER_SPEC §2.1.
+    """
+    _check_models(tm, mk)
+    p = topic_density(tm, topics, theta=theta)
+    m = mk.a * p
+    m[1:] += mk.r / tm.n_words
+    m[0] += mk.q
+    return m
+
+
+def topic_sets(tm: TopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.ndarray:
+    """All ``tau``-subsets of the topics in lexicographic order, shape ``(C(T, tau), tau)``.
+
+    Raises ``ValueError`` if there are more than ``max_sets`` of them.
+    """
+    _check_models(tm)
+    if tm.prior != "uniform-tau":
+        raise ValueError("topic_sets needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)")
+    max_sets = check_int("max_sets", max_sets, low=1)
+    n = tm.n_topic_sets
+    if n > max_sets:
+        raise ValueError(
+            f"C(T={tm.T}, tau={tm.tau}) = {n} topic sets exceeds max_sets={max_sets}; "
+            "use a closed form or sample topic sets"
+        )
+    return np.array(list(itertools.combinations(range(tm.T), tm.tau)), dtype=np.int64).reshape(n, tm.tau)
+
+
+def expected_pp(tm: TopicModel) -> np.ndarray:
+    """``E[p p^T]`` over the document law, shape ``(V1, V1)`` (closed form, PAPER_SPEC §1.1).
+
+    ``E[p p^T] = (s_same - s_diff) B + s_diff J`` with ``B`` the within-topic all-ones blocks and
+    ``J`` the all-ones matrix on words (see :meth:`TopicModel.pair_moments`).
+    """
+    s_same, s_diff = tm.pair_moments()
+    out = np.zeros((tm.V1, tm.V1))
+    topics = tm.token_topics()[1:]
+    out[1:, 1:] = np.where(topics[:, None] == topics[None, :], s_same, s_diff)
+    return out
+
+
+def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form"):
+    """Exact moments ``(Sigma, C) = (E[m_S m_S^T], E[p_S m_S^T])``, each ``(V1, V1)``.
+
+    Closed form (PAPER_SPEC §4.0), with ``c = r u + q e_0``:
+
+    .. math::
+        C = a E[p p^T] + u c^T,\\qquad
+        \\Sigma = a^2 E[p p^T] + a (u c^T + c u^T) + c c^T.
+
+    Parameters
+    ----------
+    method : {"closed-form", "enumerate"}
+        ``"enumerate"`` averages over every ``tau``-subset (uniform-tau prior only, at most
+        :data:`MAX_ENUMERATED_SETS` sets); it is the independent check of the closed form.
+
+    Notes
+    -----
+    Materialises two dense ``V1 x V1`` matrices: use only for moderate ``V1``
+    (the structured solvers never call it).
+    """
+    _check_models(tm, mk)
+    check_choice("method", method, ("closed-form", "enumerate"))
+    if tm.V1 > 20_001:
+        raise ValueError(f"moments materialises V1 x V1 matrices; V1={tm.V1} exceeds the limit 20001")
+    a, r, q = mk.a, mk.r, mk.q
+    if method == "closed-form":
+        Epp = expected_pp(tm)
+        u = np.zeros(tm.V1)
+        u[1:] = 1.0 / tm.n_words
+        c = r * u
+        c[0] += q
+        C = a * Epp + np.outer(u, c)
+        Sigma = a * a * Epp + a * (np.outer(u, c) + np.outer(c, u)) + np.outer(c, c)
+        return Sigma, C
+    sets = topic_sets(tm)
+    P = np.zeros((len(sets), tm.V1))
+    rows = np.repeat(np.arange(len(sets)), tm.tau * tm.v)
+    cols = (1 + sets[:, :, None] * tm.v + np.arange(tm.v)[None, None, :]).reshape(-1)
+    P[rows, cols] = 1.0 / (tm.tau * tm.v)
+    M = a * P
+    M[:, 1:] += r / tm.n_words
+    M[:, 0] += q
+    n = len(sets)
+    return M.T @ M / n, P.T @ M / n

@@ -1,0 +1,167 @@
+"""Data types for checkable claims (the registry itself lives in ``proofs_numeric/``).
+
+A :class:`Claim` is one statement of the paper or of our derivations (PAPER_SPEC §6) with a
+``check(params, inject=None) -> ClaimResult`` function. A claim never prints; it returns data.
+
+``inject`` lets a test replace an intermediate quantity (a matrix, a constant) by a
+deliberately wrong one; every claim provides ``falsify(params) -> inject`` whose injection must
+make the claim fail, which proves the check can fail.
+
+Margins: ``margin >= 0`` iff the claim passed. For an equality check
+``|measured - expected| <= tol`` the margin is ``tol - |measured - expected|``; for an
+inequality ``measured > expected`` it is ``measured - expected``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+__all__ = ["Claim", "ClaimResult", "SOURCES", "compare_close", "compare_greater", "compare_all"]
+
+SOURCES = ("DERIVED", "PAPER", "EMPIRICAL")
+
+
+@dataclass
+class ClaimResult:
+    """Outcome of checking one claim on one parameter set.
+
+    Attributes
+    ----------
+    passed : bool
+    expected, measured : float or str
+        What the claim predicts and what was computed (numbers where possible).
+    margin : float
+        Distance to the failure threshold, ``>= 0`` iff passed (see module docstring).
+    tolerance : float
+        The tolerance used (0 for strict inequalities).
+    params : dict
+        The configuration checked (JSON-serialisable).
+    details : dict
+        Extra JSON-serialisable numbers (errors of each method, timings, ...).
+    data : dict
+        Arrays for figures; not written to results.json.
+    """
+
+    passed: bool
+    expected: Any
+    measured: Any
+    margin: float
+    tolerance: float = 0.0
+    params: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
+    data: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.passed = bool(self.passed) and _finite(self.margin)
+
+
+def _finite(x) -> bool:
+    try:
+        return math.isfinite(float(x))
+    except (TypeError, ValueError):
+        return False
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A registered, checkable claim.
+
+    Attributes
+    ----------
+    id : str
+        Short stable identifier, e.g. ``"stage1.minnorm-block"``.
+    statement : str
+        One sentence stating the claim.
+    source : {"DERIVED", "PAPER", "EMPIRICAL"}
+    spec : str
+        Where it is stated, e.g. ``"PAPER_SPEC §4.2, §6.5"``.
+    check : callable
+        ``check(params: dict, inject: dict | None = None) -> ClaimResult``.
+    default_params : tuple of dict
+        Configurations run by ``theorycheck verify``.
+    falsify : callable
+        ``falsify(params) -> dict``: an ``inject`` that must make ``check`` fail.
+    plot : callable, optional
+        ``plot(results: list[ClaimResult]) -> dict[str, matplotlib.figure.Figure]``.
+    """
+
+    id: str
+    statement: str
+    source: str
+    spec: str
+    check: Callable[..., ClaimResult]
+    default_params: tuple
+    falsify: Callable[[dict], dict]
+    plot: Callable | None = None
+
+    def __post_init__(self):
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
+        if not self.default_params:
+            raise ValueError(f"claim {self.id!r} needs at least one default parameter set")
+
+    def run(self, params: dict, inject: dict | None = None) -> ClaimResult:
+        """Run ``check`` and stamp the parameters on the result."""
+        res = self.check(dict(params), inject)
+        res.params = dict(params)
+        return res
+
+
+def compare_close(measured, expected, tol: float, **kw) -> ClaimResult:
+    """Equality within ``tol`` (max abs difference for arrays). ``kw`` go to ClaimResult."""
+    m = np.asarray(measured, dtype=float)
+    e = np.asarray(expected, dtype=float)
+    err = float(np.max(np.abs(m - e))) if m.size else 0.0
+    if not np.all(np.isfinite(m)):
+        err = math.inf
+    details = kw.pop("details", {})
+    details.setdefault("abs_error", err)
+    return ClaimResult(
+        passed=err <= tol,
+        expected=_scalar(expected),
+        measured=_scalar(measured),
+        margin=tol - err,
+        tolerance=tol,
+        details=details,
+        **kw,
+    )
+
+
+def compare_greater(measured: float, expected: float, **kw) -> ClaimResult:
+    """Strict inequality ``measured > expected``; margin ``measured - expected``."""
+    margin = float(measured) - float(expected)
+    return ClaimResult(
+        passed=margin > 0, expected=float(expected), measured=float(measured), margin=margin, **kw
+    )
+
+
+def compare_all(results: list[ClaimResult]) -> ClaimResult:
+    """Combine sub-checks: passes iff all pass; reports the sub-check with the smallest margin."""
+    worst = min(results, key=lambda r: r.margin if _finite(r.margin) else -math.inf)
+    details = {}
+    for i, r in enumerate(results):
+        for k, v in r.details.items():
+            details[f"{i}.{k}"] = v
+    data = {}
+    for r in results:
+        data.update(r.data)
+    return ClaimResult(
+        passed=all(r.passed for r in results),
+        expected=worst.expected,
+        measured=worst.measured,
+        margin=worst.margin,
+        tolerance=worst.tolerance,
+        details=details,
+        data=data,
+    )
+
+
+def _scalar(x):
+    arr = np.asarray(x)
+    if arr.ndim == 0:
+        return float(arr)
+    return f"array{arr.shape}"

@@ -1,0 +1,16 @@
+"""Infinite-document (N -> inf) population objects: densities, exact moments, loss evaluators.
+
+This module is the public face; each job lives in a small private module:
+
+- ``_moments``: masked densities ``m_S`` and the exact moments ``(Sigma, C)`` (PAPER_SPEC §1, §2, §4.0).
+"""
+
+from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
+
+__all__ = [
+    "masked_density",
+    "topic_density",
+    "topic_sets",
+    "expected_pp",
+    "moments",
+]

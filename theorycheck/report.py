@@ -1,0 +1,209 @@
+"""Run claims and write the verification report (DESIGN.md, "Verification report").
+
+The report folder holds ``report.md``, ``results.json`` and ``figures/*.png``. It is written
+under a temporary name in the same parent directory and renamed at the end, so an interrupted
+run never leaves a half-written report.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import math
+import os
+import shutil
+import tempfile
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+
+from .claims import Claim, ClaimResult
+
+__all__ = ["ReportRow", "run_claims", "write_report", "format_table", "select_claims"]
+
+COLUMNS = ("claim", "statement", "expected", "measured", "margin", "verdict")
+
+
+@dataclass
+class ReportRow:
+    claim: Claim
+    result: ClaimResult
+    seconds: float
+    error: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.error is not None:
+            return "ERROR"
+        return "PASS" if self.result.passed else "FAIL"
+
+    def to_json(self) -> dict:
+        r = self.result
+        return {
+            "id": self.claim.id,
+            "statement": self.claim.statement,
+            "source": self.claim.source,
+            "spec": self.claim.spec,
+            "params": _jsonable(r.params),
+            "expected": _jsonable(r.expected),
+            "measured": _jsonable(r.measured),
+            "margin": _jsonable(r.margin),
+            "tolerance": _jsonable(r.tolerance),
+            "passed": bool(r.passed and self.error is None),
+            "details": _jsonable(r.details),
+            "seconds": round(self.seconds, 4),
+            "error": self.error,
+        }
+
+
+def _jsonable(x):
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
+        x = x.item()
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    if isinstance(x, (str, int, float, bool)) or x is None:
+        return x
+    return str(x)
+
+
+def select_claims(claims: list[Claim], only: str | None) -> list[Claim]:
+    """Claims whose id matches the glob or substring ``only`` (all if ``None``)."""
+    if not only:
+        return list(claims)
+    pats = [p.strip() for p in only.split(",") if p.strip()]
+    chosen = [c for c in claims if any(fnmatch.fnmatch(c.id, p) or p in c.id for p in pats)]
+    if not chosen:
+        raise ValueError(f"--only {only!r} matches no claim; known ids: {', '.join(c.id for c in claims)}")
+    return chosen
+
+
+def run_claims(claims: list[Claim], *, progress: bool = True) -> list[ReportRow]:
+    """Run every claim on each of its default parameter sets; exceptions become ERROR rows."""
+    from tqdm.auto import tqdm
+
+    jobs = [(c, p) for c in claims for p in c.default_params]
+    rows = []
+    bar = tqdm(jobs, desc="claims", unit="check", disable=not progress)
+    for claim, params in bar:
+        bar.set_postfix_str(claim.id)
+        t0 = time.perf_counter()
+        try:
+            res = claim.run(params)
+            err = None
+        except Exception as exc:  # a crashing claim is reported, not hidden
+            res = ClaimResult(False, "", "", -math.inf, params=dict(params))
+            err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+        rows.append(ReportRow(claim, res, time.perf_counter() - t0, err))
+    return rows
+
+
+def _fmt(x) -> str:
+    if isinstance(x, float):
+        return f"{x:.6g}"
+    return str(x)
+
+
+def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 60) -> str:
+    """Table with the fixed column order (claim, statement, expected, measured, margin, verdict)."""
+    body = []
+    for row in rows:
+        st = row.claim.statement
+        if not markdown and len(st) > width:
+            st = st[: width - 3] + "..."
+        params = ",".join(f"{k}={v}" for k, v in row.result.params.items())
+        body.append(
+            [
+                f"{row.claim.id} [{params}]" if markdown else row.claim.id,
+                st,
+                _fmt(row.result.expected),
+                _fmt(row.result.measured),
+                _fmt(row.result.margin),
+                row.verdict,
+            ]
+        )
+    if markdown:
+        lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in body]
+        return "\n".join(lines)
+    widths = [max(len(COLUMNS[i]), *(len(r[i]) for r in body)) if body else len(COLUMNS[i]) for i in range(len(COLUMNS))]
+    line = "  ".join(COLUMNS[i].ljust(widths[i]) for i in range(len(COLUMNS)))
+    out = [line, "-" * len(line)]
+    out += ["  ".join(r[i].ljust(widths[i]) for i in range(len(COLUMNS))) for r in body]
+    return "\n".join(out)
+
+
+def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool = True) -> Path:
+    """Write ``report.md``, ``results.json`` and figures into ``out`` atomically; return the path."""
+    out = Path(out).resolve()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        fig_paths = _write_figures(rows, tmp / "figures") if figures else {}
+        n_pass = sum(r.verdict == "PASS" for r in rows)
+        results = {
+            "summary": {"total": len(rows), "passed": n_pass, "failed": len(rows) - n_pass},
+            "claims": [r.to_json() for r in rows],
+        }
+        (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False))
+        md = [
+            "# theorycheck verification report",
+            "",
+            f"{n_pass} of {len(rows)} checks passed.",
+            "",
+            "Margins are distances to the failure threshold: >= 0 means passed "
+            "(tolerance minus error for equalities, difference for strict inequalities).",
+            "",
+            format_table(rows, markdown=True),
+            "",
+            "## Claims",
+            "",
+        ]
+        seen = set()
+        for r in rows:
+            c = r.claim
+            if c.id in seen:
+                continue
+            seen.add(c.id)
+            md += [f"### {c.id} ({c.source})", "", c.statement, "", f"Source: {c.spec}.", ""]
+            for name in fig_paths.get(c.id, []):
+                md += [f"![{c.id} {name}](figures/{name})", ""]
+        errors = [r for r in rows if r.error]
+        if errors:
+            md += ["## Errors", ""]
+            for r in errors:
+                md += [f"### {r.claim.id}", "", "```", r.error, "```", ""]
+        (tmp / "report.md").write_text("\n".join(md))
+        if out.exists():
+            shutil.rmtree(out)
+        os.replace(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out
+
+
+def _write_figures(rows: list[ReportRow], folder: Path) -> dict[str, list[str]]:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    folder.mkdir(parents=True, exist_ok=True)
+    by_claim: dict[str, list[ReportRow]] = {}
+    for r in rows:
+        if r.error is None and r.claim.plot is not None:
+            by_claim.setdefault(r.claim.id, []).append(r)
+    written: dict[str, list[str]] = {}
+    for cid, crow in by_claim.items():
+        figs = crow[0].claim.plot([r.result for r in crow])
+        for name, fig in figs.items():
+            fname = f"{cid}.{name}.png"
+            fig.savefig(folder / fname, dpi=110, bbox_inches="tight")
+            plt.close(fig)
+            written.setdefault(cid, []).append(fname)
+    return written
