@@ -3,6 +3,7 @@
 This module is the public face; each job lives in a small private module:
 
 - ``_moments``: masked densities ``m_S`` and the exact moments ``(Sigma, C)`` (PAPER_SPEC §1, §2, §4.0).
+- ``_value_loss``: exact uniform-attention squared loss and gradient (PAPER_SPEC §4.0).
 """
 
 from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
@@ -14,3 +15,7 @@ __all__ = [
     "expected_pp",
     "moments",
 ]
+
+from ._value_loss import value_loss, value_loss_grad  # noqa: E402
+
+__all__ += ["value_loss", "value_loss_grad"]
