@@ -41,6 +41,40 @@ def _cmd_verify(args) -> int:
     return 1 if n_bad else 0
 
 
+# ----------------------------------------------------------------------------- train
+def _add_train(sub):
+    p = sub.add_parser("train", help="train the numpy transformer on a preset (see --list)")
+    p.add_argument("--list", action="store_true", help="print the preset names, one per line, and exit")
+    p.add_argument("--preset", default=None, help="preset name (see --list)")
+    p.add_argument("--out", default=None, help="run folder (metrics.jsonl, params.npz, figures/)")
+    p.add_argument("--steps", type=int, default=None, help="override the number of steps")
+    p.add_argument("--seed", type=int, default=None, help="override the seed")
+    p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_train)
+
+
+def _cmd_train(args) -> int:
+    import json
+
+    from .train import PRESETS, run_preset
+
+    if args.list:
+        for name in PRESETS:
+            print(name)
+        return 0
+    if args.preset is None:
+        raise ValueError(f"--preset is required (one of {', '.join(PRESETS)}); use --list to see them")
+    if args.preset not in PRESETS:
+        raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {args.preset!r}")
+    if args.out is None:
+        raise ValueError("--out is required (the run folder)")
+    summary = run_preset(args.preset, args.out, steps=args.steps, seed=args.seed, progress=not args.quiet,
+                         resume=args.resume)
+    print(json.dumps(summary, indent=2, sort_keys=True))
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -49,6 +83,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_verify(sub)
+    _add_train(sub)
     return parser
 
 

@@ -222,6 +222,17 @@ class CountBatch:
         ones = np.ones(E)
         self._P_ctx = sp.csr_matrix((ones, (self.ctx, np.arange(E))), shape=(G, E))
         self._P_q = sp.csr_matrix((ones, (self.qtok, np.arange(E))), shape=(V1, E))
+        self._collapsed = None
+
+    def per_context(self):
+        """``(Y_g, w_g)`` summed over the query groups of each context, shapes (G, V1), (G,).
+
+        Used when the output does not depend on the query token (uniform attention, no residual):
+        the loss is linear in the targets, so groups of one context merge exactly.
+        """
+        if self._collapsed is None:
+            self._collapsed = (np.asarray(self._P_ctx @ self.Y), np.asarray(self._P_ctx @ self.weight))
+        return self._collapsed
 
 
 @dataclass
@@ -552,13 +563,14 @@ class AttentionLayer(Layer):
         return dX
 
     # ---------------------------------------------------------------- count path
-    def forward_counts(self, tab, batch: CountBatch):
+    def forward_counts(self, tab, batch: CountBatch, collapsed: bool = False):
         """Count-based forward for a one-layer model. ``tab`` = ``W^E`` (d, V1) -> (E, d).
 
         With token tables ``K_t = W^K W^E``, ``Q_t = W^Q W^E``, ``V_t = W^V W^E`` the score of key
         token ``b`` for query token ``a`` is ``S[a, b] = c (Q_t^T K_t)[a, b]``; a query group
         ``(g, a)`` attends with weights ``softmax_b(S[a, b] + log K[g, b])`` (zero-count keys get
-        weight 0), i.e. exactly the position softmax with identical keys merged.
+        weight 0), i.e. exactly the position softmax with identical keys merged. With
+        ``collapsed=True`` (uniform attention, no residual) one row per context is returned (G, d).
         """
         cfg, c, P = self.cfg, self.c, self.params
         one_hot = tab is None
@@ -570,7 +582,9 @@ class AttentionLayer(Layer):
             ks = batch.K.sum(axis=1, keepdims=True)
             Hc = batch.K / np.where(ks > 0, ks, 1.0)  # (G, V1)
             Vsum = sum(Vt_all)
-            U = (Hc @ Vsum.T)[batch.ctx]
+            U = Hc @ Vsum.T
+            if not collapsed:
+                U = U[batch.ctx]
             heads = Hc
         else:
             U = 0.0
@@ -587,7 +601,7 @@ class AttentionLayer(Layer):
             Yn, inv = _ln_fwd(R)
         else:
             Yn, inv = R, None
-        self.cache = dict(tab=tab, heads=heads, Vt=Vt_all, Yn=Yn, inv=inv, batch=batch)
+        self.cache = dict(tab=tab, heads=heads, Vt=Vt_all, Yn=Yn, inv=inv, batch=batch, collapsed=collapsed)
         return Yn
 
     def backward_counts(self, dY):
@@ -599,7 +613,7 @@ class AttentionLayer(Layer):
         dtab = None if one_hot else np.zeros_like(tab)
         if self.uniform:
             Hc = heads
-            dUc = batch._P_ctx @ dR  # (G, d)
+            dUc = dR if self.cache["collapsed"] else batch._P_ctx @ dR  # (G, d)
             dVt = dUc.T @ Hc  # (d, V1), the same for every head
             for h in range(cfg.n_heads):
                 if "W_V" in self.trainable:
@@ -768,12 +782,13 @@ class Transformer:
             raise TypeError(f"batch must be a CountBatch or PositionBatch, got {type(batch).__name__}")
 
     def forward(self, batch):
-        """Outputs ``o_e`` (E, V1) at the loss entries of ``batch``."""
+        """Outputs ``o_e`` (E, V1) at the loss entries of ``batch`` (per context, (G, V1), when
+        the output cannot depend on the query token: uniform attention without residual)."""
         self._check_batch(batch)
         emb = self.embedding
         tab = None if emb.one_hot else emb.params["W_E"]
         if isinstance(batch, CountBatch):
-            Yq = self.layers[0].forward_counts(tab, batch)
+            Yq = self.layers[0].forward_counts(tab, batch, self._collapsed(batch))
             self._cache = ("count", None)
         else:
             toks = batch.tokens
@@ -807,6 +822,12 @@ class Transformer:
             np.add.at(dtabT, toks[ok], dX[ok])
             emb.add_table_grad(dtabT.T)
 
+    def _collapsed(self, batch) -> bool:
+        return isinstance(batch, CountBatch) and self.cfg.attention == "uniform" and not self.cfg.residual
+
+    def _targets(self, batch):
+        return batch.per_context() if self._collapsed(batch) else (batch.Y, batch.weight)
+
     def reg_loss(self) -> float:
         """``reg * sum ||W||_F^2`` over trained matrices (biases excluded)."""
         if self.cfg.reg == 0.0:
@@ -820,13 +841,15 @@ class Transformer:
     def loss(self, batch) -> float:
         """Weighted loss of ``batch`` plus the L2 term (no gradient)."""
         O = self.forward(batch)
-        val, _ = _loss_head(O, batch.Y, batch.weight, self.cfg.loss)
+        Y, w = self._targets(batch)
+        val, _ = _loss_head(O, Y, w, self.cfg.loss)
         return val + self.reg_loss()
 
     def loss_and_grad(self, batch) -> float:
         """Loss (with L2 term); gradients are *accumulated* into ``grads`` (call ``zero_grad`` first)."""
         O = self.forward(batch)
-        val, dO = _loss_head(O, batch.Y, batch.weight, self.cfg.loss)
+        Y, w = self._targets(batch)
+        val, dO = _loss_head(O, Y, w, self.cfg.loss)
         self.backward(dO)
         if self.cfg.reg > 0.0:
             for n, (m, k) in self.named_params().items():

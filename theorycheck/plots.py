@@ -50,3 +50,46 @@ def heatmap(M, *, title: str = "", block: int | None = None, ax_labels=("key / c
     ax.set_xlabel(ax_labels[0])
     ax.set_ylabel(ax_labels[1])
     return fig
+
+
+# ----------------------------------------------------------------------------- training (train area)
+__all__ += ["training_curves"]
+
+
+def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_W_K", "norm_W_Q", "norm_W_E"),
+                    title: str = "parameter norms during training"):
+    """Norm curves of a training run (log scale) and the loss, with the detected stage boundaries.
+
+    Parameters
+    ----------
+    records : list of dict
+        Lines of ``metrics.jsonl`` (need ``step``, ``loss`` and some of ``keys``).
+    stages : dict, optional
+        ``StageBoundaries.to_dict()``; vertical lines at ``stage1_end`` and ``stage2_start``.
+    """
+    fig = _new_figure(figsize=(9.5, 3.8))
+    ax1 = fig.add_subplot(1, 2, 1)
+    ax2 = fig.add_subplot(1, 2, 2)
+    steps = np.array([r["step"] for r in records], dtype=float)
+    for k in keys:
+        vals = [r.get(k) for r in records]
+        if vals and all(x is not None for x in vals) and max(vals) > 0:
+            ax1.plot(steps, np.maximum(np.asarray(vals, float), 1e-300), label=k.replace("norm_", "||") + "||")
+    ax1.set_yscale("log")
+    ax1.set_xlabel("step")
+    ax1.set_title(title)
+    ax2.plot(steps, [r["loss"] for r in records], label="train loss", color="k")
+    dev = [(r["step"], r["dev_loss"]) for r in records if r.get("dev_loss") is not None]
+    if dev:
+        ax2.plot(*zip(*dev), "o-", label="dev loss", color="tab:red")
+    ax2.set_xlabel("step")
+    ax2.set_title("loss")
+    for ax in (ax1, ax2):
+        if stages:
+            if stages.get("stage1_end") is not None:
+                ax.axvline(stages["stage1_end"], color="tab:blue", ls="--", lw=1, label="stage-1 end")
+            if stages.get("stage2_start") is not None:
+                ax.axvline(stages["stage2_start"], color="tab:orange", ls="--", lw=1, label="stage-2 start")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
