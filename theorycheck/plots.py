@@ -74,7 +74,8 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
     for k in keys:
         vals = [r.get(k) for r in records]
         if vals and all(x is not None for x in vals) and max(vals) > 0:
-            ax1.plot(steps, np.maximum(np.asarray(vals, float), 1e-300), label=k.replace("norm_", "||") + "||")
+            arr = np.asarray(vals, float)
+            ax1.plot(steps, np.where(arr > 0, arr, np.nan), label=k.replace("norm_", "||") + "||")
     ax1.set_yscale("log")
     ax1.set_xlabel("step")
     ax1.set_title(title)

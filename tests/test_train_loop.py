@@ -1,0 +1,176 @@
+"""train.py: population GD reaches the min-norm W^V; resume is bit-identical; configs validate; CLI."""
+
+import json
+import math
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+
+import theorycheck as tc
+from theorycheck.cli import main
+from theorycheck.model import ModelConfig
+from theorycheck.population import moments
+from theorycheck.strategies import maskings, topic_models
+from theorycheck.train import (
+    PRESETS,
+    DataConfig,
+    OptimConfig,
+    TrainConfig,
+    Trainer,
+    load_metrics,
+    preset,
+)
+
+
+def _stage1_cfg(tm_kw, mk, lr, steps):
+    d = DataConfig(**tm_kw, p_m=mk.p_m, p_c=mk.p_c, p_r=mk.p_r, source="population")
+    m = ModelConfig(V1=d.V1, attention="uniform", train=("W_V",), init_V="zero", loss="squared")
+    return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=lr), steps=steps, log_every=steps,
+                       eval_every=0, eval_docs=0)
+
+
+def test_population_gd_from_zero_reaches_min_norm_paper_config():
+    """T = v = 10, tau = 3, default masking: 150 exact population GD steps from W = 0."""
+    tm, mk = tc.TopicModel(T=10, v=10, tau=3), tc.Masking()
+    res = Trainer(_stage1_cfg(dict(T=10, v=10, tau=3), mk, 40.0, 150), progress=False).run()
+    Sigma, C = moments(tm, mk)
+    ref = C @ np.linalg.pinv(Sigma)  # independent reference, not the trainer's
+    W = res.model.get("layers.0.W_V")[0]
+    rel = np.linalg.norm(W - ref) / np.linalg.norm(ref)
+    assert rel <= 1e-6, f"relative error to C pinv(Sigma): {rel:.3g}"
+    assert res.final["loss"] == pytest.approx(tm.min_value_loss(), abs=1e-12)
+
+
+@settings(max_examples=8)
+@given(topic_models(min_T=2, max_T=5, max_v=3), maskings(min_p_m=0.1, allow_no_mask_token=False))
+def test_population_gd_from_zero_reaches_min_norm(tm, mk):
+    Sigma, C = moments(tm, mk)
+    ev = np.linalg.eigvalsh(2 * Sigma)
+    pos = ev[ev > 1e-10 * ev.max()]
+    lr = 2.0 / (pos.min() + pos.max())
+    rho = (pos.max() - pos.min()) / (pos.max() + pos.min())
+    steps = int(math.ceil(math.log(1e-9) / math.log(max(rho, 1e-3)))) + 5
+    assume(steps <= 1500)
+    kw = dict(T=tm.T, v=tm.v, tau=tm.tau)
+    res = Trainer(_stage1_cfg(kw, mk, lr, steps), progress=False).run()
+    ref = C @ np.linalg.pinv(Sigma, rcond=1e-10)
+    W = res.model.get("layers.0.W_V")[0]
+    rel = np.linalg.norm(W - ref) / np.linalg.norm(ref)
+    assert rel <= 1e-6, f"relative error {rel:.3g} after {steps} steps (lr={lr:.3g}, rho={rho:.3g})"
+
+
+def _small_cfg(source, n_layers=1, optim="adam"):
+    d = DataConfig(T=3, v=3, tau=2, N=(5, 8), source=source, n_train=20, n_dev=6)
+    m = ModelConfig(V1=d.V1, n_layers=n_layers, n_heads=2, train=("W_K", "W_Q", "W_V", "b_dec"), init_scale=0.3,
+                    loss="ce", residual=n_layers > 1)
+    return TrainConfig(data=d, model=m, optim=OptimConfig(optim, lr=0.05, momentum=0.5), steps=13, batch_size=4,
+                       log_every=2, eval_every=4, checkpoint_every=5, eval_docs=3)
+
+
+@pytest.mark.parametrize("source, n_layers, optim", [("fresh", 1, "adam"), ("static", 2, "sgd"), ("population", 1, "adam")])
+def test_resume_after_interruption_is_bit_identical(tmp_path, source, n_layers, optim):
+    cfg = _small_cfg(source, n_layers, optim)
+    a = tmp_path / "a"
+    b = tmp_path / "b"
+    Trainer(cfg, a, progress=False, figures=False).run()
+    # interrupted after step 8 (last checkpoint at step 5), then resumed from the folder
+    Trainer(cfg, b, progress=False, figures=False).run(stop_at=8)
+    assert json.loads((b / "checkpoint.json").read_text())["step"] == 5
+    Trainer(cfg, b, progress=False, figures=False).run(resume=True)
+    with np.load(a / "params.npz") as za, np.load(b / "params.npz") as zb:
+        assert sorted(za.files) == sorted(zb.files)
+        for k in za.files:
+            assert np.array_equal(za[k], zb[k]), f"parameter {k} differs after resume"
+    assert (a / "metrics.jsonl").read_text() == (b / "metrics.jsonl").read_text()
+    # the uninterrupted run really changed the parameters (the test could fail)
+    with np.load(a / "params.npz") as za:
+        assert np.linalg.norm(za["W_K"]) > 0
+
+
+def test_run_folder_contents(tmp_path):
+    cfg = _small_cfg("static")
+    Trainer(cfg, tmp_path, progress=False).run()
+    conf = json.loads((tmp_path / "config.json").read_text())
+    assert conf["seed"] == cfg.seed and "numpy" in conf["versions"]
+    assert list(conf) == sorted(conf)
+    assert TrainConfig.from_dict({k: v for k, v in conf.items() if k != "versions"}).to_dict() == cfg.to_dict()
+    recs = load_metrics(tmp_path)
+    assert [r["step"] for r in recs] == [0, 2, 4, 6, 8, 10, 12]
+    for key in ("loss", "norm_W_V", "norm_W_K", "norm_W_Q", "gradnorm_W_V", "lr"):
+        assert all(key in r for r in recs), key
+    assert "dev_loss" in recs[-1] and "attn_same_topic" in recs[-1]
+    with np.load(tmp_path / "params.npz") as z:
+        assert z["W_V"].shape == (10, 10) and z["W_K"].shape == (10, 10) and z["W_E"].shape == (10, 10)
+    assert {p.name for p in (tmp_path / "figures").iterdir()} >= {"norms.png", "W_V.png", "attention.png"}
+
+
+def test_fresh_batches_depend_only_on_seed_and_step():
+    cfg = _small_cfg("fresh")
+    t1, t2 = Trainer(cfg, progress=False), Trainer(cfg, progress=False)
+    b1, b2 = t1.batch_at(7), t2.batch_at(7)
+    assert np.array_equal(b1.Y, b2.Y) and np.array_equal(b1.K, b2.K)
+    assert not np.array_equal(t1.batch_at(6).K, b1.K)
+
+
+def test_dev_loss_matches_direct_evaluation():
+    """The chunked dev loss equals the loss of the whole dev set as one batch (token average)."""
+    from theorycheck.model import count_batch
+
+    cfg = _small_cfg("static")
+    cfg.data.average = "token"
+    tr = Trainer(cfg, progress=False)
+    dev_chunked = tr.dev_loss(chunk=4)
+    dev = tr._dev
+    one = tr.model.loss(count_batch(dev.inputs, dev.selected, dev.targets, 10, average="token"))
+    assert dev_chunked == pytest.approx(one, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "make, name",
+    [
+        (lambda: DataConfig(source="stream"), "source"),
+        (lambda: DataConfig(N=(10, 5)), "N"),
+        (lambda: DataConfig(p_m=0.0), "p_m"),
+        (lambda: DataConfig(tau=None, prior="dirichlet", alpha=0.1, source="population"), "population"),
+        (lambda: DataConfig(T=0), "T"),
+        (lambda: OptimConfig(name="rmsprop"), "name"),
+        (lambda: OptimConfig(lr=0.0), "lr"),
+        (lambda: OptimConfig(momentum=1.0), "momentum"),
+        (lambda: TrainConfig(steps=-1), "steps"),
+        (lambda: TrainConfig(batch_size=0), "batch_size"),
+        (lambda: TrainConfig(model=ModelConfig(V1=5)), "V1"),
+        (lambda: TrainConfig(data=DataConfig(source="population"), model=ModelConfig(V1=101, n_layers=2)), "n_layers"),
+        (lambda: TrainConfig(init_W_V="random"), "init_W_V"),
+    ],
+)
+def test_bad_training_config_raises_naming_the_parameter(make, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        make()
+
+
+def test_every_preset_builds_a_valid_config():
+    for name in PRESETS:
+        cfgs = preset(name)
+        for cfg in (c for _, c in cfgs) if isinstance(cfgs, list) else [cfgs]:
+            assert isinstance(cfg, TrainConfig)
+    with pytest.raises(ValueError, match="preset"):
+        preset("no-such-preset")
+
+
+def test_cli_train_list_and_errors(capsys, tmp_path):
+    assert main(["train", "--list"]) == 0
+    assert capsys.readouterr().out.split() == [
+        "official-demo", "stage1-population", "stage2-population", "two-stage", "embedding", "deep-4x4", "ablation"]
+    assert main(["train", "--preset", "nope", "--out", str(tmp_path)]) == 2
+    assert "preset" in capsys.readouterr().err
+
+
+def test_cli_train_runs_a_preset(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--preset", "stage1-population", "--out", str(out), "--steps", "20", "--quiet"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["runs"][0]["steps"] == 20
+    recs = load_metrics(out)
+    assert recs[-1]["step"] == 19 and recs[-1]["dist_W_V_opt"] < recs[0]["dist_W_V_opt"]
+    assert (out / "params.npz").exists() and (out / "figures" / "norms.png").exists()

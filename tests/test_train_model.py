@@ -1,0 +1,228 @@
+"""model.py: hand-written gradients vs central finite differences; count path == position path;
+population batch == exact uniform-attention loss (value_loss) and gradient."""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import theorycheck as tc
+from theorycheck.model import (
+    ModelConfig,
+    Transformer,
+    count_batch,
+    population_batch,
+    position_batch,
+)
+from theorycheck.population import value_loss_grad
+from theorycheck.strategies import maskings, topic_models
+
+
+def _random_masked(rng, V1, B, N, p_sel=0.4):
+    lengths = rng.integers(1, N + 1, size=B)
+    inputs = rng.integers(0, V1, size=(B, N))
+    pad = np.arange(N)[None, :] >= lengths[:, None]
+    inputs[pad] = -1
+    selected = (rng.random((B, N)) < p_sel) & ~pad
+    selected[:, 0] = True  # every document has a selected position
+    targets = np.where(pad, -1, rng.integers(1, V1, size=(B, N)))
+    return inputs, selected, targets
+
+
+@st.composite
+def model_setups(draw):
+    V1 = draw(st.integers(3, 7))
+    n_layers = draw(st.integers(1, 2))
+    n_heads = draw(st.integers(1, 2))
+    embedding = draw(st.sampled_from(["one-hot", "trained"]))
+    decoder = draw(st.sampled_from(["identity", "trained", "tied"] if embedding == "trained" else ["identity", "trained"]))
+    d = V1 if (embedding == "one-hot" or decoder == "identity") else draw(st.integers(2, 6))
+    attention = draw(st.sampled_from(["softmax", "uniform"]))
+    possible = ["W_V", "b_dec"]
+    if attention == "softmax":
+        possible += ["W_K", "W_Q"]
+    if embedding == "trained":
+        possible.append("W_E")
+    if decoder == "trained":
+        possible.append("W_dec")
+    train = tuple(draw(st.lists(st.sampled_from(possible), min_size=1, unique=True)))
+    cfg = ModelConfig(
+        V1=V1, d=d, d_a=draw(st.integers(1, 4)), n_layers=n_layers, n_heads=n_heads, embedding=embedding,
+        decoder=decoder, attention=attention, scale=draw(st.sampled_from(["sqrt", "none"])),
+        residual=draw(st.booleans()), layer_norm=draw(st.booleans()), mask_keys=draw(st.booleans()),
+        loss=draw(st.sampled_from(["squared", "ce"])), reg=draw(st.sampled_from([0.0, 0.1])), train=train,
+    )
+    B = draw(st.integers(1, 3))
+    N = draw(st.integers(1, 6))
+    seed = draw(st.integers(0, 2**31))
+    path = "count" if (n_layers == 1 and draw(st.booleans())) else "position"
+    return cfg, B, N, seed, path
+
+
+def _randomize(model, rng, scale=0.7):
+    for name, (mod, k) in model.named_params().items():
+        if k in ("W_K", "W_Q") and model.cfg.attention == "uniform":
+            continue
+        mod.params[k][...] = rng.normal(scale=scale, size=mod.params[k].shape)
+
+
+@settings(max_examples=60)
+@given(model_setups())
+def test_every_gradient_matches_central_finite_differences(setup):
+    cfg, B, N, seed, path = setup
+    rng = np.random.default_rng(seed)
+    model = Transformer(cfg, seed=seed)
+    _randomize(model, rng)
+    inputs, selected, targets = _random_masked(rng, cfg.V1, B, N)
+    build = count_batch if path == "count" else position_batch
+    batch = build(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys)
+    model.zero_grad()
+    model.loss_and_grad(batch)
+    h = 1e-6
+    for name in model.trainable_names():
+        P = model.get(name)
+        G = model.grad(name).copy()
+        for trial in range(2):
+            E = rng.normal(size=P.shape)
+            P += h * E
+            lp = model.loss(batch)
+            P -= 2 * h * E
+            lm = model.loss(batch)
+            P += h * E
+            fd = (lp - lm) / (2 * h)
+            an = float(np.sum(G * E))
+            assert abs(fd - an) <= 1e-6 * (1 + abs(fd)), (
+                f"d loss / d {name} along a random direction: analytic {an!r} vs central FD {fd!r} "
+                f"(path={path}, cfg={cfg})"
+            )
+    # frozen parameters receive no gradient
+    for name in set(model.named_params()) - set(model.trainable_names()):
+        assert not np.any(model.grad(name)), f"frozen {name} received a gradient"
+
+
+@settings(max_examples=25)
+@given(st.integers(3, 9), st.integers(1, 4), st.integers(1, 9), st.integers(0, 2**31), st.booleans(),
+       st.sampled_from(["softmax", "uniform"]), st.sampled_from(["squared", "ce"]), st.booleans(), st.booleans(),
+       st.sampled_from(["document", "token"]))
+def test_count_attention_equals_position_attention(V1, B, N, seed, mask_keys, attention, loss, residual, ln, average):
+    rng = np.random.default_rng(seed)
+    train = ("W_V",) if attention == "uniform" else ("W_K", "W_Q", "W_V")
+    cfg = ModelConfig(V1=V1, n_heads=2, attention=attention, loss=loss, residual=residual, layer_norm=ln,
+                      mask_keys=mask_keys, train=train + ("b_dec",))
+    model = Transformer(cfg, seed=seed)
+    _randomize(model, rng, scale=1.5)
+    inputs, selected, targets = _random_masked(rng, V1, B, N, p_sel=0.6)
+    cb = count_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average)
+    pb = position_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average)
+    model.zero_grad()
+    lc = model.loss_and_grad(cb)
+    gc = {n: model.grad(n).copy() for n in model.trainable_names()}
+    model.zero_grad()
+    lp = model.loss_and_grad(pb)
+    assert lc == pytest.approx(lp, rel=1e-12, abs=1e-12), f"loss: counts {lc!r} vs positions {lp!r}"
+    for n in gc:
+        err = np.max(np.abs(gc[n] - model.grad(n)))
+        assert err <= 1e-11 * (1 + np.max(np.abs(gc[n]))), f"{n}: counts vs positions differ by {err:.3g}"
+
+
+def test_count_attention_weights_equal_position_weights_example():
+    """Explicit attention distributions: a query token's weight on key token b = count_b e^S / Z."""
+    V1 = 6
+    cfg = ModelConfig(V1=V1, train=("W_K", "W_Q"), scale="none")
+    model = Transformer(cfg, seed=3)
+    _randomize(model, np.random.default_rng(0), scale=1.0)
+    toks = np.array([[1, 2, 2, 5, 1, 0, 3]])
+    A = model.attention_weights(toks)[0]  # (N, N) query i, key j
+    S = model.score_matrix()
+    counts = np.bincount(toks[0], minlength=V1)
+    for i, a in enumerate(toks[0]):
+        w = counts * np.exp(S[a])
+        w /= w.sum()
+        per_token = np.bincount(toks[0], weights=A[i], minlength=V1)
+        np.testing.assert_allclose(per_token, w, rtol=1e-12, atol=1e-15, err_msg=f"query position {i} token {a}")
+
+
+@settings(max_examples=20)
+@given(topic_models(max_T=5, max_v=3), maskings(), st.integers(0, 2**31))
+def test_population_batch_is_the_exact_uniform_attention_loss(tm, mk, seed):
+    rng = np.random.default_rng(seed)
+    W = rng.normal(size=(tm.V1, tm.V1))
+    cfg = ModelConfig(V1=tm.V1, attention="uniform", train=("W_V",), loss="squared")
+    model = Transformer(cfg, seed=0)
+    model.get("layers.0.W_V")[0] = W
+    model.zero_grad()
+    loss = model.loss_and_grad(population_batch(tm, mk))
+    ref, dW, _ = value_loss_grad(W, tm, mk)
+    assert loss == pytest.approx(ref, rel=1e-11, abs=1e-12)
+    np.testing.assert_allclose(model.grad("layers.0.W_V")[0], dW, rtol=1e-9, atol=1e-12)
+
+
+def test_large_scores_stay_finite():
+    V1 = 5
+    cfg = ModelConfig(V1=V1, train=("W_K", "W_Q", "W_V"), loss="ce", scale="none")
+    model = Transformer(cfg, seed=0)
+    model.get("layers.0.W_K")[...] = 100.0 * np.random.default_rng(1).normal(size=(1, V1, V1))
+    model.get("layers.0.W_Q")[...] = 100.0 * np.random.default_rng(2).normal(size=(1, V1, V1))
+    model.get("layers.0.W_V")[...] = 1e3 * np.eye(V1)
+    rng = np.random.default_rng(0)
+    inputs, selected, targets = _random_masked(rng, V1, 3, 6)
+    for build in (count_batch, position_batch):
+        model.zero_grad()
+        loss = model.loss_and_grad(build(inputs, selected, targets, V1))
+        assert np.isfinite(loss)
+        assert all(np.all(np.isfinite(model.grad(n))) for n in model.trainable_names())
+
+
+def test_no_keys_gives_zero_attention_not_nan():
+    """mask_keys with every position selected: the query has no key; the attention output is 0."""
+    V1 = 4
+    cfg = ModelConfig(V1=V1, train=("W_K", "W_Q", "W_V", "b_dec"), mask_keys=True)
+    model = Transformer(cfg, seed=0)
+    _randomize(model, np.random.default_rng(0))
+    inputs = np.array([[1, 2, 3]])
+    sel = np.ones((1, 3), bool)
+    for build in (count_batch, position_batch):
+        O = model.forward(build(inputs, sel, inputs, V1, mask_keys=True))
+        np.testing.assert_allclose(O, np.broadcast_to(model.get("b_dec"), O.shape))
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(V1=1), "V1"),
+        (dict(V1=5, d=4), "d"),
+        (dict(V1=5, n_layers=0), "n_layers"),
+        (dict(V1=5, n_heads=0), "n_heads"),
+        (dict(V1=5, embedding="learned"), "embedding"),
+        (dict(V1=5, decoder="tied"), "tied"),
+        (dict(V1=5, attention="linear"), "attention"),
+        (dict(V1=5, scale="sqrt_d"), "scale"),
+        (dict(V1=5, loss="l1"), "loss"),
+        (dict(V1=5, reg=-1.0), "reg"),
+        (dict(V1=5, train=("W_X",)), "train"),
+        (dict(V1=5, train=("W_E",)), "W_E"),
+        (dict(V1=5, train=("W_dec",)), "W_dec"),
+        (dict(V1=5, attention="uniform", train=("W_K",)), "W_K"),
+        (dict(V1=5, count_based="always", n_layers=2), "count_based"),
+        (dict(V1=5, init="xavier"), "init"),
+        (dict(V1=5, residual="yes"), "residual"),
+    ],
+)
+def test_bad_model_config_raises_naming_the_parameter(kwargs, name):
+    with pytest.raises((ValueError, TypeError), match=name):
+        ModelConfig(**kwargs)
+
+
+def test_bad_batches_raise():
+    with pytest.raises(ValueError, match="targets"):
+        count_batch(np.array([[1, 2]]), np.array([[True, False]]), np.array([[0, 2]]), 3)
+    with pytest.raises(ValueError, match="inputs"):
+        position_batch(np.array([[1, 7]]), np.array([[True, False]]), np.array([[1, 2]]), 3)
+    with pytest.raises(ValueError, match="average"):
+        count_batch(np.array([[1, 2]]), np.array([[True, False]]), np.array([[1, 2]]), 3, average="mean")
+    model = Transformer(ModelConfig(V1=5, n_layers=2), seed=0)
+    cb = count_batch(np.array([[1, 2]]), np.array([[True, False]]), np.array([[1, 2]]), 5)
+    with pytest.raises(ValueError, match="n_layers"):
+        model.loss(cb)
+    with pytest.raises(ValueError, match="p_m"):
+        population_batch(tc.TopicModel(T=2, v=2, tau=1), tc.Masking(p_m=0.0))

@@ -1,0 +1,146 @@
+"""stats.py (training block): attention class averages, block scores, effective K, stage detection."""
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+
+import theorycheck as tc
+from theorycheck.population import moments
+from theorycheck.stats import (
+    attention_class_averages,
+    block_contrast,
+    block_score,
+    detect_stages,
+    effective_K,
+    relative_distance,
+)
+from theorycheck.strategies import maskings, topic_models
+
+
+def _class_averages_loop(A, tokens, v):
+    sums = {"same_word": 0.0, "same_topic": 0.0, "diff_topic": 0.0, "no_topic": 0.0}
+    counts = dict.fromkeys(sums, 0)
+    for b in range(tokens.shape[0]):
+        for i in range(tokens.shape[1]):
+            for j in range(tokens.shape[1]):
+                x, y = tokens[b, i], tokens[b, j]
+                if x < 0 or y < 0:
+                    continue
+                if i == j or x == y:
+                    k = "same_word"
+                elif x == 0 or y == 0:
+                    k = "no_topic"
+                elif (x - 1) // v == (y - 1) // v:
+                    k = "same_topic"
+                else:
+                    k = "diff_topic"
+                sums[k] += A[b, i, j]
+                counts[k] += 1
+    return {k: (sums[k] / counts[k] if counts[k] else np.nan) for k in sums}
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 3), st.integers(1, 7), st.integers(0, 2**31))
+def test_attention_class_averages_equal_a_pair_loop(T, v, B, N, seed):
+    rng = np.random.default_rng(seed)
+    V1 = T * v + 1
+    toks = rng.integers(0, V1, size=(B, N))
+    toks[rng.random((B, N)) < 0.2] = -1
+    A = rng.random((B, N, N))
+    got = attention_class_averages(A, toks, v)
+    ref = _class_averages_loop(A, toks, v)
+    for k in ref:
+        if np.isnan(ref[k]):
+            assert np.isnan(got[k]), k
+        else:
+            assert got[k] == pytest.approx(ref[k], rel=1e-12), k
+
+
+def test_uniform_attention_gives_one_over_N_in_every_class():
+    rng = np.random.default_rng(0)
+    toks = rng.integers(1, 31, size=(4, 50))
+    A = np.full((4, 50, 50), 1 / 50)
+    st_ = attention_class_averages(A, toks, 10)
+    for k in ("same_word", "same_topic", "diff_topic"):
+        assert st_[k] == pytest.approx(1 / 50, rel=1e-12)
+    assert st_["same_minus_diff"] == pytest.approx(0.0, abs=1e-15)
+
+
+@settings(max_examples=15)
+@given(topic_models(min_T=2, max_T=6, max_v=4), maskings(min_p_m=0.05, allow_no_mask_token=False))
+def test_min_norm_value_matrix_is_block_constant_with_contrast_one_over_av(tm, mk):
+    """PAPER_SPEC §4.2 (DER): the min-norm W^V has A - B0 = 1/(a v) and is exactly two-valued on words.
+
+    Needs tau < T (with tau = T every document has the same topic density: no topic signal)."""
+    assume(tm.tau < tm.T)
+    Sigma, C = moments(tm, mk)
+    W = C @ np.linalg.pinv(Sigma)
+    assert block_contrast(W, tm.v) == pytest.approx(1 / (mk.a * tm.v), rel=1e-8)
+    if tm.v > 1 or tm.T > 1:
+        assert block_score(W, tm.v) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_block_score_of_unstructured_matrix_is_small():
+    rng = np.random.default_rng(1)
+    M = rng.normal(size=(101, 101))
+    assert abs(block_score(M, 10)) < 0.02
+    assert block_score(np.eye(101) + 0.0, 10) < 0.2
+
+
+@given(st.floats(-5, 5), st.floats(-5, 5), st.integers(2, 5), st.integers(1, 4))
+def test_effective_K_of_alpha_beta_family(alpha, beta, T, v):
+    V1 = T * v + 1
+    top = np.r_[-1, np.repeat(np.arange(T), v)]
+    S = np.where(top[:, None] == top[None, :], beta, 0.0)
+    np.fill_diagonal(S, alpha)
+    S[0, :] = 0.0
+    S[:, 0] = 0.0
+    K = effective_K(S, v)
+    np.testing.assert_allclose(K, np.exp(alpha) + (v - 1) * np.exp(beta), rtol=1e-12)
+    S2 = S + 1e4  # a constant shift changes no attention weight; stays finite
+    np.testing.assert_allclose(effective_K(S2, v), K, rtol=1e-9)
+
+
+def test_detect_stages_on_synthetic_curves():
+    steps = np.arange(0, 1000, 10)
+    nV = 3.0 / (1 + np.exp(-(steps - 100) / 15.0)) + 0.01
+    nKQ = 0.01 * np.exp(np.clip(steps - 400, 0, None) / 50.0)
+    st_ = detect_stages(steps, nV, nKQ)
+    # ||W_V|| reaches 0.9 of 3.01 where the logistic equals ~2.7: t = 100 + 15 ln(9) ~ 133 -> 140
+    assert st_.stage1_end == 140
+    # KQ exceeds 10x its initial value at 400 + 50 ln(10) ~ 515 -> 520
+    assert st_.stage2_start == 520
+    assert st_.ordered
+    none = detect_stages(steps, nV, np.full(steps.shape, 0.01))
+    assert none.stage2_start is None and none.stage1_end == 140
+    with pytest.raises(ValueError, match="frac"):
+        detect_stages(steps, nV, nKQ, frac=0.0)
+    with pytest.raises(ValueError, match="kq_factor"):
+        detect_stages(steps, nV, nKQ, kq_factor=1.0)
+    with pytest.raises(ValueError, match="norm_V"):
+        detect_stages(steps, nV[:-1], nKQ)
+
+
+def test_relative_distance_and_shape_errors():
+    assert relative_distance(np.ones(3) * 2, np.ones(3)) == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="shape"):
+        relative_distance(np.ones(3), np.ones(4))
+    with pytest.raises(ValueError, match="v="):
+        block_score(np.ones((5, 5)), 3)
+    with pytest.raises(ValueError, match="shape"):
+        attention_class_averages(np.ones((1, 2, 3)), np.ones((1, 2), int), 1)
+
+
+def test_trained_model_statistics_use_the_model_attention():
+    """attention_class_averages on a model's own weights: same-word attention grows with alpha."""
+    from theorycheck.model import ModelConfig, Transformer
+
+    tm = tc.TopicModel(T=3, v=2, tau=2)
+    cfg = ModelConfig(V1=tm.V1, train=("W_K", "W_Q"), scale="none", init="zero")
+    model = Transformer(cfg, seed=0)
+    model.get("layers.0.W_K")[0] = 2.0 * np.eye(tm.V1)
+    model.get("layers.0.W_Q")[0] = np.eye(tm.V1)  # S = 2 I: same word favoured
+    toks = np.array([[1, 2, 3, 4, 5, 6]])
+    st_ = attention_class_averages(model.attention_weights(toks), toks, tm.v)
+    assert st_["same_word"] > st_["same_topic"] == pytest.approx(st_["diff_topic"])
