@@ -146,7 +146,7 @@ def effective_K(S, v: int) -> np.ndarray:
     log_in = logsumexp(np.where(same, Wd, -np.inf), axis=1)
     n_out = (~same).sum(axis=1)
     log_out = logsumexp(np.where(~same, Wd, -np.inf), axis=1) - np.log(n_out)
-    return np.exp(log_in - log_out)
+    return np.exp(np.minimum(log_in - log_out, 700.0))  # saturate instead of overflowing
 
 
 @dataclass
