@@ -6,7 +6,7 @@ These functions land on main from other branches; each test is skipped until the
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
@@ -42,7 +42,7 @@ def _alpha_beta_scores(tm, alpha, beta):
 
 
 @pending_attention_loss
-@settings(max_examples=15)
+@settings(max_examples=8)
 @given(topic_models(max_T=5, max_v=3), maskings(), st.integers(0, 2**31), st.booleans(), st.sampled_from(["squared", "ce"]))
 def test_population_training_loss_equals_attention_loss(tm, mk, seed, mask_keys, loss):
     rng = np.random.default_rng(seed)
@@ -56,8 +56,11 @@ def test_population_training_loss_equals_attention_loss(tm, mk, seed, mask_keys,
 
 @pending_alpha_beta
 @settings(max_examples=15)
-@given(topic_models(min_T=2, max_T=5, max_v=3), maskings(min_p_m=0.05), st.floats(-3, 6), st.floats(-3, 6))
+@given(topic_models(min_T=2, max_T=5, max_v=3), maskings(min_p_m=0.05, allow_no_mask_token=False),
+       st.floats(-3, 6), st.floats(-3, 6))
 def test_population_training_loss_equals_alpha_beta_closed_form(tm, mk, alpha, beta):
+    """The closed form's block W^V is the min-norm stage-1 matrix, derived for tau < T and q > 0."""
+    assume(tm.tau < tm.T)
     model = _score_model(tm, _alpha_beta_scores(tm, alpha, beta), stage1_reference(tm, mk))
     ours = model.loss(population_batch(tm, mk))
     ref = float(theorycheck.population.alpha_beta_loss(alpha, beta, tm, mk, value="block"))

@@ -1,19 +1,25 @@
-"""Topic statistics of trained models: attention class averages, block scores, stage boundaries.
+"""Topic statistics of learned objects (embeddings, value matrices, attention).
 
-Other helpers append further statistics at the end of this module.
+Each block of functions below belongs to one object and is self-contained (its own imports and
+``__all__ +=`` line), so blocks from different contributors can simply be concatenated.
+Statistics take arrays (and the token layout of a :class:`~theorycheck.config.TopicModel`) and
+return small dataclasses or arrays. No optimisation happens here.
 """
 
 from __future__ import annotations
 
+__all__: list[str] = []
+
+
 # ============================================================================ training statistics
-# (attention class averages, block scores, two-stage detection; PAPER_SPEC §4.5, §5.1-5.2)
-from dataclasses import asdict, dataclass
+# (attention class averages, block scores, two-stage detection; PAPER_SPEC §4.5, §5.1-5.2; issue #5)
+from dataclasses import asdict, dataclass  # noqa: E402
 
-import numpy as np
+import numpy as np  # noqa: E402
 
-from ._validate import check_int, check_real
+from ._validate import check_int, check_real  # noqa: E402
 
-__all__ = [
+__all__ += [
     "attention_class_averages",
     "block_contrast",
     "block_score",
