@@ -85,10 +85,15 @@ def test_optimal_attention_is_a_local_minimum_of_our_population_loss():
 
 @pending_optimal_value
 def test_stage1_population_training_reaches_the_solver_optimum():
+    from theorycheck.population import moments
+
     tm, mk = tc.TopicModel(T=5, v=4, tau=2), tc.Masking()
+    ev = np.linalg.eigvalsh(2 * moments(tm, mk)[0])
+    pos = ev[ev > 1e-10 * ev.max()]
     d = DataConfig(T=5, v=4, tau=2, source="population")
     m = ModelConfig(V1=tm.V1, attention="uniform", train=("W_V",), init_V="zero", loss="squared")
-    res = Trainer(TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=40.0), steps=600, log_every=600,
+    lr = 2.0 / (pos.min() + pos.max())
+    res = Trainer(TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=lr), steps=400, log_every=400,
                               eval_every=0, eval_docs=0), progress=False).run()
     ref = theorycheck.solvers.optimal_value_matrix(tm, mk, reg=0.0, method="closed-form").x
     W = res.model.get("layers.0.W_V")[0]
@@ -103,9 +108,12 @@ def test_embedding_training_gram_approaches_the_min_norm_gram():
     d = DataConfig(T=4, v=3, tau=2, source="population")
     m = ModelConfig(V1=tm.V1, embedding="trained", decoder="tied", attention="uniform", train=("W_E",),
                     init="normal", init_scale=0.01, init_V="identity", loss="squared")
-    res = Trainer(TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=20.0), steps=4000, log_every=4000,
+    res = Trainer(TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=2.0), steps=4000, log_every=4000,
                               eval_every=0, eval_docs=0), progress=False).run()
+    assert res.final["loss"] == pytest.approx(tm.min_value_loss(), abs=1e-10)
     E = res.model.get("W_E")
     G = E.T @ E
     ref = np.asarray(theorycheck.solvers.optimal_embedding_gram(tm, mk).x)
-    assert np.linalg.norm(G - ref) / np.linalg.norm(ref) <= 0.05
+    # GD from a small init reaches a minimizer close to, not exactly at, the min-norm Gram
+    # (measured 1.5e-3 relative for this configuration and seed 0)
+    assert np.linalg.norm(G - ref) / np.linalg.norm(ref) <= 0.01

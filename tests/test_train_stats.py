@@ -112,6 +112,10 @@ def test_detect_stages_on_synthetic_curves():
     # KQ exceeds 10x its initial value at 400 + 50 ln(10) ~ 515 -> 520
     assert st_.stage2_start == 520
     assert st_.ordered
+    Ke = 4.0 * (1 + np.clip(steps - 600, 0, None) / 100.0)  # v = 4: 10% above v at step 610
+    assert detect_stages(steps, nV, nKQ, K_eff=Ke, v=4).stage2_attention == 610
+    with pytest.raises(ValueError, match="v is required"):
+        detect_stages(steps, nV, nKQ, K_eff=Ke)
     none = detect_stages(steps, nV, np.full(steps.shape, 0.01))
     assert none.stage2_start is None and none.stage1_end == 140
     with pytest.raises(ValueError, match="frac"):

@@ -164,6 +164,7 @@ class StageBoundaries:
     plateau_V: float
     initial_KQ: float
     rule: str
+    stage2_attention: int | None = None
 
     @property
     def ordered(self) -> bool:
@@ -174,7 +175,8 @@ class StageBoundaries:
         return asdict(self)
 
 
-def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float = 10.0) -> StageBoundaries:
+def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float = 10.0, K_eff=None,
+                  v: int | None = None, attn_tol: float = 0.1) -> StageBoundaries:
     """Detect the two stages of joint training from logged norm curves (PAPER_SPEC §4.5, §5.2).
 
     Rule (stated, fixed):
@@ -195,6 +197,11 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
         Logged steps (increasing) and the two norm curves.
     frac : float in (0, 1]
     kq_factor : float > 1
+    K_eff, v, attn_tol : optional
+        A curve of the median effective same-topic weight :func:`effective_K` and the words per
+        topic ``v``: ``stage2_attention`` is then the first step with ``K_eff >= (1 + attn_tol) v``,
+        i.e. when attention starts to favour the query's topic (a functional, init-scale-free
+        definition of stage 2, reported next to the norm rule).
     """
     steps = np.asarray(steps)
     nV = np.asarray(norm_V, dtype=float)
@@ -210,9 +217,20 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
     plateau = float(nV[:upto].max())
     reach = np.flatnonzero(nV[:upto] >= frac * plateau)
     s1 = int(steps[reach[0]]) if reach.size and plateau > 0 else None
+    s2a = None
+    if K_eff is not None:
+        if v is None:
+            raise ValueError("v is required with K_eff (words per topic)")
+        Ke = np.asarray(K_eff, dtype=float)
+        if Ke.shape != steps.shape:
+            raise ValueError(f"K_eff must have the shape of steps {steps.shape}, got {Ke.shape}")
+        attn_tol = check_real("attn_tol", attn_tol, low=0.0, low_open=True)
+        hit = np.flatnonzero(Ke >= (1.0 + attn_tol) * check_int("v", v, low=1))
+        s2a = int(steps[hit[0]]) if hit.size else None
     rule = (f"stage-1 end: first step with ||W_V|| >= {frac:g} x its maximum before stage 2; "
             f"stage-2 start: first step with ||W_K^T W_Q|| > {kq_factor:g} x its initial value")
-    return StageBoundaries(stage1_end=s1, stage2_start=s2, plateau_V=plateau, initial_KQ=k0, rule=rule)
+    return StageBoundaries(stage1_end=s1, stage2_start=s2, plateau_V=plateau, initial_KQ=k0, rule=rule,
+                           stage2_attention=s2a)
 
 
 # ============================================================================ end training statistics

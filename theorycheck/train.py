@@ -613,7 +613,10 @@ class Trainer:
         stages = None
         if recs:
             steps = [r["step"] for r in recs]
-            st = stats.detect_stages(steps, [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs])
+            Ke = [r.get("K_eff_median") for r in recs]
+            has_K = all(k is not None for k in Ke)
+            st = stats.detect_stages(steps, [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs],
+                                     K_eff=Ke if has_K else None, v=self.cfg.data.v)
             stages = st.to_dict()
             (self.out / "stages.json").write_text(json.dumps(stages, sort_keys=True, indent=2))
         if not self.figures:
@@ -706,7 +709,7 @@ def _preset_embedding() -> TrainConfig:
     d = DataConfig(T=10, v=10, tau=3, source="population")
     m = ModelConfig(V1=d.V1, d=d.V1, embedding="trained", decoder="tied", attention="uniform", train=("W_E",),
                     init="normal", init_scale=0.01, init_V="identity", loss="squared")
-    return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=20.0), steps=3000, log_every=20, eval_every=500)
+    return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=5.0), steps=3000, log_every=20, eval_every=500)
 
 
 def _preset_deep() -> TrainConfig:
@@ -732,7 +735,7 @@ def _ablation_grid() -> list[tuple[str, TrainConfig]]:
                     cfg.optim = OptimConfig("adam", lr=0.003)
                     cfg.steps = 1500
                 else:
-                    cfg.optim = OptimConfig("sgd", lr=5.0 if loss == "squared" else 50.0)
+                    cfg.optim = OptimConfig("sgd", lr=5.0 if loss == "squared" else 10.0)
                     cfg.steps = 3000
                 cfg.log_every = 5
                 out.append((f"{opt}-{loss}-reg{reg:g}", cfg))
@@ -774,7 +777,8 @@ def run_preset(name: str, out, *, steps: int | None = None, seed: int | None = N
         row = {"run": label or name, "steps": res.steps, "seconds": round(res.seconds, 3),
                "final_loss": res.final.get("loss"), "best_dev_loss": res.best_dev_loss}
         if res.stages:
-            row.update(stage1_end=res.stages["stage1_end"], stage2_start=res.stages["stage2_start"])
+            row.update(stage1_end=res.stages["stage1_end"], stage2_start=res.stages["stage2_start"],
+                       stage2_attention=res.stages.get("stage2_attention"))
         for k in ("dist_W_V_opt", "dist_gram_opt", "K_eff_median", "block_score_W_V", "block_score_gram",
                   "attn_same_topic", "attn_diff_topic"):
             if res.final.get(k) is not None:
@@ -790,7 +794,7 @@ def run_preset(name: str, out, *, steps: int | None = None, seed: int | None = N
 
 
 def _summary_table(rows) -> str:
-    cols = ["run", "final_loss", "stage1_end", "stage2_start", "seconds"]
+    cols = ["run", "final_loss", "stage1_end", "stage2_start", "stage2_attention", "seconds"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(f"{r.get(c):.6g}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols) + " |")
