@@ -113,7 +113,9 @@ def test_detect_stages_on_synthetic_curves():
     assert st_.stage2_start == 520
     assert st_.ordered
     Ke = 4.0 * (1 + np.clip(steps - 600, 0, None) / 100.0)  # v = 4: 10% above v at step 610
-    assert detect_stages(steps, nV, nKQ, K_eff=Ke, v=4).stage2_attention == 610
+    sa = detect_stages(steps, nV, nKQ, K_eff=Ke, v=4)
+    assert sa.stage2_attention == 610 and sa.stage1_end_attention == 140
+    assert sa.V_growth_before_attention == pytest.approx(nV[61] / nV[0])
     with pytest.raises(ValueError, match="v is required"):
         detect_stages(steps, nV, nKQ, K_eff=Ke)
     none = detect_stages(steps, nV, np.full(steps.shape, 0.01))

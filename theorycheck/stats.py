@@ -165,6 +165,8 @@ class StageBoundaries:
     initial_KQ: float
     rule: str
     stage2_attention: int | None = None
+    stage1_end_attention: int | None = None
+    V_growth_before_attention: float | None = None
 
     @property
     def ordered(self) -> bool:
@@ -201,7 +203,9 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
         A curve of the median effective same-topic weight :func:`effective_K` and the words per
         topic ``v``: ``stage2_attention`` is then the first step with ``K_eff >= (1 + attn_tol) v``,
         i.e. when attention starts to favour the query's topic (a functional, init-scale-free
-        definition of stage 2, reported next to the norm rule).
+        definition of stage 2, reported next to the norm rule); ``stage1_end_attention`` applies
+        the stage-1 rule with that boundary and ``V_growth_before_attention`` is
+        ``||W^V||`` at ``stage2_attention`` over its initial value.
     """
     steps = np.asarray(steps)
     nV = np.asarray(norm_V, dtype=float)
@@ -217,7 +221,7 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
     plateau = float(nV[:upto].max())
     reach = np.flatnonzero(nV[:upto] >= frac * plateau)
     s1 = int(steps[reach[0]]) if reach.size and plateau > 0 else None
-    s2a = None
+    s2a = s1a = growth = None
     if K_eff is not None:
         if v is None:
             raise ValueError("v is required with K_eff (words per topic)")
@@ -227,10 +231,15 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
         attn_tol = check_real("attn_tol", attn_tol, low=0.0, low_open=True)
         hit = np.flatnonzero(Ke >= (1.0 + attn_tol) * check_int("v", v, low=1))
         s2a = int(steps[hit[0]]) if hit.size else None
+        upto_a = hit[0] + 1 if hit.size else steps.size
+        plat_a = float(nV[:upto_a].max())
+        reach_a = np.flatnonzero(nV[:upto_a] >= frac * plat_a)
+        s1a = int(steps[reach_a[0]]) if reach_a.size and plat_a > 0 else None
+        growth = float(nV[upto_a - 1] / nV[0]) if nV[0] > 0 else None
     rule = (f"stage-1 end: first step with ||W_V|| >= {frac:g} x its maximum before stage 2; "
             f"stage-2 start: first step with ||W_K^T W_Q|| > {kq_factor:g} x its initial value")
     return StageBoundaries(stage1_end=s1, stage2_start=s2, plateau_V=plateau, initial_KQ=k0, rule=rule,
-                           stage2_attention=s2a)
+                           stage2_attention=s2a, stage1_end_attention=s1a, V_growth_before_attention=growth)
 
 
 # ============================================================================ end training statistics

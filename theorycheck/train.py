@@ -712,13 +712,13 @@ def _preset_embedding() -> TrainConfig:
     return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=5.0), steps=3000, log_every=20, eval_every=500)
 
 
-def _preset_deep() -> TrainConfig:
+def _preset_deep() -> TrainConfig:  # noqa: D401
     """4 layers x 4 heads (summed), one-hot embedding, residual + layer norm, trained decoder,
     CE, Adam, fresh LDA documents (PAPER_SPEC §5.3; the paper's exact settings are [UNREC])."""
     d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
     m = ModelConfig(V1=d.V1, n_layers=4, n_heads=4, d_a=16, residual=True, layer_norm=True, decoder="trained",
                     train=("W_K", "W_Q", "W_V", "W_dec", "b_dec"), init="normal", init_scale=0.02, loss="ce")
-    return TrainConfig(data=d, model=m, optim=OptimConfig("adam", lr=0.003), steps=300, batch_size=16,
+    return TrainConfig(data=d, model=m, optim=OptimConfig("adam", lr=0.003), steps=200, batch_size=16,
                        log_every=10, eval_every=50)
 
 
@@ -778,7 +778,9 @@ def run_preset(name: str, out, *, steps: int | None = None, seed: int | None = N
                "final_loss": res.final.get("loss"), "best_dev_loss": res.best_dev_loss}
         if res.stages:
             row.update(stage1_end=res.stages["stage1_end"], stage2_start=res.stages["stage2_start"],
-                       stage2_attention=res.stages.get("stage2_attention"))
+                       stage2_attention=res.stages.get("stage2_attention"),
+                       stage1_end_attention=res.stages.get("stage1_end_attention"),
+                       V_growth_before_attention=res.stages.get("V_growth_before_attention"))
         for k in ("dist_W_V_opt", "dist_gram_opt", "K_eff_median", "block_score_W_V", "block_score_gram",
                   "attn_same_topic", "attn_diff_topic"):
             if res.final.get(k) is not None:
@@ -794,7 +796,8 @@ def run_preset(name: str, out, *, steps: int | None = None, seed: int | None = N
 
 
 def _summary_table(rows) -> str:
-    cols = ["run", "final_loss", "stage1_end", "stage2_start", "stage2_attention", "seconds"]
+    cols = ["run", "final_loss", "stage1_end", "stage2_start", "stage1_end_attention", "stage2_attention",
+            "V_growth_before_attention", "seconds"]
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(f"{r.get(c):.6g}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols) + " |")
