@@ -91,6 +91,9 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
                 ax.axvline(stages["stage1_end"], color="tab:blue", ls="--", lw=1, label="stage-1 end")
             if stages.get("stage2_start") is not None:
                 ax.axvline(stages["stage2_start"], color="tab:orange", ls="--", lw=1, label="stage-2 start")
+            if stages.get("stage2_attention") is not None:
+                ax.axvline(stages["stage2_attention"], color="tab:green", ls=":", lw=1,
+                           label="attention favours topic (K_eff >= 1.1 v)")
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
