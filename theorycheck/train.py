@@ -455,6 +455,9 @@ class Trainer:
             rec["dist_W_V_opt"] = stats.relative_distance(V, self.ref_W_V)
         if self.cfg.model.attention == "softmax" and self.cfg.data.T > 1:
             rec["K_eff_median"] = float(np.median(stats.effective_K(m.score_matrix(), v)))
+            K_star = self._K_star()
+            if K_star is not None:
+                rec["rel_dist_K_eff_opt"] = abs(rec["K_eff_median"] - K_star) / K_star
         if full:
             toks = self.eval_tokens()
             if toks is not None:
@@ -465,6 +468,19 @@ class Trainer:
             if dl is not None:
                 rec["dev_loss"] = dl
         return {k: (None if isinstance(x, float) and not math.isfinite(x) else x) for k, x in rec.items()}
+
+    def _K_star(self):
+        """``K*`` of ``optimal_attention`` when W^V is frozen at the stage-1 optimum (squared loss)."""
+        if not hasattr(self, "_K_star_cache"):
+            self._K_star_cache = None
+            mc = self.cfg.model
+            if (self.cfg.init_W_V == "stage1-optimum" and "W_V" not in mc.train and mc.loss == "squared"
+                    and not mc.mask_keys and self.tm.prior == "uniform-tau" and mc.n_layers == 1 and mc.n_heads == 1):
+                from . import solvers
+
+                if hasattr(solvers, "optimal_attention"):
+                    self._K_star_cache = float(solvers.optimal_attention(self.tm, self.mk, value="block").K)
+        return self._K_star_cache
 
     def _gram_reference(self):
         """Min-norm tied-embedding Gram for the embedding setting, if the solver is available."""
