@@ -226,3 +226,36 @@ def test_bad_batches_raise():
         model.loss(cb)
     with pytest.raises(ValueError, match="p_m"):
         population_batch(tc.TopicModel(T=2, v=2, tau=1), tc.Masking(p_m=0.0))
+
+
+@pytest.mark.parametrize("mask_keys", [False, True])
+def test_finite_batch_loss_agrees_with_independent_monte_carlo(mask_keys):
+    """Our count-based model on fresh masked documents vs montecarlo.mc_attention_loss (an
+    independent finite-N estimator): same expected loss, within 4 combined standard errors."""
+    from theorycheck.montecarlo import mc_attention_loss
+    from theorycheck.sampling import mask_documents, sample_documents
+
+    tm, mk = tc.TopicModel(T=3, v=3, tau=2), tc.Masking(p_m=0.3, p_c=0.2, p_r=0.2)
+    rng = np.random.default_rng(5)
+    S = rng.normal(size=(tm.V1, tm.V1))
+    W = rng.normal(scale=0.3, size=(tm.V1, tm.V1))
+    model = _score_model_local(tm, S, W, mask_keys)
+    vals = []
+    data_rng = np.random.default_rng(11)
+    for _ in range(60):
+        docs = sample_documents(tm, 100, 20, rng=data_rng)
+        mb = mask_documents(docs, tm, mk, rng=data_rng)
+        vals.append(model.loss(count_batch(mb.inputs, mb.selected, mb.targets, tm.V1, mask_keys=mask_keys)))
+    ours, se_ours = float(np.mean(vals)), float(np.std(vals, ddof=1) / np.sqrt(len(vals)))
+    est = mc_attention_loss(S, W, tm, mk, N=20, n_docs=6000, mask_keys=mask_keys, seed=3)
+    tol = 4.0 * np.hypot(se_ours, est.stderr)
+    assert abs(ours - est.mean) <= tol, f"ours {ours:.5f} +- {se_ours:.1e} vs MC {est.mean:.5f} +- {est.stderr:.1e}"
+
+
+def _score_model_local(tm, S, W, mask_keys):
+    cfg = ModelConfig(V1=tm.V1, train=("W_K", "W_Q", "W_V"), scale="none", mask_keys=mask_keys)
+    model = Transformer(cfg, seed=0)
+    model.get("layers.0.W_Q")[0] = np.eye(tm.V1)
+    model.get("layers.0.W_K")[0] = S
+    model.get("layers.0.W_V")[0] = W
+    return model
