@@ -235,7 +235,7 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
         plat_a = float(nV[:upto_a].max())
         reach_a = np.flatnonzero(nV[:upto_a] >= frac * plat_a)
         s1a = int(steps[reach_a[0]]) if reach_a.size and plat_a > 0 else None
-        growth = float(nV[upto_a - 1] / nV[0]) if nV[0] > 0 else None
+        growth = float(nV[upto_a - 1] / nV[0]) if (nV[0] > 0 and hit.size) else None
     rule = (f"stage-1 end: first step with ||W_V|| >= {frac:g} x its maximum before stage 2; "
             f"stage-2 start: first step with ||W_K^T W_Q|| > {kq_factor:g} x its initial value")
     return StageBoundaries(stage1_end=s1, stage2_start=s2, plateau_V=plateau, initial_KQ=k0, rule=rule,

@@ -425,6 +425,10 @@ class Trainer:
 
     # ------------------------------------------------------------------ metrics
     def metrics(self, step: int, loss: float, lr: float, full: bool) -> dict:
+        """One metrics record. Norms are over all heads of layer 0 (``norm_KQ`` is
+        ``c ||sum_h W_K,h^T W_Q,h||_F``); block scores, ``K_eff`` and attention statistics are of
+        layer 0, head 0; ``full`` adds the attention class averages on the fixed evaluation
+        documents and the dev loss."""
         from . import stats
 
         m = self.model
