@@ -41,6 +41,73 @@ def _cmd_verify(args) -> int:
     return 1 if n_bad else 0
 
 
+# ----------------------------------------------------------------------------- realdata
+def _add_realdata(sub):
+    from .realdata.pipeline import RealDataConfig as _C
+
+    d = _C()
+    p = sub.add_parser("realdata", help="pretrained MiniLM embeddings/attention vs LDA topics on real text (needs the nlp extra)")
+    p.add_argument("--out", default="realdata-report", help="output folder (default: %(default)s)")
+    p.add_argument("--corpus", default=d.corpus, help="'wikipedia' (gensim's bundled fragment) or a folder of *.txt files")
+    p.add_argument("--n-topics", type=int, default=d.n_topics)
+    p.add_argument("--lda-backend", default=d.lda_backend, choices=("sklearn", "gensim"))
+    p.add_argument("--assign", default=d.assign, choices=("top_fraction", "threshold"), help="word-to-topic rule")
+    p.add_argument("--top-fraction", type=float, default=d.top_fraction)
+    p.add_argument("--threshold", type=float, default=d.threshold)
+    p.add_argument("--topics-per-word", type=int, default=d.topics_per_word)
+    p.add_argument("--window", type=int, default=d.window, help="encoder window in tokens (default: %(default)s)")
+    p.add_argument("--max-tokens", type=int, default=d.max_tokens, help="token budget of the attention pass (default: %(default)s)")
+    p.add_argument("--n-no-topic", type=int, default=d.n_no_topic)
+    p.add_argument("--n-cooccur", type=int, default=d.n_cooccur, help="N most co-occurring pairs (default: %(default)s)")
+    p.add_argument("--n-boot", type=int, default=d.n_boot)
+    p.add_argument("--seed", type=int, default=d.seed)
+    p.add_argument("--blas-threads", type=int, default=d.blas_threads, help="BLAS threads, 0 = library default (default: %(default)s)")
+    p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_realdata)
+
+
+def _cmd_realdata(args) -> int:
+    from .realdata import _deps
+    from .realdata.pipeline import RealDataConfig, run_realdata, write_realdata
+
+    cfg = RealDataConfig(
+        corpus=args.corpus, n_topics=args.n_topics, lda_backend=args.lda_backend, assign=args.assign,
+        top_fraction=args.top_fraction, threshold=args.threshold, topics_per_word=args.topics_per_word,
+        window=args.window, max_tokens=args.max_tokens, n_no_topic=args.n_no_topic, n_cooccur=args.n_cooccur,
+        n_boot=args.n_boot, seed=args.seed, blas_threads=args.blas_threads or None,
+    )
+    absent = _deps.missing()
+    if absent:
+        print(f"theorycheck realdata: error: missing optional packages {', '.join(absent)}. "
+              f"Install the 'nlp' extra with: {_deps.INSTALL_HINT}", file=sys.stderr)
+        return 2
+    try:
+        res = run_realdata(cfg, progress=not args.quiet)
+    except _deps.MissingExtraError as exc:
+        print(f"theorycheck realdata: error: {exc}", file=sys.stderr)
+        return 2
+    out = write_realdata(res, args.out, figures=not args.no_figures)
+    s = res.summary
+    e, a, c = s["embedding"], s["attention"], s["cooccurrence"]
+    print(f"corpus: {s['corpus']['documents']} documents, {s['corpus']['words']} content words; "
+          f"{s['topics']['n_topics']} LDA topics, {s['topics']['topic_tokens']} topic tokens")
+    for m in ("dot", "cosine"):
+        print(f"embedding {m:6s}: " + "  ".join(f"{k} {e[m][k]['mean']:.4f}" for k in e[m])
+              + f"  | gap {e['gap'][m]['mean']:.4f} [{e['gap'][m]['ci_low']:.4f}, {e['gap'][m]['ci_high']:.4f}]")
+    print(f"attention lift same-minus-different topic (mean over heads): {a['mean_gap']:.4f} "
+          f"[{a['mean_gap_ci'][0]:.4f}, {a['mean_gap_ci'][1]:.4f}]; heads with CI > 0: {a['heads_positive']}, < 0: {a['heads_negative']}")
+    print(f"top-{c['n_pairs']} co-occurring pairs: {100 * c['fraction_same_topic']:.1f}% same topic; attention lift "
+          f"{c['attention_lift_top_cooccurring']:.3f} vs same topic {c['attention_lift_same_topic']:.3f}; cosine "
+          f"{c['embedding_top_cooccurring']['cosine']:.4f} vs {c['embedding_same_topic']['cosine']:.4f}")
+    print(f"co-occurrence topic signal log(lift same/different): real {c['lift_real']['signal']:.3f}, "
+          f"synthetic LDA {c['lift_synthetic']['signal']:.3f}")
+    t = s["timing"]
+    print(f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s")
+    print(f"written to {out}")
+    return 0
+
+
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -49,6 +116,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_verify(sub)
+    _add_realdata(sub)
     return parser
 
 

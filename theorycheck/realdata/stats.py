@@ -17,6 +17,7 @@ pairs, and the topic signal of co-occurrence (observed over shuffled-corpus expe
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -400,7 +401,8 @@ def cooccurrence_lift(X, counts, n_position_pairs: int, membership) -> dict:
 
     .. math:: \\mathrm{lift}_c = \\sum_{(a,b) \\in c} X_{ab} \\Big/ \\sum_{(a,b) \\in c} E_{ab}
 
-    and ``signal = log(lift_same_topic / lift_different_topic)`` (0 without topic structure).
+    and ``signal = log(lift_same_topic / lift_different_topic)`` (0 without topic structure;
+    ``inf`` if different-topic tokens never co-occur).
     """
     M = _check_membership(membership)
     counts = np.asarray(counts, dtype=np.float64)
@@ -420,5 +422,6 @@ def cooccurrence_lift(X, counts, n_position_pairs: int, membership) -> dict:
     for name, S in (("same_topic", same), ("different_topic", diff)):
         exp = float(Eab[S].sum())
         out[name] = float(Xs[S].sum() / exp) if exp > 0 else float("nan")
-    out["signal"] = float(np.log(out["same_topic"] / out["different_topic"]))
+    s, d = out["same_topic"], out["different_topic"]
+    out["signal"] = float(np.log(s / d)) if s > 0 and d > 0 else (math.inf if s > 0 else float("nan"))
     return out
