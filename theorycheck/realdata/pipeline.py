@@ -26,8 +26,9 @@ from .mapping import TokenTopics, map_to_tokens
 from .tokenizer import WordPieceTokenizer
 from .topics import BACKENDS, METHODS, assign_topics, fit_lda
 
-__all__ = ["RealDataConfig", "RealDataResult", "Window", "make_windows", "content_token_mask", "run_realdata",
-           "synthetic_signal", "write_realdata"]
+__all__ = ["RealDataConfig", "RealDataResult", "Window", "Prepared", "prepare", "make_windows", "content_token_mask",
+           "embedding_statistics", "cooccurrence_statistics", "select_windows", "encode_windows", "attention_statistics",
+           "run_realdata", "synthetic_signal", "write_realdata"]
 
 
 @dataclass(frozen=True)
@@ -206,130 +207,202 @@ def run_realdata(config: RealDataConfig | None = None, *, corpus: Corpus | None 
         return _run(cfg, corpus, model, tokenizer, progress)
 
 
-def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
-    from tqdm.auto import tqdm
+@dataclass
+class Prepared:
+    """Loaded and fitted inputs shared by the statistics (see :func:`prepare`)."""
 
+    corpus: Corpus
+    docs_words: list
+    stop: frozenset
+    fit: object
+    word_topics: object
+    token_topics: TokenTopics
+    tokenizer: WordPieceTokenizer
+    model: NumpyBert
+    content_mask: np.ndarray
+    windows: list
+    timing: dict
+
+
+def prepare(cfg: RealDataConfig, *, corpus: Corpus | None = None, model: NumpyBert | None = None,
+            tokenizer: WordPieceTokenizer | None = None) -> Prepared:
+    """Load the corpus, fit LDA, assign topics, map them to token ids, cut encoder windows."""
     timing = {}
-    t0 = time.perf_counter()
+    t = time.perf_counter()
     corpus = corpus if corpus is not None else _load_corpus(cfg.corpus)
     stop = stop_words()
-    docs_words = [content_words(t, stop=stop) for t in corpus.texts]
-    timing["corpus_s"] = time.perf_counter() - t0
-
+    docs_words = [content_words(x, stop=stop) for x in corpus.texts]
+    timing["corpus_s"] = time.perf_counter() - t
     t = time.perf_counter()
     fit = fit_lda(docs_words, cfg.n_topics, seed=cfg.seed, backend=cfg.lda_backend, max_iter=cfg.lda_max_iter)
     wt = assign_topics(fit, method=cfg.assign, top_fraction=cfg.top_fraction, threshold=cfg.threshold,
                        topics_per_word=cfg.topics_per_word, stop=stop)
     timing["lda_s"] = time.perf_counter() - t
-
     t = time.perf_counter()
     tokenizer = tokenizer or WordPieceTokenizer()
     model = model or NumpyBert.from_pretrained()
-    tt: TokenTopics = map_to_tokens(wt, tokenizer)
+    tt = map_to_tokens(wt, tokenizer)
     if tt.token_ids.size < 2:
         raise RuntimeError(f"only {tt.token_ids.size} topic words are single tokens of the model vocabulary; "
                            "use more topics or a larger top_fraction")
-    rng = np.random.default_rng(cfg.seed)
     cmask = content_token_mask(tokenizer, stop)
-    no_topic = np.flatnonzero(cmask & ~tt.has_topic)
-    pick = rng.choice(no_topic, size=min(cfg.n_no_topic, no_topic.size), replace=False) if no_topic.size else no_topic
-    pool = np.concatenate([tt.token_ids, np.sort(pick)])
-    E = model.word_embeddings.astype(np.float64)
-    emb = S.embedding_pair_stats(E, tt.vocab_membership, pool, n_boot=cfg.n_boot, rng=rng)
-    # class values for the distribution figure (exact over the pool, subsampled for plotting)
+    windows = make_windows(corpus, tokenizer, cmask, window=cfg.window)
+    timing["tokenize_s"] = time.perf_counter() - t
+    return Prepared(corpus, docs_words, stop, fit, wt, tt, tokenizer, model, cmask, windows, timing)
+
+
+def embedding_statistics(prep: Prepared, membership, *, n_no_topic: int, n_boot: int, rng, n_values: int = 20000):
+    """Pair-class statistics of the input embeddings over topic tokens + ``n_no_topic`` sampled
+    no-topic content tokens; also returns up to ``n_values`` class values per metric for figures."""
+    has = membership.any(axis=1)
+    topic_ids = np.flatnonzero(has)
+    no_topic = np.flatnonzero(prep.content_mask & ~has)
+    pick = rng.choice(no_topic, size=min(n_no_topic, no_topic.size), replace=False) if no_topic.size else no_topic
+    pool = np.concatenate([topic_ids, np.sort(pick)])
+    E = prep.model.word_embeddings.astype(np.float64)
+    emb = S.embedding_pair_stats(E, membership, pool, n_boot=n_boot, rng=rng)
     X = E[pool]
     G = X @ X.T
     nrm = np.sqrt(np.diag(G))
-    cls = S.pair_classes(pool, tt.vocab_membership)
-    np.fill_diagonal(cls, 0)
     cos = G / np.outer(nrm, nrm)
+    cls = S.pair_classes(pool, membership)
+    np.fill_diagonal(cls, -1)
     values = {"cosine": {}, "dot": {}}
     for c, name in enumerate(S.CLASSES):
         sel = np.argwhere(cls == c) if name != "same_token" else np.stack([np.arange(pool.size)] * 2, 1)
-        if len(sel) > 20000:
-            sel = sel[rng.choice(len(sel), 20000, replace=False)]
+        if len(sel) > n_values:
+            sel = sel[rng.choice(len(sel), n_values, replace=False)]
         values["cosine"][name] = cos[sel[:, 0], sel[:, 1]]
         values["dot"][name] = G[sel[:, 0], sel[:, 1]]
-    del G, cos, cls
-    timing["embedding_s"] = time.perf_counter() - t
+    return emb, values, int(pick.size)
 
-    t = time.perf_counter()
-    windows = make_windows(corpus, tokenizer, cmask, window=cfg.window)
-    Xc, counts, pp = S.cooccurrence_matrix([w.ids for w in windows], [w.valid for w in windows], tokenizer.vocab_size)
-    pairs, pair_counts = S.top_cooccurring_pairs(Xc, tt.has_topic, cfg.n_cooccur)
-    lift_real = S.cooccurrence_lift(Xc, counts, pp, tt.vocab_membership)
-    pair_cls = S.pair_classes(pairs.ravel(), tt.vocab_membership) if len(pairs) else np.zeros((0, 0))
-    frac_same = float(np.mean([pair_cls[2 * k, 2 * k + 1] == 1 for k in range(len(pairs))])) if len(pairs) else float("nan")
-    timing["cooccurrence_s"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    order = rng.permutation(len(windows))
+def cooccurrence_statistics(prep: Prepared, membership, *, n_cooccur: int):
+    """Co-occurrence counts over all windows, the ``n_cooccur`` top topic-token pairs, the fraction
+    of them that share a topic, and the co-occurrence topic signal (:func:`stats.cooccurrence_lift`)."""
+    W = prep.windows
+    X, counts, pp = S.cooccurrence_matrix([w.ids for w in W], [w.valid for w in W], prep.tokenizer.vocab_size)
+    pairs, pair_counts = S.top_cooccurring_pairs(X, membership.any(axis=1), n_cooccur)
+    if len(pairs):
+        shared = (membership[pairs[:, 0]] & membership[pairs[:, 1]]).any(axis=1)
+        frac_same = float(shared.mean())
+    else:
+        frac_same = float("nan")
+    return pairs, {
+        "n_pairs": int(len(pairs)),
+        "min_count": float(pair_counts.min()) if len(pairs) else float("nan"),
+        "fraction_same_topic": frac_same,
+        "lift_real": S.cooccurrence_lift(X, counts, pp, membership),
+    }
+
+
+def select_windows(windows: list, max_tokens: int, rng) -> list:
+    """Windows in a seeded random order until ``max_tokens`` tokens are reached."""
     chosen, budget = [], 0
-    for k in order:
-        if budget >= cfg.max_tokens:
+    for k in rng.permutation(len(windows)):
+        if budget >= max_tokens:
             break
         chosen.append(windows[k])
         budget += windows[k].ids.size
-    c = model.config
-    acc = S.AttentionAccumulator(c.num_hidden_layers, c.num_attention_heads, tt.vocab_membership, pairs)
-    by_len: dict[int, list[Window]] = {}
-    for w in chosen:
+    return chosen
+
+
+def encode_windows(model: NumpyBert, windows: list, *, batch: int = 8, progress: bool = False, timing: dict | None = None):
+    """Yield ``(window, attentions (L, H, n, n))``; equal-length windows are batched together."""
+    from tqdm.auto import tqdm
+
+    by_len: dict[int, list] = {}
+    for w in windows:
         by_len.setdefault(w.ids.size, []).append(w)
-    batch = 8
-    jobs = [(grp[i:i + batch]) for _, grp in sorted(by_len.items()) for i in range(0, len(grp), batch)]
-    n_tok = 0
-    t_enc = 0.0
+    jobs = [grp[i:i + batch] for _, grp in sorted(by_len.items()) for i in range(0, len(grp), batch)]
+    n_tok, t_enc = 0, 0.0
     for grp in tqdm(jobs, desc="encoder", unit="batch", disable=not progress):
         te = time.perf_counter()
         out = model.forward(np.stack([w.ids for w in grp]))
         t_enc += time.perf_counter() - te
         n_tok += sum(w.ids.size for w in grp)
+        if timing is not None:
+            timing["encoder_tokens"] = n_tok
+            timing["encoder_tokens_per_s"] = n_tok / t_enc if t_enc > 0 else float("nan")
         for b, w in enumerate(grp):
-            acc.add(out.attentions[:, b], w.ids, w.valid)
-    att = acc.result(n_boot=cfg.n_boot, rng=rng)
+            yield w, out.attentions[:, b]
+
+
+def attention_statistics(encoded, membership, pairs, *, n_layers: int, n_heads: int, n_boot: int, rng) -> S.AttentionStats:
+    """Accumulate :class:`stats.AttentionAccumulator` over ``(window, attentions)`` pairs."""
+    acc = S.AttentionAccumulator(n_layers, n_heads, membership, pairs)
+    for w, a in encoded:
+        acc.add(a, w.ids, w.valid)
+    return acc.result(n_boot=n_boot, rng=rng)
+
+
+def attention_summary(att: S.AttentionStats) -> dict:
+    return {
+        "classes": list(att.classes),
+        "mean_lift": att.mean_lift.tolist(),
+        "counts": att.counts.tolist(),
+        "n_windows": att.n_sequences,
+        "gap": att.gap.tolist(),
+        "gap_ci": att.gap_ci.tolist(),
+        "mean_gap": float(np.nanmean(att.gap)),
+        "mean_gap_ci": list(att.mean_gap_ci),
+        "heads_positive": int(np.sum(att.gap_ci[..., 0] > 0)),
+        "heads_negative": int(np.sum(att.gap_ci[..., 1] < 0)),
+    }
+
+
+def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
+    t0 = time.perf_counter()
+    prep = prepare(cfg, corpus=corpus, model=model, tokenizer=tokenizer)
+    timing = dict(prep.timing)
+    tt = prep.token_topics
+    M = tt.vocab_membership
+    rng = np.random.default_rng(cfg.seed)
+
+    t = time.perf_counter()
+    emb, values, n_pick = embedding_statistics(prep, M, n_no_topic=cfg.n_no_topic, n_boot=cfg.n_boot, rng=rng)
+    timing["embedding_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    pairs, cooc = cooccurrence_statistics(prep, M, n_cooccur=cfg.n_cooccur)
+    timing["cooccurrence_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    chosen = select_windows(prep.windows, cfg.max_tokens, rng)
+    c = prep.model.config
+    enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
+    att = attention_statistics(enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads,
+                               n_boot=cfg.n_boot, rng=rng)
     timing["attention_s"] = time.perf_counter() - t
-    timing["encoder_tokens"] = n_tok
-    timing["encoder_tokens_per_s"] = n_tok / t_enc if t_enc > 0 else float("nan")
 
     t = time.perf_counter()
     synth = synthetic_signal(cfg.synth_T, cfg.synth_v, cfg.synth_alpha, cfg.synth_docs, seed=cfg.seed)
     timing["synthetic_s"] = time.perf_counter() - t
     timing["total_s"] = time.perf_counter() - t0
 
-    same_ids = np.argwhere(np.triu(S.pair_classes(tt.token_ids, tt.vocab_membership) == 1, 1))
+    E = prep.model.word_embeddings.astype(np.float64)
+    same_ids = np.argwhere(np.triu(S.pair_classes(tt.token_ids, M) == 1, 1))
     same_pairs = tt.token_ids[same_ids] if len(same_ids) else np.zeros((0, 2), np.int64)
     ia, ib, ic = (S.ATTN_CLASSES.index(k) for k in ("same_topic", "different_topic", "top_cooccurring"))
+    cooc.update({
+        "attention_lift_top_cooccurring": float(np.nanmean(att.mean_lift[..., ic])),
+        "attention_lift_same_topic": float(np.nanmean(att.mean_lift[..., ia])),
+        "attention_lift_different_topic": float(np.nanmean(att.mean_lift[..., ib])),
+        "embedding_top_cooccurring": S.pair_similarity(E, pairs),
+        "embedding_same_topic": S.pair_similarity(E, same_pairs),
+        "lift_synthetic": synth,
+    })
+    fit, wt = prep.fit, prep.word_topics
     summary = {
-        "corpus": {"source": corpus.source, "documents": len(corpus), "words": int(sum(map(len, docs_words)))},
+        "corpus": {"source": prep.corpus.source, "documents": len(prep.corpus),
+                   "words": int(sum(map(len, prep.docs_words))), "windows": len(prep.windows)},
         "topics": {"n_topics": fit.n_topics, "vocabulary": len(fit.vocab), "topic_words": len(wt.words),
                    "topic_tokens": int(tt.token_ids.size), "dropped_subword": len(tt.dropped),
                    "top_words": {t: fit.top_words(t, 8) for t in range(fit.n_topics)}},
         "embedding": _stats_dict(emb),
-        "embedding_pool": {"topic_tokens": int(tt.token_ids.size), "no_topic_tokens": int(pick.size)},
-        "attention": {
-            "classes": list(att.classes),
-            "mean_lift": att.mean_lift.tolist(),
-            "counts": att.counts.tolist(),
-            "n_windows": att.n_sequences,
-            "gap": att.gap.tolist(),
-            "gap_ci": att.gap_ci.tolist(),
-            "mean_gap": float(np.nanmean(att.gap)),
-            "mean_gap_ci": list(att.mean_gap_ci),
-            "heads_positive": int(np.sum(att.gap_ci[..., 0] > 0)),
-            "heads_negative": int(np.sum(att.gap_ci[..., 1] < 0)),
-        },
-        "cooccurrence": {
-            "n_pairs": int(len(pairs)),
-            "min_count": float(pair_counts.min()) if len(pairs) else float("nan"),
-            "fraction_same_topic": frac_same,
-            "attention_lift_top_cooccurring": float(np.nanmean(att.mean_lift[..., ic])),
-            "attention_lift_same_topic": float(np.nanmean(att.mean_lift[..., ia])),
-            "attention_lift_different_topic": float(np.nanmean(att.mean_lift[..., ib])),
-            "embedding_top_cooccurring": S.pair_similarity(E, pairs),
-            "embedding_same_topic": S.pair_similarity(E, same_pairs),
-            "lift_real": lift_real,
-            "lift_synthetic": synth,
-        },
+        "embedding_pool": {"topic_tokens": int(tt.token_ids.size), "no_topic_tokens": n_pick},
+        "attention": attention_summary(att),
+        "cooccurrence": cooc,
         "timing": timing,
         "config": asdict(cfg),
     }
