@@ -17,7 +17,7 @@ from theorycheck.claims import Claim, compare_greater
 
 def check(params: dict, inject: dict | None = None):
     from theorycheck.realdata import stats as S
-    from theorycheck.realdata.pipeline import attention_statistics, cooccurrence_statistics
+    from theorycheck.realdata.pipeline import _nanmean, attention_statistics, cooccurrence_statistics
 
     prep, encoded = common.prepared(params)
     M = common.membership(prep, inject)
@@ -30,13 +30,13 @@ def check(params: dict, inject: dict | None = None):
     ia, ib, ic = (S.ATTN_CLASSES.index(k) for k in ("same_topic", "different_topic", "top_cooccurring"))
     res.expected = "CI low of head-mean gap > 0"
     res.details = {
-        "mean_gap": float(np.nanmean(att.gap)),
+        "mean_gap": _nanmean(att.gap),
         "mean_gap_ci": [lo, hi],
         "heads_ci_above_0": int(np.sum(att.gap_ci[..., 0] > 0)),
         "heads_ci_below_0": int(np.sum(att.gap_ci[..., 1] < 0)),
-        "lift_same_topic": float(np.nanmean(att.mean_lift[..., ia])),
-        "lift_different_topic": float(np.nanmean(att.mean_lift[..., ib])),
-        "lift_top_cooccurring": float(np.nanmean(att.mean_lift[..., ic])),
+        "lift_same_topic": _nanmean(att.mean_lift[..., ia]),
+        "lift_different_topic": _nanmean(att.mean_lift[..., ib]),
+        "lift_top_cooccurring": _nanmean(att.mean_lift[..., ic]),
         "top_cooccurring_same_topic_fraction": cooc["fraction_same_topic"],
         "windows": att.n_sequences,
     }

@@ -344,7 +344,7 @@ def attention_summary(att: S.AttentionStats) -> dict:
         "n_windows": att.n_sequences,
         "gap": att.gap.tolist(),
         "gap_ci": att.gap_ci.tolist(),
-        "mean_gap": float(np.nanmean(att.gap)),
+        "mean_gap": _nanmean((att.gap)),
         "mean_gap_ci": list(att.mean_gap_ci),
         "heads_positive": int(np.sum(att.gap_ci[..., 0] > 0)),
         "heads_negative": int(np.sum(att.gap_ci[..., 1] < 0)),
@@ -385,9 +385,9 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     same_pairs = tt.token_ids[same_ids] if len(same_ids) else np.zeros((0, 2), np.int64)
     ia, ib, ic = (S.ATTN_CLASSES.index(k) for k in ("same_topic", "different_topic", "top_cooccurring"))
     cooc.update({
-        "attention_lift_top_cooccurring": float(np.nanmean(att.mean_lift[..., ic])),
-        "attention_lift_same_topic": float(np.nanmean(att.mean_lift[..., ia])),
-        "attention_lift_different_topic": float(np.nanmean(att.mean_lift[..., ib])),
+        "attention_lift_top_cooccurring": _nanmean((att.mean_lift[..., ic])),
+        "attention_lift_same_topic": _nanmean((att.mean_lift[..., ia])),
+        "attention_lift_different_topic": _nanmean((att.mean_lift[..., ib])),
         "embedding_top_cooccurring": S.pair_similarity(E, pairs),
         "embedding_same_topic": S.pair_similarity(E, same_pairs),
         "lift_synthetic": synth,
@@ -407,6 +407,13 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
         "config": asdict(cfg),
     }
     return RealDataResult(cfg, summary, att, {"embedding": values})
+
+
+def _nanmean(x) -> float:
+    """Mean of the finite entries; NaN (no warning) if there are none (empty pair class)."""
+    x = np.asarray(x, dtype=float)
+    x = x[np.isfinite(x)]
+    return float(x.mean()) if x.size else float("nan")
 
 
 def _json_default(x):

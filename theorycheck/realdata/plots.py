@@ -17,7 +17,8 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
     gap = np.asarray(gap, dtype=float)
     fig = _new_figure(figsize=(1.0 + 0.5 * gap.shape[1], 1.2 + 0.45 * gap.shape[0]))
     ax = fig.add_subplot(1, 1, 1)
-    v = float(np.nanmax(np.abs(gap))) or 1.0
+    finite = np.abs(gap[np.isfinite(gap)])
+    v = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     im = ax.imshow(gap, cmap="RdBu_r", vmin=-v, vmax=v, aspect="auto")
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     if gap_ci is not None:
@@ -39,7 +40,9 @@ def attention_class_lines(mean_lift, classes):
     fig = _new_figure(figsize=(5.5, 3.8))
     ax = fig.add_subplot(1, 1, 1)
     for c, name in enumerate(classes):
-        ax.plot(np.arange(m.shape[0]), np.nanmean(m[..., c], axis=1), marker="o", label=name)
+        if np.all(np.isnan(m[..., c])):  # empty class (no such pair in the data)
+            continue
+        ax.plot(np.arange(m.shape[0]), m[..., c].mean(axis=1), marker="o", label=name)
     ax.axhline(1.0, color="k", lw=0.6, ls=":", label="uniform")
     ax.set_yscale("log")
     ax.set_xlabel("layer")
