@@ -40,6 +40,12 @@ def check(params: dict, inject: dict | None = None):
         "top_cooccurring_same_topic_fraction": cooc["fraction_same_topic"],
         "windows": att.n_sequences,
     }
+    if not inject:  # null reference: the same statistic with topic sets permuted among topic tokens
+        null = attention_statistics(encoded, common.membership(prep, falsify(params)), None,
+                                    n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads,
+                                    n_boot=params["n_boot"], rng=np.random.default_rng(params["seed"]))
+        res.details["null_permuted_mean_gap"] = _nanmean(null.gap)
+        res.details["null_permuted_mean_gap_ci"] = list(null.mean_gap_ci)
     res.data = {"gap": att.gap, "gap_ci": att.gap_ci}
     return res
 

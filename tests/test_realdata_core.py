@@ -264,6 +264,11 @@ def test_cooccurrence_matrix_bruteforce():
     np.testing.assert_array_equal(X.toarray(), ref)
     np.testing.assert_array_equal(counts, rc)
     assert pp == rpp
+    keep = np.arange(V) % 3 != 0
+    Xk, ck, ppk = S.cooccurrence_matrix(seqs, valid, V, keep=keep)
+    np.testing.assert_array_equal(Xk.toarray(), ref * np.outer(keep, keep))
+    np.testing.assert_array_equal(ck, rc)
+    assert ppk == rpp
     pairs, c = S.top_cooccurring_pairs(X, np.ones(V, bool), 5)
     off = np.triu(ref, 1)
     assert list(c) == sorted(off[off > 0], reverse=True)[:5]
@@ -463,3 +468,16 @@ def test_write_is_atomic_on_error(tmp_path, monkeypatch):
         pipeline.write_realdata(bad, out, figures=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rd"]
     assert json.loads((out / "results.json").read_text()) == {"old": True}
+
+
+def test_pair_similarity_bruteforce_and_chunking():
+    rng = np.random.default_rng(11)
+    E = rng.standard_normal((50, 7))
+    pairs = rng.integers(0, 50, size=(20000, 2))  # > one chunk
+    r = S.pair_similarity(E, pairs)
+    dots = [E[a] @ E[b] for a, b in pairs]
+    coss = [E[a] @ E[b] / np.linalg.norm(E[a]) / np.linalg.norm(E[b]) for a, b in pairs]
+    assert r["n_pairs"] == 20000
+    assert r["dot"] == pytest.approx(np.mean(dots), rel=1e-12)
+    assert r["cosine"] == pytest.approx(np.mean(coss), rel=1e-12)
+    assert np.isnan(S.pair_similarity(E, np.zeros((0, 2), int))["dot"])

@@ -124,6 +124,9 @@ def test_cli_realdata_end_to_end(tmp_path, capsys):
     # planted topics: top co-occurring pairs are same-topic pairs
     assert res["cooccurrence"]["fraction_same_topic"] == 1.0
     assert res["cooccurrence"]["lift_real"]["signal"] > 1
+    # two code paths for the same-topic mean: all-pairs class statistics vs explicit pair list
+    for m in ("dot", "cosine"):
+        assert res["cooccurrence"]["embedding_same_topic"][m] == pytest.approx(res["embedding"][m]["same_topic"]["mean"], rel=1e-9)
     # attention pair counts equal an independent count of valid positions (budget covers all windows)
     from theorycheck.realdata.corpus import read_text_folder, stop_words
     from theorycheck.realdata.tokenizer import WordPieceTokenizer

@@ -281,7 +281,8 @@ def cooccurrence_statistics(prep: Prepared, membership, *, n_cooccur: int):
     """Co-occurrence counts over all windows, the ``n_cooccur`` top topic-token pairs, the fraction
     of them that share a topic, and the co-occurrence topic signal (:func:`stats.cooccurrence_lift`)."""
     W = prep.windows
-    X, counts, pp = S.cooccurrence_matrix([w.ids for w in W], [w.valid for w in W], prep.tokenizer.vocab_size)
+    X, counts, pp = S.cooccurrence_matrix([w.ids for w in W], [w.valid for w in W], prep.tokenizer.vocab_size,
+                                          keep=membership.any(axis=1))
     pairs, pair_counts = S.top_cooccurring_pairs(X, membership.any(axis=1), n_cooccur)
     if len(pairs):
         shared = (membership[pairs[:, 0]] & membership[pairs[:, 1]]).any(axis=1)

@@ -195,10 +195,14 @@ def pair_similarity(E, pairs) -> dict:
     pairs = np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
     if pairs.size == 0:
         return {"n_pairs": 0, "dot": float("nan"), "cosine": float("nan")}
-    a, b = E[pairs[:, 0]], E[pairs[:, 1]]
-    dot = np.einsum("ij,ij->i", a, b)
-    cos = dot / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
-    return {"n_pairs": int(len(pairs)), "dot": float(dot.mean()), "cosine": float(cos.mean())}
+    nrm = np.linalg.norm(E, axis=1)
+    dot_sum = cos_sum = 0.0
+    for s in range(0, len(pairs), 8192):  # chunks: bounded memory for millions of pairs
+        p = pairs[s:s + 8192]
+        dot = np.einsum("ij,ij->i", E[p[:, 0]], E[p[:, 1]])
+        dot_sum += float(dot.sum())
+        cos_sum += float((dot / (nrm[p[:, 0]] * nrm[p[:, 1]])).sum())
+    return {"n_pairs": int(len(pairs)), "dot": dot_sum / len(pairs), "cosine": cos_sum / len(pairs)}
 
 
 @dataclass
@@ -338,12 +342,22 @@ class AttentionAccumulator:
         return AttentionStats(ATTN_CLASSES, mean_lift, mean_raw, tot.astype(np.int64), S, gap_ci, (mlo, mhi))
 
 
-def cooccurrence_matrix(sequences, valid, vocab_size: int):
+def cooccurrence_matrix(sequences, valid, vocab_size: int, *, keep=None):
     """Ordered position-pair co-occurrence counts within sequences.
 
     .. math:: X_{ab} = \\sum_{\\text{seq}} c_a c_b\\ (a \\ne b),\\qquad X_{aa} = \\sum c_a (c_a - 1)
 
     where ``c_a`` counts valid positions holding token ``a`` in the sequence.
+
+    Parameters
+    ----------
+    sequences : sequence of 1-d int arrays
+    valid : sequence of 1-d bool arrays (same shapes)
+    vocab_size : int
+    keep : ndarray of bool, shape (vocab_size,), optional
+        Store ``X`` only between kept tokens (memory: a whole-vocabulary ``X`` of a corpus has
+        tens of millions of entries). ``counts`` and ``n_position_pairs`` always use every valid
+        position.
 
     Returns
     -------
@@ -372,10 +386,22 @@ def cooccurrence_matrix(sequences, valid, vocab_size: int):
     C = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(len(sequences), V))
     C.sum_duplicates()
     counts = np.asarray(C.sum(axis=0)).ravel().astype(np.int64)
+    if keep is not None:
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (V,):
+            raise ValueError(f"keep must have shape ({V},), got {keep.shape}")
+        C = (C @ _diag(keep.astype(np.float64))).tocsr()
+        C.eliminate_zeros()
     X = (C.T @ C).tocsr()
-    X.setdiag(X.diagonal() - counts)
+    X.setdiag(X.diagonal() - (counts if keep is None else counts * keep))
     X.eliminate_zeros()
     return X, counts, int(pp)
+
+
+def _diag(d):
+    from scipy.sparse import diags
+
+    return diags(d, format="csr")
 
 
 def top_cooccurring_pairs(X, eligible, n: int):
