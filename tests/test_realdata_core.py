@@ -481,3 +481,36 @@ def test_pair_similarity_bruteforce_and_chunking():
     assert r["dot"] == pytest.approx(np.mean(dots), rel=1e-12)
     assert r["cosine"] == pytest.approx(np.mean(coss), rel=1e-12)
     assert np.isnan(S.pair_similarity(E, np.zeros((0, 2), int))["dot"])
+
+
+@pytest.mark.parametrize("order", ["numeric", "lexicographic"])
+def test_official_offset_formula_vs_lookup(order):
+    """PAPER_SPEC §3.2: words '0'..'99' are assumed at ids 4..103 and topic(id) = (id - 4) // 10
+    (the hard-coded block W^V). That holds only if the vocabulary lists the words in numeric order;
+    a vocabulary built from sorted strings ('0', '1', '10', ..., '19', '2', ...) breaks it silently.
+    The lookup used here (map_to_tokens) is right for either order."""
+    words = [str(i) for i in range(100)]
+    listed = words if order == "numeric" else sorted(words)
+
+    class Tok:
+        vocab = ["[PAD]", "[MASK]", "[START]", "[END]"] + listed
+        vocab_size = len(vocab)
+        _ix = {t: i for i, t in enumerate(vocab)}
+
+        def single_token_id(self, w):
+            return self._ix.get(w)
+
+    tok = Tok()
+    member = np.zeros((100, 10), bool)
+    member[np.arange(100), np.arange(100) // 10] = True
+    wt = WordTopics(tuple(words), member)
+    tt = map_to_tokens(wt, tok)
+    for w in words:
+        assert tt.topics_of_id(tok._ix[w]) == {int(w) // 10}
+    offset_wrong = [w for w in words if (tok._ix[w] - 4) // 10 != int(w) // 10]
+    if order == "numeric":
+        assert offset_wrong == []
+    else:
+        # sorted list: '0', '1', '10'..'19', '2', ... so '2' sits at id 4 + 12 = 16: offset topic 1, true topic 0
+        assert tok._ix["2"] == 16 and "2" in offset_wrong
+        assert "99" not in offset_wrong and len(offset_wrong) > 10
