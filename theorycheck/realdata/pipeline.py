@@ -448,7 +448,8 @@ def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path
             figs = {
                 "attention_gap": plots.attention_gap_heatmap(att.gap, att.gap_ci),
                 "attention_classes": plots.attention_class_lines(att.mean_lift, att.classes),
-                "embedding_cosine": plots.similarity_distributions(result.values["embedding"]["cosine"], metric="cosine"),
+                "embedding_cosine": plots.similarity_distributions(result.values["embedding"]["cosine"], metric="cosine",
+                                                                  exclude=("same_token",)),
                 "embedding_dot": plots.similarity_distributions(result.values["embedding"]["dot"], metric="dot product"),
             }
             for name, fig in figs.items():

@@ -51,8 +51,12 @@ def attention_class_lines(mean_lift, classes):
     return fig
 
 
-def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int = 60):
-    """Histograms (densities) of a similarity per pair class; ``values`` maps class -> 1-d array."""
+def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int = 60, exclude=()):
+    """Histograms (densities) of a similarity per pair class; ``values`` maps class -> 1-d array.
+
+    ``exclude`` names classes to leave out (e.g. ``same_token`` for cosine, identically 1).
+    """
+    values = {k: v for k, v in values.items() if k not in exclude}
     fig = _new_figure(figsize=(5.5, 3.8))
     ax = fig.add_subplot(1, 1, 1)
     arrays = [np.asarray(v, dtype=float) for v in values.values() if len(v)]
