@@ -157,9 +157,15 @@ def test_cli_realdata_unreadable_corpus(tmp_path, capsys):
 def test_run_realdata_reproducible(tmp_path):
     corpus = _write_corpus(tmp_path / "c", n_docs=20)
     cfg = RealDataConfig(corpus=str(corpus), n_topics=5, top_fraction=0.2, window=64, max_tokens=400, n_boot=10,
-                         n_no_topic=20, n_cooccur=10, synth_docs=20)
+                         n_no_topic=20, n_cooccur=10, synth_docs=20, specificity_fractions=(0.1, 0.2))
     a = run_realdata(cfg, progress=False).summary
     b = run_realdata(cfg, progress=False).summary
+    # the sweep row at the run's own fraction reproduces the class means (topic-token-only pool)
+    row = [r for r in a["specificity"] if r["top_fraction"] == 0.2][0]
+    for m in ("dot", "cosine"):
+        for c in ("same_topic", "different_topic"):
+            assert row[m][c] == pytest.approx(a["embedding"][m][c]["mean"], rel=1e-9)
+    assert a["specificity"][0]["topic_tokens"] < row["topic_tokens"]
     for s in (a, b):
         s.pop("timing")
     assert json.dumps(a, sort_keys=True, default=str) == json.dumps(b, sort_keys=True, default=str)

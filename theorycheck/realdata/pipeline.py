@@ -27,7 +27,7 @@ from .tokenizer import WordPieceTokenizer
 from .topics import BACKENDS, METHODS, assign_topics, fit_lda
 
 __all__ = ["RealDataConfig", "RealDataResult", "Window", "Prepared", "prepare", "make_windows", "content_token_mask",
-           "embedding_statistics", "cooccurrence_statistics", "select_windows", "encode_windows", "attention_statistics",
+           "embedding_statistics", "specificity_sweep", "cooccurrence_statistics", "select_windows", "encode_windows", "attention_statistics",
            "run_realdata", "synthetic_signal", "write_realdata"]
 
 
@@ -57,6 +57,9 @@ class RealDataConfig:
         BLAS threads during the run (``threadpoolctl``); ``None`` leaves the library default.
         Default 1: on a shared 2-core machine, multi-threaded OpenBLAS under contention was
         measured 15x slower than one thread.
+    specificity_fractions : tuple of float
+        ``top_fraction`` values of the topic-specificity sweep (:func:`specificity_sweep`; smaller =
+        only the most topic-specific words get a topic). Empty to skip.
     """
 
     corpus: str = "wikipedia"
@@ -78,6 +81,7 @@ class RealDataConfig:
     synth_alpha: float = 0.1
     synth_docs: int = 400
     blas_threads: int | None = 1
+    specificity_fractions: tuple = (0.0025, 0.005, 0.01, 0.02, 0.05)
 
     def __post_init__(self):
         if not isinstance(self.corpus, str) or not self.corpus:
@@ -101,6 +105,10 @@ class RealDataConfig:
         check_int("synth_docs", self.synth_docs, low=2)
         if self.blas_threads is not None:
             check_int("blas_threads", self.blas_threads, low=1)
+        fr = tuple(self.specificity_fractions)
+        for f in fr:
+            check_real("specificity_fractions[i]", f, low=0.0, high=1.0, low_open=True)
+        object.__setattr__(self, "specificity_fractions", fr)
 
 
 @dataclass
@@ -277,6 +285,26 @@ def embedding_statistics(prep: Prepared, membership, *, n_no_topic: int, n_boot:
     return emb, values, int(pick.size)
 
 
+def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng) -> list[dict]:
+    """Embedding same-minus-different-topic gap when only each topic's ``top_fraction`` most probable
+    words get a topic (``"top_fraction"`` rule), for every fraction: is the effect stronger for
+    topic-specific words (PAPER_SPEC §5.4)? Pool = the topic tokens only."""
+    E = prep.model.word_embeddings.astype(np.float64)
+    out = []
+    for f in fractions:
+        wt = assign_topics(prep.fit, method="top_fraction", top_fraction=f, stop=prep.stop)
+        tt = map_to_tokens(wt, prep.tokenizer)
+        row = {"top_fraction": float(f), "topic_tokens": int(tt.token_ids.size)}
+        if tt.token_ids.size >= 2:
+            emb = S.embedding_pair_stats(E, tt.vocab_membership, tt.token_ids, n_boot=n_boot, rng=rng)
+            for m in ("dot", "cosine"):
+                g = emb["gap"][m]
+                row[m] = {"gap": g.mean, "ci_low": g.ci_low, "ci_high": g.ci_high,
+                          "same_topic": emb[m]["same_topic"].mean, "different_topic": emb[m]["different_topic"].mean}
+        out.append(row)
+    return out
+
+
 def cooccurrence_statistics(prep: Prepared, membership, *, n_cooccur: int):
     """Co-occurrence counts over all windows, the ``n_cooccur`` top topic-token pairs, the fraction
     of them that share a topic, and the co-occurrence topic signal (:func:`stats.cooccurrence_lift`)."""
@@ -369,6 +397,10 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     timing["cooccurrence_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
+    sweep = specificity_sweep(prep, cfg.specificity_fractions, n_boot=cfg.n_boot, rng=rng)
+    timing["specificity_s"] = time.perf_counter() - t
+
+    t = time.perf_counter()
     chosen = select_windows(prep.windows, cfg.max_tokens, rng)
     c = prep.model.config
     enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
@@ -404,6 +436,7 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
         "embedding_pool": {"topic_tokens": int(tt.token_ids.size), "no_topic_tokens": n_pick},
         "attention": attention_summary(att),
         "cooccurrence": cooc,
+        "specificity": sweep,
         "timing": timing,
         "config": asdict(cfg),
     }
@@ -452,6 +485,8 @@ def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path
                                                                   exclude=("same_token",)),
                 "embedding_dot": plots.similarity_distributions(result.values["embedding"]["dot"], metric="dot product"),
             }
+            if result.summary.get("specificity"):
+                figs["embedding_specificity"] = plots.specificity_gap(result.summary["specificity"])
             for name, fig in figs.items():
                 fig.savefig(tmp / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
                 plt.close(fig)

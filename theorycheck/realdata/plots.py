@@ -6,7 +6,7 @@ import numpy as np
 
 from ..plots import _new_figure
 
-__all__ = ["attention_gap_heatmap", "attention_class_lines", "similarity_distributions"]
+__all__ = ["attention_gap_heatmap", "attention_class_lines", "similarity_distributions", "specificity_gap"]
 
 
 def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: same topic - different topic"):
@@ -70,5 +70,27 @@ def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int 
                 ax.hist(v, bins=edges, density=True, histtype="step", label=f"{name} (mean {v.mean():.3g})")
     ax.set_xlabel(metric)
     ax.set_ylabel("density")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def specificity_gap(rows: list):
+    """Embedding same-minus-different-topic gap (with CI) against the kept fraction of each topic's
+    words (``rows`` from :func:`theorycheck.realdata.pipeline.specificity_sweep`)."""
+    fig = _new_figure(figsize=(5.5, 3.6))
+    ax = fig.add_subplot(1, 1, 1)
+    for m, mk in (("cosine", "o"), ("dot", "s")):
+        pts = [r for r in rows if m in r]
+        if not pts:
+            continue
+        x = np.array([r["top_fraction"] for r in pts])
+        y = np.array([r[m]["gap"] for r in pts])
+        lo = y - np.array([r[m]["ci_low"] for r in pts])
+        hi = np.array([r[m]["ci_high"] for r in pts]) - y
+        ax.errorbar(x, y, yerr=[lo, hi], marker=mk, capsize=3, label=f"{m} gap")
+    ax.axhline(0.0, color="k", lw=0.6, ls=":")
+    ax.set_xscale("log")
+    ax.set_xlabel("top fraction of each topic's words given the topic")
+    ax.set_ylabel("same topic - different topic")
     ax.legend(fontsize=7)
     return fig
