@@ -285,10 +285,11 @@ def embedding_statistics(prep: Prepared, membership, *, n_no_topic: int, n_boot:
     return emb, values, int(pick.size)
 
 
-def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng) -> list[dict]:
+def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng, max_pool: int = 2000) -> list[dict]:
     """Embedding same-minus-different-topic gap when only each topic's ``top_fraction`` most probable
     words get a topic (``"top_fraction"`` rule), for every fraction: is the effect stronger for
-    topic-specific words (PAPER_SPEC §5.4)? Pool = the topic tokens only."""
+    topic-specific words (PAPER_SPEC §5.4)? Pool = the topic tokens only, a seeded random subset of
+    ``max_pool`` of them when there are more (memory is quadratic in the pool)."""
     E = prep.model.word_embeddings.astype(np.float64)
     out = []
     for f in fractions:
@@ -296,7 +297,11 @@ def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng) -> list[di
         tt = map_to_tokens(wt, prep.tokenizer)
         row = {"top_fraction": float(f), "topic_tokens": int(tt.token_ids.size)}
         if tt.token_ids.size >= 2:
-            emb = S.embedding_pair_stats(E, tt.vocab_membership, tt.token_ids, n_boot=n_boot, rng=rng)
+            pool = tt.token_ids
+            if pool.size > max_pool:
+                pool = np.sort(rng.choice(pool, size=max_pool, replace=False))
+                row["pool_subsampled_to"] = int(max_pool)
+            emb = S.embedding_pair_stats(E, tt.vocab_membership, pool, n_boot=n_boot, rng=rng)
             for m in ("dot", "cosine"):
                 g = emb["gap"][m]
                 row[m] = {"gap": g.mean, "ci_low": g.ci_low, "ci_high": g.ci_high,
@@ -450,6 +455,16 @@ def _nanmean(x) -> float:
     return float(x.mean()) if x.size else float("nan")
 
 
+def _finite_json(x):
+    if isinstance(x, dict):
+        return {k: _finite_json(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite_json(v) for v in x]
+    if isinstance(x, float) and not np.isfinite(x):
+        return str(x)
+    return x
+
+
 def _json_default(x):
     if isinstance(x, np.generic):
         return x.item()
@@ -492,7 +507,9 @@ def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path
                 plt.close(fig)
                 names.append(f"figures/{name}.png")
         summary = dict(result.summary, figures=names)
-        (tmp / "results.json").write_text(json.dumps(summary, indent=2, default=_json_default, allow_nan=True))
+        # strict JSON: non-finite floats (empty pair classes, an infinite signal) become strings
+        payload = _finite_json(json.loads(json.dumps(summary, default=_json_default, allow_nan=True)))
+        (tmp / "results.json").write_text(json.dumps(payload, indent=2, allow_nan=False))
         if out.exists():
             shutil.rmtree(out)
         os.replace(tmp, out)
