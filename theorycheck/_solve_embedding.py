@@ -1,0 +1,660 @@
+"""Optimal token embeddings of the tied model (Theorem 1 setting; PAPER_SPEC §4.1).
+
+Tied decoder, no bias, uniform attention, ``W^V = I``, squared loss, N -> inf: the loss is
+``L(G) = value_loss(G, tm, mk)`` with ``G = (W^E)^T W^E`` (PSD, rank <= d). Every PSD ``G``
+with ``G m_S = p_S`` for all document laws attains ``L* = 1 - E||p||^2``; the
+**minimum-norm** optimum (minimum ``||W^E||_F^2 = tr G``, the ``reg -> 0+`` limit of the
+L2-regularised problem) is, for ``T >= 2`` and a document law whose topic mixtures affinely span
+the simplex (``tau < T`` or the Dirichlet prior), the block-constant matrix (§4.1 D3)
+
+.. math::
+    G_{ij} = x\\ [t(i) = t(j)], \\quad G_{ij} = y\\ [t(i) \\ne t(j)], \\quad G_{0\\cdot} = G_{\\cdot 0} = 0,
+    \\qquad x = \\frac{1}{a v}\\Big(1 - \\frac{r}{T(a+r)}\\Big), \\quad y = -\\frac{r}{a v T (a+r)},
+
+with eigenvalues ``1/a`` (multiplicity ``T-1``, topic contrasts), ``1/(a+r)`` (on ``1_W``) and 0,
+so its rank (the smallest embedding dimension attaining ``L*``) is ``T``. This holds for every
+``q >= 0`` and ``r >= 0``. When there is a single document law (``tau = T``, or ``T = 1``) the
+only optimality condition is ``G m = u`` and the min-norm optimum is the rank-one
+``G = J_W / (T v (a + r))`` (``x = y``); see :func:`closed_form_gram` for the proof sketch.
+
+Methods of :func:`optimal_embedding_gram`:
+
+- ``"closed-form"``: the formula above as a structured :class:`BlockGram` (O(1) memory; any V1).
+- ``"schur"``: dense numpy: ``M Sigma = C`` fixes ``G`` on ``range(Sigma)``; the PSD completion of
+  least trace has the Schur-complement block ``B^T A^+ B`` (independent of the closed form).
+- ``"cvxpy"``: semidefinite program (CLARABEL or SCS): ``min tr G`` s.t. ``G Sigma = C``,
+  ``G >= 0`` (``reg = 0``), or ``min L(G) + reg tr G`` s.t. ``G >= 0`` (``reg > 0``).
+- ``"factorized"``: scipy L-BFGS over ``W^E`` (``d x V1``) from a small random init.
+
+Every result carries residuals recomputed by our own numpy code (loss gap, PSD-ness, minimiser
+violation), never trusting a backend.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ._embedding_loss import embedding_loss_grad
+from ._moments import moments
+from ._result import SolveResult
+from ._validate import check_array, check_choice, check_int, check_real
+from ._value_loss import value_loss
+from .config import Masking, TopicModel
+
+__all__ = [
+    "BlockGram",
+    "closed_form_gram",
+    "optimal_embedding_gram",
+    "embedding_from_gram",
+    "min_embedding_dim",
+    "embedding_minimiser_violation",
+    "minimiser_residuals",
+    "identifiable_part",
+]
+
+METHODS = ("closed-form", "schur", "cvxpy", "factorized")
+SOLVERS = ("CLARABEL", "SCS")
+#: Largest V1 for which dense checks (value_loss on a materialised Gram) are run.
+DENSE_CHECK_MAX_V1 = 2001
+#: Tolerance on the loss gap ``L(G) - L*`` for status 0 (dense methods).
+LOSS_TOL = 1e-8
+
+
+# ----------------------------------------------------------------------------- structured Gram
+@dataclass(frozen=True)
+class BlockGram:
+    """Block-constant Gram matrix over the tokens, ``(V1, V1)``, stored as two scalars.
+
+    ``G[i, j] = x`` if words i, j share a topic (``i = j`` included), ``y`` if they do not, and
+    row/column 0 ([MASK]) are zero. Use ``np.asarray(G)`` or :meth:`toarray` for the dense matrix
+    (only for moderate V1: ``T = 1000, v = 100`` would need 80 GB).
+
+    Attributes
+    ----------
+    T, v : int
+    x, y : float
+        Same-topic and different-topic inner products.
+    """
+
+    T: int
+    v: int
+    x: float
+    y: float
+
+    @property
+    def V1(self) -> int:
+        return self.T * self.v + 1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.V1, self.V1)
+
+    @property
+    def trace(self) -> float:
+        """``tr G = T v x`` (= ``||W^E||_F^2`` of any embedding with this Gram)."""
+        return self.T * self.v * self.x
+
+    def eigenvalues(self) -> dict:
+        """Non-trivial eigenvalues with multiplicities.
+
+        ``v (x - y)`` on the ``T - 1`` topic contrasts, ``v (x - y) + T v y`` on ``1_W`` and 0 on the
+        remaining ``T (v - 1) + 1`` directions (within-topic zero-mean vectors and ``e_0``).
+        """
+        return {
+            "topic_contrast": (self.v * (self.x - self.y), self.T - 1),
+            "ones": (self.v * (self.x - self.y) + self.T * self.v * self.y, 1),
+            "zero": (0.0, self.T * (self.v - 1) + 1),
+        }
+
+    def rank(self, tol: float | None = None) -> int:
+        """Number of eigenvalues above ``tol`` (default ``1e-12 * max(1, |eig|_max)``)."""
+        ev = self.eigenvalues()
+        lam_c, m_c = ev["topic_contrast"]
+        lam_1, _ = ev["ones"]
+        if tol is None:
+            tol = 1e-12 * max(1.0, abs(lam_c), abs(lam_1))
+        return (m_c if abs(lam_c) > tol else 0) + (1 if abs(lam_1) > tol else 0)
+
+    def min_eigenvalue(self) -> float:
+        ev = self.eigenvalues()
+        vals = [ev["ones"][0], 0.0] + ([ev["topic_contrast"][0]] if self.T > 1 else [])
+        return float(min(vals))
+
+    def toarray(self) -> np.ndarray:
+        """Dense ``(V1, V1)`` matrix (refuses above ``V1 = 20001``)."""
+        if self.V1 > 20_001:
+            raise ValueError(f"BlockGram.toarray materialises a V1 x V1 matrix; V1={self.V1} exceeds 20001")
+        topics = np.arange(self.T * self.v) // self.v
+        G = np.zeros((self.V1, self.V1))
+        G[1:, 1:] = np.where(topics[:, None] == topics[None, :], self.x, self.y)
+        return G
+
+    def __array__(self, dtype=None, copy=None):
+        G = self.toarray()
+        return G if dtype is None else G.astype(dtype)
+
+    def matvec(self, z) -> np.ndarray:
+        """``G z`` in ``O(V1)`` for a vector ``z`` of length V1."""
+        z = np.asarray(z, dtype=float)
+        out = np.zeros(self.V1)
+        ts = z[1:].reshape(self.T, self.v).sum(axis=1)
+        out[1:] = np.repeat((self.x - self.y) * ts + self.y * ts.sum(), self.v)
+        return out
+
+
+# ----------------------------------------------------------------------------- validation helpers
+def _check_models(tm, mk, where):
+    if not isinstance(tm, TopicModel):
+        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    if not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    mk.require_informative(where)
+
+
+def _single_law(tm: TopicModel) -> bool:
+    """True iff every document has the same topic law (``tau = T`` or ``T = 1``)."""
+    return tm.T == 1 or (tm.prior == "uniform-tau" and tm.tau == tm.T)
+
+
+def _L_star(tm: TopicModel) -> float:
+    return tm.min_value_loss()
+
+
+# ----------------------------------------------------------------------------- closed form
+def closed_form_gram(tm: TopicModel, mk: Masking) -> BlockGram:
+    """Minimum-norm optimal Gram of the tied model without bias (PAPER_SPEC §4.1 D3).
+
+    Parameters
+    ----------
+    tm, mk : TopicModel, Masking
+        ``p_m > 0`` and ``a = 1 - p_m (1 - p_c) > 0``; any ``q, r >= 0``; either prior.
+
+    Returns
+    -------
+    BlockGram
+        Generic case (``T >= 2`` and ``tau < T`` or Dirichlet):
+        ``x = (1/(a v)) (1 - r/(T (a+r)))``, ``y = -r/(a v T (a+r))``.
+        Single document law (``tau = T`` or ``T = 1``): ``x = y = 1/(T v (a + r))``.
+
+    Notes
+    -----
+    Generic case: optimality is ``G 1_t = (1/a) 1_t + v g`` (all t) and
+    ``q G e_0 = -(a+r) g - (r/(a v T)) 1_W`` (§4.1 D1). Symmetry makes
+    ``gamma = sum_{i in t} g_i`` topic-independent, and
+    ``tr G >= G_00 + sum_t 1_t^T G 1_t / v = (a+r) s/(q^2 v) + T/a + T gamma`` with
+    ``s = (a+r) gamma + r/(a T) = q^2 v G_00/(a+r) >= 0``; the bound increases with ``gamma``, is
+    smallest at ``s = 0`` (``E_0 = 0``) and is attained only by all-equal within-topic blocks.
+    (For ``q = 0``, ``g`` is fixed and ``G_00`` is free; the minimum again has ``E_0 = 0``.)
+    Single law: the only condition is ``G m = u`` with ``m = (a+r) u + q e_0``; for PSD ``G``,
+    ``||u||^4 <= (u^T G u)(u^T G^+ u) <= tr G ||u||^2 m^T u`` forces ``tr G >= 1/(a+r)`` with
+    equality only for ``G = u u^T / (m^T u)``.
+    """
+    _check_models(tm, mk, "closed_form_gram")
+    a, r, T, v = mk.a, mk.r, tm.T, tm.v
+    if _single_law(tm):
+        x = 1.0 / (T * v * (a + r))
+        return BlockGram(T, v, x, x)
+    x = (1.0 / (a * v)) * (1.0 - r / (T * (a + r)))
+    y = -r / (a * v * T * (a + r))
+    return BlockGram(T, v, x, y)
+
+
+def _block_gram_loss(G: BlockGram, tm: TopicModel, mk: Masking) -> float:
+    """Exact loss of a block-constant Gram in O(1) (our own formula, used for huge V1).
+
+    ``G m_theta - p_theta = alpha sum_t theta_t 1_t + beta 1_W`` with
+    ``alpha = a (x - y) - 1/v`` and ``beta = a y + r ((x - y)/T + y)``; hence
+    ``L = alpha^2 v E[sum theta_t^2] + 2 alpha beta v + beta^2 T v + 1 - E||p||^2``.
+    """
+    a, r, T, v = mk.a, mk.r, tm.T, tm.v
+    Ep2 = tm.expected_p_norm2()
+    alpha = a * (G.x - G.y) - 1.0 / v
+    beta = a * G.y + r * ((G.x - G.y) / T + G.y)
+    return alpha * alpha * v * (v * Ep2) + 2 * alpha * beta * v + beta * beta * T * v + 1.0 - Ep2
+
+
+# ----------------------------------------------------------------------------- minimiser characterisation
+def minimiser_residuals(M, tm: TopicModel, mk: Masking, b=None) -> dict:
+    """Residuals of the characterisation of all minimisers ``(M, b)`` (PAPER_SPEC §4.1 D1).
+
+    Generic case (``T >= 2``, ``tau < T`` or Dirichlet): with the block sums ``Y = M [1_1 .. 1_T]``
+    and ``g = mean_t (Y_{:,t} - 1_t / a) / v``,
+
+    .. math::
+        r_1 = \\max |Y - (1/a) [1_1 .. 1_T] - v g 1_T^T|, \\qquad
+        r_2 = \\max | q M e_0 + b + (a + r) g + (r/(a v T)) 1_W |.
+
+    Single document law: ``r_1 = max |M m + b - u|`` with ``m = (a+r) u + q e_0``, ``r_2 = 0``.
+    No validation (see :func:`embedding_minimiser_violation`).
+    """
+    a, r, q, T, v, V1 = mk.a, mk.r, mk.q, tm.T, tm.v, tm.V1
+    n = tm.n_words
+    bb = np.zeros(V1) if b is None else b
+    if _single_law(tm):
+        m = np.full(V1, (a + r) / n)
+        m[0] = q
+        u = np.full(V1, 1.0 / n)
+        u[0] = 0.0
+        return {"block_sums": float(np.max(np.abs(M @ m + bb - u))), "mask_column": 0.0}
+    Y = M[:, 1:].reshape(V1, T, v).sum(axis=2)
+    Ind = tm.topic_indicator()
+    R = Y - Ind / a
+    g = R.mean(axis=1) / v
+    r1 = float(np.max(np.abs(R - v * g[:, None])))
+    oneW = np.ones(V1)
+    oneW[0] = 0.0
+    r2 = float(np.max(np.abs(q * M[:, 0] + bb + (a + r) * g + (r / (a * v * T)) * oneW)))
+    return {"block_sums": r1, "mask_column": r2}
+
+
+def embedding_minimiser_violation(W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True) -> float:
+    """How far an embedding model is from the set of ALL population minimisers (§4.1 D1/D2).
+
+    ``(W_E, W_dec, b)`` minimises the population loss iff the effective map
+    ``M = (W^E)^T W^E`` (tied) or ``W^dec W^E`` (untied) satisfies, for some vector g,
+
+    .. math::
+        M 1_t = \\tfrac1a 1_t + v g \\ (\\forall t), \\qquad
+        q M e_0 + b = -(a+r) g - \\tfrac{r}{a v T} 1_W .
+
+    For the tied model this gives, in every word row ``i`` and topic ``t' != t(i)``,
+    ``sum_{j in t(i)} <E_i, E_j> - sum_{j in t'} <E_i, E_j> = 1/a`` (§4.1 D2).
+    With a single document law (``tau = T`` or ``T = 1``) the only condition is
+    ``M m + b = u``.
+
+    Parameters
+    ----------
+    W_E : array_like, shape (d, V1)
+    W_dec : array_like, shape (V1, d), optional (required iff ``tied=False``)
+    b : array_like, shape (V1,), optional
+
+    Returns
+    -------
+    float
+        Max absolute violation of the identities (0 for an exact minimiser; the loss excess
+        is quadratic in it).
+    """
+    from ._embedding_loss import _validate as _validate_loss
+
+    _check_models(tm, mk, "embedding_minimiser_violation")
+    W_E, W_dec, b, tied, _ = _validate_loss(W_E, tm, mk, W_dec, b, tied, 0.0)
+    M = W_E.T @ W_E if tied else W_dec @ W_E
+    res = minimiser_residuals(M, tm, mk, b)
+    return max(res.values())
+
+
+def identifiable_part(G, tm: TopicModel, mk: Masking) -> np.ndarray:
+    """``G - P_perp G P_perp``: the part of a Gram fixed by optimality (dense, moderate V1).
+
+    ``P_perp`` projects onto the orthogonal complement of ``span{m_S}`` (within-topic zero-mean
+    vectors and the null direction ``1_W - ((a+r)/q) e_0``). Every minimiser satisfies
+    ``G m_S = p_S``, which fixes ``G P`` and ``P G`` (``P = I - P_perp``) but leaves
+    ``P_perp G P_perp`` free, so two minimisers have the same identifiable part.
+    """
+    G = np.asarray(G, dtype=float)
+    Sigma, _ = moments(tm, mk)
+    lam, U = np.linalg.eigh(Sigma)
+    keep = lam > 1e-12 * max(lam.max(), 1e-300)
+    Up = U[:, ~keep]
+    Pp = Up @ Up.T
+    return G - Pp @ G @ Pp
+
+
+# ----------------------------------------------------------------------------- embeddings from Grams
+def embedding_from_gram(G, d: int, *, tol: float | None = None) -> np.ndarray:
+    """An embedding ``W^E`` (``d x V1``) with ``(W^E)^T W^E = G``, by eigendecomposition.
+
+    Parameters
+    ----------
+    G : array_like, shape (V1, V1), or BlockGram
+        Symmetric PSD (tiny negative eigenvalues above ``-tol`` are clipped to 0).
+    d : int
+        Embedding dimension, ``d >= rank(G)``; rows beyond the rank are zero.
+    tol : float, optional
+        Eigenvalue tolerance, default ``1e-9 * max(1, |G|_max) * V1``.
+
+    Returns
+    -------
+    ndarray, shape (d, V1)
+        ``W^E = diag(sqrt(lambda)) U^T`` over the ``rank(G)`` largest eigenpairs; for a
+        :class:`BlockGram` every word of a topic gets the same embedding and ``E_0 = 0``.
+
+    Raises
+    ------
+    ValueError
+        If ``G`` is not square, symmetric or PSD, has non-finite entries, or ``d < rank(G)``.
+    """
+    d = check_int("d", d, low=1)
+    if isinstance(G, BlockGram):
+        H = (G.x - G.y) * np.eye(G.T) + G.y * np.ones((G.T, G.T))  # Gram of the topic vectors
+        lam, U = _psd_eig(H, tol, "G")
+        rank = int(np.sum(lam > 0))
+        _check_rank(rank, d)
+        F = np.zeros((d, G.T))
+        F[:rank] = (U[:, -rank:] * np.sqrt(lam[-rank:])).T if rank else 0.0
+        W = np.zeros((d, G.V1))
+        W[:, 1:] = np.repeat(F, G.v, axis=1)
+        return W
+    G = check_array("G", G, ndim=2)
+    if G.shape[0] != G.shape[1]:
+        raise ValueError(f"G must be a square (V1, V1) matrix, got shape {G.shape}")
+    lam, U = _psd_eig(G, tol, "G")
+    rank = int(np.sum(lam > 0))
+    _check_rank(rank, d)
+    W = np.zeros((d, G.shape[0]))
+    if rank:
+        W[:rank] = (U[:, -rank:] * np.sqrt(lam[-rank:])).T
+    return W
+
+
+def _psd_eig(G, tol, name):
+    scale = max(1.0, float(np.max(np.abs(G))) if G.size else 1.0)
+    if tol is None:
+        tol = 1e-9 * scale * G.shape[0]
+    tol = check_real("tol", tol, low=0.0)
+    asym = float(np.max(np.abs(G - G.T))) if G.size else 0.0
+    if asym > tol:
+        raise ValueError(f"{name} must be symmetric; max |G - G^T| = {asym:.3g} > tol = {tol:.3g}")
+    lam, U = np.linalg.eigh((G + G.T) / 2)
+    if lam[0] < -tol:
+        raise ValueError(f"{name} must be positive semidefinite; smallest eigenvalue {lam[0]:.3g} < -tol = {-tol:.3g}")
+    lam = np.where(lam > tol, lam, 0.0)
+    return lam, U
+
+
+def _check_rank(rank, d):
+    if d < rank:
+        raise ValueError(
+            f"d={d} is too small: the Gram matrix has rank {rank}, so no d x V1 embedding reproduces it; "
+            f"use d >= {rank}"
+        )
+
+
+def min_embedding_dim(tm: TopicModel, mk: Masking) -> int:
+    """Smallest embedding dimension ``d`` for which the tied model attains ``L* = 1 - E||p||^2``.
+
+    Equals ``rank`` of the min-norm Gram (:func:`closed_form_gram`): ``T`` in the generic case
+    (eigenvalues ``1/a`` x (T-1) and ``1/(a+r)``), 1 with a single document law. It is also a
+    lower bound for every minimiser: ``G m_t = p_t`` for the ``T`` linearly independent vertex
+    densities ``p_t = 1_t / v`` forces ``rank G >= T``.
+    """
+    return closed_form_gram(tm, mk).rank()
+
+
+# ----------------------------------------------------------------------------- solvers
+def optimal_embedding_gram(
+    tm: TopicModel,
+    mk: Masking,
+    method: str = "closed-form",
+    *,
+    d: int | None = None,
+    reg: float = 0.0,
+    solver: str = "CLARABEL",
+    seed: int = 0,
+    init_scale: float = 1e-2,
+    maxiter: int = 20_000,
+) -> SolveResult:
+    """Optimal Gram ``G = (W^E)^T W^E`` of the tied embedding model without bias (§4.1).
+
+    Parameters
+    ----------
+    tm, mk : TopicModel, Masking
+        ``p_m > 0`` and ``a > 0`` (some original words visible).
+    method : {"closed-form", "schur", "cvxpy", "factorized"}
+        See the module docstring. ``"closed-form"`` returns a :class:`BlockGram` (any V1, O(1));
+        the others a dense ``(V1, V1)`` array (moderate V1 only).
+    d : int, optional
+        Embedding dimension; required for ``"factorized"`` (must be >= :func:`min_embedding_dim`
+        when ``reg = 0``), ignored otherwise except that ``d < rank`` raises.
+    reg : float
+        ``reg = 0``: the minimum-norm minimiser (``"closed-form"``, ``"schur"``, ``"cvxpy"``) or the
+        minimiser L-BFGS reaches from ``init_scale``-small init (``"factorized"``: equal to the min-norm
+        one on the identifiable part, see :func:`identifiable_part`). ``reg > 0`` (``"cvxpy"``,
+        ``"factorized"`` only): minimiser of ``L(G) + reg tr G`` (= ``reg ||W^E||_F^2``).
+    solver : {"CLARABEL", "SCS"}
+        cvxpy backend.
+    seed : int
+        Seed of the factorized initialisation.
+    init_scale : float
+        Standard deviation of the factorized initialisation.
+    maxiter : int
+        L-BFGS iteration limit.
+
+    Returns
+    -------
+    SolveResult
+        ``x`` the Gram (BlockGram or ndarray), ``fun`` its loss recomputed by our code.
+        ``residuals``: ``loss_gap = fun - L*`` (reg = 0), ``min_eig`` (PSD check),
+        ``minimiser_violation`` (§4.1 D1), ``dist_closed_form`` (max abs difference to the closed
+        form; identifiable part only for ``"factorized"``), and for cvxpy ``duality_gap`` and
+        ``dual_infeasibility`` recomputed from the returned multipliers. Status 0 iff the
+        loss gap <= 1e-8 (reg = 0) and the Gram is PSD within tolerance.
+
+    Raises
+    ------
+    ValueError
+        Unknown method/solver, ``reg != 0`` with a min-norm-only method, ``d`` missing or too
+        small for ``"factorized"``, ``d < 1``.
+    """
+    _check_models(tm, mk, "optimal_embedding_gram")
+    check_choice("method", method, METHODS)
+    check_choice("solver", solver, SOLVERS)
+    reg = check_real("reg", reg, low=0.0)
+    if d is not None:
+        d = check_int("d", d, low=1)
+    seed = check_int("seed", seed, low=0)
+    init_scale = check_real("init_scale", init_scale, low=0.0, low_open=True)
+    maxiter = check_int("maxiter", maxiter, low=1)
+    rank = min_embedding_dim(tm, mk)
+    if d is not None and reg == 0.0 and d < rank:
+        raise ValueError(
+            f"d={d} is too small for the requested optimum: every minimiser G has rank >= {rank} "
+            f"(= min_embedding_dim), so L* = {_L_star(tm):.6g} needs d >= {rank}"
+        )
+    if reg > 0 and method in ("closed-form", "schur"):
+        raise ValueError(
+            f"reg={reg!r}: method={method!r} gives the minimum-norm (reg -> 0+) optimum only; "
+            "use method='cvxpy' or 'factorized' for reg > 0"
+        )
+    if method == "factorized" and d is None:
+        raise ValueError(f"d is required for method='factorized' (an integer >= {rank} = min_embedding_dim)")
+    if method in ("schur", "cvxpy", "factorized") and tm.V1 > DENSE_CHECK_MAX_V1:
+        raise ValueError(f"method={method!r} works with dense V1 x V1 matrices; V1={tm.V1} exceeds {DENSE_CHECK_MAX_V1}")
+    t0 = time.perf_counter()
+    if method == "closed-form":
+        res = _solve_closed_form(tm, mk)
+    elif method == "schur":
+        res = _solve_schur(tm, mk)
+    elif method == "cvxpy":
+        res = _solve_cvxpy(tm, mk, reg, solver)
+    else:
+        res = _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter)
+    res.time = time.perf_counter() - t0
+    return res
+
+
+def _psd_tol(G) -> float:
+    return 1e-7 * max(1.0, float(np.max(np.abs(G))))
+
+
+def _dense_residuals(G, tm, mk, reg, *, identifiable=False) -> dict:
+    """Our own checks of a dense Gram: loss gap, PSD, minimiser violation, distance to closed form."""
+    res = {}
+    loss = value_loss(G, tm, mk)
+    res["loss_gap"] = loss - _L_star(tm)
+    res["min_eig"] = float(np.linalg.eigvalsh((G + G.T) / 2)[0])
+    res["asymmetry"] = float(np.max(np.abs(G - G.T)))
+    res["minimiser_violation"] = max(minimiser_residuals(G, tm, mk).values())
+    if reg == 0.0:
+        Gc = closed_form_gram(tm, mk).toarray()
+        if identifiable:
+            res["dist_closed_form"] = float(np.max(np.abs(identifiable_part(G, tm, mk) - identifiable_part(Gc, tm, mk))))
+        else:
+            res["dist_closed_form"] = float(np.max(np.abs(G - Gc)))
+    return res, loss
+
+
+def _status_from(res, reg, backend_ok=True) -> int:
+    if not all(math.isfinite(v) for v in res.values()):
+        return 4
+    bad = res["min_eig"] < -1e-6 or res.get("asymmetry", 0.0) > 1e-8
+    if reg == 0.0:
+        bad = bad or res["loss_gap"] > LOSS_TOL
+    if not backend_ok:
+        return 2
+    return 3 if bad else 0
+
+
+def _solve_closed_form(tm, mk) -> SolveResult:
+    G = closed_form_gram(tm, mk)
+    loss = _block_gram_loss(G, tm, mk)
+    res = {"loss_gap": loss - _L_star(tm), "min_eig": G.min_eigenvalue()}
+    if tm.V1 <= DENSE_CHECK_MAX_V1:  # independent dense recomputation
+        Gd = G.toarray()
+        dense_loss = value_loss(Gd, tm, mk)
+        res["loss_gap_dense"] = dense_loss - _L_star(tm)
+        res["minimiser_violation"] = max(minimiser_residuals(Gd, tm, mk).values())
+    ev = G.eigenvalues()
+    status = _status_from(res, 0.0)
+    return SolveResult(
+        x=G,
+        fun=loss,
+        status=status,
+        method="closed-form",
+        residuals=res,
+        info={
+            "same_topic": G.x,
+            "different_topic": G.y,
+            "rank": G.rank(),
+            "eig_topic_contrast": ev["topic_contrast"][0],
+            "eig_ones": ev["ones"][0],
+            "trace": G.trace,
+            "single_law": _single_law(tm),
+        },
+    )
+
+
+def _range_split(tm, mk):
+    """Orthonormal bases of range(Sigma) / its complement and ``K = C U_r Lambda_r^{-1}``."""
+    Sigma, C = moments(tm, mk)
+    lam, U = np.linalg.eigh(Sigma)
+    keep = lam > 1e-12 * lam.max()
+    Ur, Up = U[:, keep], U[:, ~keep]
+    K = C @ Ur / lam[keep]  # G Ur = K  <=>  G Sigma = C
+    return Ur, Up, K, Sigma, C
+
+
+def _solve_schur(tm, mk) -> SolveResult:
+    Ur, Up, K, _, _ = _range_split(tm, mk)
+    A = Ur.T @ K  # G on range(Sigma) x range(Sigma)
+    asym = float(np.max(np.abs(A - A.T)))
+    A = (A + A.T) / 2
+    Bt = Up.T @ K  # G on complement x range
+    Dmin = Bt @ np.linalg.pinv(A, rcond=1e-12, hermitian=True) @ Bt.T  # least-trace PSD completion
+    Q = np.hstack([Ur, Up])
+    Gp = np.block([[A, Bt.T], [Bt, Dmin]])
+    G = Q @ Gp @ Q.T
+    G = (G + G.T) / 2
+    res, loss = _dense_residuals(G, tm, mk, 0.0)
+    res["schur_asymmetry"] = asym
+    return SolveResult(x=G, fun=loss, status=_status_from(res, 0.0), method="schur", residuals=res,
+                       info={"rank_sigma": Ur.shape[1]})
+
+
+def _solve_cvxpy(tm, mk, reg, solver) -> SolveResult:
+    import cvxpy as cp
+
+    Ur, Up, K, Sigma, C = _range_split(tm, mk)
+    n, k = tm.V1, Ur.shape[1]
+    Q = np.hstack([Ur, Up])
+    Gp = cp.Variable((n, n), PSD=True)  # G in the basis Q: G = Q Gp Q^T
+    info = {"solver": solver}
+    if reg == 0.0:
+        A = Ur.T @ K
+        A = (A + A.T) / 2
+        target_full = np.vstack([A, Up.T @ K])  # first k columns of Gp
+        rows, cols = np.nonzero(np.tril(np.ones((n, n)))[:, :k])  # each symmetric entry once
+        idx = cols * n + rows
+        target = target_full[rows, cols]
+        cons = [cp.vec(Gp, order="F")[idx] == target]
+        prob = cp.Problem(cp.Minimize(cp.trace(Gp)), cons)
+    else:
+        lam, U = np.linalg.eigh(Sigma)
+        Sh = U * np.sqrt(np.clip(lam, 0, None))
+        ShQ = Q.T @ Sh
+        CQ = Q.T @ C @ Q
+        obj = cp.sum_squares(Gp @ ShQ) - 2 * cp.sum(cp.multiply(CQ, Gp)) + 1 + reg * cp.trace(Gp)
+        prob = cp.Problem(cp.Minimize(obj))
+        cons = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            prob.solve(solver=solver)
+        except cp.error.SolverError as exc:
+            return SolveResult(x=None, fun=math.nan, status=2, method="cvxpy", message=f"cvxpy SolverError: {exc}",
+                               info=info)
+    info["backend_status"] = prob.status
+    stats = prob.solver_stats
+    info["solve_time"] = stats.solve_time
+    nit = int(stats.num_iters or 0)
+    if Gp.value is None:
+        return SolveResult(x=None, fun=math.nan, status=2, method="cvxpy", nit=nit,
+                           message=f"cvxpy status {prob.status!r}", info=info)
+    G = Q @ Gp.value @ Q.T
+    G = (G + G.T) / 2
+    res, loss = _dense_residuals(G, tm, mk, reg)
+    if reg == 0.0:
+        # Dual of min tr(Gp) s.t. Gp[i,j] = target_k: max <lam, target> s.t. Z = I - sum lam_k E_k >= 0,
+        # E_k = (e_i e_j^T + e_j e_i^T)/2. cvxpy returns y = -lam for `expr == target` constraints
+        # (checked on 2x2 problems with known multipliers); Z and the gap are recomputed here.
+        lamv = -np.asarray(cons[0].dual_value, dtype=float).reshape(-1)
+        S = np.zeros((n, n))
+        np.add.at(S, (rows, cols), lamv / 2)
+        np.add.at(S, (cols, rows), lamv / 2)
+        zmin = float(np.linalg.eigvalsh(np.eye(n) - S)[0])
+        dual_obj = float(lamv @ target)
+        res["dual_infeasibility"] = max(0.0, -zmin)
+        res["duality_gap"] = float(np.trace(G) - dual_obj)
+        info["dual_objective"] = dual_obj
+    info["primal_objective"] = float(prob.value)
+    backend_ok = prob.status in ("optimal", "optimal_inaccurate")
+    status = _status_from(res, reg, backend_ok)
+    msg = ""
+    if status == 3:
+        msg = f"cvxpy reported {prob.status!r} but our residual check failed: {res}"
+    return SolveResult(x=G, fun=loss + reg * float(np.trace(G)), status=status, method="cvxpy", message=msg, nit=nit,
+                       residuals=res, info=info)
+
+
+def _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter) -> SolveResult:
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(seed)
+    W0 = init_scale * rng.standard_normal((d, tm.V1))
+    shape = W0.shape
+
+    def fg(w):
+        out = embedding_loss_grad(w.reshape(shape), tm, mk, reg=reg)
+        return out.loss, out.dW_E.ravel()
+
+    opt = minimize(fg, W0.ravel(), jac=True, method="L-BFGS-B",
+                   options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30})
+    W = opt.x.reshape(shape)
+    G = W.T @ W
+    res, loss = _dense_residuals(G, tm, mk, reg, identifiable=True)
+    res["grad_norm"] = float(np.linalg.norm(fg(opt.x)[1]))
+    if tm.V1 <= DENSE_CHECK_MAX_V1:
+        Gc = closed_form_gram(tm, mk).toarray()
+        res["dist_closed_form_full"] = float(np.max(np.abs(G - Gc)))
+    info = {"W_E": W, "d": d, "mask_embedding_norm": float(np.linalg.norm(W[:, 0])), "scipy_message": str(opt.message)}
+    status = _status_from({k: v for k, v in res.items()}, reg)
+    if status == 3:
+        status = 1 if opt.nit >= maxiter else 3
+    msg = "" if status == 0 else f"L-BFGS: {opt.message}; residuals {res}"
+    return SolveResult(x=G, fun=loss + reg * float(np.sum(W * W)), status=status, method="factorized", message=msg,
+                       nit=int(opt.nit), residuals=res, info=info)
