@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._embedding_loss import embedding_loss_grad
+from ._embedding_loss import _kernel_threads, embedding_loss_grad
 from ._moments import moments
 from ._result import SolveResult
 from ._validate import check_array, check_choice, check_int, check_real
@@ -485,7 +485,8 @@ def _psd_tol(G) -> float:
 def _dense_residuals(G, tm, mk, reg, *, identifiable=False) -> dict:
     """Our own checks of a dense Gram: loss gap, PSD, minimiser violation, distance to closed form."""
     res = {}
-    loss = value_loss(G, tm, mk)
+    with _kernel_threads(tm.V1):
+        loss = value_loss(G, tm, mk)
     res["loss_gap"] = loss - _L_star(tm)
     res["min_eig"] = float(np.linalg.eigvalsh((G + G.T) / 2)[0])
     res["asymmetry"] = float(np.max(np.abs(G - G.T)))
@@ -516,7 +517,8 @@ def _solve_closed_form(tm, mk) -> SolveResult:
     res = {"loss_gap": loss - _L_star(tm), "min_eig": G.min_eigenvalue()}
     if tm.V1 <= DENSE_CHECK_MAX_V1:  # independent dense recomputation
         Gd = G.toarray()
-        dense_loss = value_loss(Gd, tm, mk)
+        with _kernel_threads(tm.V1):
+            dense_loss = value_loss(Gd, tm, mk)
         res["loss_gap_dense"] = dense_loss - _L_star(tm)
         res["minimiser_violation"] = max(minimiser_residuals(Gd, tm, mk).values())
     ev = G.eigenvalues()
