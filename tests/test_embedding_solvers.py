@@ -60,6 +60,8 @@ def test_closed_form_equals_cvxpy_trace_minimisation(tm, mk, solver):
     tol = 1e-6 if solver == "CLARABEL" else 1e-4  # first-order SCS is less accurate
     assert cv.status in (0, 3), cv.message
     assert np.max(np.abs(cv.x - G)) <= tol * (1 + np.max(np.abs(G)))
+    assert cv.residuals["loss_gap"] <= 10 * tol  # attains 1 - 1/(tau v) (recomputed by value_loss)
+    assert np.linalg.eigvalsh(cv.x)[0] >= -tol
     # certificate recomputed by us from cvxpy's multipliers
     assert abs(cv.residuals["duality_gap"]) <= 10 * tol * (1 + np.trace(G))
     assert cv.residuals["dual_infeasibility"] <= 10 * tol
@@ -356,3 +358,21 @@ def test_minimiser_violation_rejects_bad_shapes():
         embedding_minimiser_violation(np.zeros((2, 7)), tm, mk, tied=False)
     with pytest.raises(ValueError, match="finite"):
         embedding_minimiser_violation(np.full((2, 7), np.nan), tm, mk)
+
+
+def test_gradient_descent_from_small_init_reaches_min_norm_gram():
+    """PAPER_SPEC §4.1 D2: plain GD from small init keeps E_0 ~ init and lands on the min-norm Gram.
+
+    (Within-topic zero-mean components of W_E can only shrink under gradient flow, since their
+    velocity is -2 W_E Sigma W_E^T applied to them; the min-norm Gram is reached up to O(init^2).)
+    """
+    from theorycheck.population import embedding_loss_grad
+
+    tm, mk = tc.TopicModel(T=3, v=2, tau=1), tc.Masking()
+    G_star = closed_form_gram(tm, mk).toarray()
+    W = 1e-3 * np.random.default_rng(0).standard_normal((tm.T + 2, tm.V1))
+    for _ in range(800):
+        W = W - 1.0 * embedding_loss_grad(W, tm, mk).dW_E
+    assert embedding_loss(W, tm, mk) - tm.min_value_loss() <= 1e-10
+    assert np.linalg.norm(W[:, 0]) <= 1e-2
+    assert np.max(np.abs(W.T @ W - G_star)) <= 1e-4
