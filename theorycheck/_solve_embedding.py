@@ -44,7 +44,7 @@ from ._embedding_loss import _kernel_threads, embedding_loss_grad
 from ._moments import moments
 from ._result import SolveResult
 from ._validate import check_array, check_choice, check_int, check_real
-from ._value_loss import value_loss
+from ._value_loss import value_loss, value_loss_grad
 from .config import Masking, TopicModel
 
 __all__ = [
@@ -479,10 +479,6 @@ def optimal_embedding_gram(
     return res
 
 
-def _psd_tol(G) -> float:
-    return 1e-7 * max(1.0, float(np.max(np.abs(G))))
-
-
 def _dense_residuals(G, tm, mk, reg, *, identifiable=False) -> dict:
     """Our own checks of a dense Gram: loss gap, PSD, minimiser violation, distance to closed form."""
     res = {}
@@ -492,6 +488,13 @@ def _dense_residuals(G, tm, mk, reg, *, identifiable=False) -> dict:
     res["min_eig"] = float(np.linalg.eigvalsh((G + G.T) / 2)[0])
     res["asymmetry"] = float(np.max(np.abs(G - G.T)))
     res["minimiser_violation"] = max(minimiser_residuals(G, tm, mk).values())
+    if reg > 0.0:
+        # KKT of min L(G) + reg tr G over G >= 0: Z = sym(dL/dG) + reg I >= 0 and <Z, G> = 0
+        with _kernel_threads(tm.V1):
+            _, D, _ = value_loss_grad(G, tm, mk)
+        Z = (D + D.T) / 2 + reg * np.eye(tm.V1)
+        res["kkt_dual_infeasibility"] = max(0.0, -float(np.linalg.eigvalsh(Z)[0]))
+        res["kkt_complementarity"] = abs(float(np.sum(Z * G)))
     if reg == 0.0:
         Gc = closed_form_gram(tm, mk).toarray()
         if identifiable:
@@ -507,6 +510,8 @@ def _status_from(res, reg, backend_ok=True) -> int:
     bad = res["min_eig"] < -1e-6 or res.get("asymmetry", 0.0) > 1e-8
     if reg == 0.0:
         bad = bad or res["loss_gap"] > LOSS_TOL
+    else:
+        bad = bad or res.get("kkt_dual_infeasibility", 0.0) > 1e-5 or res.get("kkt_complementarity", 0.0) > 1e-5
     if not backend_ok:
         return 2
     return 3 if bad else 0
