@@ -318,6 +318,7 @@ def test_regularised_cvxpy_equals_regularised_lbfgs_and_tends_to_min_norm():
         (dict(method="factorized"), ValueError, "d is required"),
         (dict(method="factorized", d=2), ValueError, "d=2 is too small"),
         (dict(init_scale=0.0), ValueError, "init_scale"),
+        (dict(bias="yes"), TypeError, "bias must be a bool"),
         (dict(tm=None), TypeError, "tm must be a TopicModel"),
     ],
 )
@@ -404,3 +405,55 @@ def test_tied_model_with_free_bias_keeps_block_sum_identity(tm, mk, seed):
     assert embedding_minimiser_violation(W, tm, mk, b=b) <= 1e-4
     D = own_minus_other_block_sums(W, tm)
     assert np.max(np.abs(mk.a * D - 1.0)) <= 1e-4
+
+
+# ----------------------------------------------------------------------------- free decoder bias
+@given(topic_models(max_T=6, max_v=4), maskings())
+def test_bias_closed_form_equals_schur_and_attains_Lstar(tm, mk):
+    _informative(mk)
+    cf = optimal_embedding_gram(tm, mk, bias=True)
+    sc = optimal_embedding_gram(tm, mk, "schur", bias=True)
+    assert cf.success and sc.success
+    G = cf.x.toarray()
+    assert np.max(np.abs(G - sc.x)) <= 1e-9 * (1 + np.max(np.abs(G)))
+    assert np.max(np.abs(cf.b - sc.b)) <= 1e-9
+    assert abs(value_loss(G, tm, mk, b=cf.b) - tm.min_value_loss()) <= 1e-12
+    u = np.r_[0.0, np.full(tm.n_words, 1 / tm.n_words)]
+    assert np.max(np.abs(cf.b - u)) <= 1e-15  # the bias predicts the mean word distribution
+    # a free bias can only lower the minimum norm
+    assert cf.x.trace <= closed_form_gram(tm, mk).trace + 1e-12
+
+
+@settings(max_examples=4)
+@given(topic_models(max_T=4, max_v=3), maskings())
+def test_bias_closed_form_equals_cvxpy(tm, mk):
+    _informative(mk)
+    cv = optimal_embedding_gram(tm, mk, "cvxpy", bias=True)
+    assert cv.status in (0, 3), cv.message
+    G = closed_form_gram(tm, mk, bias=True).toarray()
+    assert np.max(np.abs(cv.x - G)) <= 1e-6
+    assert abs(cv.residuals["duality_gap"]) <= 1e-5
+
+
+@settings(max_examples=5)
+@given(topic_models(min_T=2, max_T=4, max_v=3), maskings(), st.integers(0, 50))
+def test_bias_factorized_reaches_optimum_with_d_equal_T_minus_1(tm, mk, seed):
+    _informative(mk)
+    d = max(min_embedding_dim(tm, mk, bias=True), 1)
+    assert d == (1 if tm.tau == tm.T else tm.T - 1)
+    fz = optimal_embedding_gram(tm, mk, "factorized", d=d, bias=True, seed=seed)
+    assert fz.success, fz.message
+    assert embedding_loss(fz.W_E, tm, mk, b=fz.b) - tm.min_value_loss() <= 1e-8
+    G = closed_form_gram(tm, mk, bias=True).toarray()
+    diff = identifiable_part(fz.x, tm, mk, bias=True) - identifiable_part(G, tm, mk, bias=True)
+    assert np.max(np.abs(diff)) <= 1e-4
+
+
+def test_bias_min_norm_matches_spec_gradient_descent_numbers():
+    """PAPER_SPEC §4.1: 'with a free bias ... (T=5, v=4, tau=2) GD from small init gives same-topic
+    ~ 0.231, different-topic ~ -0.058'. These are the bias min-norm values (T-1)/(a v T), -1/(a v T)."""
+    tm, mk = tc.TopicModel(T=5, v=4, tau=2), tc.Masking()
+    G = closed_form_gram(tm, mk, bias=True)
+    assert G.x == pytest.approx(0.231, abs=5e-4)
+    assert G.y == pytest.approx(-0.058, abs=5e-4)
+    assert G.rank() == tm.T - 1 == min_embedding_dim(tm, mk, bias=True)

@@ -16,6 +16,9 @@ so its rank (the smallest embedding dimension attaining ``L*``) is ``T``. This h
 ``q >= 0`` and ``r >= 0``. When there is a single document law (``tau = T``, or ``T = 1``) the
 only optimality condition is ``G m = u`` and the min-norm optimum is the rank-one
 ``G = J_W / (T v (a + r))`` (``x = y``); see :func:`closed_form_gram` for the proof sketch.
+With a free decoder bias (``bias=True``; not in PAPER_SPEC's D3, derived here and certified by the
+same solvers) the optimal bias is ``b = u`` and the min-norm Gram is ``x = (T-1)/(a v T)``,
+``y = -1/(a v T)``, of rank ``T - 1`` (the values PAPER_SPEC §4.1 reports from gradient descent).
 
 Methods of :func:`optimal_embedding_gram`:
 
@@ -50,6 +53,7 @@ from .config import Masking, TopicModel
 __all__ = [
     "BlockGram",
     "closed_form_gram",
+    "optimal_bias",
     "optimal_embedding_gram",
     "embedding_from_gram",
     "min_embedding_dim",
@@ -167,20 +171,25 @@ def _L_star(tm: TopicModel) -> float:
 
 
 # ----------------------------------------------------------------------------- closed form
-def closed_form_gram(tm: TopicModel, mk: Masking) -> BlockGram:
-    """Minimum-norm optimal Gram of the tied model without bias (PAPER_SPEC §4.1 D3).
+def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> BlockGram:
+    """Minimum-norm optimal Gram of the tied model (PAPER_SPEC §4.1 D3).
 
     Parameters
     ----------
     tm, mk : TopicModel, Masking
         ``p_m > 0`` and ``a = 1 - p_m (1 - p_c) > 0``; any ``q, r >= 0``; either prior.
+    bias : bool
+        With a free (unpenalised) decoder bias ``b``; its optimal value is then
+        ``b = u - G mu = u`` (uniform over words, see :func:`optimal_bias`).
 
     Returns
     -------
     BlockGram
-        Generic case (``T >= 2`` and ``tau < T`` or Dirichlet):
-        ``x = (1/(a v)) (1 - r/(T (a+r)))``, ``y = -r/(a v T (a+r))``.
-        Single document law (``tau = T`` or ``T = 1``): ``x = y = 1/(T v (a + r))``.
+        Without bias, generic case (``T >= 2`` and ``tau < T`` or Dirichlet):
+        ``x = (1/(a v)) (1 - r/(T (a+r)))``, ``y = -r/(a v T (a+r))`` (rank T).
+        Single document law (``tau = T`` or ``T = 1``): ``x = y = 1/(T v (a + r))`` (rank 1).
+        With bias, generic case: ``x = (T-1)/(a v T)``, ``y = -1/(a v T)`` (rank T - 1, eigenvalue
+        0 on ``1_W``: the bias carries the mean prediction); single law: ``G = 0``.
 
     Notes
     -----
@@ -194,9 +203,16 @@ def closed_form_gram(tm: TopicModel, mk: Masking) -> BlockGram:
     Single law: the only condition is ``G m = u`` with ``m = (a+r) u + q e_0``; for PSD ``G``,
     ``||u||^4 <= (u^T G u)(u^T G^+ u) <= tr G ||u||^2 m^T u`` forces ``tr G >= 1/(a+r)`` with
     equality only for ``G = u u^T / (m^T u)``.
+    With bias the mask-column condition only fixes ``b``, so ``g`` is free: ``E_0 = 0`` and
+    ``tr G >= T/a + T gamma`` with ``1_W^T G 1_W = T v (1/a + T gamma) >= 0``, i.e.
+    ``gamma >= -1/(a T)``; equality gives the block form above.
     """
     _check_models(tm, mk, "closed_form_gram")
     a, r, T, v = mk.a, mk.r, tm.T, tm.v
+    if bias:
+        if _single_law(tm):
+            return BlockGram(T, v, 0.0, 0.0)
+        return BlockGram(T, v, (T - 1) / (a * v * T), -1.0 / (a * v * T))
     if _single_law(tm):
         x = 1.0 / (T * v * (a + r))
         return BlockGram(T, v, x, x)
@@ -205,17 +221,33 @@ def closed_form_gram(tm: TopicModel, mk: Masking) -> BlockGram:
     return BlockGram(T, v, x, y)
 
 
-def _block_gram_loss(G: BlockGram, tm: TopicModel, mk: Masking) -> float:
-    """Exact loss of a block-constant Gram in O(1) (our own formula, used for huge V1).
+def optimal_bias(G: BlockGram, tm: TopicModel, mk: Masking) -> np.ndarray:
+    """Loss-minimising decoder bias for a given Gram, ``b = E[p] - G E[m] = u - G mu``, shape ``(V1,)``.
 
-    ``G m_theta - p_theta = alpha sum_t theta_t 1_t + beta 1_W`` with
-    ``alpha = a (x - y) - 1/v`` and ``beta = a y + r ((x - y)/T + y)``; hence
+    (``mu = (a + r) u + q e_0``; for a :class:`BlockGram`, ``b = c 1_W`` with
+    ``c = 1/(T v) - (a + r)((x - y)/T + y)``.)
+    """
+    c = _bias_const(G, tm, mk)
+    b = np.full(tm.V1, c)
+    b[0] = 0.0
+    return b
+
+
+def _bias_const(G: BlockGram, tm, mk) -> float:
+    return 1.0 / tm.n_words - (mk.a + mk.r) * ((G.x - G.y) / tm.T + G.y)
+
+
+def _block_gram_loss(G: BlockGram, tm: TopicModel, mk: Masking, b_const: float = 0.0) -> float:
+    """Exact loss of a block-constant Gram and bias ``b = b_const 1_W`` in O(1) (for huge V1).
+
+    ``G m_theta + b - p_theta = alpha sum_t theta_t 1_t + beta 1_W`` with
+    ``alpha = a (x - y) - 1/v`` and ``beta = a y + r ((x - y)/T + y) + b_const``; hence
     ``L = alpha^2 v E[sum theta_t^2] + 2 alpha beta v + beta^2 T v + 1 - E||p||^2``.
     """
     a, r, T, v = mk.a, mk.r, tm.T, tm.v
     Ep2 = tm.expected_p_norm2()
     alpha = a * (G.x - G.y) - 1.0 / v
-    beta = a * G.y + r * ((G.x - G.y) / T + G.y)
+    beta = a * G.y + r * ((G.x - G.y) / T + G.y) + b_const
     return alpha * alpha * v * (v * Ep2) + 2 * alpha * beta * v + beta * beta * T * v + 1.0 - Ep2
 
 
@@ -289,21 +321,51 @@ def embedding_minimiser_violation(W_E, tm: TopicModel, mk: Masking, *, W_dec=Non
     return max(res.values())
 
 
-def identifiable_part(G, tm: TopicModel, mk: Masking) -> np.ndarray:
+def identifiable_part(G, tm: TopicModel, mk: Masking, *, bias: bool = False) -> np.ndarray:
     """``G - P_perp G P_perp``: the part of a Gram fixed by optimality (dense, moderate V1).
 
     ``P_perp`` projects onto the orthogonal complement of ``span{m_S}`` (within-topic zero-mean
     vectors and the null direction ``1_W - ((a+r)/q) e_0``). Every minimiser satisfies
     ``G m_S = p_S``, which fixes ``G P`` and ``P G`` (``P = I - P_perp``) but leaves
     ``P_perp G P_perp`` free, so two minimisers have the same identifiable part.
+    With ``bias=True`` the relevant span is that of the centred densities ``m_S - mu``
+    (covariance ``Sigma - mu mu^T``).
     """
-    G = np.asarray(G, dtype=float)
-    Sigma, _ = moments(tm, mk)
+    _check_models(tm, mk, "identifiable_part")
+    G = check_array("G", G, shape=(tm.V1, tm.V1))
+    Sigma, _ = _moments_for(tm, mk, bias)
     lam, U = np.linalg.eigh(Sigma)
-    keep = lam > 1e-12 * max(lam.max(), 1e-300)
-    Up = U[:, ~keep]
+    Up = U[:, ~_range_mask(lam, tm, mk)]
     Pp = Up @ Up.T
     return G - Pp @ G @ Pp
+
+
+def _range_mask(lam, tm, mk):
+    """Eigenvalues of (centred) Sigma counted as non-zero: relative to ``||mu||^2`` (the scale of
+    the uncentred moment), so that an all-zero centred Sigma (single document law) has empty range."""
+    mu = _mu(tm, mk)
+    return lam > 1e-12 * max(float(lam.max()), float(mu @ mu))
+
+
+def _mu(tm, mk):
+    mu = np.full(tm.V1, (mk.a + mk.r) / tm.n_words)
+    mu[0] = mk.q
+    return mu
+
+
+def _moments_for(tm, mk, bias):
+    """``(Sigma, C)``, centred (``Sigma - mu mu^T``, ``C - u mu^T``) when the bias is free.
+
+    With a free bias the optimal ``b = u - G mu`` and ``L = tr(G Sigma_c G) - 2 <G, C_c> + 1 - ||u||^2``.
+    """
+    Sigma, C = moments(tm, mk)
+    if bias:
+        mu = _mu(tm, mk)
+        u = np.full(tm.V1, 1.0 / tm.n_words)
+        u[0] = 0.0
+        Sigma = Sigma - np.outer(mu, mu)
+        C = C - np.outer(u, mu)
+    return Sigma, C
 
 
 # ----------------------------------------------------------------------------- embeddings from Grams
@@ -376,15 +438,17 @@ def _check_rank(rank, d):
         )
 
 
-def min_embedding_dim(tm: TopicModel, mk: Masking) -> int:
+def min_embedding_dim(tm: TopicModel, mk: Masking, *, bias: bool = False) -> int:
     """Smallest embedding dimension ``d`` for which the tied model attains ``L* = 1 - E||p||^2``.
 
     Equals ``rank`` of the min-norm Gram (:func:`closed_form_gram`): ``T`` in the generic case
     (eigenvalues ``1/a`` x (T-1) and ``1/(a+r)``), 1 with a single document law. It is also a
     lower bound for every minimiser: ``G m_t = p_t`` for the ``T`` linearly independent vertex
-    densities ``p_t = 1_t / v`` forces ``rank G >= T``.
+    densities ``p_t = 1_t / v`` forces ``rank G >= T``. With a free bias (``bias=True``): ``T - 1``
+    (``G (m_t - m_s) = p_t - p_s`` for ``T - 1`` independent differences), and 0 with a single
+    document law (the bias alone is optimal).
     """
-    return closed_form_gram(tm, mk).rank()
+    return closed_form_gram(tm, mk, bias=bias).rank()
 
 
 # ----------------------------------------------------------------------------- solvers
@@ -399,8 +463,9 @@ def optimal_embedding_gram(
     seed: int = 0,
     init_scale: float = 1e-2,
     maxiter: int = 20_000,
+    bias: bool = False,
 ) -> SolveResult:
-    """Optimal Gram ``G = (W^E)^T W^E`` of the tied embedding model without bias (§4.1).
+    """Optimal Gram ``G = (W^E)^T W^E`` of the tied embedding model (§4.1), without or with a bias.
 
     Parameters
     ----------
@@ -425,6 +490,10 @@ def optimal_embedding_gram(
         Standard deviation of the factorized initialisation.
     maxiter : int
         L-BFGS iteration limit.
+    bias : bool
+        Free (unpenalised) decoder bias ``b``; ``info["b"]`` holds its optimal value. The
+        ``"factorized"`` method then trains ``(W^E, b)`` jointly; the others use ``b = u - G mu``
+        and the centred moments.
 
     Returns
     -------
@@ -451,7 +520,10 @@ def optimal_embedding_gram(
     seed = check_int("seed", seed, low=0)
     init_scale = check_real("init_scale", init_scale, low=0.0, low_open=True)
     maxiter = check_int("maxiter", maxiter, low=1)
-    rank = min_embedding_dim(tm, mk)
+    if not isinstance(bias, (bool, np.bool_)):
+        raise TypeError(f"bias must be a bool, got {bias!r}")
+    bias = bool(bias)
+    rank = min_embedding_dim(tm, mk, bias=bias)
     if d is not None and reg == 0.0 and d < rank:
         raise ValueError(
             f"d={d} is too small for the requested optimum: every minimiser G has rank >= {rank} "
@@ -463,42 +535,46 @@ def optimal_embedding_gram(
             "use method='cvxpy' or 'factorized' for reg > 0"
         )
     if method == "factorized" and d is None:
-        raise ValueError(f"d is required for method='factorized' (an integer >= {rank} = min_embedding_dim)")
+        raise ValueError(f"d is required for method='factorized' (an integer >= {max(rank, 1)} = min_embedding_dim)")
     if method in ("schur", "cvxpy", "factorized") and tm.V1 > DENSE_CHECK_MAX_V1:
         raise ValueError(f"method={method!r} works with dense V1 x V1 matrices; V1={tm.V1} exceeds {DENSE_CHECK_MAX_V1}")
     t0 = time.perf_counter()
     if method == "closed-form":
-        res = _solve_closed_form(tm, mk)
+        res = _solve_closed_form(tm, mk, bias)
     elif method == "schur":
-        res = _solve_schur(tm, mk)
+        res = _solve_schur(tm, mk, bias)
     elif method == "cvxpy":
-        res = _solve_cvxpy(tm, mk, reg, solver)
+        res = _solve_cvxpy(tm, mk, reg, solver, bias)
     else:
-        res = _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter)
+        res = _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter, bias)
     res.time = time.perf_counter() - t0
     return res
 
 
-def _dense_residuals(G, tm, mk, reg, *, identifiable=False) -> dict:
-    """Our own checks of a dense Gram: loss gap, PSD, minimiser violation, distance to closed form."""
+def _dense_residuals(G, tm, mk, reg, *, b=None, identifiable=False) -> dict:
+    """Our own checks of a dense Gram (and bias): loss gap, PSD, minimiser violation, distance to closed form."""
     res = {}
+    bias = b is not None
     with _kernel_threads(tm.V1):
-        loss = value_loss(G, tm, mk)
+        loss = value_loss(G, tm, mk, b=b)
     res["loss_gap"] = loss - _L_star(tm)
     res["min_eig"] = float(np.linalg.eigvalsh((G + G.T) / 2)[0])
     res["asymmetry"] = float(np.max(np.abs(G - G.T)))
-    res["minimiser_violation"] = max(minimiser_residuals(G, tm, mk).values())
+    res["minimiser_violation"] = max(minimiser_residuals(G, tm, mk, b).values())
     if reg > 0.0:
-        # KKT of min L(G) + reg tr G over G >= 0: Z = sym(dL/dG) + reg I >= 0 and <Z, G> = 0
+        # KKT of min L(G, b) + reg tr G over G >= 0: Z = sym(dL/dG) + reg I >= 0, <Z, G> = 0 (and dL/db = 0)
         with _kernel_threads(tm.V1):
-            _, D, _ = value_loss_grad(G, tm, mk)
+            _, D, db = value_loss_grad(G, tm, mk, b=b)
+        if bias:
+            res["bias_stationarity"] = float(np.max(np.abs(db)))
         Z = (D + D.T) / 2 + reg * np.eye(tm.V1)
         res["kkt_dual_infeasibility"] = max(0.0, -float(np.linalg.eigvalsh(Z)[0]))
         res["kkt_complementarity"] = abs(float(np.sum(Z * G)))
     if reg == 0.0:
-        Gc = closed_form_gram(tm, mk).toarray()
+        Gc = closed_form_gram(tm, mk, bias=bias).toarray()
         if identifiable:
-            res["dist_closed_form"] = float(np.max(np.abs(identifiable_part(G, tm, mk) - identifiable_part(Gc, tm, mk))))
+            idp = identifiable_part(G, tm, mk, bias=bias) - identifiable_part(Gc, tm, mk, bias=bias)
+            res["dist_closed_form"] = float(np.max(np.abs(idp)))
         else:
             res["dist_closed_form"] = float(np.max(np.abs(G - Gc)))
     return res, loss
@@ -512,21 +588,23 @@ def _status_from(res, reg, backend_ok=True) -> int:
         bad = bad or res["loss_gap"] > LOSS_TOL
     else:
         bad = bad or res.get("kkt_dual_infeasibility", 0.0) > 1e-5 or res.get("kkt_complementarity", 0.0) > 1e-5
+        bad = bad or res.get("bias_stationarity", 0.0) > 1e-5
     if not backend_ok:
         return 2
     return 3 if bad else 0
 
 
-def _solve_closed_form(tm, mk) -> SolveResult:
-    G = closed_form_gram(tm, mk)
-    loss = _block_gram_loss(G, tm, mk)
+def _solve_closed_form(tm, mk, bias=False) -> SolveResult:
+    G = closed_form_gram(tm, mk, bias=bias)
+    b = optimal_bias(G, tm, mk) if bias else None
+    loss = _block_gram_loss(G, tm, mk, _bias_const(G, tm, mk) if bias else 0.0)
     res = {"loss_gap": loss - _L_star(tm), "min_eig": G.min_eigenvalue()}
     if tm.V1 <= DENSE_CHECK_MAX_V1:  # independent dense recomputation
         Gd = G.toarray()
         with _kernel_threads(tm.V1):
-            dense_loss = value_loss(Gd, tm, mk)
+            dense_loss = value_loss(Gd, tm, mk, b=b)
         res["loss_gap_dense"] = dense_loss - _L_star(tm)
-        res["minimiser_violation"] = max(minimiser_residuals(Gd, tm, mk).values())
+        res["minimiser_violation"] = max(minimiser_residuals(Gd, tm, mk, b).values())
     ev = G.eigenvalues()
     status = _status_from(res, 0.0)
     return SolveResult(
@@ -543,24 +621,28 @@ def _solve_closed_form(tm, mk) -> SolveResult:
             "eig_ones": ev["ones"][0],
             "trace": G.trace,
             "single_law": _single_law(tm),
+            "b": b,
         },
     )
 
 
-def _range_split(tm, mk):
-    """Orthonormal bases of range(Sigma) / its complement and ``K = C U_r Lambda_r^{-1}``."""
-    Sigma, C = moments(tm, mk)
+def _range_split(tm, mk, bias=False):
+    """Orthonormal bases of range(Sigma) / its complement and ``K = C U_r Lambda_r^{-1}``.
+
+    (Centred moments when the bias is free.)
+    """
+    Sigma, C = _moments_for(tm, mk, bias)
     lam, U = np.linalg.eigh(Sigma)
-    keep = lam > 1e-12 * lam.max()
+    keep = _range_mask(lam, tm, mk)
     Ur, Up = U[:, keep], U[:, ~keep]
     K = C @ Ur / lam[keep]  # G Ur = K  <=>  G Sigma = C
     return Ur, Up, K, Sigma, C
 
 
-def _solve_schur(tm, mk) -> SolveResult:
-    Ur, Up, K, _, _ = _range_split(tm, mk)
+def _solve_schur(tm, mk, bias=False) -> SolveResult:
+    Ur, Up, K, _, _ = _range_split(tm, mk, bias)
     A = Ur.T @ K  # G on range(Sigma) x range(Sigma)
-    asym = float(np.max(np.abs(A - A.T)))
+    asym = float(np.max(np.abs(A - A.T))) if A.size else 0.0
     A = (A + A.T) / 2
     Bt = Up.T @ K  # G on complement x range
     Dmin = Bt @ np.linalg.pinv(A, rcond=1e-12, hermitian=True) @ Bt.T  # least-trace PSD completion
@@ -568,20 +650,34 @@ def _solve_schur(tm, mk) -> SolveResult:
     Gp = np.block([[A, Bt.T], [Bt, Dmin]])
     G = Q @ Gp @ Q.T
     G = (G + G.T) / 2
-    res, loss = _dense_residuals(G, tm, mk, 0.0)
+    b = _u(tm) - G @ _mu(tm, mk) if bias else None
+    res, loss = _dense_residuals(G, tm, mk, 0.0, b=b)
     res["schur_asymmetry"] = asym
     return SolveResult(x=G, fun=loss, status=_status_from(res, 0.0), method="schur", residuals=res,
-                       info={"rank_sigma": Ur.shape[1]})
+                       info={"rank_sigma": Ur.shape[1], "b": b})
 
 
-def _solve_cvxpy(tm, mk, reg, solver) -> SolveResult:
+def _u(tm):
+    u = np.full(tm.V1, 1.0 / tm.n_words)
+    u[0] = 0.0
+    return u
+
+
+def _solve_cvxpy(tm, mk, reg, solver, bias=False) -> SolveResult:
     import cvxpy as cp
 
-    Ur, Up, K, Sigma, C = _range_split(tm, mk)
+    Ur, Up, K, Sigma, C = _range_split(tm, mk, bias)
     n, k = tm.V1, Ur.shape[1]
     Q = np.hstack([Ur, Up])
     Gp = cp.Variable((n, n), PSD=True)  # G in the basis Q: G = Q Gp Q^T
     info = {"solver": solver}
+    if reg == 0.0 and k == 0:  # no optimality constraint at all (bias alone is optimal): G = 0
+        G = np.zeros((n, n))
+        b = _u(tm) if bias else None
+        res, loss = _dense_residuals(G, tm, mk, reg, b=b)
+        res.update(dual_infeasibility=0.0, duality_gap=0.0)
+        return SolveResult(x=G, fun=loss, status=_status_from(res, reg), method="cvxpy", residuals=res,
+                           message="trivial problem (no constraints): G = 0, solver not called", info={**info, "b": b})
     if reg == 0.0:
         A = Ur.T @ K
         A = (A + A.T) / 2
@@ -596,7 +692,8 @@ def _solve_cvxpy(tm, mk, reg, solver) -> SolveResult:
         Sh = U * np.sqrt(np.clip(lam, 0, None))
         ShQ = Q.T @ Sh
         CQ = Q.T @ C @ Q
-        obj = cp.sum_squares(Gp @ ShQ) - 2 * cp.sum(cp.multiply(CQ, Gp)) + 1 + reg * cp.trace(Gp)
+        const = 1.0 - (1.0 / tm.n_words if bias else 0.0)  # 1 - ||u||^2 with the optimal bias
+        obj = cp.sum_squares(Gp @ ShQ) - 2 * cp.sum(cp.multiply(CQ, Gp)) + const + reg * cp.trace(Gp)
         prob = cp.Problem(cp.Minimize(obj))
         cons = []
     with warnings.catch_warnings():
@@ -615,7 +712,9 @@ def _solve_cvxpy(tm, mk, reg, solver) -> SolveResult:
                            message=f"cvxpy status {prob.status!r}", info=info)
     G = Q @ Gp.value @ Q.T
     G = (G + G.T) / 2
-    res, loss = _dense_residuals(G, tm, mk, reg)
+    b = _u(tm) - G @ _mu(tm, mk) if bias else None
+    info["b"] = b
+    res, loss = _dense_residuals(G, tm, mk, reg, b=b)
     if reg == 0.0:
         # Dual of min tr(Gp) s.t. Gp[i,j] = target_k: max <lam, target> s.t. Z = I - sum lam_k E_k >= 0,
         # E_k = (e_i e_j^T + e_j e_i^T)/2. cvxpy returns y = -lam for `expr == target` constraints
@@ -656,28 +755,35 @@ def _serial_blas(n_vars: int):
         yield
 
 
-def _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter) -> SolveResult:
+def _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter, bias=False) -> SolveResult:
     from scipy.optimize import minimize
 
     rng = np.random.default_rng(seed)
     W0 = init_scale * rng.standard_normal((d, tm.V1))
     shape = W0.shape
+    nW = W0.size
+    z0 = np.r_[W0.ravel(), np.zeros(tm.V1)] if bias else W0.ravel()
 
-    def fg(w):
-        out = embedding_loss_grad(w.reshape(shape), tm, mk, reg=reg)
+    def fg(z):
+        if bias:
+            out = embedding_loss_grad(z[:nW].reshape(shape), tm, mk, b=z[nW:], reg=reg)
+            return out.loss, np.r_[out.dW_E.ravel(), out.db]
+        out = embedding_loss_grad(z.reshape(shape), tm, mk, reg=reg)
         return out.loss, out.dW_E.ravel()
 
-    with _kernel_threads(tm.V1), _serial_blas(W0.size):
-        opt = minimize(fg, W0.ravel(), jac=True, method="L-BFGS-B",
+    with _kernel_threads(tm.V1), _serial_blas(z0.size):
+        opt = minimize(fg, z0, jac=True, method="L-BFGS-B",
                        options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30})
-    W = opt.x.reshape(shape)
+    W = opt.x[:nW].reshape(shape)
+    b = opt.x[nW:].copy() if bias else None
     G = W.T @ W
-    res, loss = _dense_residuals(G, tm, mk, reg, identifiable=True)
+    res, loss = _dense_residuals(G, tm, mk, reg, b=b, identifiable=True)
     res["grad_norm"] = float(np.linalg.norm(fg(opt.x)[1]))
     if tm.V1 <= DENSE_CHECK_MAX_V1:
-        Gc = closed_form_gram(tm, mk).toarray()
+        Gc = closed_form_gram(tm, mk, bias=bias).toarray()
         res["dist_closed_form_full"] = float(np.max(np.abs(G - Gc)))
-    info = {"W_E": W, "d": d, "mask_embedding_norm": float(np.linalg.norm(W[:, 0])), "scipy_message": str(opt.message)}
+    info = {"W_E": W, "b": b, "d": d, "mask_embedding_norm": float(np.linalg.norm(W[:, 0])),
+            "scipy_message": str(opt.message)}
     status = _status_from({k: v for k, v in res.items()}, reg)
     if status == 3:
         status = 1 if opt.nit >= maxiter else 3
