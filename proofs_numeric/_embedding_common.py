@@ -24,27 +24,34 @@ def trained_embedding(tm, mk, d, *, seed=0, init_scale=1e-2) -> np.ndarray:
     return res.info["W_E"]
 
 
-def trained_embedding_zero_mask(tm, mk, d, *, seed=0, init_scale=1.0) -> np.ndarray:
-    """Tied embedding trained by L-BFGS with the [MASK] embedding held at E_0 = 0.
+def lbfgs_embedding(tm, mk, d, *, seed=0, init_scale=1e-2, fix_mask=False) -> np.ndarray:
+    """Tied embedding ``W_E`` (d x V1) from L-BFGS on the exact population loss, any ``d >= 1``.
 
-    Column 0 starts at 0 and its gradient is discarded, so every iterate has E_0 = 0.
-    A large ``init_scale`` gives a generic minimiser (not the min-norm one).
+    ``fix_mask=True`` holds the [MASK] embedding at ``E_0 = 0`` (column 0 starts at 0 and its
+    gradient is discarded). Entries start as ``init_scale * N(0, 1/d)``.
     """
     rng = np.random.default_rng(seed)
     W0 = init_scale * rng.standard_normal((d, tm.V1)) / np.sqrt(d)
-    W0[:, 0] = 0.0
+    if fix_mask:
+        W0[:, 0] = 0.0
     shape = W0.shape
 
     def fg(w):
         out = embedding_loss_grad(w.reshape(shape), tm, mk)
         g = out.dW_E.copy()
-        g[:, 0] = 0.0
+        if fix_mask:
+            g[:, 0] = 0.0
         return out.loss, g.ravel()
 
     with _kernel_threads(tm.V1), _serial_blas(W0.size):
         opt = minimize(fg, W0.ravel(), jac=True, method="L-BFGS-B",
                        options={"maxiter": 20_000, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30})
     return opt.x.reshape(shape)
+
+
+def trained_embedding_zero_mask(tm, mk, d, *, seed=0, init_scale=1.0) -> np.ndarray:
+    """Generic minimiser with ``E_0 = 0`` (L-BFGS from a large init, [MASK] column held at 0)."""
+    return lbfgs_embedding(tm, mk, d, seed=seed, init_scale=init_scale, fix_mask=True)
 
 
 def perturb(W: np.ndarray, eps: float, seed: int = 12345) -> np.ndarray:

@@ -289,6 +289,24 @@ def test_d_below_rank_cannot_reach_optimum():
     assert fz.fun - tm.min_value_loss() > 1e-6
 
 
+@settings(max_examples=6)
+@given(topic_models(min_T=2, max_T=5, max_v=3, max_tau=4), maskings(), st.integers(0, 20))
+def test_rank_deficient_embeddings_respect_eckart_young_bound(tm, mk, seed):
+    """d = T - 1: the loss gap is >= sigma_T(C Sigma^{+1/2})^2 > 0 for ANY rank-(T-1) map."""
+    from proofs_numeric._embedding_common import lbfgs_embedding
+    from proofs_numeric.embedding_min_dim import _eckart_young_bound
+
+    _informative(mk)
+    assume(tm.tau < tm.T)
+    bound, _ = _eckart_young_bound(tm, mk, tm.T - 1)
+    assert bound > 1e-8
+    W = lbfgs_embedding(tm, mk, tm.T - 1, seed=seed)
+    assert embedding_loss(W, tm, mk) - tm.min_value_loss() >= bound - 1e-10
+    # and a random rank-(T-1) PSD Gram is no better
+    X = np.random.default_rng(seed).normal(size=(tm.T - 1, tm.V1))
+    assert embedding_loss(X, tm, mk) - tm.min_value_loss() >= bound - 1e-10
+
+
 def test_regularised_cvxpy_equals_regularised_lbfgs_and_tends_to_min_norm():
     tm, mk = tc.TopicModel(T=3, v=2, tau=1), tc.Masking()
     G = closed_form_gram(tm, mk).toarray()
