@@ -15,9 +15,9 @@ import numpy as np
 
 from theorycheck.claims import Claim, compare_greater
 from theorycheck.solvers import closed_form_gram, embedding_from_gram
+from theorycheck.stats import embedding_topic_stats
 
 from ._embedding_common import models, trained_embedding
-from theorycheck.stats import embedding_topic_stats
 
 
 def check(params: dict, inject: dict | None = None):

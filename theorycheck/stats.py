@@ -1,18 +1,12 @@
 """Topic statistics of learned objects (embeddings, value matrices, attention).
 
-Each block of functions below belongs to one object; statistics take arrays (and the token
-layout of a :class:`~theorycheck.config.TopicModel`) and return small dataclasses or arrays.
-No optimisation happens here.
+Each block of functions below belongs to one object and is self-contained (its own imports and
+``__all__ +=`` line), so blocks from different contributors can simply be concatenated.
+Statistics take arrays (and the token layout of a :class:`~theorycheck.config.TopicModel`) and
+return small dataclasses or arrays. No optimisation happens here.
 """
 
 from __future__ import annotations
-
-from dataclasses import asdict, dataclass
-
-import numpy as np
-
-from ._validate import check_array
-from .config import TopicModel
 
 __all__: list[str] = []
 
@@ -21,6 +15,12 @@ __all__: list[str] = []
 # (PAPER_SPEC §4.1, §5.4, §6 items 11-14; issue #3). Pair classes follow the paper's code
 # (``inspect_result.py``): same token, same topic (distinct tokens), different topic; the
 # [MASK] token (index 0) is excluded from every class.
+from dataclasses import asdict, dataclass  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from ._validate import check_array  # noqa: E402
+from .config import TopicModel  # noqa: E402
 
 __all__ += ["EmbeddingTopicStats", "embedding_topic_stats", "topic_block_sums", "own_minus_other_block_sums"]
 
