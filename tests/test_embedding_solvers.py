@@ -475,3 +475,18 @@ def test_bias_min_norm_matches_spec_gradient_descent_numbers():
     assert G.x == pytest.approx(0.231, abs=5e-4)
     assert G.y == pytest.approx(-0.058, abs=5e-4)
     assert G.rank() == tm.T - 1 == min_embedding_dim(tm, mk, bias=True)
+
+
+@settings(max_examples=15)
+@given(topic_models(prior="dirichlet", max_T=6, max_v=4), maskings(), st.booleans())
+def test_dirichlet_prior_same_min_norm_gram(tm, mk, bias):
+    """The min-norm Gram does not depend on the document law (LDA prior included), only on a, r, T, v."""
+    _informative(mk)
+    cf = optimal_embedding_gram(tm, mk, bias=bias)
+    sc = optimal_embedding_gram(tm, mk, "schur", bias=bias)
+    assert cf.success and sc.success, (cf.message, sc.message)
+    assert np.max(np.abs(cf.x.toarray() - sc.x)) <= 1e-9 * (1 + abs(cf.x.x))
+    assert abs(cf.fun - tm.min_value_loss()) <= 1e-12
+    if tm.T >= 2:
+        uniform = tc.TopicModel(T=tm.T, v=tm.v, tau=1)
+        assert closed_form_gram(uniform, mk, bias=bias) == cf.x
