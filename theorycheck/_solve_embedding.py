@@ -502,8 +502,11 @@ def optimal_embedding_gram(
         ``residuals``: ``loss_gap = fun - L*`` (reg = 0), ``min_eig`` (PSD check),
         ``minimiser_violation`` (§4.1 D1), ``dist_closed_form`` (max abs difference to the closed
         form; identifiable part only for ``"factorized"``), and for cvxpy ``duality_gap`` and
-        ``dual_infeasibility`` recomputed from the returned multipliers. Status 0 iff the
-        loss gap <= 1e-8 (reg = 0) and the Gram is PSD within tolerance.
+        ``dual_infeasibility`` recomputed from the returned multipliers; for ``reg > 0`` the KKT
+        residuals ``kkt_dual_infeasibility`` (``sym(dL/dG) + reg I >= 0``) and
+        ``kkt_complementarity``. Status (table in :mod:`theorycheck._result`): 0 iff the loss gap
+        <= 1e-8 (reg = 0) or the KKT residuals <= 1e-5 (reg > 0) and the Gram is PSD within
+        1e-6; 1 L-BFGS iteration limit; 2 cvxpy failure; 3 residual check failed; 4 non-finite.
 
     Raises
     ------
