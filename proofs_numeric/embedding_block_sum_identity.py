@@ -65,7 +65,8 @@ def check(params: dict, inject: dict | None = None):
     res = compare_close(errs[worst], 0.0, TOL, details={"max_rel_error": errs[worst], "n_maskings": len(errs),
                                                          "worst_inv_a": inv_a[worst],
                                                          "generic_minimiser_loss_gap": max(gaps)})
-    res.data = {"inv_a": np.array(inv_a), "min": np.array(lo), "max": np.array(hi), "T": tm.T, "v": tm.v}
+    res.data = {"inv_a": np.array(inv_a), "min": np.array(lo), "max": np.array(hi), "err": np.array(errs),
+                "T": tm.T, "v": tm.v}
     res.expected = "a (own - other) = 1 (every word, topic, masking)"
     res.measured = errs[worst]
     return res
@@ -83,7 +84,8 @@ def plot(results):
     d = r.data
     fig = block_sum_sweep(
         d["inv_a"], np.c_[d["min"], d["max"]], labels=["min over words, topics, minimisers", "max over words, topics, minimisers"],
-        title=f"Tied embedding minimisers (L-BFGS, T={d['T']}, v={d['v']}): own - other block sum vs 1/a",
+        title=f"Tied minimisers (L-BFGS + null-space perturbed; T={d['T']}, v={d['v']}): own - other vs 1/a",
+        rel_error=d["err"],
     )
     return {"masking_sweep": fig}
 

@@ -91,7 +91,7 @@ def gram_pair(G_left, G_right, *, titles=("", ""), block: int | None = None, sup
     return fig
 
 
-def block_sum_sweep(inv_a, measured, *, labels=None, title: str = "", log: bool = True):
+def block_sum_sweep(inv_a, measured, *, labels=None, title: str = "", log: bool = True, rel_error=None):
     """Measured own-minus-other block sums against the prediction ``1/a`` (identity line).
 
     Parameters
@@ -104,13 +104,16 @@ def block_sum_sweep(inv_a, measured, *, labels=None, title: str = "", log: bool 
         One label per column of ``measured``.
     log : bool
         Logarithmic axes (``1/a`` spans 1 to ~20 in a masking sweep).
+    rel_error : array_like, shape (n,), optional
+        Relative errors ``max |a * measured - 1|``, drawn in a second panel.
     """
     x = np.asarray(inv_a, dtype=float)
     y = np.asarray(measured, dtype=float)
     if y.ndim == 1:
         y = y[:, None]
-    fig = _new_figure(figsize=(5.4, 4.4))
-    ax = fig.add_subplot(1, 1, 1)
+    two = rel_error is not None
+    fig = _new_figure(figsize=(10.0 if two else 5.4, 4.4))
+    ax = fig.add_subplot(1, 2 if two else 1, 1)
     lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
     grid = np.linspace(0.9 * lo, 1.1 * hi, 200)
     ax.plot(grid, grid, color="0.6", lw=1, label="prediction 1/a")
@@ -125,4 +128,12 @@ def block_sum_sweep(inv_a, measured, *, labels=None, title: str = "", log: bool 
     ax.set_ylabel("measured own-topic minus other-topic block sum")
     ax.set_title(title, fontsize=9)
     ax.legend(fontsize=8)
+    if two:
+        ax2 = fig.add_subplot(1, 2, 2)
+        err = np.maximum(np.asarray(rel_error, dtype=float), 1e-17)
+        ax2.semilogy(x, err, "o", mfc="none")
+        ax2.set_xscale("log" if log else "linear")
+        ax2.set_xlabel("1/a")
+        ax2.set_ylabel("max relative error |a (own - other) - 1|")
+        ax2.set_title("relative error per masking configuration", fontsize=9)
     return fig
