@@ -19,3 +19,7 @@ __all__ = [
 from ._value_loss import value_loss, value_loss_grad  # noqa: E402
 
 __all__ += ["value_loss", "value_loss_grad"]
+
+from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad  # noqa: E402
+
+__all__ += ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad"]

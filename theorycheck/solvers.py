@@ -7,3 +7,23 @@ Every ``method=`` result carries residuals recomputed by our own numpy code.
 from ._result import STATUS_MESSAGES, SolveResult
 
 __all__ = ["SolveResult", "STATUS_MESSAGES"]
+
+from ._solve_embedding import (  # noqa: E402
+    BlockGram,
+    closed_form_gram,
+    embedding_from_gram,
+    embedding_minimiser_violation,
+    identifiable_part,
+    min_embedding_dim,
+    optimal_embedding_gram,
+)
+
+__all__ += [
+    "optimal_embedding_gram",
+    "closed_form_gram",
+    "BlockGram",
+    "embedding_from_gram",
+    "min_embedding_dim",
+    "embedding_minimiser_violation",
+    "identifiable_part",
+]
