@@ -97,6 +97,14 @@ def test_attention_invariants_and_batching(bert32):
     np.testing.assert_allclose(one.attentions[:, 0], out.attentions[:, 1], atol=1e-6)
 
 
+def test_attentions_only_mode_is_identical(bert32, ref):
+    ids = ref["ids_0"]
+    full = bert32.forward(ids)
+    att = bert32.forward(ids, keep_hidden=False)
+    assert att.hidden is None
+    np.testing.assert_array_equal(att.attentions, full.attentions)
+
+
 def test_gelu_kernel_matches_reference():
     x = np.concatenate([np.linspace(-12, 12, 2001), [0.0, -0.0, 1e-300, -40.0, 40.0]])
     np.testing.assert_allclose(_gelu(x), _gelu_ref(x), rtol=1e-14, atol=1e-15)  # 1 + erf cancels near -x

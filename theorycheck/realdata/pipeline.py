@@ -352,7 +352,7 @@ def encode_windows(model: NumpyBert, windows: list, *, batch: int = 8, progress:
     n_tok, t_enc = 0, 0.0
     for grp in tqdm(jobs, desc="encoder", unit="batch", disable=not progress):
         te = time.perf_counter()
-        out = model.forward(np.stack([w.ids for w in grp]))
+        out = model.forward(np.stack([w.ids for w in grp]), keep_hidden=False)
         t_enc += time.perf_counter() - te
         n_tok += sum(w.ids.size for w in grp)
         if timing is not None:
