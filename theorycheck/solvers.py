@@ -7,3 +7,13 @@ Every ``method=`` result carries residuals recomputed by our own numpy code.
 from ._result import STATUS_MESSAGES, SolveResult
 
 __all__ = ["SolveResult", "STATUS_MESSAGES"]
+
+from ._solve_value import (  # noqa: E402
+    BlockValueMatrix,
+    MinimiserViolation,
+    minimiser_violation,
+    optimal_value_matrix,
+    value_block_constants,
+)
+
+__all__ += ["optimal_value_matrix", "BlockValueMatrix", "minimiser_violation", "MinimiserViolation", "value_block_constants"]
