@@ -236,7 +236,12 @@ def _ridge_constants(tm: TopicModel, mk: Masking, reg: float) -> tuple[float, fl
     H = v * T * np.outer(e_al, e_al) + v * (np.outer(e_al, e_d) + np.outer(e_d, e_al)) + v * s2 * np.outer(e_d, e_d)
     H += reg * T * v * np.diag([v, (T - 1) * v, 1.0])
     h = e_al + s2 * e_d
-    x = np.linalg.solve(H, h)
+    if T == 1:  # no cross-topic entries: B0 does not exist (reported as 0)
+        keep = [0, 2]
+        x = np.zeros(3)
+        x[keep] = np.linalg.solve(H[np.ix_(keep, keep)], h[keep])
+    else:
+        x = np.linalg.solve(H, h)
     return float(x[0]), float(x[1]), float(x[2])
 
 
