@@ -395,3 +395,19 @@ def test_cli_solve_value_structured_and_errors(tmp_path, capsys):
     assert "tau must lie in [1, 3]" in capsys.readouterr().err
     assert main(["solve", "value", "--T", "3", "--v", "2", "--prior", "dirichlet", "--alpha", "-1"]) == 2
     assert "alpha" in capsys.readouterr().err
+
+
+@settings(max_examples=40)
+@given(
+    st.integers(1, 3000), st.integers(1, 200), st.data(), maskings(min_p_m=0.01), st.sampled_from([0.0, 0.0, 1e-3, 0.5])
+)
+def test_closed_form_equals_structured_pinv_at_any_size(T, v, data, mk, reg):
+    """Analytic (A, B0, gamma) == C_hat (Sigma_hat + reg I)^+ computed numerically in the O(1) algebra."""
+    from theorycheck._solve_value import structured_constants, value_block_constants
+
+    tau = data.draw(st.integers(1, T))
+    tm = tc.TopicModel(T=T, v=v, tau=tau)
+    A, B0, g, _ = value_block_constants(tm, mk, reg)
+    A2, B02, g2 = structured_constants(tm, mk, reg)
+    scale = max(abs(A), abs(B0), abs(g))
+    assert abs(A - A2) <= 1e-9 * scale and abs(B0 - B02) <= 1e-9 * scale and abs(g - g2) <= 1e-9 * scale

@@ -207,6 +207,7 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
     """``(A, B0, gamma, case)`` of the optimal block-constant ``W^V`` (see the module docstring).
 
     ``case`` is ``"informative"``, ``"constant-context"`` (``reg = 0`` only) or ``"ridge"``.
+    With ``T = 1`` there are no cross-topic entries and ``B0`` is reported as 0.
     """
     _check_models(tm, mk)
     reg = check_real("reg", reg, low=0.0)
@@ -219,7 +220,7 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
     if _constant_context(tm, mk):
         mu2 = (a + r) ** 2 / n + q * q
         A = (a + r) / (n * n * mu2)
-        return A, A, q / (n * mu2), "constant-context"
+        return A, (A if T > 1 else 0.0), q / (n * mu2), "constant-context"
     B0 = -(r * (a + r) + n * q * q) / (a * n * ((a + r) ** 2 + n * q * q))
     A = B0 + 1.0 / (a * v)
     gamma = q * (n * B0 + 1.0 / a) / (a + r)
@@ -268,6 +269,23 @@ def _hat_moments(tm: TopicModel, mk: Masking) -> tuple[TopicSym, TopicSym]:
     )
     Cm = TopicSym.from_entries(T, v * (a * s_same + r / (n * n)), v * (a * s_diff + r / (n * n)), sv * q / n, 0.0, 0.0)
     return Sig, Cm
+
+
+def structured_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tuple[float, float, float]:
+    """``(A, B0, gamma)`` of ``C (Sigma + reg I)^+`` computed numerically in the topic-symmetric algebra.
+
+    An independent O(1) route to the optimum that uses no closed-form entry formula: with
+    ``Sigma = Q Sigma_hat Q^T`` and ``C = Q C_hat Q^T`` (``Q`` orthonormal columns),
+    ``C Sigma^+ = Q C_hat Sigma_hat^+ Q^T`` and ``C (Sigma + reg I)^{-1} = Q C_hat (Sigma_hat + reg I)^{-1} Q^T``.
+    """
+    _check_models(tm, mk)
+    reg = check_real("reg", reg, low=0.0)
+    Sig, Cm = _hat_moments(tm, mk)
+    K = Cm @ (Sig + TopicSym.identity(tm.T).scale(reg)).pinv()
+    diag, off, col, _, _ = K.entries()
+    A = diag / tm.v
+    B0 = off / tm.v if tm.T > 1 else 0.0
+    return float(A), float(B0), float(col / math.sqrt(tm.v))
 
 
 def _block_hat(A: float, B0: float, gamma: float, T: int, v: int) -> TopicSym:
