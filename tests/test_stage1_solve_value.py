@@ -141,6 +141,11 @@ def test_tau_equals_T_min_norm_is_rank_one():
     np.testing.assert_allclose(res.x, ls.x, atol=1e-12)
     assert res.info["A"] == pytest.approx(res.info["B0"], abs=1e-15)
     assert res.info["case"] == "constant-context"
+    # PAPER_SPEC §4.2 / §6 items 6-7 state the (A, B0, gamma) formulas and the block-sum identity
+    # without the condition tau < T: here the min-norm minimiser has own-minus-other block sums 0, not 1/a
+    Y = ls.x[:, 1:].reshape(tm.V1, tm.T, tm.v).sum(axis=2)
+    assert abs(Y[1, 0] - Y[1, 1]) < 1e-12 and 1.0 / mk.a > 1.0
+    assert value_loss(ls.x, tm, mk) == pytest.approx(1 - 1 / 15, abs=1e-12)
     # the informative-case formula would give A - B0 = 1/(a v) != 0: it is not the min-norm answer here
     tm2 = tc.TopicModel(T=5, v=3, tau=2)
     assert optimal_value_matrix(tm2, mk).info["A"] - optimal_value_matrix(tm2, mk).info["B0"] == pytest.approx(1 / (mk.a * 3))
