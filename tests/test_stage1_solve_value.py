@@ -404,7 +404,8 @@ def test_cli_solve_value_structured_and_errors(tmp_path, capsys):
 
 @settings(max_examples=40)
 @given(
-    st.integers(1, 3000), st.integers(1, 200), st.data(), maskings(min_p_m=0.01), st.sampled_from([0.0, 0.0, 1e-3, 0.5])
+    st.integers(1, 3000), st.integers(1, 200), st.data(), maskings(min_p_m=0.01),
+    st.sampled_from([0.0, 0.0, 1e-14, 1e-9, 1e-3, 0.5, 1e3]),
 )
 def test_closed_form_equals_structured_pinv_at_any_size(T, v, data, mk, reg):
     """Analytic (A, B0, gamma) == C_hat (Sigma_hat + reg I)^+ computed numerically in the O(1) algebra."""
@@ -416,3 +417,27 @@ def test_closed_form_equals_structured_pinv_at_any_size(T, v, data, mk, reg):
     A2, B02, g2 = structured_constants(tm, mk, reg)
     scale = max(abs(A), abs(B0), abs(g))
     assert abs(A - A2) <= 1e-9 * scale and abs(B0 - B02) <= 1e-9 * scale and abs(g - g2) <= 1e-9 * scale
+
+
+@settings(max_examples=30)
+@given(stage1_models(max_T=50, max_v=20), maskings(min_p_m=0.01))
+def test_ridge_is_smooth_in_reg_at_zero(tm, mk):
+    """x(reg) = (A, B0, gamma) is analytic at reg = 0+: one-sided differences at 1e-10 and 1e-9 give the
+    same derivative (a plain 3 x 3 solve or a dense C (Sigma + reg I)^-1 loses these digits). The
+    difference of the two quotients is O(reg / lambda_min) from curvature plus O(eps |x| / reg)."""
+    from theorycheck._solve_value import value_block_constants
+
+    x0 = np.array(value_block_constants(tm, mk, 0.0)[:3])
+    d1 = (np.array(value_block_constants(tm, mk, 1e-10)[:3]) - x0) / 1e-10
+    d2 = (np.array(value_block_constants(tm, mk, 1e-9)[:3]) - x0) / 1e-9
+    np.testing.assert_allclose(d1, d2, rtol=1e-3, atol=1e-6 * max(1.0, np.abs(d2).max()))
+
+
+@settings(max_examples=20)
+@given(stage1_models(max_T=6, max_v=4), maskings(min_p_m=0.01), st.floats(1e-3, 10.0), st.integers(0, 2**31))
+def test_error_bound_is_a_certificate(tm, mk, reg, seed):
+    """For reg > 0, error_bound = ||W (Sigma + reg I) - C||_F / reg >= ||W - W_opt||_F for any W."""
+    W_opt = optimal_value_matrix(tm, mk, reg).x
+    E = np.random.default_rng(seed).normal(scale=0.1, size=W_opt.shape)
+    bound = _dense_residuals(W_opt + E, tm, mk, reg)["error_bound"]
+    assert bound >= np.linalg.norm(E) * (1 - 1e-9)

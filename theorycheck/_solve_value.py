@@ -228,21 +228,34 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
 
 
 def _ridge_constants(tm: TopicModel, mk: Masking, reg: float) -> tuple[float, float, float]:
-    """Exact minimiser of the reduced ridge objective (module docstring): ``H x = h``, ``x = (A, B0, gamma)``."""
+    """Exact minimiser of the reduced ridge objective (module docstring), ``x = (A, B0, gamma)``.
+
+    The objective is ``x^T H0 x - 2 h^T x + 1 + reg x^T D x`` with ``H0`` of rank 2 (rank 1 in the
+    constant-context case) and ``D = T v diag(v, (T-1) v, 1)`` (so ``x^T D x = ||W||_F^2``). In
+    ``z = D^{1/2} x`` it is ``z^T G z - 2 g^T z + reg ||z||^2``, ``G = D^{-1/2} H0 D^{-1/2}``, with
+    ``g`` in ``range(G)`` exactly. Hence ``z = sum_i (v_i^T g) / (lambda_i + reg) v_i`` over the
+    eigenpairs of ``G`` with ``lambda_i > 1e-12 max lambda`` (the dropped direction has ``v^T g = 0``
+    in exact arithmetic; dividing its round-off by a tiny ``reg`` is what makes a plain 3 x 3 solve,
+    or a dense ``C (Sigma + reg I)^{-1}``, lose digits when ``reg -> 0``). Continuous at
+    ``reg = 0``, where it returns the minimum-norm solution.
+    """
     a, r, q = mk.a, mk.r, mk.q
     T, v = tm.T, tm.v
     s2 = v * tm.expected_p_norm2()  # E||theta||^2
     e_d = np.array([a, -a, 0.0])
     e_al = np.array([r / T, a + r * (T - 1) / T, q])
-    H = v * T * np.outer(e_al, e_al) + v * (np.outer(e_al, e_d) + np.outer(e_d, e_al)) + v * s2 * np.outer(e_d, e_d)
-    H += reg * T * v * np.diag([v, (T - 1) * v, 1.0])
+    H0 = v * T * np.outer(e_al, e_al) + v * (np.outer(e_al, e_d) + np.outer(e_d, e_al)) + v * s2 * np.outer(e_d, e_d)
     h = e_al + s2 * e_d
-    if T == 1:  # no cross-topic entries: B0 does not exist (reported as 0)
-        keep = [0, 2]
-        x = np.zeros(3)
-        x[keep] = np.linalg.solve(H[np.ix_(keep, keep)], h[keep])
-    else:
-        x = np.linalg.solve(H, h)
+    dvec = T * v * np.array([v, (T - 1) * v, 1.0])
+    keep = [0, 1, 2] if T > 1 else [0, 2]  # T = 1: no cross-topic entries, B0 does not exist (reported as 0)
+    dh = np.sqrt(dvec[keep])
+    G = H0[np.ix_(keep, keep)] / np.outer(dh, dh)
+    g = h[keep] / dh
+    lam, V = np.linalg.eigh(G)
+    ok = lam > 1e-12 * lam.max()
+    z = V[:, ok] @ ((V[:, ok].T @ g) / (lam[ok] + reg))
+    x = np.zeros(3)
+    x[keep] = z / dh
     return float(x[0]), float(x[1]), float(x[2])
 
 
@@ -276,12 +289,18 @@ def structured_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tuple
 
     An independent O(1) route to the optimum that uses no closed-form entry formula: with
     ``Sigma = Q Sigma_hat Q^T`` and ``C = Q C_hat Q^T`` (``Q`` orthonormal columns),
-    ``C Sigma^+ = Q C_hat Sigma_hat^+ Q^T`` and ``C (Sigma + reg I)^{-1} = Q C_hat (Sigma_hat + reg I)^{-1} Q^T``.
+    ``C Sigma^+ = Q C_hat Sigma_hat^+ Q^T`` and ``C (Sigma + reg I)^{-1} = Q C_hat (Sigma_hat + reg I)^{-1} Q^T``,
+    evaluated as ``C_hat Sigma_hat^+ [I - reg (Sigma_hat + reg I)^{-1}]`` (the rows of ``C`` lie in
+    ``range(Sigma)``), which stays accurate as ``reg -> 0``.
     """
     _check_models(tm, mk)
     reg = check_real("reg", reg, low=0.0)
     Sig, Cm = _hat_moments(tm, mk)
-    K = Cm @ (Sig + TopicSym.identity(tm.T).scale(reg)).pinv()
+    K = Cm @ Sig.pinv()
+    if reg > 0.0:
+        # C (Sigma + reg I)^{-1} = C Sigma^+ Sigma (Sigma + reg I)^{-1} = C Sigma^+ [I - reg (Sigma + reg I)^{-1}]
+        eye = TopicSym.identity(tm.T)
+        K = K @ (eye - (Sig + eye.scale(reg)).pinv(rcond=0.0).scale(reg))
     diag, off, col, _, _ = K.entries()
     A = diag / tm.v
     B0 = off / tm.v if tm.T > 1 else 0.0
@@ -336,6 +355,9 @@ def _assemble(loss, fro, stat, out_of_range, c_fro, tm, mk, reg) -> dict:
         "loss": float(loss),
         "objective": float(loss) + reg * fro * fro,
     }
+    if reg > 0.0:
+        # strong convexity (Hessian 2 (Sigma + reg I) >= 2 reg I): ||W - W_opt||_F <= stationarity / reg
+        res["error_bound"] = float(stat) / reg
     if reg == 0.0:
         res["loss_gap"] = float(loss) - predicted_min_loss(tm, mk)
         res["range_violation"] = float(out_of_range)
@@ -490,7 +512,8 @@ def optimal_value_matrix(
     SolveResult
         ``x``: the matrix (ndarray or :class:`BlockValueMatrix`); ``fun``: regularised objective;
         ``residuals``: ``stationarity``, ``stationarity_rel``, ``loss``, ``objective`` and, for
-        ``reg = 0``, ``loss_gap``, ``range_violation``, ``range_violation_rel``; ``info``: the block
+        ``reg > 0``, ``error_bound = stationarity / reg`` (a certified bound on ``||W - W_opt||_F``),
+        for ``reg = 0``, ``loss_gap``, ``range_violation``, ``range_violation_rel``; ``info``: the block
         constants (closed form), backend status (cvxpy). Status codes: 0 success; 1 backend limit;
         2 backend failure; 3 backend claimed success but our residual check failed; 4 non-finite.
 
