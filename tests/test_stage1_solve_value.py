@@ -441,3 +441,26 @@ def test_error_bound_is_a_certificate(tm, mk, reg, seed):
     E = np.random.default_rng(seed).normal(scale=0.1, size=W_opt.shape)
     bound = _dense_residuals(W_opt + E, tm, mk, reg)["error_bound"]
     assert bound >= np.linalg.norm(E) * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("tm", [tc.TopicModel(T=3, v=2, tau=1), tc.TopicModel(T=4, v=2, tau=4)])
+@pytest.mark.parametrize("reg", [0.0, 0.2])
+def test_cvxpy_sparse_form_equals_textbook_form(tm, reg):
+    """The sparse equivalent program of method='cvxpy' has the same optimum as the textbook one
+    (min ||W||^2 s.t. W Sigma = C with dense Sigma; or min tr(W Sigma W^T) - 2 <W, C> + reg ||W||^2)."""
+    import cvxpy as cp
+
+    mk = tc.Masking()
+    Sigma, C = moments(tm, mk)
+    W = cp.Variable(Sigma.shape)
+    if reg == 0.0:
+        prob = cp.Problem(cp.Minimize(cp.sum_squares(W)), [W @ Sigma == C])
+    else:
+        lam, V = np.linalg.eigh(Sigma)
+        root = V * np.sqrt(np.clip(lam, 0, None))
+        prob = cp.Problem(cp.Minimize(cp.sum_squares(W @ root) - 2 * cp.sum(cp.multiply(W, C)) + reg * cp.sum_squares(W)))
+    prob.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    ours = optimal_value_matrix(tm, mk, reg, method="cvxpy")
+    assert ours.success
+    np.testing.assert_allclose(ours.x, W.value, atol=1e-6)
