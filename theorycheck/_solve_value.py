@@ -65,8 +65,10 @@ a word row outputs ``alpha0 + d theta_{t(w)}`` and
     L = v (T \\alpha_0^2 + 2 \\alpha_0 d + E\\|\\theta\\|^2 d^2) - 2 (\\alpha_0 + E\\|\\theta\\|^2 d) + 1
         + \\lambda T v [v A^2 + (T-1) v B_0^2 + \\gamma^2],
 
-a strictly convex quadratic in ``(A, B0, gamma)`` solved exactly by a 3 x 3 linear system (PAPER_SPEC
-§4.2 gives the uniform-tau case, ``E||theta||^2 = 1/tau``).
+a strictly convex quadratic in ``(A, B0, gamma)`` (PAPER_SPEC §4.2 gives the uniform-tau case,
+``E||theta||^2 = 1/tau``). It is solved exactly through the 3 x 3 eigendecomposition of its
+``reg = 0`` Hessian in the norm-weighted coordinates (see :func:`_ridge_constants`), which stays
+accurate as ``reg -> 0`` and returns the minimum-norm solution at ``reg = 0``.
 """
 
 from __future__ import annotations
