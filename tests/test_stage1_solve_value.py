@@ -464,3 +464,16 @@ def test_cvxpy_sparse_form_equals_textbook_form(tm, reg):
     ours = optimal_value_matrix(tm, mk, reg, method="cvxpy")
     assert ours.success
     np.testing.assert_allclose(ours.x, W.value, atol=1e-6)
+
+
+@settings(max_examples=40)
+@given(st.integers(1, 2000), st.integers(1, 100), st.data(), maskings(min_p_m=0.01))
+def test_reduced_quadratic_at_zero_reg_is_the_analytic_min_norm(T, v, data, mk):
+    """The reduced (A, B0, gamma) quadratic minimised in the weighted norm at reg = 0 reproduces the
+    analytic min-norm formulas, including the constant-context case tau = T."""
+    from theorycheck._solve_value import _ridge_constants, value_block_constants
+
+    tm = tc.TopicModel(T=T, v=v, tau=data.draw(st.integers(1, T)))
+    x = np.array(_ridge_constants(tm, mk, 0.0))
+    y = np.array(value_block_constants(tm, mk, 0.0)[:3])
+    np.testing.assert_allclose(x, y, rtol=0, atol=1e-11 * np.abs(y).max())

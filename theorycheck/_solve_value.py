@@ -66,9 +66,9 @@ a word row outputs ``alpha0 + d theta_{t(w)}`` and
         + \\lambda T v [v A^2 + (T-1) v B_0^2 + \\gamma^2],
 
 a strictly convex quadratic in ``(A, B0, gamma)`` (PAPER_SPEC §4.2 gives the uniform-tau case,
-``E||theta||^2 = 1/tau``). It is solved exactly through the 3 x 3 eigendecomposition of its
-``reg = 0`` Hessian in the norm-weighted coordinates (see :func:`_ridge_constants`), which stays
-accurate as ``reg -> 0`` and returns the minimum-norm solution at ``reg = 0``.
+``E||theta||^2 = 1/tau``). It is solved exactly through the SVD of a 3 x 2 factor of its Hessian
+in norm-weighted coordinates (see :func:`_ridge_constants`), which stays accurate as ``reg -> 0``
+and returns the minimum-norm solution at ``reg = 0``.
 """
 
 from __future__ import annotations
@@ -229,33 +229,42 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
     return A, B0, gamma, "informative"
 
 
+def _theta_spread(tm: TopicModel) -> float:
+    """``c = E||theta||^2 - 1/T >= 0`` without cancellation: ``(T - tau)/(tau T)`` or ``(T-1)/(T (T alpha + 1))``."""
+    T = tm.T
+    if tm.prior == "uniform-tau":
+        return (T - tm.tau) / (tm.tau * T)
+    return (T - 1) / (T * (T * tm.alpha + 1.0))
+
+
 def _ridge_constants(tm: TopicModel, mk: Masking, reg: float) -> tuple[float, float, float]:
     """Exact minimiser of the reduced ridge objective (module docstring), ``x = (A, B0, gamma)``.
 
-    The objective is ``x^T H0 x - 2 h^T x + 1 + reg x^T D x`` with ``H0`` of rank 2 (rank 1 in the
-    constant-context case) and ``D = T v diag(v, (T-1) v, 1)`` (so ``x^T D x = ||W||_F^2``). In
-    ``z = D^{1/2} x`` it is ``z^T G z - 2 g^T z + reg ||z||^2``, ``G = D^{-1/2} H0 D^{-1/2}``, with
-    ``g`` in ``range(G)`` exactly. Hence ``z = sum_i (v_i^T g) / (lambda_i + reg) v_i`` over the
-    eigenpairs of ``G`` with ``lambda_i > 1e-12 max lambda`` (the dropped direction has ``v^T g = 0``
-    in exact arithmetic; dividing its round-off by a tiny ``reg`` is what makes a plain 3 x 3 solve,
-    or a dense ``C (Sigma + reg I)^{-1}``, lose digits when ``reg -> 0``). Continuous at
-    ``reg = 0``, where it returns the minimum-norm solution.
+    With ``beta = e_alpha + e_d / T`` and ``c = E||theta||^2 - 1/T`` the loss part of the reduced
+    objective is ``v T (beta^T x)^2 + v c (e_d^T x)^2 - 2 (beta + c e_d)^T x + 1`` and the penalty is
+    ``reg x^T D x`` with ``D = T v diag(v, (T-1) v, 1)`` (so ``x^T D x = ||W||_F^2``). In
+    ``z = D^{1/2} x`` this is ``||F^T z||^2 - 2 (F w)^T z + reg ||z||^2`` with the 3 x 2 factor
+    ``F = D^{-1/2} [sqrt(v T) beta, sqrt(v c) e_d]`` and ``w = (1/sqrt(v T), sqrt(c / v))``, whose
+    minimiser is ``z = U diag(s / (s^2 + reg)) V^T w`` from the SVD ``F = U diag(s) V^T`` (zero
+    singular values dropped: rank 1 in the constant-context case). Working with the factor rather
+    than the 3 x 3 Hessian avoids squaring its condition number (large when ``tau`` is close to T),
+    and the formula is continuous at ``reg = 0``, where it is the minimum-norm solution.
     """
     a, r, q = mk.a, mk.r, mk.q
     T, v = tm.T, tm.v
-    s2 = v * tm.expected_p_norm2()  # E||theta||^2
+    c = _theta_spread(tm)
     e_d = np.array([a, -a, 0.0])
     e_al = np.array([r / T, a + r * (T - 1) / T, q])
-    H0 = v * T * np.outer(e_al, e_al) + v * (np.outer(e_al, e_d) + np.outer(e_d, e_al)) + v * s2 * np.outer(e_d, e_d)
-    h = e_al + s2 * e_d
+    beta = e_al + e_d / T
+    F = np.column_stack([math.sqrt(v * T) * beta, math.sqrt(v * c) * e_d])
+    w = np.array([1.0 / math.sqrt(v * T), math.sqrt(c / v)])
     dvec = T * v * np.array([v, (T - 1) * v, 1.0])
     keep = [0, 1, 2] if T > 1 else [0, 2]  # T = 1: no cross-topic entries, B0 does not exist (reported as 0)
     dh = np.sqrt(dvec[keep])
-    G = H0[np.ix_(keep, keep)] / np.outer(dh, dh)
-    g = h[keep] / dh
-    lam, V = np.linalg.eigh(G)
-    ok = lam > 1e-12 * lam.max()
-    z = V[:, ok] @ ((V[:, ok].T @ g) / (lam[ok] + reg))
+    Ft = F[keep] / dh[:, None]
+    U, sv, Vt = np.linalg.svd(Ft, full_matrices=False)
+    ok = sv > 1e-13 * sv.max()
+    z = U[:, ok] @ ((sv[ok] / (sv[ok] ** 2 + reg)) * (Vt[ok] @ w))
     x = np.zeros(3)
     x[keep] = z / dh
     return float(x[0]), float(x[1]), float(x[2])
