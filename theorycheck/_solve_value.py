@@ -532,6 +532,14 @@ def optimal_value_matrix(
     ------
     ValueError, TypeError
         Bad arguments (before any work), including ``V1`` too large for a dense method.
+
+    Notes
+    -----
+    Cost: closed form O(1) (plus O(V1^2) to fill a dense array); lstsq O(V1^3); cvxpy grows faster
+    (see ``benchmarks/bench_stage1.py``). For tiny ``reg > 0`` the dense methods lose accuracy along
+    ``null(Sigma)`` (round-off divided by ``reg``) while the stationarity residual cannot see it; the
+    ``error_bound`` residual (``stationarity / reg``) says how much is certified. The closed form
+    stays accurate for every ``reg >= 0``.
     """
     _check_models(tm, mk)
     reg = check_real("reg", reg, low=0.0)
