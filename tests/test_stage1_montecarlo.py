@@ -41,10 +41,8 @@ plus this allowance, (ii) against the exact ``E_N`` within 4 standard errors (wh
 derivation itself), and (iii) the algebraic identity ``E_N = L_inf + delta/N + conditioning term``.
 """
 
-import math
 
 import numpy as np
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats

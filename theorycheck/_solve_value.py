@@ -85,7 +85,7 @@ from ._moments import moments
 from ._result import STATUS_MESSAGES, SolveResult
 from ._symmetric import TopicSym
 from ._validate import check_array, check_choice, check_real
-from ._value_loss import value_loss, value_loss_grad
+from ._value_loss import value_loss_grad
 from .config import Masking, TopicModel
 
 __all__ = [
