@@ -163,6 +163,47 @@ def _cmd_embedding(args) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(summary, fh, indent=2)
+# ----------------------------------------------------------------------------- solve
+def _add_solve(sub):
+    p = sub.add_parser("solve", help="compute a certified optimum")
+    targets = p.add_subparsers(dest="target", required=True)
+    v = targets.add_parser("value", help="stage-1 optimal value matrix W^V under uniform attention (PAPER_SPEC §4.2)")
+    v.add_argument("--T", type=int, required=True, help="number of topics")
+    v.add_argument("--v", type=int, required=True, help="words per topic")
+    v.add_argument("--tau", type=int, default=None, help="topics per document (uniform-tau prior)")
+    v.add_argument("--prior", default="uniform-tau", help="uniform-tau (default) or dirichlet")
+    v.add_argument("--alpha", type=float, default=None, help="Dirichlet concentration (prior=dirichlet)")
+    v.add_argument("--p-m", type=float, default=0.15, help="selection probability (default %(default)s)")
+    v.add_argument("--p-c", type=float, default=0.1, help="keep probability (default %(default)s)")
+    v.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default %(default)s)")
+    v.add_argument("--reg", type=float, default=0.0, help="L2 coefficient lambda (default 0: minimum-norm)")
+    v.add_argument("--method", default="closed-form", help="closed-form (default), lstsq or cvxpy")
+    v.add_argument("--solver", default="CLARABEL", help="cvxpy solver (method=cvxpy)")
+    v.add_argument("--out", default=None, help="write W and residuals to this .npz file")
+    v.set_defaults(func=_cmd_solve_value)
+
+
+def _cmd_solve_value(args) -> int:
+    import numpy as np
+
+    from .config import Masking, TopicModel
+    from .solvers import BlockValueMatrix, optimal_value_matrix
+
+    tm = TopicModel(T=args.T, v=args.v, tau=args.tau, prior=args.prior, alpha=args.alpha)
+    mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
+    kw = {"solver": args.solver} if args.method == "cvxpy" else {}
+    res = optimal_value_matrix(tm, mk, reg=args.reg, method=args.method, **kw)
+    print(res)
+    if args.out:
+        payload = {f"resid_{k}": np.float64(val) for k, val in res.residuals.items()}
+        payload.update(status=np.int64(res.status), method=np.str_(res.method), fun=np.float64(res.fun))
+        payload.update({k: np.float64(args_v) for k, args_v in (("T", tm.T), ("v", tm.v), ("reg", args.reg))})
+        if isinstance(res.x, BlockValueMatrix):
+            payload.update(A=res.x.A, B0=res.x.B0, gamma=res.x.gamma, structured=True)
+        elif res.x is not None:
+            payload.update(W=res.x, structured=False)
+        np.savez(args.out, **payload)
+        print(f"written to {args.out}")
     return 0 if res.success else 1
 
 
@@ -176,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verify(sub)
     _add_realdata(sub)
     _add_embedding(sub)
+    _add_solve(sub)
     return parser
 
 

@@ -137,3 +137,70 @@ def block_sum_sweep(inv_a, measured, *, labels=None, title: str = "", log: bool 
         ax2.set_ylabel("max relative error |a (own - other) - 1|")
         ax2.set_title("relative error per masking configuration", fontsize=9)
     return fig
+def heatmap_pair(left, right, *, titles=("", ""), block: int | None = None, suptitle: str = ""):
+    """Two token-indexed matrices side by side on one shared symmetric colour scale.
+
+    Parameters
+    ----------
+    left, right : array_like, shape (n, n)
+        E.g. the closed-form ``W^V`` and an independent solution (lstsq, gradient descent).
+    titles : (str, str)
+    block : int, optional
+        Words per topic ``v`` (topic grid lines, see :func:`heatmap`).
+    """
+    L = np.asarray(left, dtype=float)
+    R = np.asarray(right, dtype=float)
+    fig = _new_figure(figsize=(10.4, 4.4))
+    vmax = float(max(np.max(np.abs(L)), np.max(np.abs(R)))) if L.size else 1.0
+    axes = [fig.add_subplot(1, 2, k + 1) for k in range(2)]
+    for ax, M, title in zip(axes, (L, R), titles):
+        im = ax.imshow(M, cmap="RdBu_r", interpolation="nearest", vmin=-vmax, vmax=vmax)
+        if block:
+            for k in range(1, M.shape[0], block):
+                ax.axhline(k - 0.5, color="k", lw=0.4, alpha=0.5)
+                ax.axvline(k - 0.5, color="k", lw=0.4, alpha=0.5)
+        ax.set_title(title)
+        ax.set_xlabel("key / column")
+        ax.set_ylabel("query / row")
+    fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def convergence(steps, series: dict, *, ylabel: str = "", title: str = "", logy: bool = True):
+    """Curves ``{label: values}`` against ``steps`` (e.g. distance to an optimum during descent)."""
+    fig = _new_figure(figsize=(5.6, 4.0))
+    ax = fig.add_subplot(1, 1, 1)
+    for k, (label, vals) in enumerate(series.items()):
+        vals = np.asarray(vals, dtype=float)
+        ax.plot(np.asarray(steps)[: vals.size], vals, label=label, ls=("-", "-", "--", ":")[k % 4])
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def entry_histograms(groups: dict, *, title: str = "", xlabel: str = "entry value", bins: int = 40):
+    """Overlaid histograms of groups of matrix entries, e.g. same-topic vs different-topic entries."""
+    fig = _new_figure(figsize=(5.6, 4.0))
+    ax = fig.add_subplot(1, 1, 1)
+    allv = np.concatenate([np.asarray(v, dtype=float).ravel() for v in groups.values()])
+    lo, hi = float(allv.min()), float(allv.max())
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, bins + 1)
+    for label, vals in groups.items():
+        ax.hist(np.asarray(vals, dtype=float).ravel(), bins=edges, alpha=0.6, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("count")
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+__all__ += ["heatmap_pair", "convergence", "entry_histograms"]

@@ -27,3 +27,12 @@ __all__ += [
     "embedding_minimiser_violation",
     "identifiable_part",
 ]
+from ._solve_value import (  # noqa: E402
+    BlockValueMatrix,
+    MinimiserViolation,
+    minimiser_violation,
+    optimal_value_matrix,
+    value_block_constants,
+)
+
+__all__ += ["optimal_value_matrix", "BlockValueMatrix", "minimiser_violation", "MinimiserViolation", "value_block_constants"]
