@@ -173,15 +173,15 @@ def embedding_pair_stats(E, membership, ids, *, n_boot: int = 200, level: float 
                 num = np.einsum("bi,bi->b", W @ (Y * Sf), W)
             with np.errstate(invalid="ignore", divide="ignore"):
                 bm = num / den
-            bm = bm[np.isfinite(bm)]
-            boot_means[metric][name] = bm
-            lo, hi = _boot_ci(bm, level) if bm.size else (np.nan, np.nan)
+            boot_means[metric][name] = bm  # NaN where a replicate drew no pair of the class
+            ok = bm[np.isfinite(bm)]
+            lo, hi = _boot_ci(ok, level) if ok.size else (np.nan, np.nan)
             out[metric][name] = PairStats(cnt, float(vals.mean()), float(vals.std()), lo, hi)
     out["gap"] = {}
     for metric in ("dot", "cosine"):
-        a, b = boot_means[metric]["same_topic"], boot_means[metric]["different_topic"]
-        k = min(a.size, b.size)
-        d = a[:k] - b[:k] if k else np.array([np.nan])
+        d = boot_means[metric]["same_topic"] - boot_means[metric]["different_topic"]  # paired replicates
+        d = d[np.isfinite(d)]
+        k = d.size
         point = out[metric]["same_topic"].mean - out[metric]["different_topic"].mean
         lo, hi = _boot_ci(d, level) if k else (np.nan, np.nan)
         out["gap"][metric] = PairStats(min(out[metric]["same_topic"].n_pairs, out[metric]["different_topic"].n_pairs),
