@@ -1,0 +1,444 @@
+"""Exact N -> inf MLM loss of the one-layer one-hot attention model for ANY scores (PAPER_SPEC §4.3).
+
+Model (one-hot ``W^E = I``, ``W^dec = I``): a query position showing token ``x'`` attends to the
+context of its masked document with
+
+.. math::  h(x')_y \\propto m(y)\\, e^{S[x', y]},\\qquad o(x') = W h(x') + b,
+
+where, as N -> inf, the context law is ``m = m_S = a p_S + r u + q e_0`` (theory: every position
+is a key) or ``m = p_S`` (``mask_keys=True``, the official code: selected positions are hidden).
+The query at a selected position shows the original word ``w ~ p_S`` w.p. ``p_c``, a uniformly
+random word w.p. ``p_r`` and [MASK] otherwise; the target is ``w``. Hence, with
+``omega_S(x)`` = probability that the query shows ``x`` and ``omega t_S(x)`` = the
+corresponding joint law of the target,
+
+.. math::
+    L = \\frac{1}{\\binom{T}{\\tau}} \\sum_S \\sum_{x} \\Big[\\omega_S(x) \\|o_S(x)\\|^2
+        - 2\\, (\\omega t)_S(x)^T o_S(x) + \\omega_S(x)\\Big],
+
+``omega_S(0) = 1 - p_c - p_r``, ``(omega t)_S(0) = (1 - p_c - p_r) p_S``; for a word x,
+``omega_S(x) = p_c p_S(x) + p_r/(T v)`` and ``(omega t)_S(x) = p_c p_S(x) e_x + (p_r/(Tv)) p_S``.
+
+Three implementations, tested against each other:
+
+- ``_structured_sq_nb`` (the default squared loss): the context density takes only three
+  values (in-document word ``rho``, out-of-document word ``eta``, [MASK] ``q``), so per query token
+  everything reduces to group sums over the ``T + 1`` token groups ([MASK], topic 1..T):
+  ``Q[x, k, l] = e_k(x)^T (W^T W)_{kl} e_l(x)`` etc., computed once by dense matrix products
+  (``O(V1^3)``), after which each topic set costs ``O(V1 tau^2)`` in a Numba kernel.
+  Group-wise maxima keep every exponential in ``[0, 1]`` (log-sum-exp), so scores up to 1e4 and
+  beyond are safe.
+- ``_dense_sets``: stacks the attention matrices ``H_S`` of a chunk of topic sets and forms
+  ``O = H W^T`` with one large GEMM; it also gives the cross-entropy loss and the exact gradients
+  with respect to ``S``, ``W`` and ``b`` (used by :func:`attention_loss_grad`).
+- ``_attention_loss_ref``: a plain loop over topic sets, query tokens and targets.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ._moments import MAX_ENUMERATED_SETS, topic_sets
+from ._validate import check_array, check_choice, check_int, check_rng
+from .config import Masking, TopicModel
+
+__all__ = ["attention_loss", "attention_loss_grad", "SetSampledLoss", "LOSSES"]
+
+LOSSES = ("sq", "ce")
+_CHUNK_BYTES = 48 * 2**20
+
+
+class SetSampledLoss(NamedTuple):
+    """Loss averaged over ``n_sets`` uniformly sampled topic sets (exact in every other respect).
+
+    ``mean`` is unbiased for the exact loss, ``stderr`` its standard error
+    (sample standard deviation of the per-set losses over ``sqrt(n_sets)``).
+    """
+
+    mean: float
+    stderr: float
+    n_sets: int
+
+
+# ----------------------------------------------------------------------------- validation
+def _validate(S, W, tm, mk, b, mask_keys, n_sets, loss):
+    if not isinstance(tm, TopicModel):
+        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    if not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    if tm.prior != "uniform-tau":
+        raise ValueError("attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
+    mk.require_masked_positions("attention_loss")
+    check_choice("loss", loss, LOSSES)
+    if not isinstance(mask_keys, (bool, np.bool_)):
+        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
+    S = check_array("S", S, shape=(tm.V1, tm.V1))
+    W = check_array("W", W, shape=(tm.V1, tm.V1))
+    b = None if b is None else check_array("b", b, shape=(tm.V1,))
+    if n_sets is not None:
+        n_sets = check_int("n_sets", n_sets, low=2)
+    elif tm.n_topic_sets > MAX_ENUMERATED_SETS:
+        raise ValueError(
+            f"C(T={tm.T}, tau={tm.tau}) = {tm.n_topic_sets} topic sets exceeds {MAX_ENUMERATED_SETS}; "
+            "pass n_sets to sample topic sets"
+        )
+    rho, eta, q = _context(tm, mk, bool(mask_keys))
+    if rho <= 0 and q <= 0:  # pragma: no cover - excluded by a + r + q = 1
+        raise ValueError("the context is empty")
+    return S, W, b, bool(mask_keys), n_sets
+
+
+def _context(tm, mk, mask_keys):
+    """Context densities ``(rho, eta, q)``: in-document word, out-of-document word, [MASK]."""
+    T, v, tau = tm.T, tm.v, tm.tau
+    if mask_keys:
+        return 1.0 / (tau * v), 0.0, 0.0
+    return mk.a / (tau * v) + mk.r / (T * v), mk.r / (T * v), mk.q
+
+
+def _sample_sets(tm, n, rng):
+    keys = rng.random((n, tm.T))
+    sets = np.argpartition(keys, tm.tau - 1, axis=1)[:, : tm.tau] if tm.tau < tm.T else np.tile(np.arange(tm.T), (n, 1))
+    return np.sort(sets, axis=1).astype(np.int64)
+
+
+def _get_sets(tm, n_sets, rng, seed):
+    if n_sets is None:
+        if rng is not None or seed is not None:
+            raise ValueError("rng/seed are only used with n_sets (sampled topic sets); pass n_sets or drop rng/seed")
+        return topic_sets(tm)
+    return _sample_sets(tm, n_sets, check_rng(rng, seed))
+
+
+def _finish(per_set, n_sets):
+    if n_sets is None:
+        return float(per_set.mean())
+    return SetSampledLoss(float(per_set.mean()), float(per_set.std(ddof=1) / math.sqrt(len(per_set))), len(per_set))
+
+
+# ----------------------------------------------------------------------------- structured kernel
+def _log(x):
+    return math.log(x) if x > 0 else -math.inf
+
+
+def _precompute(S, W, b, tm):
+    """Group quantities per query token (groups: 0 = [MASK], 1..T = topics). Dense GEMMs only."""
+    V1, T, v = tm.V1, tm.T, tm.v
+    G = T + 1
+    Sw = S[:, 1:].reshape(V1, T, v)
+    s = np.empty((V1, G))
+    s[:, 0] = S[:, 0]
+    s[:, 1:] = Sw.max(axis=2)
+    smax = s[:, 1:].max(axis=1)
+    E = np.empty((V1, V1))
+    E[:, 0] = 1.0
+    Ew = np.exp(Sw - s[:, 1:, None])  # (V1, T, v), entries in (0, 1]
+    E[:, 1:] = Ew.reshape(V1, T * v)
+    lam = np.zeros((V1, G))
+    lam[:, 1:] = np.exp(s[:, 1:] - smax[:, None])
+    Ez = np.empty((V1, G))
+    Ez[:, 0] = 1.0
+    Ez[:, 1:] = Ew.sum(axis=2)
+
+    def group_sum(X):  # (V1, V1) -> (V1, G)
+        out = np.empty((X.shape[0], G))
+        out[:, 0] = X[:, 0]
+        out[:, 1:] = X[:, 1:].reshape(X.shape[0], T, v).sum(axis=2)
+        return out
+
+    M = W.T @ W
+    Q = np.empty((V1, G, G))
+    Q[:, 0, :] = group_sum(E * M[0][None, :])  # P_0[x, j] = E[x, 0] M[0, j]
+    Ewt = np.ascontiguousarray(Ew.transpose(1, 0, 2))  # (T, V1, v)
+    Mw = M[1:, :].reshape(T, v, V1)
+    chunk = max(1, _CHUNK_BYTES // (8 * V1 * V1))
+    for k0 in range(0, T, chunk):
+        k1 = min(T, k0 + chunk)
+        P = np.matmul(Ewt[k0:k1], Mw[k0:k1])  # (c, V1, V1): P_k = E_k M_{k,:}
+        P *= E[None, :, :]
+        Q[:, 1 + k0 : 1 + k1, 0] = P[:, :, 0].T
+        Q[:, 1 + k0 : 1 + k1, 1:] = P[:, :, 1:].reshape(k1 - k0, V1, T, v).sum(axis=3).transpose(1, 0, 2)
+    Q = 0.5 * (Q + Q.transpose(0, 2, 1))
+    Qlam = np.einsum("xkl,xl->xk", Q, lam)
+    qll = np.einsum("xk,xk->x", Qlam, lam)
+    # Lin[x, k, t] = sum_{y in G_k} Wb[t, y] E[x, y], Wb = topic-row sums of W
+    Wb = W[1:, :].reshape(T, v, V1).sum(axis=1)  # (T, V1)
+    Lin = np.empty((V1, G, T))
+    Lin[:, 0, :] = Wb[:, 0][None, :]
+    WbT = np.ascontiguousarray(Wb[:, 1:].reshape(T, T, v).transpose(1, 2, 0))  # (k, v, t)
+    Lin[:, 1:, :] = np.matmul(Ewt, WbT).transpose(1, 0, 2)
+    LinL = np.einsum("xkt,xk->xt", Lin, lam)
+    Dg = group_sum(W * E)
+    bvec = np.zeros(V1) if b is None else b
+    Bl = group_sum(E * (W.T @ bvec)[None, :])
+    bsum = bvec[1:].reshape(T, v).sum(axis=1)
+    return dict(
+        s=s, smax=smax, lam=lam, Ez=Ez, Ezl=(Ez * lam).sum(1), Q=Q, Qlam=Qlam, qll=qll,
+        Lin=np.ascontiguousarray(Lin), LinL=LinL, Dg=Dg, Dgl=(Dg * lam).sum(1), Bl=Bl, Bll=(Bl * lam).sum(1),
+        bvec=bvec, bsum=bsum, bb=float(bvec @ bvec),
+    )
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _structured_sq_nb(sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
+                      rho, eta, q, p_mask, p_c, p_r, T, v):
+    """Per-set squared loss. See module docstring; kernels never validate."""
+    n, tau = sets.shape
+    V1 = s.shape[0]
+    out = np.empty(n)
+    lrho = math.log(rho) if rho > 0 else -np.inf
+    leta = math.log(eta) if eta > 0 else -np.inf
+    lq = math.log(q) if q > 0 else -np.inf
+    tv = tau * v
+    for i in numba.prange(n):
+        ks = np.empty(tau, np.int64)
+        delta = np.empty(tau)
+        inset = np.zeros(T, np.bool_)
+        pb = 0.0
+        for j in range(tau):
+            ks[j] = sets[i, j] + 1
+            inset[sets[i, j]] = True
+            pb += bsum[sets[i, j]]
+        pb /= tv
+        l_mask = 0.0
+        acc_keep = 0.0
+        acc_rand = 0.0
+        for x in range(V1):
+            mx = -np.inf
+            for j in range(tau):
+                if s[x, ks[j]] > mx:
+                    mx = s[x, ks[j]]
+            mu = lrho + mx
+            if eta > 0 and leta + smax[x] > mu:
+                mu = leta + smax[x]
+            if q > 0 and lq + s[x, 0] > mu:
+                mu = lq + s[x, 0]
+            gam = math.exp(leta + smax[x] - mu) if eta > 0 else 0.0
+            b0 = math.exp(lq + s[x, 0] - mu) if q > 0 else 0.0
+            for j in range(tau):
+                delta[j] = (rho - eta) * math.exp(s[x, ks[j]] - mu)
+            z = gam * Ezl[x] + b0 * Ez[x, 0]
+            nq = gam * gam * qll[x] + 2.0 * b0 * gam * Qlam[x, 0] + b0 * b0 * Q[x, 0, 0]
+            bw = gam * Bll[x] + b0 * Bl[x, 0]
+            for j in range(tau):
+                kj = ks[j]
+                dj = delta[j]
+                z += dj * Ez[x, kj]
+                bw += dj * Bl[x, kj]
+                nq += 2.0 * dj * (gam * Qlam[x, kj] + b0 * Q[x, 0, kj])
+                for l in range(tau):
+                    nq += dj * delta[l] * Q[x, kj, ks[l]]
+            plin = 0.0
+            for jj in range(tau):
+                tp = sets[i, jj]
+                acc = gam * LinL[x, tp] + b0 * Lin[x, 0, tp]
+                for j in range(tau):
+                    acc += delta[j] * Lin[x, ks[j], tp]
+                plin += acc
+            iz = 1.0 / z
+            nx = nq * iz * iz + 2.0 * bw * iz + bb
+            po = plin * iz / tv + pb
+            if x == 0:
+                l_mask = nx - 2.0 * po + 1.0
+            else:
+                acc_rand += nx - 2.0 * po
+                if inset[(x - 1) // v]:
+                    dg = gam * Dgl[x] + b0 * Dg[x, 0]
+                    for j in range(tau):
+                        dg += delta[j] * Dg[x, ks[j]]
+                    acc_keep += nx - 2.0 * dg * iz - 2.0 * bvec[x]
+        out[i] = p_mask * l_mask + p_c * (acc_keep / tv + 1.0) + p_r * (acc_rand / (T * v) + 1.0)
+    return out
+
+
+def _structured_sq(S, W, b, sets, tm, mk, mask_keys):
+    rho, eta, q = _context(tm, mk, mask_keys)
+    pc = _precompute(S, W, b, tm)
+    return _structured_sq_nb(
+        sets, pc["s"], pc["smax"], pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"], pc["qll"], pc["Lin"], pc["LinL"],
+        pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
+        rho, eta, q, mk.p_mask, mk.p_c, mk.p_r, tm.T, tm.v,
+    )
+
+
+# ----------------------------------------------------------------------------- dense batched
+def _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="sq", want_grad=False):
+    """Per-set losses (and summed gradients) by stacking ``H_S`` for chunks of sets (GEMM-bound).
+
+    Returns ``(per_set (n,), dS, dW, db)`` where the gradients are sums over the given sets
+    (``None`` unless ``want_grad``).
+    """
+    V1, T, v, tau = tm.V1, tm.T, tm.v, tm.tau
+    rho, eta, q = _context(tm, mk, mask_keys)
+    p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
+    bvec = np.zeros(V1) if b is None else b
+    n = len(sets)
+    per_set = np.empty(n)
+    if want_grad:
+        dS = np.zeros((V1, V1))
+        dW = np.zeros((V1, V1))
+        db = np.zeros(V1)
+    chunk = max(1, _CHUNK_BYTES // (8 * V1 * V1))
+    words = np.arange(1, V1)
+    for c0 in range(0, n, chunk):
+        st = sets[c0 : c0 + chunk]
+        nc = len(st)
+        inset = np.zeros((nc, T), bool)
+        inset[np.arange(nc)[:, None], st] = True
+        inword = np.repeat(inset, v, axis=1)  # (nc, Tv)
+        pS = np.zeros((nc, V1))
+        pS[:, 1:] = inword / (tau * v)
+        with np.errstate(divide="ignore"):
+            logm = np.empty((nc, V1))
+            logm[:, 0] = _log(q)
+            logm[:, 1:] = np.where(inword, _log(rho), _log(eta))
+        H = S[None, :, :] + logm[:, None, :]
+        H -= H.max(axis=2, keepdims=True)
+        np.exp(H, out=H)
+        H /= H.sum(axis=2, keepdims=True)
+        O = (H.reshape(nc * V1, V1) @ W.T).reshape(nc, V1, V1) + bvec
+        omega = np.empty((nc, V1))
+        omega[:, 0] = p_mask
+        omega[:, 1:] = p_c * pS[:, 1:] + p_r / (T * v)
+        OT = np.empty((nc, V1, V1))
+        OT[:, 0, :] = p_mask * pS
+        OT[:, 1:, :] = (p_r / (T * v)) * pS[:, None, :]
+        OT[:, words, words] += p_c * pS[:, 1:]
+        if loss == "sq":
+            per_set[c0 : c0 + nc] = (
+                np.einsum("nx,nxy,nxy->n", omega, O, O) - 2.0 * np.einsum("nxy,nxy->n", OT, O) + 1.0
+            )
+        else:
+            omax = O.max(axis=2, keepdims=True)
+            P = np.exp(O - omax)
+            ssum = P.sum(axis=2, keepdims=True)
+            lse = (np.log(ssum) + omax)[:, :, 0]
+            per_set[c0 : c0 + nc] = np.einsum("nx,nx->n", omega, lse) - np.einsum("nxy,nxy->n", OT, O)
+        if want_grad:
+            if loss == "sq":
+                Gr = 2.0 * (omega[:, :, None] * O - OT)
+            else:
+                Gr = omega[:, :, None] * (P / ssum) - OT
+            Hf = H.reshape(nc * V1, V1)
+            Gf = Gr.reshape(nc * V1, V1)
+            dW += Gf.T @ Hf
+            db += Gf.sum(axis=0)
+            dH = (Gf @ W).reshape(nc, V1, V1)
+            dS += (H * (dH - np.einsum("nxy,nxy->nx", H, dH)[:, :, None])).sum(axis=0)
+    if want_grad:
+        return per_set, dS, dW, db
+    return per_set, None, None, None
+
+
+# ----------------------------------------------------------------------------- public
+def attention_loss(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys: bool = False, n_sets=None,
+                   rng=None, seed=None, loss: str = "sq"):
+    """Exact infinite-document MLM loss of the one-layer one-hot attention model (PAPER_SPEC §4.3).
+
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Scores; ``S[x, y]`` is the score of key token ``y`` for query token ``x`` (row 0: a
+        [MASK] query). Any finite values (log-sum-exp inside).
+    W : array_like, shape (V1, V1)
+        Value matrix ``W^V`` (decoder ``W^dec = I``).
+    tm, mk : TopicModel, Masking
+        uniform-tau prior, ``p_m > 0``.
+    b : array_like, shape (V1,), optional
+        Decoder bias.
+    mask_keys : bool
+        False (theory): the context is ``m_S = a p_S + r u + q e_0``. True (official code):
+        selected positions are hidden as keys, so the context is ``p_S``; queries still show
+        kept / random / [MASK] tokens.
+    n_sets : int, optional
+        Average over ``n_sets`` uniformly sampled topic sets instead of enumerating all
+        ``C(T, tau)`` (required when that exceeds 200000).
+    rng, seed
+        Randomness for ``n_sets`` (only).
+    loss : {"sq", "ce"}
+        Squared loss ``||o - e_w||^2`` over all V1 outputs, or cross-entropy ``-log softmax(o)_w``.
+
+    Returns
+    -------
+    float, or :class:`SetSampledLoss` ``(mean, stderr, n_sets)`` when ``n_sets`` is given.
+
+    Notes
+    -----
+    See the module docstring for the formula. Squared loss: ``O(V1^3)`` dense products once, then
+    ``O(V1 tau^2)`` per topic set (Numba). Cross-entropy needs every output coordinate:
+    ``O(V1^3)`` per topic set (stacked GEMMs).
+    """
+    S, W, b, mask_keys, n_sets = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss)
+    sets = _get_sets(tm, n_sets, rng, seed)
+    if loss == "sq":
+        per_set = _structured_sq(S, W, b, sets, tm, mk, mask_keys)
+    else:
+        per_set = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="ce")[0]
+    return _finish(per_set, n_sets)
+
+
+def attention_loss_grad(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys: bool = False, n_sets=None,
+                        rng=None, seed=None, loss: str = "sq"):
+    """Loss and exact gradients ``(L, dL/dS, dL/dW, dL/db)`` of :func:`attention_loss`.
+
+    .. math::
+        \\partial_{o_S(x)} L = 2(\\omega_S(x) o_S(x) - (\\omega t)_S(x)) \\ \\text{(sq)},\\quad
+        \\partial_W L = \\sum G^T H,\\quad \\partial_b L = \\sum G,\\quad
+        \\partial_{S[x,:]} L = \\sum_S h \\odot (W^T g - (h^T W^T g) 1),
+
+    averaged over topic sets (stacked GEMMs, ``O(V1^3)`` per set). With ``n_sets`` the returned
+    loss is a :class:`SetSampledLoss` and the gradients are the unbiased sample averages.
+    ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``).
+    """
+    S, W, b, mask_keys, n_sets = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss)
+    sets = _get_sets(tm, n_sets, rng, seed)
+    per_set, dS, dW, db = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss=loss, want_grad=True)
+    n = len(sets)
+    return _finish(per_set, n_sets), dS / n, dW / n, db / n
+
+
+def _attention_loss_ref(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys=False, loss="sq", sets=None):
+    """Plain numpy reference: loop over topic sets, query tokens x' and targets w.
+
+    ``L = mean_S sum_{x', w} P(x', w | S) ell(W h(x') + b, w)`` with
+    ``P(0, w) = p_mask p_S(w)``, ``P(w, w) += p_c p_S(w)``, ``P(x', w) += p_r p_S(w) / (T v)``.
+    """
+    from ._moments import masked_density, topic_density
+
+    S = np.asarray(S, float)
+    W = np.asarray(W, float)
+    bvec = np.zeros(tm.V1) if b is None else np.asarray(b, float)
+    sets = topic_sets(tm) if sets is None else sets
+    n_words = tm.n_words
+    vals = []
+    for st in sets:
+        p = topic_density(tm, st)
+        m = p.copy() if mask_keys else masked_density(tm, mk, st)
+        with np.errstate(divide="ignore"):
+            logits = S + np.log(m)[None, :]
+        H = np.exp(logits - logits.max(axis=1, keepdims=True))
+        H /= H.sum(axis=1, keepdims=True)
+        O = H @ W.T + bvec
+        P = np.zeros((tm.V1, tm.V1))  # P[x', w]
+        P[0, :] = mk.p_mask * p
+        P[1:, :] += mk.p_r * p[None, :] / n_words
+        P[np.arange(1, tm.V1), np.arange(1, tm.V1)] += mk.p_c * p[1:]
+        tot = 0.0
+        for x in range(tm.V1):
+            o = O[x]
+            for w in np.nonzero(P[x])[0]:
+                if loss == "sq":
+                    e = np.zeros(tm.V1)
+                    e[w] = 1.0
+                    ell = np.sum((o - e) ** 2)
+                else:
+                    mx = o.max()
+                    ell = mx + np.log(np.sum(np.exp(o - mx))) - o[w]
+                tot += P[x, w] * ell
+        vals.append(tot)
+    return float(np.mean(vals))
