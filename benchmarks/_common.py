@@ -1,0 +1,56 @@
+"""Shared helpers for the side-by-side benchmarks (ratios measured in one run)."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def best_time(fn, *, repeat: int = 5, min_time: float = 0.05) -> float:
+    """Best-of-``repeat`` wall time of ``fn()``; each sample loops until ``min_time`` elapsed."""
+    fn()  # warm-up (JIT, caches)
+    best = float("inf")
+    for _ in range(repeat):
+        n = 0
+        t0 = time.perf_counter()
+        while True:
+            fn()
+            n += 1
+            el = time.perf_counter() - t0
+            if el >= min_time:
+                break
+        best = min(best, el / n)
+    return best
+
+
+def machine() -> dict:
+    return {
+        "platform": platform.platform(),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+    }
+
+
+def write_json(name: str, payload: dict) -> Path:
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    path = RESULTS / f"{name}.json"
+    payload = {"machine": machine(), **payload}
+    path.write_text(json.dumps(payload, indent=2))
+    return path
+
+
+def print_table(headers, rows) -> None:
+    cells = [[str(h) for h in headers]] + [[f"{c:.4g}" if isinstance(c, float) else str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    for k, r in enumerate(cells):
+        print("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)))
+        if k == 0:
+            print("  ".join("-" * w for w in widths))

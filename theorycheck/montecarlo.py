@@ -1,0 +1,200 @@
+"""Monte Carlo estimate of the finite-document squared MLM loss (PAPER_SPEC §2.2, §3.1).
+
+Model: one layer, one head, one-hot embeddings without positions, ``W^dec = I``. For a masked
+document with input tokens ``x'_1..x'_N`` and selected set ``M``, the query at position ``i``
+attends to key positions ``j`` with weight ``exp(S[x'_i, x'_j])`` (normalised over keys). Keys
+are all positions (theory; the query's own and selected positions included) or, with
+``mask_keys=True``, only the unselected positions (official code). With one-hot embeddings the
+attention output depends on the keys only through their token counts ``c``:
+
+.. math::  h(x') = \\frac{c \\odot e^{S[x', :]}}{\\sum_y c_y e^{S[x', y]}}, \\qquad
+           \\ell_i = \\| W h(x'_i) + b - e_{x_i} \\|^2 ,
+
+which is exact (not an approximation) and costs ``O(|supp c| V1)`` per query. The document
+loss is ``(1/|M|) sum_{i in M} l_i`` and the estimate averages it over documents.
+
+Stratification: with the uniform-tau prior and ``C(T, tau)`` small, documents cycle through
+every topic set (equal strata) and the standard error is the stratified one,
+``SE^2 = sum_s var_s / (n_s K^2)`` over the ``K`` strata.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ._moments import topic_sets as _all_topic_sets
+from ._validate import check_array, check_int, check_rng
+from .config import Masking, TopicModel
+from .sampling import mask_documents, sample_documents
+
+__all__ = ["MCEstimate", "mc_attention_loss", "doc_losses"]
+
+
+class MCEstimate(NamedTuple):
+    """A Monte Carlo estimate: ``mean`` with its standard error ``stderr`` from ``n_docs`` documents."""
+
+    mean: float
+    stderr: float
+    n_docs: int
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _doc_losses_nb(inputs, selected, targets, S, W, b, mask_keys):
+    n_docs, n_pos = inputs.shape
+    V1 = W.shape[0]
+    out = np.zeros(n_docs)
+    for d in numba.prange(n_docs):
+        counts = np.zeros(V1)
+        for i in range(n_pos):
+            tok = inputs[d, i]
+            if tok >= 0 and not (mask_keys and selected[d, i]):
+                counts[tok] += 1.0
+        supp = np.flatnonzero(counts)
+        ns = supp.size
+        wts = np.empty(ns)
+        o = np.empty(V1)
+        tot = 0.0
+        nsel = 0
+        for i in range(n_pos):
+            if not selected[d, i]:
+                continue
+            xq = inputs[d, i]
+            mx = -np.inf
+            for k in range(ns):
+                s = S[xq, supp[k]]
+                if s > mx:
+                    mx = s
+            Z = 0.0
+            for k in range(ns):
+                wk = counts[supp[k]] * math.exp(S[xq, supp[k]] - mx)
+                wts[k] = wk
+                Z += wk
+            for r in range(V1):
+                acc = b[r]
+                for k in range(ns):
+                    acc += W[r, supp[k]] * wts[k] / Z
+                o[r] = acc
+            loss = 1.0 - 2.0 * o[targets[d, i]]
+            for r in range(V1):
+                loss += o[r] * o[r]
+            tot += loss
+            nsel += 1
+        out[d] = tot / nsel if nsel > 0 else np.nan
+    return out
+
+
+def _doc_losses_ref(inputs, selected, targets, S, W, b, mask_keys):
+    """Position-based numpy reference (N x N attention over positions; slow, for tests)."""
+    n_docs = inputs.shape[0]
+    V1 = W.shape[0]
+    out = np.full(n_docs, np.nan)
+    for d in range(n_docs):
+        valid = inputs[d] >= 0
+        keys = valid & ~(selected[d] if mask_keys else np.zeros_like(valid))
+        X = np.eye(V1)[inputs[d, keys]]  # (n_keys, V1) one-hot rows
+        losses = []
+        for i in np.flatnonzero(selected[d]):
+            sc = S[inputs[d, i], inputs[d, keys]]
+            a = np.exp(sc - sc.max())
+            a /= a.sum()
+            o = W @ (X.T @ a) + b
+            e = np.zeros(V1)
+            e[targets[d, i]] = 1.0
+            losses.append(np.sum((o - e) ** 2))
+        if losses:
+            out[d] = np.mean(losses)
+    return out
+
+
+def doc_losses(batch, S, W, b=None, *, mask_keys: bool = False) -> np.ndarray:
+    """Per-document mean squared loss over selected positions, shape ``(n_docs,)``.
+
+    ``batch`` is a :class:`~theorycheck.sampling.MaskedBatch`; documents with no selected
+    position (only possible with ``at_least_one=False``) give NaN.
+    """
+    V1 = np.asarray(W).shape[0]
+    S = check_array("S", S, shape=(V1, V1))
+    W = check_array("W", W, shape=(V1, V1))
+    b = np.zeros(V1) if b is None else check_array("b", b, shape=(V1,))
+    inputs = np.ascontiguousarray(batch.inputs, dtype=np.int64)
+    if inputs.max() >= V1:
+        raise ValueError(f"batch tokens exceed V1 - 1 = {V1 - 1}")
+    return _doc_losses_nb(inputs, np.ascontiguousarray(batch.selected), np.ascontiguousarray(batch.targets, dtype=np.int64), S, W, b, bool(mask_keys))
+
+
+def mc_attention_loss(
+    S,
+    W,
+    tm: TopicModel,
+    mk: Masking,
+    *,
+    N,
+    n_docs: int,
+    b=None,
+    mask_keys: bool = False,
+    rng=None,
+    seed=None,
+    stratify: bool = True,
+    batch_size: int = 4096,
+) -> MCEstimate:
+    """Monte Carlo estimate of the finite-N squared MLM loss of the one-layer one-hot model.
+
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Scores; ``S[a, b]`` is the score of key token ``b`` for query token ``a``. ``S = 0`` is
+        uniform attention.
+    W : array_like, shape (V1, V1)
+        Value matrix (decoder identity).
+    N : int or (int, int)
+        Document length or inclusive range.
+    n_docs : int
+        Number of documents (``>= 2``).
+    b : array_like, shape (V1,), optional
+        Output bias.
+    mask_keys : bool
+        Hide selected positions from the keys (official code).
+    stratify : bool
+        Cycle documents through every topic set when the uniform-tau prior has
+        ``2 C(T, tau) <= n_docs`` (stratified estimator); otherwise draw topic sets at random.
+
+    Returns
+    -------
+    MCEstimate
+        Documents are conditioned on at least one selected position.
+    """
+    if not isinstance(tm, TopicModel):
+        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    if not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    mk.require_masked_positions("mc_attention_loss")
+    S = check_array("S", S, shape=(tm.V1, tm.V1))
+    W = check_array("W", W, shape=(tm.V1, tm.V1))
+    b = np.zeros(tm.V1) if b is None else check_array("b", b, shape=(tm.V1,))
+    n_docs = check_int("n_docs", n_docs, low=2)
+    batch_size = check_int("batch_size", batch_size, low=1)
+    rng = check_rng(rng, seed)
+
+    strata = None
+    if stratify and tm.prior == "uniform-tau" and 2 * tm.n_topic_sets <= n_docs:
+        all_sets = _all_topic_sets(tm)
+        strata = np.arange(n_docs) % len(all_sets)
+    losses = np.empty(n_docs)
+    for start in range(0, n_docs, batch_size):
+        stop = min(n_docs, start + batch_size)
+        sets = None if strata is None else all_sets[strata[start:stop]]
+        docs = sample_documents(tm, stop - start, N, rng=rng, topic_sets=sets)
+        batch = mask_documents(docs, tm, mk, rng=rng, at_least_one=True)
+        losses[start:stop] = _doc_losses_nb(batch.inputs, batch.selected, batch.targets, S, W, b, bool(mask_keys))
+    if strata is None:
+        return MCEstimate(float(losses.mean()), float(losses.std(ddof=1) / math.sqrt(n_docs)), n_docs)
+    K = int(strata.max()) + 1
+    cnt = np.bincount(strata, minlength=K)
+    means = np.bincount(strata, weights=losses, minlength=K) / cnt
+    sq = np.bincount(strata, weights=(losses - means[strata]) ** 2, minlength=K)
+    var = sq / (cnt - 1)
+    return MCEstimate(float(means.mean()), float(math.sqrt(np.sum(var / cnt)) / K), n_docs)
