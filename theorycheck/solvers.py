@@ -7,3 +7,7 @@ Every ``method=`` result carries residuals recomputed by our own numpy code.
 from ._result import STATUS_MESSAGES, SolveResult
 
 __all__ = ["SolveResult", "STATUS_MESSAGES"]
+
+from ._solve_attention import optimal_attention  # noqa: E402
+
+__all__ += ["optimal_attention"]
