@@ -71,11 +71,11 @@ def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, f
     return A, B0, gamma
 
 
-def alpha_beta_value_matrix(tm: TopicModel, mk: Masking, value: str = "block") -> np.ndarray:
+def alpha_beta_value_matrix(tm: TopicModel, mk: Masking, value: str = "block", *, constants=None) -> np.ndarray:
     """The fixed ``W^V`` of the family, shape ``(V1, V1)``.
 
     ``"block"``: ``W_{ww'} = A`` (same topic), ``B0`` (different topics), ``W_{w0} = gamma``,
-    row 0 zero (:func:`stage1_block_constants`). ``"identity"``: identity on words, ``W_00 = 0``.
+    row 0 zero (:func:`stage1_block_constants`, or ``constants=(A, B0, gamma)``). ``"identity"``: identity on words, ``W_00 = 0``.
     """
     _check(tm, mk, value)
     V1 = tm.V1
@@ -83,7 +83,7 @@ def alpha_beta_value_matrix(tm: TopicModel, mk: Masking, value: str = "block") -
         W = np.eye(V1)
         W[0, 0] = 0.0
         return W
-    A, B0, gamma = stage1_block_constants(tm, mk)
+    A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
     top = tm.token_topics()
     W = np.zeros((V1, V1))
     same = top[1:, None] == top[None, 1:]
@@ -129,12 +129,12 @@ def _densities(tm, mk):
     return rho, eta, q
 
 
-def _block_loss_logK(logK, tm, mk):
+def _block_loss_logK(logK, tm, mk, constants=None):
     """Block-``W^V`` loss as a function of ``log K`` (broadcast array)."""
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
-    _, B0, gamma = stage1_block_constants(tm, mk)
-    d = 1.0 / (mk.a * v)
+    A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
+    d = A - B0
     p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
     lr, le = _log(rho), _log(eta)
 
@@ -254,11 +254,19 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     return float(out) if out.ndim == 0 else out
 
 
-def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking):
-    """Block-``W^V`` loss as a function of ``log K`` (``K = e^alpha + (v-1) e^beta``), broadcast."""
+def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None):
+    """Block-``W^V`` loss as a function of ``log K`` (``K = e^alpha + (v-1) e^beta``), broadcast.
+
+    ``constants``: optional ``(A, B0, gamma)`` of another block-constant ``W^V`` (row 0 zero);
+    default the stage-1 minimum-norm constants.
+    """
     _check(tm, mk)
     lk = _as_float_array("logK", logK)
-    out = np.asarray(_block_loss_logK(lk, tm, mk), dtype=np.float64)
+    if constants is not None:
+        constants = tuple(float(c) for c in constants)
+        if len(constants) != 3 or not all(math.isfinite(c) for c in constants):
+            raise ValueError(f"constants must be three finite numbers (A, B0, gamma), got {constants!r}")
+    out = np.asarray(_block_loss_logK(lk, tm, mk, constants), dtype=np.float64)
     return float(out) if out.ndim == 0 else out
 
 

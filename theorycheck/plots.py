@@ -138,4 +138,25 @@ def finite_n_gap(N, gap, stderr, *, title: str = ""):
     return fig
 
 
-__all__ += ["attention_landscape", "attention_sweep", "finite_n_gap"]
+def loss_vs_K(curves, *, title: str = ""):
+    """Block-``W^V`` loss minus its minimum along ``K`` for several configurations.
+
+    ``curves``: iterable of ``(label, logK, L, K_star)``; the optimum ``K*`` is marked.
+    """
+    fig = _new_figure(figsize=(5.6, 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    for label, lk, L, K in curves:
+        L = np.asarray(L, float)
+        line, = ax.plot(np.exp(np.asarray(lk)), L - L.min() + 1e-9, label=f"tau={label}, K*={K:.4g}")
+        ax.axvline(K, color=line.get_color(), ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("K = e^alpha + (v-1) e^beta")
+    ax.set_ylabel("L(K) - min L")
+    ax.set_title(title or "block W^V: loss along K", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["attention_landscape", "attention_sweep", "finite_n_gap", "loss_vs_K"]
