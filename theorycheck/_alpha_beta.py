@@ -60,7 +60,9 @@ def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, f
         A = B_0 + \\frac{1}{a v},\\quad
         \\gamma = \\frac{q (T v B_0 + 1/a)}{a + r}.
 
-    Independent of ``tau``. Tested against ``C Sigma^+`` in ``tests/test_attention_closed_form.py``.
+    Independent of ``tau``. This is ``C Sigma^+`` when ``tau < T`` (tested in
+    ``tests/test_attention_closed_form.py``); for ``tau = T`` every document has the same ``p_S``
+    and the minimum-norm solution is different (the formula still defines a block ``W^V``).
     """
     _check(tm, mk)
     a, r, q = mk.a, mk.r, mk.q
