@@ -131,38 +131,53 @@ def _densities(tm, mk):
     return rho, eta, q
 
 
+def _rest(tm, rho, eta, q):
+    """``(D_in, D_out) = (1 - rho v, 1 - eta v)`` summed from their non-negative parts (no cancellation)."""
+    T, v, tau = tm.T, tm.v, tm.tau
+    D_in = (tau - 1) * rho * v + (T - tau) * eta * v + q
+    D_out = tau * rho * v + max(T - tau - 1, 0) * eta * v + q
+    return D_in, D_out
+
+
 def _block_loss_logK(logK, tm, mk, constants=None):
     """Block-``W^V`` loss as a function of ``log K`` (broadcast array)."""
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
+    D_in, D_out = _rest(tm, rho, eta, q)
     A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
     d = A - B0
     p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
     lr, le = _log(rho), _log(eta)
 
-    def parts(lnum, lD):
-        # normaliser Z = D + dens*K with D = 1 - dens*v >= 0
-        logZ = np.logaddexp(lD, lnum + logK)
-        return np.exp(lnum + logK - logZ), np.exp(-logZ)
+    def ex(lnum, logZ):  # exp(lnum - logZ) with log 0 = -inf -> 0 (no inf * 0)
+        return np.exp(lnum - logZ)
 
     with np.errstate(divide="ignore", invalid="ignore"):
-        # in-document query (topic t1 in S)
-        H1, iz = parts(lr, _log(max(0.0, 1.0 - rho * v)))
-        Ho = rho * v * iz
-        Hout = eta * v * iz
-        h0 = q * iz
+        # in-document query (topic t1 in S): Z = D + rho K, D = 1 - rho v >= 0
+        logZ = np.logaddexp(_log(D_in), lr + logK)
+        H1 = ex(lr + logK, logZ)
+        Ho = ex(_log(rho * v), logZ) if tau > 1 else 0.0  # unused (weight 0) when tau = 1
+        Hout = ex(_log(eta * v), logZ)
+        h0 = ex(_log(q), logZ)
         c = B0 * (1.0 - h0) + gamma * h0
-        S2 = (c + d * H1) ** 2 + (tau - 1) * (c + d * Ho) ** 2 + (T - tau) * (c + d * Hout) ** 2
+        S2 = (c + d * H1) ** 2
+        if tau > 1:
+            S2 = S2 + (tau - 1) * (c + d * Ho) ** 2
+        if T > tau:
+            S2 = S2 + (T - tau) * (c + d * Hout) ** 2
         l_same = v * S2 - 2.0 * (c + d * H1) + 1.0
-        l_other = v * S2 - 2.0 * (c + d * Ho) + 1.0
-        # out-of-document query (topic t1 not in S)
+        l_other = v * S2 - 2.0 * (c + d * Ho) + 1.0 if tau > 1 else 0.0
+        # out-of-document query (topic t1 not in S): Z' = D' + eta K
         if tau < T and p_r > 0:
-            H1p, izp = parts(le, _log(max(0.0, 1.0 - eta * v)))
-            Hin = rho * v * izp
-            Houtp = eta * v * izp
-            h0p = q * izp
+            logZp = np.logaddexp(_log(D_out), le + logK)
+            H1p = ex(le + logK, logZp)
+            Hin = ex(_log(rho * v), logZp)
+            Houtp = ex(_log(eta * v), logZp)
+            h0p = ex(_log(q), logZp)
             cp = B0 * (1.0 - h0p) + gamma * h0p
-            S2p = (cp + d * H1p) ** 2 + tau * (cp + d * Hin) ** 2 + (T - tau - 1) * (cp + d * Houtp) ** 2
+            S2p = (cp + d * H1p) ** 2 + tau * (cp + d * Hin) ** 2
+            if T - tau - 1 > 0:
+                S2p = S2p + (T - tau - 1) * (cp + d * Houtp) ** 2
             l_out = v * S2p - 2.0 * (cp + d * Hin) + 1.0
         else:
             l_out = 0.0
@@ -181,26 +196,27 @@ def _block_loss_logK(logK, tm, mk, constants=None):
 def _identity_loss(al, be, tm, mk):
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
+    D_in, D_out = _rest(tm, rho, eta, q)
     p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
     lr, le = _log(rho), _log(eta)
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore"):
         logK = al if v == 1 else np.logaddexp(al, math.log(v - 1) + be)
 
         def P2(lden, logZ, rest):
-            out = np.exp(2.0 * (lden + al - logZ)) + rest * np.exp(-2.0 * logZ)
+            out = np.exp(2.0 * (lden + al - logZ)) + np.exp(_log(rest) - 2.0 * logZ)
             if v > 1:
                 out = out + (v - 1) * np.exp(2.0 * (lden + be - logZ))
             return out
 
-        logZ = np.logaddexp(_log(max(0.0, 1.0 - rho * v)), lr + logK)
+        logZ = np.logaddexp(_log(D_in), lr + logK)
         P2_in = P2(lr, logZ, (tau - 1) * v * rho * rho + (T - tau) * v * eta * eta)
         l_xw = P2_in - 2.0 * np.exp(lr + al - logZ) + 1.0
         l_xs = P2_in - 2.0 * np.exp(lr + be - logZ) + 1.0 if v > 1 else 0.0
-        l_xin = P2_in - 2.0 * rho * np.exp(-logZ) + 1.0
+        l_xin = P2_in - 2.0 * np.exp(lr - logZ) + 1.0 if tau > 1 else 0.0
         if tau < T and p_r > 0:
-            logZp = np.logaddexp(_log(max(0.0, 1.0 - eta * v)), le + logK)
+            logZp = np.logaddexp(_log(D_out), le + logK)
             P2_out = P2(le, logZp, tau * v * rho * rho + (T - tau - 1) * v * eta * eta)
-            l_out = P2_out - 2.0 * rho * np.exp(-logZp) + 1.0
+            l_out = P2_out - 2.0 * np.exp(lr - logZp) + 1.0
         else:
             l_out = 0.0
     l_mask = tau * v * rho * rho + (T - tau) * v * eta * eta - 2.0 * rho + 1.0

@@ -159,10 +159,16 @@ def _solve_block(tm, mk, n_grid, tol):
     f = lambda lk: float(alpha_beta_loss_logK(lk, tm, mk))  # noqa: E731
     x = np.linspace(-30.0, 60.0, n_grid)
     F = np.asarray(alpha_beta_loss_logK(x, tm, mk))
-    i = int(np.argmin(F))
+    flat = bool(np.ptp(F) <= 1e-14 * max(1.0, abs(float(F[0]))))
+    if flat:  # e.g. only [MASK] queries, or a context of document words only: L does not depend on K
+        i = int(np.argmin(np.abs(x - math.log(tm.v))))
+    else:
+        i = int(np.argmin(F))
     lo, hi = x[max(i - 1, 0)], x[min(i + 1, n_grid - 1)]
     r = optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options=dict(xatol=1e-12))
-    lk = float(r.x) if r.fun <= F[i] else float(x[i])
+    lk = float(r.x) if (r.fun <= F[i] and not flat) else float(x[i])
+    if flat:
+        lk = math.log(tm.v)
     Lstar = f(lk)
     lb, lip = _lower_bound_1d(x, F)
     tails = (f(-_FAR), f(_FAR))
@@ -173,11 +179,13 @@ def _solve_block(tm, mk, n_grid, tol):
     cert = dict(
         grid=[float(x[0]), float(x[-1]), n_grid], grid_min=float(F[i]), grid_lower_bound=lb, lipschitz_est=lip,
         certified_gap=Lstar - lb, tail_logK_minus=tails[0], tail_logK_plus=tails[1],
-        tails_above_optimum=bool(min(tails) > Lstar), dL_dlogK=d1, d2L_dlogK2=d2,
+        tails_above_optimum=bool(min(tails) > Lstar), dL_dlogK=d1, d2L_dlogK2=d2, flat_in_K=flat,
     )
     alpha = beta = lk - math.log(tm.v)  # canonical: K* spread evenly over the v words of the topic
     status = 0
-    if at_boundary:
+    if flat:
+        at_boundary = False  # every K is optimal; canonical K* = v (uniform attention)
+    elif at_boundary:
         status = 1
     elif not (cert["tails_above_optimum"] and abs(d1) <= max(tol, 1e-6) and lb <= Lstar + 1e-15):
         status = 3
