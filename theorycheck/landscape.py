@@ -144,7 +144,7 @@ def _gap_one(job):
 
 
 def finite_n_gap(S, W, tm: TopicModel, mk: Masking, Ns, *, n_docs: int = 4000, seed: int = 0,
-                 mask_keys: bool = False, executor=None) -> dict:
+                 mask_keys: bool = False, executor=None, progress: bool = False) -> dict:
     """Monte Carlo loss at finite document length N versus the exact N -> inf loss.
 
     Returns a dict with arrays ``N``, ``mc`` (mean), ``stderr``, ``gap = mc - exact`` and the
@@ -163,7 +163,12 @@ def finite_n_gap(S, W, tm: TopicModel, mk: Masking, Ns, *, n_docs: int = 4000, s
     W = np.asarray(W, float)
     jobs = [(S, W, tm.to_dict(), mk.to_dict(), N, n_docs, int(s.generate_state(1)[0]), mask_keys) for N, s in zip(Ns, seeds)]
     mapper = map if executor is None else executor.map
-    res = list(mapper(_gap_one, jobs))
+    it = mapper(_gap_one, jobs)
+    if progress:
+        from tqdm.auto import tqdm
+
+        it = tqdm(it, total=len(jobs), desc="finite N")
+    res = list(it)
     mc = np.array([r[0] for r in res])
     se = np.array([r[1] for r in res])
     return dict(N=np.array(Ns), mc=mc, stderr=se, gap=mc - exact, exact=exact)
