@@ -176,3 +176,17 @@ def test_dirichlet_prior_rejected():
     tm = tc.TopicModel(T=3, v=2, prior="dirichlet", alpha=0.1)
     with pytest.raises(ValueError, match="uniform-tau"):
         attention_loss(np.zeros((7, 7)), np.eye(7), tm, tc.Masking())
+
+
+def test_parallel_and_serial_kernels_agree():
+    from theorycheck._attention_loss import _context, _precompute, _structured_sq_nb, _structured_sq_serial_nb
+
+    tm, mk = tc.TopicModel(T=7, v=3, tau=3), tc.Masking()
+    S, W, b = _draw(tm, 9)
+    pc = _precompute(S, W, b, tm)
+    args = (topic_sets(tm), pc["s"], pc["smax"], pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"], pc["qll"], pc["Lin"],
+            pc["LinL"], pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
+            *_context(tm, mk, False), mk.p_mask, mk.p_c, mk.p_r, tm.T, tm.v)
+    par, ser = _structured_sq_nb(*args), _structured_sq_serial_nb(*args)
+    np.testing.assert_array_equal(par, ser)
+    assert par.mean() == pytest.approx(_attention_loss_ref(S, W, tm, mk, b), rel=1e-12)

@@ -184,82 +184,109 @@ def _precompute(S, W, b, tm):
     )
 
 
-@numba.njit(cache=True, parallel=True, fastmath=False)
-def _structured_sq_nb(sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
-                      rho, eta, q, p_mask, p_c, p_r, T, v):
-    """Per-set squared loss. See module docstring; kernels never validate."""
-    n, tau = sets.shape
+@numba.njit(cache=True, fastmath=False)
+def _set_loss_nb(i, sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
+                 rho, eta, q, p_mask, p_c, p_r, T, v):
+    """Squared loss of topic set ``sets[i]`` (see module docstring); kernels never validate."""
+    tau = sets.shape[1]
     V1 = s.shape[0]
-    out = np.empty(n)
     lrho = math.log(rho) if rho > 0 else -np.inf
     leta = math.log(eta) if eta > 0 else -np.inf
     lq = math.log(q) if q > 0 else -np.inf
     tv = tau * v
-    for i in numba.prange(n):
-        ks = np.empty(tau, np.int64)
-        delta = np.empty(tau)
-        inset = np.zeros(T, np.bool_)
-        pb = 0.0
+    ks = np.empty(tau, np.int64)
+    delta = np.empty(tau)
+    inset = np.zeros(T, np.bool_)
+    pb = 0.0
+    for j in range(tau):
+        ks[j] = sets[i, j] + 1
+        inset[sets[i, j]] = True
+        pb += bsum[sets[i, j]]
+    pb /= tv
+    l_mask = 0.0
+    acc_keep = 0.0
+    acc_rand = 0.0
+    for x in range(V1):
+        mx = -np.inf
         for j in range(tau):
-            ks[j] = sets[i, j] + 1
-            inset[sets[i, j]] = True
-            pb += bsum[sets[i, j]]
-        pb /= tv
-        l_mask = 0.0
-        acc_keep = 0.0
-        acc_rand = 0.0
-        for x in range(V1):
-            mx = -np.inf
+            if s[x, ks[j]] > mx:
+                mx = s[x, ks[j]]
+        mu = lrho + mx
+        if eta > 0 and leta + smax[x] > mu:
+            mu = leta + smax[x]
+        if q > 0 and lq + s[x, 0] > mu:
+            mu = lq + s[x, 0]
+        gam = math.exp(leta + smax[x] - mu) if eta > 0 else 0.0
+        b0 = math.exp(lq + s[x, 0] - mu) if q > 0 else 0.0
+        for j in range(tau):
+            delta[j] = (rho - eta) * math.exp(s[x, ks[j]] - mu)
+        z = gam * Ezl[x] + b0 * Ez[x, 0]
+        nq = gam * gam * qll[x] + 2.0 * b0 * gam * Qlam[x, 0] + b0 * b0 * Q[x, 0, 0]
+        bw = gam * Bll[x] + b0 * Bl[x, 0]
+        for j in range(tau):
+            kj = ks[j]
+            dj = delta[j]
+            z += dj * Ez[x, kj]
+            bw += dj * Bl[x, kj]
+            nq += 2.0 * dj * (gam * Qlam[x, kj] + b0 * Q[x, 0, kj])
+            for l in range(tau):
+                nq += dj * delta[l] * Q[x, kj, ks[l]]
+        plin = 0.0
+        for jj in range(tau):
+            tp = sets[i, jj]
+            acc = gam * LinL[x, tp] + b0 * Lin[x, 0, tp]
             for j in range(tau):
-                if s[x, ks[j]] > mx:
-                    mx = s[x, ks[j]]
-            mu = lrho + mx
-            if eta > 0 and leta + smax[x] > mu:
-                mu = leta + smax[x]
-            if q > 0 and lq + s[x, 0] > mu:
-                mu = lq + s[x, 0]
-            gam = math.exp(leta + smax[x] - mu) if eta > 0 else 0.0
-            b0 = math.exp(lq + s[x, 0] - mu) if q > 0 else 0.0
-            for j in range(tau):
-                delta[j] = (rho - eta) * math.exp(s[x, ks[j]] - mu)
-            z = gam * Ezl[x] + b0 * Ez[x, 0]
-            nq = gam * gam * qll[x] + 2.0 * b0 * gam * Qlam[x, 0] + b0 * b0 * Q[x, 0, 0]
-            bw = gam * Bll[x] + b0 * Bl[x, 0]
-            for j in range(tau):
-                kj = ks[j]
-                dj = delta[j]
-                z += dj * Ez[x, kj]
-                bw += dj * Bl[x, kj]
-                nq += 2.0 * dj * (gam * Qlam[x, kj] + b0 * Q[x, 0, kj])
-                for l in range(tau):
-                    nq += dj * delta[l] * Q[x, kj, ks[l]]
-            plin = 0.0
-            for jj in range(tau):
-                tp = sets[i, jj]
-                acc = gam * LinL[x, tp] + b0 * Lin[x, 0, tp]
+                acc += delta[j] * Lin[x, ks[j], tp]
+            plin += acc
+        iz = 1.0 / z
+        nx = nq * iz * iz + 2.0 * bw * iz + bb
+        po = plin * iz / tv + pb
+        if x == 0:
+            l_mask = nx - 2.0 * po + 1.0
+        else:
+            acc_rand += nx - 2.0 * po
+            if inset[(x - 1) // v]:
+                dg = gam * Dgl[x] + b0 * Dg[x, 0]
                 for j in range(tau):
-                    acc += delta[j] * Lin[x, ks[j], tp]
-                plin += acc
-            iz = 1.0 / z
-            nx = nq * iz * iz + 2.0 * bw * iz + bb
-            po = plin * iz / tv + pb
-            if x == 0:
-                l_mask = nx - 2.0 * po + 1.0
-            else:
-                acc_rand += nx - 2.0 * po
-                if inset[(x - 1) // v]:
-                    dg = gam * Dgl[x] + b0 * Dg[x, 0]
-                    for j in range(tau):
-                        dg += delta[j] * Dg[x, ks[j]]
-                    acc_keep += nx - 2.0 * dg * iz - 2.0 * bvec[x]
-        out[i] = p_mask * l_mask + p_c * (acc_keep / tv + 1.0) + p_r * (acc_rand / (T * v) + 1.0)
+                    dg += delta[j] * Dg[x, ks[j]]
+                acc_keep += nx - 2.0 * dg * iz - 2.0 * bvec[x]
+    return p_mask * l_mask + p_c * (acc_keep / tv + 1.0) + p_r * (acc_rand / (T * v) + 1.0)
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _structured_sq_nb(sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
+                      rho, eta, q, p_mask, p_c, p_r, T, v):
+    """Per-set squared losses, parallel over topic sets."""
+    n = sets.shape[0]
+    out = np.empty(n)
+    for i in numba.prange(n):
+        out[i] = _set_loss_nb(i, sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
+                              rho, eta, q, p_mask, p_c, p_r, T, v)
     return out
+
+
+@numba.njit(cache=True, fastmath=False)
+def _structured_sq_serial_nb(sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
+                             rho, eta, q, p_mask, p_c, p_r, T, v):
+    """Per-set squared losses, one thread (small problems: thread start-up would dominate)."""
+    n = sets.shape[0]
+    out = np.empty(n)
+    for i in range(n):
+        out[i] = _set_loss_nb(i, sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
+                              rho, eta, q, p_mask, p_c, p_r, T, v)
+    return out
+
+
+#: Below this many inner iterations (sets x V1 x (tau^2 + 4 tau)) the serial kernel is used.
+PARALLEL_THRESHOLD = 2_000_000
 
 
 def _structured_sq(S, W, b, sets, tm, mk, mask_keys):
     rho, eta, q = _context(tm, mk, mask_keys)
     pc = _precompute(S, W, b, tm)
-    return _structured_sq_nb(
+    work = len(sets) * tm.V1 * (tm.tau**2 + 4 * tm.tau)
+    kernel = _structured_sq_nb if work >= PARALLEL_THRESHOLD else _structured_sq_serial_nb
+    return kernel(
         sets, pc["s"], pc["smax"], pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"], pc["qll"], pc["Lin"], pc["LinL"],
         pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
         rho, eta, q, mk.p_mask, mk.p_c, mk.p_r, tm.T, tm.v,
