@@ -8,7 +8,6 @@ on arbitrary (V1, V1) matrices; ``alpha_beta_loss`` is the O(1) closed form of Â
 
 from __future__ import annotations
 
-import numpy as np
 
 from theorycheck.claims import Claim, compare_close
 from theorycheck.population import (

@@ -78,3 +78,12 @@ def test_plot_functions_return_figures():
     A = np.linspace(0, 1, 5)
     assert isinstance(plots.attention_landscape(A, A, np.add.outer(A, A)), Figure)
     assert isinstance(plots.loss_vs_K([(3, A, A, 1.5)]), Figure)
+
+
+def test_sweep_with_process_pool():
+    from concurrent.futures import ProcessPoolExecutor
+
+    cfg = ((10, 10, 3), (100, 10, 10))
+    with ProcessPoolExecutor(1) as ex:
+        par = ls.asymptotic_sweep(cfg, tc.Masking(), value="identity", executor=ex)
+    assert par == ls.asymptotic_sweep(cfg, tc.Masking(), value="identity")

@@ -37,7 +37,6 @@ Three implementations, tested against each other:
 from __future__ import annotations
 
 import math
-import numbers
 from typing import NamedTuple
 
 import numba

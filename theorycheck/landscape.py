@@ -134,7 +134,6 @@ def asymptotic_sweep(configs=DEFAULT_SWEEP, mk: Masking | None = None, *, value:
 
 
 def _gap_one(job):
-    from ._attention_loss import attention_loss
     from .montecarlo import mc_attention_loss
 
     S, W, tmd, mkd, N, n_docs, seed, mask_keys = job
