@@ -190,3 +190,13 @@ def test_parallel_and_serial_kernels_agree():
     par, ser = _structured_sq_nb(*args), _structured_sq_serial_nb(*args)
     np.testing.assert_array_equal(par, ser)
     assert par.mean() == pytest.approx(_attention_loss_ref(S, W, tm, mk, b), rel=1e-12)
+
+
+def test_dense_fallback_for_large_group_tables(monkeypatch):
+    import theorycheck._attention_loss as al
+
+    tm, mk = tc.TopicModel(T=5, v=2, tau=2), tc.Masking()
+    S, W, b = _draw(tm, 12)
+    structured = attention_loss(S, W, tm, mk, b)
+    monkeypatch.setattr(al, "STRUCTURED_MAX_ENTRIES", 10)
+    assert attention_loss(S, W, tm, mk, b) == pytest.approx(structured, rel=1e-12)

@@ -276,6 +276,10 @@ def _structured_sq_serial_nb(sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg
     return out
 
 
+#: Largest ``V1 (T + 1)^2`` for which the structured path materialises its group tables
+#: (``Q`` and ``Lin``, 8 bytes per entry each); above it the chunked dense path is used.
+STRUCTURED_MAX_ENTRIES = 40_000_000
+
 #: Below this many inner iterations (sets x V1 x (tau^2 + 4 tau)) the serial kernel is used.
 PARALLEL_THRESHOLD = 2_000_000
 
@@ -293,6 +297,18 @@ def _structured_sq(S, W, b, sets, tm, mk, mask_keys):
 
 
 # ----------------------------------------------------------------------------- dense batched
+#: The dense path holds several ``V1 x V1`` arrays per topic set.
+DENSE_MAX_V1 = 6001
+
+
+def _check_dense(tm, what):
+    if tm.V1 > DENSE_MAX_V1:
+        raise ValueError(
+            f"{what} materialises several V1 x V1 arrays per topic set; V1={tm.V1} exceeds {DENSE_MAX_V1} "
+            "(the squared loss without gradients has a structured path for moderate T)"
+        )
+
+
 def _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="sq", want_grad=False):
     """Per-set losses (and summed gradients) by stacking ``H_S`` for chunks of sets (GEMM-bound).
 
@@ -396,14 +412,19 @@ def attention_loss(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys: bool
     Notes
     -----
     See the module docstring for the formula. Squared loss: ``O(V1^3)`` dense products once, then
-    ``O(V1 tau^2)`` per topic set (Numba). Cross-entropy needs every output coordinate:
+    ``O(V1 tau^2)`` per topic set (Numba); its group tables hold ``V1 (T+1)^2`` entries, and above
+    :data:`STRUCTURED_MAX_ENTRIES` the dense path is used instead. Cross-entropy needs every output coordinate:
     ``O(V1^3)`` per topic set (stacked GEMMs).
     """
     S, W, b, mask_keys, n_sets = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss)
     sets = _get_sets(tm, n_sets, rng, seed)
-    if loss == "sq":
+    if loss == "sq" and tm.V1 * (tm.T + 1) ** 2 <= STRUCTURED_MAX_ENTRIES:
         per_set = _structured_sq(S, W, b, sets, tm, mk, mask_keys)
+    elif loss == "sq":  # group tables would not fit: memory-bounded dense path (O(V1^3) per set)
+        _check_dense(tm, "attention_loss (dense path)")
+        per_set = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="sq")[0]
     else:
+        _check_dense(tm, "attention_loss(loss='ce')")
         per_set = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="ce")[0]
     return _finish(per_set, n_sets)
 
@@ -422,6 +443,7 @@ def attention_loss_grad(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys:
     ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``).
     """
     S, W, b, mask_keys, n_sets = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss)
+    _check_dense(tm, "attention_loss_grad")
     sets = _get_sets(tm, n_sets, rng, seed)
     per_set, dS, dW, db = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss=loss, want_grad=True)
     n = len(sets)
