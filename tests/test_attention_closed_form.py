@@ -224,3 +224,23 @@ def test_ce_family_from_general_evaluator():
 def test_rejects_bad_input(call, exc, match):
     with pytest.raises(exc, match=match):
         call(tc.TopicModel(T=3, v=2, tau=1), tc.Masking())
+
+
+@settings(max_examples=20)
+@given(topic_models(max_T=5, max_v=3), maskings(), st.floats(-1e4, 1e4), st.floats(-1e4, 1e4),
+       st.sampled_from(["block", "identity"]))
+def test_ce_closed_form_equals_general_ce_evaluator(tm, mk, a, b, value):
+    got = alpha_beta_loss(a, b, tm, mk, value, loss="ce")
+    assert math.isfinite(got)
+    assert got == pytest.approx(alpha_beta_ce_loss(a, b, tm, mk, value), abs=1e-10)
+
+
+def test_ce_block_depends_on_K_only_and_tau1_optimum_is_not_uniform():
+    """Cross-entropy with the (squared-loss) stage-1 W^V: still a function of K only, but unlike the
+    squared loss, tau = 1 does NOT give K* = v (sharper attention buys larger logits)."""
+    tm, mk = tc.TopicModel(T=10, v=10, tau=1), tc.Masking()
+    assert alpha_beta_loss(3.0, 1.0, tm, mk, loss="ce") == pytest.approx(
+        float(alpha_beta_loss_logK(np.logaddexp(3.0, math.log(9) + 1.0), tm, mk, loss="ce")), abs=1e-13)
+    r = tc.solvers.optimal_attention(tm, mk, loss="ce")
+    assert r.success and r.K > 5 * tm.v
+    assert r.residuals["general_evaluator"] <= 1e-10

@@ -34,6 +34,7 @@ __all__ = [
 ]
 
 VALUES = ("block", "identity")
+LOSSES = ("sq", "ce")
 
 
 def _log(x: float) -> float:
@@ -139,7 +140,19 @@ def _rest(tm, rho, eta, q):
     return D_in, D_out
 
 
-def _block_loss_logK(logK, tm, mk, constants=None):
+def _ell(loss, groups, o_target):
+    """Loss of one query class from its word outputs ``groups = [(count, o), ...]`` (``o_0 = 0``).
+
+    sq: ``sum count o^2 - 2 o_target + 1``; ce: ``log(1 + sum count e^o) - o_target`` (softmax over
+    all V1 outputs, the [MASK] output being 0). Groups with count 0 are skipped (no inf * 0).
+    """
+    live = [(n, o) for n, o in groups if n > 0]
+    if loss == "sq":
+        return sum(n * o * o for n, o in live) - 2.0 * o_target + 1.0
+    return np.log1p(sum(n * np.exp(o) for n, o in live)) - o_target
+
+
+def _block_loss_logK(logK, tm, mk, constants=None, loss="sq"):
     """Block-``W^V`` loss as a function of ``log K`` (broadcast array)."""
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
@@ -160,13 +173,9 @@ def _block_loss_logK(logK, tm, mk, constants=None):
         Hout = ex(_log(eta * v), logZ)
         h0 = ex(_log(q), logZ)
         c = B0 * (1.0 - h0) + gamma * h0
-        S2 = (c + d * H1) ** 2
-        if tau > 1:
-            S2 = S2 + (tau - 1) * (c + d * Ho) ** 2
-        if T > tau:
-            S2 = S2 + (T - tau) * (c + d * Hout) ** 2
-        l_same = v * S2 - 2.0 * (c + d * H1) + 1.0
-        l_other = v * S2 - 2.0 * (c + d * Ho) + 1.0 if tau > 1 else 0.0
+        groups = [(v, c + d * H1), ((tau - 1) * v, c + d * Ho), ((T - tau) * v, c + d * Hout)]
+        l_same = _ell(loss, groups, c + d * H1)
+        l_other = _ell(loss, groups, c + d * Ho) if tau > 1 else 0.0
         # out-of-document query (topic t1 not in S): Z' = D' + eta K
         if tau < T and p_r > 0:
             logZp = np.logaddexp(_log(D_out), le + logK)
@@ -175,16 +184,13 @@ def _block_loss_logK(logK, tm, mk, constants=None):
             Houtp = ex(_log(eta * v), logZp)
             h0p = ex(_log(q), logZp)
             cp = B0 * (1.0 - h0p) + gamma * h0p
-            S2p = (cp + d * H1p) ** 2 + tau * (cp + d * Hin) ** 2
-            if T - tau - 1 > 0:
-                S2p = S2p + (T - tau - 1) * (cp + d * Houtp) ** 2
-            l_out = v * S2p - 2.0 * (cp + d * Hin) + 1.0
+            groups = [(v, cp + d * H1p), (tau * v, cp + d * Hin), ((T - tau - 1) * v, cp + d * Houtp)]
+            l_out = _ell(loss, groups, cp + d * Hin)
         else:
             l_out = 0.0
     # [MASK] query: uniform over the context
     cm = B0 * (1.0 - q) + gamma * q
-    S2m = tau * (cm + d * rho * v) ** 2 + (T - tau) * (cm + d * eta * v) ** 2
-    l_mask = v * S2m - 2.0 * (cm + d * rho * v) + 1.0
+    l_mask = _ell(loss, [(tau * v, cm + d * rho * v), ((T - tau) * v, cm + d * eta * v)], cm + d * rho * v)
     return (
         p_mask * l_mask
         + (p_c + p_r / T) * l_same
@@ -193,7 +199,7 @@ def _block_loss_logK(logK, tm, mk, constants=None):
     )
 
 
-def _identity_loss(al, be, tm, mk):
+def _identity_loss(al, be, tm, mk, loss="sq"):
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
     D_in, D_out = _rest(tm, rho, eta, q)
@@ -201,25 +207,25 @@ def _identity_loss(al, be, tm, mk):
     lr, le = _log(rho), _log(eta)
     with np.errstate(divide="ignore", invalid="ignore"):
         logK = al if v == 1 else np.logaddexp(al, math.log(v - 1) + be)
-
-        def P2(lden, logZ, rest):
-            out = np.exp(2.0 * (lden + al - logZ)) + np.exp(_log(rest) - 2.0 * logZ)
-            if v > 1:
-                out = out + (v - 1) * np.exp(2.0 * (lden + be - logZ))
-            return out
-
+        # in-document query: h = rho e^alpha / Z (the query word), rho e^beta / Z (v-1 words of its
+        # topic), rho / Z (other document words), eta / Z (outside words), q / Z ([MASK], output 0)
         logZ = np.logaddexp(_log(D_in), lr + logK)
-        P2_in = P2(lr, logZ, (tau - 1) * v * rho * rho + (T - tau) * v * eta * eta)
-        l_xw = P2_in - 2.0 * np.exp(lr + al - logZ) + 1.0
-        l_xs = P2_in - 2.0 * np.exp(lr + be - logZ) + 1.0 if v > 1 else 0.0
-        l_xin = P2_in - 2.0 * np.exp(lr - logZ) + 1.0 if tau > 1 else 0.0
+        h_a = np.exp(lr + al - logZ)
+        h_b = np.exp(lr + be - logZ) if v > 1 else 0.0
+        h_in = np.exp(lr - logZ)
+        groups = [(1, h_a), (v - 1, h_b), ((tau - 1) * v, h_in), ((T - tau) * v, np.exp(le - logZ))]
+        l_xw = _ell(loss, groups, h_a)
+        l_xs = _ell(loss, groups, h_b) if v > 1 else 0.0
+        l_xin = _ell(loss, groups, h_in) if tau > 1 else 0.0
         if tau < T and p_r > 0:
             logZp = np.logaddexp(_log(D_out), le + logK)
-            P2_out = P2(le, logZp, tau * v * rho * rho + (T - tau - 1) * v * eta * eta)
-            l_out = P2_out - 2.0 * np.exp(lr - logZp) + 1.0
+            h_inp = np.exp(lr - logZp)
+            groups = [(1, np.exp(le + al - logZp)), (v - 1, np.exp(le + be - logZp) if v > 1 else 0.0),
+                      (tau * v, h_inp), ((T - tau - 1) * v, np.exp(le - logZp))]
+            l_out = _ell(loss, groups, h_inp)
         else:
             l_out = 0.0
-    l_mask = tau * v * rho * rho + (T - tau) * v * eta * eta - 2.0 * rho + 1.0
+    l_mask = _ell(loss, [(tau * v, rho), ((T - tau) * v, eta)], rho)
     return (
         p_mask * l_mask
         + (p_c + p_r / (T * v)) * l_xw
@@ -229,8 +235,8 @@ def _identity_loss(al, be, tm, mk):
     )
 
 
-def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "block"):
-    """Exact N -> inf squared MLM loss ``L(alpha, beta)`` of the (alpha, beta) family (PAPER_SPEC §4.3).
+def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "sq"):
+    """Exact N -> inf MLM loss ``L(alpha, beta)`` of the (alpha, beta) family (PAPER_SPEC §4.3).
 
     Parameters
     ----------
@@ -241,6 +247,10 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     value : {"block", "identity"}
         Frozen ``W^V``: the minimum-norm stage-1 matrix (:func:`stage1_block_constants`) or the
         identity on words with ``W_00 = 0`` (:func:`alpha_beta_value_matrix`).
+    loss : {"sq", "ce"}
+        Squared loss (the theory) or cross-entropy ``-log softmax(W^V h)_w`` over all V1 outputs
+        (closed form: every class has a handful of distinct outputs; tested against the general
+        evaluator ``attention_loss(..., loss="ce")``).
 
     Returns
     -------
@@ -252,39 +262,42 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     .. math::
         L = (1 - p_c - p_r)\\,\\ell_{mask} + \\sum_{\\text{query classes}} P(\\text{class})\\,\\ell_{class},
 
-    block: ``ell = v sum_t (c + d H_t)^2 - 2 (c + d H_{t(w)}) + 1`` with ``c = B0 (1 - h_0) + gamma h_0``,
+    block (sq): ``ell = v sum_t (c + d H_t)^2 - 2 (c + d H_{t(w)}) + 1`` (ce:
+    ``log(1 + v sum_t e^{c + d H_t}) - (c + d H_{t(w)})``) with ``c = B0 (1 - h_0) + gamma h_0``,
     ``d = 1/(a v)``; depends on ``(alpha, beta)`` only through ``K``. identity:
     ``ell = sum_{y >= 1} h_y^2 - 2 h_w + 1``. Query classes: [MASK]; the target word (kept, or
     random and equal); for identity a same-topic other word; another in-document topic; an
     out-of-document topic. Cost O(1) per point.
     """
     _check(tm, mk, value)
+    check_choice("loss", loss, LOSSES)
     al = _as_float_array("alpha", alpha)
     be = _as_float_array("beta", beta)
     al, be = np.broadcast_arrays(al, be)
     if value == "block":
         with np.errstate(divide="ignore"):
             logK = al if tm.v == 1 else np.logaddexp(al, math.log(tm.v - 1) + be)
-        out = _block_loss_logK(logK, tm, mk)
+        out = _block_loss_logK(logK, tm, mk, loss=loss)
     else:
-        out = _identity_loss(al, be, tm, mk)
+        out = _identity_loss(al, be, tm, mk, loss=loss)
     out = np.asarray(out, dtype=np.float64)
     return float(out) if out.ndim == 0 else out
 
 
-def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None):
+def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None, loss: str = "sq"):
     """Block-``W^V`` loss as a function of ``log K`` (``K = e^alpha + (v-1) e^beta``), broadcast.
 
     ``constants``: optional ``(A, B0, gamma)`` of another block-constant ``W^V`` (row 0 zero);
     default the stage-1 minimum-norm constants.
     """
     _check(tm, mk)
+    check_choice("loss", loss, LOSSES)
     lk = _as_float_array("logK", logK)
     if constants is not None:
         constants = tuple(float(c) for c in constants)
         if len(constants) != 3 or not all(math.isfinite(c) for c in constants):
             raise ValueError(f"constants must be three finite numbers (A, B0, gamma), got {constants!r}")
-    out = np.asarray(_block_loss_logK(lk, tm, mk, constants), dtype=np.float64)
+    out = np.asarray(_block_loss_logK(lk, tm, mk, constants, loss), dtype=np.float64)
     return float(out) if out.ndim == 0 else out
 
 

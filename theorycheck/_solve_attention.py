@@ -31,9 +31,9 @@ import time
 import numpy as np
 from scipy import optimize
 
-from ._alpha_beta import _check, alpha_beta_loss, alpha_beta_loss_logK, alpha_beta_score_matrix, alpha_beta_value_matrix
+from ._alpha_beta import LOSSES, _check, alpha_beta_loss, alpha_beta_loss_logK, alpha_beta_score_matrix, alpha_beta_value_matrix
 from ._result import SolveResult
-from ._validate import check_int
+from ._validate import check_choice, check_int
 from .config import Masking, TopicModel
 
 __all__ = ["optimal_attention"]
@@ -72,19 +72,21 @@ def _lower_bound_2d(F, ha, hb):
     return float((corners - lip * diam / 2.0).min()), float(lip.max())
 
 
-def _general_residual(alpha, beta, loss, tm, mk, value):
+def _general_residual(alpha, beta, L, tm, mk, value, loss):
     work = tm.n_topic_sets * tm.V1 * (tm.V1 + tm.tau**2)
+    if loss == "ce":
+        work = tm.n_topic_sets * tm.V1**3
     if tm.V1 > 2001 or work > _GENERAL_CHECK_MAX_WORK:
         return None
     from ._attention_loss import attention_loss
 
     S = alpha_beta_score_matrix(alpha, beta, tm)
     W = alpha_beta_value_matrix(tm, mk, value)
-    return abs(attention_loss(S, W, tm, mk) - loss)
+    return abs(attention_loss(S, W, tm, mk, loss=loss) - L)
 
 
-def optimal_attention(tm: TopicModel, mk: Masking, value: str = "block", *, n_grid: int | None = None,
-                      check_general: bool = True, tol: float = 1e-9) -> SolveResult:
+def optimal_attention(tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "sq",
+                      n_grid: int | None = None, check_general: bool = True, tol: float = 1e-9) -> SolveResult:
     """Global minimiser of ``L(alpha, beta)`` with a grid certificate (PAPER_SPEC §4.3).
 
     Parameters
@@ -92,6 +94,8 @@ def optimal_attention(tm: TopicModel, mk: Masking, value: str = "block", *, n_gr
     tm, mk : TopicModel, Masking
     value : {"block", "identity"}
         Frozen ``W^V`` (see :func:`theorycheck.population.alpha_beta_loss`).
+    loss : {"sq", "ce"}
+        Squared loss (the theory) or cross-entropy (the paper's experiments); both closed forms.
     n_grid : int, optional
         Grid points per axis (default 20001 over ``log K in [-30, 60]`` for block; 401 per axis
         over ``alpha in [-10, 40] x beta in [-40, 20]`` for identity).
@@ -113,19 +117,21 @@ def optimal_attention(tm: TopicModel, mk: Masking, value: str = "block", *, n_gr
     reported with the box value); 3 a residual check failed; 4 non-finite values.
     """
     _check(tm, mk, value)
+    check_choice("loss", loss, LOSSES)
     t0 = time.perf_counter()
     if value == "block":
-        res = _solve_block(tm, mk, n_grid or 20001, tol)
+        res = _solve_block(tm, mk, n_grid or 20001, tol, loss)
     else:
-        res = _solve_identity(tm, mk, n_grid or 401, tol)
-    alpha, beta, loss = res.info["alpha"], res.info["beta"], res.info["loss"]
+        res = _solve_identity(tm, mk, n_grid or 401, tol, loss)
+    res.info["loss_kind"] = loss
+    alpha, beta, Lstar = res.info["alpha"], res.info["beta"], res.info["loss"]
     if check_general:
-        r = _general_residual(alpha, beta, loss, tm, mk, value)
+        r = _general_residual(alpha, beta, Lstar, tm, mk, value, loss)
         if r is not None:
             res.residuals["general_evaluator"] = r
             if not r <= 1e-10:
                 res.status = 3
-    if not all(np.isfinite(v) for v in (alpha, beta, loss)):
+    if not all(np.isfinite(v) for v in (alpha, beta, Lstar)):
         res.status = 4
     res.message = _message(res)
     res.time = time.perf_counter() - t0
@@ -143,8 +149,8 @@ def _message(res):
     return msg
 
 
-def _common_info(tm, mk, value, alpha, beta, loss):
-    L0 = float(alpha_beta_loss(0.0, 0.0, tm, mk, value))
+def _common_info(tm, mk, value, alpha, beta, loss, kind="sq"):
+    L0 = float(alpha_beta_loss(0.0, 0.0, tm, mk, value, loss=kind))
     logK = float(np.logaddexp(alpha, math.log(tm.v - 1) + beta)) if tm.v > 1 else alpha
     K = math.exp(logK) if logK < 700 else math.inf
     return dict(
@@ -154,11 +160,11 @@ def _common_info(tm, mk, value, alpha, beta, loss):
     )
 
 
-def _solve_block(tm, mk, n_grid, tol):
+def _solve_block(tm, mk, n_grid, tol, kind="sq"):
     n_grid = check_int("n_grid", n_grid, low=11)
-    f = lambda lk: float(alpha_beta_loss_logK(lk, tm, mk))  # noqa: E731
+    f = lambda lk: float(alpha_beta_loss_logK(lk, tm, mk, loss=kind))  # noqa: E731
     x = np.linspace(-30.0, 60.0, n_grid)
-    F = np.asarray(alpha_beta_loss_logK(x, tm, mk))
+    F = np.asarray(alpha_beta_loss_logK(x, tm, mk, loss=kind))
     flat = bool(np.ptp(F) <= 1e-14 * max(1.0, abs(float(F[0]))))
     if flat:  # e.g. only [MASK] queries, or a context of document words only: L does not depend on K
         i = int(np.argmin(np.abs(x - math.log(tm.v))))
@@ -189,7 +195,7 @@ def _solve_block(tm, mk, n_grid, tol):
         status = 1
     elif not (cert["tails_above_optimum"] and abs(d1) <= max(tol, 1e-6) and lb <= Lstar + 1e-15):
         status = 3
-    info = _common_info(tm, mk, "block", alpha, beta, Lstar)
+    info = _common_info(tm, mk, "block", alpha, beta, Lstar, kind)
     info.update(certificate=cert, at_boundary=at_boundary, flat_direction=(
         "L depends on (alpha, beta) only through K = e^alpha + (v-1) e^beta; any (alpha, beta) with this K "
         "is optimal. Reported canonical representative: alpha* = beta* = log(K*/v)."))
@@ -199,13 +205,13 @@ def _solve_block(tm, mk, n_grid, tol):
     )
 
 
-def _solve_identity(tm, mk, n_grid, tol):
+def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
     n_grid = check_int("n_grid", n_grid, low=11)
     A = np.linspace(-10.0, 40.0, n_grid)
     B = np.linspace(-40.0, 20.0, n_grid)
-    F = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, "identity"))
+    F = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, "identity", loss=kind))
     i, j = np.unravel_index(int(np.argmin(F)), F.shape)
-    fun = lambda z: float(alpha_beta_loss(z[0], z[1], tm, mk, "identity"))  # noqa: E731
+    fun = lambda z: float(alpha_beta_loss(z[0], z[1], tm, mk, "identity", loss=kind))  # noqa: E731
     box = [(-60.0, 60.0), (-60.0, 60.0)]
     r = optimize.minimize(fun, x0=[A[i], B[j]], method="L-BFGS-B", bounds=box,
                           options=dict(ftol=1e-15, gtol=1e-11, maxiter=2000))
@@ -240,7 +246,7 @@ def _solve_identity(tm, mk, n_grid, tol):
         status = 1
     elif not (cert["tails_above_optimum"] and np.max(np.abs(g)) <= max(tol, 1e-6) and lb <= Lstar + 1e-15):
         status = 3
-    info = _common_info(tm, mk, "identity", alpha, beta, Lstar)
+    info = _common_info(tm, mk, "identity", alpha, beta, Lstar, kind)
     info.update(certificate=cert, at_boundary=at_boundary, beta_to_minus_inf=bool(beta_to_minus_inf),
                 flat_direction="none (alpha and beta are identified)")
     return SolveResult(

@@ -51,6 +51,7 @@ def _add_landscape(sub):
     p.add_argument("--p-c", type=float, default=0.1, help="keep probability (default: %(default)s)")
     p.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default: %(default)s)")
     p.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (default: %(default)s)")
+    p.add_argument("--loss", choices=("sq", "ce"), default="sq", help="squared loss or cross-entropy (default: %(default)s)")
     p.add_argument("--n-grid", type=int, default=201, help="grid points per axis (default: %(default)s)")
     p.add_argument("--out", default="theorycheck-landscape", help="output folder (default: %(default)s)")
     p.set_defaults(func=_cmd_landscape)
@@ -62,8 +63,8 @@ def _cmd_landscape(args) -> int:
 
     tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
     mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
-    info = write_landscape(tm, mk, args.out, value=args.value, n_grid=args.n_grid)
-    print(f"W^V={args.value}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
+    info = write_landscape(tm, mk, args.out, value=args.value, n_grid=args.n_grid, loss=args.loss)
+    print(f"W^V={args.value}, loss={args.loss}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
           f"L*={info['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}")
     print(f"written {args.out}/grid.npz, landscape.png, optimum.json")
     return 0 if info["status"] in (0, 1) else 1

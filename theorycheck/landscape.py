@@ -64,19 +64,19 @@ def _axis(name, spec):
 
 
 def alpha_beta_grid(tm: TopicModel, mk: Masking, value: str = "block", *, alpha=(-5.0, 12.0, 201),
-                    beta=(-8.0, 8.0, 201)) -> LandscapeGrid:
-    """Closed-form ``L(alpha, beta)`` on a grid (``alpha``/``beta``: ``(lo, hi, n)`` or arrays)."""
+                    beta=(-8.0, 8.0, 201), loss: str = "sq") -> LandscapeGrid:
+    """Closed-form ``L(alpha, beta)`` on a grid (``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: sq | ce)."""
     check_choice("value", value, VALUES)
     A = _axis("alpha", alpha)
     B = _axis("beta", beta)
-    L = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, value))
+    L = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, value, loss=loss))
     return LandscapeGrid(A, B, L, value)
 
 
-def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001)):
+def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001), loss: str = "sq"):
     """Block-``W^V`` loss along ``log K``: returns ``(logK, L)`` arrays."""
     x = _axis("logK", logK)
-    return x, np.asarray(alpha_beta_loss_logK(x, tm, mk))
+    return x, np.asarray(alpha_beta_loss_logK(x, tm, mk, loss=loss))
 
 
 def growth_configs(*, v: int = 10, T_max: int = 100000, ratio: int = 10):
@@ -174,7 +174,7 @@ def finite_n_gap(S, W, tm: TopicModel, mk: Masking, Ns, *, n_docs: int = 4000, s
 
 
 def write_landscape(tm: TopicModel, mk: Masking, out, *, value: str = "block", n_grid: int = 201,
-                    alpha=None, beta=None) -> dict:
+                    alpha=None, beta=None, loss: str = "sq") -> dict:
     """Write ``grid.npz`` (alpha, beta, L, and for block W^V the log K curve), ``landscape.png`` and ``optimum.json``.
 
     Files are written under temporary names and renamed. Returns the optimum dict.
@@ -183,12 +183,13 @@ def write_landscape(tm: TopicModel, mk: Masking, out, *, value: str = "block", n
     from ._solve_attention import optimal_attention
 
     n_grid = check_int("n_grid", n_grid, low=2, high=5000)
-    opt = optimal_attention(tm, mk, value)
+    opt = optimal_attention(tm, mk, value, loss=loss)
     a0 = opt.alpha if math.isfinite(opt.alpha) else 0.0
     alpha = alpha or (min(-5.0, a0 - 5.0), max(12.0, a0 + 5.0), n_grid)
     beta = beta or (-8.0, 8.0, n_grid)
-    g = alpha_beta_grid(tm, mk, value, alpha=alpha, beta=beta)
-    lk, Lk = K_curve(tm, mk)
+    g = alpha_beta_grid(tm, mk, value, alpha=alpha, beta=beta, loss=loss)
+    lk, Lk = K_curve(tm, mk, logK=(-3.0, max(14.0, math.log(opt.K) + 4.0) if math.isfinite(opt.K) else 14.0, 2001),
+                     loss=loss)
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / ".grid.npz.tmp.npz"
@@ -199,12 +200,12 @@ def write_landscape(tm: TopicModel, mk: Masking, out, *, value: str = "block", n
     fig = plots.attention_landscape(g.alpha, g.beta, g.L, optimum=(opt.alpha, opt.beta), value=value,
                                     logK=lk if block else None, L_K=Lk if block else None,
                                     K_star=opt.K if block else None,
-                                    title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}")
+                                    title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}, loss={loss}")
     fig.savefig(out / ".landscape.tmp.png", dpi=110, format="png")
     (out / ".landscape.tmp.png").replace(out / "landscape.png")
     info = {k: v for k, v in opt.info.items()}
     info.update(status=opt.status, message=opt.message, residuals=opt.residuals, method=opt.method,
-                tm=tm.to_dict(), mk=mk.to_dict(), value=value)
+                tm=tm.to_dict(), mk=mk.to_dict(), value=value, loss_function=loss)
     (out / ".optimum.json.tmp").write_text(json.dumps(_jsonable(info), indent=2, sort_keys=True))
     (out / ".optimum.json.tmp").replace(out / "optimum.json")
     return info
