@@ -200,3 +200,17 @@ def test_dense_fallback_for_large_group_tables(monkeypatch):
     structured = attention_loss(S, W, tm, mk, b)
     monkeypatch.setattr(al, "STRUCTURED_MAX_ENTRIES", 10)
     assert attention_loss(S, W, tm, mk, b) == pytest.approx(structured, rel=1e-12)
+
+
+@settings(max_examples=10)
+@given(topic_models(max_T=6, max_v=4), st.integers(0, 2**31))
+def test_group_quadratic_forms_kernel_equals_reference(tm, seed):
+    from theorycheck._attention_loss import _group_quad_nb, _group_quad_ref, _group_quad_serial_nb
+
+    rng = np.random.default_rng(seed)
+    E = rng.random((tm.V1, tm.V1))
+    A = rng.normal(size=(tm.V1, tm.V1))
+    M = A.T @ A
+    ref = _group_quad_ref(E, M, tm.T, tm.v)
+    np.testing.assert_allclose(_group_quad_nb(E, M, tm.T, tm.v), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
+    np.testing.assert_array_equal(_group_quad_nb(E, M, tm.T, tm.v), _group_quad_serial_nb(E, M, tm.T, tm.v))
