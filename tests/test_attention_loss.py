@@ -214,3 +214,19 @@ def test_group_quadratic_forms_kernel_equals_reference(tm, seed):
     ref = _group_quad_ref(E, M, tm.T, tm.v)
     np.testing.assert_allclose(_group_quad_nb(E, M, tm.T, tm.v), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
     np.testing.assert_array_equal(_group_quad_nb(E, M, tm.T, tm.v), _group_quad_serial_nb(E, M, tm.T, tm.v))
+
+
+def test_group_lin_kernels_equal_numpy():
+    from theorycheck._attention_loss import _group_lin_nb, _group_lin_serial_nb
+
+    T, v = 5, 3
+    V1 = T * v + 1
+    rng = np.random.default_rng(0)
+    E, Wb, lam = rng.random((V1, V1)), rng.normal(size=(T, V1)), rng.random((V1, T + 1))
+    groups = np.concatenate([[0], 1 + np.arange(T * v) // v])
+    ref = np.stack([np.stack([(E[:, groups == k] * Wb[t, groups == k]).sum(1) for t in range(T)], 1)
+                    for k in range(T + 1)], 1)
+    for fn in (_group_lin_nb, _group_lin_serial_nb):
+        Lin, LinL = fn(E, Wb, lam, T, v)
+        np.testing.assert_allclose(Lin, ref, rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(LinL, np.einsum("xkt,xk->xt", ref, lam), rtol=1e-13, atol=1e-14)

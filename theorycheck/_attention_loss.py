@@ -180,24 +180,41 @@ def _group_quad_serial_nb(E, M, T, v):
     return Q
 
 
+@numba.njit(cache=True, fastmath=False)
+def _group_lin_row(x, E, Wb, lam, T, v, Lin, LinL):
+    """``Lin[x, k, t] = sum_{y in G_k} Wb[t, y] E[x, y]``, ``LinL[x, t] = sum_k lam[x, k] Lin[x, k, t]``."""
+    for t in range(T):
+        Lin[x, 0, t] = Wb[t, 0] * E[x, 0]
+        accl = lam[x, 0] * Lin[x, 0, t]
+        for k in range(T):
+            base = 1 + k * v
+            acc = 0.0
+            for jj in range(v):
+                acc += Wb[t, base + jj] * E[x, base + jj]
+            Lin[x, 1 + k, t] = acc
+            accl += lam[x, 1 + k] * acc
+        LinL[x, t] = accl
+
+
 @numba.njit(cache=True, parallel=True, fastmath=False)
 def _group_lin_nb(E, Wb, lam, T, v):
-    """``Lin[x, k, t] = sum_{y in G_k} Wb[t, y] E[x, y]`` and ``LinL[x, t] = sum_k lam[x, k] Lin[x, k, t]``."""
+    """Topic-row group sums for every query token (parallel over tokens)."""
     V1 = E.shape[0]
     Lin = np.empty((V1, T + 1, T))
-    LinL = np.zeros((V1, T))
+    LinL = np.empty((V1, T))
     for x in numba.prange(V1):
-        for t in range(T):
-            Lin[x, 0, t] = Wb[t, 0] * E[x, 0]
-            accl = lam[x, 0] * Lin[x, 0, t]
-            for k in range(T):
-                base = 1 + k * v
-                acc = 0.0
-                for jj in range(v):
-                    acc += Wb[t, base + jj] * E[x, base + jj]
-                Lin[x, 1 + k, t] = acc
-                accl += lam[x, 1 + k] * acc
-            LinL[x, t] = accl
+        _group_lin_row(x, E, Wb, lam, T, v, Lin, LinL)
+    return Lin, LinL
+
+
+@numba.njit(cache=True, fastmath=False)
+def _group_lin_serial_nb(E, Wb, lam, T, v):
+    """Serial twin of :func:`_group_lin_nb`."""
+    V1 = E.shape[0]
+    Lin = np.empty((V1, T + 1, T))
+    LinL = np.empty((V1, T))
+    for x in range(V1):
+        _group_lin_row(x, E, Wb, lam, T, v, Lin, LinL)
     return Lin, LinL
 
 
@@ -256,7 +273,8 @@ def _precompute(S, W, b, tm):
     qll = np.einsum("xk,xk->x", Qlam, lam)
     # Lin[x, k, t] = sum_{y in G_k} Wb[t, y] E[x, y], Wb = topic-row sums of W
     Wb = W[1:, :].reshape(T, v, V1).sum(axis=1)  # (T, V1)
-    Lin, LinL = _group_lin_nb(E, Wb, lam, T, v)  # Numba: stacked small GEMMs are slow with threaded BLAS
+    # Numba (stacked small GEMMs are slow with threaded BLAS); threads only when the work pays for them
+    Lin, LinL = (_group_lin_nb if V1 * V1 * T >= PARALLEL_THRESHOLD else _group_lin_serial_nb)(E, Wb, lam, T, v)
     Dg = group_sum(W * E)
     bvec = np.zeros(V1) if b is None else b
     Bl = group_sum(E * (W.T @ bvec)[None, :])
