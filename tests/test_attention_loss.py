@@ -230,3 +230,22 @@ def test_group_lin_kernels_equal_numpy():
         Lin, LinL = fn(E, Wb, lam, T, v)
         np.testing.assert_allclose(Lin, ref, rtol=1e-13, atol=1e-14)
         np.testing.assert_allclose(LinL, np.einsum("xkt,xk->xt", ref, lam), rtol=1e-13, atol=1e-14)
+
+
+@pytest.mark.parametrize("T,v,tau", [(5, 3, 2), (6, 2, 3)])
+def test_gradient_at_uniform_attention_matches_closed_form_slope(T, v, tau):
+    """Stage 2 starts at S = 0 with the stage-1 W^V: the exact gradient dL/dS, contracted with the
+    (alpha, beta) = (1, 1) direction (all same-topic word pairs), equals the slope of the closed form
+    d/dt L(t, t) at t = 0, and it is negative (topic attention grows) since K* > v for tau >= 2."""
+    from theorycheck.population import alpha_beta_loss, alpha_beta_score_matrix, alpha_beta_value_matrix
+
+    tm, mk = tc.TopicModel(T=T, v=v, tau=tau), tc.Masking()
+    W = alpha_beta_value_matrix(tm, mk)
+    _, dS, dW, _ = attention_loss_grad(np.zeros((tm.V1, tm.V1)), W, tm, mk)
+    direction = alpha_beta_score_matrix(1.0, 1.0, tm)
+    slope = float(np.sum(dS * direction))
+    h = 1e-5
+    fd = (alpha_beta_loss(h, h, tm, mk) - alpha_beta_loss(-h, -h, tm, mk)) / (2 * h)
+    assert slope == pytest.approx(fd, rel=1e-6, abs=1e-10)
+    assert slope < 0
+    assert np.max(np.abs(dW)) < 1e-12  # W is the stage-1 optimum under uniform attention

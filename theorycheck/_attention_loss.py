@@ -25,9 +25,13 @@ Three implementations, tested against each other:
   values (in-document word ``rho``, out-of-document word ``eta``, [MASK] ``q``), so per query token
   everything reduces to group sums over the ``T + 1`` token groups ([MASK], topic 1..T):
   ``Q[x, k, l] = e_k(x)^T (W^T W)_{kl} e_l(x)`` etc., computed once (``O(V1^3)``: one GEMM for
-  ``W^T W`` and a streaming Numba kernel for ``Q``), after which each topic set costs ``O(V1 tau^2)`` in a Numba kernel.
-  Group-wise maxima keep every exponential in ``[0, 1]`` (log-sum-exp), so scores up to 1e4 and
-  beyond are safe.
+  ``W^T W`` and a streaming Numba kernel for ``Q``), after which each topic set costs
+  ``O(V1 tau^2)`` in a Numba kernel. Per (set S, query x) the group weights are
+  ``c_k = gamma lam_k + delta_k [k in S] + beta_0 [k = 0]`` with ``lam_k = e^{s_k(x) - max_t s_t(x)}``,
+  ``s_k(x)`` the group maximum of the scores, and ``gamma, delta_k, beta_0 <= 1`` taken relative to
+  the largest log-weight ``mu = max(log rho + max_{t in S} s_t, log eta + max_t s_t, log q + s_0)``;
+  so every exponential lies in ``[0, 1]``, the normaliser is ``>= 1``, and scores up to 1e4 and
+  beyond are safe (log-sum-exp).
 - ``_dense_sets``: stacks the attention matrices ``H_S`` of a chunk of topic sets and forms
   ``O = H W^T`` with one large GEMM; it also gives the cross-entropy loss and the exact gradients
   with respect to ``S``, ``W`` and ``b`` (used by :func:`attention_loss_grad`).
