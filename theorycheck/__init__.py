@@ -18,3 +18,6 @@ __all__ = ["TopicModel", "Masking", "population", "solvers", "__version__"]
 from . import landscape  # noqa: E402
 
 __all__ += ["landscape"]
+from . import stats  # noqa: E402
+
+__all__ += ["stats"]

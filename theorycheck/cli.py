@@ -68,6 +68,105 @@ def _cmd_landscape(args) -> int:
           f"L*={info['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}")
     print(f"written {args.out}/grid.npz, landscape.png, optimum.json")
     return 0 if info["status"] in (0, 1) else 1
+# ----------------------------------------------------------------------------- embedding
+def _add_embedding(sub):
+    p = sub.add_parser(
+        "embedding",
+        help="optimal tied token-embedding Gram (Theorem 1 setting): same/different-topic inner products, rank",
+    )
+    p.add_argument("--T", type=int, default=10, help="topics (default: %(default)s)")
+    p.add_argument("--v", type=int, default=10, help="words per topic (default: %(default)s)")
+    p.add_argument("--tau", type=int, default=3, help="topics per document (default: %(default)s)")
+    p.add_argument("--p-m", type=float, default=0.15, dest="p_m")
+    p.add_argument("--p-c", type=float, default=0.1, dest="p_c")
+    p.add_argument("--p-r", type=float, default=0.1, dest="p_r")
+    p.add_argument("--method", default="closed-form", help="closed-form | schur | cvxpy | factorized")
+    p.add_argument("--d", type=int, default=None, help="embedding dimension (factorized)")
+    p.add_argument("--bias", action="store_true", help="free decoder bias")
+    p.add_argument("--json", default=None, help="also write the summary to this JSON file")
+    p.set_defaults(func=_cmd_embedding)
+
+
+def _cmd_embedding(args) -> int:
+    import json
+
+    import numpy as np
+
+    from .config import Masking, TopicModel
+    from .solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
+    from .stats import embedding_topic_stats
+
+    tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
+    mk = Masking(args.p_m, args.p_c, args.p_r)
+    res = optimal_embedding_gram(tm, mk, args.method, d=args.d, bias=args.bias)
+    summary = {
+        "method": args.method,
+        "status": res.status,
+        "message": res.message,
+        "loss": res.fun,
+        "L_star": tm.min_value_loss(),
+        "min_embedding_dim": min_embedding_dim(tm, mk, bias=args.bias),
+        "residuals": {k: float(v) for k, v in res.residuals.items()},
+    }
+    if res.x is not None and tm.T >= 2 and tm.v >= 2 and tm.V1 <= 2001:
+        W = embedding_from_gram(res.x, tm.V1) if args.method != "factorized" else res.W_E
+        st = embedding_topic_stats(W, tm) if np.all(np.linalg.norm(W[:, 1:], axis=0) > 0) else None
+        if st is not None:
+            summary.update(same_topic_dot=st.same_topic_dot, diff_topic_dot=st.diff_topic_dot,
+                           same_topic_cos=st.same_topic_cos, diff_topic_cos=st.diff_topic_cos)
+    if args.method == "closed-form":
+        summary.update(same_topic=res.x.x, different_topic=res.x.y, rank=res.x.rank())
+    width = max([len(k) for k in summary] + [len("resid." + k) for k in summary["residuals"]])
+    for k, v in summary.items():
+        if k != "residuals":
+            print(f"{k.ljust(width)}  {v:.6g}" if isinstance(v, float) else f"{k.ljust(width)}  {v}")
+    for k, v in summary["residuals"].items():
+        print(f"{('resid.' + k).ljust(width)}  {v:.3g}")
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(summary, fh, indent=2)
+# ----------------------------------------------------------------------------- solve
+def _add_solve(sub):
+    p = sub.add_parser("solve", help="compute a certified optimum")
+    targets = p.add_subparsers(dest="target", required=True)
+    v = targets.add_parser("value", help="stage-1 optimal value matrix W^V under uniform attention (PAPER_SPEC §4.2)")
+    v.add_argument("--T", type=int, required=True, help="number of topics")
+    v.add_argument("--v", type=int, required=True, help="words per topic")
+    v.add_argument("--tau", type=int, default=None, help="topics per document (uniform-tau prior)")
+    v.add_argument("--prior", default="uniform-tau", help="uniform-tau (default) or dirichlet")
+    v.add_argument("--alpha", type=float, default=None, help="Dirichlet concentration (prior=dirichlet)")
+    v.add_argument("--p-m", type=float, default=0.15, help="selection probability (default %(default)s)")
+    v.add_argument("--p-c", type=float, default=0.1, help="keep probability (default %(default)s)")
+    v.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default %(default)s)")
+    v.add_argument("--reg", type=float, default=0.0, help="L2 coefficient lambda (default 0: minimum-norm)")
+    v.add_argument("--method", default="closed-form", help="closed-form (default), lstsq or cvxpy")
+    v.add_argument("--solver", default="CLARABEL", help="cvxpy solver (method=cvxpy)")
+    v.add_argument("--out", default=None, help="write W and residuals to this .npz file")
+    v.set_defaults(func=_cmd_solve_value)
+
+
+def _cmd_solve_value(args) -> int:
+    import numpy as np
+
+    from .config import Masking, TopicModel
+    from .solvers import BlockValueMatrix, optimal_value_matrix
+
+    tm = TopicModel(T=args.T, v=args.v, tau=args.tau, prior=args.prior, alpha=args.alpha)
+    mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
+    kw = {"solver": args.solver} if args.method == "cvxpy" else {}
+    res = optimal_value_matrix(tm, mk, reg=args.reg, method=args.method, **kw)
+    print(res)
+    if args.out:
+        payload = {f"resid_{k}": np.float64(val) for k, val in res.residuals.items()}
+        payload.update(status=np.int64(res.status), method=np.str_(res.method), fun=np.float64(res.fun))
+        payload.update({k: np.float64(args_v) for k, args_v in (("T", tm.T), ("v", tm.v), ("reg", args.reg))})
+        if isinstance(res.x, BlockValueMatrix):
+            payload.update(A=res.x.A, B0=res.x.B0, gamma=res.x.gamma, structured=True)
+        elif res.x is not None:
+            payload.update(W=res.x, structured=False)
+        np.savez(args.out, **payload)
+        print(f"written to {args.out}")
+    return 0 if res.success else 1
 
 
 # ----------------------------------------------------------------------------- main
@@ -79,6 +178,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_verify(sub)
     _add_landscape(sub)
+    _add_embedding(sub)
+    _add_solve(sub)
     return parser
 
 

@@ -41,3 +41,6 @@ __all__ += [
     "alpha_beta_ce_loss",
     "stage1_block_constants",
 ]
+from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad  # noqa: E402
+
+__all__ += ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad"]
