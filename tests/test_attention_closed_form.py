@@ -244,3 +244,17 @@ def test_ce_block_depends_on_K_only_and_tau1_optimum_is_not_uniform():
     r = tc.solvers.optimal_attention(tm, mk, loss="ce")
     assert r.success and r.K > 5 * tm.v
     assert r.residuals["general_evaluator"] <= 1e-10
+
+
+@settings(max_examples=25)
+@given(topic_models(max_T=12, max_v=6), maskings())
+def test_stage1_constants_agree_with_the_stage1_solver(tm, mk):
+    """Our private (A, B0, gamma) == solvers.value_block_constants (written independently) for tau < T."""
+    from hypothesis import assume
+
+    from theorycheck.solvers import value_block_constants
+
+    assume(tm.tau < tm.T)
+    A, B0, g, case = value_block_constants(tm, mk)
+    assert case == "informative"
+    np.testing.assert_allclose(stage1_block_constants(tm, mk), (A, B0, g), rtol=1e-12, atol=1e-15)
