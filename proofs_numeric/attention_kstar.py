@@ -36,7 +36,7 @@ def check(params, inject=None):
     from theorycheck.landscape import K_curve
 
     lk, LK = K_curve(tm, mk, logK=(-2.0, 12.0, 400))
-    res.data["curve"] = (tm.tau, lk, LK, K)
+    res.data["curve"] = (f"{tm.tau}, p_c={mk.p_c:g}", lk, LK, K)
     return res
 
 
