@@ -184,11 +184,11 @@ def test_parallel_and_serial_kernels_agree():
     tm, mk = tc.TopicModel(T=7, v=3, tau=3), tc.Masking()
     S, W, b = _draw(tm, 9)
     pc = _precompute(S, W, b, tm)
-    args = (topic_sets(tm), pc["s"], pc["smax"], pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"], pc["qll"], pc["Lin"],
+    args = (topic_sets(tm), pc["s"], pc["smax"], pc["lamg"], pc["maxlamw"], True, pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"], pc["qll"], pc["Lin"],
             pc["LinL"], pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
             *_context(tm, mk, False), mk.p_mask, mk.p_c, mk.p_r, tm.T, tm.v)
     par, ser = _structured_sq_nb(*args), _structured_sq_serial_nb(*args)
-    np.testing.assert_array_equal(par, ser)
+    np.testing.assert_allclose(par, ser, rtol=1e-13)  # same terms, chunked summation order
     assert par.mean() == pytest.approx(_attention_loss_ref(S, W, tm, mk, b), rel=1e-12)
 
 
@@ -249,3 +249,18 @@ def test_gradient_at_uniform_attention_matches_closed_form_slope(T, v, tau):
     assert slope == pytest.approx(fd, rel=1e-6, abs=1e-10)
     assert slope < 0
     assert np.max(np.abs(dW)) < 1e-12  # W is the stage-1 optimum under uniform attention
+
+
+@settings(max_examples=15)
+@given(topic_models(max_T=5, max_v=3), maskings(allow_no_mask_token=False), st.integers(0, 2**31),
+       st.sampled_from([0.0, 3.0, 1e3]))
+def test_exp_free_fast_path_equals_log_sum_exp_path(tm, mk, seed, scale):
+    """With eta, q > 0 the kernel uses weights relative to the row maximum (no exponentials);
+    the general log-sum-exp path must give the same per-set losses."""
+    from theorycheck._attention_loss import _structured_sq
+
+    S, W, b = _draw(tm, seed, scale_S=scale)
+    sets = topic_sets(tm)
+    fast = _structured_sq(S, W, b, sets, tm, mk, False, fast=True)
+    slow = _structured_sq(S, W, b, sets, tm, mk, False, fast=False)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-12)

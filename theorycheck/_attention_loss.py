@@ -283,7 +283,10 @@ def _precompute(S, W, b, tm):
     bvec = np.zeros(V1) if b is None else b
     Bl = group_sum(E * (W.T @ bvec)[None, :])
     bsum = bvec[1:].reshape(T, v).sum(axis=1)
+    gmax = np.maximum(smax, s[:, 0])
+    lamg = np.exp(s - gmax[:, None])  # group maxima relative to the row maximum, in [0, 1]
     return dict(
+        lamg=lamg, maxlamw=np.exp(smax - gmax),
         s=s, smax=smax, lam=lam, Ez=Ez, Ezl=(Ez * lam).sum(1), Q=Q, Qlam=Qlam, qll=qll,
         Lin=Lin, LinL=LinL, Dg=Dg, Dgl=(Dg * lam).sum(1), Bl=Bl, Bll=(Bl * lam).sum(1),
         bvec=bvec, bsum=bsum, bb=float(bvec @ bvec),
@@ -291,96 +294,116 @@ def _precompute(S, W, b, tm):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _set_loss_nb(i, sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
-                 rho, eta, q, p_mask, p_c, p_r, T, v):
-    """Squared loss of topic set ``sets[i]`` (see module docstring); kernels never validate."""
-    tau = sets.shape[1]
-    V1 = s.shape[0]
+def _x_partials_nb(x0, x1, sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll,
+                   bvec, bsum, bb, rho, eta, q, v, acc):
+    """Add the contributions of query tokens ``x0 .. x1-1`` to ``acc[i] = (l_mask, sum_keep, sum_rand)``
+    of every topic set ``sets[i]``. Query tokens are the outer loop so that the group tables of one
+    token (``Q[x]``: ``(T+1)^2`` entries) stay in cache across all sets. Kernels never validate."""
+    n, tau = sets.shape
     lrho = math.log(rho) if rho > 0 else -np.inf
     leta = math.log(eta) if eta > 0 else -np.inf
     lq = math.log(q) if q > 0 else -np.inf
     tv = tau * v
     ks = np.empty(tau, np.int64)
     delta = np.empty(tau)
-    inset = np.zeros(T, np.bool_)
-    pb = 0.0
-    for j in range(tau):
-        ks[j] = sets[i, j] + 1
-        inset[sets[i, j]] = True
-        pb += bsum[sets[i, j]]
-    pb /= tv
-    l_mask = 0.0
-    acc_keep = 0.0
-    acc_rand = 0.0
-    for x in range(V1):
-        mx = -np.inf
-        for j in range(tau):
-            if s[x, ks[j]] > mx:
-                mx = s[x, ks[j]]
-        mu = lrho + mx
-        if eta > 0 and leta + smax[x] > mu:
-            mu = leta + smax[x]
-        if q > 0 and lq + s[x, 0] > mu:
-            mu = lq + s[x, 0]
-        gam = math.exp(leta + smax[x] - mu) if eta > 0 else 0.0
-        b0 = math.exp(lq + s[x, 0] - mu) if q > 0 else 0.0
-        for j in range(tau):
-            delta[j] = (rho - eta) * math.exp(s[x, ks[j]] - mu)
-        z = gam * Ezl[x] + b0 * Ez[x, 0]
-        nq = gam * gam * qll[x] + 2.0 * b0 * gam * Qlam[x, 0] + b0 * b0 * Q[x, 0, 0]
-        bw = gam * Bll[x] + b0 * Bl[x, 0]
-        for j in range(tau):
-            kj = ks[j]
-            dj = delta[j]
-            z += dj * Ez[x, kj]
-            bw += dj * Bl[x, kj]
-            nq += 2.0 * dj * (gam * Qlam[x, kj] + b0 * Q[x, 0, kj])
-            for l in range(tau):
-                nq += dj * delta[l] * Q[x, kj, ks[l]]
-        plin = 0.0
-        for jj in range(tau):
-            tp = sets[i, jj]
-            acc = gam * LinL[x, tp] + b0 * Lin[x, 0, tp]
+    for x in range(x0, x1):
+        tx = (x - 1) // v if x > 0 else -1
+        for i in range(n):
+            inset = False
+            pb = 0.0
             for j in range(tau):
-                acc += delta[j] * Lin[x, ks[j], tp]
-            plin += acc
-        iz = 1.0 / z
-        nx = nq * iz * iz + 2.0 * bw * iz + bb
-        po = plin * iz / tv + pb
-        if x == 0:
-            l_mask = nx - 2.0 * po + 1.0
-        else:
-            acc_rand += nx - 2.0 * po
-            if inset[(x - 1) // v]:
-                dg = gam * Dgl[x] + b0 * Dg[x, 0]
+                ks[j] = sets[i, j] + 1
+                pb += bsum[sets[i, j]]
+                if sets[i, j] == tx:
+                    inset = True
+            pb /= tv
+            if fast:  # eta, q > 0: weights relative to the row maximum, no exponentials here
+                mx = 0.0
                 for j in range(tau):
-                    dg += delta[j] * Dg[x, ks[j]]
-                acc_keep += nx - 2.0 * dg * iz - 2.0 * bvec[x]
-    return p_mask * l_mask + p_c * (acc_keep / tv + 1.0) + p_r * (acc_rand / (T * v) + 1.0)
+                    if lamg[x, ks[j]] > mx:
+                        mx = lamg[x, ks[j]]
+                m = max(rho * mx, max(eta * maxlamw[x], q * lamg[x, 0]))  # >= min(eta, q) > 0
+                im = 1.0 / m
+                gam = eta * maxlamw[x] * im
+                b0 = q * lamg[x, 0] * im
+                for j in range(tau):
+                    delta[j] = (rho - eta) * lamg[x, ks[j]] * im
+            else:
+                mx = -np.inf
+                for j in range(tau):
+                    if s[x, ks[j]] > mx:
+                        mx = s[x, ks[j]]
+                mu = lrho + mx
+                if eta > 0 and leta + smax[x] > mu:
+                    mu = leta + smax[x]
+                if q > 0 and lq + s[x, 0] > mu:
+                    mu = lq + s[x, 0]
+                gam = math.exp(leta + smax[x] - mu) if eta > 0 else 0.0
+                b0 = math.exp(lq + s[x, 0] - mu) if q > 0 else 0.0
+                for j in range(tau):
+                    delta[j] = (rho - eta) * math.exp(s[x, ks[j]] - mu)
+            z = gam * Ezl[x] + b0 * Ez[x, 0]
+            nq = gam * gam * qll[x] + 2.0 * b0 * gam * Qlam[x, 0] + b0 * b0 * Q[x, 0, 0]
+            bw = gam * Bll[x] + b0 * Bl[x, 0]
+            for j in range(tau):
+                kj = ks[j]
+                dj = delta[j]
+                z += dj * Ez[x, kj]
+                bw += dj * Bl[x, kj]
+                nq += 2.0 * dj * (gam * Qlam[x, kj] + b0 * Q[x, 0, kj])
+                for l in range(tau):
+                    nq += dj * delta[l] * Q[x, kj, ks[l]]
+            plin = 0.0
+            for jj in range(tau):
+                tp = sets[i, jj]
+                a_ = gam * LinL[x, tp] + b0 * Lin[x, 0, tp]
+                for j in range(tau):
+                    a_ += delta[j] * Lin[x, ks[j], tp]
+                plin += a_
+            iz = 1.0 / z
+            nx = nq * iz * iz + 2.0 * bw * iz + bb
+            po = plin * iz / tv + pb
+            if x == 0:
+                acc[i, 0] = nx - 2.0 * po + 1.0
+            else:
+                acc[i, 2] += nx - 2.0 * po
+                if inset:
+                    dg = gam * Dgl[x] + b0 * Dg[x, 0]
+                    for j in range(tau):
+                        dg += delta[j] * Dg[x, ks[j]]
+                    acc[i, 1] += nx - 2.0 * dg * iz - 2.0 * bvec[x]
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _structured_sq_nb(sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
-                      rho, eta, q, p_mask, p_c, p_r, T, v):
-    """Per-set squared losses, parallel over topic sets."""
-    n = sets.shape[0]
-    out = np.empty(n)
-    for i in numba.prange(n):
-        out[i] = _set_loss_nb(i, sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
-                              rho, eta, q, p_mask, p_c, p_r, T, v)
-    return out
+def _structured_sq_nb(sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec,
+                      bsum, bb, rho, eta, q, p_mask, p_c, p_r, T, v, n_chunks=16):
+    """Per-set squared losses; query tokens split into ``n_chunks`` chunks processed in parallel."""
+    n, tau = sets.shape
+    V1 = s.shape[0]
+    n_chunks = min(V1, n_chunks)
+    accs = np.zeros((n_chunks, n, 3))
+    for c in numba.prange(n_chunks):
+        x0 = (c * V1) // n_chunks
+        x1 = ((c + 1) * V1) // n_chunks
+        _x_partials_nb(x0, x1, sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl,
+                       Bll, bvec, bsum, bb, rho, eta, q, v, accs[c])
+    acc = np.zeros((n, 3))
+    for c in range(n_chunks):  # fixed chunks and order: bit-identical results whatever the thread count
+        acc += accs[c]
+    tv = tau * v
+    return p_mask * acc[:, 0] + p_c * (acc[:, 1] / tv + 1.0) + p_r * (acc[:, 2] / (T * v) + 1.0)
 
 
 @numba.njit(cache=True, fastmath=False)
-def _structured_sq_serial_nb(sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
-                             rho, eta, q, p_mask, p_c, p_r, T, v):
+def _structured_sq_serial_nb(sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll,
+                             bvec, bsum, bb, rho, eta, q, p_mask, p_c, p_r, T, v):
     """Per-set squared losses, one thread (small problems: thread start-up would dominate)."""
-    n = sets.shape[0]
-    out = np.empty(n)
-    for i in range(n):
-        out[i] = _set_loss_nb(i, sets, s, smax, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb,
-                              rho, eta, q, p_mask, p_c, p_r, T, v)
-    return out
+    n, tau = sets.shape
+    acc = np.zeros((n, 3))
+    _x_partials_nb(0, s.shape[0], sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl,
+                   Bll, bvec, bsum, bb, rho, eta, q, v, acc)
+    tv = tau * v
+    return p_mask * acc[:, 0] + p_c * (acc[:, 1] / tv + 1.0) + p_r * (acc[:, 2] / (T * v) + 1.0)
 
 
 #: Largest ``V1 (T + 1)^2`` for which the structured path materialises its group tables
@@ -391,14 +414,15 @@ STRUCTURED_MAX_ENTRIES = 40_000_000
 PARALLEL_THRESHOLD = 2_000_000
 
 
-def _structured_sq(S, W, b, sets, tm, mk, mask_keys):
+def _structured_sq(S, W, b, sets, tm, mk, mask_keys, fast=True):
     rho, eta, q = _context(tm, mk, mask_keys)
     pc = _precompute(S, W, b, tm)
+    fast = bool(fast and eta > 0 and q > 0)
     work = len(sets) * tm.V1 * (tm.tau**2 + 4 * tm.tau)
     kernel = _structured_sq_nb if work >= PARALLEL_THRESHOLD else _structured_sq_serial_nb
     return kernel(
-        sets, pc["s"], pc["smax"], pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"], pc["qll"], pc["Lin"], pc["LinL"],
-        pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
+        sets, pc["s"], pc["smax"], pc["lamg"], pc["maxlamw"], fast, pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"],
+        pc["qll"], pc["Lin"], pc["LinL"], pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
         rho, eta, q, mk.p_mask, mk.p_c, mk.p_r, tm.T, tm.v,
     )
 
