@@ -106,6 +106,33 @@ def _cmd_realdata(args) -> int:
     print(f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s")
     print(f"written to {out}")
     return 0
+# ----------------------------------------------------------------------------- landscape
+def _add_landscape(sub):
+    p = sub.add_parser("landscape", help="attention loss landscape L(alpha, beta), L(K) and the certified optimum")
+    p.add_argument("--T", type=int, default=10, help="topics (default: %(default)s)")
+    p.add_argument("--v", type=int, default=10, help="words per topic (default: %(default)s)")
+    p.add_argument("--tau", type=int, default=3, help="topics per document (default: %(default)s)")
+    p.add_argument("--p-m", type=float, default=0.15, help="selection probability (default: %(default)s)")
+    p.add_argument("--p-c", type=float, default=0.1, help="keep probability (default: %(default)s)")
+    p.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default: %(default)s)")
+    p.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (default: %(default)s)")
+    p.add_argument("--loss", choices=("sq", "ce"), default="sq", help="squared loss or cross-entropy (default: %(default)s)")
+    p.add_argument("--n-grid", type=int, default=201, help="grid points per axis (default: %(default)s)")
+    p.add_argument("--out", default="theorycheck-landscape", help="output folder (default: %(default)s)")
+    p.set_defaults(func=_cmd_landscape)
+
+
+def _cmd_landscape(args) -> int:
+    from .config import Masking, TopicModel
+    from .landscape import write_landscape
+
+    tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
+    mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
+    info = write_landscape(tm, mk, args.out, value=args.value, n_grid=args.n_grid, loss=args.loss)
+    print(f"W^V={args.value}, loss={args.loss}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
+          f"L*={info['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}")
+    print(f"written {args.out}/grid.npz, landscape.png, optimum.json")
+    return 0 if info["status"] in (0, 1) else 1
 # ----------------------------------------------------------------------------- embedding
 def _add_embedding(sub):
     p = sub.add_parser(
@@ -216,6 +243,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     _add_verify(sub)
     _add_realdata(sub)
+    _add_landscape(sub)
     _add_embedding(sub)
     _add_solve(sub)
     return parser

@@ -8,6 +8,9 @@ from ._result import STATUS_MESSAGES, SolveResult
 
 __all__ = ["SolveResult", "STATUS_MESSAGES"]
 
+from ._solve_attention import optimal_attention  # noqa: E402
+
+__all__ += ["optimal_attention"]
 from ._solve_embedding import (  # noqa: E402
     BlockGram,
     closed_form_gram,
