@@ -76,3 +76,15 @@ def test_value_loss_rejects(kwargs, match):
     args.update(kwargs)
     with pytest.raises(ValueError, match=match):
         value_loss(**args)
+
+
+def test_serial_and_parallel_kernels_agree():
+    from theorycheck._value_loss import _block_sums_par, _block_sums_ser
+
+    W = np.random.default_rng(0).normal(size=(61, 61))
+    Yp, sp = _block_sums_par(W, 6, 10)
+    Ys, ss = _block_sums_ser(W, 6, 10)
+    np.testing.assert_allclose(Yp, Ys, rtol=0, atol=1e-13)
+    assert sp == pytest.approx(ss, rel=1e-14)
+    # and both against plain numpy block sums
+    np.testing.assert_allclose(Ys, W[:, 1:].reshape(61, 6, 10).sum(axis=2), atol=1e-13)

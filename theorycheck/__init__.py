@@ -14,3 +14,10 @@ from .config import Masking, TopicModel
 __version__ = "0.1.0"
 
 __all__ = ["TopicModel", "Masking", "population", "solvers", "__version__"]
+
+from . import landscape  # noqa: E402
+
+__all__ += ["landscape"]
+from . import stats  # noqa: E402
+
+__all__ += ["stats"]

@@ -33,8 +33,11 @@ from .config import Masking, TopicModel
 __all__ = ["value_loss", "value_loss_grad"]
 
 
-@numba.njit(cache=True, parallel=True, fastmath=False)
-def _block_sums_nb(W, T, v):
+#: Below this many entries of W the serial kernel is used (thread start-up dominates).
+PARALLEL_MIN_ENTRIES = 1_000_000
+
+
+def _block_sums_impl(W, T, v):
     """``Y[i, t] = sum_{j in topic t} W[i, j]`` and ``||W||_F^2`` in one pass over W."""
     V1 = W.shape[0]
     Y = np.zeros((V1, T))
@@ -51,6 +54,17 @@ def _block_sums_nb(W, T, v):
             Y[i, t] = s
         sq[i] = acc
     return Y, sq.sum()
+
+
+_block_sums_par = numba.njit(cache=True, parallel=True, fastmath=False)(_block_sums_impl)
+_block_sums_ser = numba.njit(cache=True, parallel=False, fastmath=False)(_block_sums_impl)
+
+
+def _block_sums_nb(W, T, v):
+    """Dispatch to the serial or the row-parallel Numba kernel by the size of ``W``."""
+    if W.size >= PARALLEL_MIN_ENTRIES:
+        return _block_sums_par(W, T, v)
+    return _block_sums_ser(W, T, v)
 
 
 def _validate(W, tm, mk, b, reg):

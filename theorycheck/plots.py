@@ -97,3 +97,263 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
+# ----------------------------------------------------------------------------- attention (PAPER_SPEC §4.3)
+def attention_landscape(alpha, beta, L, *, optimum=None, value: str = "block", logK=None, L_K=None,
+                        K_star=None, title: str = ""):
+    """Contour plot of ``L(alpha, beta)`` (``L[i, j]`` at ``alpha[i], beta[j]``), optionally beside ``L(log K)``.
+
+    ``optimum``: ``(alpha*, beta*)`` marked with a star; for the block ``W^V`` the level sets are
+    the curves ``e^alpha + (v-1) e^beta = const``.
+    """
+    alpha, beta, L = np.asarray(alpha, float), np.asarray(beta, float), np.asarray(L, float)
+    two = logK is not None and L_K is not None
+    fig = _new_figure(figsize=(10.5 if two else 5.6, 4.4))
+    ax = fig.add_subplot(1, 2 if two else 1, 1)
+    lo, hi = float(np.min(L)), float(np.quantile(L, 0.9))
+    levels = lo + (hi - lo) * np.linspace(0, 1, 25) ** 2
+    cs = ax.contourf(beta, alpha, L, levels=levels, cmap="viridis", extend="max")
+    ax.contour(beta, alpha, L, levels=levels[::3], colors="k", linewidths=0.4)
+    fig.colorbar(cs, ax=ax, fraction=0.046, pad=0.04, label="L")
+    if optimum is not None and np.all(np.isfinite(optimum)):
+        ax.plot([optimum[1]], [optimum[0]], marker="*", ms=14, color="r", label="optimum")
+        ax.legend(loc="lower right", fontsize=8)
+    ax.set_xlabel("beta (same topic, other word)")
+    ax.set_ylabel("alpha (same word)")
+    ax.set_title(f"L(alpha, beta), W^V={value}" + (f"\n{title}" if title else ""), fontsize=9)
+    if two:
+        ax2 = fig.add_subplot(1, 2, 2)
+        ax2.plot(np.exp(np.asarray(logK)), L_K, lw=1.5)
+        ax2.set_xscale("log")
+        if K_star is not None:
+            ax2.axvline(K_star, color="r", ls="--", lw=1, label=f"K* = {K_star:.4g}")
+            ax2.legend(fontsize=8)
+        ax2.set_xlabel("K = e^alpha + (v-1) e^beta")
+        ax2.set_ylabel("L (block W^V)")
+        ax2.set_title("loss along K", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def attention_sweep(rows, *, title: str = ""):
+    """``K*/(v tau)`` and the optimal per-word same:different-topic attention ratio versus T.
+
+    ``rows``: dicts from :func:`theorycheck.landscape.asymptotic_sweep` (keys T, tau, K_over_vtau,
+    attention_ratio).
+    """
+    fig = _new_figure(figsize=(10, 4))
+    ax1 = fig.add_subplot(1, 2, 1)
+    ax2 = fig.add_subplot(1, 2, 2)
+    T = np.array([r["T"] for r in rows], float)
+    tau = np.array([r["tau"] for r in rows], float)
+    c = np.array([r["K_over_vtau"] for r in rows], float)
+    ratio = np.array([r["attention_ratio"] for r in rows], float)
+    sc = ax1.scatter(T / tau, c, c=np.log10(T), cmap="plasma")
+    fig.colorbar(sc, ax=ax1, label="log10 T")
+    ax1.set_xscale("log")
+    ax1.set_xlabel("T / tau")
+    ax1.set_ylabel("K* / (v tau)")
+    ax1.set_title("optimal aggregate weight per topic / (v tau)", fontsize=9)
+    ax2.loglog(tau, ratio, "o")
+    ax2.loglog(tau, tau, "k:", lw=1, label="ratio = tau")
+    ax2.set_xlabel("tau")
+    ax2.set_ylabel("same-topic : different-topic per-word attention")
+    ax2.legend(fontsize=8)
+    ax2.set_title(title or "optimal attention ratio K*/v", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def finite_n_gap(N, gap, stderr, *, title: str = ""):
+    """Monte Carlo finite-N loss minus the exact N -> inf loss, with 2-sigma error bars, and N x gap."""
+    N, gap, stderr = (np.asarray(x, float) for x in (N, gap, stderr))
+    fig = _new_figure(figsize=(10, 4))
+    ax1 = fig.add_subplot(1, 2, 1)
+    ax1.errorbar(N, gap, yerr=2 * stderr, fmt="o-", capsize=3)
+    ax1.axhline(0.0, color="k", lw=0.6)
+    ax1.set_xscale("log")
+    ax1.set_xlabel("document length N")
+    ax1.set_ylabel("L_MC(N) - L(N = inf)")
+    ax1.set_title(title or "finite-document gap", fontsize=9)
+    ax2 = fig.add_subplot(1, 2, 2)
+    ax2.errorbar(N, N * gap, yerr=2 * N * stderr, fmt="s-", capsize=3)
+    ax2.set_xscale("log")
+    ax2.set_xlabel("document length N")
+    ax2.set_ylabel("N x gap  (flat if O(1/N))")
+    fig.tight_layout()
+    return fig
+
+
+def loss_vs_K(curves, *, title: str = ""):
+    """Block-``W^V`` loss minus its minimum along ``K`` for several configurations.
+
+    ``curves``: iterable of ``(label, logK, L, K_star)``; the optimum ``K*`` is marked.
+    """
+    fig = _new_figure(figsize=(5.6, 4.2))
+    ax = fig.add_subplot(1, 1, 1)
+    for label, lk, L, K in curves:
+        L = np.asarray(L, float)
+        line, = ax.plot(np.exp(np.asarray(lk)), L - L.min() + 1e-9, label=f"tau={label}, K*={K:.4g}")
+        ax.axvline(K, color=line.get_color(), ls=":", lw=1)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("K = e^alpha + (v-1) e^beta")
+    ax.set_ylabel("L(K) - min L")
+    ax.set_title(title or "block W^V: loss along K", fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+__all__ += ["attention_landscape", "attention_sweep", "finite_n_gap", "loss_vs_K"]
+# ----------------------------------------------------------------------------- embedding figures (issue #3)
+__all__ += ["gram_pair", "block_sum_sweep"]
+
+
+def gram_pair(G_left, G_right, *, titles=("", ""), block: int | None = None, suptitle: str = "",
+              vmax: float | None = None):
+    """Two token-indexed Gram matrices side by side on a shared symmetric colour scale.
+
+    Parameters
+    ----------
+    G_left, G_right : array_like, shape (V1, V1)
+        E.g. the closed-form min-norm Gram and an L-BFGS-trained ``W_E^T W_E``.
+    titles : (str, str)
+    block : int, optional
+        Words per topic ``v`` (grid lines after [MASK] and every ``v`` words).
+    vmax : float, optional
+        Colour-scale limit (entries beyond it saturate); default the largest absolute entry.
+    """
+    A = np.asarray(G_left, dtype=float)
+    B = np.asarray(G_right, dtype=float)
+    fig = _new_figure(figsize=(10.5, 4.6))
+    if vmax is None:
+        vmax = float(max(np.max(np.abs(A)), np.max(np.abs(B)), 1e-300))
+    for k, (M, title) in enumerate(zip((A, B), titles)):
+        ax = fig.add_subplot(1, 2, k + 1)
+        im = ax.imshow(M, cmap="RdBu_r", vmin=-vmax, vmax=vmax, interpolation="nearest")
+        if block:
+            for j in range(1, M.shape[0], block):
+                ax.axhline(j - 0.5, color="k", lw=0.3, alpha=0.4)
+                ax.axvline(j - 0.5, color="k", lw=0.3, alpha=0.4)
+        ax.set_title(title, fontsize=9)
+        ax.set_xlabel("token j")
+        ax.set_ylabel("token i")
+    fig.colorbar(im, ax=fig.axes, fraction=0.025, pad=0.02)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
+    return fig
+
+
+def block_sum_sweep(inv_a, measured, *, labels=None, title: str = "", log: bool = True, rel_error=None):
+    """Measured own-minus-other block sums against the prediction ``1/a`` (identity line).
+
+    Parameters
+    ----------
+    inv_a : array_like, shape (n,)
+        Predicted ``1/a = 1/(1 - p_m (1 - p_c))`` per masking configuration.
+    measured : array_like, shape (n,) or (n, k)
+        Measured own-minus-other block sums (columns: e.g. min / max over words and topics).
+    labels : sequence of str, optional
+        One label per column of ``measured``.
+    log : bool
+        Logarithmic axes (``1/a`` spans 1 to ~20 in a masking sweep).
+    rel_error : array_like, shape (n,), optional
+        Relative errors ``max |a * measured - 1|``, drawn in a second panel.
+    """
+    x = np.asarray(inv_a, dtype=float)
+    y = np.asarray(measured, dtype=float)
+    if y.ndim == 1:
+        y = y[:, None]
+    two = rel_error is not None
+    fig = _new_figure(figsize=(10.0 if two else 5.4, 4.4))
+    ax = fig.add_subplot(1, 2 if two else 1, 1)
+    lo, hi = float(min(x.min(), y.min())), float(max(x.max(), y.max()))
+    grid = np.linspace(0.9 * lo, 1.1 * hi, 200)
+    ax.plot(grid, grid, color="0.6", lw=1, label="prediction 1/a")
+    markers = ["o", "x", "+", "s"]
+    for k in range(y.shape[1]):
+        lab = labels[k] if labels is not None else None
+        ax.plot(x, y[:, k], markers[k % len(markers)], ms=6, mfc="none", label=lab)
+    if log:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+    ax.set_xlabel("1/a = 1/(1 - p_m (1 - p_c))")
+    ax.set_ylabel("measured own-topic minus other-topic block sum")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    if two:
+        ax2 = fig.add_subplot(1, 2, 2)
+        err = np.maximum(np.asarray(rel_error, dtype=float), 1e-17)
+        ax2.semilogy(x, err, "o", mfc="none")
+        ax2.set_xscale("log" if log else "linear")
+        ax2.set_xlabel("1/a")
+        ax2.set_ylabel("max relative error |a (own - other) - 1|")
+        ax2.set_title("relative error per masking configuration", fontsize=9)
+    return fig
+def heatmap_pair(left, right, *, titles=("", ""), block: int | None = None, suptitle: str = ""):
+    """Two token-indexed matrices side by side on one shared symmetric colour scale.
+
+    Parameters
+    ----------
+    left, right : array_like, shape (n, n)
+        E.g. the closed-form ``W^V`` and an independent solution (lstsq, gradient descent).
+    titles : (str, str)
+    block : int, optional
+        Words per topic ``v`` (topic grid lines, see :func:`heatmap`).
+    """
+    L = np.asarray(left, dtype=float)
+    R = np.asarray(right, dtype=float)
+    fig = _new_figure(figsize=(10.4, 4.4))
+    vmax = float(max(np.max(np.abs(L)), np.max(np.abs(R)))) if L.size else 1.0
+    axes = [fig.add_subplot(1, 2, k + 1) for k in range(2)]
+    for ax, M, title in zip(axes, (L, R), titles):
+        im = ax.imshow(M, cmap="RdBu_r", interpolation="nearest", vmin=-vmax, vmax=vmax)
+        if block:
+            for k in range(1, M.shape[0], block):
+                ax.axhline(k - 0.5, color="k", lw=0.4, alpha=0.5)
+                ax.axvline(k - 0.5, color="k", lw=0.4, alpha=0.5)
+        ax.set_title(title)
+        ax.set_xlabel("key / column")
+        ax.set_ylabel("query / row")
+    fig.colorbar(im, ax=axes, fraction=0.025, pad=0.02)
+    if suptitle:
+        fig.suptitle(suptitle)
+    return fig
+
+
+def convergence(steps, series: dict, *, ylabel: str = "", title: str = "", logy: bool = True):
+    """Curves ``{label: values}`` against ``steps`` (e.g. distance to an optimum during descent)."""
+    fig = _new_figure(figsize=(5.6, 4.0))
+    ax = fig.add_subplot(1, 1, 1)
+    for k, (label, vals) in enumerate(series.items()):
+        vals = np.asarray(vals, dtype=float)
+        ax.plot(np.asarray(steps)[: vals.size], vals, label=label, ls=("-", "-", "--", ":")[k % 4])
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    return fig
+
+
+def entry_histograms(groups: dict, *, title: str = "", xlabel: str = "entry value", bins: int = 40):
+    """Overlaid histograms of groups of matrix entries, e.g. same-topic vs different-topic entries."""
+    fig = _new_figure(figsize=(5.6, 4.0))
+    ax = fig.add_subplot(1, 1, 1)
+    allv = np.concatenate([np.asarray(v, dtype=float).ravel() for v in groups.values()])
+    lo, hi = float(allv.min()), float(allv.max())
+    if hi <= lo:
+        lo, hi = lo - 0.5, hi + 0.5
+    edges = np.linspace(lo, hi, bins + 1)
+    for label, vals in groups.items():
+        ax.hist(np.asarray(vals, dtype=float).ravel(), bins=edges, alpha=0.6, label=label)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("count")
+    ax.set_title(title)
+    ax.legend()
+    return fig
+
+
+__all__ += ["heatmap_pair", "convergence", "entry_histograms"]

@@ -19,3 +19,28 @@ __all__ = [
 from ._value_loss import value_loss, value_loss_grad  # noqa: E402
 
 __all__ += ["value_loss", "value_loss_grad"]
+
+from ._attention_loss import SetSampledLoss, attention_loss, attention_loss_grad  # noqa: E402
+
+__all__ += ["attention_loss", "attention_loss_grad", "SetSampledLoss"]
+
+from ._alpha_beta import (  # noqa: E402
+    alpha_beta_ce_loss,
+    alpha_beta_loss,
+    alpha_beta_loss_logK,
+    alpha_beta_score_matrix,
+    alpha_beta_value_matrix,
+    stage1_block_constants,
+)
+
+__all__ += [
+    "alpha_beta_loss",
+    "alpha_beta_loss_logK",
+    "alpha_beta_score_matrix",
+    "alpha_beta_value_matrix",
+    "alpha_beta_ce_loss",
+    "stage1_block_constants",
+]
+from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad  # noqa: E402
+
+__all__ += ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad"]

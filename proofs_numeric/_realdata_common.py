@@ -1,0 +1,61 @@
+"""Shared, cached inputs of the ``realdata_*`` claims (not a claim module: leading underscore).
+
+The claims are registered only when the optional ``nlp`` extra imports
+(:func:`theorycheck.realdata.available`); without it they are absent from the registry, so
+``theorycheck verify`` and the generic claim tests never touch the optional packages.
+
+The Wikipedia fragment, the LDA fit, the token mapping and the encoder attentions of a seeded
+sample of windows are computed once per process and parameter set (``functools.lru_cache``),
+so the three claims and their falsifications share one encoder pass.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from theorycheck.realdata import available
+
+AVAILABLE = available()
+
+DEFAULTS = dict(n_topics=20, max_tokens=3072, n_boot=100, seed=0)
+
+
+def config(params: dict):
+    from theorycheck.realdata.pipeline import RealDataConfig
+
+    return RealDataConfig(n_topics=params["n_topics"], max_tokens=params["max_tokens"], n_boot=params["n_boot"],
+                          seed=params["seed"], n_no_topic=500)
+
+
+@lru_cache(maxsize=2)
+def _prepared(key: tuple):
+    from threadpoolctl import threadpool_limits
+
+    from theorycheck.realdata.pipeline import encode_windows, prepare, select_windows
+
+    params = dict(key)
+    cfg = config(params)
+    with threadpool_limits(limits=cfg.blas_threads, user_api="blas"):
+        prep = prepare(cfg)
+        rng = np.random.default_rng(cfg.seed)
+        chosen = select_windows(prep.windows, cfg.max_tokens, rng)
+        encoded = [(w, a.copy()) for w, a in encode_windows(prep.model, chosen)]
+    return prep, encoded
+
+
+def prepared(params: dict):
+    """``(Prepared, [(window, attentions)])`` for the claim parameters (cached)."""
+    return _prepared(tuple(sorted(params.items())))
+
+
+def membership(prep, inject: dict | None):
+    """Token-topic membership, or a seeded permutation of it among topic tokens (the falsifier)."""
+    M = prep.token_topics.vocab_membership
+    if inject and "permute_topics_seed" in inject:
+        ids = prep.token_topics.token_ids
+        perm = np.random.default_rng(inject["permute_topics_seed"]).permutation(ids.size)
+        M = M.copy()
+        M[ids] = M[ids[perm]]
+    return M

@@ -1,0 +1,63 @@
+"""PAPER_SPEC §6 item 19 (PAPER, Theorem 3 as reconstructed in §4.3; exact statement UNREC).
+
+The paper (Li, Li, Risteski, ICML 2023, Theorem 3) states that in an asymptotic regime
+(T, tau -> infinity under its Assumption 3) the optimal attention of the (alpha, beta) family
+with a stage-1 W^V gives same-word / same-topic pairs more attention than different-topic pairs,
+and that a very large weight (its "Case 3", beta > 100 c_4 v tau, constant c_4 unknown to us) is
+suboptimal. What we can check honestly, along a growing sequence (T, tau) up to T = 1e5:
+
+1. the per-word same-topic : different-topic attention ratio at the optimum, K*/v, exceeds 1
+   and grows along the sequence;
+2. with identity W^V, the same word gets more attention than a different-topic word (e^alpha* > 1);
+3. a very large aggregate weight is strictly suboptimal: L(K = 100 v tau) > L* (we read the
+   paper's threshold as an aggregate post-exp weight with c_4 = 1; this reading is INF).
+"""
+
+from __future__ import annotations
+
+import math
+
+from theorycheck import Masking, TopicModel
+from theorycheck.claims import Claim, compare_all, compare_greater
+from theorycheck.population import alpha_beta_loss_logK
+from theorycheck.solvers import optimal_attention
+
+from ._attention_common import kstar, swapped_constants
+
+SEQUENCE = ((100, 10, 10), (1000, 10, 32), (10000, 10, 100), (100000, 10, 316))
+
+
+def check(params, inject=None):
+    inject = inject or {}
+    mk = Masking(params["p_m"], params["p_c"], params["p_r"])
+    subs, ratios = [], []
+    for T, v, tau in SEQUENCE:
+        tm = TopicModel(T=T, v=v, tau=tau)
+        consts = swapped_constants(tm, mk) if inject.get("swap") else None
+        K, L = kstar(tm, mk, constants=consts)
+        ratios.append(K / v)
+        subs.append(compare_greater(K / v, 1.0, details={f"ratio[T={T}]": K / v}))
+        L_big = float(alpha_beta_loss_logK(math.log(100 * v * tau), tm, mk, constants=consts))
+        subs.append(compare_greater(L_big - L, 0.0, details={f"L(100 v tau) - L*[T={T}]": L_big - L}))
+    for r0, r1 in zip(ratios, ratios[1:]):
+        subs.append(compare_greater(r1, r0))
+    tm = TopicModel(T=100, v=10, tau=10)
+    ident = optimal_attention(tm, mk, "identity", check_general=False)
+    subs.append(compare_greater(ident.alpha, 0.0, details={"identity_alpha_star[T=100,tau=10]": ident.alpha}))
+    return compare_all(subs)
+
+
+def falsify(params):
+    """Anti-topic W^V: the optimum then puts less per-word weight on the query's topic."""
+    return {"swap": True}
+
+
+CLAIM = Claim(
+    id="attention.paper-theorem3",
+    statement="Theorem 3 (as checkable): along growing T, tau the optimum gives same-topic words more per-word attention (ratio K*/v > 1, growing) and K = 100 v tau is strictly worse than K*",
+    source="PAPER",
+    spec="PAPER_SPEC §4.3 (paper statement INF/UNREC), §6 item 19",
+    check=check,
+    default_params=(dict(p_m=0.15, p_c=0.1, p_r=0.1),),
+    falsify=falsify,
+)

@@ -1,0 +1,67 @@
+"""Free decoder bias (DERIVED by us for this toolkit; PAPER_SPEC §4.1 reports only gradient-descent
+numbers for it): with an unpenalised bias ``b`` the tied model's minimum-norm optimum is
+
+``b = u`` (uniform over words), ``<E_i,E_j> = x = (T-1)/(a v T)`` within a topic,
+``y = -1/(a v T)`` across topics, ``E_0 = 0``; rank ``T - 1`` (eigenvalue 0 on ``1_W``).
+
+Checked against the semidefinite program ``min tr G`` over ``G >= 0`` with
+``G (m_S - mu) = p_S - u`` (centred exact moments; cvxpy/CLARABEL, our own duality-gap
+recomputation), and against PAPER_SPEC's gradient-descent numbers for T = 5, v = 4, tau = 2
+(same-topic ~ 0.231, different-topic ~ -0.058, quoted to 3 decimals).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.solvers import optimal_embedding_gram
+
+from ._embedding_common import models
+
+
+def check(params: dict, inject: dict | None = None):
+    inject = inject or {}
+    tm, mk = models(params)
+    a, T, v = mk.a, tm.T, tm.v
+    x, y = (T - 1) / (a * v * T), -1.0 / (a * v * T)
+    x *= inject.get("x_scale", 1.0)
+    topics = np.arange(tm.n_words) // v
+    G_f = np.zeros((tm.V1, tm.V1))
+    G_f[1:, 1:] = np.where(topics[:, None] == topics[None, :], x, y)
+    u = np.r_[0.0, np.full(tm.n_words, 1.0 / tm.n_words)]
+    cv = optimal_embedding_gram(tm, mk, "cvxpy", bias=True)
+    subs = [
+        compare_close(cv.x, G_f, 1e-6, details={"cvxpy_status": cv.status, "duality_gap": cv.residuals["duality_gap"],
+                                                "loss_gap": cv.residuals["loss_gap"]}),
+        compare_close(cv.b, u, 1e-6, details={"bias_error": float(np.max(np.abs(cv.b - u)))}),
+        compare_close(int(np.sum(np.linalg.eigvalsh(cv.x) > 1e-6)), T - 1, 0.5),
+    ]
+    if "quoted" in params:
+        subs.append(compare_close([x, y], params["quoted"], 5e-4, details={"x": x, "y": y}))
+    res = compare_all(subs)
+    res.expected = f"x = {x:.6g}, y = {y:.6g}, b = u, rank T-1"
+    res.measured = f"max|G_cvxpy - formula| = {subs[0].details['abs_error']:.3g}"
+    return res
+
+
+def falsify(params: dict) -> dict:
+    """Scale the formula's same-topic value by 1 + 1e-3."""
+    return {"x_scale": 1 + 1e-3}
+
+
+CLAIM = Claim(
+    id="embedding.bias-min-norm",
+    statement=(
+        "With a free decoder bias, the min-norm tied optimum has b = u, same-topic inner product (T-1)/(avT), "
+        "different-topic -1/(avT), E_0 = 0, rank T-1"
+    ),
+    source="DERIVED",
+    spec="PAPER_SPEC §4.1 (free-bias gradient-descent numbers); derivation in theorycheck/_solve_embedding.py",
+    check=check,
+    default_params=(
+        dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, quoted=(0.231, -0.058)),
+        dict(T=4, v=3, tau=1, p_m=0.4, p_c=0.2, p_r=0.3),
+    ),
+    falsify=falsify,
+)

@@ -1,0 +1,66 @@
+"""PAPER_SPEC §6 item 14 (PAPER): the embedding layer encodes topics as a higher average inner
+product (and cosine similarity) between same-topic words than between different-topic words.
+
+Source: the paper's abstract [TXT in PAPER_SPEC §0]; the exact wording of Theorem 1's conclusion 3
+could not be read (PAPER_SPEC §4.1, [INF]). We check it on the tied model's optima that training
+reaches (L-BFGS from a small init on the exact population loss) and on the minimum-norm optimum,
+with the paper's pair classes (distinct tokens; [MASK] excluded). It is NOT a property of every
+minimiser: adding ``c P_w`` (within-topic zero-mean projector, a direction the loss ignores) keeps
+the loss optimal and reverses the sign for c > v(x - y) = 1/a; ``falsify`` does exactly that.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theorycheck.claims import Claim, compare_greater
+from theorycheck.solvers import closed_form_gram, embedding_from_gram
+from theorycheck.stats import embedding_topic_stats
+
+from ._embedding_common import models, trained_embedding
+
+
+def check(params: dict, inject: dict | None = None):
+    inject = inject or {}
+    tm, mk = models(params)
+    d = params["d"]
+    W_train = trained_embedding(tm, mk, d, seed=params.get("seed", 0))
+    W_min = embedding_from_gram(closed_form_gram(tm, mk), d)
+    gaps = {}
+    for name, W in (("trained", W_train), ("min_norm", W_min)):
+        if "null_scale" in inject:  # G + c P_w: same loss, reversed within-topic structure
+            G = W.T @ W
+            Pw = np.zeros_like(G)
+            Pw[1:, 1:] = np.eye(tm.n_words) - np.kron(np.eye(tm.T), np.ones((tm.v, tm.v)) / tm.v)
+            W = embedding_from_gram(G + inject["null_scale"] * Pw, tm.V1)
+        s = embedding_topic_stats(W, tm)
+        gaps[f"{name}.gap_dot"] = s.gap_dot
+        gaps[f"{name}.gap_cos"] = s.gap_cos
+        gaps[f"{name}.same_topic_dot"] = s.same_topic_dot
+        gaps[f"{name}.diff_topic_dot"] = s.diff_topic_dot
+    worst = min(v for k, v in gaps.items() if "gap" in k)
+    res = compare_greater(worst, 0.0, details=gaps)
+    res.expected = "same-topic - different-topic > 0 (dot and cosine)"
+    return res
+
+
+def falsify(params: dict) -> dict:
+    """Add 3 P_w to the Gram (still an optimum): same-topic distinct-token products drop by 3/v."""
+    return {"null_scale": 3.0}
+
+
+CLAIM = Claim(
+    id="embedding.same-topic-larger",
+    statement=(
+        "Trained tied embeddings have larger mean inner product and cosine similarity for same-topic "
+        "word pairs than for different-topic pairs (small-init and min-norm optima)"
+    ),
+    source="PAPER",
+    spec="PAPER_SPEC §0 (abstract), §4.1 conclusion 3 [INF], §6 item 14",
+    check=check,
+    default_params=(
+        dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1, d=12),
+        dict(T=6, v=4, tau=2, p_m=0.4, p_c=0.3, p_r=0.3, d=8),
+    ),
+    falsify=falsify,
+)

@@ -1,0 +1,199 @@
+"""Exact population loss of the embedding model (Theorem 1 setting) and its gradient.
+
+Setting (PAPER_SPEC §3.1 variant E, §4.0, §4.1): attention frozen uniform, ``W^V = I``,
+one layer, squared loss, N -> inf. Every output column is ``M m_S + b`` with the effective
+linear map
+
+.. math::
+    M = W^{dec} W^E \\quad\\text{(untied decoder)}, \\qquad
+    M = (W^E)^T W^E = G \\quad\\text{(tied decoder, } W^{dec} = (W^E)^T),
+
+so the loss is exactly ``value_loss(M, tm, mk, b)`` plus the L2 term. The gradient is the chain
+rule on top of :func:`theorycheck.population.value_loss_grad` (``D = dL/dM``):
+
+.. math::
+    \\text{tied: } \\partial_{W^E} L = W^E (D + D^T) + 2\\lambda W^E, \\qquad
+    \\text{untied: } \\partial_{W^E} L = (W^{dec})^T D + 2\\lambda W^E,\\;
+    \\partial_{W^{dec}} L = D (W^E)^T + 2\\lambda W^{dec}.
+
+The regulariser is ``reg * ||W^E||_F^2`` (tied) or ``reg * (||W^E||_F^2 + ||W^dec||_F^2)``
+(untied), on the trained matrices (DESIGN.md conventions). Cost: one ``V1 x V1`` product
+``M`` (``O(V1^2 d)``) plus the ``O(V1^2)`` block-sum evaluation of ``value_loss_grad``.
+``_embedding_loss_ref`` is the independent dense-moment reference.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from typing import NamedTuple
+
+import numba
+import numpy as np
+
+from ._moments import moments
+from ._validate import check_array, check_real
+from ._value_loss import value_loss, value_loss_grad
+from .config import Masking, TopicModel
+
+__all__ = ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad", "effective_map"]
+
+#: Below this V1 the block-sum kernel runs on one Numba thread: launching the parallel region
+#: costs more than the work (measured 27 ms vs 4 us per call at V1 = 16 on a loaded 2-core box).
+SERIAL_BELOW_V1 = 512
+
+
+@contextmanager
+def _kernel_threads(V1: int):
+    """Run Numba kernels single-threaded for small problems (thread-local, restored on exit)."""
+    if V1 >= SERIAL_BELOW_V1 or numba.get_num_threads() == 1:
+        yield
+        return
+    old = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(old)
+
+
+class EmbeddingLossGrad(NamedTuple):
+    """Loss and gradients of the embedding model.
+
+    Attributes
+    ----------
+    loss : float
+    dW_E : ndarray, shape (d, V1)
+    dW_dec : ndarray, shape (V1, d), or None when the decoder is tied
+    db : ndarray, shape (V1,)
+        Gradient w.r.t. the decoder bias (at ``b = 0`` when no bias is passed, like
+        :func:`~theorycheck.population.value_loss_grad`).
+    """
+
+    loss: float
+    dW_E: np.ndarray
+    dW_dec: np.ndarray | None
+    db: np.ndarray
+
+
+def _validate(W_E, tm, mk, W_dec, b, tied, reg):
+    if not isinstance(tm, TopicModel):
+        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    if not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    mk.require_masked_positions("embedding_loss")
+    if not isinstance(tied, (bool, np.bool_)):
+        raise TypeError(f"tied must be a bool, got {tied!r}")
+    W_E = check_array("W_E", W_E, ndim=2)
+    if W_E.shape[1] != tm.V1 or W_E.shape[0] < 1:
+        raise ValueError(f"W_E must have shape (d, V1) = (d >= 1, {tm.V1}), got {W_E.shape}")
+    d = W_E.shape[0]
+    if tied:
+        if W_dec is not None:
+            raise ValueError("W_dec must be None when tied=True (the decoder is W_E^T); pass tied=False to use W_dec")
+    else:
+        if W_dec is None:
+            raise ValueError(f"W_dec (shape (V1, d) = ({tm.V1}, {d})) is required when tied=False")
+        W_dec = check_array("W_dec", W_dec, shape=(tm.V1, d))
+    b = None if b is None else check_array("b", b, shape=(tm.V1,))
+    reg = check_real("reg", reg, low=0.0)
+    return W_E, W_dec, b, bool(tied), reg
+
+
+def effective_map(W_E, W_dec=None, *, tied: bool = True) -> np.ndarray:
+    """``M = (W^E)^T W^E`` (tied) or ``M = W^dec W^E`` (untied); shape ``(V1, V1)``. No validation."""
+    return W_E.T @ W_E if tied else W_dec @ W_E
+
+
+def embedding_loss(W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0) -> float:
+    """Exact population squared MLM loss of the embedding model (PAPER_SPEC §4.0, §4.1).
+
+    .. math::
+        L = E_S E_{x \\sim p_S} \\| M m_S + b - e_x \\|^2 + \\lambda (\\|W^E\\|_F^2 [+ \\|W^{dec}\\|_F^2]),
+
+    with ``M = (W^E)^T W^E`` (tied) or ``W^dec W^E`` (untied).
+
+    Parameters
+    ----------
+    W_E : array_like, shape (d, V1)
+        Token embeddings; column ``i`` is the embedding ``E_i`` of token ``i`` (0 = [MASK]).
+    tm, mk : TopicModel, Masking
+        ``mk.p_m > 0``.
+    W_dec : array_like, shape (V1, d), optional
+        Untied decoder; required iff ``tied=False``.
+    b : array_like, shape (V1,), optional
+        Decoder bias.
+    tied : bool
+        Tie the decoder to the embedding (``W^dec = (W^E)^T``).
+    reg : float
+        L2 coefficient ``lambda >= 0``.
+
+    Returns
+    -------
+    float
+        Minimum ``1 - E||p||^2`` at ``reg = 0`` (if ``d`` is large enough, see
+        :func:`theorycheck.solvers.min_embedding_dim`).
+    """
+    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg)
+    M = effective_map(W_E, W_dec, tied=tied)
+    with _kernel_threads(tm.V1):
+        loss = value_loss(M, tm, mk, b=b)
+    pen = float(np.sum(W_E * W_E)) + (0.0 if tied else float(np.sum(W_dec * W_dec)))
+    return loss + reg * pen
+
+
+def embedding_loss_grad(
+    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0
+) -> EmbeddingLossGrad:
+    """Loss and gradients of :func:`embedding_loss` by the chain rule on ``value_loss_grad``.
+
+    With ``D = dL/dM = 2 M Sigma - 2 C + 2 b mu^T`` from
+    :func:`~theorycheck.population.value_loss_grad`:
+
+    .. math::
+        \\text{tied: } \\partial_{W^E} L = W^E (D + D^T) + 2\\lambda W^E; \\quad
+        \\text{untied: } \\partial_{W^E} L = (W^{dec})^T D + 2\\lambda W^E,\\;
+        \\partial_{W^{dec}} L = D (W^E)^T + 2\\lambda W^{dec}.
+
+    Returns
+    -------
+    EmbeddingLossGrad
+        ``(loss, dW_E (d, V1), dW_dec (V1, d) or None, db (V1,))``.
+    """
+    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg)
+    M = effective_map(W_E, W_dec, tied=tied)
+    with _kernel_threads(tm.V1):
+        loss, D, db = value_loss_grad(M, tm, mk, b=b)
+    if tied:
+        dW_E = W_E @ (D + D.T) + 2.0 * reg * W_E
+        dW_dec = None
+        pen = float(np.sum(W_E * W_E))
+    else:
+        dW_E = W_dec.T @ D + 2.0 * reg * W_E
+        dW_dec = D @ W_E.T + 2.0 * reg * W_dec
+        pen = float(np.sum(W_E * W_E)) + float(np.sum(W_dec * W_dec))
+    return EmbeddingLossGrad(loss + reg * pen, dW_E, dW_dec, db)
+
+
+def _embedding_loss_ref(W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0):
+    """Dense numpy reference: ``(loss, dW_E, dW_dec, db)`` from the exact moments ``(Sigma, C)``.
+
+    ``L = tr(M Sigma M^T) - 2 tr(M C^T) + 2 b^T M mu + ||b||^2 - 2 u^T b + 1 + reg * penalty``;
+    gradients written out from the dense moments, independently of ``value_loss_grad``.
+    """
+    Sigma, C = moments(tm, mk)
+    W_E = np.asarray(W_E, dtype=float)
+    M = W_E.T @ W_E if tied else np.asarray(W_dec, dtype=float) @ W_E
+    bb = np.zeros(tm.V1) if b is None else np.asarray(b, dtype=float)
+    u = np.full(tm.V1, 1.0 / tm.n_words)
+    u[0] = 0.0
+    mu = (mk.a + mk.r) * u
+    mu[0] = mk.q
+    loss = np.trace(M @ Sigma @ M.T) - 2 * np.sum(M * C) + 2 * bb @ M @ mu + bb @ bb - 2 * u @ bb + 1.0
+    D = 2 * M @ Sigma - 2 * C + 2 * np.outer(bb, mu)
+    db = 2 * (M @ mu + bb - u)
+    if tied:
+        loss += reg * np.sum(W_E**2)
+        return float(loss), W_E @ (D + D.T) + 2 * reg * W_E, None, db
+    W_dec = np.asarray(W_dec, dtype=float)
+    loss += reg * (np.sum(W_E**2) + np.sum(W_dec**2))
+    return float(loss), W_dec.T @ D + 2 * reg * W_E, D @ W_E.T + 2 * reg * W_dec, db
