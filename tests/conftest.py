@@ -1,6 +1,7 @@
 """Test configuration: deterministic hypothesis profiles and the Agg backend."""
 
 import os
+import socket
 
 import matplotlib
 import pytest
@@ -26,3 +27,16 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 def _agg_backend():
     matplotlib.use("Agg")
     yield
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch):
+    """No test may touch the network: any connection attempt raises (and hubs are told offline)."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+
+    def refuse(*a, **k):
+        raise RuntimeError("network access attempted in an offline test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)

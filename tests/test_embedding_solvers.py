@@ -250,7 +250,7 @@ def test_checker_matches_direct_condition_untied(tm, mk, seed, with_b):
     b = rng.normal(size=tm.V1) * 0.1 if with_b else None
     target = P - (0 if b is None else b[:, None])
     M = target @ np.linalg.pinv(Mm)
-    W_E, W_dec = np.eye(d), M
+    W_E = np.eye(d)
     # with any b the affine conditions are solvable (the m_S have mass 1), so this M is exact
     assert np.max(np.abs(M @ Mm + (0 if b is None else b[:, None]) - P)) <= 1e-10
     assert embedding_minimiser_violation(W_E, tm, mk, W_dec=M, b=b, tied=False) <= 1e-9

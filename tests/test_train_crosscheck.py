@@ -1,7 +1,5 @@
 """Training stack vs the exact evaluators and optima of other modules (population.attention_loss,
 population.alpha_beta_loss, solvers.optimal_value_matrix / optimal_attention / optimal_embedding_gram).
-
-These functions land on main from other branches; each test is skipped until they are merged.
 """
 
 import numpy as np
@@ -15,12 +13,6 @@ import theorycheck.solvers
 from theorycheck.model import ModelConfig, Transformer, population_batch
 from theorycheck.strategies import maskings, topic_models
 from theorycheck.train import DataConfig, OptimConfig, TrainConfig, Trainer, stage1_reference
-
-pending_attention_loss = pytest.mark.skipif(not hasattr(theorycheck.population, "attention_loss"), reason="pending merge")
-pending_alpha_beta = pytest.mark.skipif(not hasattr(theorycheck.population, "alpha_beta_loss"), reason="pending merge")
-pending_optimal_attention = pytest.mark.skipif(not hasattr(theorycheck.solvers, "optimal_attention"), reason="pending merge")
-pending_optimal_value = pytest.mark.skipif(not hasattr(theorycheck.solvers, "optimal_value_matrix"), reason="pending merge")
-pending_optimal_gram = pytest.mark.skipif(not hasattr(theorycheck.solvers, "optimal_embedding_gram"), reason="pending merge")
 
 
 def _score_model(tm, S, W, loss="squared", mask_keys=False):
@@ -41,7 +33,6 @@ def _alpha_beta_scores(tm, alpha, beta):
     return S
 
 
-@pending_attention_loss
 @settings(max_examples=8)
 @given(topic_models(max_T=5, max_v=3), maskings(), st.integers(0, 2**31), st.booleans(), st.sampled_from(["squared", "ce"]))
 def test_population_training_loss_equals_attention_loss(tm, mk, seed, mask_keys, loss):
@@ -54,7 +45,6 @@ def test_population_training_loss_equals_attention_loss(tm, mk, seed, mask_keys,
     assert ours == pytest.approx(float(ref), rel=1e-10, abs=1e-12)
 
 
-@pending_alpha_beta
 @settings(max_examples=15)
 @given(topic_models(min_T=2, max_T=5, max_v=3), maskings(min_p_m=0.05, allow_no_mask_token=False),
        st.floats(-3, 6), st.floats(-3, 6))
@@ -67,7 +57,6 @@ def test_population_training_loss_equals_alpha_beta_closed_form(tm, mk, alpha, b
     assert ours == pytest.approx(ref, rel=1e-9, abs=1e-12)
 
 
-@pending_optimal_attention
 def test_optimal_attention_is_a_local_minimum_of_our_population_loss():
     """K* of the solver: our independent evaluator finds no better K nearby (PAPER_SPEC §4.3, T=v=10, tau=3)."""
     tm, mk = tc.TopicModel(T=10, v=10, tau=3), tc.Masking()
@@ -83,7 +72,6 @@ def test_optimal_attention_is_a_local_minimum_of_our_population_loss():
     assert L0 <= L(1.05 * float(r.K)) and L0 <= L(float(r.K) / 1.05)
 
 
-@pending_optimal_value
 def test_stage1_population_training_reaches_the_solver_optimum():
     from theorycheck.population import moments
 
@@ -100,7 +88,6 @@ def test_stage1_population_training_reaches_the_solver_optimum():
     assert np.linalg.norm(W - ref) / np.linalg.norm(ref) <= 1e-6
 
 
-@pending_optimal_gram
 def test_embedding_training_gram_approaches_the_min_norm_gram():
     """Tied embedding, W^V = I frozen, uniform attention, exact population GD from a small init:
     the Gram W_E^T W_E (rotation invariant) approaches optimal_embedding_gram (PAPER_SPEC §4.1 D3)."""

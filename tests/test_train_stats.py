@@ -90,7 +90,6 @@ def test_block_score_of_unstructured_matrix_is_small():
 
 @given(st.floats(-5, 5), st.floats(-5, 5), st.integers(2, 5), st.integers(1, 4))
 def test_effective_K_of_alpha_beta_family(alpha, beta, T, v):
-    V1 = T * v + 1
     top = np.r_[-1, np.repeat(np.arange(T), v)]
     S = np.where(top[:, None] == top[None, :], beta, 0.0)
     np.fill_diagonal(S, alpha)

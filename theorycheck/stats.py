@@ -1,12 +1,18 @@
 """Topic statistics of learned objects (embeddings, value matrices, attention).
 
-Each block of functions below belongs to one object and is self-contained (its own imports and
-``__all__ +=`` line), so blocks from different contributors can simply be concatenated.
-Statistics take arrays (and the token layout of a :class:`~theorycheck.config.TopicModel`) and
+Two blocks: embedding statistics (PAPER_SPEC §4.1) and training statistics (attention classes,
+block scores, two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a :class:`~theorycheck.config.TopicModel`) and
 return small dataclasses or arrays. No optimisation happens here.
 """
 
 from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from ._validate import check_array, check_int, check_real
+from .config import TopicModel
 
 __all__: list[str] = []
 
@@ -15,13 +21,6 @@ __all__: list[str] = []
 # (PAPER_SPEC §4.1, §5.4, §6 items 11-14; issue #3). Pair classes follow the paper's code
 # (``inspect_result.py``): same token, same topic (distinct tokens), different topic; the
 # [MASK] token (index 0) is excluded from every class.
-from dataclasses import asdict, dataclass  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from ._validate import check_array  # noqa: E402
-from .config import TopicModel  # noqa: E402
-
 __all__ += ["EmbeddingTopicStats", "embedding_topic_stats", "topic_block_sums", "own_minus_other_block_sums"]
 
 
@@ -163,17 +162,8 @@ def own_minus_other_block_sums(W_E, tm: TopicModel) -> np.ndarray:
     return own[:, None] - other
 
 
-# ============================================================================= end of embedding statistics
-
-
 # ============================================================================ training statistics
 # (attention class averages, block scores, two-stage detection; PAPER_SPEC §4.5, §5.1-5.2; issue #5)
-from dataclasses import asdict, dataclass  # noqa: E402
-
-import numpy as np  # noqa: E402
-
-from ._validate import check_int, check_real  # noqa: E402
-
 __all__ += [
     "attention_class_averages",
     "block_contrast",
@@ -397,4 +387,3 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
                            stage2_attention=s2a, stage1_end_attention=s1a, V_growth_before_attention=growth)
 
 
-# ============================================================================ end training statistics
