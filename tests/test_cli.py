@@ -51,3 +51,27 @@ def test_help_lists_subcommands(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "verify" in capsys.readouterr().out
+
+
+def test_network_is_refused_in_tests():
+    """The autouse offline guard of conftest.py: any connection attempt fails loudly."""
+    import socket
+
+    with pytest.raises(RuntimeError, match="network access attempted"):
+        socket.create_connection(("127.0.0.1", 9))
+    s = socket.socket()
+    try:
+        with pytest.raises(RuntimeError, match="network access attempted"):
+            s.connect(("127.0.0.1", 9))
+    finally:
+        s.close()
+
+
+def test_bench_lists_and_rejects(capsys, tmp_path):
+    assert main(["bench", "--list"]) == 0
+    names = capsys.readouterr().out.split()
+    assert "stage1" in names and "value_loss" in names
+    assert main(["bench", "no-such-bench"]) == 2
+    assert "unknown benchmark" in capsys.readouterr().err
+    assert main(["bench", "--dir", str(tmp_path / "missing")]) == 2
+    assert "not found" in capsys.readouterr().err

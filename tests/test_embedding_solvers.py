@@ -491,3 +491,12 @@ def test_dirichlet_prior_same_min_norm_gram(tm, mk, bias):
     if tm.T >= 2:
         uniform = tc.TopicModel(T=tm.T, v=tm.v, tau=1)
         assert closed_form_gram(uniform, mk, bias=bias) == cf.x
+
+
+def test_ignored_arguments_warn():
+    """Arguments a method does not use are never dropped silently (TheorycheckWarning)."""
+    tm, mk = tc.TopicModel(T=3, v=2, tau=2), tc.Masking()
+    with pytest.warns(tc.TheorycheckWarning, match="solver is ignored by method='closed-form'"):
+        tc.solvers.optimal_embedding_gram(tm, mk, solver="SCS")
+    with pytest.warns(tc.TheorycheckWarning, match="seed, maxiter are ignored"):
+        tc.solvers.optimal_embedding_gram(tm, mk, method="schur", seed=3, maxiter=5)

@@ -347,7 +347,7 @@ def test_bad_input(kwargs, exc, match):
 
 
 def test_ignored_solver_warns():
-    with pytest.warns(UserWarning, match="ignored"):
+    with pytest.warns(tc.TheorycheckWarning, match="ignored"):
         optimal_value_matrix(tc.TopicModel(T=3, v=2, tau=1), tc.Masking(), solver="SCS")
 
 

@@ -9,11 +9,12 @@ Understanding", ICML 2023. The mathematics is specified in PAPER_SPEC.md.
 """
 
 from . import population, solvers
+from ._validate import TheorycheckWarning
 from .config import Masking, TopicModel
 
 __version__ = "0.1.0"
 
-__all__ = ["TopicModel", "Masking", "population", "solvers", "__version__"]
+__all__ = ["TopicModel", "Masking", "TheorycheckWarning", "population", "solvers", "__version__"]
 
 from . import landscape  # noqa: E402
 

@@ -46,7 +46,7 @@ import numpy as np
 from ._embedding_loss import _kernel_threads, embedding_loss_grad
 from ._moments import moments
 from ._result import SolveResult
-from ._validate import check_array, check_choice, check_int, check_real
+from ._validate import check_array, check_choice, check_int, check_real, warn_ignored
 from ._value_loss import value_loss, value_loss_grad
 from .config import Masking, TopicModel
 
@@ -526,6 +526,12 @@ def optimal_embedding_gram(
     if not isinstance(bias, (bool, np.bool_)):
         raise TypeError(f"bias must be a bool, got {bias!r}")
     bias = bool(bias)
+    ignored = []
+    if method != "cvxpy" and solver != "CLARABEL":
+        ignored.append("solver")
+    if method != "factorized":
+        ignored += [n for n, used in (("seed", seed != 0), ("init_scale", init_scale != 1e-2), ("maxiter", maxiter != 20_000)) if used]
+    warn_ignored(ignored, method)
     rank = min_embedding_dim(tm, mk, bias=bias)
     if d is not None and reg == 0.0 and d < rank:
         raise ValueError(

@@ -75,7 +75,6 @@ from __future__ import annotations
 
 import math
 import time
-import warnings
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -84,7 +83,7 @@ import numpy as np
 from ._moments import moments
 from ._result import STATUS_MESSAGES, SolveResult
 from ._symmetric import TopicSym
-from ._validate import check_array, check_choice, check_real
+from ._validate import check_array, check_choice, check_real, warn_ignored
 from ._value_loss import value_loss_grad
 from .config import Masking, TopicModel
 
@@ -549,8 +548,8 @@ def optimal_value_matrix(
         raise TypeError(f"dense must be None, True or False, got {dense!r}")
     if not isinstance(solver, str):
         raise TypeError(f"solver must be a string (a cvxpy solver name), got {solver!r}")
-    if method != "cvxpy" and (solver != "CLARABEL" or solver_options):
-        warnings.warn(f"solver/solver_options are ignored by method={method!r}", stacklevel=2)
+    if method != "cvxpy":
+        warn_ignored([n for n, used in (("solver", solver != "CLARABEL"), ("solver_options", bool(solver_options))) if used], method)
     if method == "closed-form":
         if dense is None:
             dense = tm.V1 <= DENSE_DEFAULT_MAX_V1

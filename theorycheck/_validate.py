@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 import numpy as np
 
 __all__ = [
+    "TheorycheckWarning",
+    "warn_ignored",
     "check_int",
     "check_real",
     "check_prob",
@@ -22,6 +25,21 @@ __all__ = [
     "check_square",
     "check_rng",
 ]
+
+
+class TheorycheckWarning(UserWarning):
+    """Warning category of theorycheck: arguments accepted but ignored, soft numerical issues."""
+
+
+def warn_ignored(names, method: str, *, stacklevel: int = 3) -> None:
+    """Warn that the arguments ``names`` are ignored by ``method`` (scipy-style, never silent)."""
+    names = [names] if isinstance(names, str) else list(names)
+    if names:
+        warnings.warn(
+            f"{', '.join(names)} {'is' if len(names) == 1 else 'are'} ignored by method={method!r}",
+            TheorycheckWarning,
+            stacklevel=stacklevel,
+        )
 
 
 def check_int(name: str, value, *, low: int | None = None, high: int | None = None) -> int:

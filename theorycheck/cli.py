@@ -1,4 +1,4 @@
-"""Command line: ``theorycheck verify|landscape|solve|train|bench``.
+"""Command line: ``theorycheck verify|solve|landscape|embedding|train|realdata|bench``.
 
 The CLI parses, builds configurations, calls the library and writes files; no mathematics
 lives here. A bad flag or value prints the library's own ``ValueError`` text and exits 2.
@@ -266,6 +266,51 @@ def _cmd_solve_value(args) -> int:
     return 0 if res.success else 1
 
 
+# ----------------------------------------------------------------------------- bench
+def _benchmarks_dir(path):
+    from pathlib import Path
+
+    folder = Path(path) if path else Path(__file__).resolve().parent.parent / "benchmarks"
+    if not folder.is_dir():
+        raise ValueError(
+            f"--dir: benchmark folder {str(folder)!r} not found; benchmarks live in a source checkout "
+            "(git clone) under benchmarks/, pass --dir to point at it"
+        )
+    return folder
+
+
+def _add_bench(sub):
+    p = sub.add_parser("bench", help="run side-by-side ratio benchmarks (benchmarks/bench_*.py)")
+    p.add_argument("names", nargs="*", help="benchmark names (e.g. stage1 attention); default: all")
+    p.add_argument("--list", action="store_true", help="list benchmark names and exit")
+    p.add_argument("--dir", default=None, help="benchmark folder (default: the checkout's benchmarks/)")
+    p.add_argument("--extra", default="", help="extra arguments passed to each script, e.g. --extra=--quick")
+    p.set_defaults(func=_cmd_bench)
+
+
+def _cmd_bench(args) -> int:
+    import shlex
+    import subprocess
+
+    folder = _benchmarks_dir(args.dir)
+    known = {f.stem[len("bench_"):]: f for f in sorted(folder.glob("bench_*.py"))}
+    if args.list:
+        for name in known:
+            print(name)
+        return 0
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join(known)}")
+    code = 0
+    for name in args.names or list(known):
+        print(f"==> bench {name}", flush=True)
+        rc = subprocess.call([sys.executable, str(known[name]), *shlex.split(args.extra)], cwd=folder)
+        if rc:
+            print(f"bench {name} exited with code {rc}", file=sys.stderr)
+            code = 1
+    return code
+
+
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
@@ -274,11 +319,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
     _add_verify(sub)
-    _add_train(sub)
-    _add_realdata(sub)
+    _add_solve(sub)
     _add_landscape(sub)
     _add_embedding(sub)
-    _add_solve(sub)
+    _add_train(sub)
+    _add_realdata(sub)
+    _add_bench(sub)
     return parser
 
 
