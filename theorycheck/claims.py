@@ -139,13 +139,33 @@ def compare_greater(measured: float, expected: float, **kw) -> ClaimResult:
     )
 
 
+def _relative_margin(r: ClaimResult) -> float:
+    """Margin in units of the sub-check's own scale: ``margin / tolerance`` for equalities,
+    ``margin / max(|expected|, 1)`` for inequalities (``-inf`` if not finite)."""
+    if not _finite(r.margin):
+        return -math.inf
+    if r.tolerance and r.tolerance > 0:
+        return float(r.margin) / float(r.tolerance)
+    try:
+        scale = max(abs(float(r.expected)), 1.0)
+    except (TypeError, ValueError):
+        scale = 1.0
+    return float(r.margin) / scale
+
+
 def compare_all(results: list[ClaimResult]) -> ClaimResult:
-    """Combine sub-checks: passes iff all pass; reports the sub-check with the smallest margin."""
-    worst = min(results, key=lambda r: r.margin if _finite(r.margin) else -math.inf)
+    """Combine sub-checks: passes iff all pass.
+
+    Reports the sub-check closest to failure *relative to its own scale* (see
+    :func:`_relative_margin`), so the reported margin, tolerance, expected and measured values
+    belong together; ``details["relative_margin"]`` holds that scale-free margin.
+    """
+    worst = min(results, key=_relative_margin)
     details = {}
     for i, r in enumerate(results):
         for k, v in r.details.items():
             details[f"{i}.{k}"] = v
+    details["relative_margin"] = _relative_margin(worst)
     data = {}
     for r in results:
         data.update(r.data)
