@@ -90,7 +90,7 @@ def run_claims(claims: list[Claim], *, progress: bool = True) -> list[ReportRow]
     rows = []
     bar = tqdm(jobs, desc="claims", unit="check", disable=not progress)
     for claim, params in bar:
-        bar.set_postfix_str(claim.id)
+        bar.set_postfix_str(claim.id, refresh=False)
         t0 = time.perf_counter()
         try:
             res = claim.run(params)

@@ -598,7 +598,7 @@ class Trainer:
                 self.step += 1
                 if bar is not None:
                     bar.update(1)
-                    bar.set_postfix(loss=f"{loss:.4g}")
+                    bar.set_postfix(loss=f"{loss:.4g}", refresh=False)
                 if cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0:
                     self.save_checkpoint()
         finally:
