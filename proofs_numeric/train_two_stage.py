@@ -63,7 +63,8 @@ def check(params: dict, inject: dict | None = None):
         sub.append(compare_greater(st.stage2_start, st.stage1_end,
                                    details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start}))
     res = compare_all(sub)
-    res.data = {"steps": steps, "norm_W_V": nV, "norm_KQ": nKQ, "stages": st.to_dict()}
+    res.data = {"steps": steps, "loss": np.array([r["loss"] for r in recs]), "norm_W_V": nV, "norm_KQ": nKQ,
+                "stages": st.to_dict()}
     return res
 
 
@@ -79,8 +80,8 @@ def plot(results):
     out = {}
     for i, r in enumerate(results):
         d = r.data
-        recs = [{"step": int(s), "loss": 0.0, "norm_W_V": float(a), "norm_KQ": float(b)}
-                for s, a, b in zip(d["steps"], d["norm_W_V"], d["norm_KQ"])]
+        recs = [{"step": int(s), "loss": float(l), "norm_W_V": float(a), "norm_KQ": float(b)}
+                for s, l, a, b in zip(d["steps"], d["loss"], d["norm_W_V"], d["norm_KQ"])]
         out[f"two_stage_{i}"] = training_curves(recs, stages=d["stages"], keys=("norm_W_V", "norm_KQ"))
     return out
 
