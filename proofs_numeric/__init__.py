@@ -3,6 +3,10 @@
 Every module ``proofs_numeric/<name>.py`` (not starting with ``_``) defines ``CLAIM`` (a
 :class:`theorycheck.claims.Claim`) or ``CLAIMS`` (a list of them). :data:`CLAIMS` collects them
 all, sorted by id. Tests parametrise over it; ``theorycheck verify`` runs it.
+
+A module whose claims cannot run here (an optional extra is missing) registers none and sets
+``SKIPPED`` to a one-line reason; :data:`SKIPPED` lists those reasons (each once) so that the
+report says what was left out and how to enable it.
 """
 
 from __future__ import annotations
@@ -12,11 +16,12 @@ import pkgutil
 
 from theorycheck.claims import Claim
 
-__all__ = ["CLAIMS", "get_claim"]
+__all__ = ["CLAIMS", "SKIPPED", "get_claim"]
 
 
-def _discover() -> list[Claim]:
+def _discover() -> tuple[list[Claim], list[str]]:
     found: list[Claim] = []
+    skipped: list[str] = []
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("_"):
             continue
@@ -24,14 +29,19 @@ def _discover() -> list[Claim]:
         if hasattr(mod, "CLAIM"):
             found.append(mod.CLAIM)
         found.extend(getattr(mod, "CLAIMS", []))
+        reason = getattr(mod, "SKIPPED", None)
+        if reason and reason not in skipped:
+            skipped.append(reason)
     ids = [c.id for c in found]
     dup = {i for i in ids if ids.count(i) > 1}
     if dup:
         raise RuntimeError(f"duplicate claim ids: {sorted(dup)}")
-    return sorted(found, key=lambda c: c.id)
+    return sorted(found, key=lambda c: c.id), skipped
 
 
-CLAIMS: list[Claim] = _discover()
+CLAIMS: list[Claim]
+SKIPPED: list[str]
+CLAIMS, SKIPPED = _discover()
 
 
 def get_claim(claim_id: str) -> Claim:

@@ -16,8 +16,15 @@ from functools import lru_cache
 import numpy as np
 
 from theorycheck.realdata import available
+from theorycheck.realdata._deps import INSTALL_HINT, missing
 
 AVAILABLE = available()
+
+#: Why the realdata claims are not registered (None when they are); shown by ``theorycheck verify``.
+SKIP_REASON = None if AVAILABLE else (
+    f"realdata.* claims skipped: the optional 'nlp' extra is not installed (missing: {', '.join(missing())}); "
+    f"install with: {INSTALL_HINT}"
+)
 
 DEFAULTS = dict(n_topics=20, max_tokens=3072, n_boot=100, seed=0)
 

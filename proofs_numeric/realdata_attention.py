@@ -62,6 +62,7 @@ def plot(results):
     return {"gap": attention_gap_heatmap(r.data["gap"], r.data["gap_ci"])}
 
 
+SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
     CLAIMS.append(Claim(

@@ -51,6 +51,7 @@ def plot(results):
                                                 exclude=("same_token",))}
 
 
+SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
     CLAIMS.append(Claim(

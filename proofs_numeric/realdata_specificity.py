@@ -39,6 +39,7 @@ def falsify(params: dict) -> dict:
     return {"permute_words_seed": 1}
 
 
+SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
     CLAIMS.append(Claim(

@@ -37,6 +37,7 @@ def falsify(params: dict) -> dict:
     return {"alpha": 100.0}
 
 
+SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
     CLAIMS.append(Claim(

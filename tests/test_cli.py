@@ -75,3 +75,16 @@ def test_bench_lists_and_rejects(capsys, tmp_path):
     assert "unknown benchmark" in capsys.readouterr().err
     assert main(["bench", "--dir", str(tmp_path / "missing")]) == 2
     assert "not found" in capsys.readouterr().err
+
+
+def test_verify_reports_skipped_claims(tmp_path, monkeypatch, capsys):
+    """A claim family that cannot run here (missing optional extra) is named, not silently absent."""
+    import proofs_numeric
+
+    reason = "demo.* claims skipped: the optional 'demo' extra is not installed"
+    monkeypatch.setattr(proofs_numeric, "SKIPPED", [reason])
+    out = tmp_path / "rep"
+    assert main(["verify", "--out", str(out), "--only", "data.moments", "--quiet", "--no-figures"]) == 0
+    assert f"note: {reason}" in capsys.readouterr().out
+    assert json.loads((out / "results.json").read_text())["skipped"] == [reason]
+    assert reason in (out / "report.md").read_text()

@@ -137,8 +137,12 @@ def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 
     return "\n".join(out)
 
 
-def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool = True) -> Path:
-    """Write ``report.md``, ``results.json`` and figures into ``out`` atomically; return the path."""
+def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool = True, skipped=()) -> Path:
+    """Write ``report.md``, ``results.json`` and figures into ``out`` atomically; return the path.
+
+    ``skipped`` lists one-line reasons for claims that could not be registered here (e.g. an
+    optional extra is missing); they appear in both files.
+    """
     out = Path(out).resolve()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
@@ -148,6 +152,7 @@ def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool
         results = {
             "summary": {"total": len(rows), "passed": n_pass, "failed": len(rows) - n_pass},
             "claims": [r.to_json() for r in rows],
+            "skipped": list(skipped),
         }
         (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False))
         md = [
@@ -172,6 +177,8 @@ def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool
             md += [f"### {c.id} ({c.source})", "", c.statement, "", f"Source: {c.spec}.", ""]
             for name in fig_paths.get(c.id, []):
                 md += [f"![{c.id} {name}](figures/{name})", ""]
+        if skipped:
+            md += ["## Skipped", ""] + [f"- {reason}" for reason in skipped] + [""]
         errors = [r for r in rows if r.error]
         if errors:
             md += ["## Errors", ""]
