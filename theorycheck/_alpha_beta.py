@@ -21,7 +21,7 @@ import math
 import numpy as np
 
 from ._validate import check_choice
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = [
     "alpha_beta_loss",
@@ -42,10 +42,7 @@ def _log(x: float) -> float:
 
 
 def _check(tm, mk, value=None):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     if tm.prior != "uniform-tau":
         raise ValueError("the (alpha, beta) closed forms need prior='uniform-tau' (a tau-topic document model)")
     if value is not None:
@@ -102,8 +99,7 @@ def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel) -> np.nda
     """
     from ._validate import check_real
 
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    check_models(tm)
     alpha = check_real("alpha", alpha)
     beta = check_real("beta", beta)
     top = tm.token_topics()

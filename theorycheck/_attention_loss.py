@@ -48,7 +48,7 @@ import numpy as np
 
 from ._moments import MAX_ENUMERATED_SETS, topic_sets
 from ._validate import check_array, check_choice, check_int, check_rng
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = ["attention_loss", "attention_loss_grad", "SetSampledLoss", "LOSSES"]
 
@@ -70,10 +70,7 @@ class SetSampledLoss(NamedTuple):
 
 # ----------------------------------------------------------------------------- validation
 def _validate(S, W, tm, mk, b, mask_keys, n_sets, loss):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     if tm.prior != "uniform-tau":
         raise ValueError("attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
     mk.require_masked_positions("attention_loss")

@@ -33,7 +33,7 @@ import numpy as np
 from ._moments import moments
 from ._validate import check_array, check_real
 from ._value_loss import value_loss, value_loss_grad
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad", "effective_map"]
 
@@ -76,10 +76,7 @@ class EmbeddingLossGrad(NamedTuple):
 
 
 def _validate(W_E, tm, mk, W_dec, b, tied, reg):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     mk.require_masked_positions("embedding_loss")
     if not isinstance(tied, (bool, np.bool_)):
         raise TypeError(f"tied must be a bool, got {tied!r}")

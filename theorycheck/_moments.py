@@ -17,7 +17,7 @@ import itertools
 import numpy as np
 
 from ._validate import check_array, check_choice, check_int
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = [
     "masked_density",
@@ -30,13 +30,6 @@ __all__ = [
 
 #: Largest number of topic sets that :func:`topic_sets` will materialise by default.
 MAX_ENUMERATED_SETS = 200_000
-
-
-def _check_models(tm, mk=None):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if mk is not None and not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
 
 
 def _check_topic_set(tm: TopicModel, topics) -> np.ndarray:
@@ -62,7 +55,7 @@ def topic_density(tm: TopicModel, topics=None, *, theta=None) -> np.ndarray:
     Either a topic set ``topics`` (``p_S = (1/(|S| v)) sum_{t in S} 1_t``) or a topic mixture
     ``theta`` (length T, non-negative, summing to 1; ``p_theta(w) = theta_{t(w)} / v``).
     """
-    _check_models(tm)
+    check_models(tm)
     if (topics is None) == (theta is None):
         raise ValueError("pass exactly one of topics (a topic set) or theta (a topic mixture)")
     if theta is None:
@@ -94,7 +87,7 @@ def masked_density(tm: TopicModel, mk: Masking, topics=None, *, theta=None) -> n
     m : ndarray, shape (V1,)
         Non-negative, sums to 1, ``m[0] = q``. PAPER_SPEC §2.1.
     """
-    _check_models(tm, mk)
+    check_models(tm, mk)
     p = topic_density(tm, topics, theta=theta)
     m = mk.a * p
     m[1:] += mk.r / tm.n_words
@@ -107,7 +100,7 @@ def topic_sets(tm: TopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.nda
 
     Raises ``ValueError`` if there are more than ``max_sets`` of them.
     """
-    _check_models(tm)
+    check_models(tm)
     if tm.prior != "uniform-tau":
         raise ValueError("topic_sets needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)")
     max_sets = check_int("max_sets", max_sets, low=1)
@@ -153,7 +146,7 @@ def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form"):
     Materialises two dense ``V1 x V1`` matrices: use only for moderate ``V1``
     (the structured solvers never call it).
     """
-    _check_models(tm, mk)
+    check_models(tm, mk)
     check_choice("method", method, ("closed-form", "enumerate"))
     if tm.V1 > 20_001:
         raise ValueError(f"moments materialises V1 x V1 matrices; V1={tm.V1} exceeds the limit 20001")

@@ -48,7 +48,7 @@ from ._moments import moments
 from ._result import SolveResult
 from ._validate import check_array, check_choice, check_int, check_real, warn_ignored
 from ._value_loss import value_loss, value_loss_grad
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = [
     "BlockGram",
@@ -154,10 +154,7 @@ class BlockGram:
 
 # ----------------------------------------------------------------------------- validation helpers
 def _check_models(tm, mk, where):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     mk.require_informative(where)
 
 

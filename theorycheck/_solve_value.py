@@ -85,7 +85,7 @@ from ._result import STATUS_MESSAGES, SolveResult
 from ._symmetric import TopicSym
 from ._validate import check_array, check_choice, check_real, warn_ignored
 from ._value_loss import value_loss_grad
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = [
     "BlockValueMatrix",
@@ -182,10 +182,7 @@ class BlockValueMatrix:
 
 # =============================================================================== validation
 def _check_models(tm, mk):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     mk.require_masked_positions("the stage-1 value problem")
 
 

@@ -28,7 +28,7 @@ import numpy as np
 
 from ._moments import moments
 from ._validate import check_array, check_real
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = ["value_loss", "value_loss_grad"]
 
@@ -68,10 +68,7 @@ def _block_sums_nb(W, T, v):
 
 
 def _validate(W, tm, mk, b, reg):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     mk.require_masked_positions("value_loss")
     W = check_array("W", W, shape=(tm.V1, tm.V1))
     b = None if b is None else check_array("b", b, shape=(tm.V1,))

@@ -14,7 +14,7 @@ import numpy as np
 
 from ._validate import check_choice, check_int, check_prob, check_real
 
-__all__ = ["TopicModel", "Masking", "PRIORS"]
+__all__ = ["TopicModel", "Masking", "PRIORS", "check_models"]
 
 PRIORS = ("uniform-tau", "dirichlet")
 
@@ -205,3 +205,15 @@ class Masking:
     @classmethod
     def from_dict(cls, d: dict) -> "Masking":
         return cls(**d)
+
+
+_NOT_GIVEN = object()
+
+
+def check_models(tm, mk=_NOT_GIVEN) -> None:
+    """Raise ``TypeError`` unless ``tm`` is a :class:`TopicModel` and ``mk`` (when passed, even
+    as ``None``) is a :class:`Masking`."""
+    if not isinstance(tm, TopicModel):
+        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    if mk is not _NOT_GIVEN and not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")

@@ -355,13 +355,10 @@ def population_batch(tm, mk, *, mask_keys: bool = False):
     one-layer model on this batch is its exact population MLM loss (for uniform attention,
     :func:`theorycheck.population.value_loss`).
     """
-    from .config import Masking, TopicModel
+    from .config import check_models
     from .population import masked_density, topic_density, topic_sets
 
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     mk.require_masked_positions("population_batch")
     sets = topic_sets(tm)
     n, V1, nw = len(sets), tm.V1, tm.n_words

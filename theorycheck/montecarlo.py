@@ -28,7 +28,7 @@ import numpy as np
 
 from ._moments import topic_sets as _all_topic_sets
 from ._validate import check_array, check_int, check_rng
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 from .sampling import mask_documents, sample_documents
 
 __all__ = ["MCEstimate", "mc_attention_loss", "doc_losses"]
@@ -167,10 +167,7 @@ def mc_attention_loss(
     MCEstimate
         Documents are conditioned on at least one selected position.
     """
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(tm, mk)
     mk.require_masked_positions("mc_attention_loss")
     S = check_array("S", S, shape=(tm.V1, tm.V1))
     W = check_array("W", W, shape=(tm.V1, tm.V1))

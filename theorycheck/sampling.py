@@ -12,7 +12,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ._validate import check_int, check_rng
-from .config import Masking, TopicModel
+from .config import Masking, TopicModel, check_models
 
 __all__ = ["Documents", "MaskedBatch", "sample_documents", "mask_documents", "token_counts", "PAD"]
 
@@ -96,8 +96,7 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
     -------
     Documents
     """
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    check_models(tm)
     n_docs = check_int("n_docs", n_docs, low=1)
     lo, hi = _check_length(N)
     if topic_sets is not None:

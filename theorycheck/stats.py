@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from ._validate import check_array, check_int, check_real
-from .config import TopicModel
+from .config import TopicModel, check_models
 
 __all__: list[str] = []
 
@@ -51,8 +51,7 @@ class EmbeddingTopicStats:
 
 
 def _check_embedding(W_E, tm, where):
-    if not isinstance(tm, TopicModel):
-        raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+    check_models(tm)
     W_E = check_array("W_E", W_E, ndim=2)
     if W_E.shape[1] != tm.V1 or W_E.shape[0] < 1:
         raise ValueError(f"W_E must have shape (d, V1) = (d >= 1, {tm.V1}), got {W_E.shape}")
