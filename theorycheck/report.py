@@ -11,13 +11,12 @@ import fnmatch
 import json
 import math
 import os
-import shutil
-import tempfile
 import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._io import atomic_directory
 from .claims import Claim, ClaimResult
 
 __all__ = ["ReportRow", "run_claims", "write_report", "format_table", "select_claims"]
@@ -143,10 +142,7 @@ def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool
     ``skipped`` lists one-line reasons for claims that could not be registered here (e.g. an
     optional extra is missing); they appear in both files.
     """
-    out = Path(out).resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_directory(out) as tmp:
         fig_paths = _write_figures(rows, tmp / "figures") if figures else {}
         n_pass = sum(r.verdict == "PASS" for r in rows)
         results = {
@@ -185,13 +181,7 @@ def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool
             for r in errors:
                 md += [f"### {r.claim.id}", "", "```", r.error, "```", ""]
         (tmp / "report.md").write_text("\n".join(md))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return out
+    return Path(os.fspath(out)).resolve()
 
 
 def _write_figures(rows: list[ReportRow], folder: Path) -> dict[str, list[str]]:

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from .._io import atomic_directory
 from .._validate import check_choice, check_int, check_real
 from ._deps import require
 from . import stats as S
@@ -479,9 +478,7 @@ def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path
     If anything fails, the temporary folder is removed and an existing ``out`` is left untouched.
     """
     out = Path(os.fspath(out)).resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-    try:
+    with atomic_directory(out) as tmp:
         names = []
         if figures:
             import matplotlib
@@ -510,10 +507,4 @@ def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path
         # strict JSON: non-finite floats (empty pair classes, an infinite signal) become strings
         payload = _finite_json(json.loads(json.dumps(summary, default=_json_default, allow_nan=True)))
         (tmp / "results.json").write_text(json.dumps(payload, indent=2, allow_nan=False))
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return out
