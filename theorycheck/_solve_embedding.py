@@ -46,6 +46,7 @@ import numpy as np
 from ._embedding_loss import _kernel_threads, embedding_loss_grad
 from ._moments import moments
 from ._result import SolveResult
+from ._symmetric import TokenMatrixShape
 from ._validate import check_array, check_choice, check_int, check_real, warn_ignored
 from ._value_loss import value_loss, value_loss_grad
 from .config import Masking, TopicModel, check_models
@@ -72,7 +73,7 @@ LOSS_TOL = 1e-8
 
 # ----------------------------------------------------------------------------- structured Gram
 @dataclass(frozen=True)
-class BlockGram:
+class BlockGram(TokenMatrixShape):
     """Block-constant Gram matrix over the tokens, ``(V1, V1)``, stored as two scalars.
 
     ``G[i, j] = x`` if words i, j share a topic (``i = j`` included), ``y`` if they do not, and
@@ -90,14 +91,6 @@ class BlockGram:
     v: int
     x: float
     y: float
-
-    @property
-    def V1(self) -> int:
-        return self.T * self.v + 1
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.V1, self.V1)
 
     @property
     def trace(self) -> float:

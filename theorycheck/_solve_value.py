@@ -82,7 +82,7 @@ import numpy as np
 
 from ._moments import moments
 from ._result import STATUS_MESSAGES, SolveResult
-from ._symmetric import TopicSym
+from ._symmetric import TokenMatrixShape, TopicSym
 from ._validate import check_array, check_choice, check_real, warn_ignored
 from ._value_loss import value_loss_grad
 from .config import Masking, TopicModel, check_models
@@ -108,7 +108,7 @@ GENERIC_MAX_V1 = 20001
 
 # =============================================================================== block matrix
 @dataclass(frozen=True)
-class BlockValueMatrix:
+class BlockValueMatrix(TokenMatrixShape):
     """A block-constant ``V1 x V1`` value matrix stored by its three entries.
 
     ``W[0, :] = 0``; for words ``w, w'``: ``W[w, w'] = A`` if ``t(w) = t(w')`` else ``B0``;
@@ -121,22 +121,6 @@ class BlockValueMatrix:
     gamma: float
     T: int
     v: int
-
-    @property
-    def V1(self) -> int:
-        return self.T * self.v + 1
-
-    @property
-    def shape(self) -> tuple[int, int]:
-        return (self.V1, self.V1)
-
-    @property
-    def ndim(self) -> int:
-        return 2
-
-    @property
-    def dtype(self):
-        return np.dtype(np.float64)
 
     @property
     def fro_norm(self) -> float:

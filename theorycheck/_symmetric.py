@@ -112,3 +112,27 @@ class TopicSym:
     def diag_weights(cls, T: int, topic: float, last: float) -> "TopicSym":
         """``diag(topic, ..., topic, last)``."""
         return cls.from_entries(T, topic, 0.0, 0.0, 0.0, last)
+
+
+class TokenMatrixShape:
+    """Mixin for structured ``V1 x V1`` token matrices that store ``T`` and ``v`` (no fields).
+
+    Gives the array-like shape attributes (``V1 = T v + 1``, ``shape``, ``ndim``, ``dtype``) so
+    such objects pass through code that inspects shapes before densifying them.
+    """
+
+    @property
+    def V1(self) -> int:
+        return self.T * self.v + 1
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return (self.V1, self.V1)
+
+    @property
+    def ndim(self) -> int:
+        return 2
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float64)
