@@ -174,3 +174,17 @@ def test_cli_train_runs_a_preset(tmp_path, capsys):
     recs = load_metrics(out)
     assert recs[-1]["step"] == 19 and recs[-1]["dist_W_V_opt"] < recs[0]["dist_W_V_opt"]
     assert (out / "params.npz").exists() and (out / "figures" / "norms.png").exists()
+
+
+def test_multi_head_runs_log_the_topic_ratio_of_every_layer_and_head(tmp_path):
+    """Deep/multi-head runs record same-topic : different-topic attention for each (layer, head);
+    the (0, 0) entry is the ratio of the first-head class averages logged beside it."""
+    cfg = _small_cfg("fresh", n_layers=2)
+    Trainer(cfg, tmp_path, progress=False, figures=False).run()
+    rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    full = [r for r in rows if "attn_topic_ratio_heads" in r]
+    assert full, "no evaluation row carries the per-head ratios"
+    for r in full:
+        assert len(r["attn_topic_ratio_heads"]) == 2 * 2
+        assert r["attn_topic_ratio_heads"][0] == pytest.approx(r["attn_same_topic"] / r["attn_diff_topic"], rel=1e-12)
+        assert r["attn_topic_ratio_max"] == pytest.approx(max(r["attn_topic_ratio_heads"]), rel=1e-12)

@@ -474,6 +474,18 @@ class Trainer:
                 A = m.attention_weights(toks)
                 st = stats.attention_class_averages(A, toks, v)
                 rec.update({f"attn_{k}": st[k] for k in ("same_word", "same_topic", "diff_topic")})
+                mc = self.cfg.model
+                if mc.attention == "softmax" and (mc.n_layers > 1 or mc.n_heads > 1):
+                    # every layer and head (pairs classified by the input tokens at the two
+                    # positions, as in the official inspect_result.py): same-topic : different-topic
+                    ratios = []
+                    for li in range(mc.n_layers):
+                        for hi in range(mc.n_heads):
+                            sh = st if (li, hi) == (0, 0) else stats.attention_class_averages(
+                                m.attention_weights(toks, layer=li, head=hi), toks, v)
+                            ratios.append(sh["same_topic"] / sh["diff_topic"] if sh["diff_topic"] > 0 else float("nan"))
+                    rec["attn_topic_ratio_heads"] = ratios
+                    rec["attn_topic_ratio_max"] = float(np.nanmax(ratios))
             dl = self.dev_loss()
             if dl is not None:
                 rec["dev_loss"] = dl
