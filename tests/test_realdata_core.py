@@ -21,6 +21,16 @@ from theorycheck.realdata.topics import TopicFit, WordTopics, assign_topics
 
 
 
+def _pair_class(M, a, b):
+    """Brute-force pair class of tokens a, b from the membership matrix M (independent of the library)."""
+    ta, tb = set(np.flatnonzero(M[a])), set(np.flatnonzero(M[b]))
+    if a == b:
+        return "same_token"
+    if ta and tb:
+        return "same_topic" if ta & tb else "different_topic"
+    return "no_topic"
+
+
 # ----------------------------------------------------------------------------- planted embeddings
 def _planted(V=40, K=4, d=64, s=1.5, u=0.5, seed=0):
     """Tokens 0..V-1: token i < 4K has topic i % K, the rest none.
@@ -79,13 +89,7 @@ def test_embedding_stats_match_bruteforce(seed, K, n):
     out = S.embedding_pair_stats(E, M, ids, n_boot=20, seed=seed)
     vals = {c: {"dot": [], "cosine": []} for c in S.CLASSES}
     for a, b in itertools.product(ids, ids):
-        ta, tb = set(np.flatnonzero(M[a])), set(np.flatnonzero(M[b]))
-        if a == b:
-            c = "same_token"
-        elif ta and tb:
-            c = "same_topic" if ta & tb else "different_topic"
-        else:
-            c = "no_topic"
+        c = _pair_class(M, a, b)
         dot = float(E[a] @ E[b])
         vals[c]["dot"].append(dot)
         vals[c]["cosine"].append(dot / np.linalg.norm(E[a]) / np.linalg.norm(E[b]))
@@ -146,13 +150,7 @@ def _bruteforce_attention(A, ids, valid, M, pairs):
             if not (valid[i] and valid[j]):
                 continue
             a, b = ids[i], ids[j]
-            ta, tb = set(np.flatnonzero(M[a])), set(np.flatnonzero(M[b]))
-            if a == b:
-                c = "same_token"
-            elif ta and tb:
-                c = "same_topic" if ta & tb else "different_topic"
-            else:
-                c = "no_topic"
+            c = _pair_class(M, a, b)
             sums[c] += n * A[:, :, i, j]
             cnt[c] += 1
             if i != j and a != b and frozenset((a, b)) in pset:
