@@ -127,6 +127,30 @@ def test_detect_stages_on_synthetic_curves():
         detect_stages(steps, nV[:-1], nKQ)
 
 
+def test_detect_stages_structural_rule():
+    """Block score saturates (stage 1) then decays while K_eff rises (stage 2): the structural rule
+    ignores the norms, which here grow from the start (as under Adam)."""
+    steps = np.arange(0, 1000, 10)
+    nV = 1.0 + steps / 10.0
+    nKQ = 0.1 + steps.astype(float)  # 10x its start at step 1: the norm rule says "stage 2 at once"
+    bs = np.where(steps < 500, 1.0 - np.exp(-steps / 50.0), np.exp(-(steps - 500) / 300.0) * (1 - np.exp(-10)))
+    Ke = 10.0 * (1 + np.clip(steps - 600, 0, None) / 100.0)  # v = 10: 10% above v at step 610
+    st_ = detect_stages(steps, nV, nKQ, K_eff=Ke, v=10, block_score=bs)
+    assert st_.stage2_start == 10 and st_.stage1_end == 10  # norm rule: no separation
+    # 1 - exp(-t/50) >= 0.9 * max(bs[:62]) = 0.9 (1 - e^-10)  ->  t >= 50 ln(1/(1 - 0.9 (1 - e^-10))) = 115.1 -> 120
+    assert st_.stage1_end_structure == 120
+    assert st_.stage2_attention == 610
+    assert st_.block_score_at_stage2 == pytest.approx(bs[61])
+    assert st_.structural_two_stage
+    # attention turning topic-aware before the block pattern forms: no two stages
+    early = detect_stages(steps, nV, nKQ, K_eff=np.where(steps >= 50, 20.0, 10.0), v=10, block_score=bs)
+    assert early.stage2_attention == 50 and early.stage1_end_structure == 50 and not early.structural_two_stage
+    with pytest.raises(ValueError, match="block_score needs K_eff"):
+        detect_stages(steps, nV, nKQ, block_score=bs)
+    with pytest.raises(ValueError, match="block_score must have the shape"):
+        detect_stages(steps, nV, nKQ, K_eff=Ke, v=10, block_score=bs[:-1])
+
+
 def test_relative_distance_and_shape_errors():
     assert relative_distance(np.ones(3) * 2, np.ones(3)) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="shape"):

@@ -136,20 +136,41 @@ def _rest(tm, rho, eta, q):
     return D_in, D_out
 
 
-def _ell(loss, groups, o_target):
+def _ell(loss, groups, o_target, dgroups=None, do_target=None):
     """Loss of one query class from its word outputs ``groups = [(count, o), ...]`` (``o_0 = 0``).
 
     sq: ``sum count o^2 - 2 o_target + 1``; ce: ``log(1 + sum count e^o) - o_target`` (softmax over
     all V1 outputs, the [MASK] output being 0). Groups with count 0 are skipped (no inf * 0).
+    With ``dgroups`` (the derivatives ``o'`` of the outputs, same order) and ``do_target`` it
+    returns ``(ell, ell')`` by the chain rule.
     """
-    live = [(n, o) for n, o in groups if n > 0]
+    live = [(n, o, do) for (n, o), do in zip(groups, dgroups or [0.0] * len(groups)) if n > 0]
     if loss == "sq":
-        return sum(n * o * o for n, o in live) - 2.0 * o_target + 1.0
-    return np.log1p(sum(n * np.exp(o) for n, o in live)) - o_target
+        val = sum(n * o * o for n, o, _ in live) - 2.0 * o_target + 1.0
+        if dgroups is None:
+            return val
+        return val, sum(2.0 * n * o * do for n, o, do in live) - 2.0 * do_target
+    lse = np.log1p(sum(n * np.exp(o) for n, o, _ in live))
+    if dgroups is None:
+        return lse - o_target
+    # softmax-weighted derivative, shifted by the largest output (finite for large outputs)
+    m = 0.0
+    for _, o, _ in live:
+        m = np.maximum(m, o)
+    num = sum(n * np.exp(o - m) * do for n, o, do in live)
+    den = np.exp(-m) + sum(n * np.exp(o - m) for n, o, _ in live)
+    return lse - o_target, num / den - do_target
 
 
-def _block_loss_logK(logK, tm, mk, constants=None, loss="sq"):
-    """Block-``W^V`` loss as a function of ``log K`` (broadcast array)."""
+def _block_loss_logK(logK, tm, mk, constants=None, loss="sq", deriv=False):
+    """Block-``W^V`` loss as a function of ``x = log K`` (broadcast array); with ``deriv`` also
+    ``dL/dx``.
+
+    Derivative: with ``Z = D + rho K`` the in-document attention ``H1 = rho K / Z`` has
+    ``H1' = H1 (1 - H1)`` and every other class weight ``X = const / Z`` has ``X' = -X H1`` (the
+    same with ``eta``, ``Z'``, ``H1p`` for an out-of-document query); the outputs
+    ``c + d H`` with ``c = B0 + (gamma - B0) h0`` follow by the chain rule.
+    """
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
     D_in, D_out = _rest(tm, rho, eta, q)
@@ -161,6 +182,17 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="sq"):
     def ex(lnum, logZ):  # exp(lnum - logZ) with log 0 = -inf -> 0 (no inf * 0)
         return np.exp(lnum - logZ)
 
+    def query_class(logZ, H1, others, h0, counts, target):
+        """``(ell, ell')`` of one query class: ``H1`` the query topic's weight, ``others`` the
+        other class weights (derivative ``-X H1``), ``target`` the index of the target group."""
+        c = B0 * (1.0 - h0) + gamma * h0
+        dc = -(gamma - B0) * h0 * H1
+        Hs = [H1] + others
+        dHs = [H1 * (1.0 - H1)] + [-X * H1 for X in others]
+        groups = [(n, c + d * H) for n, H in zip(counts, Hs)]
+        dgroups = [dc + d * dH for dH in dHs]
+        return _ell(loss, groups, groups[target][1], dgroups, dgroups[target])
+
     with np.errstate(divide="ignore", invalid="ignore"):
         # in-document query (topic t1 in S): Z = D + rho K, D = 1 - rho v >= 0
         logZ = np.logaddexp(_log(D_in), lr + logK)
@@ -168,10 +200,9 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="sq"):
         Ho = ex(_log(rho * v), logZ) if tau > 1 else 0.0  # unused (weight 0) when tau = 1
         Hout = ex(_log(eta * v), logZ)
         h0 = ex(_log(q), logZ)
-        c = B0 * (1.0 - h0) + gamma * h0
-        groups = [(v, c + d * H1), ((tau - 1) * v, c + d * Ho), ((T - tau) * v, c + d * Hout)]
-        l_same = _ell(loss, groups, c + d * H1)
-        l_other = _ell(loss, groups, c + d * Ho) if tau > 1 else 0.0
+        counts = [v, (tau - 1) * v, (T - tau) * v]
+        l_same, dl_same = query_class(logZ, H1, [Ho, Hout], h0, counts, 0)
+        l_other, dl_other = query_class(logZ, H1, [Ho, Hout], h0, counts, 1) if tau > 1 else (0.0, 0.0)
         # out-of-document query (topic t1 not in S): Z' = D' + eta K
         if tau < T and p_r > 0:
             logZp = np.logaddexp(_log(D_out), le + logK)
@@ -179,20 +210,17 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="sq"):
             Hin = ex(_log(rho * v), logZp)
             Houtp = ex(_log(eta * v), logZp)
             h0p = ex(_log(q), logZp)
-            cp = B0 * (1.0 - h0p) + gamma * h0p
-            groups = [(v, cp + d * H1p), (tau * v, cp + d * Hin), ((T - tau - 1) * v, cp + d * Houtp)]
-            l_out = _ell(loss, groups, cp + d * Hin)
+            l_out, dl_out = query_class(logZp, H1p, [Hin, Houtp], h0p, [v, tau * v, (T - tau - 1) * v], 1)
         else:
-            l_out = 0.0
-    # [MASK] query: uniform over the context
+            l_out = dl_out = 0.0
+    # [MASK] query: uniform over the context (does not depend on K)
     cm = B0 * (1.0 - q) + gamma * q
     l_mask = _ell(loss, [(tau * v, cm + d * rho * v), ((T - tau) * v, cm + d * eta * v)], cm + d * rho * v)
-    return (
-        p_mask * l_mask
-        + (p_c + p_r / T) * l_same
-        + p_r * (tau - 1) / T * l_other
-        + p_r * (T - tau) / T * l_out
-    )
+    w_same, w_other, w_out = p_c + p_r / T, p_r * (tau - 1) / T, p_r * (T - tau) / T
+    L = p_mask * l_mask + w_same * l_same + w_other * l_other + w_out * l_out
+    if not deriv:
+        return L
+    return L, w_same * dl_same + w_other * dl_other + w_out * dl_out
 
 
 def _identity_loss(al, be, tm, mk, loss="sq"):

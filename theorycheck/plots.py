@@ -57,46 +57,72 @@ __all__ += ["training_curves"]
 
 
 def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_W_K", "norm_W_Q", "norm_W_E"),
-                    title: str = "parameter norms during training"):
-    """Norm curves of a training run (log scale) and the loss, with the detected stage boundaries.
+                    title: str = "parameter norms during training", v: int | None = None):
+    """Norm curves of a training run (log scale), topic structure and loss, with the stage boundaries.
+
+    When the records carry ``block_score_W_V`` or ``K_eff_median`` a middle panel shows the
+    structural view of the two stages: the block score of ``W^V`` and ``K_eff / v`` (needs ``v``,
+    words per topic; 1 = no preference for the query's topic).
 
     Parameters
     ----------
     records : list of dict
         Lines of ``metrics.jsonl`` (need ``step``, ``loss`` and some of ``keys``).
     stages : dict, optional
-        ``StageBoundaries.to_dict()``; vertical lines at ``stage1_end`` and ``stage2_start``.
+        ``StageBoundaries.to_dict()``; vertical lines at the boundaries it found.
     """
-    fig = _new_figure(figsize=(9.5, 3.8))
-    ax1 = fig.add_subplot(1, 2, 1)
-    ax2 = fig.add_subplot(1, 2, 2)
     steps = np.array([r["step"] for r in records], dtype=float)
-    for k in keys:
+
+    def curve(k):
         vals = [r.get(k) for r in records]
-        if vals and all(x is not None for x in vals) and max(vals) > 0:
-            arr = np.asarray(vals, float)
+        return np.asarray(vals, float) if vals and all(x is not None for x in vals) else None
+
+    bs, Ke = curve("block_score_W_V"), curve("K_eff_median")
+    structure = bs is not None or Ke is not None
+    fig = _new_figure(figsize=(14.0 if structure else 9.5, 3.8))
+    n = 3 if structure else 2
+    ax1 = fig.add_subplot(1, n, 1)
+    ax2 = fig.add_subplot(1, n, n)
+    axes = [ax1, ax2]
+    for k in keys:
+        arr = curve(k)
+        if arr is not None and arr.max() > 0:
             ax1.plot(steps, np.where(arr > 0, arr, np.nan), label=k.replace("norm_", "||") + "||")
     ax1.set_yscale("log")
     ax1.set_xlabel("step")
     ax1.set_title(title)
+    if structure:
+        ax3 = fig.add_subplot(1, n, 2)
+        axes.insert(1, ax3)
+        if bs is not None:
+            ax3.plot(steps, bs, color="tab:blue", label="block score of W^V (R^2)")
+        ax3.set_ylim(-0.05, 1.05)
+        ax3.set_xlabel("step")
+        ax3.set_title("topic structure")
+        if Ke is not None and v is not None:
+            tw = ax3.twinx()
+            tw.plot(steps, Ke / v, color="tab:green", label="K_eff / v (attention to own topic)")
+            tw.set_yscale("log")
+            tw.legend(fontsize=7, loc="center right")
     ax2.plot(steps, [r["loss"] for r in records], label="train loss", color="k")
     dev = [(r["step"], r["dev_loss"]) for r in records if r.get("dev_loss") is not None]
     if dev:
         ax2.plot(*zip(*dev), "o-", label="dev loss", color="tab:red")
     ax2.set_xlabel("step")
     ax2.set_title("loss")
-    for ax in (ax1, ax2):
-        if stages:
-            if stages.get("stage1_end") is not None:
-                ax.axvline(stages["stage1_end"], color="tab:blue", ls="--", lw=1, label="stage-1 end")
-            if stages.get("stage2_start") is not None:
-                ax.axvline(stages["stage2_start"], color="tab:orange", ls="--", lw=1, label="stage-2 start")
-            if stages.get("stage2_attention") is not None:
-                ax.axvline(stages["stage2_attention"], color="tab:green", ls=":", lw=1,
-                           label="attention favours topic (K_eff >= 1.1 v)")
-        ax.legend(fontsize=7)
+    lines = (("stage1_end", "tab:blue", "--", "stage-1 end (norm rule)"),
+             ("stage2_start", "tab:orange", "--", "stage-2 start (norm rule)"),
+             ("stage1_end_structure", "tab:purple", "-.", "W^V block pattern formed"),
+             ("stage2_attention", "tab:green", ":", "attention favours topic (K_eff >= 1.1 v)"))
+    for ax in axes:
+        for key, color, ls, label in lines:
+            if stages and stages.get(key) is not None:
+                ax.axvline(stages[key], color=color, ls=ls, lw=1, label=label)
+        ax.legend(fontsize=7, loc="upper left" if ax is not ax2 else "upper right")
     fig.tight_layout()
     return fig
+
+
 # ----------------------------------------------------------------------------- attention (PAPER_SPEC §4.3)
 def attention_landscape(alpha, beta, L, *, optimum=None, value: str = "block", logK=None, L_K=None,
                         K_star=None, title: str = ""):

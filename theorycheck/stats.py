@@ -311,18 +311,27 @@ class StageBoundaries:
     stage2_attention: int | None = None
     stage1_end_attention: int | None = None
     V_growth_before_attention: float | None = None
+    stage1_end_structure: int | None = None
+    block_score_at_stage2: float | None = None
 
     @property
     def ordered(self) -> bool:
         """Both detected and stage 1 ends no later than stage 2 starts."""
         return self.stage1_end is not None and self.stage2_start is not None and self.stage1_end <= self.stage2_start
 
+    @property
+    def structural_two_stage(self) -> bool:
+        """The structural rule found two stages: W^V's block pattern formed strictly before
+        attention turned topic-aware (``stage1_end_structure < stage2_attention``)."""
+        return (self.stage1_end_structure is not None and self.stage2_attention is not None
+                and self.stage1_end_structure < self.stage2_attention)
+
     def to_dict(self) -> dict:
-        return asdict(self)
+        return {**asdict(self), "structural_two_stage": self.structural_two_stage}
 
 
 def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float = 10.0, K_eff=None,
-                  v: int | None = None, attn_tol: float = 0.1) -> StageBoundaries:
+                  v: int | None = None, attn_tol: float = 0.1, block_score=None) -> StageBoundaries:
     """Detect the two stages of joint training from logged norm curves (PAPER_SPEC §4.5, §5.2).
 
     Rule (stated, fixed):
@@ -350,6 +359,14 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
         definition of stage 2, reported next to the norm rule); ``stage1_end_attention`` applies
         the stage-1 rule with that boundary and ``V_growth_before_attention`` is
         ``||W^V||`` at ``stage2_attention`` over its initial value.
+    block_score : array_like, optional
+        The curve :func:`block_score` of ``W^V`` (needs ``K_eff``). The **structural rule**, which
+        does not rely on norms (Adam moves every coordinate at a rate ~ ``lr`` from the first step,
+        and with cross-entropy ``||W^V||`` never plateaus): ``stage1_end_structure`` is the first
+        logged step at which the block score reaches ``frac`` of its maximum before
+        ``stage2_attention`` (W^V has its topic pattern); stage 2 is ``stage2_attention`` (attention
+        favours the query's topic); ``block_score_at_stage2`` is the block score there. Two stages
+        in this sense: :attr:`StageBoundaries.structural_two_stage`.
     """
     steps = np.asarray(steps)
     nV = np.asarray(norm_V, dtype=float)
@@ -365,7 +382,9 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
     plateau = float(nV[:upto].max())
     reach = np.flatnonzero(nV[:upto] >= frac * plateau)
     s1 = int(steps[reach[0]]) if reach.size and plateau > 0 else None
-    s2a = s1a = growth = None
+    s2a = s1a = growth = s1s = bs2 = None
+    if block_score is not None and K_eff is None:
+        raise ValueError("block_score needs K_eff (the structural rule's stage 2 is the attention boundary)")
     if K_eff is not None:
         if v is None:
             raise ValueError("v is required with K_eff (words per topic)")
@@ -380,9 +399,19 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
         reach_a = np.flatnonzero(nV[:upto_a] >= frac * plat_a)
         s1a = int(steps[reach_a[0]]) if reach_a.size and plat_a > 0 else None
         growth = float(nV[upto_a - 1] / nV[0]) if (nV[0] > 0 and hit.size) else None
+        if block_score is not None:
+            bs = np.asarray(block_score, dtype=float)
+            if bs.shape != steps.shape:
+                raise ValueError(f"block_score must have the shape of steps {steps.shape}, got {bs.shape}")
+            best = np.nanmax(bs[:upto_a]) if np.isfinite(bs[:upto_a]).any() else np.nan
+            if np.isfinite(best) and best > 0:
+                s1s = int(steps[np.flatnonzero(bs[:upto_a] >= frac * best)[0]])
+            if hit.size and np.isfinite(bs[hit[0]]):
+                bs2 = float(bs[hit[0]])
     rule = (f"stage-1 end: first step with ||W_V|| >= {frac:g} x its maximum before stage 2; "
             f"stage-2 start: first step with ||W_K^T W_Q|| > {kq_factor:g} x its initial value")
     return StageBoundaries(stage1_end=s1, stage2_start=s2, plateau_V=plateau, initial_KQ=k0, rule=rule,
-                           stage2_attention=s2a, stage1_end_attention=s1a, V_growth_before_attention=growth)
+                           stage2_attention=s2a, stage1_end_attention=s1a, V_growth_before_attention=growth,
+                           stage1_end_structure=s1s, block_score_at_stage2=bs2)
 
 

@@ -1,0 +1,67 @@
+"""PAPER_SPEC §4.5 made quantitative (DERIVED, ``theorycheck.dynamics``): at the end of stage 1
+(W^V at the min-norm block optimum, uniform attention ``S = 0``) the population gradient
+``G = dL/dS`` has rank ``T - 1``, its singular vectors are the topic-contrast vectors (so the first
+thing attention learns is the topic pattern, with the same weight on the query word and on the
+other words of its topic), and its top singular value, which sets the stage-2 growth rate, has the
+closed form ``sigma_max = -L'(log K = log v) / (v (T - 1))`` from the (alpha, beta) loss.
+
+Checked against the dense gradient of ``population.attention_loss_grad`` and its SVD (independent
+code) at the paper's configuration and three others; ``tau = 1`` gives ``sigma_max = 0``.
+"""
+
+from __future__ import annotations
+
+from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.dynamics import stage2_onset
+
+from ._attention_common import models
+
+
+def check(params, inject=None):
+    inject = inject or {}
+    tm, mk = models(params)
+    cf = stage2_onset(tm, mk, method="closed-form")
+    W_V = inject.get("W_V")
+    de = stage2_onset(tm, mk, method="dense", W_V=None if W_V is None else W_V(tm))
+    sig = {"sigma_closed_form": cf.sigma_max, "sigma_dense": de.sigma_max}
+    if cf.sigma_max > 0:  # relative agreement
+        subs = [compare_close(de.sigma_max / cf.sigma_max, 1.0, 1e-8, details=sig)]
+    else:  # tau = 1: no first-order drive at all
+        subs = [compare_close(de.sigma_max, 0.0, 1e-12, details=sig)]
+    if 1 < tm.tau < tm.T:
+        subs.append(compare_close(de.multiplicity, tm.T - 1, 0.0, details={"multiplicity": de.multiplicity}))
+        subs.append(compare_close(de.topic_alignment if de.topic_alignment is not None else 0.0, 1.0, 1e-9,
+                                  details={"topic_alignment": de.topic_alignment}))
+    res = compare_all(subs)
+    res.details.update(sigma_max=cf.sigma_max)
+    return res
+
+
+def falsify(params):
+    """Identity W^V on the words instead of the block optimum: the first-order drive then favours
+    the query word itself (a diagonal component), so G leaves the topic-contrast span and its
+    top singular value no longer matches the block closed form."""
+    import numpy as np
+
+    def identity(tm):
+        W = np.eye(tm.V1)
+        W[0, 0] = 0.0
+        return W
+
+    return {"W_V": identity}
+
+
+CLAIM = Claim(
+    id="dynamics.stage2-direction",
+    statement="At the end of stage 1, dL/dS at S = 0 has rank T-1 along the topic-contrast vectors and sigma_max = -L'(log v)/(v(T-1))",
+    source="DERIVED",
+    spec="PAPER_SPEC §4.5, §6 items 16, 21",
+    check=check,
+    default_params=(
+        dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),
+        dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1),
+        dict(T=7, v=3, tau=4, p_m=0.3, p_c=0.2, p_r=0.05),
+        dict(T=6, v=5, tau=1, p_m=0.15, p_c=0.1, p_r=0.1),
+    ),
+    falsify=falsify,
+)
