@@ -127,7 +127,8 @@ def _two_stage_time():
     total = time.perf_counter() - t0
     from theorycheck.stats import detect_stages
 
-    st = detect_stages([r["step"] for r in recs], [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs])
+    st = detect_stages([r["step"] for r in recs], [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs],
+                       K_eff=[r["K_eff_median"] for r in recs], v=cfg.data.v)
     # second timed run, stopped at the detected stage-2 start
     tr2 = Trainer(cfg, progress=False)
     t0 = time.perf_counter()
@@ -159,9 +160,15 @@ def main():
     print("official-demo model, batch 40, N ~ U[100,150], CE, Adam (same batches for every row)")
     print_table(headers, rows)
     st, total, t2, steps = _two_stage_time()
-    rows2 = [[steps, total, steps / total, st.stage1_end, st.stage2_start, t2]]
-    headers2 = ["steps", "total_s", "steps/s", "stage1_end", "stage2_start", "seconds_to_stage2"]
-    print("\njoint two-stage run (preset two-stage: exact population, T=5, v=4, tau=2, SGD)")
+    from theorycheck.dynamics import stage2_onset
+
+    cfg2 = preset("two-stage")
+    onset = stage2_onset(cfg2.data.topic_model(), cfg2.data.masking(), lr=cfg2.optim.lr)
+    rows2 = [[steps, total, steps / total, st.stage1_end, st.stage2_start, st.stage2_attention, t2,
+              onset.steps_to_grow(10.0)]]
+    headers2 = ["steps", "total_s", "steps/s", "stage1_end", "stage2_start (10x KQ)", "K_eff >= 1.1 v",
+                "seconds_to_stage2", "predicted steps per 10x (linearised)"]
+    print("\njoint two-stage run (preset two-stage: exact population, T=v=10, tau=3, SGD lr 40)")
     print_table(headers2, rows2)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\n1-minute load average during the run: {load:.2f} (timings on a shared machine are noisy)")

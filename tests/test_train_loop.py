@@ -180,7 +180,8 @@ def test_multi_head_runs_log_the_topic_ratio_of_every_layer_and_head(tmp_path):
     """Deep/multi-head runs record same-topic : different-topic attention for each (layer, head);
     the (0, 0) entry is the ratio of the first-head class averages logged beside it."""
     cfg = _small_cfg("fresh", n_layers=2)
-    Trainer(cfg, tmp_path, progress=False, figures=False).run()
+    Trainer(cfg, tmp_path, progress=False, figures=True).run()
+    assert (tmp_path / "figures" / "attention_heads.png").exists()
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     full = [r for r in rows if "attn_topic_ratio_heads" in r]
     assert full, "no evaluation row carries the per-head ratios"
@@ -188,3 +189,12 @@ def test_multi_head_runs_log_the_topic_ratio_of_every_layer_and_head(tmp_path):
         assert len(r["attn_topic_ratio_heads"]) == 2 * 2
         assert r["attn_topic_ratio_heads"][0] == pytest.approx(r["attn_same_topic"] / r["attn_diff_topic"], rel=1e-12)
         assert r["attn_topic_ratio_max"] == pytest.approx(max(r["attn_topic_ratio_heads"]), rel=1e-12)
+
+
+def test_attention_head_ratio_figure_checks_the_head_count():
+    from theorycheck.plots import attention_head_ratios
+
+    recs = [{"step": 0, "attn_topic_ratio_heads": [1.0, 1.1, 0.9, 1.2]}]
+    attention_head_ratios(recs, 2, 2)
+    with pytest.raises(ValueError, match="n_layers \\* n_heads = 6"):
+        attention_head_ratios(recs, 2, 3)

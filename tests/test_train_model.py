@@ -142,6 +142,25 @@ def test_count_attention_weights_equal_position_weights_example():
         np.testing.assert_allclose(per_token, w, rtol=1e-12, atol=1e-15, err_msg=f"query position {i} token {a}")
 
 
+@pytest.mark.parametrize("attention", ["softmax", "uniform"])
+def test_attention_maps_equal_per_head_weights(attention):
+    """One forward pass for every layer and head == the per-(layer, head) path, padding included."""
+    V1 = 7
+    train = ("W_K", "W_Q", "W_V") if attention == "softmax" else ("W_V",)
+    cfg = ModelConfig(V1=V1, n_layers=3, n_heads=2, d_a=3, residual=True, layer_norm=True, attention=attention,
+                      train=train)
+    model = Transformer(cfg, seed=1)
+    _randomize(model, np.random.default_rng(2), scale=1.0)
+    toks = np.array([[1, 2, 2, 5, 1, 0, 3], [4, 6, 6, -1, -1, -1, -1]])
+    maps = model.attention_maps(toks)
+    assert maps.shape == (3, 2, 2, 7, 7)
+    for li in range(3):
+        for hi in range(2):
+            np.testing.assert_array_equal(maps[li, hi], model.attention_weights(toks, layer=li, head=hi))
+    np.testing.assert_allclose(maps.sum(axis=-1)[:, :, 0], 1.0, rtol=1e-12)
+    assert np.all(maps[:, :, 1, :, 3:] == 0)  # padding is never a key
+
+
 @settings(max_examples=20)
 @given(topic_models(max_T=5, max_v=3), maskings(), st.integers(0, 2**31))
 def test_population_batch_is_the_exact_uniform_attention_loss(tm, mk, seed):

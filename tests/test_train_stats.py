@@ -67,6 +67,28 @@ def test_uniform_attention_gives_one_over_N_in_every_class():
     assert st_["same_minus_diff"] == pytest.approx(0.0, abs=1e-15)
 
 
+def test_normalised_class_averages_are_one_under_uniform_attention_for_any_lengths():
+    """Documents of different lengths: raw class averages mix 1/N_b scales (and differ between
+    classes, because long and short documents hold different shares of each class), the
+    length-normalised ones are exactly 1."""
+    rng = np.random.default_rng(1)
+    lengths = np.array([5, 40, 12])
+    N = lengths.max()
+    toks = rng.integers(0, 31, size=(3, N))
+    toks[np.arange(N)[None, :] >= lengths[:, None]] = -1
+    A = np.zeros((3, N, N))
+    for b, n in enumerate(lengths):
+        A[b, :n, :n] = 1.0 / n
+    raw = attention_class_averages(A, toks, 10)
+    norm = attention_class_averages(A, toks, 10, normalise=True)
+    for k in ("same_word", "same_topic", "diff_topic", "no_topic"):
+        assert norm[k] == pytest.approx(1.0, rel=1e-12), k
+    assert raw["same_word"] != pytest.approx(raw["diff_topic"], rel=1e-3)  # the raw ones are biased
+    ref = _class_averages_loop(A * lengths[:, None, None], toks, 10)
+    for k in ref:
+        assert norm[k] == pytest.approx(ref[k], rel=1e-12), k
+
+
 @settings(max_examples=15)
 @given(topic_models(min_T=2, max_T=6, max_v=4), maskings(min_p_m=0.05, allow_no_mask_token=False))
 def test_min_norm_value_matrix_is_block_constant_with_contrast_one_over_av(tm, mk):

@@ -866,6 +866,27 @@ class Transformer:
         Qt = lay.params["W_Q"][head] @ tab
         return lay.c * (Qt.T @ Kt)
 
+    def attention_maps(self, tokens, key_valid=None) -> np.ndarray:
+        """Attention of every layer and head in one forward pass, shape ``(L, H, B, N, N)``
+        (entry ``[l, h, b, i, j]``: query ``i`` on key ``j``); see :meth:`attention_weights`."""
+        toks = np.asarray(tokens, dtype=np.int64)
+        kv = (toks >= 0) if key_valid is None else np.asarray(key_valid, dtype=bool)
+        tab = np.eye(self.cfg.V1) if self.embedding.one_hot else self.embedding.params["W_E"]
+        X = np.where((toks >= 0)[:, :, None], tab.T[np.maximum(toks, 0)], 0.0)
+        B, N = toks.shape
+        out = np.empty((self.cfg.n_layers, self.cfg.n_heads, B, N, N))
+        for li, lay in enumerate(self.layers):
+            X = lay.forward(X, kv)
+            if lay.uniform:
+                nk = kv.sum(axis=1).astype(float)
+                out[li] = (kv / np.where(nk > 0, nk, 1.0)[:, None])[None, :, None, :]
+            else:
+                for h, (_, _, _, A) in enumerate(lay.cache["heads"]):
+                    out[li, h] = A
+        for lay in self.layers:
+            lay.cache = {}
+        return out
+
     def attention_weights(self, tokens, layer: int = 0, head: int = 0, key_valid=None) -> np.ndarray:
         """Attention ``A[b, i, j]`` (query ``i``, key ``j``) of one head on unmasked documents.
 

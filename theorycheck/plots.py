@@ -123,6 +123,58 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
     return fig
 
 
+__all__ += ["attention_head_ratios"]
+
+
+def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = ""):
+    """Same-topic : different-topic attention ratio of every layer and head during training.
+
+    ``records``: ``metrics.jsonl`` lines; those with ``attn_topic_ratio_heads`` (layer-major, length
+    ``n_layers * n_heads``, length-normalised class averages so 1 = no topic preference) are used.
+    Left: one curve per head (colour = layer); right: the last evaluation as a layer x head map on a
+    log colour scale centred at 1.
+    """
+    from matplotlib.colors import LogNorm
+
+    rows = [r for r in records if r.get("attn_topic_ratio_heads")]
+    fig = _new_figure(figsize=(10.5, 3.9))
+    ax = fig.add_subplot(1, 2, 1)
+    if not rows:
+        ax.text(0.5, 0.5, "no per-head attention statistics logged", ha="center", va="center")
+        return fig
+    steps = np.array([r["step"] for r in rows], dtype=float)
+    R = np.array([[np.nan if x is None else x for x in r["attn_topic_ratio_heads"]] for r in rows], dtype=float)
+    if R.shape[1] != n_layers * n_heads:
+        raise ValueError(f"records hold {R.shape[1]} heads, expected n_layers * n_heads = {n_layers * n_heads}")
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray"]
+    for li in range(n_layers):
+        for hi in range(n_heads):
+            ax.plot(steps, R[:, li * n_heads + hi], color=colors[li % len(colors)], lw=1,
+                    label=f"layer {li}" if hi == 0 else None)
+    ax.axhline(1.0, color="k", lw=0.6, ls=":")
+    ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("same-topic / different-topic attention")
+    ax.set_title("per head (1 = no topic preference)" + (f"\n{title}" if title else ""), fontsize=9)
+    ax.legend(fontsize=7)
+    ax2 = fig.add_subplot(1, 2, 2)
+    last = R[-1].reshape(n_layers, n_heads)
+    finite = last[np.isfinite(last) & (last > 0)]
+    span = float(np.max(np.abs(np.log(finite)))) if finite.size else 1.0
+    span = max(span, 1e-3)
+    im = ax2.imshow(last, cmap="RdBu_r", norm=LogNorm(vmin=np.exp(-span), vmax=np.exp(span)), interpolation="nearest")
+    fig.colorbar(im, ax=ax2, fraction=0.046, pad=0.04)
+    for (i, j), val in np.ndenumerate(last):
+        ax2.text(j, i, f"{val:.2f}", ha="center", va="center", fontsize=7)
+    ax2.set_xlabel("head")
+    ax2.set_ylabel("layer")
+    ax2.set_xticks(range(n_heads))
+    ax2.set_yticks(range(n_layers))
+    ax2.set_title(f"step {int(steps[-1])}", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
 # ----------------------------------------------------------------------------- attention (PAPER_SPEC §4.3)
 def attention_landscape(alpha, beta, L, *, optimum=None, value: str = "block", logK=None, L_K=None,
                         K_star=None, title: str = ""):

@@ -174,7 +174,7 @@ __all__ += [
 ]
 
 
-def attention_class_averages(A, tokens, v: int) -> dict:
+def attention_class_averages(A, tokens, v: int, *, normalise: bool = False) -> dict:
     """Average attention over ordered position pairs in three classes (official ``inspect_result.py``).
 
     For every document ``b`` and every pair (query ``i``, key ``j``) of non-padding positions the
@@ -191,13 +191,19 @@ def attention_class_averages(A, tokens, v: int) -> dict:
         Tokens, ``-1`` for padding.
     v : int
         Words per topic (``topic(w) = (w - 1) // v``).
+    normalise : bool
+        Length-normalise: use ``n_b A[b, i, j]`` with ``n_b`` the number of non-padding positions
+        of document ``b`` (every position a key), so uniform attention gives 1 in every class
+        whatever the document lengths (the official code's rescaling by the length, and the
+        convention of :mod:`theorycheck.realdata`). Without it, documents of different lengths
+        mix ``1/N`` scales and the class averages differ even under uniform attention.
 
     Returns
     -------
     dict
         ``same_word``, ``same_topic``, ``diff_topic``, ``no_topic`` (NaN if a class is empty),
         ``same_minus_diff`` = same_topic - diff_topic, and the pair counts ``n_*``.
-        With uniform attention over ``N`` keys every class average is ``1/N``.
+        With uniform attention over ``N`` keys every class average is ``1/N`` (1 if ``normalise``).
     """
     A = np.asarray(A, dtype=float)
     tok = np.asarray(tokens)
@@ -205,6 +211,8 @@ def attention_class_averages(A, tokens, v: int) -> dict:
     if A.ndim != 3 or A.shape[:2] != tok.shape or A.shape[1] != A.shape[2]:
         raise ValueError(f"A must have shape (B, N, N) matching tokens {tok.shape}, got {A.shape}")
     valid = tok >= 0
+    if normalise:
+        A = A * valid.sum(axis=1)[:, None, None]
     word = tok >= 1
     top = np.where(word, (tok - 1) // v, -1)
     pair_valid = valid[:, :, None] & valid[:, None, :]
