@@ -22,3 +22,6 @@ __all__ += ["landscape"]
 from . import stats  # noqa: E402
 
 __all__ += ["stats"]
+from . import dynamics  # noqa: E402
+
+__all__ += ["dynamics"]
