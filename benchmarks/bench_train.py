@@ -112,19 +112,11 @@ def _two_stage_time():
     cfg = preset("two-stage")
     cfg.eval_every = 0
     cfg.eval_docs = 0
-    recs = []
     tr = Trainer(cfg, progress=False)
-    orig = tr.metrics
-
-    def record(*a, **k):
-        r = orig(*a, **k)
-        recs.append(r)
-        return r
-
-    tr.metrics = record
     t0 = time.perf_counter()
     tr.run()
     total = time.perf_counter() - t0
+    recs = tr.history
     from theorycheck.stats import detect_stages
 
     st = detect_stages([r["step"] for r in recs], [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs],

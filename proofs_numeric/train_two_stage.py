@@ -30,17 +30,8 @@ def run(params: dict, inject: dict | None = None):
     f = inject.get("scale_KQ", 1.0)
     tr.model.get("layers.0.W_K")[...] *= f
     tr.model.get("layers.0.W_Q")[...] *= f
-    recs = []
-    orig = tr.metrics
-
-    def record(*a, **k):
-        r = orig(*a, **k)
-        recs.append(r)
-        return r
-
-    tr.metrics = record
     tr.run()
-    return recs
+    return tr.history
 
 
 def check(params: dict, inject: dict | None = None):

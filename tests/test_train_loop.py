@@ -198,3 +198,13 @@ def test_attention_head_ratio_figure_checks_the_head_count():
     attention_head_ratios(recs, 2, 2)
     with pytest.raises(ValueError, match="n_layers \\* n_heads = 6"):
         attention_head_ratios(recs, 2, 3)
+
+
+def test_history_equals_the_metrics_file(tmp_path):
+    """Trainer.history holds exactly the records written to metrics.jsonl (same steps, same values)."""
+    cfg = _small_cfg("fresh")
+    tr = Trainer(cfg, tmp_path, progress=False, figures=False)
+    tr.run()
+    on_disk = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in tr.history] == [r["step"] for r in on_disk] and len(on_disk) > 1
+    assert json.loads(json.dumps(tr.history)) == on_disk

@@ -347,6 +347,8 @@ class Trainer:
         self._dev = None
         self._eval_tokens = None
         self._ref_gram = None
+        #: every metrics record logged by :meth:`run` in this process (also without a run folder)
+        self.history: list[dict] = []
 
     # ------------------------------------------------------------------ data
     def _make_batch(self, masked):
@@ -610,6 +612,7 @@ class Trainer:
                 if s % cfg.log_every == 0 or s == cfg.steps - 1:
                     full = (cfg.eval_every > 0 and s % cfg.eval_every == 0) or s == cfg.steps - 1
                     last = self.metrics(s, loss, lr, full)
+                    self.history.append(last)
                     if last.get("dev_loss") is not None:
                         best_dev = last["dev_loss"] if best_dev is None else min(best_dev, last["dev_loss"])
                     if log is not None:
