@@ -12,7 +12,11 @@ distribution over the distinct key tokens weighted by their counts. Both run the
 token arrays + forward + backward + Adam update). torch is the optional ``bench`` extra
 (``torch==2.13.0``); without it the torch columns are skipped.
 
-Second table: wall time of the joint two-stage run (preset ``two-stage``) until its second stage
+Second table: the 4-layer x 4-head model of preset ``deep-4x4`` with identical tokens of a
+document merged into one row (exact at any depth, see ``CountBatch.to_positions``) against one
+row per position.
+
+Third table: wall time of the joint two-stage run (preset ``two-stage``) until its second stage
 starts, and the steps per second of the exact population gradient.
 
 Run: ``python benchmarks/bench_train.py``.
@@ -26,7 +30,7 @@ import time
 
 import numpy as np
 
-from theorycheck.model import ModelConfig, Transformer, count_batch, position_batch
+from theorycheck.model import ModelConfig, Transformer, make_batch
 from theorycheck.sampling import mask_documents, sample_documents
 from theorycheck.train import OptimConfig, Trainer, make_optimizer, preset
 
@@ -35,12 +39,12 @@ from _common import print_table, write_json
 N_BATCHES = 30
 
 
-def _batches(seed=0):
-    cfg = preset("official-demo")
+def _batches(name="official-demo", n=N_BATCHES, seed=0):
+    cfg = preset(name)
     tm, mk = cfg.data.topic_model(), cfg.data.masking()
     rng = np.random.default_rng(seed)
     out = []
-    for _ in range(N_BATCHES):
+    for _ in range(n):
         docs = sample_documents(tm, cfg.batch_size, cfg.data.N, rng=rng)
         out.append(mask_documents(docs, tm, mk, rng=rng))
     return cfg, out
@@ -49,17 +53,16 @@ def _batches(seed=0):
 def _numpy_steps_per_s(cfg, batches, count_based: str):
     mc = ModelConfig.from_dict({**cfg.model.to_dict(), "count_based": count_based})
     model = Transformer(mc, seed=0)
-    opt = make_optimizer(OptimConfig("adam", lr=0.01))
+    opt = make_optimizer(cfg.optim)
     names = model.trainable_names()
     params = {n: model.get(n) for n in names}
     grads = {n: model.grad(n) for n in names}
-    build = count_batch if mc.uses_counts else position_batch
 
     def step(mb):
-        b = build(mb.inputs, mb.selected, mb.targets, mc.V1, mask_keys=True, average="token")
+        b = make_batch(mc, mb.inputs, mb.selected, mb.targets, average=cfg.data.average)
         model.zero_grad()
         loss = model.loss_and_grad(b)
-        opt.step(params, grads, 0.01)
+        opt.step(params, grads, cfg.optim.lr)
         return loss
 
     step(batches[0])
@@ -151,6 +154,15 @@ def main():
     headers = ["implementation", "steps/s", "count-based speed-up", f"loss after {N_BATCHES} steps"]
     print("official-demo model, batch 40, N ~ U[100,150], CE, Adam (same batches for every row)")
     print_table(headers, rows)
+    cfg3, batches3 = _batches("deep-4x4", n=8)
+    sps_m, l_m = _numpy_steps_per_s(cfg3, batches3, "auto")
+    sps_p, l_p = _numpy_steps_per_s(cfg3, batches3, "never")
+    assert np.allclose(l_m, l_p, rtol=1e-10), "merged and position paths disagree"
+    rows3 = [["numpy merged tokens (one row per distinct token)", sps_m, 1.0, l_m[-1]],
+             ["numpy positions (one row per position)", sps_p, sps_m / sps_p, l_p[-1]]]
+    headers3 = ["implementation", "steps/s", "merged speed-up", f"loss after {len(batches3)} steps"]
+    print("\ndeep-4x4 model (4 layers x 4 heads, residual + LN, batch 16, N ~ U[100,150], CE, Adam)")
+    print_table(headers3, rows3)
     st, total, t2, steps = _two_stage_time()
     from theorycheck.dynamics import stage2_onset
 
@@ -165,6 +177,7 @@ def main():
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\n1-minute load average during the run: {load:.2f} (timings on a shared machine are noisy)")
     path = write_json("train", {"load_average": load, "official_demo": {"headers": headers, "rows": rows},
+                                "deep_4x4": {"headers": headers3, "rows": rows3},
                                 "two_stage": {"headers": headers2, "rows": rows2}})
     print(f"\nwritten {path}")
 

@@ -68,7 +68,8 @@ def _small_cfg(source, n_layers=1, optim="adam"):
                        log_every=2, eval_every=4, checkpoint_every=5, eval_docs=3)
 
 
-@pytest.mark.parametrize("source, n_layers, optim", [("fresh", 1, "adam"), ("static", 2, "sgd"), ("population", 1, "adam")])
+@pytest.mark.parametrize("source, n_layers, optim", [("fresh", 1, "adam"), ("static", 2, "sgd"), ("population", 1, "adam"),
+                                                          ("population", 2, "sgd")])
 def test_resume_after_interruption_is_bit_identical(tmp_path, source, n_layers, optim):
     cfg = _small_cfg(source, n_layers, optim)
     a = tmp_path / "a"
@@ -140,7 +141,7 @@ def test_dev_loss_matches_direct_evaluation():
         (lambda: TrainConfig(steps=-1), "steps"),
         (lambda: TrainConfig(batch_size=0), "batch_size"),
         (lambda: TrainConfig(model=ModelConfig(V1=5)), "V1"),
-        (lambda: TrainConfig(data=DataConfig(source="population"), model=ModelConfig(V1=101, n_layers=2)), "n_layers"),
+        (lambda: TrainConfig(data=DataConfig(source="population"), model=ModelConfig(V1=101, n_layers=2, count_based="never")), "count_based"),
         (lambda: TrainConfig(init_W_V="random"), "init_W_V"),
     ],
 )

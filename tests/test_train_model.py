@@ -11,6 +11,7 @@ from theorycheck.model import (
     ModelConfig,
     Transformer,
     count_batch,
+    merged_batch,
     population_batch,
     position_batch,
 )
@@ -55,7 +56,7 @@ def model_setups(draw):
     B = draw(st.integers(1, 3))
     N = draw(st.integers(1, 6))
     seed = draw(st.integers(0, 2**31))
-    path = "count" if (n_layers == 1 and draw(st.booleans())) else "position"
+    path = draw(st.sampled_from(["count", "merged", "position"] if n_layers == 1 else ["merged", "position"]))
     return cfg, B, N, seed, path
 
 
@@ -74,7 +75,7 @@ def test_every_gradient_matches_central_finite_differences(setup):
     model = Transformer(cfg, seed=seed)
     _randomize(model, rng)
     inputs, selected, targets = _random_masked(rng, cfg.V1, B, N)
-    build = count_batch if path == "count" else position_batch
+    build = {"count": count_batch, "merged": merged_batch, "position": position_batch}[path]
     batch = build(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys)
     model.zero_grad()
     model.loss_and_grad(batch)
@@ -123,6 +124,62 @@ def test_count_attention_equals_position_attention(V1, B, N, seed, mask_keys, at
     for n in gc:
         err = np.max(np.abs(gc[n] - model.grad(n)))
         assert err <= 1e-11 * (1 + np.max(np.abs(gc[n]))), f"{n}: counts vs positions differ by {err:.3g}"
+
+
+@settings(max_examples=30)
+@given(model_setups(), st.sampled_from(["document", "token"]))
+def test_merged_tokens_equal_positions_at_any_depth(setup, average):
+    """One row per distinct token (key weight = count) == one row per position: loss and every
+    gradient, for 1-2 layers, residual/LN, trained embeddings, both attentions and losses."""
+    cfg, B, N, seed, _ = setup
+    rng = np.random.default_rng(seed)
+    model = Transformer(cfg, seed=seed)
+    _randomize(model, rng, scale=1.2)
+    inputs, selected, targets = _random_masked(rng, cfg.V1, B, N + 4, p_sel=0.5)
+    inputs[:, 1:] = np.where(inputs[:, 1:] >= 0, rng.integers(0, 3, size=inputs[:, 1:].shape), -1)  # repeats
+    mb = merged_batch(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys, average=average)
+    pb = position_batch(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys, average=average)
+    assert mb.tokens.shape[1] <= min(pb.tokens.shape[1], cfg.V1)
+    model.zero_grad()
+    lm = model.loss_and_grad(mb)
+    gm = {n: model.grad(n).copy() for n in model.trainable_names()}
+    model.zero_grad()
+    lp = model.loss_and_grad(pb)
+    assert lm == pytest.approx(lp, rel=1e-11, abs=1e-12), f"loss: merged {lm!r} vs positions {lp!r}"
+    for n in gm:
+        err = np.max(np.abs(gm[n] - model.grad(n)))
+        assert err <= 1e-10 * (1 + np.max(np.abs(gm[n]))), f"{n}: merged vs positions differ by {err:.3g}"
+
+
+def test_merged_rows_example():
+    """Explicit layout: distinct tokens sorted per document, key weight = count as a key."""
+    inputs = np.array([[3, 1, 3, 0, 3], [2, 2, -1, -1, -1]])
+    selected = np.array([[False, True, False, True, False], [True, False, False, False, False]])
+    targets = np.array([[3, 4, 3, 2, 3], [1, 2, -1, -1, -1]])
+    mb = merged_batch(inputs, selected, targets, 5, mask_keys=True)
+    np.testing.assert_array_equal(mb.tokens, [[0, 1, 3], [2, -1, -1]])
+    np.testing.assert_array_equal(mb.key_weight, [[0, 0, 3], [1, 0, 0]])  # selected 0 and 1 hidden
+    np.testing.assert_array_equal(np.c_[mb.qdoc, mb.qpos], [[0, 0], [0, 1], [1, 0]])
+    np.testing.assert_array_equal(mb.Y.argmax(axis=1), [2, 4, 1])
+
+
+@settings(max_examples=15)
+@given(topic_models(max_T=4, max_v=3), maskings(), st.integers(0, 2**31), st.booleans())
+def test_population_merged_equals_population_counts(tm, mk, seed, mask_keys):
+    """The N -> inf population as merged rows (real-valued key densities) == the count path."""
+    cfg = ModelConfig(V1=tm.V1, n_heads=2, d_a=3, train=("W_K", "W_Q", "W_V", "b_dec"), loss="ce",
+                      residual=True, layer_norm=True)
+    model = Transformer(cfg, seed=seed)
+    _randomize(model, np.random.default_rng(seed), scale=1.0)
+    cb = population_batch(tm, mk, mask_keys=mask_keys)
+    model.zero_grad()
+    lc = model.loss_and_grad(cb)
+    gc = {n: model.grad(n).copy() for n in model.trainable_names()}
+    model.zero_grad()
+    lm = model.loss_and_grad(cb.to_positions())
+    assert lm == pytest.approx(lc, rel=1e-11)
+    for n in gc:
+        np.testing.assert_allclose(model.grad(n), gc[n], rtol=1e-9, atol=1e-12, err_msg=n)
 
 
 def test_count_attention_weights_equal_position_weights_example():
@@ -222,7 +279,7 @@ def test_no_keys_gives_zero_attention_not_nan():
         (dict(V1=5, train=("W_E",)), "W_E"),
         (dict(V1=5, train=("W_dec",)), "W_dec"),
         (dict(V1=5, attention="uniform", train=("W_K",)), "W_K"),
-        (dict(V1=5, count_based="always", n_layers=2), "count_based"),
+        (dict(V1=5, count_based="sometimes"), "count_based"),
         (dict(V1=5, init="xavier"), "init"),
         (dict(V1=5, residual="yes"), "residual"),
     ],

@@ -281,16 +281,21 @@ def structured_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tuple
     An independent O(1) route to the optimum that uses no closed-form entry formula: with
     ``Sigma = Q Sigma_hat Q^T`` and ``C = Q C_hat Q^T`` (``Q`` orthonormal columns),
     ``C Sigma^+ = Q C_hat Sigma_hat^+ Q^T`` and ``C (Sigma + reg I)^{-1} = Q C_hat (Sigma_hat + reg I)^{-1} Q^T``,
-    evaluated as ``C_hat Sigma_hat^+ [I - reg (Sigma_hat + reg I)^{-1}]`` (the rows of ``C`` lie in
-    ``range(Sigma)``), which stays accurate as ``reg -> 0``.
+    evaluated for ``reg < 1e-4 tr(Sigma)`` as ``C_hat Sigma_hat^+ [I - reg (Sigma_hat + reg I)^{-1}]``
+    (the rows of ``C`` lie in ``range(Sigma)``), which stays accurate as ``reg -> 0``, and directly
+    otherwise (``Sigma + reg I`` is then well conditioned, while the bracket would lose
+    ``log10(reg / lambda_min)`` digits to cancellation).
     """
     _check_models(tm, mk)
     reg = check_real("reg", reg, low=0.0)
     Sig, Cm = _hat_moments(tm, mk)
-    K = Cm @ Sig.pinv()
-    if reg > 0.0:
+    eye = TopicSym.identity(tm.T)
+    if reg >= 1e-4 * Sig.trace():
+        K = Cm @ (Sig + eye.scale(reg)).pinv(rcond=0.0)
+    else:
+        K = Cm @ Sig.pinv()
+    if 0.0 < reg < 1e-4 * Sig.trace():
         # C (Sigma + reg I)^{-1} = C Sigma^+ Sigma (Sigma + reg I)^{-1} = C Sigma^+ [I - reg (Sigma + reg I)^{-1}]
-        eye = TopicSym.identity(tm.T)
         K = K @ (eye - (Sig + eye.scale(reg)).pinv(rcond=0.0).scale(reg))
     diag, off, col, _, _ = K.entries()
     A = diag / tm.v

@@ -55,6 +55,8 @@ __all__ = [
     "CountBatch",
     "PositionBatch",
     "count_batch",
+    "merged_batch",
+    "make_batch",
     "position_batch",
     "population_batch",
     "PARAM_NAMES",
@@ -104,7 +106,10 @@ class ModelConfig:
     init_V : {"same", "zero", "identity"}
         Override for ``W^V`` (``"same"`` follows ``init``).
     count_based : {"auto", "always", "never"}
-        Attention over token counts (only possible for ``n_layers == 1``; ``"auto"`` uses it then).
+        Merge identical tokens of a document (exact: the model has no positional encoding).
+        ``"auto"``/``"always"``: one layer uses :class:`CountBatch` (attention over token counts),
+        deeper models a :class:`PositionBatch` with one row per distinct token
+        (:meth:`CountBatch.to_positions`); ``"never"``: one row per position.
     """
 
     V1: int
@@ -163,13 +168,19 @@ class ModelConfig:
             raise ValueError(f"train contains 'W_dec' but decoder={self.decoder!r}; use decoder='trained'")
         if self.attention == "uniform" and ({"W_K", "W_Q"} & set(self.train)):
             raise ValueError("train contains 'W_K'/'W_Q' but attention='uniform' freezes them; drop them from train")
-        if self.count_based == "always" and self.n_layers != 1:
-            raise ValueError(f"count_based='always' needs n_layers=1, got n_layers={self.n_layers}")
 
     @property
     def uses_counts(self) -> bool:
-        """Whether the count-based (token-count) attention path is used."""
+        """Whether the one-layer count-based (token-count) attention path is used."""
         return self.n_layers == 1 and self.count_based != "never"
+
+    @property
+    def batch_form(self) -> str:
+        """``"count"`` (:class:`CountBatch`), ``"merged"`` (:class:`PositionBatch`, one row per
+        distinct token of a document) or ``"position"`` (one row per position)."""
+        if self.count_based == "never":
+            return "position"
+        return "count" if self.n_layers == 1 else "merged"
 
     @property
     def score_factor(self) -> float:
@@ -224,6 +235,32 @@ class CountBatch:
         self._P_q = sp.csr_matrix((ones, (self.qtok, np.arange(E))), shape=(V1, E))
         self._collapsed = None
 
+    def to_positions(self) -> "PositionBatch":
+        """The same batch as a :class:`PositionBatch` with one row per distinct token of a context.
+
+        Row ``(g, j)`` holds a token ``t`` that is a key of context ``g`` (``K[g, t] > 0``) or a
+        query of it; its key weight is ``K[g, t]``. Without positional encodings every position
+        holding ``t`` in ``g`` has the representation of that row at every layer, so the loss and
+        all gradients equal those of the position batch exactly, at any depth. The cost per
+        context is ``O(U^2)`` for ``U`` distinct tokens instead of ``O(N^2)``.
+        """
+        G, V1 = self.K.shape
+        present = self.K > 0
+        present[self.ctx, self.qtok] = True
+        g_idx, tok = np.nonzero(present)  # row-major: sorted by context, then token
+        U = present.sum(axis=1)
+        start = np.concatenate(([0], np.cumsum(U)[:-1]))
+        pos = np.arange(g_idx.size) - start[g_idx]
+        width = int(U.max()) if G else 0
+        tokens = np.full((G, width), -1, dtype=np.int64)
+        tokens[g_idx, pos] = tok
+        key_weight = np.zeros((G, width))
+        key_weight[g_idx, pos] = self.K[g_idx, tok]
+        row = np.full((G, V1), -1, dtype=np.int64)
+        row[g_idx, tok] = pos
+        return PositionBatch(tokens=tokens, key_valid=key_weight > 0, qdoc=self.ctx.copy(),
+                             qpos=row[self.ctx, self.qtok], weight=self.weight, Y=self.Y, key_weight=key_weight)
+
     def per_context(self):
         """``(Y_g, w_g)`` summed over the query groups of each context, shapes (G, V1), (G,).
 
@@ -239,6 +276,11 @@ class CountBatch:
 class PositionBatch:
     """A batch in position form (general path, any depth).
 
+    A row usually is one position of a document. Rows may also stand for several identical
+    positions (``key_weight`` > 1, see :meth:`CountBatch.to_positions`): without positional
+    encodings identical tokens of one document have identical representations at every layer,
+    so merging them is exact.
+
     Attributes
     ----------
     tokens : ndarray of int, shape (B, N)
@@ -250,6 +292,8 @@ class PositionBatch:
     weight : ndarray, shape (E,)
     Y : ndarray, shape (E, V1)
         Weighted targets as in :class:`CountBatch`.
+    key_weight : ndarray, shape (B, N), optional
+        Multiplicity of each row as a key (default: ``key_valid`` as 0/1).
     """
 
     tokens: np.ndarray
@@ -258,6 +302,17 @@ class PositionBatch:
     qpos: np.ndarray
     weight: np.ndarray
     Y: np.ndarray
+    key_weight: np.ndarray | None = None
+
+    @property
+    def key_w(self) -> np.ndarray:
+        """Key multiplicities (B, N) as floats: ``key_weight`` if given, else ``key_valid`` as 0/1.
+
+        A row of weight ``k`` acts exactly as ``k`` identical key positions: its softmax logit
+        gets ``+ log k`` (weight 0: not a key)."""
+        if self.key_weight is not None:
+            return self.key_weight
+        return self.key_valid.astype(np.float64)
 
 
 def _entry_weights(selected, average):
@@ -329,6 +384,18 @@ def count_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, 
                       weight=Y.sum(axis=1), Y=Y)
 
 
+def merged_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
+    """:class:`PositionBatch` with one row per distinct token of each document (key weight =
+    its count as a key); exact for any depth. Arguments as :func:`count_batch`."""
+    return count_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average).to_positions()
+
+
+def make_batch(cfg: ModelConfig, inputs, selected, targets, *, average: str = "document"):
+    """The batch form ``cfg.batch_form`` asks for (``mask_keys`` from ``cfg``)."""
+    build = {"count": count_batch, "merged": merged_batch, "position": position_batch}[cfg.batch_form]
+    return build(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys, average=average)
+
+
 def position_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
     """Position form of a masked batch (see :class:`PositionBatch`); arguments as :func:`count_batch`."""
     check_choice("average", average, ("document", "token"))
@@ -385,6 +452,19 @@ def _softmax_rows(logits):
     e = np.exp(logits - m)
     s = e.sum(axis=-1, keepdims=True)
     return e / np.where(s > 0, s, 1.0)
+
+
+def _log_weights(w):
+    """``log w`` with ``-inf`` where ``w == 0`` (softmax bias of key multiplicities)."""
+    out = np.full(w.shape, -np.inf)
+    np.log(w, out=out, where=w > 0)
+    return out
+
+
+def _key_distribution(w):
+    """Rows of ``w`` normalised to sum 1 (uniform attention over weighted keys; empty rows 0)."""
+    s = w.sum(axis=-1, keepdims=True)
+    return w / np.where(s > 0, s, 1.0)
 
 
 def _softmax_bwd(A, dA):
@@ -489,22 +569,25 @@ class AttentionLayer(Layer):
         self.c = cfg.score_factor
 
     # ---------------------------------------------------------------- position path
-    def forward(self, X, key_valid):
-        """``X`` (B, N, d) row-wise embeddings -> (B, N, d); ``key_valid`` (B, N) bool."""
+    def forward(self, X, key_w):
+        """``X`` (B, N, d) row-wise embeddings -> (B, N, d).
+
+        ``key_w`` (B, N): key multiplicity of each row (bool ``key_valid`` or float weights, see
+        :class:`PositionBatch`); the logit of key ``j`` gets ``+ log key_w[j]``."""
         cfg, c = self.cfg, self.c
         P = self.params
         H = cfg.n_heads
+        key_w = np.asarray(key_w, dtype=np.float64)
         out = np.zeros_like(X)
         heads = []
         if self.uniform:
-            nk = key_valid.sum(axis=1).astype(float)
-            hbar = key_valid / np.where(nk > 0, nk, 1.0)[:, None]  # (B, N)
+            hbar = _key_distribution(key_w)  # (B, N)
             Xbar = np.einsum("bj,bjd->bd", hbar, X)  # mean key embedding
             Vsum = P["W_V"].sum(axis=0)
             out += (Xbar @ Vsum.T)[:, None, :]
             heads = Xbar
         else:
-            neg = np.where(key_valid, 0.0, -np.inf)[:, None, :]
+            neg = _log_weights(key_w)[:, None, :]
             for h in range(H):
                 Kx = X @ P["W_K"][h].T
                 Qx = X @ P["W_Q"][h].T
@@ -517,7 +600,7 @@ class AttentionLayer(Layer):
             Yn, inv = _ln_fwd(R)
         else:
             Yn, inv = R, None
-        self.cache = dict(X=X, heads=heads, Yn=Yn, inv=inv, key_valid=key_valid)
+        self.cache = dict(X=X, heads=heads, Yn=Yn, inv=inv, key_w=key_w)
         return Yn
 
     def backward(self, dY):
@@ -533,9 +616,7 @@ class AttentionLayer(Layer):
         Xf = X.reshape(-1, d)
         if self.uniform:
             Xbar = heads
-            kv = self.cache["key_valid"]
-            nk = kv.sum(axis=1).astype(float)
-            hbar = kv / np.where(nk > 0, nk, 1.0)[:, None]
+            hbar = _key_distribution(self.cache["key_w"])
             dOut = dR.sum(axis=1)  # (B, d): every query gets the same output
             Vsum = P["W_V"].sum(axis=0)
             if "W_V" in self.trainable:
@@ -571,13 +652,11 @@ class AttentionLayer(Layer):
         """
         cfg, c, P = self.cfg, self.c, self.params
         one_hot = tab is None
-        logK = np.full(batch.K.shape, -np.inf)
-        np.log(batch.K, out=logK, where=batch.K > 0)
+        logK = _log_weights(batch.K)
         heads = []
         Vt_all = [P["W_V"][h] if one_hot else P["W_V"][h] @ tab for h in range(cfg.n_heads)]
         if self.uniform:
-            ks = batch.K.sum(axis=1, keepdims=True)
-            Hc = batch.K / np.where(ks > 0, ks, 1.0)  # (G, V1)
+            Hc = _key_distribution(batch.K)  # (G, V1)
             Vsum = sum(Vt_all)
             U = Hc @ Vsum.T
             if not collapsed:
@@ -791,8 +870,9 @@ class Transformer:
             toks = batch.tokens
             table = np.eye(self.cfg.V1) if tab is None else tab
             X = np.where((toks >= 0)[:, :, None], table.T[np.maximum(toks, 0)], 0.0)
+            key_w = batch.key_w
             for lay in self.layers:
-                X = lay.forward(X, batch.key_valid)
+                X = lay.forward(X, key_w)
             Yq = X[batch.qdoc, batch.qpos]
             self._cache = ("pos", (X.shape, batch))
         return self.decoder.forward(Yq, emb)
@@ -878,8 +958,7 @@ class Transformer:
         for li, lay in enumerate(self.layers):
             X = lay.forward(X, kv)
             if lay.uniform:
-                nk = kv.sum(axis=1).astype(float)
-                out[li] = (kv / np.where(nk > 0, nk, 1.0)[:, None])[None, :, None, :]
+                out[li] = _key_distribution(kv.astype(np.float64))[None, :, None, :]
             else:
                 for h, (_, _, _, A) in enumerate(lay.cache["heads"]):
                     out[li, h] = A
@@ -900,10 +979,9 @@ class Transformer:
             X = lay.forward(X, kv)
         lay = self.layers[layer]
         if lay.uniform:
-            nk = kv.sum(axis=1).astype(float)
-            A = np.broadcast_to((kv / np.where(nk > 0, nk, 1.0)[:, None])[:, None, :], toks.shape + (toks.shape[1],))
+            A = np.broadcast_to(_key_distribution(kv.astype(np.float64))[:, None, :], toks.shape + (toks.shape[1],))
             return np.array(A)
         Kx = X @ lay.params["W_K"][head].T
         Qx = X @ lay.params["W_Q"][head].T
-        neg = np.where(kv, 0.0, -np.inf)[:, None, :]
+        neg = _log_weights(kv.astype(np.float64))[:, None, :]
         return _softmax_rows(lay.c * (Qx @ Kx.transpose(0, 2, 1)) + neg)

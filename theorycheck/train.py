@@ -36,7 +36,7 @@ import numpy as np
 
 from ._validate import check_choice, check_int, check_real
 from .config import Masking, TopicModel
-from .model import ModelConfig, Transformer, count_batch, population_batch, position_batch
+from .model import ModelConfig, Transformer, make_batch, population_batch
 
 __all__ = [
     "DataConfig",
@@ -193,10 +193,10 @@ class TrainConfig:
         self.checkpoint_every = check_int("checkpoint_every", self.checkpoint_every, low=0)
         self.eval_docs = check_int("eval_docs", self.eval_docs, low=0)
         check_choice("init_W_V", self.init_W_V, ("config", "stage1-optimum"))
-        if self.data.source == "population" and not self.model.uses_counts:
+        if self.data.source == "population" and self.model.batch_form == "position":
             raise ValueError(
-                f"source='population' needs the count-based one-layer model (n_layers=1, count_based!='never'), "
-                f"got n_layers={self.model.n_layers}, count_based={self.model.count_based!r}"
+                "source='population' needs merged tokens (count_based='auto' or 'always'): infinite "
+                f"documents have no positions, got count_based={self.model.count_based!r}"
             )
         if self.init_W_V == "stage1-optimum" and self.model.embedding != "one-hot":
             raise ValueError("init_W_V='stage1-optimum' needs embedding='one-hot'")
@@ -353,8 +353,7 @@ class Trainer:
     # ------------------------------------------------------------------ data
     def _make_batch(self, masked):
         d, mc = self.cfg.data, self.cfg.model
-        build = count_batch if mc.uses_counts else position_batch
-        return build(masked.inputs, masked.selected, masked.targets, d.V1, mask_keys=mc.mask_keys, average=d.average)
+        return make_batch(mc, masked.inputs, masked.selected, masked.targets, average=d.average)
 
     def _static_sets(self):
         if self._train_set is None:
@@ -375,6 +374,8 @@ class Trainer:
         if d.source == "population":
             if self._pop is None:
                 self._pop = population_batch(self.tm, self.mk, mask_keys=self.cfg.model.mask_keys)
+                if self.cfg.model.batch_form == "merged":
+                    self._pop = self._pop.to_positions()
             return self._pop
         from .sampling import MaskedBatch, mask_documents, sample_documents
 
