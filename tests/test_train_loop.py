@@ -190,6 +190,13 @@ def test_multi_head_runs_log_the_topic_ratio_of_every_layer_and_head(tmp_path):
         assert len(r["attn_topic_ratio_heads"]) == 2 * 2
         assert r["attn_topic_ratio_heads"][0] == pytest.approx(r["attn_same_topic"] / r["attn_diff_topic"], rel=1e-12)
         assert r["attn_topic_ratio_max"] == pytest.approx(max(r["attn_topic_ratio_heads"]), rel=1e-12)
+    # per-layer norms: entry 0 is the layer-0 norm logged beside it, entry 1 is layer 1's
+    tr = Trainer(cfg, None, progress=False, figures=False)
+    rec = tr.metrics(0, 1.0, 0.1, full=False)
+    for key in ("W_V", "W_K", "W_Q"):
+        assert len(rec[f"norm_{key}_layers"]) == 2 and len(rows[-1][f"norm_{key}_layers"]) == 2
+        assert rec[f"norm_{key}_layers"][0] == rec[f"norm_{key}"]
+        assert rec[f"norm_{key}_layers"][1] == pytest.approx(np.linalg.norm(tr.model.get(f"layers.1.{key}")), rel=1e-12)
 
 
 def test_attention_head_ratio_figure_checks_the_head_count():

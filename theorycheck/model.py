@@ -47,6 +47,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from ._count_kernels import gather_softmax, softmax_bwd
 from ._validate import check_choice, check_int, check_real
 
 __all__ = [
@@ -668,7 +669,7 @@ class AttentionLayer(Layer):
                 Kt = P["W_K"][h] if one_hot else P["W_K"][h] @ tab
                 Qt = P["W_Q"][h] if one_hot else P["W_Q"][h] @ tab
                 S = c * (Qt.T @ Kt)  # (V1, V1) [query token, key token]
-                A = _softmax_rows(S[batch.qtok] + logK[batch.ctx])
+                A = gather_softmax(S, logK, batch.qtok, batch.ctx)  # fused Numba kernel
                 U = U + A @ Vt_all[h].T
                 heads.append((Kt, Qt, A))
         X0 = (np.eye(cfg.V1) if one_hot else tab)[:, batch.qtok].T if cfg.residual else None
@@ -700,7 +701,7 @@ class AttentionLayer(Layer):
             for h, (Kt, Qt, A) in enumerate(heads):
                 dVt = dR.T @ A  # (d, V1)
                 dA = dR @ Vt_all[h]  # (E, V1)
-                dS = c * (batch._P_q @ _softmax_bwd(A, dA))  # (V1, V1)
+                dS = c * (batch._P_q @ softmax_bwd(A, dA, out=dA))  # (V1, V1)
                 dQt = Kt @ dS.T
                 dKt = Qt @ dS
                 if one_hot:

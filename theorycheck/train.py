@@ -429,7 +429,8 @@ class Trainer:
     # ------------------------------------------------------------------ metrics
     def metrics(self, step: int, loss: float, lr: float, full: bool) -> dict:
         """One metrics record. Norms are over all heads of layer 0 (``norm_KQ`` is
-        ``c ||sum_h W_K,h^T W_Q,h||_F``); block scores, ``K_eff`` and attention statistics are of
+        ``c ||sum_h W_K,h^T W_Q,h||_F``), with per-layer lists ``norm_W_V_layers`` etc. for deeper
+        models; block scores, ``K_eff`` and attention statistics are of
         layer 0, head 0; ``full`` adds the attention class averages on the fixed evaluation
         documents (length-normalised: 1 = uniform attention, see
         :func:`theorycheck.stats.attention_class_averages`), for multi-layer/multi-head models the
@@ -443,8 +444,11 @@ class Trainer:
         rec["norm_W_V"] = float(np.linalg.norm(lay.params["W_V"]))
         rec["norm_W_K"] = float(np.linalg.norm(lay.params["W_K"]))
         rec["norm_W_Q"] = float(np.linalg.norm(lay.params["W_Q"]))
-        KQ = sum(lay.params["W_K"][h].T @ lay.params["W_Q"][h] for h in range(self.cfg.model.n_heads))
-        rec["norm_KQ"] = float(np.linalg.norm(KQ)) * lay.c
+        rec["norm_KQ"] = _kq_norm(lay)
+        if len(m.layers) > 1:
+            for key in ("W_V", "W_K", "W_Q"):
+                rec[f"norm_{key}_layers"] = [float(np.linalg.norm(la.params[key])) for la in m.layers]
+            rec["norm_KQ_layers"] = [_kq_norm(la) for la in m.layers]
         if not m.embedding.one_hot:
             rec["norm_W_E"] = float(np.linalg.norm(m.embedding.params["W_E"]))
         for n in m.trainable_names():
@@ -662,7 +666,8 @@ class Trainer:
             has_K = all(k is not None for k in Ke)
             bs = [r.get("block_score_W_V") for r in recs]
             has_bs = has_K and all(b is not None for b in bs)
-            st = stats.detect_stages(steps, [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs],
+            nV, nKQ = stage_curves(recs)
+            st = stats.detect_stages(steps, nV, nKQ,
                                      K_eff=Ke if has_K else None, v=self.cfg.data.v,
                                      block_score=bs if has_bs else None)
             stages = st.to_dict()
@@ -685,6 +690,29 @@ class Trainer:
         for name, fig in figs.items():
             fig.savefig(figdir / f"{name}.png", dpi=110)
         return stages
+
+
+def _kq_norm(lay) -> float:
+    """``c ||sum_h W_K,h^T W_Q,h||_F`` of one attention layer."""
+    P = lay.params
+    return float(np.linalg.norm(np.einsum("hak,haq->kq", P["W_K"], P["W_Q"]))) * lay.c
+
+
+def stage_curves(recs) -> tuple[list, list]:
+    """The two curves the norm rule of :func:`theorycheck.stats.detect_stages` reads.
+
+    One layer: ``||W^V||_F`` and ``c ||sum_h W_K^T W_Q||_F``. Several layers: the norm of all
+    value matrices together, ``sqrt(sum_l ||W^V_l||^2)``, and the largest growth factor of any
+    layer's score matrix, ``max_l ||W_K,l^T W_Q,l||(t) / ||W_K,l^T W_Q,l||(0)`` (initial value 1):
+    stage 2 starts when the first layer's attention starts to move.
+    """
+    if recs and "norm_KQ_layers" in recs[0]:
+        k0 = np.asarray(recs[0]["norm_KQ_layers"], dtype=float)
+        k0 = np.where(k0 > 0, k0, np.finfo(float).tiny)
+        nV = [float(np.sqrt(np.sum(np.square(r["norm_W_V_layers"])))) for r in recs]
+        nKQ = [float(np.max(np.asarray(r["norm_KQ_layers"]) / k0)) for r in recs]
+        return nV, nKQ
+    return [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs]
 
 
 def _row_softmax(S):
@@ -815,7 +843,7 @@ PRESETS = {
     "deep-4x4": _preset_deep,
     "ablation": _ablation_grid,
 }
-__all__ += ["PRESETS", "preset", "run_preset"]
+__all__ += ["PRESETS", "preset", "run_preset", "stage_curves"]
 
 
 def preset(name: str):

@@ -1,0 +1,59 @@
+"""_count_kernels.py: the fused Numba kernels of the count path == their numpy references."""
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theorycheck._count_kernels import gather_softmax, gather_softmax_ref, softmax_bwd, softmax_bwd_ref
+
+
+@settings(max_examples=40)
+@given(st.integers(1, 12), st.integers(1, 5), st.integers(1, 30), st.integers(0, 2**31),
+       st.sampled_from([1.0, 30.0, 1e4]), st.floats(0.0, 0.9))
+def test_gather_softmax_equals_reference(V1, G, E, seed, scale, p_zero):
+    """Random scores up to |S| = 1e4 (log-sum-exp must keep them finite), zero key counts, empty contexts."""
+    rng = np.random.default_rng(seed)
+    S = scale * rng.normal(size=(V1, V1))
+    K = rng.random((G, V1)) * (rng.random((G, V1)) >= p_zero)
+    K[0] = 0.0  # a context without keys: zero attention
+    logK = np.full(K.shape, -np.inf)
+    np.log(K, out=logK, where=K > 0)
+    qtok = rng.integers(0, V1, size=E)
+    ctx = rng.integers(0, G, size=E)
+    A = gather_softmax(S, logK, qtok, ctx)
+    R = gather_softmax_ref(S, logK, qtok, ctx)
+    assert np.all(np.isfinite(A))
+    np.testing.assert_allclose(A, R, rtol=1e-13, atol=1e-300)
+    has_keys = K[ctx].sum(axis=1) > 0
+    np.testing.assert_allclose(A.sum(axis=1), has_keys.astype(float), rtol=1e-13)
+    assert np.all(A[K[ctx] == 0] == 0)
+
+
+def test_gather_softmax_example():
+    """One query on counts (2, 0, 1) with scores (0, 5, log 2): weights 2 : 0 : 2."""
+    S = np.array([[0.0, 5.0, np.log(2.0)]] * 3)
+    logK = np.array([[np.log(2.0), -np.inf, 0.0]])
+    A = gather_softmax(S, logK, np.array([1]), np.array([0]))
+    np.testing.assert_allclose(A, [[0.5, 0.0, 0.5]], rtol=1e-15)
+
+
+@settings(max_examples=30)
+@given(st.integers(1, 12), st.integers(1, 30), st.integers(0, 2**31))
+def test_softmax_bwd_equals_reference_and_finite_differences(V1, E, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(E, V1))
+    A = np.exp(z - z.max(axis=1, keepdims=True))
+    A /= A.sum(axis=1, keepdims=True)
+    dA = rng.normal(size=(E, V1))
+    g = softmax_bwd(A, dA)
+    np.testing.assert_allclose(g, softmax_bwd_ref(A, dA), rtol=1e-13, atol=1e-15)
+    # directional derivative of sum(dA * softmax(z)) along a random direction
+    D = rng.normal(size=z.shape)
+    h = 1e-6
+
+    def f(zz):
+        a = np.exp(zz - zz.max(axis=1, keepdims=True))
+        return np.sum(dA * a / a.sum(axis=1, keepdims=True))
+
+    fd = (f(z + h * D) - f(z - h * D)) / (2 * h)
+    assert abs(fd - np.sum(g * D)) <= 1e-7 * (1 + abs(fd))

@@ -1,0 +1,92 @@
+"""Numba kernels of the count-based attention path (:mod:`theorycheck.model`), with numpy references.
+
+The count path of a one-layer model evaluates, for every query group ``e`` (context ``g = ctx[e]``,
+query token ``a = qtok[e]``), the attention over key tokens
+
+.. math::
+    A[e, b] = \\frac{K[g, b]\\, e^{S[a, b]}}{\\sum_{b'} K[g, b']\\, e^{S[a, b']}}
+            = \\mathrm{softmax}_b\\big(S[a, b] + \\log K[g, b]\\big),
+
+(PAPER_SPEC §3.1 with identical keys merged) and, in the backward pass, the softmax Jacobian
+product ``A * (dA - sum_b dA A)``. In numpy these take a gather of ``S`` and ``log K`` rows and
+about ten passes over ``E x V1`` arrays; the kernels below do one fused pass per row, in float64,
+with the max-shift of log-sum-exp (no ``fastmath``), parallel over rows. Rows without any key
+(``K[g] == 0`` everywhere) give all-zero attention, like the reference.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+__all__ = ["gather_softmax", "gather_softmax_ref", "softmax_bwd", "softmax_bwd_ref"]
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _gather_softmax(S, logK, qtok, ctx, out):
+    E, V1 = out.shape
+    for e in numba.prange(E):
+        srow = S[qtok[e]]
+        krow = logK[ctx[e]]
+        m = -np.inf
+        for b in range(V1):
+            x = srow[b] + krow[b]
+            out[e, b] = x
+            if x > m:
+                m = x
+        if m == -np.inf:
+            for b in range(V1):
+                out[e, b] = 0.0
+            continue
+        s = 0.0
+        for b in range(V1):
+            y = np.exp(out[e, b] - m)
+            out[e, b] = y
+            s += y
+        inv = 1.0 / s
+        for b in range(V1):
+            out[e, b] *= inv
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _softmax_bwd(A, dA, out):
+    E, V1 = A.shape
+    for e in numba.prange(E):
+        t = 0.0
+        for b in range(V1):
+            t += dA[e, b] * A[e, b]
+        for b in range(V1):
+            out[e, b] = A[e, b] * (dA[e, b] - t)
+
+
+def gather_softmax(S, logK, qtok, ctx):
+    """``A[e] = softmax(S[qtok[e]] + logK[ctx[e]])`` (E, V1); ``-inf`` entries of ``logK`` get weight 0."""
+    out = np.empty((qtok.shape[0], S.shape[1]))
+    _gather_softmax(np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(logK, dtype=np.float64),
+                    np.ascontiguousarray(qtok, dtype=np.int64), np.ascontiguousarray(ctx, dtype=np.int64), out)
+    return out
+
+
+def gather_softmax_ref(S, logK, qtok, ctx):
+    """Pure numpy reference of :func:`gather_softmax`."""
+    z = S[qtok] + logK[ctx]
+    m = z.max(axis=1, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0.0)
+    e = np.exp(z - m)
+    s = e.sum(axis=1, keepdims=True)
+    return e / np.where(s > 0, s, 1.0)
+
+
+def softmax_bwd(A, dA, out=None):
+    """Logit gradient ``A * (dA - sum_b dA A)`` of a row softmax given ``dL/dA`` (may write into ``out``)."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    dA = np.ascontiguousarray(dA, dtype=np.float64)
+    if out is None:
+        out = np.empty_like(A)
+    _softmax_bwd(A, dA, out)
+    return out
+
+
+def softmax_bwd_ref(A, dA):
+    """Pure numpy reference of :func:`softmax_bwd`."""
+    return A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
