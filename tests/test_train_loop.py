@@ -216,3 +216,21 @@ def test_history_equals_the_metrics_file(tmp_path):
     on_disk = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in tr.history] == [r["step"] for r in on_disk] and len(on_disk) > 1
     assert json.loads(json.dumps(tr.history)) == on_disk
+
+
+def test_stage_curves_of_deep_runs_read_every_layer():
+    """Deep runs: total ||W^V|| over layers and the largest per-layer growth of ||W_K|| ||W_Q||
+    (a layer other than the first can open stage 2); one-layer runs: the logged curves as they are."""
+    from theorycheck.stats import detect_stages
+    from theorycheck.train import stage_curves
+
+    K1 = [1.0, 1.0, 1.2, 2.0, 4.0]  # layer 1 keys and queries: 1 -> 16 in the product at step 40
+    recs = [{"step": 10 * i, "norm_W_V_layers": [3.0 * min(i, 1) + 0.1, 4.0 * min(i, 1) + 0.1],
+             "norm_W_K_layers": [0.5, K1[i]], "norm_W_Q_layers": [0.5, K1[i]]} for i in range(5)]
+    nV, nKQ = stage_curves(recs)
+    assert nV[0] == pytest.approx(math.hypot(0.1, 0.1)) and nV[1] == pytest.approx(math.hypot(3.1, 4.1))
+    assert nKQ == pytest.approx([1.0, 1.0, 1.44, 4.0, 16.0])
+    st = detect_stages([r["step"] for r in recs], nV, nKQ)
+    assert (st.stage1_end, st.stage2_start) == (10, 40)
+    flat = [{"step": 0, "norm_W_V": 1.0, "norm_KQ": 2.0}, {"step": 1, "norm_W_V": 3.0, "norm_KQ": 5.0}]
+    assert stage_curves(flat) == ([1.0, 3.0], [2.0, 5.0])
