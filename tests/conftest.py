@@ -3,6 +3,13 @@
 import os
 import socket
 
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    # one process per core under `pytest -n`: single-threaded BLAS and Numba avoid oversubscription
+    # (two 2-thread OpenBLAS pools on 2 cores made the training claims ~2x slower). Must run before
+    # numpy / numba are imported.
+    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ.setdefault(_var, "1")
+
 import matplotlib
 import pytest
 from hypothesis import HealthCheck, settings

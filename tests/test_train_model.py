@@ -60,6 +60,19 @@ def model_setups(draw):
     return cfg, B, N, seed, path
 
 
+def _assert_same_loss_and_grads(model, batch_a, batch_b, rtol_loss, rtol_grad, what):
+    """Loss and every trainable gradient of ``model`` agree on two forms of one batch."""
+    model.zero_grad()
+    la = model.loss_and_grad(batch_a)
+    ga = {n: model.grad(n).copy() for n in model.trainable_names()}
+    model.zero_grad()
+    lb = model.loss_and_grad(batch_b)
+    assert la == pytest.approx(lb, rel=rtol_loss, abs=1e-12), f"loss, {what}: {la!r} vs {lb!r}"
+    for n in ga:
+        err = np.max(np.abs(ga[n] - model.grad(n)))
+        assert err <= rtol_grad * (1 + np.max(np.abs(ga[n]))), f"{n}, {what}: differ by {err:.3g}"
+
+
 def _randomize(model, rng, scale=0.7):
     for name, (mod, k) in model.named_params().items():
         if k in ("W_K", "W_Q") and model.cfg.attention == "uniform":
@@ -115,15 +128,7 @@ def test_count_attention_equals_position_attention(V1, B, N, seed, mask_keys, at
     inputs, selected, targets = _random_masked(rng, V1, B, N, p_sel=0.6)
     cb = count_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average)
     pb = position_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average)
-    model.zero_grad()
-    lc = model.loss_and_grad(cb)
-    gc = {n: model.grad(n).copy() for n in model.trainable_names()}
-    model.zero_grad()
-    lp = model.loss_and_grad(pb)
-    assert lc == pytest.approx(lp, rel=1e-12, abs=1e-12), f"loss: counts {lc!r} vs positions {lp!r}"
-    for n in gc:
-        err = np.max(np.abs(gc[n] - model.grad(n)))
-        assert err <= 1e-11 * (1 + np.max(np.abs(gc[n]))), f"{n}: counts vs positions differ by {err:.3g}"
+    _assert_same_loss_and_grads(model, cb, pb, 1e-12, 1e-11, "counts vs positions")
 
 
 @settings(max_examples=30)
@@ -140,15 +145,7 @@ def test_merged_tokens_equal_positions_at_any_depth(setup, average):
     mb = merged_batch(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys, average=average)
     pb = position_batch(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys, average=average)
     assert mb.tokens.shape[1] <= min(pb.tokens.shape[1], cfg.V1)
-    model.zero_grad()
-    lm = model.loss_and_grad(mb)
-    gm = {n: model.grad(n).copy() for n in model.trainable_names()}
-    model.zero_grad()
-    lp = model.loss_and_grad(pb)
-    assert lm == pytest.approx(lp, rel=1e-11, abs=1e-12), f"loss: merged {lm!r} vs positions {lp!r}"
-    for n in gm:
-        err = np.max(np.abs(gm[n] - model.grad(n)))
-        assert err <= 1e-10 * (1 + np.max(np.abs(gm[n]))), f"{n}: merged vs positions differ by {err:.3g}"
+    _assert_same_loss_and_grads(model, mb, pb, 1e-11, 1e-10, "merged vs positions")
 
 
 def test_merged_rows_example():
@@ -172,14 +169,7 @@ def test_population_merged_equals_population_counts(tm, mk, seed, mask_keys):
     model = Transformer(cfg, seed=seed)
     _randomize(model, np.random.default_rng(seed), scale=1.0)
     cb = population_batch(tm, mk, mask_keys=mask_keys)
-    model.zero_grad()
-    lc = model.loss_and_grad(cb)
-    gc = {n: model.grad(n).copy() for n in model.trainable_names()}
-    model.zero_grad()
-    lm = model.loss_and_grad(cb.to_positions())
-    assert lm == pytest.approx(lc, rel=1e-11)
-    for n in gc:
-        np.testing.assert_allclose(model.grad(n), gc[n], rtol=1e-9, atol=1e-12, err_msg=n)
+    _assert_same_loss_and_grads(model, cb, cb.to_positions(), 1e-11, 1e-9, "population counts vs merged")
 
 
 def test_count_attention_weights_equal_position_weights_example():

@@ -84,15 +84,17 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
     ax1 = fig.add_subplot(1, n, 1)
     ax2 = fig.add_subplot(1, n, n)
     axes = [ax1, ax2]
-    if records and "norm_W_V_layers" in records[0] and "norm_KQ_layers" in records[0]:
-        # deep model: one colour per layer, ||W^V_l|| solid, ||W_K,l^T W_Q,l|| dashed
+    if records and "norm_W_V_layers" in records[0] and "norm_W_K_layers" in records[0]:
+        # deep model: one colour per layer, ||W^V_l|| solid, ||W_K,l|| ||W_Q,l|| dashed (the
+        # curves the deep norm rule reads, see theorycheck.train.stage_curves)
         nV = np.array([r["norm_W_V_layers"] for r in records], dtype=float)
-        nKQ = np.array([r["norm_KQ_layers"] for r in records], dtype=float)
+        nKQ = (np.array([r["norm_W_K_layers"] for r in records], dtype=float)
+               * np.array([r["norm_W_Q_layers"] for r in records], dtype=float))
         for li in range(nV.shape[1]):
             col = f"C{li % 10}"
             ax1.plot(steps, nV[:, li], color=col, label=f"||W_V|| layer {li}")
             ax1.plot(steps, np.where(nKQ[:, li] > 0, nKQ[:, li], np.nan), color=col, ls="--",
-                     label=f"||W_K^T W_Q|| layer {li}")
+                     label=f"||W_K|| ||W_Q|| layer {li}")
         ax1.legend(fontsize=6, ncol=2)
     else:
         for k in keys:
