@@ -162,7 +162,8 @@ def main():
     rows3 = [["numpy merged tokens (one row per distinct token)", sps_m, 1.0, l_m[-1]],
              ["numpy positions (one row per position)", sps_p, sps_m / sps_p, l_p[-1]]]
     headers3 = ["implementation", "steps/s", "merged speed-up", f"loss after {len(batches3)} steps"]
-    print("\ndeep-4x4 model (4 layers x 4 heads, residual + LN, batch 16, N ~ U[100,150], CE, Adam)")
+    print(f"\ndeep-4x4 model (4 layers x 4 heads, residual + LN, batch 16, N ~ U[100,150], CE, "
+          f"{cfg3.optim.name} lr {cfg3.optim.lr:g})")
     print_table(headers3, rows3)
     st, total, t2, steps = _two_stage_time()
     from theorycheck.dynamics import stage2_onset
