@@ -1,0 +1,50 @@
+"""PAPER_SPEC §5.1 (EMPIRICAL, seeded run against the official code's number): the released demo
+(one layer, uniform attention frozen, one-hot embedding, identity decoder, W^V and the output bias
+trained with cross-entropy by Adam lr 0.01, batch 40, 10k static-masked LDA documents with
+alpha = 0.1, T = v = 10, N ~ U[100, 150], selected positions hidden from the keys, token-averaged
+loss; preset ``official-demo``) reaches a dev cross-entropy within 3% of the official code's
+3.3954 (its logged dev loss for the same data recipe). Seed 0, 1500 steps, dev loss every 250
+steps on 10k separate documents; the best one counts, as in the official training script.
+
+The reference is the official code's printed value, not ours; the N -> inf Bayes cross-entropy of
+this data model (3.149, README) is lower because finite documents reveal their topics only
+partly.
+"""
+
+from __future__ import annotations
+
+from theorycheck.claims import Claim, compare_close
+from theorycheck.train import Trainer, preset
+
+OFFICIAL_DEV_CE = 3.3954
+
+
+def check(params: dict, inject: dict | None = None):
+    inject = inject or {}
+    cfg = preset("official-demo")
+    cfg.steps, cfg.seed, cfg.eval_every = params["steps"], params["seed"], params["eval_every"]
+    cfg.log_every, cfg.checkpoint_every, cfg.eval_docs = params["eval_every"], 0, 0
+    if "lr" in inject:
+        cfg.optim.lr = inject["lr"]
+    res = Trainer(cfg, progress=False, figures=False).run()
+    best = float(res.best_dev_loss)
+    return compare_close(best, OFFICIAL_DEV_CE, tol=params["rtol"] * OFFICIAL_DEV_CE,
+                         details={"best_dev_ce": best, "official_dev_ce": OFFICIAL_DEV_CE,
+                                  "final_train_ce": res.final.get("loss")})
+
+
+def falsify(params: dict) -> dict:
+    """Adam lr 1e-4 instead of 1e-2: after 1500 steps W^V has barely left its init and the dev
+    cross-entropy is far above the official value."""
+    return {"lr": 1e-4}
+
+
+CLAIM = Claim(
+    id="train.official-demo-dev-ce",
+    statement="The released uniform-attention demo, retrained here, reaches the official code's dev cross-entropy 3.3954 within 3%",
+    source="EMPIRICAL",
+    spec="PAPER_SPEC §5.1",
+    check=check,
+    default_params=(dict(steps=1500, eval_every=250, seed=0, rtol=0.03),),
+    falsify=falsify,
+)
