@@ -21,11 +21,14 @@ Design choices (documented deviations):
 - **Layer norm** has no learnable gain/bias (the following linear map absorbs an affine
   transform); ``eps = 1e-5`` as in BERT, applied after the residual (post-LN).
 - **No positional encodings** (the paper's model has none). Consequently the representation of a
-  position depends only on its document and its token, so a one-layer model can be evaluated
-  *exactly* over token counts (see :class:`CountBatch`): all queries with the same input token
-  share one attention distribution over the distinct key tokens weighted by their counts. This
-  costs ``O(E V1)`` for ``E`` (document, query token) groups instead of ``O(N^2)`` per document.
-  The general position-based path (:class:`PositionBatch`) handles any depth.
+  position depends only on its document and its token, at every layer. A one-layer model is
+  therefore evaluated *exactly* over token counts (see :class:`CountBatch`): all queries with the
+  same input token share one attention distribution over the distinct key tokens weighted by
+  their counts, ``O(E V1)`` for ``E`` (document, query token) groups instead of ``O(N^2)`` per
+  document. Deeper models run the position path (:class:`PositionBatch`) on one row per
+  distinct token, the count entering each key's logit as ``+ log count``
+  (:meth:`CountBatch.to_positions`, :func:`merged_batch`); one row per position
+  (:func:`position_batch`) is the reference.
 - ``mask_keys=True`` reproduces the official code: the batch builders drop selected positions
   from the keys (queries at those positions attend only to unselected tokens).
 
@@ -48,6 +51,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ._count_kernels import gather_softmax, softmax_bwd
+from ._count_kernels import softmax_bwd_ref as _softmax_bwd  # any ndim (position path)
 from ._validate import check_choice, check_int, check_real
 
 __all__ = [
@@ -466,11 +470,6 @@ def _key_distribution(w):
     """Rows of ``w`` normalised to sum 1 (uniform attention over weighted keys; empty rows 0)."""
     s = w.sum(axis=-1, keepdims=True)
     return w / np.where(s > 0, s, 1.0)
-
-
-def _softmax_bwd(A, dA):
-    """Gradient of row-softmax logits given ``dL/dA``."""
-    return A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
 
 
 def _ln_fwd(R):
