@@ -162,7 +162,8 @@ def test_every_preset_builds_a_valid_config():
 def test_cli_train_list_and_errors(capsys, tmp_path):
     assert main(["train", "--list"]) == 0
     assert capsys.readouterr().out.split() == [
-        "official-demo", "stage1-population", "stage2-population", "two-stage", "embedding", "deep-4x4", "ablation"]
+        "official-demo", "stage1-population", "stage2-population", "two-stage", "embedding", "deep-4x4", "ablation",
+        "compensation"]
     assert main(["train", "--preset", "nope", "--out", str(tmp_path)]) == 2
     assert "preset" in capsys.readouterr().err
 

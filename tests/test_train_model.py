@@ -271,6 +271,7 @@ def test_no_keys_gives_zero_attention_not_nan():
         (dict(V1=5, attention="uniform", train=("W_K",)), "W_K"),
         (dict(V1=5, count_based="sometimes"), "count_based"),
         (dict(V1=5, init="xavier"), "init"),
+        (dict(V1=5, embedding="trained", init_scale_E=-0.1), "init_scale_E"),
         (dict(V1=5, residual="yes"), "residual"),
     ],
 )
@@ -325,3 +326,13 @@ def _score_model_local(tm, S, W, mask_keys):
     model.get("layers.0.W_K")[0] = S
     model.get("layers.0.W_V")[0] = W
     return model
+
+
+def test_embedding_init_scale_override():
+    """``init_scale_E`` sets the spread of W^E only (the other matrices keep ``init_scale``)."""
+    cfg = ModelConfig(V1=60, embedding="trained", decoder="tied", init_scale=0.01, init_scale_E=0.5)
+    m = Transformer(cfg, seed=0)
+    assert np.std(m.get("W_E")) == pytest.approx(0.5, rel=0.05)
+    assert np.std(m.get("layers.0.W_V")) == pytest.approx(0.01, rel=0.05)
+    same = Transformer(ModelConfig(V1=60, embedding="trained", decoder="tied", init_scale=0.01), seed=0)
+    assert np.std(same.get("W_E")) == pytest.approx(0.01, rel=0.05)

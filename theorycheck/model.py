@@ -108,6 +108,9 @@ class ModelConfig:
         Entries of ``W^K, W^Q, W^V`` (and trained ``W^E``, ``W^dec``): ``N(0, init_scale^2)``,
         ``U(-init_scale, init_scale)`` (PyTorch's default with ``init_scale = 1/sqrt(d)``), or 0.
     init_scale : float
+    init_scale_E : float, optional
+        Override of ``init_scale`` for ``W^E`` (e.g. a frozen random embedding of unit-norm
+        columns, ``1/sqrt(d)``, next to a small init of the other matrices).
     init_V : {"same", "zero", "identity"}
         Override for ``W^V`` (``"same"`` follows ``init``).
     count_based : {"auto", "always", "never"}
@@ -134,6 +137,7 @@ class ModelConfig:
     train: tuple = ("W_K", "W_Q", "W_V")
     init: str = "normal"
     init_scale: float = 0.02
+    init_scale_E: float | None = None
     init_V: str = "same"
     count_based: str = "auto"
 
@@ -156,6 +160,8 @@ class ModelConfig:
                 raise TypeError(f"{name} must be a bool, got {getattr(self, name)!r}")
         self.reg = check_real("reg", self.reg, low=0.0)
         self.init_scale = check_real("init_scale", self.init_scale, low=0.0)
+        if self.init_scale_E is not None:
+            self.init_scale_E = check_real("init_scale_E", self.init_scale_E, low=0.0)
         if isinstance(self.train, str):
             raise TypeError(f"train must be a tuple of parameter names, got the string {self.train!r}")
         self.train = tuple(self.train)
@@ -529,7 +535,7 @@ class Embedding(Layer):
         self.one_hot = cfg.embedding == "one-hot"
         self.V1, self.d = cfg.V1, cfg.d
         if not self.one_hot:
-            self._add_param("W_E", _init_matrix(rng, cfg, (cfg.d, cfg.V1)), "W_E" in cfg.train)
+            self._add_param("W_E", _init_matrix(rng, cfg, (cfg.d, cfg.V1), cfg.init_scale_E), "W_E" in cfg.train)
 
     def table(self) -> np.ndarray:
         """``W^E`` (``d x V1``); the identity for one-hot embeddings."""
@@ -758,12 +764,13 @@ class Decoder(Layer):
         return dO @ emb.params["W_E"].T
 
 
-def _init_matrix(rng, cfg: ModelConfig, shape):
-    if cfg.init == "zero" or cfg.init_scale == 0.0:
+def _init_matrix(rng, cfg: ModelConfig, shape, scale: float | None = None):
+    scale = cfg.init_scale if scale is None else scale
+    if cfg.init == "zero" or scale == 0.0:
         return np.zeros(shape)
     if cfg.init == "normal":
-        return rng.normal(0.0, cfg.init_scale, size=shape)
-    return rng.uniform(-cfg.init_scale, cfg.init_scale, size=shape)
+        return rng.normal(0.0, scale, size=shape)
+    return rng.uniform(-scale, scale, size=shape)
 
 
 # ============================================================================ model
