@@ -805,7 +805,7 @@ def _preset_embedding() -> TrainConfig:
 
 def _preset_deep() -> TrainConfig:  # noqa: D401
     """4 layers x 4 heads (summed), one-hot embedding, residual + layer norm, trained decoder,
-    CE, plain SGD (lr 1, the largest stable value of 1 / 2 / 3 / 10) from a small init
+    CE, plain SGD (lr 1; lr 2, 3 and 10 diverged from an N(0, 0.01^2) init) from a small init
     (N(0, 0.003^2)), score factor 1, fresh LDA documents (PAPER_SPEC §5.3; the paper's exact
     settings for its Figure 5 are [UNREC]). SGD, not Adam: Adam moves every coordinate at a rate
     ~ lr from the first step, which hides the stages in the norms (see the ``ablation`` preset).
