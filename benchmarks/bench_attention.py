@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 import theorycheck as tc
-from theorycheck._attention_loss import _dense_sets
+from theorycheck.population._attention_loss import _dense_sets
 from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import (
     alpha_beta_loss,

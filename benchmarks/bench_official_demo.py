@@ -10,7 +10,7 @@ from __future__ import annotations
 import tempfile
 import time
 
-from theorycheck.train import load_metrics, run_preset
+from theorycheck.nn import load_metrics, run_preset
 
 from _common import print_table, write_json
 

@@ -30,9 +30,9 @@ import time
 
 import numpy as np
 
-from theorycheck.model import ModelConfig, Transformer, make_batch
+from theorycheck.nn import ModelConfig, Transformer, make_batch
 from theorycheck.sampling import mask_documents, sample_documents
-from theorycheck.train import OptimConfig, Trainer, make_optimizer, preset
+from theorycheck.nn import OptimConfig, Trainer, make_optimizer, preset
 
 from _common import print_table, write_json
 
@@ -121,7 +121,7 @@ def _two_stage_time():
     tr.run()
     total = time.perf_counter() - t0
     recs = tr.history
-    from theorycheck.stats import detect_stages
+    from theorycheck.analysis.stats import detect_stages
 
     st = detect_stages([r["step"] for r in recs], [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs],
                        K_eff=[r["K_eff_median"] for r in recs], v=cfg.data.v)
@@ -166,7 +166,7 @@ def main():
           f"{cfg3.optim.name} lr {cfg3.optim.lr:g})")
     print_table(headers3, rows3)
     st, total, t2, steps = _two_stage_time()
-    from theorycheck.dynamics import stage2_onset
+    from theorycheck.analysis.dynamics import stage2_onset
 
     cfg2 = preset("two-stage")
     onset = stage2_onset(cfg2.data.topic_model(), cfg2.data.masking(), lr=cfg2.optim.lr)

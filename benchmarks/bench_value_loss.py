@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 import theorycheck as tc
-from theorycheck._value_loss import _value_loss_ref
+from theorycheck.population._value_loss import _value_loss_ref
 from theorycheck.population import value_loss
 
 from _common import best_time, print_table, write_json

@@ -1,7 +1,7 @@
 """The claims registry: one module per claim (theorem, lemma, derived fact).
 
 Every module ``proofs_numeric/<name>.py`` (not starting with ``_``) defines ``CLAIM`` (a
-:class:`theorycheck.claims.Claim`) or ``CLAIMS`` (a list of them). :data:`CLAIMS` collects them
+:class:`theorycheck.report.Claim`) or ``CLAIMS`` (a list of them). :data:`CLAIMS` collects them
 all, sorted by id. Tests parametrise over it; ``theorycheck verify`` runs it.
 
 A module whose claims cannot run here (an optional extra is missing) registers none and sets
@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 
-from theorycheck.claims import Claim
+from theorycheck.report.claims import Claim
 
 __all__ = ["CLAIMS", "SKIPPED", "get_claim"]
 

@@ -6,8 +6,8 @@ import numpy as np
 from scipy.optimize import minimize
 
 from theorycheck import Masking, TopicModel
-from theorycheck._embedding_loss import _kernel_threads
-from theorycheck._solve_embedding import _serial_blas
+from theorycheck.population._embedding_loss import _kernel_threads
+from theorycheck.solvers._embedding import _serial_blas
 from theorycheck.population import embedding_loss_grad
 from theorycheck.solvers import optimal_embedding_gram
 

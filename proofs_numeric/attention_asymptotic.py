@@ -13,7 +13,7 @@ from __future__ import annotations
 from math import floor, log10
 
 from theorycheck import Masking, TopicModel
-from theorycheck.claims import Claim, compare_all, compare_close, compare_greater
+from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 
 from ._attention_common import kstar, swapped_constants
 
@@ -57,7 +57,7 @@ def falsify(params):
 
 
 def plot(results):
-    from theorycheck.plots import attention_sweep
+    from theorycheck.report.plots import attention_sweep
 
     rows = [r for res in results for r in res.data.get("rows", [])]
     return {"attention_asymptotic_sweep": attention_sweep(rows, title="PAPER_SPEC §4.3 table: K*/v vs tau")} if rows else {}

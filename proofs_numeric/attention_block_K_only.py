@@ -12,7 +12,7 @@ import math
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
 
 from ._attention_common import models

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_close
-from theorycheck.landscape import finite_n_gap
+from theorycheck.report.claims import Claim, compare_close
+from theorycheck.analysis.landscape import finite_n_gap
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix
 
 from ._attention_common import models
@@ -44,7 +44,7 @@ def falsify(params):
 
 
 def plot(results):
-    from theorycheck.plots import finite_n_gap as fig_gap
+    from theorycheck.report.plots import finite_n_gap as fig_gap
 
     for r in results:
         if "gap" in r.data:

@@ -9,7 +9,7 @@ on arbitrary (V1, V1) matrices; ``alpha_beta_loss`` is the O(1) closed form of Â
 from __future__ import annotations
 
 
-from theorycheck.claims import Claim, compare_close
+from theorycheck.report.claims import Claim, compare_close
 from theorycheck.population import (
     alpha_beta_loss,
     alpha_beta_score_matrix,

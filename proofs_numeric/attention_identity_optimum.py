@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from theorycheck.claims import Claim, compare_all, compare_close, compare_greater
+from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention
 
 from ._attention_common import models
@@ -35,7 +35,7 @@ def check(params, inject=None):
     res = compare_all(subs)
     res.details.update(alpha_star=a, beta_star=b, L_star=L, beta_to_minus_inf=bool(res_opt.info.get("beta_to_minus_inf")))
     if "alpha_spec" in params:  # figure data: closed-form landscape around the optimum
-        from theorycheck.landscape import alpha_beta_grid
+        from theorycheck.analysis.landscape import alpha_beta_grid
 
         g = alpha_beta_grid(tm, mk, "identity", alpha=(-4.0, 12.0, 161), beta=(-8.0, 8.0, 161))
         res.data["grid"] = (g.alpha, g.beta, g.L, (a, b), f"T={tm.T}, v={tm.v}, tau={tm.tau}")
@@ -43,7 +43,7 @@ def check(params, inject=None):
 
 
 def plot(results):
-    from theorycheck.plots import attention_landscape
+    from theorycheck.report.plots import attention_landscape
 
     figs = {}
     for r in results:

@@ -11,7 +11,7 @@ uniform attention K = v is optimal for every tau; the third default configuratio
 
 from __future__ import annotations
 
-from theorycheck.claims import Claim, compare_all, compare_close, compare_greater
+from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention
 
 from ._attention_common import kstar, models, swapped_constants
@@ -33,7 +33,7 @@ def check(params, inject=None):
         subs.append(compare_close(L, params["L_table"], 5e-7 + 1e-12, details={"L_star": L}))
     res = compare_all(subs)
     res.details.update(K_star=K, L_star=L)
-    from theorycheck.landscape import K_curve
+    from theorycheck.analysis.landscape import K_curve
 
     lk, LK = K_curve(tm, mk, logK=(-2.0, 12.0, 400))
     res.data["curve"] = (f"{tm.tau}, p_c={mk.p_c:g}", lk, LK, K)
@@ -41,7 +41,7 @@ def check(params, inject=None):
 
 
 def plot(results):
-    from theorycheck.plots import loss_vs_K
+    from theorycheck.report.plots import loss_vs_K
 
     curves = [r.data["curve"] for r in results if "curve" in r.data]
     return {"attention_loss_vs_K": loss_vs_K(curves)} if curves else {}

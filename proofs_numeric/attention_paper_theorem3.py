@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 
 from theorycheck import Masking, TopicModel
-from theorycheck.claims import Claim, compare_all, compare_greater
+from theorycheck.report.claims import Claim, compare_all, compare_greater
 from theorycheck.population import alpha_beta_loss_logK
 from theorycheck.solvers import optimal_attention
 

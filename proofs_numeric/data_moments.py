@@ -9,7 +9,7 @@ Checked against brute-force enumeration of every tau-subset.
 from __future__ import annotations
 
 from theorycheck import Masking, TopicModel
-from theorycheck.claims import Claim, compare_close
+from theorycheck.report.claims import Claim, compare_close
 from theorycheck.population import moments
 
 TOL = 1e-13

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.5 made quantitative (DERIVED, ``theorycheck.dynamics``): at the end of stage 1
+"""PAPER_SPEC §4.5 made quantitative (DERIVED, ``theorycheck.analysis.dynamics``): at the end of stage 1
 (W^V at the min-norm block optimum, uniform attention ``S = 0``) the population gradient
 ``G = dL/dS`` has rank ``T - 1``, its singular vectors are the topic-contrast vectors (so the first
 thing attention learns is the topic pattern, with the same weight on the query word and on the
@@ -11,8 +11,8 @@ code) at the paper's configuration and three others; ``tau = 1`` gives ``sigma_m
 
 from __future__ import annotations
 
-from theorycheck.claims import Claim, compare_all, compare_close
-from theorycheck.dynamics import stage2_onset
+from theorycheck.report.claims import Claim, compare_all, compare_close
+from theorycheck.analysis.dynamics import stage2_onset
 
 from ._attention_common import models
 

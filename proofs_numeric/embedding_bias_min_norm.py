@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_embedding_gram
 
 from ._embedding_common import models

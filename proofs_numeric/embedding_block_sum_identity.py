@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck import Masking, TopicModel
-from theorycheck.claims import Claim, compare_close
+from theorycheck.report.claims import Claim, compare_close
 from theorycheck.population import embedding_loss, moments
 from theorycheck.solvers import closed_form_gram, embedding_from_gram
-from theorycheck.stats import own_minus_other_block_sums
+from theorycheck.analysis.stats import own_minus_other_block_sums
 
 from ._embedding_common import perturb, trained_embedding
 
@@ -78,7 +78,7 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.plots import block_sum_sweep
+    from theorycheck.report.plots import block_sum_sweep
 
     r = results[0]
     d = r.data

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import embedding_loss, embedding_loss_grad
 from theorycheck.solvers import closed_form_gram
 

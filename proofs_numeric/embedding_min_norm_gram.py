@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import embedding_from_gram, optimal_embedding_gram
 
 from ._embedding_common import models, trained_embedding
@@ -75,7 +75,7 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.plots import gram_pair
+    from theorycheck.report.plots import gram_pair
 
     for r in results:
         if "G_closed" in r.data:

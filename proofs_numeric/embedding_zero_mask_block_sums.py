@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_close
-from theorycheck.stats import topic_block_sums
+from theorycheck.report.claims import Claim, compare_close
+from theorycheck.analysis.stats import topic_block_sums
 
 from ._embedding_common import models, perturb, trained_embedding, trained_embedding_zero_mask
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from proofs_numeric import _realdata_common as common
-from theorycheck.claims import Claim, compare_greater
+from theorycheck.report.claims import Claim, compare_greater
 
 
 def check(params: dict, inject: dict | None = None):

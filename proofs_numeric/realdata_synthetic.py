@@ -15,7 +15,7 @@ Registered only when the optional ``nlp`` extra is installed (see ``_realdata_co
 from __future__ import annotations
 
 from proofs_numeric import _realdata_common as common
-from theorycheck.claims import Claim, compare_greater
+from theorycheck.report.claims import Claim, compare_greater
 
 
 def check(params: dict, inject: dict | None = None):

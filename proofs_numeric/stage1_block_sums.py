@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import moments, value_loss
 from theorycheck.solvers import minimiser_violation, optimal_value_matrix
 

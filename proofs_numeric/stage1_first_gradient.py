@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import moments, value_loss_grad
 
 from ._stage1 import SPEC_MASKING, entry_classes, models, spread

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import moments, value_loss, value_loss_grad
 from theorycheck.solvers import optimal_value_matrix
 
@@ -74,7 +74,7 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.plots import convergence, heatmap_pair
+    from theorycheck.report.plots import convergence, heatmap_pair
 
     d = results[0].data
     if "d_zero" not in d:

@@ -18,7 +18,7 @@ import numpy as np
 from scipy import stats
 
 from theorycheck import TopicModel
-from theorycheck.claims import Claim, compare_all, compare_close, compare_greater
+from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.sampling import sample_documents
 
 P_MIN = 1e-3

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import masked_density
 from theorycheck.sampling import mask_documents, sample_documents, token_counts
 

@@ -10,7 +10,7 @@ a minimum by the stationarity residual ``||W Sigma - C||_F`` of the convex quadr
 
 from __future__ import annotations
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import value_loss
 from theorycheck.solvers import optimal_value_matrix
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_all, compare_close
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import BlockValueMatrix, optimal_value_matrix
-from theorycheck._solve_value import structured_constants
+from theorycheck.solvers._value import structured_constants
 
 from ._stage1 import SPEC_MASKING, entry_classes, models, spread
 
@@ -66,7 +66,7 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.plots import entry_histograms, heatmap_pair
+    from theorycheck.report.plots import entry_histograms, heatmap_pair
 
     figs = {}
     for r in results:

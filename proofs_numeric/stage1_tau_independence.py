@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck import TopicModel
-from theorycheck.claims import Claim, compare_close
+from theorycheck.report.claims import Claim, compare_close
 from theorycheck.solvers import optimal_value_matrix
 
 from ._stage1 import models

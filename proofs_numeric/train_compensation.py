@@ -13,8 +13,8 @@ T = v = 10, N ~ U[100, 150], fresh minibatches of 40), seed 0.
 
 from __future__ import annotations
 
-from theorycheck.claims import Claim, compare_all, compare_greater
-from theorycheck.train import Trainer, preset
+from theorycheck.report.claims import Claim, compare_all, compare_greater
+from theorycheck.nn import Trainer, preset
 
 
 def _final(cfg, steps, seed):

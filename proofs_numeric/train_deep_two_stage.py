@@ -5,13 +5,13 @@ first and W^K, W^Q later.
 Setting: preset ``deep-4x4`` (4 layers x 4 summed heads, d_a = 16, residual + layer norm, trained
 decoder, cross-entropy, plain SGD lr 1, entries N(0, 0.003^2), score factor 1; LDA alpha = 0.1,
 T = v = 10, N ~ U[100, 150], fresh minibatches of 16), seed 0, 600 steps. Curves of
-:func:`theorycheck.train.stage_curves`: the norm of all value matrices together, and the largest
+:func:`theorycheck.nn.stage_curves`: the norm of all value matrices together, and the largest
 per-layer growth factor of ``||W_K,l||_F ||W_Q,l||_F``. Must hold:
 
 1. in the first 30 steps ``||W^V||`` grows at least 2.5-fold while no layer's
    ``||W_K|| ||W_Q||`` grows by more than 1.5 (measured 3.20 and 1.30; seed 1: 2.81 and 1.14);
 2. stage 2 (some layer's ``||W_K|| ||W_Q||`` above 10x its initial value, the norm rule of
-   :func:`theorycheck.stats.detect_stages`) is reached within the 600 steps, at least 10 times
+   :func:`theorycheck.analysis.stats.detect_stages`) is reached within the 600 steps, at least 10 times
    later than step 30 (measured step 470 for seeds 0 and 1), and after stage 1 ends.
 
 Topic-aware attention is *not* part of the claim: in this model the first layer's attention stays
@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, ClaimResult, compare_all, compare_greater
-from theorycheck.stats import detect_stages
-from theorycheck.train import OptimConfig, Trainer, preset, stage_curves
+from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_greater
+from theorycheck.analysis.stats import detect_stages
+from theorycheck.nn import OptimConfig, Trainer, preset, stage_curves
 
 
 def run(params: dict, inject: dict | None = None):
@@ -71,7 +71,7 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.plots import training_curves
+    from theorycheck.report.plots import training_curves
 
     return {f"deep_two_stage_{i}": training_curves(r.data["records"], stages=r.data["stages"],
                                                     title="4 layers x 4 heads: norms per layer")

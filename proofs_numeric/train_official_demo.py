@@ -13,8 +13,8 @@ partly.
 
 from __future__ import annotations
 
-from theorycheck.claims import Claim, compare_close
-from theorycheck.train import Trainer, preset
+from theorycheck.report.claims import Claim, compare_close
+from theorycheck.nn import Trainer, preset
 
 OFFICIAL_DEV_CE = 3.3954
 

@@ -13,10 +13,10 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck import Masking, TopicModel
-from theorycheck.claims import Claim, compare_close
-from theorycheck.model import ModelConfig
+from theorycheck.report.claims import Claim, compare_close
+from theorycheck.nn import ModelConfig
 from theorycheck.population import moments
-from theorycheck.train import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
 
 TOL = 1e-6
 

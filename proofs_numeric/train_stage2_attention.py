@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, compare_greater
-from theorycheck.model import ModelConfig
+from theorycheck.report.claims import Claim, compare_greater
+from theorycheck.nn import ModelConfig
 from theorycheck.sampling import sample_documents
-from theorycheck.stats import attention_class_averages, effective_K
-from theorycheck.train import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.analysis.stats import attention_class_averages, effective_K
+from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
 
 
 def check(params: dict, inject: dict | None = None):

@@ -1,7 +1,7 @@
 """PAPER_SPEC §4.5 (EMPIRICAL against a DERIVED prediction, deterministic exact population runs):
 in joint training from a small init, once W^V has its stage-1 value the topic part of the score
 matrix ``S = W_Q^T W_K`` (its projection on the topic-contrast vectors, both sides) grows by the
-factor ``(1 + lr (sigma_max - 2 reg))^2`` per step predicted by :func:`theorycheck.dynamics.stage2_onset`
+factor ``(1 + lr (sigma_max - 2 reg))^2`` per step predicted by :func:`theorycheck.analysis.dynamics.stage2_onset`
 from the exact population gradient, and an L2 term above ``sigma_max / 2`` prevents stage 2.
 
 Setting: one-hot, identity decoder, squared loss, ``scale="none"``, entries N(0, 0.01^2), seed 0,
@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, ClaimResult, compare_all, compare_close
-from theorycheck.dynamics import stage2_onset, topic_contrast_basis
-from theorycheck.model import ModelConfig
-from theorycheck.train import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_close
+from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
+from theorycheck.nn import ModelConfig
+from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
 
 
 def topic_part_curve(params: dict, reg: float = 0.0, scale: str = "none"):
@@ -85,7 +85,7 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.plots import _new_figure
+    from theorycheck.report.plots import _new_figure
 
     fig = _new_figure(figsize=(5.6, 3.8))
     ax = fig.add_subplot(1, 1, 1)

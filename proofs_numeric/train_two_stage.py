@@ -6,17 +6,17 @@ squared loss, SGD lr 5, T = 5, v = 4, tau = 2) shows two stages:
 2. ``||W^V||`` reaches 90% of its pre-stage-2 plateau while ``||W^K^T W^Q||`` is still below twice
    its initial value;
 3. stage 2 happens: ``||W^K^T W^Q||`` later exceeds 10 x its initial value, strictly after stage 1
-   ends (rule of :func:`theorycheck.stats.detect_stages`).
+   ends (rule of :func:`theorycheck.analysis.stats.detect_stages`).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.claims import Claim, ClaimResult, compare_all, compare_greater
-from theorycheck.model import ModelConfig
-from theorycheck.stats import detect_stages
-from theorycheck.train import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_greater
+from theorycheck.nn import ModelConfig
+from theorycheck.analysis.stats import detect_stages
+from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
 
 
 def run(params: dict, inject: dict | None = None):
@@ -66,7 +66,7 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.plots import training_curves
+    from theorycheck.report.plots import training_curves
 
     out = {}
     for i, r in enumerate(results):

@@ -197,7 +197,7 @@ def test_identity_optimum_large_alpha_nonpositive_beta(T, v, tau):
 def test_ce_family_from_general_evaluator():
     """CE of the family: the general CE evaluator == a direct per-set softmax computation."""
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
-    from theorycheck._attention_loss import _attention_loss_ref
+    from theorycheck.population._attention_loss import _attention_loss_ref
 
     for value in ("block", "identity"):
         got = alpha_beta_ce_loss(3.0, 1.0, tm, mk, value)

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 import theorycheck as tc
-from theorycheck import landscape as ls
-from theorycheck import plots
+from theorycheck.analysis import landscape as ls
+from theorycheck.report import plots
 from theorycheck.cli import main
 from theorycheck.population import alpha_beta_loss
 

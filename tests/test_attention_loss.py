@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck._attention_loss import _attention_loss_ref, _dense_sets
+from theorycheck.population._attention_loss import _attention_loss_ref, _dense_sets
 from theorycheck.population import (
     SetSampledLoss,
     attention_loss,
@@ -179,7 +179,7 @@ def test_dirichlet_prior_rejected():
 
 
 def test_parallel_and_serial_kernels_agree():
-    from theorycheck._attention_loss import _context, _precompute, _structured_sq_nb, _structured_sq_serial_nb
+    from theorycheck.population._attention_loss import _context, _precompute, _structured_sq_nb, _structured_sq_serial_nb
 
     tm, mk = tc.TopicModel(T=7, v=3, tau=3), tc.Masking()
     S, W, b = _draw(tm, 9)
@@ -193,7 +193,7 @@ def test_parallel_and_serial_kernels_agree():
 
 
 def test_dense_fallback_for_large_group_tables(monkeypatch):
-    import theorycheck._attention_loss as al
+    import theorycheck.population._attention_loss as al
 
     tm, mk = tc.TopicModel(T=5, v=2, tau=2), tc.Masking()
     S, W, b = _draw(tm, 12)
@@ -205,7 +205,7 @@ def test_dense_fallback_for_large_group_tables(monkeypatch):
 @settings(max_examples=10)
 @given(topic_models(max_T=6, max_v=4), st.integers(0, 2**31))
 def test_group_quadratic_forms_kernel_equals_reference(tm, seed):
-    from theorycheck._attention_loss import _group_quad_nb, _group_quad_ref, _group_quad_serial_nb
+    from theorycheck.population._attention_loss import _group_quad_nb, _group_quad_ref, _group_quad_serial_nb
 
     rng = np.random.default_rng(seed)
     E = rng.random((tm.V1, tm.V1))
@@ -217,7 +217,7 @@ def test_group_quadratic_forms_kernel_equals_reference(tm, seed):
 
 
 def test_group_lin_kernels_equal_numpy():
-    from theorycheck._attention_loss import _group_lin_nb, _group_lin_serial_nb
+    from theorycheck.population._attention_loss import _group_lin_nb, _group_lin_serial_nb
 
     T, v = 5, 3
     V1 = T * v + 1
@@ -257,7 +257,7 @@ def test_gradient_at_uniform_attention_matches_closed_form_slope(T, v, tau):
 def test_exp_free_fast_path_equals_log_sum_exp_path(tm, mk, seed, scale):
     """With eta, q > 0 the kernel uses weights relative to the row maximum (no exponentials);
     the general log-sum-exp path must give the same per-set losses."""
-    from theorycheck._attention_loss import _structured_sq
+    from theorycheck.population._attention_loss import _structured_sq
 
     S, W, b = _draw(tm, seed, scale_S=scale)
     sets = topic_sets(tm)

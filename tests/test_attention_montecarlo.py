@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import theorycheck as tc
-from theorycheck.landscape import finite_n_gap
+from theorycheck.analysis.landscape import finite_n_gap
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
 
 

@@ -5,7 +5,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from theorycheck.claims import ClaimResult, compare_all, compare_close, compare_greater
+from theorycheck.report.claims import ClaimResult, compare_all, compare_close, compare_greater
 
 finite = st.floats(-1e6, 1e6, allow_nan=False)
 

@@ -30,7 +30,7 @@ def test_verify_unknown_claim_is_an_error(tmp_path, capsys):
 
 def test_verify_exit_code_on_failure(tmp_path, monkeypatch):
     import proofs_numeric
-    from theorycheck.claims import Claim, ClaimResult
+    from theorycheck.report.claims import Claim, ClaimResult
 
     bad = Claim(
         id="zz.always-fails",

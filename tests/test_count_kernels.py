@@ -4,7 +4,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorycheck._count_kernels import gather_softmax, gather_softmax_ref, softmax_bwd, softmax_bwd_ref
+from theorycheck.nn._kernels import gather_softmax, gather_softmax_ref, softmax_bwd, softmax_bwd_ref
 
 
 @settings(max_examples=40)

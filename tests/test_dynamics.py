@@ -15,8 +15,8 @@ import pytest
 from hypothesis import example, given, settings
 
 import theorycheck as tc
-from theorycheck.dynamics import stage2_onset, topic_contrast_basis
-from theorycheck.model import ModelConfig, Transformer, population_batch
+from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
+from theorycheck.nn import ModelConfig, Transformer, population_batch
 from theorycheck.strategies import maskings, topic_models
 
 

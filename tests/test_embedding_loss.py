@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck._embedding_loss import _embedding_loss_ref
+from theorycheck.population._embedding_loss import _embedding_loss_ref
 from theorycheck.population import (
     embedding_loss,
     embedding_loss_grad,

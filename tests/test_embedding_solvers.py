@@ -16,7 +16,7 @@ from theorycheck.solvers import (
     min_embedding_dim,
     optimal_embedding_gram,
 )
-from theorycheck.stats import embedding_topic_stats
+from theorycheck.analysis.stats import embedding_topic_stats
 from theorycheck.strategies import maskings, topic_models
 
 PAPER = dict(tm=tc.TopicModel(T=10, v=10, tau=3), mk=tc.Masking(0.15, 0.1, 0.1))
@@ -405,7 +405,7 @@ def test_tied_model_with_free_bias_keeps_block_sum_identity(tm, mk, seed):
     from scipy.optimize import minimize
 
     from theorycheck.population import embedding_loss_grad
-    from theorycheck.stats import own_minus_other_block_sums
+    from theorycheck.analysis.stats import own_minus_other_block_sums
 
     _informative(mk)
     assume(tm.tau < tm.T)

@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.stats import embedding_topic_stats, own_minus_other_block_sums, topic_block_sums
+from theorycheck.analysis.stats import embedding_topic_stats, own_minus_other_block_sums, topic_block_sums
 from theorycheck.strategies import topic_models
 
 

@@ -8,8 +8,8 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck._solve_value import _block_residuals, _dense_residuals
-from theorycheck._symmetric import TopicSym
+from theorycheck.solvers._value import _block_residuals, _dense_residuals
+from theorycheck.solvers._symmetric import TopicSym
 from theorycheck.population import moments, value_loss
 from theorycheck.solvers import BlockValueMatrix, minimiser_violation, optimal_value_matrix
 from theorycheck.strategies import maskings
@@ -274,7 +274,7 @@ def test_block_matrix_matmul_and_norm(T, v, seed):
 def test_range_violation_detects_non_min_norm_minimiser():
     """A minimiser that is not the min-norm one passes stationarity but fails the range check."""
     tm, mk = tc.TopicModel(T=5, v=3, tau=2), tc.Masking()
-    from theorycheck._solve_value import _judge
+    from theorycheck.solvers._value import _judge
 
     Sigma, _ = moments(tm, mk)
     W = optimal_value_matrix(tm, mk).x
@@ -409,7 +409,7 @@ def test_cli_solve_value_structured_and_errors(tmp_path, capsys):
 )
 def test_closed_form_equals_structured_pinv_at_any_size(T, v, data, mk, reg):
     """Analytic (A, B0, gamma) == C_hat (Sigma_hat + reg I)^+ computed numerically in the O(1) algebra."""
-    from theorycheck._solve_value import structured_constants, value_block_constants
+    from theorycheck.solvers._value import structured_constants, value_block_constants
 
     tau = data.draw(st.integers(1, T))
     tm = tc.TopicModel(T=T, v=v, tau=tau)
@@ -428,7 +428,7 @@ def test_ridge_is_smooth_in_reg_at_zero(tm, mk):
     The difference of the two quotients is O(10 h / lambda_min) <= 1e-3 from curvature plus
     O(eps |x| / h) from rounding; with a fixed h = 1e-10 the curvature term alone reached 1.0e-3
     at T = 17, v = 1, tau = 16, p_m = 0.9375 (lambda_min = 9.0e-7)."""
-    from theorycheck._solve_value import _hat_moments, value_block_constants
+    from theorycheck.solvers._value import _hat_moments, value_block_constants
 
     ev = np.linalg.eigvalsh(_hat_moments(tm, mk)[0].toarray())
     lam = ev[ev > 1e-12 * ev[-1]].min()
@@ -477,7 +477,7 @@ def test_cvxpy_sparse_form_equals_textbook_form(tm, reg):
 def test_reduced_quadratic_at_zero_reg_is_the_analytic_min_norm(T, v, data, mk):
     """The reduced (A, B0, gamma) quadratic minimised in the weighted norm at reg = 0 reproduces the
     analytic min-norm formulas, including the constant-context case tau = T."""
-    from theorycheck._solve_value import _ridge_constants, value_block_constants
+    from theorycheck.solvers._value import _ridge_constants, value_block_constants
 
     tm = tc.TopicModel(T=T, v=v, tau=data.draw(st.integers(1, T)))
     x = np.array(_ridge_constants(tm, mk, 0.0))

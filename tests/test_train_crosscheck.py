@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 import theorycheck as tc
 import theorycheck.population
 import theorycheck.solvers
-from theorycheck.model import ModelConfig, Transformer, population_batch
+from theorycheck.nn import ModelConfig, Transformer, population_batch
 from theorycheck.strategies import maskings, topic_models
-from theorycheck.train import DataConfig, OptimConfig, TrainConfig, Trainer, stage1_reference
+from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer, stage1_reference
 
 
 def _score_model(tm, S, W, loss="squared", mask_keys=False):

@@ -9,10 +9,10 @@ from hypothesis import assume, given, settings
 
 import theorycheck as tc
 from theorycheck.cli import main
-from theorycheck.model import ModelConfig
+from theorycheck.nn import ModelConfig
 from theorycheck.population import moments
 from theorycheck.strategies import maskings, topic_models
-from theorycheck.train import (
+from theorycheck.nn import (
     PRESETS,
     DataConfig,
     OptimConfig,
@@ -116,7 +116,7 @@ def test_fresh_batches_depend_only_on_seed_and_step():
 
 def test_dev_loss_matches_direct_evaluation():
     """The chunked dev loss equals the loss of the whole dev set as one batch (token average)."""
-    from theorycheck.model import count_batch
+    from theorycheck.nn import count_batch
 
     cfg = _small_cfg("static")
     cfg.data.average = "token"
@@ -201,7 +201,7 @@ def test_multi_head_runs_log_the_topic_ratio_of_every_layer_and_head(tmp_path):
 
 
 def test_attention_head_ratio_figure_checks_the_head_count():
-    from theorycheck.plots import attention_head_ratios
+    from theorycheck.report.plots import attention_head_ratios
 
     recs = [{"step": 0, "attn_topic_ratio_heads": [1.0, 1.1, 0.9, 1.2]}]
     attention_head_ratios(recs, 2, 2)
@@ -222,8 +222,8 @@ def test_history_equals_the_metrics_file(tmp_path):
 def test_stage_curves_of_deep_runs_read_every_layer():
     """Deep runs: total ||W^V|| over layers and the largest per-layer growth of ||W_K|| ||W_Q||
     (a layer other than the first can open stage 2); one-layer runs: the logged curves as they are."""
-    from theorycheck.stats import detect_stages
-    from theorycheck.train import stage_curves
+    from theorycheck.analysis.stats import detect_stages
+    from theorycheck.nn import stage_curves
 
     K1 = [1.0, 1.0, 1.2, 2.0, 4.0]  # layer 1 keys and queries: 1 -> 16 in the product at step 40
     recs = [{"step": 10 * i, "norm_W_V_layers": [3.0 * min(i, 1) + 0.1, 4.0 * min(i, 1) + 0.1],

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.model import (
+from theorycheck.nn import (
     ModelConfig,
     Transformer,
     count_batch,

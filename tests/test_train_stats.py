@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.population import moments
-from theorycheck.stats import (
+from theorycheck.analysis.stats import (
     attention_class_averages,
     block_contrast,
     block_score,
@@ -185,7 +185,7 @@ def test_relative_distance_and_shape_errors():
 
 def test_trained_model_statistics_use_the_model_attention():
     """attention_class_averages on a model's own weights: same-word attention grows with alpha."""
-    from theorycheck.model import ModelConfig, Transformer
+    from theorycheck.nn import ModelConfig, Transformer
 
     tm = tc.TopicModel(T=3, v=2, tau=2)
     cfg = ModelConfig(V1=tm.V1, train=("W_K", "W_Q"), scale="none", init="zero")

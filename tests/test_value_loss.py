@@ -6,7 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck._value_loss import _value_loss_ref
+from theorycheck.population._value_loss import _value_loss_ref
 from theorycheck.population import masked_density, topic_density, topic_sets, value_loss, value_loss_grad
 from theorycheck.strategies import maskings, topic_models
 
@@ -79,7 +79,7 @@ def test_value_loss_rejects(kwargs, match):
 
 
 def test_serial_and_parallel_kernels_agree():
-    from theorycheck._value_loss import _block_sums_par, _block_sums_ser
+    from theorycheck.population._value_loss import _block_sums_par, _block_sums_ser
 
     W = np.random.default_rng(0).normal(size=(61, 61))
     Yp, sp = _block_sums_par(W, 6, 10)

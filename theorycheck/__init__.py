@@ -1,27 +1,34 @@
 """theorycheck: exact, certified numerical checks of how transformers learn topic structure.
 
 Li, Li, Risteski, "How Do Transformers Learn Topic Structure: Towards a Mechanistic
-Understanding", ICML 2023. The mathematics is specified in PAPER_SPEC.md.
+Understanding", ICML 2023. The mathematics is specified in ``proofs_numeric/SPEC.md``.
 
 >>> import theorycheck as tc
 >>> tm = tc.TopicModel(T=10, v=10, tau=3)
 >>> mk = tc.Masking(p_m=0.15, p_c=0.1, p_r=0.1)
+
+Subpackages: :mod:`~theorycheck.population` (N -> inf objects), :mod:`~theorycheck.solvers`
+(optima), :mod:`~theorycheck.nn` (the transparent transformer and its trainer),
+:mod:`~theorycheck.analysis` (statistics, dynamics, landscapes), :mod:`~theorycheck.report`
+(claims and the verification report), :mod:`~theorycheck.realdata` (optional ``nlp`` extra).
 """
 
-from . import population, solvers
+from . import analysis, population, solvers
 from ._validate import TheorycheckWarning
+from .analysis import dynamics, landscape, stats
 from .config import Masking, TopicModel
 
 __version__ = "0.1.0"
 
-__all__ = ["TopicModel", "Masking", "TheorycheckWarning", "population", "solvers", "__version__"]
-
-from . import landscape  # noqa: E402
-
-__all__ += ["landscape"]
-from . import stats  # noqa: E402
-
-__all__ += ["stats"]
-from . import dynamics  # noqa: E402
-
-__all__ += ["dynamics"]
+__all__ = [
+    "TopicModel",
+    "Masking",
+    "TheorycheckWarning",
+    "population",
+    "solvers",
+    "analysis",
+    "stats",
+    "dynamics",
+    "landscape",
+    "__version__",
+]

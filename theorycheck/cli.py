@@ -59,7 +59,7 @@ def _add_train(sub):
 def _cmd_train(args) -> int:
     import json
 
-    from .train import PRESETS, run_preset
+    from .nn._train import PRESETS, run_preset
 
     if args.list:
         for name in PRESETS:
@@ -158,7 +158,7 @@ def _add_landscape(sub):
 
 def _cmd_landscape(args) -> int:
     from .config import Masking, TopicModel
-    from .landscape import write_landscape
+    from .analysis.landscape import write_landscape
 
     tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
     mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
@@ -193,7 +193,7 @@ def _cmd_embedding(args) -> int:
 
     from .config import Masking, TopicModel
     from .solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
-    from .stats import embedding_topic_stats
+    from .analysis.stats import embedding_topic_stats
 
     tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
     mk = Masking(args.p_m, args.p_c, args.p_r)

@@ -26,7 +26,7 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ._moments import topic_sets as _all_topic_sets
+from .population._moments import topic_sets as _all_topic_sets
 from ._validate import check_array, check_int, check_rng
 from .config import Masking, TopicModel, check_models
 from .sampling import mask_documents, sample_documents

@@ -1,10 +1,10 @@
-"""Figures of the real-data experiment: data in, Figure out, no mathematics (see theorycheck.plots)."""
+"""Figures of the real-data experiment: data in, Figure out, no mathematics (see theorycheck.report.plots)."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..plots import _new_figure
+from ..report.plots import _new_figure
 
 __all__ = ["attention_gap_heatmap", "attention_class_lines", "similarity_distributions", "specificity_gap"]
 

@@ -50,9 +50,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from ._count_kernels import gather_softmax, softmax_bwd
-from ._count_kernels import softmax_bwd_ref as _softmax_bwd  # any ndim (position path)
-from ._validate import check_choice, check_int, check_real
+from ._kernels import gather_softmax, softmax_bwd
+from ._kernels import softmax_bwd_ref as _softmax_bwd  # any ndim (position path)
+from .._validate import check_choice, check_int, check_real
 
 __all__ = [
     "ModelConfig",
@@ -433,8 +433,8 @@ def population_batch(tm, mk, *, mask_keys: bool = False):
     one-layer model on this batch is its exact population MLM loss (for uniform attention,
     :func:`theorycheck.population.value_loss`).
     """
-    from .config import check_models
-    from .population import masked_density, topic_density, topic_sets
+    from ..config import check_models
+    from ..population import masked_density, topic_density, topic_sets
 
     check_models(tm, mk)
     mk.require_masked_positions("population_batch")
@@ -793,7 +793,7 @@ class Transformer:
     """
 
     def __init__(self, cfg: ModelConfig, *, rng=None, seed=None):
-        from ._validate import check_rng
+        from .._validate import check_rng
 
         if not isinstance(cfg, ModelConfig):
             raise TypeError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")

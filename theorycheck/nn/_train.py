@@ -1,4 +1,4 @@
-"""Training loop for :mod:`theorycheck.model`: configs, SGD/Adam, data streams, run folders, resume.
+"""Training loop for :mod:`theorycheck.nn._model`: configs, SGD/Adam, data streams, run folders, resume.
 
 Data sources (``DataConfig.source``):
 
@@ -6,7 +6,7 @@ Data sources (``DataConfig.source``):
 - ``"static"``: the official code's setting, a fixed training set masked once, visited in
   epochs (a shuffled order per epoch), plus a dev set masked once;
 - ``"population"``: the exact infinite-document population (every ``tau``-subset as one weighted
-  context, :func:`theorycheck.model.population_batch`), i.e. exact population gradient flow
+  context, :func:`theorycheck.nn._model.population_batch`), i.e. exact population gradient flow
   (discretised) for the one-layer count-based model.
 
 Randomness: the batch of step ``s`` is drawn from ``default_rng([seed, 1, s])`` (fresh) or from the
@@ -34,9 +34,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ._validate import check_choice, check_int, check_real
-from .config import Masking, TopicModel
-from .model import ModelConfig, Transformer, make_batch, population_batch
+from .._validate import check_choice, check_int, check_real
+from ..config import Masking, TopicModel
+from ._model import ModelConfig, Transformer, make_batch, population_batch
 
 __all__ = [
     "DataConfig",
@@ -293,7 +293,7 @@ def make_optimizer(cfg: OptimConfig):
 # ============================================================================ references
 def stage1_reference(tm: TopicModel, mk: Masking) -> np.ndarray:
     """Min-norm stage-1 ``W^V = C Sigma^+`` from the exact moments (independent of the solvers)."""
-    from .population import moments
+    from ..population import moments
 
     Sigma, C = moments(tm, mk)
     return C @ np.linalg.pinv(Sigma, rcond=1e-12, hermitian=True)
@@ -357,7 +357,7 @@ class Trainer:
 
     def _static_sets(self):
         if self._train_set is None:
-            from .sampling import mask_documents, sample_documents
+            from ..sampling import mask_documents, sample_documents
 
             d = self.cfg.data
             rng = np.random.default_rng([self.cfg.seed, 3])
@@ -377,7 +377,7 @@ class Trainer:
                 if self.cfg.model.batch_form == "merged":
                     self._pop = self._pop.to_positions()
             return self._pop
-        from .sampling import MaskedBatch, mask_documents, sample_documents
+        from ..sampling import MaskedBatch, mask_documents, sample_documents
 
         bs = self.cfg.batch_size
         if d.source == "fresh":
@@ -395,7 +395,7 @@ class Trainer:
     def eval_tokens(self):
         """Fixed unmasked evaluation documents for attention statistics."""
         if self._eval_tokens is None and self.cfg.eval_docs:
-            from .sampling import sample_documents
+            from ..sampling import sample_documents
 
             d = self.cfg.data
             docs = sample_documents(self.tm, self.cfg.eval_docs, d.N, rng=np.random.default_rng([self.cfg.seed, 2]))
@@ -409,7 +409,7 @@ class Trainer:
             return None
         self._static_sets()
         dev = self._dev
-        from .sampling import MaskedBatch
+        from ..sampling import MaskedBatch
 
         n = dev.inputs.shape[0]
         tot = 0.0
@@ -433,10 +433,10 @@ class Trainer:
         models; block scores, ``K_eff`` and attention statistics are of
         layer 0, head 0; ``full`` adds the attention class averages on the fixed evaluation
         documents (length-normalised: 1 = uniform attention, see
-        :func:`theorycheck.stats.attention_class_averages`), for multi-layer/multi-head models the
+        :func:`theorycheck.analysis.stats.attention_class_averages`), for multi-layer/multi-head models the
         same-topic : different-topic ratio of every head (``attn_topic_ratio_heads``, layer-major),
         and the dev loss."""
-        from . import stats
+        from ..analysis import stats
 
         m = self.model
         lay = m.layers[0]
@@ -466,7 +466,7 @@ class Trainer:
             if ref is not None:
                 rec["dist_gram_opt"] = stats.relative_distance(G, ref)
                 # up to the loss's flat directions (PAPER_SPEC §4.1): compare identifiable parts
-                from .solvers import identifiable_part
+                from ..solvers import identifiable_part
 
                 rec["dist_gram_opt_identifiable"] = stats.relative_distance(
                     identifiable_part(G, self.tm, self.mk), identifiable_part(ref, self.tm, self.mk)
@@ -508,7 +508,7 @@ class Trainer:
             mc = self.cfg.model
             if (self.cfg.init_W_V == "stage1-optimum" and "W_V" not in mc.train and mc.loss == "squared"
                     and not mc.mask_keys and self.tm.prior == "uniform-tau" and mc.n_layers == 1 and mc.n_heads == 1):
-                from . import solvers
+                from .. import solvers
 
                 if hasattr(solvers, "optimal_attention"):
                     self._K_star_cache = float(solvers.optimal_attention(self.tm, self.mk, value="block").K)
@@ -521,7 +521,7 @@ class Trainer:
             self._ref_gram = False
             if (mc.decoder == "tied" and mc.attention == "uniform" and mc.loss == "squared"
                     and self.tm.prior == "uniform-tau" and "b_dec" not in mc.train):
-                from . import solvers
+                from .. import solvers
 
                 if hasattr(solvers, "optimal_embedding_gram"):
                     self._ref_gram = np.asarray(solvers.optimal_embedding_gram(self.tm, self.mk).x)
@@ -562,7 +562,7 @@ class Trainer:
         import numba
         import scipy
 
-        from . import __version__
+        from .. import __version__
 
         cfg = self.cfg.to_dict()
         cfg["versions"] = {"theorycheck": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
@@ -648,7 +648,8 @@ class Trainer:
 
     def _finish(self, recs):
         """Write ``params.npz``, stage boundaries and figures."""
-        from . import plots, stats
+        from ..report import plots
+        from ..analysis import stats
 
         m = self.model
         lay = m.layers[0]
@@ -699,10 +700,10 @@ def _kq_norm(lay) -> float:
 
 
 def stage_curves(recs) -> tuple[list, list]:
-    """The two curves the norm rule of :func:`theorycheck.stats.detect_stages` reads.
+    """The two curves the norm rule of :func:`theorycheck.analysis.stats.detect_stages` reads.
 
     One layer: ``||W^V||_F`` and ``c ||sum_h W_K^T W_Q||_F`` (the score matrix, whose topic part
-    grows at the rate of :func:`theorycheck.dynamics.stage2_onset`). Several layers: the norm of
+    grows at the rate of :func:`theorycheck.analysis.dynamics.stage2_onset`). Several layers: the norm of
     all value matrices together, ``sqrt(sum_l ||W^V_l||^2)``, and the largest growth factor of
     any layer's ``||W_K,l||_F ||W_Q,l||_F`` (initial value 1), i.e. stage 2 starts when the key
     and query norms of the first layer to move have grown ``sqrt(10)``-fold each. The norms
@@ -781,7 +782,7 @@ def _preset_two_stage() -> TrainConfig:
     """Joint W^K, W^Q, W^V training from a small init (N(0, 0.01^2)) by exact population gradient
     descent at the paper's size (squared loss, T = v = 10, tau = 3, SGD lr 30, ``scale="none"``):
     ||W^V|| plateaus first (stage 1 ends near step 20), then the topic part of the scores grows
-    at the rate predicted by :func:`theorycheck.dynamics.stage2_onset` and attention turns
+    at the rate predicted by :func:`theorycheck.analysis.dynamics.stage2_onset` and attention turns
     topic-aware (PAPER_SPEC §4.5, §5.2). lr 30 keeps the loss decreasing at every logged step
     (at lr 40 stage 2 comes ~25% sooner but the loss spikes once attention sharpens). About
     45 ms per step on one core."""
@@ -812,7 +813,7 @@ def _preset_deep() -> TrainConfig:  # noqa: D401
     Stages are read from all layers (:func:`stage_curves`); ``figures/norms.png`` shows
     ``||W^V_l||`` and ``||W_K,l^T W_Q,l||`` per layer, ``figures/attention_heads.png`` the
     same-topic : different-topic attention ratio of every head. Identical tokens of a document
-    share one row (exact, :meth:`theorycheck.model.CountBatch.to_positions`): about 0.1 s per step."""
+    share one row (exact, :meth:`theorycheck.nn._model.CountBatch.to_positions`): about 0.1 s per step."""
     d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
     m = ModelConfig(V1=d.V1, n_layers=4, n_heads=4, d_a=16, residual=True, layer_norm=True, decoder="trained",
                     train=("W_K", "W_Q", "W_V", "W_dec", "b_dec"), init="normal", init_scale=0.003, loss="ce",
@@ -831,11 +832,11 @@ def _ablation_grid() -> list[tuple[str, TrainConfig]]:
     """SGD/Adam x squared/CE x (reg 0 / 1e-6), joint W^K, W^Q, W^V training from N(0, 0.01^2) on
     the paper's synthetic data (LDA alpha = 0.1, T = v = 10, N ~ U[100, 150], fresh minibatches of
     40 documents; PAPER_SPEC §5.2, §6 item 23). Stages are read with the structural rule of
-    :func:`theorycheck.stats.detect_stages` (W^V block score, then ``K_eff``): under Adam every
+    :func:`theorycheck.analysis.stats.detect_stages` (W^V block score, then ``K_eff``): under Adam every
     coordinate moves at a rate ~ lr from the first step, so norms alone cannot show the stages.
 
     The L2 level 1e-6 is chosen below the stage-2 threshold ``reg < sigma_max / 2`` of
-    :func:`theorycheck.dynamics.stage2_onset` (2.5e-5 for the squared loss at T = v = 10,
+    :func:`theorycheck.analysis.dynamics.stage2_onset` (2.5e-5 for the squared loss at T = v = 10,
     tau = 3): with 1e-5 or 1e-4 the squared-loss runs stay in stage 1 for their whole budget."""
     out = []
     for (opt, loss), (lr, steps) in ABLATION_SETTINGS.items():
@@ -952,7 +953,8 @@ def _summary_table(rows, cols) -> str:
 
 def _exact_references(name, cfg: TrainConfig, model: Transformer) -> dict:
     """Cross-checks against the exact optima (solvers from other modules, when available)."""
-    from . import population, solvers
+    from .. import population
+    from .. import solvers
 
     out = {}
     tm, mk = cfg.data.topic_model(), cfg.data.masking()
@@ -965,7 +967,7 @@ def _exact_references(name, cfg: TrainConfig, model: Transformer) -> dict:
             S = model.score_matrix()
             out["attention_loss_exact"] = float(population.attention_loss(S, model.layers[0].params["W_V"][0], tm, mk))
     if name == "stage1-population" and hasattr(solvers, "optimal_value_matrix"):
-        from .stats import relative_distance
+        from ..analysis.stats import relative_distance
 
         ref = solvers.optimal_value_matrix(tm, mk, reg=0.0, method="closed-form").x
         out["dist_W_V_solver"] = relative_distance(model.layers[0].params["W_V"][0], ref)

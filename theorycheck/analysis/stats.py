@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from ._validate import check_array, check_int, check_real
-from .config import TopicModel, check_models
+from .._validate import check_array, check_int, check_real
+from ..config import TopicModel, check_models
 
 __all__: list[str] = []
 

@@ -23,7 +23,7 @@ Every result carries residuals recomputed by our own code: the stationarity norm
 ``||W (Sigma + reg I) - C||_F``, the loss and (``reg = 0``) the gap to the predicted minimum and the
 component of the rows of ``W`` outside ``range(Sigma)`` (zero iff a minimiser is *the* minimum-norm
 one). Dense answers are checked with the block-sum kernel of :func:`~theorycheck.population.value_loss_grad`;
-block answers in the O(1) topic-symmetric algebra (:mod:`theorycheck._symmetric`).
+block answers in the O(1) topic-symmetric algebra (:mod:`theorycheck.solvers._symmetric`).
 
 Derivation of the closed form (our own, PAPER_SPEC §4.2 [DER])
 ------------------------------------------------------------
@@ -80,12 +80,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._moments import moments
+from ..population._moments import moments
 from ._result import STATUS_MESSAGES, SolveResult
 from ._symmetric import TokenMatrixShape, TopicSym
-from ._validate import check_array, check_choice, check_real, warn_ignored
-from ._value_loss import value_loss_grad
-from .config import Masking, TopicModel, check_models
+from .._validate import check_array, check_choice, check_real, warn_ignored
+from ..population._value_loss import value_loss_grad
+from ..config import Masking, TopicModel, check_models
 
 __all__ = [
     "BlockValueMatrix",

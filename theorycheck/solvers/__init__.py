@@ -8,10 +8,10 @@ from ._result import STATUS_MESSAGES, SolveResult
 
 __all__ = ["SolveResult", "STATUS_MESSAGES"]
 
-from ._solve_attention import optimal_attention  # noqa: E402
+from ._attention import optimal_attention  # noqa: E402
 
 __all__ += ["optimal_attention"]
-from ._solve_embedding import (  # noqa: E402
+from ._embedding import (  # noqa: E402
     BlockGram,
     closed_form_gram,
     embedding_from_gram,
@@ -30,7 +30,7 @@ __all__ += [
     "embedding_minimiser_violation",
     "identifiable_part",
 ]
-from ._solve_value import (  # noqa: E402
+from ._value import (  # noqa: E402
     BlockValueMatrix,
     MinimiserViolation,
     minimiser_violation,

@@ -86,7 +86,7 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
     axes = [ax1, ax2]
     if records and "norm_W_V_layers" in records[0] and "norm_W_K_layers" in records[0]:
         # deep model: one colour per layer, ||W^V_l|| solid, ||W_K,l|| ||W_Q,l|| dashed (the
-        # curves the deep norm rule reads, see theorycheck.train.stage_curves)
+        # curves the deep norm rule reads, see theorycheck.nn._train.stage_curves)
         nV = np.array([r["norm_W_V_layers"] for r in records], dtype=float)
         nKQ = (np.array([r["norm_W_K_layers"] for r in records], dtype=float)
                * np.array([r["norm_W_Q_layers"] for r in records], dtype=float))
@@ -228,7 +228,7 @@ def attention_landscape(alpha, beta, L, *, optimum=None, value: str = "block", l
 def attention_sweep(rows, *, title: str = ""):
     """``K*/(v tau)`` and the optimal per-word same:different-topic attention ratio versus T.
 
-    ``rows``: dicts from :func:`theorycheck.landscape.asymptotic_sweep` (keys T, tau, K_over_vtau,
+    ``rows``: dicts from :func:`theorycheck.analysis.landscape.asymptotic_sweep` (keys T, tau, K_over_vtau,
     attention_ratio).
     """
     fig = _new_figure(figsize=(10, 4))

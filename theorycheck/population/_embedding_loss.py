@@ -31,9 +31,9 @@ import numba
 import numpy as np
 
 from ._moments import moments
-from ._validate import check_array, check_real
+from .._validate import check_array, check_real
 from ._value_loss import value_loss, value_loss_grad
-from .config import Masking, TopicModel, check_models
+from ..config import Masking, TopicModel, check_models
 
 __all__ = ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad", "effective_map"]
 

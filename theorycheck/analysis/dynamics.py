@@ -47,8 +47,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ._validate import check_choice, check_real
-from .config import Masking, TopicModel, check_models
+from .._validate import check_choice, check_real
+from ..config import Masking, TopicModel, check_models
 
 __all__ = ["Stage2Onset", "stage2_onset", "topic_contrast_basis"]
 
@@ -163,7 +163,7 @@ def stage2_onset(tm: TopicModel, mk: Masking, *, lr: float | None = None, reg: f
         if W_V is not None or loss != "sq" or mask_keys:
             raise ValueError("method='closed-form' is the squared-loss block optimum: W_V, loss='ce' and "
                              "mask_keys need method='dense'")
-        from ._alpha_beta import _block_loss_logK, _check
+        from ..population._alpha_beta import _block_loss_logK, _check
 
         _check(tm, mk)
         if tm.tau in (1, tm.T):
@@ -178,10 +178,10 @@ def stage2_onset(tm: TopicModel, mk: Masking, *, lr: float | None = None, reg: f
         mult = tm.T - 1 if sigma > 0 else 0
         G = s = U = Vt = align = None
     else:
-        from ._attention_loss import attention_loss_grad
+        from ..population._attention_loss import attention_loss_grad
 
         if W_V is None:
-            from ._solve_value import optimal_value_matrix
+            from ..solvers._value import optimal_value_matrix
 
             W_V = optimal_value_matrix(tm, mk).x
         W_V = np.asarray(W_V, dtype=float)

@@ -16,8 +16,8 @@ import itertools
 
 import numpy as np
 
-from ._validate import check_array, check_choice, check_int
-from .config import Masking, TopicModel, check_models
+from .._validate import check_array, check_choice, check_int
+from ..config import Masking, TopicModel, check_models
 
 __all__ = [
     "masked_density",

@@ -27,8 +27,8 @@ import numba
 import numpy as np
 
 from ._moments import moments
-from ._validate import check_array, check_real
-from .config import Masking, TopicModel, check_models
+from .._validate import check_array, check_real
+from ..config import Masking, TopicModel, check_models
 
 __all__ = ["value_loss", "value_loss_grad"]
 

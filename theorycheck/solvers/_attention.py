@@ -31,10 +31,10 @@ import time
 import numpy as np
 from scipy import optimize
 
-from ._alpha_beta import LOSSES, _check, alpha_beta_loss, alpha_beta_loss_logK, alpha_beta_score_matrix, alpha_beta_value_matrix
+from ..population._alpha_beta import LOSSES, _check, alpha_beta_loss, alpha_beta_loss_logK, alpha_beta_score_matrix, alpha_beta_value_matrix
 from ._result import SolveResult
-from ._validate import check_choice, check_int
-from .config import Masking, TopicModel
+from .._validate import check_choice, check_int
+from ..config import Masking, TopicModel
 
 __all__ = ["optimal_attention"]
 
@@ -78,7 +78,7 @@ def _general_residual(alpha, beta, L, tm, mk, value, loss):
         work = tm.n_topic_sets * tm.V1**3
     if tm.V1 > 2001 or work > _GENERAL_CHECK_MAX_WORK:
         return None
-    from ._attention_loss import attention_loss
+    from ..population._attention_loss import attention_loss
 
     S = alpha_beta_score_matrix(alpha, beta, tm)
     W = alpha_beta_value_matrix(tm, mk, value)

@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
-from ._validate import check_choice, check_int, check_real
-from .config import Masking, TopicModel
+from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
+from .._validate import check_choice, check_int, check_real
+from ..config import Masking, TopicModel
 
 __all__ = [
     "LandscapeGrid",
@@ -92,7 +92,7 @@ def growth_configs(*, v: int = 10, T_max: int = 100000, ratio: int = 10):
 
 
 def _sweep_one(job):
-    from ._solve_attention import optimal_attention
+    from ..solvers._attention import optimal_attention
 
     (T, v, tau), mkd, value = job
     tm = TopicModel(T=T, v=v, tau=tau)
@@ -134,7 +134,7 @@ def asymptotic_sweep(configs=DEFAULT_SWEEP, mk: Masking | None = None, *, value:
 
 
 def _gap_one(job):
-    from .montecarlo import mc_attention_loss
+    from ..montecarlo import mc_attention_loss
 
     S, W, tmd, mkd, N, n_docs, seed, mask_keys = job
     tm, mk = TopicModel(**tmd), Masking(**mkd)
@@ -152,7 +152,7 @@ def finite_n_gap(S, W, tm: TopicModel, mk: Masking, Ns, *, n_docs: int = 4000, s
     token among the keys, the fluctuation of the empirical context around ``m_S``, and the
     conditioning on at least one selected position).
     """
-    from ._attention_loss import attention_loss
+    from ..population._attention_loss import attention_loss
 
     Ns = [check_int("N", n, low=2) for n in Ns]
     n_docs = check_int("n_docs", n_docs, low=2)
@@ -179,8 +179,8 @@ def write_landscape(tm: TopicModel, mk: Masking, out, *, value: str = "block", n
 
     Files are written under temporary names and renamed. Returns the optimum dict.
     """
-    from . import plots
-    from ._solve_attention import optimal_attention
+    from ..report import plots
+    from ..solvers._attention import optimal_attention
 
     n_grid = check_int("n_grid", n_grid, low=2, high=5000)
     opt = optimal_attention(tm, mk, value, loss=loss)

@@ -20,8 +20,8 @@ import math
 
 import numpy as np
 
-from ._validate import check_choice
-from .config import Masking, TopicModel, check_models
+from .._validate import check_choice
+from ..config import Masking, TopicModel, check_models
 
 __all__ = [
     "alpha_beta_loss",
@@ -97,7 +97,7 @@ def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel) -> np.nda
 
     ``S[x, x] = alpha`` for words, ``S[x, y] = beta`` for distinct words of one topic, 0 else.
     """
-    from ._validate import check_real
+    from .._validate import check_real
 
     check_models(tm)
     alpha = check_real("alpha", alpha)

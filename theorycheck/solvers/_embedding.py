@@ -43,13 +43,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._embedding_loss import _kernel_threads, embedding_loss_grad
-from ._moments import moments
+from ..population._embedding_loss import _kernel_threads, embedding_loss_grad
+from ..population._moments import moments
 from ._result import SolveResult
 from ._symmetric import TokenMatrixShape
-from ._validate import check_array, check_choice, check_int, check_real, warn_ignored
-from ._value_loss import value_loss, value_loss_grad
-from .config import Masking, TopicModel, check_models
+from .._validate import check_array, check_choice, check_int, check_real, warn_ignored
+from ..population._value_loss import value_loss, value_loss_grad
+from ..config import Masking, TopicModel, check_models
 
 __all__ = [
     "BlockGram",
@@ -302,7 +302,7 @@ def embedding_minimiser_violation(W_E, tm: TopicModel, mk: Masking, *, W_dec=Non
         Max absolute violation of the identities (0 for an exact minimiser; the loss excess
         is quadratic in it).
     """
-    from ._embedding_loss import _validate as _validate_loss
+    from ..population._embedding_loss import _validate as _validate_loss
 
     _check_models(tm, mk, "embedding_minimiser_violation")
     W_E, W_dec, b, tied, _ = _validate_loss(W_E, tm, mk, W_dec, b, tied, 0.0)
@@ -494,7 +494,7 @@ def optimal_embedding_gram(
         form; identifiable part only for ``"factorized"``), and for cvxpy ``duality_gap`` and
         ``dual_infeasibility`` recomputed from the returned multipliers; for ``reg > 0`` the KKT
         residuals ``kkt_dual_infeasibility`` (``sym(dL/dG) + reg I >= 0``) and
-        ``kkt_complementarity``. Status (table in :mod:`theorycheck._result`): 0 iff the loss gap
+        ``kkt_complementarity``. Status (table in :mod:`theorycheck.solvers._result`): 0 iff the loss gap
         <= 1e-8 (reg = 0) or the KKT residuals <= 1e-5 (reg > 0) and the Gram is PSD within
         1e-6; 1 L-BFGS iteration limit; 2 cvxpy failure; 3 residual check failed; 4 non-finite.
 

@@ -47,8 +47,8 @@ import numba
 import numpy as np
 
 from ._moments import MAX_ENUMERATED_SETS, topic_sets
-from ._validate import check_array, check_choice, check_int, check_rng
-from .config import Masking, TopicModel, check_models
+from .._validate import check_array, check_choice, check_int, check_rng
+from ..config import Masking, TopicModel, check_models
 
 __all__ = ["attention_loss", "attention_loss_grad", "SetSampledLoss", "LOSSES"]
 

@@ -16,7 +16,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from ._io import atomic_directory
+from .._io import atomic_directory
 from .claims import Claim, ClaimResult
 
 __all__ = ["ReportRow", "run_claims", "write_report", "format_table", "select_claims"]
