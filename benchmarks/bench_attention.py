@@ -16,9 +16,9 @@ import math
 import time
 
 import numpy as np
+from _common import best_time, print_table, write_json
 
 import theorycheck as tc
-from theorycheck.population._attention_loss import _dense_sets
 from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import (
     alpha_beta_loss,
@@ -28,8 +28,7 @@ from theorycheck.population import (
     attention_loss_grad,
     topic_sets,
 )
-
-from _common import best_time, print_table, write_json
+from theorycheck.population._attention_loss import _dense_sets
 
 
 def naive_numpy(S, W, tm, mk, sets):
@@ -97,9 +96,17 @@ def main():
     t_mc = time.perf_counter() - t0
     t_mc_1e3 = t_mc * (est.stderr / 1e-3) ** 2
     t_mc_1e10 = t_mc * (est.stderr / 1e-10) ** 2
-    rows.append([f"Monte Carlo N=100-150, 4000 docs (SE {est.stderr:.1e}, bias {est.mean - ex_ab:+.1e})", t_mc * 1e3,
-                 t_mc / t_struct, abs(est.mean - ex_ab)])
-    rows.append(["Monte Carlo, extrapolated to SE = 1e-10 (bias ignored)", t_mc_1e10 * 1e3, t_mc_1e10 / t_struct, 1e-10])
+    rows.append(
+        [
+            f"Monte Carlo N=100-150, 4000 docs (SE {est.stderr:.1e}, bias {est.mean - ex_ab:+.1e})",
+            t_mc * 1e3,
+            t_mc / t_struct,
+            abs(est.mean - ex_ab),
+        ]
+    )
+    rows.append(
+        ["Monte Carlo, extrapolated to SE = 1e-10 (bias ignored)", t_mc_1e10 * 1e3, t_mc_1e10 / t_struct, 1e-10]
+    )
     headers = ["T=v=10, tau=3 (V1=101, 120 sets)", "ms", "x structured", "|err| vs exact"]
     print_table(headers, rows)
     out["evaluators"] = dict(headers=headers, rows=rows, mc_seconds_to_se_1em3=t_mc_1e3)
@@ -118,10 +125,32 @@ def main():
         td = best_time(lambda: _dense_sets(Sx, Wx, None, sub, tmx, mk, False, want_grad=True), repeat=2, min_time=0.02)
         fl_d = 6.0 * V1**3 * len(sub)
         eff = 2.0 * V1**3 * n_sets / ts  # flops a per-set H W^T evaluation would need, per second
-        frows.append([f"T={T} v={v} tau={tau}", V1, n_sets, g / 1e9, ts * 1e3, fl_s / ts / 1e9, fl_s / ts / g,
-                      eff / g, fl_d / td / 1e9, fl_d / td / g])
-    fh = ["config", "V1", "sets", "dgemm GF/s", "struct ms", "struct GF/s", "struct/dgemm", "dense-equiv/dgemm",
-          "dense+grad GF/s", "dense/dgemm"]
+        frows.append(
+            [
+                f"T={T} v={v} tau={tau}",
+                V1,
+                n_sets,
+                g / 1e9,
+                ts * 1e3,
+                fl_s / ts / 1e9,
+                fl_s / ts / g,
+                eff / g,
+                fl_d / td / 1e9,
+                fl_d / td / g,
+            ]
+        )
+    fh = [
+        "config",
+        "V1",
+        "sets",
+        "dgemm GF/s",
+        "struct ms",
+        "struct GF/s",
+        "struct/dgemm",
+        "dense-equiv/dgemm",
+        "dense+grad GF/s",
+        "dense/dgemm",
+    ]
     print()
     print_table(fh, frows)
     out["flops"] = dict(headers=fh, rows=frows)

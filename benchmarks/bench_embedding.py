@@ -18,11 +18,10 @@ import math
 import time
 
 import numpy as np
+from _common import best_time, print_table, write_json
 
 import theorycheck as tc
 from theorycheck.solvers import closed_form_gram, identifiable_part, optimal_embedding_gram
-
-from _common import best_time, print_table, write_json
 
 SIZES = [(3, 2), (4, 3), (5, 4), (6, 5), (8, 5), (10, 10), (20, 10), (30, 10), (50, 20), (100, 100), (1000, 100)]
 CVXPY_MAX_V1 = 41  # CLARABEL: ~33 s at V1 = 101 on this machine
@@ -40,8 +39,12 @@ def _once(fn):
 def main():
     mk = tc.Masking()
     warm = tc.TopicModel(T=3, v=2, tau=2)  # imports, JIT, cvxpy canonicalisation caches
-    for method, kw in (("schur", {}), ("cvxpy", {"solver": "CLARABEL"}), ("cvxpy", {"solver": "SCS"}),
-                       ("factorized", {"d": 5})):
+    for method, kw in (
+        ("schur", {}),
+        ("cvxpy", {"solver": "CLARABEL"}),
+        ("cvxpy", {"solver": "SCS"}),
+        ("factorized", {"d": 5}),
+    ):
         optimal_embedding_gram(warm, mk, method, **kw)
     rows, records = [], []
     for T, v in SIZES:
@@ -50,8 +53,14 @@ def main():
         t_formula = best_time(lambda: closed_form_gram(tm, mk), repeat=5, min_time=0.02)
         t_cf = best_time(lambda: optimal_embedding_gram(tm, mk), repeat=3, min_time=0.02)
         cf = optimal_embedding_gram(tm, mk)
-        rec = {"T": T, "v": v, "V1": V1, "formula_s": t_formula, "closed_form_s": t_cf,
-               "closed_form_loss_gap": cf.residuals["loss_gap"]}
+        rec = {
+            "T": T,
+            "v": v,
+            "V1": V1,
+            "formula_s": t_formula,
+            "closed_form_s": t_cf,
+            "closed_form_loss_gap": cf.residuals["loss_gap"],
+        }
         Gc = closed_form_gram(tm, mk).toarray() if V1 <= SCHUR_MAX_V1 else None
         row = [V1, t_formula * 1e6, t_cf * 1e3]
         if V1 <= SCHUR_MAX_V1:
@@ -64,24 +73,47 @@ def main():
             if V1 <= limit:
                 cv, t = _once(lambda: optimal_embedding_gram(tm, mk, "cvxpy", solver=solver))
                 err = float(np.max(np.abs(cv.x - Gc))) if cv.x is not None else math.nan
-                rec.update({f"{name}_s": t, f"{name}_err": err, f"{name}_status": cv.status,
-                            f"{name}_duality_gap": cv.residuals.get("duality_gap", math.nan)})
+                rec.update(
+                    {
+                        f"{name}_s": t,
+                        f"{name}_err": err,
+                        f"{name}_status": cv.status,
+                        f"{name}_duality_gap": cv.residuals.get("duality_gap", math.nan),
+                    }
+                )
                 row += [t / t_cf, err]
             else:
                 row += [math.nan, math.nan]
         if V1 <= LBFGS_MAX_V1:
             fz, t = _once(lambda: optimal_embedding_gram(tm, mk, "factorized", d=T + 2))
             err = float(np.max(np.abs(identifiable_part(fz.x, tm, mk) - identifiable_part(Gc, tm, mk))))
-            rec.update(lbfgs_s=t, lbfgs_ident_err=err, lbfgs_loss_gap=fz.residuals["loss_gap"], lbfgs_nit=fz.nit,
-                       lbfgs_mask_norm=fz.info["mask_embedding_norm"])
+            rec.update(
+                lbfgs_s=t,
+                lbfgs_ident_err=err,
+                lbfgs_loss_gap=fz.residuals["loss_gap"],
+                lbfgs_nit=fz.nit,
+                lbfgs_mask_norm=fz.info["mask_embedding_norm"],
+            )
             row += [t / t_cf, err, fz.residuals["loss_gap"]]
         else:
             row += [math.nan, math.nan, math.nan]
         rows.append(row)
         records.append(rec)
         print(f"V1={V1} done", flush=True)
-    headers = ["V1", "formula_us", "certified_ms", "schur/cf", "schur_err", "clarabel/cf", "clarabel_err", "scs/cf", "scs_err",
-               "lbfgs/cf", "lbfgs_ident_err", "lbfgs_loss_gap"]
+    headers = [
+        "V1",
+        "formula_us",
+        "certified_ms",
+        "schur/cf",
+        "schur_err",
+        "clarabel/cf",
+        "clarabel_err",
+        "scs/cf",
+        "scs_err",
+        "lbfgs/cf",
+        "lbfgs_ident_err",
+        "lbfgs_loss_gap",
+    ]
     print()
     print_table(headers, rows)
     path = write_json("embedding", {"headers": headers, "rows": rows, "records": records})

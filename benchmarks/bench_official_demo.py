@@ -10,9 +10,9 @@ from __future__ import annotations
 import tempfile
 import time
 
-from theorycheck.nn import load_metrics, run_preset
-
 from _common import print_table, write_json
+
+from theorycheck.nn import load_metrics, run_preset
 
 OFFICIAL_BEST_DEV_CE = 3.3954
 BAYES_CE_N_INF = 3.149
@@ -30,8 +30,7 @@ def main():
     rows = [[best, best_step, OFFICIAL_BEST_DEV_CE, rel, BAYES_CE_N_INF, seconds]]
     headers = ["best_dev_CE", "at_step", "official", "rel_diff", "bayes_N_inf", "seconds"]
     print_table(headers, rows)
-    path = write_json("official_demo", {"headers": headers, "rows": rows, "dev_curve": devs,
-                                        "summary": summary})
+    path = write_json("official_demo", {"headers": headers, "rows": rows, "dev_curve": devs, "summary": summary})
     print(f"\nwritten {path}")
 
 

@@ -11,14 +11,13 @@ Needs the ``nlp`` extra. Run: ``python benchmarks/bench_realdata_encoder.py``.
 from __future__ import annotations
 
 import numpy as np
+from _common import best_time, print_table, write_json
 from threadpoolctl import threadpool_limits
 
 from theorycheck.realdata.corpus import stop_words, wikipedia_fragment
 from theorycheck.realdata.encoder import NumpyBert
 from theorycheck.realdata.pipeline import content_token_mask, make_windows
 from theorycheck.realdata.tokenizer import WordPieceTokenizer
-
-from _common import best_time, print_table, write_json
 
 
 def main():
@@ -41,14 +40,23 @@ def main():
                 t_enc = best_time(lambda: model.forward(ids), repeat=3, min_time=0.2)
                 t_att = best_time(lambda: model.forward(ids, keep_hidden=False), repeat=3, min_time=0.2)
                 t_gemm = best_time(lambda: a @ w, repeat=5) * flops / gemm_flops
-            rows.append([np.dtype(dtype).name, threads, B * n / t_enc, B * n / t_att, flops / t_enc / 1e9,
-                         t_enc / t_gemm])
-            out.append(dict(dtype=np.dtype(dtype).name, blas_threads=threads, tokens_per_s=B * n / t_enc,
-                            tokens_per_s_attentions_only=B * n / t_att, gflops=flops / t_enc / 1e9,
-                            ratio_to_gemm=t_enc / t_gemm))
+            rows.append(
+                [np.dtype(dtype).name, threads, B * n / t_enc, B * n / t_att, flops / t_enc / 1e9, t_enc / t_gemm]
+            )
+            out.append(
+                dict(
+                    dtype=np.dtype(dtype).name,
+                    blas_threads=threads,
+                    tokens_per_s=B * n / t_enc,
+                    tokens_per_s_attentions_only=B * n / t_att,
+                    gflops=flops / t_enc / 1e9,
+                    ratio_to_gemm=t_enc / t_gemm,
+                )
+            )
     print(f"numpy MiniLM encoder, batch {B} x {n} tokens")
-    print_table(["dtype", "BLAS threads", "tokens/s", "tokens/s (attentions only)", "GFLOP/s",
-                 "time / same-flop GEMM"], rows)
+    print_table(
+        ["dtype", "BLAS threads", "tokens/s", "tokens/s (attentions only)", "GFLOP/s", "time / same-flop GEMM"], rows
+    )
     print("results:", write_json("realdata_encoder", {"batch": B, "n": n, "rows": out}))
 
 

@@ -18,14 +18,26 @@ import math
 import time
 
 import numpy as np
+from _common import best_time, print_table, write_json
 
 import theorycheck as tc
 from theorycheck.solvers import optimal_value_matrix
 
-from _common import best_time, print_table, write_json
-
-LADDER = [(2, 10), (5, 10), (10, 10), (20, 10), (40, 10), (80, 10), (160, 10), (320, 10), (640, 10),
-          (1000, 10), (1000, 20), (1000, 50), (1000, 100)]
+LADDER = [
+    (2, 10),
+    (5, 10),
+    (10, 10),
+    (20, 10),
+    (40, 10),
+    (80, 10),
+    (160, 10),
+    (320, 10),
+    (640, 10),
+    (1000, 10),
+    (1000, 20),
+    (1000, 50),
+    (1000, 100),
+]
 METHODS = ("closed-form", "lstsq", "cvxpy")
 #: smallest exponent used to extrapolate the next run time (dense LAPACK is O(V1^3))
 MIN_EXPONENT = {"lstsq": 3.0, "cvxpy": 2.0}
@@ -98,25 +110,52 @@ def main(argv=None):
                     alive[m] = False
             records.append(row)
 
-    headers = ["reg", "V1", "cf_s", "lstsq_s", "cvxpy_s", "lstsq/cf", "cvxpy/cf", "cvxpy/lstsq",
-               "err_lstsq", "err_cvxpy", "stat_cf", "stat_lstsq", "stat_cvxpy"]
+    headers = [
+        "reg",
+        "V1",
+        "cf_s",
+        "lstsq_s",
+        "cvxpy_s",
+        "lstsq/cf",
+        "cvxpy/cf",
+        "cvxpy/lstsq",
+        "err_lstsq",
+        "err_cvxpy",
+        "stat_cf",
+        "stat_lstsq",
+        "stat_cvxpy",
+    ]
     rows = []
     for r in records:
         cf_s, ls_s, cv_s = r["closed-form_s"], r["lstsq_s"], r["cvxpy_s"]
-        rows.append([r["reg"], r["V1"], cf_s, ls_s, cv_s, ls_s / cf_s, cv_s / cf_s, cv_s / ls_s,
-                     r["lstsq_err"], r["cvxpy_err"], r["closed-form_stat"], r["lstsq_stat"], r["cvxpy_stat"]])
+        rows.append(
+            [
+                r["reg"],
+                r["V1"],
+                cf_s,
+                ls_s,
+                cv_s,
+                ls_s / cf_s,
+                cv_s / cf_s,
+                cv_s / ls_s,
+                r["lstsq_err"],
+                r["cvxpy_err"],
+                r["closed-form_stat"],
+                r["lstsq_stat"],
+                r["cvxpy_stat"],
+            ]
+        )
     print()
     print_table(headers, rows)
     largest = {
-        f"{m} (reg={reg})": max(
-            (r["V1"] for r in records if r["reg"] == reg and r[f"{m}_s"] <= args.budget), default=0
-        )
+        f"{m} (reg={reg})": max((r["V1"] for r in records if r["reg"] == reg and r[f"{m}_s"] <= args.budget), default=0)
         for reg in regs
         for m in METHODS
     }
     print(f"\nlargest V1 solved within {args.budget:g} s:", largest)
-    path = write_json("stage1", {"budget_s": args.budget, "headers": headers, "rows": rows, "records": records,
-                                 "largest_V1": largest})
+    path = write_json(
+        "stage1", {"budget_s": args.budget, "headers": headers, "rows": rows, "records": records, "largest_V1": largest}
+    )
     print(f"written {path}")
 
 

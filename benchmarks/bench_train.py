@@ -29,12 +29,10 @@ import os
 import time
 
 import numpy as np
-
-from theorycheck.nn import ModelConfig, Transformer, make_batch
-from theorycheck.sampling import mask_documents, sample_documents
-from theorycheck.nn import OptimConfig, Trainer, make_optimizer, preset
-
 from _common import print_table, write_json
+
+from theorycheck.nn import ModelConfig, Trainer, Transformer, make_batch, make_optimizer, preset
+from theorycheck.sampling import mask_documents, sample_documents
 
 N_BATCHES = 30
 
@@ -123,8 +121,13 @@ def _two_stage_time():
     recs = tr.history
     from theorycheck.analysis.stats import detect_stages
 
-    st = detect_stages([r["step"] for r in recs], [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs],
-                       K_eff=[r["K_eff_median"] for r in recs], v=cfg.data.v)
+    st = detect_stages(
+        [r["step"] for r in recs],
+        [r["norm_W_V"] for r in recs],
+        [r["norm_KQ"] for r in recs],
+        K_eff=[r["K_eff_median"] for r in recs],
+        v=cfg.data.v,
+    )
     # second timed run, stopped at the detected stage-2 start
     tr2 = Trainer(cfg, progress=False)
     t0 = time.perf_counter()
@@ -142,14 +145,20 @@ def main():
     rows.append(["numpy count-based (float64)", sps_count, 1.0, l_count[-1]])
     rows.append(["numpy position-based (float64)", sps_pos, sps_count / sps_pos, l_pos[-1]])
     try:
-        import torch  # noqa: F401
+        import torch
 
         default_threads = torch.get_num_threads()
         for threads in sorted({1, default_threads}):
             for dt in ("float32", "float64"):
                 sps_t, l_t = _torch_steps_per_s(cfg, batches, dt, threads)
-                rows.append([f"torch {torch.__version__} position-based ({dt}, {threads} thr)", sps_t,
-                             sps_count / sps_t, l_t[-1]])
+                rows.append(
+                    [
+                        f"torch {torch.__version__} position-based ({dt}, {threads} thr)",
+                        sps_t,
+                        sps_count / sps_t,
+                        l_t[-1],
+                    ]
+                )
     except ImportError:
         print("torch not installed (optional 'bench' extra): torch rows skipped")
     headers = ["implementation", "steps/s", "count-based speed-up", f"loss after {N_BATCHES} steps"]
@@ -159,28 +168,56 @@ def main():
     sps_m, l_m = _numpy_steps_per_s(cfg3, batches3, "auto")
     sps_p, l_p = _numpy_steps_per_s(cfg3, batches3, "never")
     assert np.allclose(l_m, l_p, rtol=1e-10), "merged and position paths disagree"
-    rows3 = [["numpy merged tokens (one row per distinct token)", sps_m, 1.0, l_m[-1]],
-             ["numpy positions (one row per position)", sps_p, sps_m / sps_p, l_p[-1]]]
+    rows3 = [
+        ["numpy merged tokens (one row per distinct token)", sps_m, 1.0, l_m[-1]],
+        ["numpy positions (one row per position)", sps_p, sps_m / sps_p, l_p[-1]],
+    ]
     headers3 = ["implementation", "steps/s", "merged speed-up", f"loss after {len(batches3)} steps"]
-    print(f"\ndeep-4x4 model (4 layers x 4 heads, residual + LN, batch 16, N ~ U[100,150], CE, "
-          f"{cfg3.optim.name} lr {cfg3.optim.lr:g})")
+    print(
+        f"\ndeep-4x4 model (4 layers x 4 heads, residual + LN, batch 16, N ~ U[100,150], CE, "
+        f"{cfg3.optim.name} lr {cfg3.optim.lr:g})"
+    )
     print_table(headers3, rows3)
     st, total, t2, steps = _two_stage_time()
     from theorycheck.analysis.dynamics import stage2_onset
 
     cfg2 = preset("two-stage")
     onset = stage2_onset(cfg2.data.topic_model(), cfg2.data.masking(), lr=cfg2.optim.lr)
-    rows2 = [[steps, total, steps / total, st.stage1_end, st.stage2_start, st.stage2_attention, t2,
-              onset.steps_to_grow(10.0)]]
-    headers2 = ["steps", "total_s", "steps/s", "stage1_end", "stage2_start (10x KQ)", "K_eff >= 1.1 v",
-                "seconds_to_stage2", "predicted steps per 10x (linearised)"]
+    rows2 = [
+        [
+            steps,
+            total,
+            steps / total,
+            st.stage1_end,
+            st.stage2_start,
+            st.stage2_attention,
+            t2,
+            onset.steps_to_grow(10.0),
+        ]
+    ]
+    headers2 = [
+        "steps",
+        "total_s",
+        "steps/s",
+        "stage1_end",
+        "stage2_start (10x KQ)",
+        "K_eff >= 1.1 v",
+        "seconds_to_stage2",
+        "predicted steps per 10x (linearised)",
+    ]
     print(f"\njoint two-stage run (preset two-stage: exact population, T=v=10, tau=3, SGD lr {cfg2.optim.lr:g})")
     print_table(headers2, rows2)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(f"\n1-minute load average during the run: {load:.2f} (timings on a shared machine are noisy)")
-    path = write_json("train", {"load_average": load, "official_demo": {"headers": headers, "rows": rows},
-                                "deep_4x4": {"headers": headers3, "rows": rows3},
-                                "two_stage": {"headers": headers2, "rows": rows2}})
+    path = write_json(
+        "train",
+        {
+            "load_average": load,
+            "official_demo": {"headers": headers, "rows": rows},
+            "deep_4x4": {"headers": headers3, "rows": rows3},
+            "two_stage": {"headers": headers2, "rows": rows2},
+        },
+    )
     print(f"\nwritten {path}")
 
 

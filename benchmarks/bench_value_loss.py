@@ -8,12 +8,11 @@ Run: ``python benchmarks/bench_value_loss.py``.
 from __future__ import annotations
 
 import numpy as np
+from _common import best_time, print_table, write_json
 
 import theorycheck as tc
-from theorycheck.population._value_loss import _value_loss_ref
 from theorycheck.population import value_loss
-
-from _common import best_time, print_table, write_json
+from theorycheck.population._value_loss import _value_loss_ref
 
 
 def main():

@@ -6,14 +6,16 @@ import numpy as np
 from scipy.optimize import minimize
 
 from theorycheck import Masking, TopicModel
-from theorycheck.population._embedding_loss import _kernel_threads
-from theorycheck.solvers._embedding import _serial_blas
 from theorycheck.population import embedding_loss_grad
+from theorycheck.population._embedding_loss import _kernel_threads
 from theorycheck.solvers import optimal_embedding_gram
+from theorycheck.solvers._embedding import _serial_blas
 
 
 def models(params: dict) -> tuple[TopicModel, Masking]:
-    return TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking(params["p_m"], params["p_c"], params["p_r"])
+    return TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking(
+        params["p_m"], params["p_c"], params["p_r"]
+    )
 
 
 def trained_embedding(tm, mk, d, *, seed=0, init_scale=1e-2) -> np.ndarray:
@@ -44,8 +46,13 @@ def lbfgs_embedding(tm, mk, d, *, seed=0, init_scale=1e-2, fix_mask=False) -> np
         return out.loss, g.ravel()
 
     with _kernel_threads(tm.V1), _serial_blas(W0.size):
-        opt = minimize(fg, W0.ravel(), jac=True, method="L-BFGS-B",
-                       options={"maxiter": 20_000, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30})
+        opt = minimize(
+            fg,
+            W0.ravel(),
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": 20_000, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30},
+        )
     return opt.x.reshape(shape)
 
 

@@ -21,9 +21,13 @@ from theorycheck.realdata._deps import INSTALL_HINT, missing
 AVAILABLE = available()
 
 #: Why the realdata claims are not registered (None when they are); shown by ``theorycheck verify``.
-SKIP_REASON = None if AVAILABLE else (
-    f"realdata.* claims skipped: the optional 'nlp' extra is not installed (missing: {', '.join(missing())}); "
-    f"install with: {INSTALL_HINT}"
+SKIP_REASON = (
+    None
+    if AVAILABLE
+    else (
+        f"realdata.* claims skipped: the optional 'nlp' extra is not installed (missing: {', '.join(missing())}); "
+        f"install with: {INSTALL_HINT}"
+    )
 )
 
 DEFAULTS = dict(n_topics=20, max_tokens=3072, n_boot=100, seed=0)
@@ -32,8 +36,13 @@ DEFAULTS = dict(n_topics=20, max_tokens=3072, n_boot=100, seed=0)
 def config(params: dict):
     from theorycheck.realdata.pipeline import RealDataConfig
 
-    return RealDataConfig(n_topics=params["n_topics"], max_tokens=params["max_tokens"], n_boot=params["n_boot"],
-                          seed=params["seed"], n_no_topic=500)
+    return RealDataConfig(
+        n_topics=params["n_topics"],
+        max_tokens=params["max_tokens"],
+        n_boot=params["n_boot"],
+        seed=params["seed"],
+        n_no_topic=500,
+    )
 
 
 @lru_cache(maxsize=2)

@@ -12,8 +12,8 @@ import math
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
+from theorycheck.report.claims import Claim, compare_all, compare_close
 
 from ._attention_common import models
 
@@ -61,6 +61,9 @@ CLAIM = Claim(
     source="DERIVED",
     spec="PAPER_SPEC §4.3, §6 item 15",
     check=check,
-    default_params=(dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1), dict(T=6, v=4, tau=2, p_m=0.3, p_c=0.2, p_r=0.2)),
+    default_params=(
+        dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),
+        dict(T=6, v=4, tau=2, p_m=0.3, p_c=0.2, p_r=0.2),
+    ),
     falsify=falsify,
 )

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_close
 from theorycheck.analysis.landscape import finite_n_gap
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix
+from theorycheck.report.claims import Claim, compare_close
 
 from ._attention_common import models
 
@@ -32,8 +32,17 @@ def check(params, inject=None):
     ng = np.array(NS) * gap
     se = np.array(NS) * g["stderr"]
     tol = 4.0 * float(np.hypot(*se)) + 0.25 * abs(ng[0])
-    res = compare_close(ng[1], ng[0], tol, details={"N_gap_50": float(ng[0]), "N_gap_400": float(ng[1]),
-                                                   "exact": float(exact), "mc_400": float(g["mc"][1])})
+    res = compare_close(
+        ng[1],
+        ng[0],
+        tol,
+        details={
+            "N_gap_50": float(ng[0]),
+            "N_gap_400": float(ng[1]),
+            "exact": float(exact),
+            "mc_400": float(g["mc"][1]),
+        },
+    )
     res.data["gap"] = (np.array(NS), gap, g["stderr"])
     return res
 
@@ -55,7 +64,9 @@ def plot(results):
 
 CLAIM = Claim(
     id="attention.finite-n",
-    statement="The finite-document (Monte Carlo) attention loss converges to the exact N -> inf loss with an O(1/N) gap",
+    statement=(
+        "The finite-document (Monte Carlo) attention loss converges to the exact N -> inf loss with an O(1/N) gap"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §1.1 (N -> inf limit), §4.3",
     check=check,

@@ -8,8 +8,6 @@ on arbitrary (V1, V1) matrices; ``alpha_beta_loss`` is the O(1) closed form of �
 
 from __future__ import annotations
 
-
-from theorycheck.report.claims import Claim, compare_close
 from theorycheck.population import (
     alpha_beta_loss,
     alpha_beta_score_matrix,
@@ -17,6 +15,7 @@ from theorycheck.population import (
     attention_loss,
     stage1_block_constants,
 )
+from theorycheck.report.claims import Claim, compare_close
 
 from ._attention_common import models
 
@@ -51,10 +50,16 @@ def falsify(params):
 
 CLAIM = Claim(
     id="attention.general-evaluator",
-    statement="The exact general attention evaluator (any S, W) equals the (alpha, beta) closed form to 1e-10 (block and identity W^V, |alpha|, |beta| up to 1e4)",
+    statement=(
+        "The exact general attention evaluator (any S, W) equals the (alpha, beta) closed form to 1e-10 (block and "
+        "identity W^V, |alpha|, |beta| up to 1e4)"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.3 (derived loss), §7 stage 2",
     check=check,
-    default_params=(dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1), dict(T=5, v=3, tau=2, p_m=0.4, p_c=0.2, p_r=0.3)),
+    default_params=(
+        dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),
+        dict(T=5, v=3, tau=2, p_m=0.4, p_c=0.2, p_r=0.3),
+    ),
     falsify=falsify,
 )

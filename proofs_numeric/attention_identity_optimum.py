@@ -33,7 +33,9 @@ def check(params, inject=None):
         subs.append(compare_close(L, params["L_spec"], 5e-7 + 1e-12))
         subs.append(compare_close(res_opt.loss_uniform, params["L0_spec"], 5e-7 + 1e-12))
     res = compare_all(subs)
-    res.details.update(alpha_star=a, beta_star=b, L_star=L, beta_to_minus_inf=bool(res_opt.info.get("beta_to_minus_inf")))
+    res.details.update(
+        alpha_star=a, beta_star=b, L_star=L, beta_to_minus_inf=bool(res_opt.info.get("beta_to_minus_inf"))
+    )
     if "alpha_spec" in params:  # figure data: closed-form landscape around the optimum
         from theorycheck.analysis.landscape import alpha_beta_grid
 
@@ -49,7 +51,9 @@ def plot(results):
     for r in results:
         if "grid" in r.data:
             A, B, L, opt, title = r.data["grid"]
-            figs["attention_identity_landscape"] = attention_landscape(A, B, L, optimum=opt, value="identity", title=title)
+            figs["attention_identity_landscape"] = attention_landscape(
+                A, B, L, optimum=opt, value="identity", title=title
+            )
     return figs
 
 
@@ -60,13 +64,26 @@ def falsify(params):
 
 CLAIM = Claim(
     id="attention.identity-optimum",
-    statement="Identity W^V: optimal attention has e^alpha* > v and beta* <= 0 (T=v=10, tau=3: alpha*=4.711, beta*=-0.150, L*=0.892836)",
+    statement=(
+        "Identity W^V: optimal attention has e^alpha* > v and beta* <= 0 (T=v=10, tau=3: alpha*=4.711, beta*=-0.150, "
+        "L*=0.892836)"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.3(b), §6 item 18",
     check=check,
     default_params=(
-        dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1, alpha_spec=4.711, beta_spec=-0.150, L_spec=0.892836,
-             L0_spec=0.967236),
+        dict(
+            T=10,
+            v=10,
+            tau=3,
+            p_m=0.15,
+            p_c=0.1,
+            p_r=0.1,
+            alpha_spec=4.711,
+            beta_spec=-0.150,
+            L_spec=0.892836,
+            L0_spec=0.967236,
+        ),
         dict(T=100, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),
     ),
     falsify=falsify,

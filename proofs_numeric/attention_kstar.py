@@ -55,7 +55,10 @@ def falsify(params):
 
 CLAIM = Claim(
     id="attention.kstar",
-    statement="Block W^V: tau = 1 (or p_c = 0) gives K* = v; tau >= 2 with p_c > 0 gives K* > v; T=v=10, tau=3: K* = 70.05, L* = 0.961770",
+    statement=(
+        "Block W^V: tau = 1 (or p_c = 0) gives K* = v; tau >= 2 with p_c > 0 gives K* > v; T=v=10, tau=3: K* = 70.05,"
+        " L* = 0.961770"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.3 table, §6 item 16",
     check=check,

@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 
 from theorycheck import Masking, TopicModel
-from theorycheck.report.claims import Claim, compare_all, compare_greater
 from theorycheck.population import alpha_beta_loss_logK
+from theorycheck.report.claims import Claim, compare_all, compare_greater
 from theorycheck.solvers import optimal_attention
 
 from ._attention_common import kstar, swapped_constants
@@ -54,7 +54,10 @@ def falsify(params):
 
 CLAIM = Claim(
     id="attention.paper-theorem3",
-    statement="Theorem 3 (as checkable): along growing T, tau the optimum gives same-topic words more per-word attention (ratio K*/v > 1, growing) and K = 100 v tau is strictly worse than K*",
+    statement=(
+        "Theorem 3 (as checkable): along growing T, tau the optimum gives same-topic words more per-word attention "
+        "(ratio K*/v > 1, growing) and K = 100 v tau is strictly worse than K*"
+    ),
     source="PAPER",
     spec="PAPER_SPEC §4.3 (paper statement INF/UNREC), §6 item 19",
     check=check,

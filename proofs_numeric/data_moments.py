@@ -9,8 +9,8 @@ Checked against brute-force enumeration of every tau-subset.
 from __future__ import annotations
 
 from theorycheck import Masking, TopicModel
-from theorycheck.report.claims import Claim, compare_close
 from theorycheck.population import moments
+from theorycheck.report.claims import Claim, compare_close
 
 TOL = 1e-13
 
@@ -40,7 +40,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="data.moments",
-    statement="E[p p^T] = (1/(tau T v^2))[(1-kappa)B + kappa J]; Sigma and C closed forms equal enumeration over all tau-subsets",
+    statement=(
+        "E[p p^T] = (1/(tau T v^2))[(1-kappa)B + kappa J]; Sigma and C closed forms equal enumeration over all "
+        "tau-subsets"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §1.1, §4.0, §6 item 2",
     check=check,

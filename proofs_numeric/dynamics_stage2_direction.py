@@ -11,8 +11,8 @@ code) at the paper's configuration and three others; ``tau = 1`` gives ``sigma_m
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.analysis.dynamics import stage2_onset
+from theorycheck.report.claims import Claim, compare_all, compare_close
 
 from ._attention_common import models
 
@@ -30,8 +30,14 @@ def check(params, inject=None):
         subs = [compare_close(de.sigma_max, 0.0, 1e-12, details=sig)]
     if 1 < tm.tau < tm.T:
         subs.append(compare_close(de.multiplicity, tm.T - 1, 0.0, details={"multiplicity": de.multiplicity}))
-        subs.append(compare_close(de.topic_alignment if de.topic_alignment is not None else 0.0, 1.0, 1e-9,
-                                  details={"topic_alignment": de.topic_alignment}))
+        subs.append(
+            compare_close(
+                de.topic_alignment if de.topic_alignment is not None else 0.0,
+                1.0,
+                1e-9,
+                details={"topic_alignment": de.topic_alignment},
+            )
+        )
     res = compare_all(subs)
     res.details.update(sigma_max=cf.sigma_max)
     return res
@@ -53,7 +59,10 @@ def falsify(params):
 
 CLAIM = Claim(
     id="dynamics.stage2-direction",
-    statement="At the end of stage 1, dL/dS at S = 0 has rank T-1 along the topic-contrast vectors and sigma_max = -L'(log v)/(v(T-1))",
+    statement=(
+        "At the end of stage 1, dL/dS at S = 0 has rank T-1 along the topic-contrast vectors and sigma_max = -L'(log "
+        "v)/(v(T-1))"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.5, §6 items 16, 21",
     check=check,

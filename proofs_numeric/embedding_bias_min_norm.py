@@ -32,8 +32,16 @@ def check(params: dict, inject: dict | None = None):
     u = np.r_[0.0, np.full(tm.n_words, 1.0 / tm.n_words)]
     cv = optimal_embedding_gram(tm, mk, "cvxpy", bias=True)
     subs = [
-        compare_close(cv.x, G_f, 1e-6, details={"cvxpy_status": cv.status, "duality_gap": cv.residuals["duality_gap"],
-                                                "loss_gap": cv.residuals["loss_gap"]}),
+        compare_close(
+            cv.x,
+            G_f,
+            1e-6,
+            details={
+                "cvxpy_status": cv.status,
+                "duality_gap": cv.residuals["duality_gap"],
+                "loss_gap": cv.residuals["loss_gap"],
+            },
+        ),
         compare_close(cv.b, u, 1e-6, details={"bias_error": float(np.max(np.abs(cv.b - u)))}),
         compare_close(int(np.sum(np.linalg.eigvalsh(cv.x) > 1e-6)), T - 1, 0.5),
     ]

@@ -19,10 +19,10 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck import Masking, TopicModel
-from theorycheck.report.claims import Claim, compare_close
-from theorycheck.population import embedding_loss, moments
-from theorycheck.solvers import closed_form_gram, embedding_from_gram
 from theorycheck.analysis.stats import own_minus_other_block_sums
+from theorycheck.population import embedding_loss, moments
+from theorycheck.report.claims import Claim, compare_close
+from theorycheck.solvers import closed_form_gram, embedding_from_gram
 
 from ._embedding_common import perturb, trained_embedding
 
@@ -62,11 +62,25 @@ def check(params: dict, inject: dict | None = None):
     worst = int(np.argmax(errs))
     if max(gaps) > 1e-12:  # the generic points must be certified minimisers
         raise RuntimeError(f"generic minimiser not optimal: loss gap {max(gaps):.3g} > 1e-12")
-    res = compare_close(errs[worst], 0.0, TOL, details={"max_rel_error": errs[worst], "n_maskings": len(errs),
-                                                         "worst_inv_a": inv_a[worst],
-                                                         "generic_minimiser_loss_gap": max(gaps)})
-    res.data = {"inv_a": np.array(inv_a), "min": np.array(lo), "max": np.array(hi), "err": np.array(errs),
-                "T": tm.T, "v": tm.v}
+    res = compare_close(
+        errs[worst],
+        0.0,
+        TOL,
+        details={
+            "max_rel_error": errs[worst],
+            "n_maskings": len(errs),
+            "worst_inv_a": inv_a[worst],
+            "generic_minimiser_loss_gap": max(gaps),
+        },
+    )
+    res.data = {
+        "inv_a": np.array(inv_a),
+        "min": np.array(lo),
+        "max": np.array(hi),
+        "err": np.array(errs),
+        "T": tm.T,
+        "v": tm.v,
+    }
     res.expected = "a (own - other) = 1 (every word, topic, masking)"
     res.measured = errs[worst]
     return res
@@ -83,7 +97,9 @@ def plot(results):
     r = results[0]
     d = r.data
     fig = block_sum_sweep(
-        d["inv_a"], np.c_[d["min"], d["max"]], labels=["min over words, topics, minimisers", "max over words, topics, minimisers"],
+        d["inv_a"],
+        np.c_[d["min"], d["max"]],
+        labels=["min over words, topics, minimisers", "max over words, topics, minimisers"],
         title=f"Tied minimisers (L-BFGS + null-space perturbed; T={d['T']}, v={d['v']}): own - other vs 1/a",
         rel_error=d["err"],
     )

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import embedding_loss, embedding_loss_grad
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import closed_form_gram
 
 from ._embedding_common import lbfgs_embedding, models
@@ -32,14 +32,20 @@ def check(params: dict, inject: dict | None = None):
     gap = embedding_loss(W, tm, mk) - tm.min_value_loss()
     dist = float(np.max(np.abs(W.T @ W - G_star)))
     e0 = float(np.linalg.norm(W[:, 0]))
-    W_l = lbfgs_embedding(tm, mk, params["d"], seed=params["seed"], init_scale=params["init_scale"] * np.sqrt(params["d"]))
-    res = compare_all([
-        compare_close(gap, 0.0, 1e-10, details={"gd_loss_gap": gap}),
-        compare_close(dist, 0.0, 1e-4, details={"gd_dist_min_norm": dist}),
-        compare_close(e0, 0.0, 10 * params["init_scale"], details={"gd_mask_norm": e0}),
-    ])
-    res.details.update(lbfgs_dist_min_norm=float(np.max(np.abs(W_l.T @ W_l - G_star))),
-                       lbfgs_mask_norm=float(np.linalg.norm(W_l[:, 0])))
+    W_l = lbfgs_embedding(
+        tm, mk, params["d"], seed=params["seed"], init_scale=params["init_scale"] * np.sqrt(params["d"])
+    )
+    res = compare_all(
+        [
+            compare_close(gap, 0.0, 1e-10, details={"gd_loss_gap": gap}),
+            compare_close(dist, 0.0, 1e-4, details={"gd_dist_min_norm": dist}),
+            compare_close(e0, 0.0, 10 * params["init_scale"], details={"gd_mask_norm": e0}),
+        ]
+    )
+    res.details.update(
+        lbfgs_dist_min_norm=float(np.max(np.abs(W_l.T @ W_l - G_star))),
+        lbfgs_mask_norm=float(np.linalg.norm(W_l[:, 0])),
+    )
     res.expected = "GD: loss gap 0, Gram = min-norm Gram, |E_0| = O(init)"
     res.measured = f"max|G_GD - G*| = {dist:.3g}, |E_0| = {e0:.3g}"
     return res
@@ -59,6 +65,8 @@ CLAIM = Claim(
     source="DERIVED",
     spec="PAPER_SPEC §4.1 D2 ('gradient descent from small init drives it to ~0'), §7",
     check=check,
-    default_params=(dict(T=3, v=2, tau=1, p_m=0.15, p_c=0.1, p_r=0.1, d=5, init_scale=1e-3, lr=1.0, steps=800, seed=0),),
+    default_params=(
+        dict(T=3, v=2, tau=1, p_m=0.15, p_c=0.1, p_r=0.1, d=5, init_scale=1e-3, lr=1.0, steps=800, seed=0),
+    ),
     falsify=falsify,
 )

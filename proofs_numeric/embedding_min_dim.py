@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.population import embedding_loss, moments
+from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import min_embedding_dim, optimal_embedding_gram
 
 from ._embedding_common import lbfgs_embedding, models

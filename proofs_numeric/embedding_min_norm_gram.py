@@ -41,8 +41,18 @@ def check(params: dict, inject: dict | None = None):
         G_f = np.where(G_f == G_f[1, 1], x, G_f)
     ind = optimal_embedding_gram(tm, mk, params["method"])
     G = ind.x
-    subs = [compare_close(G, G_f, TOL, details={"method": params["method"], "solver_status": ind.status,
-                                                "duality_gap": ind.residuals.get("duality_gap", 0.0)})]
+    subs = [
+        compare_close(
+            G,
+            G_f,
+            TOL,
+            details={
+                "method": params["method"],
+                "solver_status": ind.status,
+                "duality_gap": ind.residuals.get("duality_gap", 0.0),
+            },
+        )
+    ]
     W = embedding_from_gram(G, tm.V1)
     words = W[:, 1:].reshape(W.shape[0], tm.T, tm.v)
     spread = float(np.max(np.abs(words - words[:, :, :1])))  # same-topic embeddings identical
@@ -51,7 +61,9 @@ def check(params: dict, inject: dict | None = None):
     lam = np.linalg.eigvalsh(G)
     rank = int(np.sum(lam > 1e-6 * lam.max()))
     subs += [
-        compare_close(np.linalg.norm(W[:, 0]), 0.0, 1e-3, details={"mask_embedding_norm": float(np.linalg.norm(W[:, 0]))}),
+        compare_close(
+            np.linalg.norm(W[:, 0]), 0.0, 1e-3, details={"mask_embedding_norm": float(np.linalg.norm(W[:, 0]))}
+        ),
         compare_close(spread, 0.0, 1e-3, details={"same_topic_spread": spread}),
         compare_close(eig_ones, 1 / (mk.a + mk.r), TOL, details={"eig_ones": eig_ones}),
         compare_close(rank, tm.T, 0.5, details={"rank": rank}),
@@ -63,8 +75,13 @@ def check(params: dict, inject: dict | None = None):
     res.measured = f"max|G - formula| = {subs[0].details['abs_error']:.3g}, rank {rank}"
     if params.get("figure"):
         W_l = trained_embedding(tm, mk, tm.T + 2, seed=0)
-        res.data = {"G_closed": G_f, "G_lbfgs": W_l.T @ W_l, "v": tm.v, "T": tm.T,
-                    "lbfgs_mask_norm": float(np.linalg.norm(W_l[:, 0]))}
+        res.data = {
+            "G_closed": G_f,
+            "G_lbfgs": W_l.T @ W_l,
+            "v": tm.v,
+            "T": tm.T,
+            "lbfgs_mask_norm": float(np.linalg.norm(W_l[:, 0])),
+        }
         res.details["lbfgs_mask_embedding_norm"] = res.data["lbfgs_mask_norm"]
     return res
 
@@ -81,11 +98,17 @@ def plot(results):
         if "G_closed" in r.data:
             d = r.data
             fig = gram_pair(
-                d["G_closed"], d["G_lbfgs"], block=d["v"],
-                titles=("min-norm optimum (closed form, E_0 = 0)",
-                        f"L-BFGS-trained W_E^T W_E (d = T+2; |E_0| = {d['lbfgs_mask_norm']:.2f})"),
-                suptitle=(f"Tied embedding Gram, T = {d['T']}, v = {d['v']}: both attain L* = 1 - 1/(tau v) "
-                          "(colour scale clipped at the closed form's largest entry)"),
+                d["G_closed"],
+                d["G_lbfgs"],
+                block=d["v"],
+                titles=(
+                    "min-norm optimum (closed form, E_0 = 0)",
+                    f"L-BFGS-trained W_E^T W_E (d = T+2; |E_0| = {d['lbfgs_mask_norm']:.2f})",
+                ),
+                suptitle=(
+                    f"Tied embedding Gram, T = {d['T']}, v = {d['v']}: both attain L* = 1 - 1/(tau v) "
+                    "(colour scale clipped at the closed form's largest entry)"
+                ),
                 vmax=float(np.max(np.abs(d["G_closed"]))),
             )
             return {"gram_heatmaps": fig}

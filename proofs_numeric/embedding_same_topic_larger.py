@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from theorycheck.analysis.stats import embedding_topic_stats
 from theorycheck.report.claims import Claim, compare_greater
 from theorycheck.solvers import closed_form_gram, embedding_from_gram
-from theorycheck.analysis.stats import embedding_topic_stats
 
 from ._embedding_common import models, trained_embedding
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_close
 from theorycheck.analysis.stats import topic_block_sums
+from theorycheck.report.claims import Claim, compare_close
 
 from ._embedding_common import models, perturb, trained_embedding, trained_embedding_zero_mask
 
@@ -46,9 +46,15 @@ def check(params: dict, inject: dict | None = None):
     own_f, other_f = _own_other(W_free, tm)
     free_dev = float(max(np.max(np.abs(own_f - own_pred)), np.max(np.abs(other_f - other_pred))))
     res = compare_close(
-        max(errs), 0.0, TOL,
-        details={"own_predicted": own_pred, "other_predicted": other_pred, "free_E0_deviation": free_dev,
-                 "free_E0_norm": float(np.linalg.norm(W_free[:, 0]))},
+        max(errs),
+        0.0,
+        TOL,
+        details={
+            "own_predicted": own_pred,
+            "other_predicted": other_pred,
+            "free_E0_deviation": free_dev,
+            "free_E0_norm": float(np.linalg.norm(W_free[:, 0])),
+        },
     )
     res.expected = f"own = {own_pred:.6g}, other = {other_pred:.6g}"
     return res

@@ -23,8 +23,15 @@ def check(params: dict, inject: dict | None = None):
     M = common.membership(prep, inject)
     pairs, cooc = cooccurrence_statistics(prep, M, n_cooccur=100)
     c = prep.model.config
-    att = attention_statistics(encoded, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads,
-                               n_boot=params["n_boot"], rng=np.random.default_rng(params["seed"]))
+    att = attention_statistics(
+        encoded,
+        M,
+        pairs,
+        n_layers=c.num_hidden_layers,
+        n_heads=c.num_attention_heads,
+        n_boot=params["n_boot"],
+        rng=np.random.default_rng(params["seed"]),
+    )
     lo, hi = att.mean_gap_ci
     res = compare_greater(lo, 0.0)
     ia, ib, ic = (S.ATTN_CLASSES.index(k) for k in ("same_topic", "different_topic", "top_cooccurring"))
@@ -41,9 +48,15 @@ def check(params: dict, inject: dict | None = None):
         "windows": att.n_sequences,
     }
     if not inject:  # null reference: the same statistic with topic sets permuted among topic tokens
-        null = attention_statistics(encoded, common.membership(prep, falsify(params)), None,
-                                    n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads,
-                                    n_boot=params["n_boot"], rng=np.random.default_rng(params["seed"]))
+        null = attention_statistics(
+            encoded,
+            common.membership(prep, falsify(params)),
+            None,
+            n_layers=c.num_hidden_layers,
+            n_heads=c.num_attention_heads,
+            n_boot=params["n_boot"],
+            rng=np.random.default_rng(params["seed"]),
+        )
         res.details["null_permuted_mean_gap"] = _nanmean(null.gap)
         res.details["null_permuted_mean_gap_ci"] = list(null.mean_gap_ci)
     res.data = {"gap": att.gap, "gap_ci": att.gap_ci}
@@ -65,14 +78,17 @@ def plot(results):
 SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
-    CLAIMS.append(Claim(
-        id="realdata.attention-topic-gap",
-        statement="Pretrained MiniLM attention (mean over 6x12 heads) is larger between same-topic than different-topic "
-                  "words of Wikipedia text (95% bootstrap CI above 0)",
-        source="EMPIRICAL",
-        spec="PAPER_SPEC §5.4, §5.5, §6 item 25",
-        check=check,
-        default_params=(dict(common.DEFAULTS),),
-        falsify=falsify,
-        plot=plot,
-    ))
+    CLAIMS.append(
+        Claim(
+            id="realdata.attention-topic-gap",
+            statement="Pretrained MiniLM attention (mean over 6x12 heads) is larger between same-topic "
+            "than different-topic "
+            "words of Wikipedia text (95% bootstrap CI above 0)",
+            source="EMPIRICAL",
+            spec="PAPER_SPEC §5.4, §5.5, §6 item 25",
+            check=check,
+            default_params=(dict(common.DEFAULTS),),
+            falsify=falsify,
+            plot=plot,
+        )
+    )

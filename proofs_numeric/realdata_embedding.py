@@ -47,21 +47,27 @@ def falsify(params: dict) -> dict:
 def plot(results):
     from theorycheck.realdata.plots import similarity_distributions
 
-    return {"cosine": similarity_distributions(results[0].data["values"]["cosine"], metric="cosine",
-                                                exclude=("same_token",))}
+    return {
+        "cosine": similarity_distributions(
+            results[0].data["values"]["cosine"], metric="cosine", exclude=("same_token",)
+        )
+    }
 
 
 SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
-    CLAIMS.append(Claim(
-        id="realdata.embedding-topic-gap",
-        statement="Pretrained MiniLM input embeddings: same-topic word pairs (LDA on Wikipedia) have larger mean dot "
-                  "product and cosine than different-topic pairs (95% bootstrap CI above 0)",
-        source="EMPIRICAL",
-        spec="PAPER_SPEC §5.4, §6 item 24",
-        check=check,
-        default_params=(dict(common.DEFAULTS),),
-        falsify=falsify,
-        plot=plot,
-    ))
+    CLAIMS.append(
+        Claim(
+            id="realdata.embedding-topic-gap",
+            statement="Pretrained MiniLM input embeddings: same-topic word pairs (LDA on Wikipedia) have "
+            "larger mean dot "
+            "product and cosine than different-topic pairs (95% bootstrap CI above 0)",
+            source="EMPIRICAL",
+            spec="PAPER_SPEC §5.4, §6 item 24",
+            check=check,
+            default_params=(dict(common.DEFAULTS),),
+            falsify=falsify,
+            plot=plot,
+        )
+    )

@@ -25,8 +25,12 @@ def check(params: dict, inject: dict | None = None):
     if inject and "permute_words_seed" in inject:
         perm = np.random.default_rng(inject["permute_words_seed"]).permutation(len(prep.fit.vocab))
         prep = dataclasses.replace(prep, fit=dataclasses.replace(prep.fit, phi=prep.fit.phi[:, perm]))
-    rows = specificity_sweep(prep, (params["specific"], params["general"]), n_boot=params["n_boot"],
-                             rng=np.random.default_rng(params["seed"]))
+    rows = specificity_sweep(
+        prep,
+        (params["specific"], params["general"]),
+        n_boot=params["n_boot"],
+        rng=np.random.default_rng(params["seed"]),
+    )
     spec, gen = rows[0]["cosine"], rows[1]["cosine"]
     res = compare_greater(spec["ci_low"], gen["ci_high"])
     res.expected = f"CI low of gap at {params['specific']} > CI high at {params['general']}"
@@ -42,13 +46,15 @@ def falsify(params: dict) -> dict:
 SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
-    CLAIMS.append(Claim(
-        id="realdata.embedding-specificity",
-        statement="MiniLM embedding cosine gap (same minus different topic) is larger for the most topic-specific "
-                  "words (top 0.25% per topic) than for the top 5% (disjoint 95% bootstrap CIs)",
-        source="EMPIRICAL",
-        spec="PAPER_SPEC §5.4, §6 item 25",
-        check=check,
-        default_params=(dict(common.DEFAULTS, specific=0.0025, general=0.05),),
-        falsify=falsify,
-    ))
+    CLAIMS.append(
+        Claim(
+            id="realdata.embedding-specificity",
+            statement="MiniLM embedding cosine gap (same minus different topic) is larger for the most topic-specific "
+            "words (top 0.25% per topic) than for the top 5% (disjoint 95% bootstrap CIs)",
+            source="EMPIRICAL",
+            spec="PAPER_SPEC §5.4, §6 item 25",
+            check=check,
+            default_params=(dict(common.DEFAULTS, specific=0.0025, general=0.05),),
+            falsify=falsify,
+        )
+    )

@@ -25,8 +25,9 @@ def check(params: dict, inject: dict | None = None):
     prep, _ = common.prepared({k: params[k] for k in common.DEFAULTS})
     _, cooc = cooccurrence_statistics(prep, prep.token_topics.vocab_membership, n_cooccur=10)
     real = cooc["lift_real"]
-    synth = synthetic_signal(params["T"], params["v"], inject.get("alpha", params["alpha"]), params["n_docs"],
-                             seed=params["seed"])
+    synth = synthetic_signal(
+        params["T"], params["v"], inject.get("alpha", params["alpha"]), params["n_docs"], seed=params["seed"]
+    )
     res = compare_greater(synth["signal"], real["signal"])
     res.details = {"real": real, "synthetic": synth}
     return res
@@ -40,13 +41,15 @@ def falsify(params: dict) -> dict:
 SKIPPED = common.SKIP_REASON
 CLAIMS = []
 if common.AVAILABLE:
-    CLAIMS.append(Claim(
-        id="realdata.synthetic-stronger",
-        statement="The co-occurrence topic signal log(lift same/different topic) is larger on synthetic LDA data "
-                  "(T=v=10, alpha=0.1) than on Wikipedia with fitted LDA topics",
-        source="EMPIRICAL",
-        spec="PAPER_SPEC §0 (TXT), §5.4",
-        check=check,
-        default_params=(dict(common.DEFAULTS, T=10, v=10, alpha=0.1, n_docs=400),),
-        falsify=falsify,
-    ))
+    CLAIMS.append(
+        Claim(
+            id="realdata.synthetic-stronger",
+            statement="The co-occurrence topic signal log(lift same/different topic) is larger on synthetic LDA data "
+            "(T=v=10, alpha=0.1) than on Wikipedia with fitted LDA topics",
+            source="EMPIRICAL",
+            spec="PAPER_SPEC §0 (TXT), §5.4",
+            check=check,
+            default_params=(dict(common.DEFAULTS, T=10, v=10, alpha=0.1, n_docs=400),),
+            falsify=falsify,
+        )
+    )

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import moments, value_loss
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import minimiser_violation, optimal_value_matrix
 
 from ._stage1 import models
@@ -64,7 +64,9 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="stage1.block-sum-identity",
-    statement="Every minimiser has W 1_t = (1/a) 1_t + v g: own-topic minus other-topic block sums = 1/a in every word row",
+    statement=(
+        "Every minimiser has W 1_t = (1/a) 1_t + v g: own-topic minus other-topic block sums = 1/a in every word row"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.2, §6 item 7",
     check=check,

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import moments, value_loss_grad
+from theorycheck.report.claims import Claim, compare_all, compare_close
 
 from ._stage1 import SPEC_MASKING, entry_classes, models, spread
 
@@ -41,7 +41,11 @@ def check(params: dict, inject: dict | None = None):
     res = compare_all(parts)
     res.expected = f"same {same:.6g}, diff {diff:.6g}, mask {mask:.6g}"
     res.measured = f"same {cls['same'].mean():.6g}, diff {cls['diff'].mean():.6g}, mask {cls['mask_col'].mean():.6g}"
-    res.details.update(same_spread=spread(cls["same"]), diff_spread=spread(cls["diff"]), same_minus_diff=float(cls["same"].mean() - cls["diff"].mean()))
+    res.details.update(
+        same_spread=spread(cls["same"]),
+        diff_spread=spread(cls["diff"]),
+        same_minus_diff=float(cls["same"].mean() - cls["diff"].mean()),
+    )
     return res
 
 
@@ -52,7 +56,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="stage1.first-gradient",
-    statement="The population gradient at W = 0 is -2C, block-patterned with the closed-form same/different-topic and mask entries",
+    statement=(
+        "The population gradient at W = 0 is -2C, block-patterned with the closed-form same/different-topic and mask "
+        "entries"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.2, §4.5, §6 item 9",
     check=check,

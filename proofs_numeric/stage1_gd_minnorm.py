@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import moments, value_loss, value_loss_grad
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_value_matrix
 
 from ._stage1 import SPEC_MASKING, models, single_numba_thread
@@ -59,12 +59,21 @@ def check(params: dict, inject: dict | None = None):
     res.expected = "||W_GD - C pinv(Sigma)|| / ||C pinv(Sigma)|| -> 0"
     res.measured = d0["min-norm"][-1] / nrm
     res.details.update(
-        steps=steps, lr=lr, rel_dist_from_zero_init=d0["min-norm"][-1] / nrm,
-        rel_dist_random_init_to_minnorm=d1["min-norm"][-1] / nrm, rel_dist_random_init_to_predicted=d1["predicted"][-1] / nrm,
+        steps=steps,
+        lr=lr,
+        rel_dist_from_zero_init=d0["min-norm"][-1] / nrm,
+        rel_dist_random_init_to_minnorm=d1["min-norm"][-1] / nrm,
+        rel_dist_random_init_to_predicted=d1["predicted"][-1] / nrm,
     )
-    res.data.update(steps=np.arange(steps + 1), d_zero=np.array(d0["min-norm"]) / nrm,
-                    d_rand=np.array(d1["min-norm"]) / nrm, d_rand_pred=np.array(d1["predicted"]) / nrm,
-                    W_gd=W_end, W_star=W_star, v=tm.v)
+    res.data.update(
+        steps=np.arange(steps + 1),
+        d_zero=np.array(d0["min-norm"]) / nrm,
+        d_rand=np.array(d1["min-norm"]) / nrm,
+        d_rand_pred=np.array(d1["predicted"]) / nrm,
+        W_gd=W_end,
+        W_star=W_star,
+        v=tm.v,
+    )
     return res
 
 
@@ -82,17 +91,26 @@ def plot(results):
     return {
         "trajectory": convergence(
             d["steps"],
-            {"from W=0: to min-norm": d["d_zero"], "from random W0: to min-norm": d["d_rand"],
-             "from random W0: to W* + W0 P_null": d["d_rand_pred"]},
-            ylabel="||W_k - target||_F / ||W*||_F", title="population gradient descent, uniform attention",
+            {
+                "from W=0: to min-norm": d["d_zero"],
+                "from random W0: to min-norm": d["d_rand"],
+                "from random W0: to W* + W0 P_null": d["d_rand_pred"],
+            },
+            ylabel="||W_k - target||_F / ||W*||_F",
+            title="population gradient descent, uniform attention",
         ),
-        "heatmap": heatmap_pair(d["W_star"], d["W_gd"], titles=("closed form", "gradient descent from 0"), block=d["v"]),
+        "heatmap": heatmap_pair(
+            d["W_star"], d["W_gd"], titles=("closed form", "gradient descent from 0"), block=d["v"]
+        ),
     }
 
 
 CLAIM = Claim(
     id="stage1.gd-minnorm",
-    statement="Population gradient descent from W = 0 converges to the min-norm (block-wise) W^V; from W0 != 0 to W* + W0 (I - Sigma Sigma^+)",
+    statement=(
+        "Population gradient descent from W = 0 converges to the min-norm (block-wise) W^V; from W0 != 0 to W* + W0 "
+        "(I - Sigma Sigma^+)"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.2, §4.5, §6 item 9",
     check=check,

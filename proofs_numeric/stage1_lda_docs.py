@@ -60,8 +60,14 @@ def check(params: dict, inject: dict | None = None):
     res = compare_all(parts)
     res.expected = f"N in [{lo},{hi}] uniform; theta ~ Dir({alpha}); tokens ~ theta"
     res.measured = f"p_len={p_len:.3g}, p_KS={p_ks:.3g}, z(E||theta||^2)={z_s2:.2f}, z(R)={z_R:.2f}"
-    res.details.update(p_lengths=p_len, p_ks_theta1=p_ks, z_theta_norm2=float(z_s2), z_token_spread=float(z_R),
-                       mean_theta_norm2=float(s2.mean()), expected_theta_norm2=s2_expected)
+    res.details.update(
+        p_lengths=p_len,
+        p_ks_theta1=p_ks,
+        z_theta_norm2=float(z_s2),
+        z_token_spread=float(z_R),
+        mean_theta_norm2=float(s2.mean()),
+        expected_theta_norm2=s2_expected,
+    )
     return res
 
 
@@ -72,7 +78,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="stage1.lda-docs",
-    statement="Generated LDA documents: lengths uniform on [100, 150], topic proportions ~ Dir(0.1 * 1_10), tokens drawn from them",
+    statement=(
+        "Generated LDA documents: lengths uniform on [100, 150], topic proportions ~ Dir(0.1 * 1_10), tokens drawn "
+        "from them"
+    ),
     source="PAPER",
     spec="PAPER_SPEC §1.2, §5.1, §6 item 3 (official code)",
     check=check,

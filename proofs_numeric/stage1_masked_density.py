@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import masked_density
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.sampling import mask_documents, sample_documents, token_counts
 
 from ._stage1 import models
@@ -62,12 +62,26 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="stage1.masked-density",
-    statement="Masked-document token law m_S = a p_S + r u + q e_0, a + r + q = 1 (defaults 0.865/0.015/0.12), by Monte Carlo with large N",
+    statement=(
+        "Masked-document token law m_S = a p_S + r u + q e_0, a + r + q = 1 (defaults 0.865/0.015/0.12), by Monte "
+        "Carlo with large N"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §2.1, §6 item 1",
     check=check,
     default_params=(
-        dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1, topics=(0, 4, 7), n_docs=8, N=50_000, spec_arq=(0.865, 0.015, 0.12)),
+        dict(
+            T=10,
+            v=10,
+            tau=3,
+            p_m=0.15,
+            p_c=0.1,
+            p_r=0.1,
+            topics=(0, 4, 7),
+            n_docs=8,
+            N=50_000,
+            spec_arq=(0.865, 0.015, 0.12),
+        ),
         dict(T=6, v=4, tau=2, p_m=0.4, p_c=0.3, p_r=0.3, topics=(1, 5), n_docs=8, N=50_000, seed=1),
     ),
     falsify=falsify,

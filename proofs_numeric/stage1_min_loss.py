@@ -10,8 +10,8 @@ a minimum by the stationarity residual ``||W Sigma - C||_F`` of the convex quadr
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.population import value_loss
+from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_value_matrix
 
 from ._stage1 import SPEC_MASKING, models
@@ -53,7 +53,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="stage1.min-loss",
-    statement="Uniform attention: min loss = 1 - 1/(tau v) (tau-topic model) = 1 - (alpha+1)/((T alpha+1) v) (Dirichlet; 0.945 at T=v=10, alpha=0.1)",
+    statement=(
+        "Uniform attention: min loss = 1 - 1/(tau v) (tau-topic model) = 1 - (alpha+1)/((T alpha+1) v) (Dirichlet; "
+        "0.945 at T=v=10, alpha=0.1)"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.0, §6 item 4",
     check=check,

@@ -51,7 +51,11 @@ def check(params: dict, inject: dict | None = None):
     # A - B0 = 1/(a v)
     parts.append(compare_close(ref[0] - ref[1], 1.0 / (mk.a * tm.v), TOL))
     if "spec_A" in params:
-        parts.append(compare_close(np.array(ref), np.array([params["spec_A"], params["spec_B0"], params["spec_gamma"]]), SPEC_TOL))
+        parts.append(
+            compare_close(
+                np.array(ref), np.array([params["spec_A"], params["spec_B0"], params["spec_gamma"]]), SPEC_TOL
+            )
+        )
     res = compare_all(parts)
     res.expected = f"closed form (A,B0,gamma)=({A:.6f},{B0:.6f},{gamma:.6f})"
     res.measured = f"{ref_name} ({ref[0]:.6f},{ref[1]:.6f},{ref[2]:.6f})"
@@ -73,8 +77,11 @@ def plot(results):
         if "W_lstsq" in r.data:
             d = r.data
             figs["heatmap"] = heatmap_pair(
-                d["W_closed_form"], d["W_lstsq"], titles=("closed form (A, B0, gamma)", "lstsq  C pinv(Sigma)"),
-                block=d["v"], suptitle=f"min-norm stage-1 W^V, T={r.params['T']}, v={r.params['v']}, tau={r.params['tau']}",
+                d["W_closed_form"],
+                d["W_lstsq"],
+                titles=("closed form (A, B0, gamma)", "lstsq  C pinv(Sigma)"),
+                block=d["v"],
+                suptitle=f"min-norm stage-1 W^V, T={r.params['T']}, v={r.params['v']}, tau={r.params['tau']}",
             )
             figs["entries"] = entry_histograms(
                 {"same topic": d["same"], "different topic": d["diff"]},
@@ -86,7 +93,10 @@ def plot(results):
 
 CLAIM = Claim(
     id="stage1.minnorm-block",
-    statement="Min-norm stage-1 W^V = C pinv(Sigma) is block-constant (A same topic, B0 otherwise, gamma mask column, row 0 = 0) with the closed forms of §4.2",
+    statement=(
+        "Min-norm stage-1 W^V = C pinv(Sigma) is block-constant (A same topic, B0 otherwise, gamma mask column, row 0"
+        " = 0) with the closed forms of §4.2"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.2, §6 item 5",
     check=check,

@@ -54,7 +54,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="stage1.ridge-symmetry",
-    statement="Ridge W^V = C (Sigma + lambda I)^-1 is block-symmetric for every lambda > 0 and equals the reduced (A, B0, gamma) minimiser",
+    statement=(
+        "Ridge W^V = C (Sigma + lambda I)^-1 is block-symmetric for every lambda > 0 and equals the reduced (A, B0, "
+        "gamma) minimiser"
+    ),
     source="DERIVED",
     spec="PAPER_SPEC §4.2, §6 item 8",
     check=check,

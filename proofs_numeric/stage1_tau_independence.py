@@ -31,7 +31,12 @@ def check(params: dict, inject: dict | None = None):
     Ws = [optimal_value_matrix(tm, mk, method="lstsq").x for tm in laws]
     ref = Ws[0]
     devs = [float(np.abs(W - ref).max()) for W in Ws]
-    res = compare_close(max(devs), 0.0, TOL, details={"max_dev_per_law": devs, "laws": [str(t) for t in taus] + [f"alpha={a}" for a in params["alphas"]]})
+    res = compare_close(
+        max(devs),
+        0.0,
+        TOL,
+        details={"max_dev_per_law": devs, "laws": [str(t) for t in taus] + [f"alpha={a}" for a in params["alphas"]]},
+    )
     res.expected = f"same W for tau in {taus[0]}..{taus[-1]} and alpha in {list(params['alphas'])}"
     res.measured = max(devs)
     return res

@@ -13,8 +13,8 @@ T = v = 10, N ~ U[100, 150], fresh minibatches of 40), seed 0.
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim, compare_all, compare_greater
 from theorycheck.nn import Trainer, preset
+from theorycheck.report.claims import Claim, compare_all, compare_greater
 
 
 def _final(cfg, steps, seed):
@@ -35,13 +35,23 @@ def check(params: dict, inject: dict | None = None):
     r_fe = _final(fe, params["steps"], params["seed"])
     r_fa = _final(fa, params["steps"], params["seed"])
     ratio = r_fe["attn_same_topic"] / r_fe["attn_diff_topic"]
-    return compare_all([
-        compare_greater(ratio, params["min_attention_ratio"],
-                        details={"attention_ratio_frozen_embedding": ratio,
-                                 "gram_block_score_frozen_embedding": r_fe["block_score_gram"]}),
-        compare_greater(r_fa["block_score_gram"], params["min_gram_block_score"],
-                        details={"gram_block_score_frozen_attention": r_fa["block_score_gram"]}),
-    ])
+    return compare_all(
+        [
+            compare_greater(
+                ratio,
+                params["min_attention_ratio"],
+                details={
+                    "attention_ratio_frozen_embedding": ratio,
+                    "gram_block_score_frozen_embedding": r_fe["block_score_gram"],
+                },
+            ),
+            compare_greater(
+                r_fa["block_score_gram"],
+                params["min_gram_block_score"],
+                details={"gram_block_score_frozen_attention": r_fa["block_score_gram"]},
+            ),
+        ]
+    )
 
 
 def falsify(params: dict) -> dict:
@@ -53,7 +63,7 @@ def falsify(params: dict) -> dict:
 CLAIM = Claim(
     id="train.compensation",
     statement="Embedding and attention compensate: with a frozen random embedding attention becomes topic-aware; "
-              "with frozen uniform attention the embedding Gram becomes block-structured",
+    "with frozen uniform attention the embedding Gram becomes block-structured",
     source="EMPIRICAL",
     spec="PAPER_SPEC overview (sciencestack / seed summary: 'the other can compensate')",
     check=check,

@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_greater
 from theorycheck.analysis.stats import detect_stages
 from theorycheck.nn import OptimConfig, Trainer, preset, stage_curves
+from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_greater
 
 
 def run(params: dict, inject: dict | None = None):
@@ -48,17 +48,37 @@ def check(params: dict, inject: dict | None = None):
     i = int(np.flatnonzero(steps == early)[0])
     v_growth, kq_growth = float(nV[i] / nV[0]), float(nKQ[i])
     details = {"V_growth_early": v_growth, "KQ_growth_early": kq_growth, "early_step": early}
-    sub = [ClaimResult(v_growth >= 2.5, ">= 2.5 (||W^V|| growth by the early step)", v_growth, v_growth - 2.5,
-                       details=details),
-           ClaimResult(kq_growth <= 1.5, "<= 1.5 (largest ||W_K|| ||W_Q|| growth by the early step)", kq_growth,
-                       1.5 - kq_growth, details=details)]
+    sub = [
+        ClaimResult(
+            v_growth >= 2.5, ">= 2.5 (||W^V|| growth by the early step)", v_growth, v_growth - 2.5, details=details
+        ),
+        ClaimResult(
+            kq_growth <= 1.5,
+            "<= 1.5 (largest ||W_K|| ||W_Q|| growth by the early step)",
+            kq_growth,
+            1.5 - kq_growth,
+            details=details,
+        ),
+    ]
     st = detect_stages(steps, nV, nKQ, frac=0.9, kq_factor=10.0)
     if st.stage2_start is None or st.stage1_end is None:
-        sub.append(ClaimResult(False, "stage 2 within the budget", "not detected", -1.0,
-                               details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start}))
+        sub.append(
+            ClaimResult(
+                False,
+                "stage 2 within the budget",
+                "not detected",
+                -1.0,
+                details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start},
+            )
+        )
     else:
-        sub.append(compare_greater(st.stage2_start, max(10 * early - 1, st.stage1_end),
-                                   details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start}))
+        sub.append(
+            compare_greater(
+                st.stage2_start,
+                max(10 * early - 1, st.stage1_end),
+                details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start},
+            )
+        )
     res = compare_all(sub)
     res.data = {"records": recs, "stages": st.to_dict()}
     return res
@@ -73,15 +93,18 @@ def falsify(params: dict) -> dict:
 def plot(results):
     from theorycheck.report.plots import training_curves
 
-    return {f"deep_two_stage_{i}": training_curves(r.data["records"], stages=r.data["stages"],
-                                                    title="4 layers x 4 heads: norms per layer")
-            for i, r in enumerate(results)}
+    return {
+        f"deep_two_stage_{i}": training_curves(
+            r.data["records"], stages=r.data["stages"], title="4 layers x 4 heads: norms per layer"
+        )
+        for i, r in enumerate(results)
+    }
 
 
 CLAIM = Claim(
     id="train.deep-4x4-two-stage",
     statement="4-layer x 4-head transformer, SGD from small init: ||W^V|| grows first while every layer's "
-              "W^K, W^Q stay near their init; some layer's W^K, W^Q grow 10x only much later",
+    "W^K, W^Q stay near their init; some layer's W^K, W^Q grow 10x only much later",
     source="EMPIRICAL",
     spec="PAPER_SPEC §5.3 (Figure 5), §4.5",
     check=check,

@@ -13,8 +13,8 @@ partly.
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim, compare_close
 from theorycheck.nn import Trainer, preset
+from theorycheck.report.claims import Claim, compare_close
 
 OFFICIAL_DEV_CE = 3.3954
 
@@ -28,9 +28,12 @@ def check(params: dict, inject: dict | None = None):
         cfg.optim.lr = inject["lr"]
     res = Trainer(cfg, progress=False, figures=False).run()
     best = float(res.best_dev_loss)
-    return compare_close(best, OFFICIAL_DEV_CE, tol=params["rtol"] * OFFICIAL_DEV_CE,
-                         details={"best_dev_ce": best, "official_dev_ce": OFFICIAL_DEV_CE,
-                                  "final_train_ce": res.final.get("loss")})
+    return compare_close(
+        best,
+        OFFICIAL_DEV_CE,
+        tol=params["rtol"] * OFFICIAL_DEV_CE,
+        details={"best_dev_ce": best, "official_dev_ce": OFFICIAL_DEV_CE, "final_train_ce": res.final.get("loss")},
+    )
 
 
 def falsify(params: dict) -> dict:
@@ -41,7 +44,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="train.official-demo-dev-ce",
-    statement="The released uniform-attention demo, retrained here, reaches the official code's dev cross-entropy 3.3954 within 3%",
+    statement=(
+        "The released uniform-attention demo, retrained here, reaches the official code's dev cross-entropy 3.3954 "
+        "within 3%"
+    ),
     source="EMPIRICAL",
     spec="PAPER_SPEC §5.1",
     check=check,

@@ -13,10 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck import Masking, TopicModel
-from theorycheck.report.claims import Claim, compare_close
-from theorycheck.nn import ModelConfig
+from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
 from theorycheck.population import moments
-from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.report.claims import Claim, compare_close
 
 TOL = 1e-6
 
@@ -31,8 +30,16 @@ def check(params: dict, inject: dict | None = None):
     lr = 2.0 / (pos.min() + pos.max())
     d = DataConfig(T=tm.T, v=tm.v, tau=tm.tau, p_m=mk.p_m, p_c=mk.p_c, p_r=mk.p_r, source="population")
     m = ModelConfig(V1=tm.V1, attention="uniform", train=("W_V",), init_V="zero", loss="squared")
-    cfg = TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=lr), steps=params["steps"],
-                      log_every=params["steps"], eval_every=0, eval_docs=0, seed=params["seed"])
+    cfg = TrainConfig(
+        data=d,
+        model=m,
+        optim=OptimConfig("sgd", lr=lr),
+        steps=params["steps"],
+        log_every=params["steps"],
+        eval_every=0,
+        eval_docs=0,
+        seed=params["seed"],
+    )
     tr = Trainer(cfg, progress=False)
     if "init_W_V" in inject:
         tr.model.get("layers.0.W_V")[0] = inject["init_W_V"]
@@ -40,8 +47,18 @@ def check(params: dict, inject: dict | None = None):
     ref = C @ np.linalg.pinv(Sigma)
     W = res.model.get("layers.0.W_V")[0]
     rel = float(np.linalg.norm(W - ref) / np.linalg.norm(ref))
-    out = compare_close(rel, 0.0, TOL, details={"rel_error": rel, "lr": lr, "steps": params["steps"],
-                                                 "final_loss": res.final["loss"], "min_loss": tm.min_value_loss()})
+    out = compare_close(
+        rel,
+        0.0,
+        TOL,
+        details={
+            "rel_error": rel,
+            "lr": lr,
+            "steps": params["steps"],
+            "final_loss": res.final["loss"],
+            "min_loss": tm.min_value_loss(),
+        },
+    )
     out.expected = "||W - C pinv(Sigma)||/||C pinv(Sigma)|| <= 1e-6"
     out.measured = rel
     out.data = {"W_V": W, "reference": ref}
@@ -57,7 +74,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="train.stage1-population-min-norm",
-    statement="Exact population GD on W^V from W = 0 (uniform attention, squared loss) converges to the min-norm W^V = C Sigma^+",
+    statement=(
+        "Exact population GD on W^V from W = 0 (uniform attention, squared loss) converges to the min-norm W^V = C "
+        "Sigma^+"
+    ),
     source="EMPIRICAL",
     spec="PAPER_SPEC §4.2, §6 items 9-10",
     check=check,

@@ -12,20 +12,27 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, compare_greater
-from theorycheck.nn import ModelConfig
-from theorycheck.sampling import sample_documents
 from theorycheck.analysis.stats import attention_class_averages, effective_K
-from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.report.claims import Claim, compare_greater
+from theorycheck.sampling import sample_documents
 
 
 def check(params: dict, inject: dict | None = None):
     inject = inject or {}
     d = DataConfig(T=params["T"], v=params["v"], tau=params["tau"], source="population")
     m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q"), init="normal", init_scale=0.1, loss="squared")
-    cfg = TrainConfig(data=d, model=m, optim=OptimConfig("adam", lr=0.05), steps=params["steps"],
-                      log_every=params["steps"], eval_every=0, eval_docs=0, init_W_V="stage1-optimum",
-                      seed=params["seed"])
+    cfg = TrainConfig(
+        data=d,
+        model=m,
+        optim=OptimConfig("adam", lr=0.05),
+        steps=params["steps"],
+        log_every=params["steps"],
+        eval_every=0,
+        eval_docs=0,
+        init_W_V="stage1-optimum",
+        seed=params["seed"],
+    )
     tr = Trainer(cfg, progress=False)
     if inject.get("identity_W_V"):
         W = np.eye(d.V1)
@@ -35,10 +42,18 @@ def check(params: dict, inject: dict | None = None):
     toks = sample_documents(d.topic_model(), params["n_docs"], params["N"], seed=params["seed"]).tokens
     st = attention_class_averages(res.model.attention_weights(toks), toks, d.v)
     K = effective_K(res.model.score_matrix(), d.v)
-    out = compare_greater(st["same_topic"], st["diff_topic"], details={
-        "attn_same_word": st["same_word"], "attn_same_topic": st["same_topic"], "attn_diff_topic": st["diff_topic"],
-        "ratio_same_over_diff": st["same_topic"] / st["diff_topic"], "K_eff_median": float(np.median(K)),
-        "final_loss": res.final["loss"]})
+    out = compare_greater(
+        st["same_topic"],
+        st["diff_topic"],
+        details={
+            "attn_same_word": st["same_word"],
+            "attn_same_topic": st["same_topic"],
+            "attn_diff_topic": st["diff_topic"],
+            "ratio_same_over_diff": st["same_topic"] / st["diff_topic"],
+            "K_eff_median": float(np.median(K)),
+            "final_loss": res.final["loss"],
+        },
+    )
     out.expected = f"> diff-topic average {st['diff_topic']:.5f}"
     return out
 

@@ -12,9 +12,9 @@ lr 0.05, 400 steps, seed 0) approaches the optimum of :func:`theorycheck.solvers
 
 from __future__ import annotations
 
+from theorycheck.nn import Trainer, preset
 from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_close
 from theorycheck.solvers import optimal_attention
-from theorycheck.nn import Trainer, preset
 
 
 def check(params: dict, inject: dict | None = None):
@@ -31,8 +31,10 @@ def check(params: dict, inject: dict | None = None):
     K_star, L_star = float(opt.K), float(opt.loss)
     K_eff = float(tr.metrics(cfg.steps, loss, 0.0, full=False)["K_eff_median"])
     details = {"K_eff": K_eff, "K_star": K_star, "loss": loss, "L_star": L_star}
-    sub = [compare_close(K_eff / K_star, 1.0, params["K_rtol"], details=details),
-           ClaimResult(loss <= L_star + 1e-6, "<= L* + 1e-6", loss, L_star + 1e-6 - loss, details=details)]
+    sub = [
+        compare_close(K_eff / K_star, 1.0, params["K_rtol"], details=details),
+        ClaimResult(loss <= L_star + 1e-6, "<= L* + 1e-6", loss, L_star + 1e-6 - loss, details=details),
+    ]
     return compare_all(sub)
 
 
@@ -43,7 +45,10 @@ def falsify(params: dict) -> dict:
 
 CLAIM = Claim(
     id="train.stage2-approaches-Kstar",
-    statement="Training W^K, W^Q with W^V frozen at the stage-1 optimum reaches K_eff within 10% of the solver's K* and a loss no worse than L*",
+    statement=(
+        "Training W^K, W^Q with W^V frozen at the stage-1 optimum reaches K_eff within 10% of the solver's K* and a "
+        "loss no worse than L*"
+    ),
     source="EMPIRICAL",
     spec="PAPER_SPEC §4.3, §6 item 15",
     check=check,

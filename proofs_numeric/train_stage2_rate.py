@@ -17,19 +17,34 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_close
 from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
-from theorycheck.nn import ModelConfig
-from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_close
 
 
 def topic_part_curve(params: dict, reg: float = 0.0, scale: str = "none"):
     """``(steps, ||P^T S P||_F)`` of a joint population run (``P`` the topic-contrast basis)."""
     d = DataConfig(T=params["T"], v=params["v"], tau=params["tau"], source="population")
-    m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q", "W_V"), init="normal",
-                    init_scale=params["init_scale"], loss="squared", scale=scale, reg=reg)
-    cfg = TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=params["lr"]), steps=params["steps"],
-                      log_every=params["log_every"], eval_every=0, eval_docs=0, seed=params["seed"])
+    m = ModelConfig(
+        V1=d.V1,
+        attention="softmax",
+        train=("W_K", "W_Q", "W_V"),
+        init="normal",
+        init_scale=params["init_scale"],
+        loss="squared",
+        scale=scale,
+        reg=reg,
+    )
+    cfg = TrainConfig(
+        data=d,
+        model=m,
+        optim=OptimConfig("sgd", lr=params["lr"]),
+        steps=params["steps"],
+        log_every=params["log_every"],
+        eval_every=0,
+        eval_docs=0,
+        seed=params["seed"],
+    )
     tr = Trainer(cfg, progress=False)
     P = topic_contrast_basis(d.topic_model())
     steps, vals = [], []
@@ -60,9 +75,19 @@ def check(params: dict, inject: dict | None = None):
     pred = stage2_onset(tm, mk, lr=params["lr"])
     steps, vals = topic_part_curve(params, scale=inject.get("scale", "none"))
     rate, n = measured_rate(steps, vals)
-    subs = [compare_close(rate / pred.growth_per_step, 1.0, 0.05,
-                          details={"rate_measured": rate, "rate_predicted": pred.growth_per_step, "window_logs": n,
-                                   "sigma_max": pred.sigma_max})]
+    subs = [
+        compare_close(
+            rate / pred.growth_per_step,
+            1.0,
+            0.05,
+            details={
+                "rate_measured": rate,
+                "rate_predicted": pred.growth_per_step,
+                "window_logs": n,
+                "sigma_max": pred.sigma_max,
+            },
+        )
+    ]
     res_data = {"steps": steps, "topic_part": vals, "pred": pred.growth_per_step}
     if params.get("check_reg", True):
         for frac, want_growth in ((0.5, True), (2.0, False)):
@@ -70,9 +95,15 @@ def check(params: dict, inject: dict | None = None):
             s2, v2 = topic_part_curve(params, reg=reg)
             final = float(v2[-1] / v2[0])
             passed = final > 10.0 if want_growth else final < 1.0
-            subs.append(ClaimResult(passed, "> 10" if want_growth else "< 1", final,
-                                    (final - 10.0) / 10.0 if want_growth else 1.0 - final,
-                                    details={f"reg_{frac:g}x_threshold_final_growth": final, "reg": reg}))
+            subs.append(
+                ClaimResult(
+                    passed,
+                    "> 10" if want_growth else "< 1",
+                    final,
+                    (final - 10.0) / 10.0 if want_growth else 1.0 - final,
+                    details={f"reg_{frac:g}x_threshold_final_growth": final, "reg": reg},
+                )
+            )
     res = compare_all(subs)
     res.data = res_data
     return res
@@ -106,7 +137,10 @@ def plot(results):
 
 CLAIM = Claim(
     id="train.stage2-onset-rate",
-    statement="Joint training: the topic part of W_Q^T W_K grows at the predicted (1 + lr sigma_max)^2 per step; L2 above sigma_max/2 prevents stage 2",
+    statement=(
+        "Joint training: the topic part of W_Q^T W_K grows at the predicted (1 + lr sigma_max)^2 per step; L2 above "
+        "sigma_max/2 prevents stage 2"
+    ),
     source="EMPIRICAL",
     spec="PAPER_SPEC §4.5, §6 items 21-23",
     check=check,

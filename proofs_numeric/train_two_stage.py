@@ -13,19 +13,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_greater
-from theorycheck.nn import ModelConfig
 from theorycheck.analysis.stats import detect_stages
-from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_greater
 
 
 def run(params: dict, inject: dict | None = None):
     inject = inject or {}
     d = DataConfig(T=params["T"], v=params["v"], tau=params["tau"], source="population")
-    m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q", "W_V"), init="normal",
-                    init_scale=params["init_scale"], loss=params["loss"], scale="none")
-    cfg = TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=params["lr"]), steps=params["steps"],
-                      log_every=params["log_every"], eval_every=0, eval_docs=0, seed=params["seed"])
+    m = ModelConfig(
+        V1=d.V1,
+        attention="softmax",
+        train=("W_K", "W_Q", "W_V"),
+        init="normal",
+        init_scale=params["init_scale"],
+        loss=params["loss"],
+        scale="none",
+    )
+    cfg = TrainConfig(
+        data=d,
+        model=m,
+        optim=OptimConfig("sgd", lr=params["lr"]),
+        steps=params["steps"],
+        log_every=params["log_every"],
+        eval_every=0,
+        eval_docs=0,
+        seed=params["seed"],
+    )
     tr = Trainer(cfg, progress=False)
     f = inject.get("scale_KQ", 1.0)
     tr.model.get("layers.0.W_K")[...] *= f
@@ -44,18 +58,40 @@ def check(params: dict, inject: dict | None = None):
     ratio0 = r0["gradnorm_W_V"] / max(r0["gradnorm_W_K"], r0["gradnorm_W_Q"])
     sub = [compare_greater(np.log10(ratio0), 2.0, details={"grad_ratio_step0": ratio0})]
     if st.stage1_end is None or st.stage2_start is None:
-        sub.append(ClaimResult(False, "stage 2 detected", "not detected", -1.0,
-                               details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start}))
+        sub.append(
+            ClaimResult(
+                False,
+                "stage 2 detected",
+                "not detected",
+                -1.0,
+                details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start},
+            )
+        )
     else:
         i1 = int(np.flatnonzero(steps == st.stage1_end)[0])
         kq_growth = float(nKQ[i1] / nKQ[0])
-        sub.append(ClaimResult(kq_growth < 2.0, "< 2 (KQ growth at stage-1 end)", kq_growth, 2.0 - kq_growth,
-                               details={"KQ_growth_at_stage1_end": kq_growth}))
-        sub.append(compare_greater(st.stage2_start, st.stage1_end,
-                                   details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start}))
+        sub.append(
+            ClaimResult(
+                kq_growth < 2.0,
+                "< 2 (KQ growth at stage-1 end)",
+                kq_growth,
+                2.0 - kq_growth,
+                details={"KQ_growth_at_stage1_end": kq_growth},
+            )
+        )
+        sub.append(
+            compare_greater(
+                st.stage2_start, st.stage1_end, details={"stage1_end": st.stage1_end, "stage2_start": st.stage2_start}
+            )
+        )
     res = compare_all(sub)
-    res.data = {"steps": steps, "loss": np.array([r["loss"] for r in recs]), "norm_W_V": nV, "norm_KQ": nKQ,
-                "stages": st.to_dict()}
+    res.data = {
+        "steps": steps,
+        "loss": np.array([r["loss"] for r in recs]),
+        "norm_W_V": nV,
+        "norm_KQ": nKQ,
+        "stages": st.to_dict(),
+    }
     return res
 
 
@@ -71,15 +107,20 @@ def plot(results):
     out = {}
     for i, r in enumerate(results):
         d = r.data
-        recs = [{"step": int(s), "loss": float(l), "norm_W_V": float(a), "norm_KQ": float(b)}
-                for s, l, a, b in zip(d["steps"], d["loss"], d["norm_W_V"], d["norm_KQ"])]
+        recs = [
+            {"step": int(s), "loss": float(l), "norm_W_V": float(a), "norm_KQ": float(b)}
+            for s, l, a, b in zip(d["steps"], d["loss"], d["norm_W_V"], d["norm_KQ"])
+        ]
         out[f"two_stage_{i}"] = training_curves(recs, stages=d["stages"], keys=("norm_W_V", "norm_KQ"))
     return out
 
 
 CLAIM = Claim(
     id="train.two-stage-ordering",
-    statement="Joint training from small init: W^V gradient dominates at first and ||W^V|| plateaus before ||W^K^T W^Q|| grows (stage 2 later)",
+    statement=(
+        "Joint training from small init: W^V gradient dominates at first and ||W^V|| plateaus before ||W^K^T W^Q|| "
+        "grows (stage 2 later)"
+    ),
     source="EMPIRICAL",
     spec="PAPER_SPEC §4.5, §5.2, §6 items 21-22",
     check=check,

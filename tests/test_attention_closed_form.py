@@ -70,15 +70,19 @@ def _mp_loss(alpha, beta, tm, mk, value):
         l_same = ell(in_list, rho * K / Z, q / Z)
         l_oth = ell(in_list, rho * v / Z, q / Z)
         l_out = ell([(1, eta * K / Zp), (tau, rho * v / Zp), (T - tau - 1, eta * v / Zp)], rho * v / Zp, q / Zp)
-        return (p_mask * l_mask + (p_c + p_r / T) * l_same + p_r * (tau - 1) / T * l_oth
-                + p_r * mp.mpf(T - tau) / T * l_out)
+        return (
+            p_mask * l_mask + (p_c + p_r / T) * l_same + p_r * (tau - 1) / T * l_oth + p_r * mp.mpf(T - tau) / T * l_out
+        )
     P2_in = (rho**2 * ea**2 + (v - 1) * rho**2 * eb**2 + (tau - 1) * v * rho**2 + (T - tau) * v * eta**2) / Z**2
     P2_out = (eta**2 * ea**2 + (v - 1) * eta**2 * eb**2 + tau * v * rho**2 + (T - tau - 1) * v * eta**2) / Zp**2
     l_mask = tau * v * rho**2 + (T - tau) * v * eta**2 - 2 * rho + 1
-    return (p_mask * l_mask + (p_c + p_r / (T * v)) * (P2_in - 2 * rho * ea / Z + 1)
-            + p_r * (v - 1) / (T * v) * (P2_in - 2 * rho * eb / Z + 1)
-            + p_r * mp.mpf(tau - 1) / T * (P2_in - 2 * rho / Z + 1)
-            + p_r * mp.mpf(T - tau) / T * (P2_out - 2 * rho / Zp + 1))
+    return (
+        p_mask * l_mask
+        + (p_c + p_r / (T * v)) * (P2_in - 2 * rho * ea / Z + 1)
+        + p_r * (v - 1) / (T * v) * (P2_in - 2 * rho * eb / Z + 1)
+        + p_r * mp.mpf(tau - 1) / T * (P2_in - 2 * rho / Z + 1)
+        + p_r * mp.mpf(T - tau) / T * (P2_out - 2 * rho / Zp + 1)
+    )
 
 
 big = st.floats(-1e4, 1e4, allow_nan=False)
@@ -108,7 +112,9 @@ def test_block_depends_on_K_only(tm, mk, logK, frac):
     K = math.exp(logK)
     a, b = math.log(frac * K), math.log((1 - frac) * K / (tm.v - 1))
     assert alpha_beta_loss(a, b, tm, mk) == pytest.approx(float(alpha_beta_loss_logK(logK, tm, mk)), abs=1e-13)
-    assert alpha_beta_loss(a, b, tm, mk) == pytest.approx(alpha_beta_loss(logK, -np.inf if False else -700.0, tm, mk), abs=1e-13)
+    assert alpha_beta_loss(a, b, tm, mk) == pytest.approx(
+        alpha_beta_loss(logK, -np.inf if False else -700.0, tm, mk), abs=1e-13
+    )
 
 
 @settings(max_examples=30)
@@ -217,8 +223,11 @@ def test_ce_family_from_general_evaluator():
         (lambda tm, mk: alpha_beta_score_matrix(float("nan"), 0.0, tm), ValueError, "alpha must be finite"),
         (lambda tm, mk: alpha_beta_loss_logK("x", tm, mk), TypeError, "logK"),
         (lambda tm, mk: alpha_beta_loss_logK(1.0, tm, mk, constants=(1.0, 2.0)), ValueError, "constants"),
-        (lambda tm, mk: alpha_beta_loss(0, 0, tc.TopicModel(T=3, v=2, prior="dirichlet", alpha=0.1), mk),
-         ValueError, "uniform-tau"),
+        (
+            lambda tm, mk: alpha_beta_loss(0, 0, tc.TopicModel(T=3, v=2, prior="dirichlet", alpha=0.1), mk),
+            ValueError,
+            "uniform-tau",
+        ),
     ],
 )
 def test_rejects_bad_input(call, exc, match):
@@ -227,8 +236,13 @@ def test_rejects_bad_input(call, exc, match):
 
 
 @settings(max_examples=20)
-@given(topic_models(max_T=5, max_v=3), maskings(), st.floats(-1e4, 1e4), st.floats(-1e4, 1e4),
-       st.sampled_from(["block", "identity"]))
+@given(
+    topic_models(max_T=5, max_v=3),
+    maskings(),
+    st.floats(-1e4, 1e4),
+    st.floats(-1e4, 1e4),
+    st.sampled_from(["block", "identity"]),
+)
 def test_ce_closed_form_equals_general_ce_evaluator(tm, mk, a, b, value):
     got = alpha_beta_loss(a, b, tm, mk, value, loss="ce")
     assert math.isfinite(got)
@@ -240,7 +254,8 @@ def test_ce_block_depends_on_K_only_and_tau1_optimum_is_not_uniform():
     squared loss, tau = 1 does NOT give K* = v (sharper attention buys larger logits)."""
     tm, mk = tc.TopicModel(T=10, v=10, tau=1), tc.Masking()
     assert alpha_beta_loss(3.0, 1.0, tm, mk, loss="ce") == pytest.approx(
-        float(alpha_beta_loss_logK(np.logaddexp(3.0, math.log(9) + 1.0), tm, mk, loss="ce")), abs=1e-13)
+        float(alpha_beta_loss_logK(np.logaddexp(3.0, math.log(9) + 1.0), tm, mk, loss="ce")), abs=1e-13
+    )
     r = tc.solvers.optimal_attention(tm, mk, loss="ce")
     assert r.success and r.K > 5 * tm.v
     assert r.residuals["general_evaluator"] <= 1e-10

@@ -8,9 +8,9 @@ import pytest
 
 import theorycheck as tc
 from theorycheck.analysis import landscape as ls
-from theorycheck.report import plots
 from theorycheck.cli import main
 from theorycheck.population import alpha_beta_loss
+from theorycheck.report import plots
 
 
 def test_grid_matches_pointwise():
@@ -38,9 +38,14 @@ def test_growth_configs_reach_T_max():
     assert max(c[0] for c in cfg) == 100000 and all(2 <= c[2] <= c[0] for c in cfg)
 
 
-@pytest.mark.parametrize("kwargs,match", [
-    (dict(alpha=(1.0, 0.0, 5)), "alpha"), (dict(beta=(0.0, 1.0, 1)), "beta"), (dict(value="x"), "value"),
-])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(alpha=(1.0, 0.0, 5)), "alpha"),
+        (dict(beta=(0.0, 1.0, 1)), "beta"),
+        (dict(value="x"), "value"),
+    ],
+)
 def test_grid_rejects_bad_axes(kwargs, match):
     with pytest.raises(ValueError, match=match):
         ls.alpha_beta_grid(tc.TopicModel(T=3, v=2, tau=1), tc.Masking(), **kwargs)
@@ -72,7 +77,10 @@ def test_cli_landscape_bad_value_is_an_error(tmp_path, capsys):
 def test_plot_functions_return_figures():
     from matplotlib.figure import Figure
 
-    rows = [dict(T=10, tau=3, K_over_vtau=2.3, attention_ratio=7.0), dict(T=100, tau=10, K_over_vtau=4.2, attention_ratio=41.0)]
+    rows = [
+        dict(T=10, tau=3, K_over_vtau=2.3, attention_ratio=7.0),
+        dict(T=100, tau=10, K_over_vtau=4.2, attention_ratio=41.0),
+    ]
     assert isinstance(plots.attention_sweep(rows), Figure)
     assert isinstance(plots.finite_n_gap([10, 20], [0.1, 0.05], [0.01, 0.01]), Figure)
     A = np.linspace(0, 1, 5)

@@ -9,7 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.population._attention_loss import _attention_loss_ref, _dense_sets
 from theorycheck.population import (
     SetSampledLoss,
     attention_loss,
@@ -17,6 +16,7 @@ from theorycheck.population import (
     topic_sets,
     value_loss,
 )
+from theorycheck.population._attention_loss import _attention_loss_ref, _dense_sets
 from theorycheck.strategies import maskings, topic_models
 
 
@@ -29,8 +29,14 @@ def _draw(tm, seed, scale_S=2.0, with_b=True):
 
 
 @settings(max_examples=25)
-@given(topic_models(max_T=5, max_v=3), maskings(), st.integers(0, 2**31), st.booleans(), st.booleans(),
-       st.sampled_from([0.0, 1.0, 5.0]))
+@given(
+    topic_models(max_T=5, max_v=3),
+    maskings(),
+    st.integers(0, 2**31),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from([0.0, 1.0, 5.0]),
+)
 def test_kernel_equals_reference_and_dense(tm, mk, seed, with_b, mask_keys, scale):
     S, W, b = _draw(tm, seed, scale_S=scale, with_b=with_b)
     got = attention_loss(S, W, tm, mk, b, mask_keys=mask_keys)
@@ -179,14 +185,44 @@ def test_dirichlet_prior_rejected():
 
 
 def test_parallel_and_serial_kernels_agree():
-    from theorycheck.population._attention_loss import _context, _precompute, _structured_sq_nb, _structured_sq_serial_nb
+    from theorycheck.population._attention_loss import (
+        _context,
+        _precompute,
+        _structured_sq_nb,
+        _structured_sq_serial_nb,
+    )
 
     tm, mk = tc.TopicModel(T=7, v=3, tau=3), tc.Masking()
     S, W, b = _draw(tm, 9)
     pc = _precompute(S, W, b, tm)
-    args = (topic_sets(tm), pc["s"], pc["smax"], pc["lamg"], pc["maxlamw"], True, pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"], pc["qll"], pc["Lin"],
-            pc["LinL"], pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
-            *_context(tm, mk, False), mk.p_mask, mk.p_c, mk.p_r, tm.T, tm.v)
+    args = (
+        topic_sets(tm),
+        pc["s"],
+        pc["smax"],
+        pc["lamg"],
+        pc["maxlamw"],
+        True,
+        pc["Ez"],
+        pc["Ezl"],
+        pc["Q"],
+        pc["Qlam"],
+        pc["qll"],
+        pc["Lin"],
+        pc["LinL"],
+        pc["Dg"],
+        pc["Dgl"],
+        pc["Bl"],
+        pc["Bll"],
+        pc["bvec"],
+        pc["bsum"],
+        pc["bb"],
+        *_context(tm, mk, False),
+        mk.p_mask,
+        mk.p_c,
+        mk.p_r,
+        tm.T,
+        tm.v,
+    )
     par, ser = _structured_sq_nb(*args), _structured_sq_serial_nb(*args)
     np.testing.assert_allclose(par, ser, rtol=1e-13)  # same terms, chunked summation order
     assert par.mean() == pytest.approx(_attention_loss_ref(S, W, tm, mk, b), rel=1e-12)
@@ -224,8 +260,9 @@ def test_group_lin_kernels_equal_numpy():
     rng = np.random.default_rng(0)
     E, Wb, lam = rng.random((V1, V1)), rng.normal(size=(T, V1)), rng.random((V1, T + 1))
     groups = np.concatenate([[0], 1 + np.arange(T * v) // v])
-    ref = np.stack([np.stack([(E[:, groups == k] * Wb[t, groups == k]).sum(1) for t in range(T)], 1)
-                    for k in range(T + 1)], 1)
+    ref = np.stack(
+        [np.stack([(E[:, groups == k] * Wb[t, groups == k]).sum(1) for t in range(T)], 1) for k in range(T + 1)], 1
+    )
     for fn in (_group_lin_nb, _group_lin_serial_nb):
         Lin, LinL = fn(E, Wb, lam, T, v)
         np.testing.assert_allclose(Lin, ref, rtol=1e-13, atol=1e-14)
@@ -252,8 +289,12 @@ def test_gradient_at_uniform_attention_matches_closed_form_slope(T, v, tau):
 
 
 @settings(max_examples=15)
-@given(topic_models(max_T=5, max_v=3), maskings(allow_no_mask_token=False), st.integers(0, 2**31),
-       st.sampled_from([0.0, 3.0, 1e3]))
+@given(
+    topic_models(max_T=5, max_v=3),
+    maskings(allow_no_mask_token=False),
+    st.integers(0, 2**31),
+    st.sampled_from([0.0, 3.0, 1e3]),
+)
 def test_exp_free_fast_path_equals_log_sum_exp_path(tm, mk, seed, scale):
     """With eta, q > 0 the kernel uses weights relative to the row maximum (no exponentials);
     the general log-sum-exp path must give the same per-set losses."""

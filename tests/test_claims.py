@@ -13,7 +13,9 @@ def test_registry_not_empty():
 def test_claim_passes_on_defaults(claim):
     params = claim.default_params[0]
     res = claim.run(params)
-    assert res.passed, f"{claim.id} failed on {params}: expected={res.expected} measured={res.measured} margin={res.margin}"
+    assert res.passed, (
+        f"{claim.id} failed on {params}: expected={res.expected} measured={res.measured} margin={res.margin}"
+    )
     assert res.margin >= 0
 
 

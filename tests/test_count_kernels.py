@@ -8,8 +8,14 @@ from theorycheck.nn._kernels import gather_softmax, gather_softmax_ref, softmax_
 
 
 @settings(max_examples=40)
-@given(st.integers(1, 12), st.integers(1, 5), st.integers(1, 30), st.integers(0, 2**31),
-       st.sampled_from([1.0, 30.0, 1e4]), st.floats(0.0, 0.9))
+@given(
+    st.integers(1, 12),
+    st.integers(1, 5),
+    st.integers(1, 30),
+    st.integers(0, 2**31),
+    st.sampled_from([1.0, 30.0, 1e4]),
+    st.floats(0.0, 0.9),
+)
 def test_gather_softmax_equals_reference(V1, G, E, seed, scale, p_zero):
     """Random scores up to |S| = 1e4 (log-sum-exp must keep them finite), zero key counts, empty contexts."""
     rng = np.random.default_rng(seed)

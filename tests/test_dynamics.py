@@ -59,7 +59,7 @@ def test_topic_contrast_basis():
     assert np.abs(P[0]).max() == 0  # [MASK]
     np.testing.assert_allclose(P[1:].sum(axis=0), 0, atol=1e-14)  # sums to zero over the words
     for t in range(tm.T):  # constant on each topic's words
-        blk = P[1 + t * tm.v:1 + (t + 1) * tm.v]
+        blk = P[1 + t * tm.v : 1 + (t + 1) * tm.v]
         np.testing.assert_allclose(blk, np.broadcast_to(blk[0], blk.shape), atol=1e-14)
 
 

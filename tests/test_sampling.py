@@ -119,8 +119,17 @@ def test_mc_estimator_against_exact_constant_predictor():
     b = rng.normal(size=tm.V1)
     exact = b @ b - 2 * b[1:].mean() + 1
     for stratify in (True, False):
-        est = mc_attention_loss(rng.normal(size=(tm.V1, tm.V1)), np.zeros((tm.V1, tm.V1)), tm, mk,
-                                N=40, n_docs=3000, b=b, seed=1, stratify=stratify)
+        est = mc_attention_loss(
+            rng.normal(size=(tm.V1, tm.V1)),
+            np.zeros((tm.V1, tm.V1)),
+            tm,
+            mk,
+            N=40,
+            n_docs=3000,
+            b=b,
+            seed=1,
+            stratify=stratify,
+        )
         assert abs(est.mean - exact) < 4 * est.stderr
         assert est.stderr > 0
 

@@ -41,7 +41,6 @@ plus this allowance, (ii) against the exact ``E_N`` within 4 standard errors (wh
 derivation itself), and (iii) the algebraic identity ``E_N = L_inf + delta/N + conditioning term``.
 """
 
-
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st

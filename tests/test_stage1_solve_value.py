@@ -8,10 +8,10 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.solvers._value import _block_residuals, _dense_residuals
-from theorycheck.solvers._symmetric import TopicSym
 from theorycheck.population import moments, value_loss
 from theorycheck.solvers import BlockValueMatrix, minimiser_violation, optimal_value_matrix
+from theorycheck.solvers._symmetric import TopicSym
+from theorycheck.solvers._value import _block_residuals, _dense_residuals
 from theorycheck.strategies import maskings
 
 
@@ -121,7 +121,9 @@ def test_block_sum_identity_every_minimiser():
     tm, mk = tc.TopicModel(T=6, v=3, tau=2), tc.Masking(p_m=0.3, p_c=0.2, p_r=0.3)
     Sigma, _ = moments(tm, mk)
     rng = np.random.default_rng(1)
-    W = optimal_value_matrix(tm, mk).x + rng.normal(size=(tm.V1, tm.V1)) @ (np.eye(tm.V1) - Sigma @ np.linalg.pinv(Sigma))
+    W = optimal_value_matrix(tm, mk).x + rng.normal(size=(tm.V1, tm.V1)) @ (
+        np.eye(tm.V1) - Sigma @ np.linalg.pinv(Sigma)
+    )
     Y = W[:, 1:].reshape(tm.V1, tm.T, tm.v).sum(axis=2)
     topics = tm.token_topics()[1:]
     own = Y[np.arange(1, tm.V1), topics]
@@ -148,7 +150,9 @@ def test_tau_equals_T_min_norm_is_rank_one():
     assert value_loss(ls.x, tm, mk) == pytest.approx(1 - 1 / 15, abs=1e-12)
     # the informative-case formula would give A - B0 = 1/(a v) != 0: it is not the min-norm answer here
     tm2 = tc.TopicModel(T=5, v=3, tau=2)
-    assert optimal_value_matrix(tm2, mk).info["A"] - optimal_value_matrix(tm2, mk).info["B0"] == pytest.approx(1 / (mk.a * 3))
+    assert optimal_value_matrix(tm2, mk).info["A"] - optimal_value_matrix(tm2, mk).info["B0"] == pytest.approx(
+        1 / (mk.a * 3)
+    )
 
 
 @pytest.mark.parametrize(
@@ -214,7 +218,9 @@ def test_large_structured_solution():
     assert y[0] == 0.0
     w = 12345
     t = (w - 1) // tm.v
-    expect = res.x.B0 * x[1:].sum() + (res.x.A - res.x.B0) * x[1 + t * 100 : 1 + (t + 1) * 100].sum() + res.x.gamma * x[0]
+    expect = (
+        res.x.B0 * x[1:].sum() + (res.x.A - res.x.B0) * x[1 + t * 100 : 1 + (t + 1) * 100].sum() + res.x.gamma * x[0]
+    )
     assert y[w] == pytest.approx(expect, rel=1e-12)
     with pytest.raises(ValueError, match="toarray"):
         res.x.toarray()
@@ -235,7 +241,9 @@ def test_topic_symmetric_algebra_matches_dense(T, seed):
     np.testing.assert_allclose(X.t.toarray(), Xd.T, atol=1e-14)
     assert X.trace() == pytest.approx(np.trace(Xd), abs=1e-12)
     assert X.fro() == pytest.approx(np.linalg.norm(Xd), rel=1e-12)
-    np.testing.assert_allclose(X.pinv().toarray(), np.linalg.pinv(Xd), atol=1e-8 * (1 + np.abs(np.linalg.pinv(Xd)).max()))
+    np.testing.assert_allclose(
+        X.pinv().toarray(), np.linalg.pinv(Xd), atol=1e-8 * (1 + np.abs(np.linalg.pinv(Xd)).max())
+    )
     R = TopicSym.from_entries(T, 1.0, 1.0, 0.5, 2.0, 1.0)  # rank deficient when T > 1
     np.testing.assert_allclose(R.pinv().toarray(), np.linalg.pinv(R.toarray()), atol=1e-10)
 
@@ -256,7 +264,9 @@ def test_structured_residuals_equal_dense_residuals(tm, mk, reg, seed):
     # stationarity is ||W (Sigma + reg I) - C||_F with the dense moments
     Sigma, C = moments(tm, mk)
     Wd = W.toarray()
-    assert rb["stationarity"] == pytest.approx(np.linalg.norm(Wd @ (Sigma + reg * np.eye(tm.V1)) - C), rel=1e-8, abs=1e-14)
+    assert rb["stationarity"] == pytest.approx(
+        np.linalg.norm(Wd @ (Sigma + reg * np.eye(tm.V1)) - C), rel=1e-8, abs=1e-14
+    )
 
 
 @given(st.integers(1, 6), st.integers(1, 5), st.integers(0, 2**31))
@@ -294,7 +304,9 @@ def test_solve_result_fields(method):
     assert res.success == (res.status == 0)
     assert res.method == method
     assert res.time >= 0 and math.isfinite(res.fun)
-    assert {"stationarity", "stationarity_rel", "loss", "objective", "loss_gap", "range_violation"} <= set(res.residuals)
+    assert {"stationarity", "stationarity_rel", "loss", "objective", "loss_gap", "range_violation"} <= set(
+        res.residuals
+    )
     assert res.fun == pytest.approx(value_loss(res.x, tm, mk), abs=1e-9)
     assert "SolveResult(" in repr(res)
     r2 = optimal_value_matrix(tm, mk, reg=0.2, method=method)
@@ -353,8 +365,11 @@ def test_ignored_solver_warns():
 
 @pytest.mark.parametrize(
     "kwargs,match",
-    [(dict(W=np.zeros((3, 3))), "W must have shape"), (dict(b=np.zeros(2)), "b must have shape"),
-     (dict(W=BlockValueMatrix(1.0, 0.0, 0.0, 2, 2)), "BlockValueMatrix")],
+    [
+        (dict(W=np.zeros((3, 3))), "W must have shape"),
+        (dict(b=np.zeros(2)), "b must have shape"),
+        (dict(W=BlockValueMatrix(1.0, 0.0, 0.0, 2, 2)), "BlockValueMatrix"),
+    ],
 )
 def test_minimiser_violation_bad_input(kwargs, match):
     tm = tc.TopicModel(T=3, v=2, tau=1)
@@ -369,7 +384,9 @@ def test_minimiser_violation_block_input():
     W = optimal_value_matrix(tm, mk, dense=False).x
     assert minimiser_violation(W, tm, mk).norm <= 1e-12
     bad = BlockValueMatrix(W.A * 1.1, W.B0, W.gamma, 4, 3)
-    assert minimiser_violation(bad, tm, mk).norm == pytest.approx(minimiser_violation(bad.toarray(), tm, mk).norm, rel=1e-12)
+    assert minimiser_violation(bad, tm, mk).norm == pytest.approx(
+        minimiser_violation(bad.toarray(), tm, mk).norm, rel=1e-12
+    )
     assert minimiser_violation(bad, tm, mk).norm > 1e-3
 
 
@@ -404,7 +421,10 @@ def test_cli_solve_value_structured_and_errors(tmp_path, capsys):
 
 @settings(max_examples=40)
 @given(
-    st.integers(1, 3000), st.integers(1, 200), st.data(), maskings(min_p_m=0.01),
+    st.integers(1, 3000),
+    st.integers(1, 200),
+    st.data(),
+    maskings(min_p_m=0.01),
     st.sampled_from([0.0, 0.0, 1e-14, 1e-9, 1e-3, 0.5, 1e3]),
 )
 def test_closed_form_equals_structured_pinv_at_any_size(T, v, data, mk, reg):
@@ -464,7 +484,9 @@ def test_cvxpy_sparse_form_equals_textbook_form(tm, reg):
     else:
         lam, V = np.linalg.eigh(Sigma)
         root = V * np.sqrt(np.clip(lam, 0, None))
-        prob = cp.Problem(cp.Minimize(cp.sum_squares(W @ root) - 2 * cp.sum(cp.multiply(W, C)) + reg * cp.sum_squares(W)))
+        prob = cp.Problem(
+            cp.Minimize(cp.sum_squares(W @ root) - 2 * cp.sum(cp.multiply(W, C)) + reg * cp.sum_squares(W))
+        )
     prob.solve(solver="CLARABEL")
     assert prob.status == "optimal"
     ours = optimal_value_matrix(tm, mk, reg, method="cvxpy")

@@ -10,9 +10,17 @@ from hypothesis import strategies as st
 import theorycheck as tc
 import theorycheck.population
 import theorycheck.solvers
-from theorycheck.nn import ModelConfig, Transformer, population_batch
+from theorycheck.nn import (
+    DataConfig,
+    ModelConfig,
+    OptimConfig,
+    TrainConfig,
+    Trainer,
+    Transformer,
+    population_batch,
+    stage1_reference,
+)
 from theorycheck.strategies import maskings, topic_models
-from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, Trainer, stage1_reference
 
 
 def _score_model(tm, S, W, loss="squared", mask_keys=False):
@@ -34,20 +42,28 @@ def _alpha_beta_scores(tm, alpha, beta):
 
 
 @settings(max_examples=8)
-@given(topic_models(max_T=5, max_v=3), maskings(), st.integers(0, 2**31), st.booleans(), st.sampled_from(["squared", "ce"]))
+@given(
+    topic_models(max_T=5, max_v=3), maskings(), st.integers(0, 2**31), st.booleans(), st.sampled_from(["squared", "ce"])
+)
 def test_population_training_loss_equals_attention_loss(tm, mk, seed, mask_keys, loss):
     rng = np.random.default_rng(seed)
     S = rng.normal(scale=2.0, size=(tm.V1, tm.V1))
     W = rng.normal(size=(tm.V1, tm.V1))
     model = _score_model(tm, S, W, loss=loss, mask_keys=mask_keys)
     ours = model.loss(population_batch(tm, mk, mask_keys=mask_keys))
-    ref = theorycheck.population.attention_loss(S, W, tm, mk, mask_keys=mask_keys, loss="sq" if loss == "squared" else "ce")
+    ref = theorycheck.population.attention_loss(
+        S, W, tm, mk, mask_keys=mask_keys, loss="sq" if loss == "squared" else "ce"
+    )
     assert ours == pytest.approx(float(ref), rel=1e-10, abs=1e-12)
 
 
 @settings(max_examples=15)
-@given(topic_models(min_T=2, max_T=5, max_v=3), maskings(min_p_m=0.05, allow_no_mask_token=False),
-       st.floats(-3, 6), st.floats(-3, 6))
+@given(
+    topic_models(min_T=2, max_T=5, max_v=3),
+    maskings(min_p_m=0.05, allow_no_mask_token=False),
+    st.floats(-3, 6),
+    st.floats(-3, 6),
+)
 def test_population_training_loss_equals_alpha_beta_closed_form(tm, mk, alpha, beta):
     """The closed form's block W^V is the min-norm stage-1 matrix, derived for tau < T and q > 0."""
     assume(tm.tau < tm.T)
@@ -81,8 +97,12 @@ def test_stage1_population_training_reaches_the_solver_optimum():
     d = DataConfig(T=5, v=4, tau=2, source="population")
     m = ModelConfig(V1=tm.V1, attention="uniform", train=("W_V",), init_V="zero", loss="squared")
     lr = 2.0 / (pos.min() + pos.max())
-    res = Trainer(TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=lr), steps=400, log_every=400,
-                              eval_every=0, eval_docs=0), progress=False).run()
+    res = Trainer(
+        TrainConfig(
+            data=d, model=m, optim=OptimConfig("sgd", lr=lr), steps=400, log_every=400, eval_every=0, eval_docs=0
+        ),
+        progress=False,
+    ).run()
     ref = theorycheck.solvers.optimal_value_matrix(tm, mk, reg=0.0, method="closed-form").x
     W = res.model.get("layers.0.W_V")[0]
     assert np.linalg.norm(W - ref) / np.linalg.norm(ref) <= 1e-6
@@ -93,10 +113,23 @@ def test_embedding_training_gram_approaches_the_min_norm_gram():
     the Gram W_E^T W_E (rotation invariant) approaches optimal_embedding_gram (PAPER_SPEC §4.1 D3)."""
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
     d = DataConfig(T=4, v=3, tau=2, source="population")
-    m = ModelConfig(V1=tm.V1, embedding="trained", decoder="tied", attention="uniform", train=("W_E",),
-                    init="normal", init_scale=0.01, init_V="identity", loss="squared")
-    res = Trainer(TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=2.0), steps=4000, log_every=1000,
-                              eval_every=0, eval_docs=0), progress=False).run()
+    m = ModelConfig(
+        V1=tm.V1,
+        embedding="trained",
+        decoder="tied",
+        attention="uniform",
+        train=("W_E",),
+        init="normal",
+        init_scale=0.01,
+        init_V="identity",
+        loss="squared",
+    )
+    res = Trainer(
+        TrainConfig(
+            data=d, model=m, optim=OptimConfig("sgd", lr=2.0), steps=4000, log_every=1000, eval_every=0, eval_docs=0
+        ),
+        progress=False,
+    ).run()
     assert res.final["loss"] == pytest.approx(tm.min_value_loss(), abs=1e-10)
     E = res.model.get("W_E")
     G = E.T @ E
@@ -109,7 +142,9 @@ def test_embedding_training_gram_approaches_the_min_norm_gram():
     idG = theorycheck.solvers.identifiable_part(G, tm, mk)
     idR = theorycheck.solvers.identifiable_part(ref, tm, mk)
     assert np.linalg.norm(idG - idR) / np.linalg.norm(idR) <= 1e-6
-    assert res.final["dist_gram_opt_identifiable"] == pytest.approx(np.linalg.norm(idG - idR) / np.linalg.norm(idR), rel=1e-6, abs=1e-12)
+    assert res.final["dist_gram_opt_identifiable"] == pytest.approx(
+        np.linalg.norm(idG - idR) / np.linalg.norm(idR), rel=1e-6, abs=1e-12
+    )
 
 
 def test_mask_key_score_beats_the_alpha_beta_family_optimum():
@@ -130,8 +165,12 @@ def test_mask_key_score_beats_the_alpha_beta_family_optimum():
     def family(logK):
         return _alpha_beta_scores(tm, np.log(np.exp(logK) - (tm.v - 1)), 0.0)
 
-    opt = minimize_scalar(lambda lk: L(family(lk)), bounds=(np.log(tm.v) + 1e-6, np.log(2000.0)), method="bounded",
-                          options={"xatol": 1e-8})
+    opt = minimize_scalar(
+        lambda lk: L(family(lk)),
+        bounds=(np.log(tm.v) + 1e-6, np.log(2000.0)),
+        method="bounded",
+        options={"xatol": 1e-8},
+    )
     K_star = float(np.exp(opt.x))
     assert 60 < K_star < 80  # PAPER_SPEC §4.3 table: K* = 70.05
     S = family(opt.x)

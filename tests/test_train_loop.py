@@ -9,25 +9,26 @@ from hypothesis import assume, given, settings
 
 import theorycheck as tc
 from theorycheck.cli import main
-from theorycheck.nn import ModelConfig
-from theorycheck.population import moments
-from theorycheck.strategies import maskings, topic_models
 from theorycheck.nn import (
     PRESETS,
     DataConfig,
+    ModelConfig,
     OptimConfig,
     TrainConfig,
     Trainer,
     load_metrics,
     preset,
 )
+from theorycheck.population import moments
+from theorycheck.strategies import maskings, topic_models
 
 
 def _stage1_cfg(tm_kw, mk, lr, steps):
     d = DataConfig(**tm_kw, p_m=mk.p_m, p_c=mk.p_c, p_r=mk.p_r, source="population")
     m = ModelConfig(V1=d.V1, attention="uniform", train=("W_V",), init_V="zero", loss="squared")
-    return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=lr), steps=steps, log_every=steps,
-                       eval_every=0, eval_docs=0)
+    return TrainConfig(
+        data=d, model=m, optim=OptimConfig("sgd", lr=lr), steps=steps, log_every=steps, eval_every=0, eval_docs=0
+    )
 
 
 def test_population_gd_from_zero_reaches_min_norm_paper_config():
@@ -62,14 +63,32 @@ def test_population_gd_from_zero_reaches_min_norm(tm, mk):
 
 def _small_cfg(source, n_layers=1, optim="adam"):
     d = DataConfig(T=3, v=3, tau=2, N=(5, 8), source=source, n_train=20, n_dev=6)
-    m = ModelConfig(V1=d.V1, n_layers=n_layers, n_heads=2, train=("W_K", "W_Q", "W_V", "b_dec"), init_scale=0.3,
-                    loss="ce", residual=n_layers > 1)
-    return TrainConfig(data=d, model=m, optim=OptimConfig(optim, lr=0.05, momentum=0.5), steps=13, batch_size=4,
-                       log_every=2, eval_every=4, checkpoint_every=5, eval_docs=3)
+    m = ModelConfig(
+        V1=d.V1,
+        n_layers=n_layers,
+        n_heads=2,
+        train=("W_K", "W_Q", "W_V", "b_dec"),
+        init_scale=0.3,
+        loss="ce",
+        residual=n_layers > 1,
+    )
+    return TrainConfig(
+        data=d,
+        model=m,
+        optim=OptimConfig(optim, lr=0.05, momentum=0.5),
+        steps=13,
+        batch_size=4,
+        log_every=2,
+        eval_every=4,
+        checkpoint_every=5,
+        eval_docs=3,
+    )
 
 
-@pytest.mark.parametrize("source, n_layers, optim", [("fresh", 1, "adam"), ("static", 2, "sgd"), ("population", 1, "adam"),
-                                                          ("population", 2, "sgd")])
+@pytest.mark.parametrize(
+    "source, n_layers, optim",
+    [("fresh", 1, "adam"), ("static", 2, "sgd"), ("population", 1, "adam"), ("population", 2, "sgd")],
+)
 def test_resume_after_interruption_is_bit_identical(tmp_path, source, n_layers, optim):
     cfg = _small_cfg(source, n_layers, optim)
     a = tmp_path / "a"
@@ -141,7 +160,12 @@ def test_dev_loss_matches_direct_evaluation():
         (lambda: TrainConfig(steps=-1), "steps"),
         (lambda: TrainConfig(batch_size=0), "batch_size"),
         (lambda: TrainConfig(model=ModelConfig(V1=5)), "V1"),
-        (lambda: TrainConfig(data=DataConfig(source="population"), model=ModelConfig(V1=101, n_layers=2, count_based="never")), "count_based"),
+        (
+            lambda: TrainConfig(
+                data=DataConfig(source="population"), model=ModelConfig(V1=101, n_layers=2, count_based="never")
+            ),
+            "count_based",
+        ),
         (lambda: TrainConfig(init_W_V="random"), "init_W_V"),
     ],
 )
@@ -162,8 +186,15 @@ def test_every_preset_builds_a_valid_config():
 def test_cli_train_list_and_errors(capsys, tmp_path):
     assert main(["train", "--list"]) == 0
     assert capsys.readouterr().out.split() == [
-        "official-demo", "stage1-population", "stage2-population", "two-stage", "embedding", "deep-4x4", "ablation",
-        "compensation"]
+        "official-demo",
+        "stage1-population",
+        "stage2-population",
+        "two-stage",
+        "embedding",
+        "deep-4x4",
+        "ablation",
+        "compensation",
+    ]
     assert main(["train", "--preset", "nope", "--out", str(tmp_path)]) == 2
     assert "preset" in capsys.readouterr().err
 
@@ -226,8 +257,15 @@ def test_stage_curves_of_deep_runs_read_every_layer():
     from theorycheck.nn import stage_curves
 
     K1 = [1.0, 1.0, 1.2, 2.0, 4.0]  # layer 1 keys and queries: 1 -> 16 in the product at step 40
-    recs = [{"step": 10 * i, "norm_W_V_layers": [3.0 * min(i, 1) + 0.1, 4.0 * min(i, 1) + 0.1],
-             "norm_W_K_layers": [0.5, K1[i]], "norm_W_Q_layers": [0.5, K1[i]]} for i in range(5)]
+    recs = [
+        {
+            "step": 10 * i,
+            "norm_W_V_layers": [3.0 * min(i, 1) + 0.1, 4.0 * min(i, 1) + 0.1],
+            "norm_W_K_layers": [0.5, K1[i]],
+            "norm_W_Q_layers": [0.5, K1[i]],
+        }
+        for i in range(5)
+    ]
     nV, nKQ = stage_curves(recs)
     assert nV[0] == pytest.approx(math.hypot(0.1, 0.1)) and nV[1] == pytest.approx(math.hypot(3.1, 4.1))
     assert nKQ == pytest.approx([1.0, 1.0, 1.44, 4.0, 16.0])

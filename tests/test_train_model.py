@@ -36,7 +36,9 @@ def model_setups(draw):
     n_layers = draw(st.integers(1, 2))
     n_heads = draw(st.integers(1, 2))
     embedding = draw(st.sampled_from(["one-hot", "trained"]))
-    decoder = draw(st.sampled_from(["identity", "trained", "tied"] if embedding == "trained" else ["identity", "trained"]))
+    decoder = draw(
+        st.sampled_from(["identity", "trained", "tied"] if embedding == "trained" else ["identity", "trained"])
+    )
     d = V1 if (embedding == "one-hot" or decoder == "identity") else draw(st.integers(2, 6))
     attention = draw(st.sampled_from(["softmax", "uniform"]))
     possible = ["W_V", "b_dec"]
@@ -48,10 +50,21 @@ def model_setups(draw):
         possible.append("W_dec")
     train = tuple(draw(st.lists(st.sampled_from(possible), min_size=1, unique=True)))
     cfg = ModelConfig(
-        V1=V1, d=d, d_a=draw(st.integers(1, 4)), n_layers=n_layers, n_heads=n_heads, embedding=embedding,
-        decoder=decoder, attention=attention, scale=draw(st.sampled_from(["sqrt", "none"])),
-        residual=draw(st.booleans()), layer_norm=draw(st.booleans()), mask_keys=draw(st.booleans()),
-        loss=draw(st.sampled_from(["squared", "ce"])), reg=draw(st.sampled_from([0.0, 0.1])), train=train,
+        V1=V1,
+        d=d,
+        d_a=draw(st.integers(1, 4)),
+        n_layers=n_layers,
+        n_heads=n_heads,
+        embedding=embedding,
+        decoder=decoder,
+        attention=attention,
+        scale=draw(st.sampled_from(["sqrt", "none"])),
+        residual=draw(st.booleans()),
+        layer_norm=draw(st.booleans()),
+        mask_keys=draw(st.booleans()),
+        loss=draw(st.sampled_from(["squared", "ce"])),
+        reg=draw(st.sampled_from([0.0, 0.1])),
+        train=train,
     )
     B = draw(st.integers(1, 3))
     N = draw(st.integers(1, 6))
@@ -74,7 +87,7 @@ def _assert_same_loss_and_grads(model, batch_a, batch_b, rtol_loss, rtol_grad, w
 
 
 def _randomize(model, rng, scale=0.7):
-    for name, (mod, k) in model.named_params().items():
+    for _name, (mod, k) in model.named_params().items():
         if k in ("W_K", "W_Q") and model.cfg.attention == "uniform":
             continue
         mod.params[k][...] = rng.normal(scale=scale, size=mod.params[k].shape)
@@ -96,7 +109,7 @@ def test_every_gradient_matches_central_finite_differences(setup):
     for name in model.trainable_names():
         P = model.get(name)
         G = model.grad(name).copy()
-        for trial in range(2):
+        for _trial in range(2):
             E = rng.normal(size=P.shape)
             P += h * E
             lp = model.loss(batch)
@@ -115,14 +128,31 @@ def test_every_gradient_matches_central_finite_differences(setup):
 
 
 @settings(max_examples=25)
-@given(st.integers(3, 9), st.integers(1, 4), st.integers(1, 9), st.integers(0, 2**31), st.booleans(),
-       st.sampled_from(["softmax", "uniform"]), st.sampled_from(["squared", "ce"]), st.booleans(), st.booleans(),
-       st.sampled_from(["document", "token"]))
+@given(
+    st.integers(3, 9),
+    st.integers(1, 4),
+    st.integers(1, 9),
+    st.integers(0, 2**31),
+    st.booleans(),
+    st.sampled_from(["softmax", "uniform"]),
+    st.sampled_from(["squared", "ce"]),
+    st.booleans(),
+    st.booleans(),
+    st.sampled_from(["document", "token"]),
+)
 def test_count_attention_equals_position_attention(V1, B, N, seed, mask_keys, attention, loss, residual, ln, average):
     rng = np.random.default_rng(seed)
     train = ("W_V",) if attention == "uniform" else ("W_K", "W_Q", "W_V")
-    cfg = ModelConfig(V1=V1, n_heads=2, attention=attention, loss=loss, residual=residual, layer_norm=ln,
-                      mask_keys=mask_keys, train=train + ("b_dec",))
+    cfg = ModelConfig(
+        V1=V1,
+        n_heads=2,
+        attention=attention,
+        loss=loss,
+        residual=residual,
+        layer_norm=ln,
+        mask_keys=mask_keys,
+        train=train + ("b_dec",),
+    )
     model = Transformer(cfg, seed=seed)
     _randomize(model, rng, scale=1.5)
     inputs, selected, targets = _random_masked(rng, V1, B, N, p_sel=0.6)
@@ -164,8 +194,9 @@ def test_merged_rows_example():
 @given(topic_models(max_T=4, max_v=3), maskings(), st.integers(0, 2**31), st.booleans())
 def test_population_merged_equals_population_counts(tm, mk, seed, mask_keys):
     """The N -> inf population as merged rows (real-valued key densities) == the count path."""
-    cfg = ModelConfig(V1=tm.V1, n_heads=2, d_a=3, train=("W_K", "W_Q", "W_V", "b_dec"), loss="ce",
-                      residual=True, layer_norm=True)
+    cfg = ModelConfig(
+        V1=tm.V1, n_heads=2, d_a=3, train=("W_K", "W_Q", "W_V", "b_dec"), loss="ce", residual=True, layer_norm=True
+    )
     model = Transformer(cfg, seed=seed)
     _randomize(model, np.random.default_rng(seed), scale=1.0)
     cb = population_batch(tm, mk, mask_keys=mask_keys)
@@ -194,8 +225,9 @@ def test_attention_maps_equal_per_head_weights(attention):
     """One forward pass for every layer and head == the per-(layer, head) path, padding included."""
     V1 = 7
     train = ("W_K", "W_Q", "W_V") if attention == "softmax" else ("W_V",)
-    cfg = ModelConfig(V1=V1, n_layers=3, n_heads=2, d_a=3, residual=True, layer_norm=True, attention=attention,
-                      train=train)
+    cfg = ModelConfig(
+        V1=V1, n_layers=3, n_heads=2, d_a=3, residual=True, layer_norm=True, attention=attention, train=train
+    )
     model = Transformer(cfg, seed=1)
     _randomize(model, np.random.default_rng(2), scale=1.0)
     toks = np.array([[1, 2, 2, 5, 1, 0, 3], [4, 6, 6, -1, -1, -1, -1]])

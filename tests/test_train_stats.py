@@ -6,7 +6,6 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.population import moments
 from theorycheck.analysis.stats import (
     attention_class_averages,
     block_contrast,
@@ -15,6 +14,7 @@ from theorycheck.analysis.stats import (
     effective_K,
     relative_distance,
 )
+from theorycheck.population import moments
 from theorycheck.strategies import maskings, topic_models
 
 

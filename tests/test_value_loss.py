@@ -6,8 +6,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.population._value_loss import _value_loss_ref
 from theorycheck.population import masked_density, topic_density, topic_sets, value_loss, value_loss_grad
+from theorycheck.population._value_loss import _value_loss_ref
 from theorycheck.strategies import maskings, topic_models
 
 

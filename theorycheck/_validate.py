@@ -148,7 +148,9 @@ def check_rng(rng=None, seed=None) -> np.random.Generator:
         if not isinstance(rng, np.random.Generator):
             raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
         return rng
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.random.SeedSequence))):
+    if seed is not None and (
+        isinstance(seed, bool) or not isinstance(seed, (numbers.Integral, np.random.SeedSequence))
+    ):
         raise TypeError(f"seed must be an int or a numpy.random.SeedSequence, got {seed!r}")
     if isinstance(seed, numbers.Integral) and seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")

@@ -71,18 +71,25 @@ def _cmd_train(args) -> int:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {args.preset!r}")
     if args.out is None:
         raise ValueError("--out is required (the run folder)")
-    summary = run_preset(args.preset, args.out, steps=args.steps, seed=args.seed, progress=not args.quiet,
-                         resume=args.resume)
+    summary = run_preset(
+        args.preset, args.out, steps=args.steps, seed=args.seed, progress=not args.quiet, resume=args.resume
+    )
     print(json.dumps(summary, indent=2, sort_keys=True))
     return 0
+
+
 # ----------------------------------------------------------------------------- realdata
 def _add_realdata(sub):
     from .realdata.pipeline import RealDataConfig as _C
 
     d = _C()
-    p = sub.add_parser("realdata", help="pretrained MiniLM embeddings/attention vs LDA topics on real text (needs the nlp extra)")
+    p = sub.add_parser(
+        "realdata", help="pretrained MiniLM embeddings/attention vs LDA topics on real text (needs the nlp extra)"
+    )
     p.add_argument("--out", default="realdata-report", help="output folder (default: %(default)s)")
-    p.add_argument("--corpus", default=d.corpus, help="'wikipedia' (gensim's bundled fragment) or a folder of *.txt files")
+    p.add_argument(
+        "--corpus", default=d.corpus, help="'wikipedia' (gensim's bundled fragment) or a folder of *.txt files"
+    )
     p.add_argument("--n-topics", type=int, default=d.n_topics)
     p.add_argument("--lda-backend", default=d.lda_backend, choices=("sklearn", "gensim"))
     p.add_argument("--assign", default=d.assign, choices=("top_fraction", "threshold"), help="word-to-topic rule")
@@ -90,12 +97,21 @@ def _add_realdata(sub):
     p.add_argument("--threshold", type=float, default=d.threshold)
     p.add_argument("--topics-per-word", type=int, default=d.topics_per_word)
     p.add_argument("--window", type=int, default=d.window, help="encoder window in tokens (default: %(default)s)")
-    p.add_argument("--max-tokens", type=int, default=d.max_tokens, help="token budget of the attention pass (default: %(default)s)")
+    p.add_argument(
+        "--max-tokens", type=int, default=d.max_tokens, help="token budget of the attention pass (default: %(default)s)"
+    )
     p.add_argument("--n-no-topic", type=int, default=d.n_no_topic)
-    p.add_argument("--n-cooccur", type=int, default=d.n_cooccur, help="N most co-occurring pairs (default: %(default)s)")
+    p.add_argument(
+        "--n-cooccur", type=int, default=d.n_cooccur, help="N most co-occurring pairs (default: %(default)s)"
+    )
     p.add_argument("--n-boot", type=int, default=d.n_boot)
     p.add_argument("--seed", type=int, default=d.seed)
-    p.add_argument("--blas-threads", type=int, default=d.blas_threads, help="BLAS threads, 0 = library default (default: %(default)s)")
+    p.add_argument(
+        "--blas-threads",
+        type=int,
+        default=d.blas_threads,
+        help="BLAS threads, 0 = library default (default: %(default)s)",
+    )
     p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_realdata)
@@ -106,15 +122,28 @@ def _cmd_realdata(args) -> int:
     from .realdata.pipeline import RealDataConfig, run_realdata, write_realdata
 
     cfg = RealDataConfig(
-        corpus=args.corpus, n_topics=args.n_topics, lda_backend=args.lda_backend, assign=args.assign,
-        top_fraction=args.top_fraction, threshold=args.threshold, topics_per_word=args.topics_per_word,
-        window=args.window, max_tokens=args.max_tokens, n_no_topic=args.n_no_topic, n_cooccur=args.n_cooccur,
-        n_boot=args.n_boot, seed=args.seed, blas_threads=args.blas_threads or None,
+        corpus=args.corpus,
+        n_topics=args.n_topics,
+        lda_backend=args.lda_backend,
+        assign=args.assign,
+        top_fraction=args.top_fraction,
+        threshold=args.threshold,
+        topics_per_word=args.topics_per_word,
+        window=args.window,
+        max_tokens=args.max_tokens,
+        n_no_topic=args.n_no_topic,
+        n_cooccur=args.n_cooccur,
+        n_boot=args.n_boot,
+        seed=args.seed,
+        blas_threads=args.blas_threads or None,
     )
     absent = _deps.missing()
     if absent:
-        print(f"theorycheck realdata: error: missing optional packages {', '.join(absent)}. "
-              f"Install the 'nlp' extra with: {_deps.INSTALL_HINT}", file=sys.stderr)
+        print(
+            f"theorycheck realdata: error: missing optional packages {', '.join(absent)}. "
+            f"Install the 'nlp' extra with: {_deps.INSTALL_HINT}",
+            file=sys.stderr,
+        )
         return 2
     try:
         res = run_realdata(cfg, progress=not args.quiet)
@@ -124,22 +153,38 @@ def _cmd_realdata(args) -> int:
     out = write_realdata(res, args.out, figures=not args.no_figures)
     s = res.summary
     e, a, c = s["embedding"], s["attention"], s["cooccurrence"]
-    print(f"corpus: {s['corpus']['documents']} documents, {s['corpus']['words']} content words; "
-          f"{s['topics']['n_topics']} LDA topics, {s['topics']['topic_tokens']} topic tokens")
+    print(
+        f"corpus: {s['corpus']['documents']} documents, {s['corpus']['words']} content words; "
+        f"{s['topics']['n_topics']} LDA topics, {s['topics']['topic_tokens']} topic tokens"
+    )
     for m in ("dot", "cosine"):
-        print(f"embedding {m:6s}: " + "  ".join(f"{k} {e[m][k]['mean']:.4f}" for k in e[m])
-              + f"  | gap {e['gap'][m]['mean']:.4f} [{e['gap'][m]['ci_low']:.4f}, {e['gap'][m]['ci_high']:.4f}]")
-    print(f"attention lift same-minus-different topic (mean over heads): {a['mean_gap']:.4f} "
-          f"[{a['mean_gap_ci'][0]:.4f}, {a['mean_gap_ci'][1]:.4f}]; heads with CI > 0: {a['heads_positive']}, < 0: {a['heads_negative']}")
-    print(f"top-{c['n_pairs']} co-occurring pairs: {100 * c['fraction_same_topic']:.1f}% same topic; attention lift "
-          f"{c['attention_lift_top_cooccurring']:.3f} vs same topic {c['attention_lift_same_topic']:.3f}; cosine "
-          f"{c['embedding_top_cooccurring']['cosine']:.4f} vs {c['embedding_same_topic']['cosine']:.4f}")
-    print(f"co-occurrence topic signal log(lift same/different): real {c['lift_real']['signal']:.3f}, "
-          f"synthetic LDA {c['lift_synthetic']['signal']:.3f}")
+        print(
+            f"embedding {m:6s}: "
+            + "  ".join(f"{k} {e[m][k]['mean']:.4f}" for k in e[m])
+            + f"  | gap {e['gap'][m]['mean']:.4f} [{e['gap'][m]['ci_low']:.4f}, {e['gap'][m]['ci_high']:.4f}]"
+        )
+    print(
+        f"attention lift same-minus-different topic (mean over heads): {a['mean_gap']:.4f} "
+        f"[{a['mean_gap_ci'][0]:.4f}, {a['mean_gap_ci'][1]:.4f}]; "
+        f"heads with CI > 0: {a['heads_positive']}, < 0: {a['heads_negative']}"
+    )
+    print(
+        f"top-{c['n_pairs']} co-occurring pairs: {100 * c['fraction_same_topic']:.1f}% same topic; attention lift "
+        f"{c['attention_lift_top_cooccurring']:.3f} vs same topic {c['attention_lift_same_topic']:.3f}; cosine "
+        f"{c['embedding_top_cooccurring']['cosine']:.4f} vs {c['embedding_same_topic']['cosine']:.4f}"
+    )
+    print(
+        f"co-occurrence topic signal log(lift same/different): real {c['lift_real']['signal']:.3f}, "
+        f"synthetic LDA {c['lift_synthetic']['signal']:.3f}"
+    )
     t = s["timing"]
-    print(f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s")
+    print(
+        f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s"
+    )
     print(f"written to {out}")
     return 0
+
+
 # ----------------------------------------------------------------------------- landscape
 def _add_landscape(sub):
     p = sub.add_parser("landscape", help="attention loss landscape L(alpha, beta), L(K) and the certified optimum")
@@ -150,23 +195,29 @@ def _add_landscape(sub):
     p.add_argument("--p-c", type=float, default=0.1, help="keep probability (default: %(default)s)")
     p.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default: %(default)s)")
     p.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (default: %(default)s)")
-    p.add_argument("--loss", choices=("sq", "ce"), default="sq", help="squared loss or cross-entropy (default: %(default)s)")
+    p.add_argument(
+        "--loss", choices=("sq", "ce"), default="sq", help="squared loss or cross-entropy (default: %(default)s)"
+    )
     p.add_argument("--n-grid", type=int, default=201, help="grid points per axis (default: %(default)s)")
     p.add_argument("--out", default="theorycheck-landscape", help="output folder (default: %(default)s)")
     p.set_defaults(func=_cmd_landscape)
 
 
 def _cmd_landscape(args) -> int:
-    from .config import Masking, TopicModel
     from .analysis.landscape import write_landscape
+    from .config import Masking, TopicModel
 
     tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
     mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
     info = write_landscape(tm, mk, args.out, value=args.value, n_grid=args.n_grid, loss=args.loss)
-    print(f"W^V={args.value}, loss={args.loss}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
-          f"L*={info['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}")
+    print(
+        f"W^V={args.value}, loss={args.loss}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
+        f"L*={info['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}"
+    )
     print(f"written {args.out}/grid.npz, landscape.png, optimum.json")
     return 0 if info["status"] in (0, 1) else 1
+
+
 # ----------------------------------------------------------------------------- embedding
 def _add_embedding(sub):
     p = sub.add_parser(
@@ -191,9 +242,9 @@ def _cmd_embedding(args) -> int:
 
     import numpy as np
 
+    from .analysis.stats import embedding_topic_stats
     from .config import Masking, TopicModel
     from .solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
-    from .analysis.stats import embedding_topic_stats
 
     tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
     mk = Masking(args.p_m, args.p_c, args.p_r)
@@ -211,8 +262,12 @@ def _cmd_embedding(args) -> int:
         W = embedding_from_gram(res.x, tm.V1) if args.method != "factorized" else res.W_E
         st = embedding_topic_stats(W, tm) if np.all(np.linalg.norm(W[:, 1:], axis=0) > 0) else None
         if st is not None:
-            summary.update(same_topic_dot=st.same_topic_dot, diff_topic_dot=st.diff_topic_dot,
-                           same_topic_cos=st.same_topic_cos, diff_topic_cos=st.diff_topic_cos)
+            summary.update(
+                same_topic_dot=st.same_topic_dot,
+                diff_topic_dot=st.diff_topic_dot,
+                same_topic_cos=st.same_topic_cos,
+                diff_topic_cos=st.diff_topic_cos,
+            )
     if args.method == "closed-form":
         summary.update(same_topic=res.x.x, different_topic=res.x.y, rank=res.x.rank())
     width = max([len(k) for k in summary] + [len("resid." + k) for k in summary["residuals"]])
@@ -224,6 +279,8 @@ def _cmd_embedding(args) -> int:
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(summary, fh, indent=2)
+
+
 # ----------------------------------------------------------------------------- solve
 def _add_solve(sub):
     p = sub.add_parser("solve", help="compute a certified optimum")
@@ -295,7 +352,7 @@ def _cmd_bench(args) -> int:
     import subprocess
 
     folder = _benchmarks_dir(args.dir)
-    known = {f.stem[len("bench_"):]: f for f in sorted(folder.glob("bench_*.py"))}
+    known = {f.stem[len("bench_") :]: f for f in sorted(folder.glob("bench_*.py"))}
     if args.list:
         for name in known:
             print(name)

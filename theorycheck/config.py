@@ -134,7 +134,7 @@ class TopicModel:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TopicModel":
+    def from_dict(cls, d: dict) -> TopicModel:
         return cls(**d)
 
 
@@ -203,7 +203,7 @@ class Masking:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, d: dict) -> "Masking":
+    def from_dict(cls, d: dict) -> Masking:
         return cls(**d)
 
 

@@ -26,9 +26,9 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from .population._moments import topic_sets as _all_topic_sets
 from ._validate import check_array, check_int, check_rng
 from .config import Masking, TopicModel, check_models
+from .population._moments import topic_sets as _all_topic_sets
 from .sampling import mask_documents, sample_documents
 
 __all__ = ["MCEstimate", "mc_attention_loss", "doc_losses"]
@@ -123,7 +123,15 @@ def doc_losses(batch, S, W, b=None, *, mask_keys: bool = False) -> np.ndarray:
     inputs = np.ascontiguousarray(batch.inputs, dtype=np.int64)
     if inputs.max() >= V1:
         raise ValueError(f"batch tokens exceed V1 - 1 = {V1 - 1}")
-    return _doc_losses_nb(inputs, np.ascontiguousarray(batch.selected), np.ascontiguousarray(batch.targets, dtype=np.int64), S, W, b, bool(mask_keys))
+    return _doc_losses_nb(
+        inputs,
+        np.ascontiguousarray(batch.selected),
+        np.ascontiguousarray(batch.targets, dtype=np.int64),
+        S,
+        W,
+        b,
+        bool(mask_keys),
+    )
 
 
 def mc_attention_loss(

@@ -104,7 +104,9 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
             raise ValueError("topic_sets can only be given for prior='uniform-tau'")
         topic_sets = np.asarray(topic_sets)
         if topic_sets.shape != (n_docs, tm.tau) or not np.issubdtype(topic_sets.dtype, np.integer):
-            raise ValueError(f"topic_sets must be an integer array of shape ({n_docs}, {tm.tau}), got {topic_sets.shape}")
+            raise ValueError(
+                f"topic_sets must be an integer array of shape ({n_docs}, {tm.tau}), got {topic_sets.shape}"
+            )
         if topic_sets.min() < 0 or topic_sets.max() >= tm.T:
             raise ValueError(f"topic_sets entries must lie in [0, {tm.T - 1}]")
         srt = np.sort(topic_sets, axis=1)
@@ -138,7 +140,9 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
     return Documents(words.astype(np.int64), lengths, sets, theta)
 
 
-def mask_documents(docs: Documents, tm: TopicModel, mk: Masking, *, rng=None, seed=None, at_least_one: bool = True) -> MaskedBatch:
+def mask_documents(
+    docs: Documents, tm: TopicModel, mk: Masking, *, rng=None, seed=None, at_least_one: bool = True
+) -> MaskedBatch:
     """Apply BERT-style masking (PAPER_SPEC §2.1).
 
     Each position is selected with probability ``p_m``. A selected position keeps its word with

@@ -115,7 +115,7 @@ def topic_contrast_basis(tm: TopicModel) -> np.ndarray:
     check_models(tm)
     B = np.zeros((tm.V1, tm.T))
     for t in range(tm.T):
-        B[1 + t * tm.v:1 + (t + 1) * tm.v, t] = 1.0
+        B[1 + t * tm.v : 1 + (t + 1) * tm.v, t] = 1.0
     B[1:] -= 1.0 / tm.T  # 1_t - (1/T) 1_words: sums to zero over the words
     U, _, _ = np.linalg.svd(B[1:], full_matrices=False)
     out = np.zeros((tm.V1, tm.T - 1))
@@ -123,9 +123,18 @@ def topic_contrast_basis(tm: TopicModel) -> np.ndarray:
     return out
 
 
-def stage2_onset(tm: TopicModel, mk: Masking, *, lr: float | None = None, reg: float = 0.0,
-                 score_factor: float = 1.0, method: str = "closed-form", W_V=None, loss: str = "sq",
-                 mask_keys: bool = False) -> Stage2Onset:
+def stage2_onset(
+    tm: TopicModel,
+    mk: Masking,
+    *,
+    lr: float | None = None,
+    reg: float = 0.0,
+    score_factor: float = 1.0,
+    method: str = "closed-form",
+    W_V=None,
+    loss: str = "sq",
+    mask_keys: bool = False,
+) -> Stage2Onset:
     """Linearised growth of the attention scores at the end of stage 1 (module docstring).
 
     Parameters
@@ -161,8 +170,10 @@ def stage2_onset(tm: TopicModel, mk: Masking, *, lr: float | None = None, reg: f
     c = check_real("score_factor", score_factor, low=0.0, low_open=True)
     if method == "closed-form":
         if W_V is not None or loss != "sq" or mask_keys:
-            raise ValueError("method='closed-form' is the squared-loss block optimum: W_V, loss='ce' and "
-                             "mask_keys need method='dense'")
+            raise ValueError(
+                "method='closed-form' is the squared-loss block optimum: W_V, loss='ce' and "
+                "mask_keys need method='dense'"
+            )
         from ..population._alpha_beta import _block_loss_logK, _check
 
         _check(tm, mk)
@@ -204,6 +215,19 @@ def stage2_onset(tm: TopicModel, mk: Masking, *, lr: float | None = None, reg: f
     if lr is not None:
         f = 1.0 + lr * eff
         growth = 2.0 * math.log(f) if f > 0 else -math.inf
-    return Stage2Onset(sigma_max=sigma, multiplicity=mult, score_factor=c, reg=reg, lr=lr, rate=2.0 * eff,
-                       growth_per_step=growth, reg_threshold=c * sigma / 2.0, method=method, G=G,
-                       singular_values=s, U=U, Vt=Vt, topic_alignment=align)
+    return Stage2Onset(
+        sigma_max=sigma,
+        multiplicity=mult,
+        score_factor=c,
+        reg=reg,
+        lr=lr,
+        rate=2.0 * eff,
+        growth_per_step=growth,
+        reg_threshold=c * sigma / 2.0,
+        method=method,
+        G=G,
+        singular_values=s,
+        U=U,
+        Vt=Vt,
+        topic_alignment=align,
+    )

@@ -20,9 +20,9 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
 from .._validate import check_choice, check_int, check_real
 from ..config import Masking, TopicModel
+from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
 
 __all__ = [
     "LandscapeGrid",
@@ -36,8 +36,17 @@ __all__ = [
 ]
 
 #: (T, v, tau) rows of the PAPER_SPEC §4.3 table.
-DEFAULT_SWEEP = ((10, 10, 2), (10, 10, 3), (10, 10, 5), (100, 10, 3), (100, 10, 10), (1000, 10, 30),
-                 (1000, 50, 30), (10000, 10, 100), (100000, 10, 300))
+DEFAULT_SWEEP = (
+    (10, 10, 2),
+    (10, 10, 3),
+    (10, 10, 5),
+    (100, 10, 3),
+    (100, 10, 10),
+    (1000, 10, 30),
+    (1000, 50, 30),
+    (10000, 10, 100),
+    (100000, 10, 300),
+)
 
 
 class LandscapeGrid(NamedTuple):
@@ -63,8 +72,15 @@ def _axis(name, spec):
     return arr
 
 
-def alpha_beta_grid(tm: TopicModel, mk: Masking, value: str = "block", *, alpha=(-5.0, 12.0, 201),
-                    beta=(-8.0, 8.0, 201), loss: str = "sq") -> LandscapeGrid:
+def alpha_beta_grid(
+    tm: TopicModel,
+    mk: Masking,
+    value: str = "block",
+    *,
+    alpha=(-5.0, 12.0, 201),
+    beta=(-8.0, 8.0, 201),
+    loss: str = "sq",
+) -> LandscapeGrid:
     """Closed-form ``L(alpha, beta)`` on a grid (``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: sq | ce)."""
     check_choice("value", value, VALUES)
     A = _axis("alpha", alpha)
@@ -83,7 +99,7 @@ def growth_configs(*, v: int = 10, T_max: int = 100000, ratio: int = 10):
     """Configurations with T growing geometrically to ``T_max`` and ``tau = max(2, T // ratio)``,
     plus ``tau = round(sqrt(T))`` (so both fixed and growing ``T / tau`` are covered)."""
     T_max = check_int("T_max", T_max, low=10)
-    Ts = sorted({int(round(10 ** e)) for e in np.arange(1.0, math.log10(T_max) + 1e-9, 0.5)})
+    Ts = sorted({int(round(10**e)) for e in np.arange(1.0, math.log10(T_max) + 1e-9, 0.5)})
     out = []
     for T in Ts:
         out.append((T, v, max(2, T // ratio)))
@@ -99,15 +115,29 @@ def _sweep_one(job):
     mk = Masking(**mkd)
     r = optimal_attention(tm, mk, value, check_general=False)
     return dict(
-        T=T, v=v, tau=tau, value=value, status=r.status, alpha=r.alpha, beta=r.beta, K=r.K, K_over_v=r.K / v,
-        K_over_vtau=r.K / (v * tau), loss=r.loss, loss_uniform=r.loss_uniform, gap_to_uniform=r.gap_to_uniform,
-        attention_ratio=r.attention_ratio, same_word_weight=r.same_word_weight,
-        same_topic_weight=r.same_topic_weight, beta_to_minus_inf=bool(r.info.get("beta_to_minus_inf", False)),
+        T=T,
+        v=v,
+        tau=tau,
+        value=value,
+        status=r.status,
+        alpha=r.alpha,
+        beta=r.beta,
+        K=r.K,
+        K_over_v=r.K / v,
+        K_over_vtau=r.K / (v * tau),
+        loss=r.loss,
+        loss_uniform=r.loss_uniform,
+        gap_to_uniform=r.gap_to_uniform,
+        attention_ratio=r.attention_ratio,
+        same_word_weight=r.same_word_weight,
+        same_topic_weight=r.same_topic_weight,
+        beta_to_minus_inf=bool(r.info.get("beta_to_minus_inf", False)),
     )
 
 
-def asymptotic_sweep(configs=DEFAULT_SWEEP, mk: Masking | None = None, *, value: str = "block", executor=None,
-                     progress: bool = False) -> list[dict]:
+def asymptotic_sweep(
+    configs=DEFAULT_SWEEP, mk: Masking | None = None, *, value: str = "block", executor=None, progress: bool = False
+) -> list[dict]:
     """Certified optimum for each ``(T, v, tau)`` in ``configs``; one dict per configuration.
 
     Keys: ``T, v, tau, status, alpha, beta, K, K_over_v, K_over_vtau, loss, loss_uniform,
@@ -142,8 +172,19 @@ def _gap_one(job):
     return est.mean, est.stderr
 
 
-def finite_n_gap(S, W, tm: TopicModel, mk: Masking, Ns, *, n_docs: int = 4000, seed: int = 0,
-                 mask_keys: bool = False, executor=None, progress: bool = False) -> dict:
+def finite_n_gap(
+    S,
+    W,
+    tm: TopicModel,
+    mk: Masking,
+    Ns,
+    *,
+    n_docs: int = 4000,
+    seed: int = 0,
+    mask_keys: bool = False,
+    executor=None,
+    progress: bool = False,
+) -> dict:
     """Monte Carlo loss at finite document length N versus the exact N -> inf loss.
 
     Returns a dict with arrays ``N``, ``mc`` (mean), ``stderr``, ``gap = mc - exact`` and the
@@ -160,7 +201,9 @@ def finite_n_gap(S, W, tm: TopicModel, mk: Masking, Ns, *, n_docs: int = 4000, s
     seeds = np.random.SeedSequence(seed).spawn(len(Ns))
     S = np.asarray(S, float)
     W = np.asarray(W, float)
-    jobs = [(S, W, tm.to_dict(), mk.to_dict(), N, n_docs, int(s.generate_state(1)[0]), mask_keys) for N, s in zip(Ns, seeds)]
+    jobs = [
+        (S, W, tm.to_dict(), mk.to_dict(), N, n_docs, int(s.generate_state(1)[0]), mask_keys) for N, s in zip(Ns, seeds)
+    ]
     mapper = map if executor is None else executor.map
     it = mapper(_gap_one, jobs)
     if progress:
@@ -173,8 +216,17 @@ def finite_n_gap(S, W, tm: TopicModel, mk: Masking, Ns, *, n_docs: int = 4000, s
     return dict(N=np.array(Ns), mc=mc, stderr=se, gap=mc - exact, exact=exact)
 
 
-def write_landscape(tm: TopicModel, mk: Masking, out, *, value: str = "block", n_grid: int = 201,
-                    alpha=None, beta=None, loss: str = "sq") -> dict:
+def write_landscape(
+    tm: TopicModel,
+    mk: Masking,
+    out,
+    *,
+    value: str = "block",
+    n_grid: int = 201,
+    alpha=None,
+    beta=None,
+    loss: str = "sq",
+) -> dict:
     """Write ``grid.npz`` (alpha, beta, L, and for block W^V the log K curve), ``landscape.png`` and ``optimum.json``.
 
     Files are written under temporary names and renamed. Returns the optimum dict.
@@ -188,8 +240,9 @@ def write_landscape(tm: TopicModel, mk: Masking, out, *, value: str = "block", n
     alpha = alpha or (min(-5.0, a0 - 5.0), max(12.0, a0 + 5.0), n_grid)
     beta = beta or (-8.0, 8.0, n_grid)
     g = alpha_beta_grid(tm, mk, value, alpha=alpha, beta=beta, loss=loss)
-    lk, Lk = K_curve(tm, mk, logK=(-3.0, max(14.0, math.log(opt.K) + 4.0) if math.isfinite(opt.K) else 14.0, 2001),
-                     loss=loss)
+    lk, Lk = K_curve(
+        tm, mk, logK=(-3.0, max(14.0, math.log(opt.K) + 4.0) if math.isfinite(opt.K) else 14.0, 2001), loss=loss
+    )
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = out / ".grid.npz.tmp.npz"
@@ -197,15 +250,30 @@ def write_landscape(tm: TopicModel, mk: Masking, out, *, value: str = "block", n
     np.savez(tmp, alpha=g.alpha, beta=g.beta, L=g.L, **extra)
     tmp.replace(out / "grid.npz")
     block = value == "block"
-    fig = plots.attention_landscape(g.alpha, g.beta, g.L, optimum=(opt.alpha, opt.beta), value=value,
-                                    logK=lk if block else None, L_K=Lk if block else None,
-                                    K_star=opt.K if block else None,
-                                    title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}, loss={loss}")
+    fig = plots.attention_landscape(
+        g.alpha,
+        g.beta,
+        g.L,
+        optimum=(opt.alpha, opt.beta),
+        value=value,
+        logK=lk if block else None,
+        L_K=Lk if block else None,
+        K_star=opt.K if block else None,
+        title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}, loss={loss}",
+    )
     fig.savefig(out / ".landscape.tmp.png", dpi=110, format="png")
     (out / ".landscape.tmp.png").replace(out / "landscape.png")
     info = {k: v for k, v in opt.info.items()}
-    info.update(status=opt.status, message=opt.message, residuals=opt.residuals, method=opt.method,
-                tm=tm.to_dict(), mk=mk.to_dict(), value=value, loss_function=loss)
+    info.update(
+        status=opt.status,
+        message=opt.message,
+        residuals=opt.residuals,
+        method=opt.method,
+        tm=tm.to_dict(),
+        mk=mk.to_dict(),
+        value=value,
+        loss_function=loss,
+    )
     (out / ".optimum.json.tmp").write_text(json.dumps(_jsonable(info), indent=2, sort_keys=True))
     (out / ".optimum.json.tmp").replace(out / "optimum.json")
     return info

@@ -1,7 +1,8 @@
 """Topic statistics of learned objects (embeddings, value matrices, attention).
 
 Two blocks: embedding statistics (PAPER_SPEC §4.1) and training statistics (attention classes,
-block scores, two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a :class:`~theorycheck.config.TopicModel`) and
+block scores, two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a
+:class:`~theorycheck.config.TopicModel`) and
 return small dataclasses or arrays. No optimisation happens here.
 """
 
@@ -290,7 +291,8 @@ def relative_distance(X, ref) -> float:
 def effective_K(S, v: int) -> np.ndarray:
     """Per-word aggregate same-topic attention weight of a token score matrix ``S[a, b]``.
 
-    .. math:: K_{eff}(a) = \\frac{\\sum_{b \\in t(a)} e^{S[a,b]}}{\\mathrm{mean}_{b \\notin t(a), b \\ne 0}\\, e^{S[a,b]}},
+    .. math::
+        K_{eff}(a) = \\frac{\\sum_{b \\in t(a)} e^{S[a,b]}}{\\mathrm{mean}_{b \\notin t(a), b \\ne 0}\\, e^{S[a,b]}},
 
     which equals ``K = e^alpha + (v-1) e^beta`` for the (alpha, beta) family of PAPER_SPEC §4.3.
     Returns one value per word ``a = 1 .. T v`` (log-sum-exp, so large scores stay finite).
@@ -331,15 +333,28 @@ class StageBoundaries:
     def structural_two_stage(self) -> bool:
         """The structural rule found two stages: W^V's block pattern formed strictly before
         attention turned topic-aware (``stage1_end_structure < stage2_attention``)."""
-        return (self.stage1_end_structure is not None and self.stage2_attention is not None
-                and self.stage1_end_structure < self.stage2_attention)
+        return (
+            self.stage1_end_structure is not None
+            and self.stage2_attention is not None
+            and self.stage1_end_structure < self.stage2_attention
+        )
 
     def to_dict(self) -> dict:
         return {**asdict(self), "structural_two_stage": self.structural_two_stage}
 
 
-def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float = 10.0, K_eff=None,
-                  v: int | None = None, attn_tol: float = 0.1, block_score=None) -> StageBoundaries:
+def detect_stages(
+    steps,
+    norm_V,
+    norm_KQ,
+    *,
+    frac: float = 0.9,
+    kq_factor: float = 10.0,
+    K_eff=None,
+    v: int | None = None,
+    attn_tol: float = 0.1,
+    block_score=None,
+) -> StageBoundaries:
     """Detect the two stages of joint training from logged norm curves (PAPER_SPEC §4.5, §5.2).
 
     Rule (stated, fixed):
@@ -380,7 +395,9 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
     nV = np.asarray(norm_V, dtype=float)
     nKQ = np.asarray(norm_KQ, dtype=float)
     if steps.ndim != 1 or nV.shape != steps.shape or nKQ.shape != steps.shape or steps.size == 0:
-        raise ValueError(f"steps, norm_V and norm_KQ must be 1-d of one non-zero length, got {steps.shape}, {nV.shape}, {nKQ.shape}")
+        raise ValueError(
+            f"steps, norm_V and norm_KQ must be 1-d of one non-zero length, got {steps.shape}, {nV.shape}, {nKQ.shape}"
+        )
     frac = check_real("frac", frac, low=0.0, high=1.0, low_open=True)
     kq_factor = check_real("kq_factor", kq_factor, low=1.0, low_open=True)
     k0 = float(nKQ[0])
@@ -416,10 +433,19 @@ def detect_stages(steps, norm_V, norm_KQ, *, frac: float = 0.9, kq_factor: float
                 s1s = int(steps[np.flatnonzero(bs[:upto_a] >= frac * best)[0]])
             if hit.size and np.isfinite(bs[hit[0]]):
                 bs2 = float(bs[hit[0]])
-    rule = (f"stage-1 end: first step with ||W_V|| >= {frac:g} x its maximum before stage 2; "
-            f"stage-2 start: first step with ||W_K^T W_Q|| > {kq_factor:g} x its initial value")
-    return StageBoundaries(stage1_end=s1, stage2_start=s2, plateau_V=plateau, initial_KQ=k0, rule=rule,
-                           stage2_attention=s2a, stage1_end_attention=s1a, V_growth_before_attention=growth,
-                           stage1_end_structure=s1s, block_score_at_stage2=bs2)
-
-
+    rule = (
+        f"stage-1 end: first step with ||W_V|| >= {frac:g} x its maximum before stage 2; "
+        f"stage-2 start: first step with ||W_K^T W_Q|| > {kq_factor:g} x its initial value"
+    )
+    return StageBoundaries(
+        stage1_end=s1,
+        stage2_start=s2,
+        plateau_V=plateau,
+        initial_KQ=k0,
+        rule=rule,
+        stage2_attention=s2a,
+        stage1_end_attention=s1a,
+        V_growth_before_attention=growth,
+        stage1_end_structure=s1s,
+        block_score_at_stage2=bs2,
+    )

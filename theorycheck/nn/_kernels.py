@@ -62,8 +62,13 @@ def _softmax_bwd(A, dA, out):
 def gather_softmax(S, logK, qtok, ctx):
     """``A[e] = softmax(S[qtok[e]] + logK[ctx[e]])`` (E, V1); ``-inf`` entries of ``logK`` get weight 0."""
     out = np.empty((qtok.shape[0], S.shape[1]))
-    _gather_softmax(np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(logK, dtype=np.float64),
-                    np.ascontiguousarray(qtok, dtype=np.int64), np.ascontiguousarray(ctx, dtype=np.int64), out)
+    _gather_softmax(
+        np.ascontiguousarray(S, dtype=np.float64),
+        np.ascontiguousarray(logK, dtype=np.float64),
+        np.ascontiguousarray(qtok, dtype=np.int64),
+        np.ascontiguousarray(ctx, dtype=np.int64),
+        out,
+    )
     return out
 
 

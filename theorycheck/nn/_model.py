@@ -50,9 +50,9 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
+from .._validate import check_choice, check_int, check_real
 from ._kernels import gather_softmax, softmax_bwd
 from ._kernels import softmax_bwd_ref as _softmax_bwd  # any ndim (position path)
-from .._validate import check_choice, check_int, check_real
 
 __all__ = [
     "ModelConfig",
@@ -203,7 +203,7 @@ class ModelConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "ModelConfig":
+    def from_dict(cls, d: dict) -> ModelConfig:
         d = dict(d)
         d["train"] = tuple(d.get("train", ()))
         return cls(**d)
@@ -246,7 +246,7 @@ class CountBatch:
         self._P_q = sp.csr_matrix((ones, (self.qtok, np.arange(E))), shape=(V1, E))
         self._collapsed = None
 
-    def to_positions(self) -> "PositionBatch":
+    def to_positions(self) -> PositionBatch:
         """The same batch as a :class:`PositionBatch` with one row per distinct token of a context.
 
         Row ``(g, j)`` holds a token ``t`` that is a key of context ``g`` (``K[g, t] > 0``) or a
@@ -269,8 +269,15 @@ class CountBatch:
         key_weight[g_idx, pos] = self.K[g_idx, tok]
         row = np.full((G, V1), -1, dtype=np.int64)
         row[g_idx, tok] = pos
-        return PositionBatch(tokens=tokens, key_valid=key_weight > 0, qdoc=self.ctx.copy(),
-                             qpos=row[self.ctx, self.qtok], weight=self.weight, Y=self.Y, key_weight=key_weight)
+        return PositionBatch(
+            tokens=tokens,
+            key_valid=key_weight > 0,
+            qdoc=self.ctx.copy(),
+            qpos=row[self.ctx, self.qtok],
+            weight=self.weight,
+            Y=self.Y,
+            key_weight=key_weight,
+        )
 
     def per_context(self):
         """``(Y_g, w_g)`` summed over the query groups of each context, shapes (G, V1), (G,).
@@ -391,8 +398,9 @@ def count_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, 
     E = uniq.size
     Y = np.zeros((E, V1))
     np.add.at(Y, (inv, tg), w_doc[d_idx])
-    return CountBatch(K=K, ctx=(uniq // V1).astype(np.int64), qtok=(uniq % V1).astype(np.int64),
-                      weight=Y.sum(axis=1), Y=Y)
+    return CountBatch(
+        K=K, ctx=(uniq // V1).astype(np.int64), qtok=(uniq % V1).astype(np.int64), weight=Y.sum(axis=1), Y=Y
+    )
 
 
 def merged_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
@@ -417,8 +425,14 @@ def position_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = Fals
     E = d_idx.size
     Y = np.zeros((E, V1))
     Y[np.arange(E), targets[d_idx, p_idx]] = w_doc[d_idx]
-    return PositionBatch(tokens=inputs, key_valid=key_valid, qdoc=d_idx.astype(np.int64),
-                         qpos=p_idx.astype(np.int64), weight=Y.sum(axis=1), Y=Y)
+    return PositionBatch(
+        tokens=inputs,
+        key_valid=key_valid,
+        qdoc=d_idx.astype(np.int64),
+        qpos=p_idx.astype(np.int64),
+        weight=Y.sum(axis=1),
+        Y=Y,
+    )
 
 
 def population_batch(tm, mk, *, mask_keys: bool = False):
@@ -523,7 +537,9 @@ class Layer:
             self.trainable.add(name)
 
     def __repr__(self):
-        shapes = ", ".join(f"{k}{tuple(v.shape)}{'' if k in self.trainable else ' frozen'}" for k, v in self.params.items())
+        shapes = ", ".join(
+            f"{k}{tuple(v.shape)}{'' if k in self.trainable else ' frozen'}" for k, v in self.params.items()
+        )
         return f"{type(self).__name__}({shapes})"
 
 
@@ -805,7 +821,9 @@ class Transformer:
 
     # ------------------------------------------------------------------ bookkeeping
     def modules(self):
-        return [("", self.embedding)] + [(f"layers.{i}.", lay) for i, lay in enumerate(self.layers)] + [("", self.decoder)]
+        return (
+            [("", self.embedding)] + [(f"layers.{i}.", lay) for i, lay in enumerate(self.layers)] + [("", self.decoder)]
+        )
 
     def named_params(self) -> dict:
         """``{name: (layer, key)}`` for every parameter; layer ``i``'s keys are ``layers.i.W_V`` etc."""
@@ -917,7 +935,7 @@ class Transformer:
         if self.cfg.reg == 0.0:
             return 0.0
         tot = 0.0
-        for n, (m, k) in self.named_params().items():
+        for _n, (m, k) in self.named_params().items():
             if k in m.trainable and k != "b_dec":
                 tot += float(np.sum(m.params[k] ** 2))
         return self.cfg.reg * tot
@@ -936,7 +954,7 @@ class Transformer:
         val, dO = _loss_head(O, Y, w, self.cfg.loss)
         self.backward(dO)
         if self.cfg.reg > 0.0:
-            for n, (m, k) in self.named_params().items():
+            for _n, (m, k) in self.named_params().items():
                 if k in m.trainable and k != "b_dec":
                     m.grads[k] += 2.0 * self.cfg.reg * m.params[k]
         return val + self.reg_loss()

@@ -96,7 +96,9 @@ class DataConfig:
         mk = self.masking()
         mk.require_masked_positions("training")
         if self.source == "population" and self.prior != "uniform-tau":
-            raise ValueError("source='population' needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)")
+            raise ValueError(
+                "source='population' needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)"
+            )
 
     def topic_model(self) -> TopicModel:
         return TopicModel(T=self.T, v=self.v, tau=self.tau, prior=self.prior, alpha=self.alpha)
@@ -208,13 +210,17 @@ class TrainConfig:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "TrainConfig":
+    def from_dict(cls, d: dict) -> TrainConfig:
         d = dict(d)
         data = dict(d.pop("data"))
         if isinstance(data.get("N"), list):
             data["N"] = tuple(data["N"])
-        return cls(data=DataConfig(**data), model=ModelConfig.from_dict(d.pop("model")),
-                   optim=OptimConfig(**d.pop("optim")), **d)
+        return cls(
+            data=DataConfig(**data),
+            model=ModelConfig.from_dict(d.pop("model")),
+            optim=OptimConfig(**d.pop("optim")),
+            **d,
+        )
 
 
 # ============================================================================ optimizers
@@ -300,9 +306,19 @@ def stage1_reference(tm: TopicModel, mk: Masking) -> np.ndarray:
 
 
 def _is_stage1_model(mc: ModelConfig) -> bool:
-    return (mc.embedding == "one-hot" and mc.decoder == "identity" and mc.attention == "uniform"
-            and mc.loss == "squared" and mc.n_heads == 1 and mc.n_layers == 1 and not mc.residual
-            and not mc.layer_norm and not mc.mask_keys and mc.reg == 0.0 and "b_dec" not in mc.train)
+    return (
+        mc.embedding == "one-hot"
+        and mc.decoder == "identity"
+        and mc.attention == "uniform"
+        and mc.loss == "squared"
+        and mc.n_heads == 1
+        and mc.n_layers == 1
+        and not mc.residual
+        and not mc.layer_norm
+        and not mc.mask_keys
+        and mc.reg == 0.0
+        and "b_dec" not in mc.train
+    )
 
 
 # ============================================================================ trainer
@@ -388,7 +404,7 @@ class Trainer:
         per_epoch = max(d.n_train // bs, 1)
         epoch, k = divmod(step, per_epoch)
         perm = np.random.default_rng([self.cfg.seed, 1, epoch]).permutation(d.n_train)
-        idx = perm[k * bs:(k + 1) * bs]
+        idx = perm[k * bs : (k + 1) * bs]
         sub = MaskedBatch(ts.inputs[idx], ts.selected[idx], ts.targets[idx], ts.lengths[idx])
         return self._make_batch(sub)
 
@@ -491,8 +507,11 @@ class Trainer:
                     ratios = []
                     for li in range(mc.n_layers):
                         for hi in range(mc.n_heads):
-                            sh = st if (li, hi) == (0, 0) else stats.attention_class_averages(
-                                maps[li, hi], toks, v, normalise=True)
+                            sh = (
+                                st
+                                if (li, hi) == (0, 0)
+                                else stats.attention_class_averages(maps[li, hi], toks, v, normalise=True)
+                            )
                             ratios.append(sh["same_topic"] / sh["diff_topic"] if sh["diff_topic"] > 0 else float("nan"))
                     rec["attn_topic_ratio_heads"] = ratios
                     rec["attn_topic_ratio_max"] = float(np.nanmax(ratios))
@@ -506,8 +525,15 @@ class Trainer:
         if not hasattr(self, "_K_star_cache"):
             self._K_star_cache = None
             mc = self.cfg.model
-            if (self.cfg.init_W_V == "stage1-optimum" and "W_V" not in mc.train and mc.loss == "squared"
-                    and not mc.mask_keys and self.tm.prior == "uniform-tau" and mc.n_layers == 1 and mc.n_heads == 1):
+            if (
+                self.cfg.init_W_V == "stage1-optimum"
+                and "W_V" not in mc.train
+                and mc.loss == "squared"
+                and not mc.mask_keys
+                and self.tm.prior == "uniform-tau"
+                and mc.n_layers == 1
+                and mc.n_heads == 1
+            ):
                 from .. import solvers
 
                 if hasattr(solvers, "optimal_attention"):
@@ -519,8 +545,13 @@ class Trainer:
         mc = self.cfg.model
         if self._ref_gram is None:
             self._ref_gram = False
-            if (mc.decoder == "tied" and mc.attention == "uniform" and mc.loss == "squared"
-                    and self.tm.prior == "uniform-tau" and "b_dec" not in mc.train):
+            if (
+                mc.decoder == "tied"
+                and mc.attention == "uniform"
+                and mc.loss == "squared"
+                and self.tm.prior == "uniform-tau"
+                and "b_dec" not in mc.train
+            ):
                 from .. import solvers
 
                 if hasattr(solvers, "optimal_embedding_gram"):
@@ -534,8 +565,12 @@ class Trainer:
         arrays = {f"param/{k}": v for k, v in self.model.state_dict().items()}
         ost = self.opt.state_dict()
         arrays.update({f"opt/{k}": v for k, v in ost.items() if k != "t"})
-        meta = {"step": self.step, "opt_t": ost["t"], "seed": self.cfg.seed,
-                "rng": "batch of step s drawn from default_rng([seed, 1, s]); init default_rng([seed, 0])"}
+        meta = {
+            "step": self.step,
+            "opt_t": ost["t"],
+            "seed": self.cfg.seed,
+            "rng": "batch of step s drawn from default_rng([seed, 1, s]); init default_rng([seed, 0])",
+        }
         tmp = self.out / "checkpoint.tmp.npz"
         with open(tmp, "wb") as f:
             np.savez(f, **arrays)
@@ -565,8 +600,13 @@ class Trainer:
         from .. import __version__
 
         cfg = self.cfg.to_dict()
-        cfg["versions"] = {"theorycheck": __version__, "numpy": np.__version__, "scipy": scipy.__version__,
-                           "numba": numba.__version__, "python": platform.python_version()}
+        cfg["versions"] = {
+            "theorycheck": __version__,
+            "numpy": np.__version__,
+            "scipy": scipy.__version__,
+            "numba": numba.__version__,
+            "python": platform.python_version(),
+        }
         (self.out / "config.json").write_text(json.dumps(cfg, sort_keys=True, indent=2))
 
     def run(self, *, resume: bool = False, stop_at: int | None = None) -> TrainResult:
@@ -585,7 +625,9 @@ class Trainer:
                 lines = []
                 mpath = self.out / "metrics.jsonl"
                 if mpath.exists():
-                    lines = [ln for ln in mpath.read_text().splitlines() if ln.strip() and json.loads(ln)["step"] < self.step]
+                    lines = [
+                        ln for ln in mpath.read_text().splitlines() if ln.strip() and json.loads(ln)["step"] < self.step
+                    ]
                 mpath.write_text("".join(ln + "\n" for ln in lines))
             else:
                 self._write_config()
@@ -642,20 +684,31 @@ class Trainer:
                 devs = [r["dev_loss"] for r in recs if r.get("dev_loss") is not None]
                 best_dev = min(devs) if devs else None
             stages = self._finish(recs)
-        return TrainResult(steps=self.step, final=last or {}, best_dev_loss=best_dev, stages=stages,
-                           out=None if self.out is None else str(self.out), seconds=time.perf_counter() - t0,
-                           model=self.model)
+        return TrainResult(
+            steps=self.step,
+            final=last or {},
+            best_dev_loss=best_dev,
+            stages=stages,
+            out=None if self.out is None else str(self.out),
+            seconds=time.perf_counter() - t0,
+            model=self.model,
+        )
 
     def _finish(self, recs):
         """Write ``params.npz``, stage boundaries and figures."""
-        from ..report import plots
         from ..analysis import stats
+        from ..report import plots
 
         m = self.model
         lay = m.layers[0]
         tab = np.eye(self.cfg.data.V1) if m.embedding.one_hot else m.embedding.params["W_E"]
-        arrays = {"W_V": lay.params["W_V"][0], "W_K": lay.params["W_K"][0], "W_Q": lay.params["W_Q"][0],
-                  "W_E": tab, "b_dec": m.decoder.params["b_dec"]}
+        arrays = {
+            "W_V": lay.params["W_V"][0],
+            "W_K": lay.params["W_K"][0],
+            "W_Q": lay.params["W_Q"][0],
+            "W_E": tab,
+            "b_dec": m.decoder.params["b_dec"],
+        }
         if "W_dec" in m.decoder.params:
             arrays["W_dec"] = m.decoder.params["W_dec"]
         arrays.update({f"full/{k}": v for k, v in m.state_dict().items()})
@@ -668,9 +721,9 @@ class Trainer:
             bs = [r.get("block_score_W_V") for r in recs]
             has_bs = has_K and all(b is not None for b in bs)
             nV, nKQ = stage_curves(recs)
-            st = stats.detect_stages(steps, nV, nKQ,
-                                     K_eff=Ke if has_K else None, v=self.cfg.data.v,
-                                     block_score=bs if has_bs else None)
+            st = stats.detect_stages(
+                steps, nV, nKQ, K_eff=Ke if has_K else None, v=self.cfg.data.v, block_score=bs if has_bs else None
+            )
             stages = st.to_dict()
             (self.out / "stages.json").write_text(json.dumps(stages, sort_keys=True, indent=2))
         if not self.figures:
@@ -678,12 +731,19 @@ class Trainer:
         figdir = self.out / "figures"
         figdir.mkdir(exist_ok=True)
         v = self.cfg.data.v
-        figs = {"norms": plots.training_curves(recs, stages=stages, v=v),
-                "W_V": plots.heatmap(lay.params["W_V"][0], title="W^V (layer 0, head 0)", block=v)}
+        figs = {
+            "norms": plots.training_curves(recs, stages=stages, v=v),
+            "W_V": plots.heatmap(lay.params["W_V"][0], title="W^V (layer 0, head 0)", block=v),
+        }
         if lay.cfg.attention == "softmax":
             S = m.score_matrix()
-            figs["attention"] = plots.heatmap(_row_softmax(S), title="attention over key tokens (equal counts)",
-                                              block=v, symmetric=False, cmap="viridis")
+            figs["attention"] = plots.heatmap(
+                _row_softmax(S),
+                title="attention over key tokens (equal counts)",
+                block=v,
+                symmetric=False,
+                cmap="viridis",
+            )
         if not m.embedding.one_hot:
             figs["gram"] = plots.heatmap(tab.T @ tab, title="embedding Gram W_E^T W_E", block=v)
         if any(r.get("attn_topic_ratio_heads") for r in recs):
@@ -712,6 +772,7 @@ def stage_curves(recs) -> tuple[list, list]:
     100 steps while ``||W_K||``, ``||W_Q||`` grew 1.4x).
     """
     if recs and "norm_W_K_layers" in recs[0]:
+
         def kq(r):
             return np.asarray(r["norm_W_K_layers"], dtype=float) * np.asarray(r["norm_W_Q_layers"], dtype=float)
 
@@ -734,7 +795,9 @@ def load_metrics(out) -> list[dict]:
     return [json.loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
-def train(cfg: TrainConfig, out=None, *, progress: bool = True, resume: bool = False, figures: bool = True) -> TrainResult:
+def train(
+    cfg: TrainConfig, out=None, *, progress: bool = True, resume: bool = False, figures: bool = True
+) -> TrainResult:
     """Run ``cfg`` (optionally writing the run folder ``out``); see :class:`Trainer`."""
     return Trainer(cfg, out, progress=progress, figures=figures).run(resume=resume)
 
@@ -750,12 +813,37 @@ def _preset_official_demo() -> TrainConfig:
     passes straight to the output, so it is the decoder bias ``b_dec`` here (trained).
     Random replacement draws words only (the official code draws any of its 104 ids).
     """
-    d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="static",
-                   n_train=10_000, n_dev=10_000, average="token")
-    m = ModelConfig(V1=d.V1, attention="uniform", train=("W_V", "b_dec"), loss="ce", init="uniform",
-                    init_scale=1.0 / math.sqrt(d.V1), mask_keys=True)
-    return TrainConfig(data=d, model=m, optim=OptimConfig("adam", lr=0.01), steps=3000, batch_size=40,
-                       log_every=50, eval_every=250, checkpoint_every=500)
+    d = DataConfig(
+        T=10,
+        v=10,
+        tau=None,
+        prior="dirichlet",
+        alpha=0.1,
+        N=(100, 150),
+        source="static",
+        n_train=10_000,
+        n_dev=10_000,
+        average="token",
+    )
+    m = ModelConfig(
+        V1=d.V1,
+        attention="uniform",
+        train=("W_V", "b_dec"),
+        loss="ce",
+        init="uniform",
+        init_scale=1.0 / math.sqrt(d.V1),
+        mask_keys=True,
+    )
+    return TrainConfig(
+        data=d,
+        model=m,
+        optim=OptimConfig("adam", lr=0.01),
+        steps=3000,
+        batch_size=40,
+        log_every=50,
+        eval_every=250,
+        checkpoint_every=500,
+    )
 
 
 def _preset_stage1_population() -> TrainConfig:
@@ -772,10 +860,16 @@ def _preset_stage2_population() -> TrainConfig:
     the squared loss from a small random init (Adam lr 0.05). Compare ``K_eff`` with
     ``optimal_attention(tm, mk).K`` (PAPER_SPEC §4.3)."""
     d = DataConfig(T=10, v=10, tau=3, source="population")
-    m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q"), init="normal", init_scale=0.1,
-                    loss="squared")
-    return TrainConfig(data=d, model=m, optim=OptimConfig("adam", lr=0.05), steps=400, log_every=10,
-                       eval_every=100, init_W_V="stage1-optimum")
+    m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q"), init="normal", init_scale=0.1, loss="squared")
+    return TrainConfig(
+        data=d,
+        model=m,
+        optim=OptimConfig("adam", lr=0.05),
+        steps=400,
+        log_every=10,
+        eval_every=100,
+        init_W_V="stage1-optimum",
+    )
 
 
 def _preset_two_stage() -> TrainConfig:
@@ -787,8 +881,15 @@ def _preset_two_stage() -> TrainConfig:
     (at lr 40 stage 2 comes ~25% sooner but the loss spikes once attention sharpens). About
     45 ms per step on one core."""
     d = DataConfig(T=10, v=10, tau=3, source="population")
-    m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q", "W_V"), init="normal", init_scale=0.01,
-                    loss="squared", scale="none")
+    m = ModelConfig(
+        V1=d.V1,
+        attention="softmax",
+        train=("W_K", "W_Q", "W_V"),
+        init="normal",
+        init_scale=0.01,
+        loss="squared",
+        scale="none",
+    )
     return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=30.0), steps=3000, log_every=10, eval_every=500)
 
 
@@ -799,12 +900,22 @@ def _preset_embedding() -> TrainConfig:
     directions (PAPER_SPEC §4.1): ``dist_gram_opt_identifiable`` compares the identifiable parts,
     ``dist_gram_opt`` the whole Grams (the flat part keeps its O(init^2) start value)."""
     d = DataConfig(T=10, v=10, tau=3, source="population")
-    m = ModelConfig(V1=d.V1, d=d.V1, embedding="trained", decoder="tied", attention="uniform", train=("W_E",),
-                    init="normal", init_scale=0.01, init_V="identity", loss="squared")
+    m = ModelConfig(
+        V1=d.V1,
+        d=d.V1,
+        embedding="trained",
+        decoder="tied",
+        attention="uniform",
+        train=("W_E",),
+        init="normal",
+        init_scale=0.01,
+        init_V="identity",
+        loss="squared",
+    )
     return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=5.0), steps=3000, log_every=20, eval_every=500)
 
 
-def _preset_deep() -> TrainConfig:  # noqa: D401
+def _preset_deep() -> TrainConfig:
     """4 layers x 4 heads (summed), one-hot embedding, residual + layer norm, trained decoder,
     CE, plain SGD (lr 1; lr 2, 3 and 10 diverged from an N(0, 0.01^2) init) from a small init
     (N(0, 0.003^2)), score factor 1, fresh LDA documents (PAPER_SPEC §5.3; the paper's exact
@@ -815,17 +926,33 @@ def _preset_deep() -> TrainConfig:  # noqa: D401
     same-topic : different-topic attention ratio of every head. Identical tokens of a document
     share one row (exact, :meth:`theorycheck.nn._model.CountBatch.to_positions`): about 0.1 s per step."""
     d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
-    m = ModelConfig(V1=d.V1, n_layers=4, n_heads=4, d_a=16, residual=True, layer_norm=True, decoder="trained",
-                    train=("W_K", "W_Q", "W_V", "W_dec", "b_dec"), init="normal", init_scale=0.003, loss="ce",
-                    scale="none")
-    return TrainConfig(data=d, model=m, optim=OptimConfig("sgd", lr=1.0), steps=1500, batch_size=16,
-                       log_every=10, eval_every=250)
+    m = ModelConfig(
+        V1=d.V1,
+        n_layers=4,
+        n_heads=4,
+        d_a=16,
+        residual=True,
+        layer_norm=True,
+        decoder="trained",
+        train=("W_K", "W_Q", "W_V", "W_dec", "b_dec"),
+        init="normal",
+        init_scale=0.003,
+        loss="ce",
+        scale="none",
+    )
+    return TrainConfig(
+        data=d, model=m, optim=OptimConfig("sgd", lr=1.0), steps=1500, batch_size=16, log_every=10, eval_every=250
+    )
 
 
 #: (optimizer, loss) -> (learning rate, steps) of the ablation grid; each lr is the largest of a
 #: x3 ladder that trained stably at T = v = 10 (SGD + CE at lr 10 diverged; see the README).
-ABLATION_SETTINGS = {("sgd", "squared"): (40.0, 3000), ("sgd", "ce"): (3.0, 2500),
-                     ("adam", "squared"): (1e-3, 1000), ("adam", "ce"): (1e-3, 1000)}
+ABLATION_SETTINGS = {
+    ("sgd", "squared"): (40.0, 3000),
+    ("sgd", "ce"): (3.0, 2500),
+    ("adam", "squared"): (1e-3, 1000),
+    ("adam", "ce"): (1e-3, 1000),
+}
 
 
 def _ablation_grid() -> list[tuple[str, TrainConfig]]:
@@ -842,10 +969,19 @@ def _ablation_grid() -> list[tuple[str, TrainConfig]]:
     for (opt, loss), (lr, steps) in ABLATION_SETTINGS.items():
         for reg in (0.0, 1e-6):
             d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
-            m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q", "W_V"), init="normal",
-                            init_scale=0.01, loss=loss, reg=reg, scale="none")
-            cfg = TrainConfig(data=d, model=m, optim=OptimConfig(opt, lr=lr), steps=steps, batch_size=40,
-                              log_every=20, eval_every=500)
+            m = ModelConfig(
+                V1=d.V1,
+                attention="softmax",
+                train=("W_K", "W_Q", "W_V"),
+                init="normal",
+                init_scale=0.01,
+                loss=loss,
+                reg=reg,
+                scale="none",
+            )
+            cfg = TrainConfig(
+                data=d, model=m, optim=OptimConfig(opt, lr=lr), steps=steps, batch_size=40, log_every=20, eval_every=500
+            )
             out.append((f"{opt}-{loss}-reg{reg:g}", cfg))
     return out
 
@@ -865,15 +1001,36 @@ def _compensation_grid() -> list[tuple[str, TrainConfig]]:
     ``summary.md`` lists the Gram block score and the same-topic : different-topic attention ratio
     (length-normalised, 1 = uniform) of each run."""
     d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
-    common = dict(V1=d.V1, embedding="trained", decoder="tied", init="normal", init_scale=0.01, init_V="identity",
-                  loss="ce", scale="none")
+    common = dict(
+        V1=d.V1,
+        embedding="trained",
+        decoder="tied",
+        init="normal",
+        init_scale=0.01,
+        init_V="identity",
+        loss="ce",
+        scale="none",
+    )
     models = {
         "both": ModelConfig(**common, train=("W_E", "W_K", "W_Q", "W_V")),
         "frozen-embedding": ModelConfig(**common, train=("W_K", "W_Q", "W_V"), init_scale_E=1.0 / math.sqrt(d.V1)),
         "frozen-attention": ModelConfig(**common, attention="uniform", train=("W_E", "W_V")),
     }
-    return [(label, TrainConfig(data=d, model=m, optim=OptimConfig("adam", lr=3e-3), steps=1000, batch_size=40,
-                                log_every=20, eval_every=200)) for label, m in models.items()]
+    return [
+        (
+            label,
+            TrainConfig(
+                data=d,
+                model=m,
+                optim=OptimConfig("adam", lr=3e-3),
+                steps=1000,
+                batch_size=40,
+                log_every=20,
+                eval_every=200,
+            ),
+        )
+        for label, m in models.items()
+    ]
 
 
 PRESETS = {
@@ -895,8 +1052,9 @@ def preset(name: str):
     return PRESETS[name]()
 
 
-def run_preset(name: str, out, *, steps: int | None = None, seed: int | None = None, progress: bool = True,
-               resume: bool = False) -> dict:
+def run_preset(
+    name: str, out, *, steps: int | None = None, seed: int | None = None, progress: bool = True, resume: bool = False
+) -> dict:
     """Run a preset into the folder ``out`` and return a JSON-able summary (also ``summary.json``)."""
     cfgs = preset(name)
     out = Path(out)
@@ -909,18 +1067,34 @@ def run_preset(name: str, out, *, steps: int | None = None, seed: int | None = N
         if seed is not None:
             cfg.seed = check_int("seed", seed, low=0)
         res = train(cfg, out / label if label else out, progress=progress, resume=resume)
-        row = {"run": label or name, "steps": res.steps, "seconds": round(res.seconds, 3),
-               "final_loss": res.final.get("loss"), "best_dev_loss": res.best_dev_loss}
+        row = {
+            "run": label or name,
+            "steps": res.steps,
+            "seconds": round(res.seconds, 3),
+            "final_loss": res.final.get("loss"),
+            "best_dev_loss": res.best_dev_loss,
+        }
         if res.stages:
-            row.update(stage1_end=res.stages["stage1_end"], stage2_start=res.stages["stage2_start"],
-                       stage2_attention=res.stages.get("stage2_attention"),
-                       stage1_end_attention=res.stages.get("stage1_end_attention"),
-                       V_growth_before_attention=res.stages.get("V_growth_before_attention"),
-                       stage1_end_structure=res.stages.get("stage1_end_structure"),
-                       block_score_at_stage2=res.stages.get("block_score_at_stage2"),
-                       structural_two_stage=res.stages.get("structural_two_stage"))
-        for k in ("dist_W_V_opt", "dist_gram_opt", "dist_gram_opt_identifiable", "K_eff_median", "block_score_W_V", "block_score_gram",
-                  "attn_same_topic", "attn_diff_topic"):
+            row.update(
+                stage1_end=res.stages["stage1_end"],
+                stage2_start=res.stages["stage2_start"],
+                stage2_attention=res.stages.get("stage2_attention"),
+                stage1_end_attention=res.stages.get("stage1_end_attention"),
+                V_growth_before_attention=res.stages.get("V_growth_before_attention"),
+                stage1_end_structure=res.stages.get("stage1_end_structure"),
+                block_score_at_stage2=res.stages.get("block_score_at_stage2"),
+                structural_two_stage=res.stages.get("structural_two_stage"),
+            )
+        for k in (
+            "dist_W_V_opt",
+            "dist_gram_opt",
+            "dist_gram_opt_identifiable",
+            "K_eff_median",
+            "block_score_W_V",
+            "block_score_gram",
+            "attn_same_topic",
+            "attn_diff_topic",
+        ):
             if res.final.get(k) is not None:
                 row[k] = res.final[k]
         if row.get("attn_same_topic") is not None and row.get("attn_diff_topic"):
@@ -938,8 +1112,17 @@ def run_preset(name: str, out, *, steps: int | None = None, seed: int | None = N
 
 #: columns of ``summary.md`` for the grid presets
 SUMMARY_COLUMNS = {
-    "ablation": ["run", "final_loss", "stage1_end", "stage2_start", "stage1_end_structure", "stage2_attention",
-                 "block_score_at_stage2", "structural_two_stage", "seconds"],
+    "ablation": [
+        "run",
+        "final_loss",
+        "stage1_end",
+        "stage2_start",
+        "stage1_end_structure",
+        "stage2_attention",
+        "block_score_at_stage2",
+        "structural_two_stage",
+        "seconds",
+    ],
     "compensation": ["run", "trained", "final_loss", "block_score_gram", "attn_topic_ratio", "K_eff_median", "seconds"],
 }
 
@@ -947,14 +1130,15 @@ SUMMARY_COLUMNS = {
 def _summary_table(rows, cols) -> str:
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
-        lines.append("| " + " | ".join(f"{r.get(c):.6g}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols) + " |")
+        lines.append(
+            "| " + " | ".join(f"{r.get(c):.6g}" if isinstance(r.get(c), float) else str(r.get(c)) for c in cols) + " |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def _exact_references(name, cfg: TrainConfig, model: Transformer) -> dict:
     """Cross-checks against the exact optima (solvers from other modules, when available)."""
-    from .. import population
-    from .. import solvers
+    from .. import population, solvers
 
     out = {}
     tm, mk = cfg.data.topic_model(), cfg.data.masking()

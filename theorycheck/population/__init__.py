@@ -16,7 +16,7 @@ __all__ = [
     "moments",
 ]
 
-from ._value_loss import value_loss, value_loss_grad  # noqa: E402
+from ._value_loss import value_loss, value_loss_grad
 
 __all__ += ["value_loss", "value_loss_grad"]
 

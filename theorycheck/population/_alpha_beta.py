@@ -75,7 +75,8 @@ def alpha_beta_value_matrix(tm: TopicModel, mk: Masking, value: str = "block", *
     """The fixed ``W^V`` of the family, shape ``(V1, V1)``.
 
     ``"block"``: ``W_{ww'} = A`` (same topic), ``B0`` (different topics), ``W_{w0} = gamma``,
-    row 0 zero (:func:`stage1_block_constants`, or ``constants=(A, B0, gamma)``). ``"identity"``: identity on words, ``W_00 = 0``.
+    row 0 zero (:func:`stage1_block_constants`, or ``constants=(A, B0, gamma)``).
+    ``"identity"``: identity on words, ``W_00 = 0``.
     """
     _check(tm, mk, value)
     V1 = tm.V1
@@ -244,8 +245,12 @@ def _identity_loss(al, be, tm, mk, loss="sq"):
         if tau < T and p_r > 0:
             logZp = np.logaddexp(_log(D_out), le + logK)
             h_inp = np.exp(lr - logZp)
-            groups = [(1, np.exp(le + al - logZp)), (v - 1, np.exp(le + be - logZp) if v > 1 else 0.0),
-                      (tau * v, h_inp), ((T - tau - 1) * v, np.exp(le - logZp))]
+            groups = [
+                (1, np.exp(le + al - logZp)),
+                (v - 1, np.exp(le + be - logZp) if v > 1 else 0.0),
+                (tau * v, h_inp),
+                ((T - tau - 1) * v, np.exp(le - logZp)),
+            ]
             l_out = _ell(loss, groups, h_inp)
         else:
             l_out = 0.0
@@ -325,8 +330,9 @@ def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None, l
     return float(out) if out.ndim == 0 else out
 
 
-def alpha_beta_ce_loss(alpha: float, beta: float, tm: TopicModel, mk: Masking, value: str = "block",
-                       *, mask_keys: bool = False) -> float:
+def alpha_beta_ce_loss(
+    alpha: float, beta: float, tm: TopicModel, mk: Masking, value: str = "block", *, mask_keys: bool = False
+) -> float:
     """Cross-entropy loss ``E[-log softmax(W^V h)_w]`` of the family, from the general CE evaluator.
 
     Builds ``S`` (:func:`alpha_beta_score_matrix`) and ``W^V`` (:func:`alpha_beta_value_matrix`) and

@@ -46,9 +46,9 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ._moments import MAX_ENUMERATED_SETS, topic_sets
 from .._validate import check_array, check_choice, check_int, check_rng
 from ..config import Masking, TopicModel, check_models
+from ._moments import MAX_ENUMERATED_SETS, topic_sets
 
 __all__ = ["attention_loss", "attention_loss_grad", "SetSampledLoss", "LOSSES"]
 
@@ -283,16 +283,58 @@ def _precompute(S, W, b, tm):
     gmax = np.maximum(smax, s[:, 0])
     lamg = np.exp(s - gmax[:, None])  # group maxima relative to the row maximum, in [0, 1]
     return dict(
-        lamg=lamg, maxlamw=np.exp(smax - gmax),
-        s=s, smax=smax, lam=lam, Ez=Ez, Ezl=(Ez * lam).sum(1), Q=Q, Qlam=Qlam, qll=qll,
-        Lin=Lin, LinL=LinL, Dg=Dg, Dgl=(Dg * lam).sum(1), Bl=Bl, Bll=(Bl * lam).sum(1),
-        bvec=bvec, bsum=bsum, bb=float(bvec @ bvec),
+        lamg=lamg,
+        maxlamw=np.exp(smax - gmax),
+        s=s,
+        smax=smax,
+        lam=lam,
+        Ez=Ez,
+        Ezl=(Ez * lam).sum(1),
+        Q=Q,
+        Qlam=Qlam,
+        qll=qll,
+        Lin=Lin,
+        LinL=LinL,
+        Dg=Dg,
+        Dgl=(Dg * lam).sum(1),
+        Bl=Bl,
+        Bll=(Bl * lam).sum(1),
+        bvec=bvec,
+        bsum=bsum,
+        bb=float(bvec @ bvec),
     )
 
 
 @numba.njit(cache=True, fastmath=False)
-def _x_partials_nb(x0, x1, sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll,
-                   bvec, bsum, bb, rho, eta, q, v, acc):
+def _x_partials_nb(
+    x0,
+    x1,
+    sets,
+    s,
+    smax,
+    lamg,
+    maxlamw,
+    fast,
+    Ez,
+    Ezl,
+    Q,
+    Qlam,
+    qll,
+    Lin,
+    LinL,
+    Dg,
+    Dgl,
+    Bl,
+    Bll,
+    bvec,
+    bsum,
+    bb,
+    rho,
+    eta,
+    q,
+    v,
+    acc,
+):
     """Add the contributions of query tokens ``x0 .. x1-1`` to ``acc[i] = (l_mask, sum_keep, sum_rand)``
     of every topic set ``sets[i]``. Query tokens are the outer loop so that the group tables of one
     token (``Q[x]``: ``(T+1)^2`` entries) stay in cache across all sets. Kernels never validate."""
@@ -372,8 +414,37 @@ def _x_partials_nb(x0, x1, sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam,
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _structured_sq_nb(sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec,
-                      bsum, bb, rho, eta, q, p_mask, p_c, p_r, T, v, n_chunks=16):
+def _structured_sq_nb(
+    sets,
+    s,
+    smax,
+    lamg,
+    maxlamw,
+    fast,
+    Ez,
+    Ezl,
+    Q,
+    Qlam,
+    qll,
+    Lin,
+    LinL,
+    Dg,
+    Dgl,
+    Bl,
+    Bll,
+    bvec,
+    bsum,
+    bb,
+    rho,
+    eta,
+    q,
+    p_mask,
+    p_c,
+    p_r,
+    T,
+    v,
+    n_chunks=16,
+):
     """Per-set squared losses; query tokens split into ``n_chunks`` chunks processed in parallel."""
     n, tau = sets.shape
     V1 = s.shape[0]
@@ -382,8 +453,35 @@ def _structured_sq_nb(sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll,
     for c in numba.prange(n_chunks):
         x0 = (c * V1) // n_chunks
         x1 = ((c + 1) * V1) // n_chunks
-        _x_partials_nb(x0, x1, sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl,
-                       Bll, bvec, bsum, bb, rho, eta, q, v, accs[c])
+        _x_partials_nb(
+            x0,
+            x1,
+            sets,
+            s,
+            smax,
+            lamg,
+            maxlamw,
+            fast,
+            Ez,
+            Ezl,
+            Q,
+            Qlam,
+            qll,
+            Lin,
+            LinL,
+            Dg,
+            Dgl,
+            Bl,
+            Bll,
+            bvec,
+            bsum,
+            bb,
+            rho,
+            eta,
+            q,
+            v,
+            accs[c],
+        )
     acc = np.zeros((n, 3))
     for c in range(n_chunks):  # fixed chunks and order: bit-identical results whatever the thread count
         acc += accs[c]
@@ -392,13 +490,68 @@ def _structured_sq_nb(sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll,
 
 
 @numba.njit(cache=True, fastmath=False)
-def _structured_sq_serial_nb(sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll,
-                             bvec, bsum, bb, rho, eta, q, p_mask, p_c, p_r, T, v):
+def _structured_sq_serial_nb(
+    sets,
+    s,
+    smax,
+    lamg,
+    maxlamw,
+    fast,
+    Ez,
+    Ezl,
+    Q,
+    Qlam,
+    qll,
+    Lin,
+    LinL,
+    Dg,
+    Dgl,
+    Bl,
+    Bll,
+    bvec,
+    bsum,
+    bb,
+    rho,
+    eta,
+    q,
+    p_mask,
+    p_c,
+    p_r,
+    T,
+    v,
+):
     """Per-set squared losses, one thread (small problems: thread start-up would dominate)."""
     n, tau = sets.shape
     acc = np.zeros((n, 3))
-    _x_partials_nb(0, s.shape[0], sets, s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl,
-                   Bll, bvec, bsum, bb, rho, eta, q, v, acc)
+    _x_partials_nb(
+        0,
+        s.shape[0],
+        sets,
+        s,
+        smax,
+        lamg,
+        maxlamw,
+        fast,
+        Ez,
+        Ezl,
+        Q,
+        Qlam,
+        qll,
+        Lin,
+        LinL,
+        Dg,
+        Dgl,
+        Bl,
+        Bll,
+        bvec,
+        bsum,
+        bb,
+        rho,
+        eta,
+        q,
+        v,
+        acc,
+    )
     tv = tau * v
     return p_mask * acc[:, 0] + p_c * (acc[:, 1] / tv + 1.0) + p_r * (acc[:, 2] / (T * v) + 1.0)
 
@@ -418,9 +571,34 @@ def _structured_sq(S, W, b, sets, tm, mk, mask_keys, fast=True):
     work = len(sets) * tm.V1 * (tm.tau**2 + 4 * tm.tau)
     kernel = _structured_sq_nb if work >= PARALLEL_THRESHOLD else _structured_sq_serial_nb
     return kernel(
-        sets, pc["s"], pc["smax"], pc["lamg"], pc["maxlamw"], fast, pc["Ez"], pc["Ezl"], pc["Q"], pc["Qlam"],
-        pc["qll"], pc["Lin"], pc["LinL"], pc["Dg"], pc["Dgl"], pc["Bl"], pc["Bll"], pc["bvec"], pc["bsum"], pc["bb"],
-        rho, eta, q, mk.p_mask, mk.p_c, mk.p_r, tm.T, tm.v,
+        sets,
+        pc["s"],
+        pc["smax"],
+        pc["lamg"],
+        pc["maxlamw"],
+        fast,
+        pc["Ez"],
+        pc["Ezl"],
+        pc["Q"],
+        pc["Qlam"],
+        pc["qll"],
+        pc["Lin"],
+        pc["LinL"],
+        pc["Dg"],
+        pc["Dgl"],
+        pc["Bl"],
+        pc["Bll"],
+        pc["bvec"],
+        pc["bsum"],
+        pc["bb"],
+        rho,
+        eta,
+        q,
+        mk.p_mask,
+        mk.p_c,
+        mk.p_r,
+        tm.T,
+        tm.v,
     )
 
 
@@ -480,9 +658,7 @@ def _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="sq", want_grad=False):
         OT[:, 1:, :] = (p_r / (T * v)) * pS[:, None, :]
         OT[:, words, words] += p_c * pS[:, 1:]
         if loss == "sq":
-            per_set[c0 : c0 + nc] = (
-                np.einsum("nx,nxy,nxy->n", omega, O, O) - 2.0 * np.einsum("nxy,nxy->n", OT, O) + 1.0
-            )
+            per_set[c0 : c0 + nc] = np.einsum("nx,nxy,nxy->n", omega, O, O) - 2.0 * np.einsum("nxy,nxy->n", OT, O) + 1.0
         else:
             omax = O.max(axis=2, keepdims=True)
             P = np.exp(O - omax)
@@ -506,8 +682,19 @@ def _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="sq", want_grad=False):
 
 
 # ----------------------------------------------------------------------------- public
-def attention_loss(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys: bool = False, n_sets=None,
-                   rng=None, seed=None, loss: str = "sq"):
+def attention_loss(
+    S,
+    W,
+    tm: TopicModel,
+    mk: Masking,
+    b=None,
+    *,
+    mask_keys: bool = False,
+    n_sets=None,
+    rng=None,
+    seed=None,
+    loss: str = "sq",
+):
     """Exact infinite-document MLM loss of the one-layer one-hot attention model (PAPER_SPEC §4.3).
 
     Parameters
@@ -557,8 +744,19 @@ def attention_loss(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys: bool
     return _finish(per_set, n_sets)
 
 
-def attention_loss_grad(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys: bool = False, n_sets=None,
-                        rng=None, seed=None, loss: str = "sq"):
+def attention_loss_grad(
+    S,
+    W,
+    tm: TopicModel,
+    mk: Masking,
+    b=None,
+    *,
+    mask_keys: bool = False,
+    n_sets=None,
+    rng=None,
+    seed=None,
+    loss: str = "sq",
+):
     """Loss and exact gradients ``(L, dL/dS, dL/dW, dL/db)`` of :func:`attention_loss`.
 
     .. math::

@@ -30,10 +30,10 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
-from ._moments import moments
 from .._validate import check_array, check_real
-from ._value_loss import value_loss, value_loss_grad
 from ..config import Masking, TopicModel, check_models
+from ._moments import moments
+from ._value_loss import value_loss, value_loss_grad
 
 __all__ = ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad", "effective_map"]
 
@@ -101,7 +101,9 @@ def effective_map(W_E, W_dec=None, *, tied: bool = True) -> np.ndarray:
     return W_E.T @ W_E if tied else W_dec @ W_E
 
 
-def embedding_loss(W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0) -> float:
+def embedding_loss(
+    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0
+) -> float:
     """Exact population squared MLM loss of the embedding model (PAPER_SPEC §4.0, §4.1).
 
     .. math::

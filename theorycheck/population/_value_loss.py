@@ -26,9 +26,9 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from ._moments import moments
 from .._validate import check_array, check_real
 from ..config import Masking, TopicModel, check_models
+from ._moments import moments
 
 __all__ = ["value_loss", "value_loss_grad"]
 
@@ -146,9 +146,12 @@ def value_loss_grad(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0):
     # c = r u + q e_0 ; mu = (a + r) u + q e_0
     # W Sigma = a^2 (d Y Ind^T + s y 1_W^T) + a (Wu c^T + Wc u^T) + Wc c^T
     G = np.empty((V1, V1))
-    word_cols = a * a * (d * np.repeat(Y, v, axis=1) + s_diff * y[:, None]) + (a * r / n) * Wu[:, None] + (
-        a / n
-    ) * Wc[:, None] + (r / n) * Wc[:, None]
+    word_cols = (
+        a * a * (d * np.repeat(Y, v, axis=1) + s_diff * y[:, None])
+        + (a * r / n) * Wu[:, None]
+        + (a / n) * Wc[:, None]
+        + (r / n) * Wc[:, None]
+    )
     G[:, 1:] = word_cols
     G[:, 0] = a * q * Wu + q * Wc
     # C = a E[pp^T] + u c^T  (row 0 is zero)

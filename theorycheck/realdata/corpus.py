@@ -49,12 +49,14 @@ class Corpus:
 
     def __post_init__(self):
         if len(self.titles) != len(self.texts):
-            raise ValueError(f"titles and texts must have the same length, got {len(self.titles)} and {len(self.texts)}")
+            raise ValueError(
+                f"titles and texts must have the same length, got {len(self.titles)} and {len(self.texts)}"
+            )
 
     def __len__(self) -> int:
         return len(self.texts)
 
-    def head(self, n: int) -> "Corpus":
+    def head(self, n: int) -> Corpus:
         """The first ``n`` documents."""
         n = check_int("n", n, low=1)
         return Corpus(self.titles[:n], self.texts[:n], self.source)

@@ -56,13 +56,15 @@ class BertConfig:
     hidden_act: str
 
     @classmethod
-    def from_json(cls, path) -> "BertConfig":
+    def from_json(cls, path) -> BertConfig:
         d = json.loads(Path(path).read_text())
         cfg = cls(**{k: d[k] for k in cls.__dataclass_fields__})
         if cfg.hidden_act != "gelu":
             raise ValueError(f"hidden_act must be 'gelu' (erf form), got {cfg.hidden_act!r}")
         if cfg.hidden_size % cfg.num_attention_heads:
-            raise ValueError(f"hidden_size {cfg.hidden_size} is not divisible by num_attention_heads {cfg.num_attention_heads}")
+            raise ValueError(
+                f"hidden_size {cfg.hidden_size} is not divisible by num_attention_heads {cfg.num_attention_heads}"
+            )
         return cfg
 
     @property
@@ -144,18 +146,26 @@ class NumpyBert:
         self.config = config
         self.dtype = dtype
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in weights else ""
-        self._w = {k[len(prefix):]: np.ascontiguousarray(v, dtype=dtype) for k, v in weights.items()
-                   if k.startswith(prefix) and v.dtype.kind == "f"}
-        need = ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight",
-                "embeddings.token_type_embeddings.weight"]
+        self._w = {
+            k[len(prefix) :]: np.ascontiguousarray(v, dtype=dtype)
+            for k, v in weights.items()
+            if k.startswith(prefix) and v.dtype.kind == "f"
+        }
+        need = [
+            "embeddings.word_embeddings.weight",
+            "embeddings.position_embeddings.weight",
+            "embeddings.token_type_embeddings.weight",
+        ]
         need += [f"encoder.layer.{l}.attention.self.query.weight" for l in range(config.num_hidden_layers)]
         absent = [k for k in need if k not in self._w]
         if absent:
             raise ValueError(f"weights lack tensors {absent[:3]}...; not a BERT checkpoint")
         E = self._w["embeddings.word_embeddings.weight"]
         if E.shape != (config.vocab_size, config.hidden_size):
-            raise ValueError(f"word embedding shape {E.shape} != (vocab_size, hidden_size) = "
-                             f"{(config.vocab_size, config.hidden_size)}")
+            raise ValueError(
+                f"word embedding shape {E.shape} != (vocab_size, hidden_size) = "
+                f"{(config.vocab_size, config.hidden_size)}"
+            )
         # fused Q|K|V projection per layer: (d, 3d), bias (3d,)
         self._qkv = []
         for l in range(config.num_hidden_layers):
@@ -165,7 +175,7 @@ class NumpyBert:
             self._qkv.append((np.ascontiguousarray(W), b))
 
     @classmethod
-    def from_pretrained(cls, path=None, *, dtype=np.float32) -> "NumpyBert":
+    def from_pretrained(cls, path=None, *, dtype=np.float32) -> NumpyBert:
         """Load ``config.json`` and ``model.safetensors`` from ``path`` (default: :func:`model_dir`)."""
         st = require("safetensors.numpy", "the numpy BERT encoder")
         path = model_dir() if path is None else Path(path)
@@ -179,8 +189,10 @@ class NumpyBert:
 
     def __repr__(self) -> str:
         c = self.config
-        return (f"NumpyBert(layers={c.num_hidden_layers}, heads={c.num_attention_heads}, d={c.hidden_size}, "
-                f"vocab={c.vocab_size}, dtype={self.dtype.name})")
+        return (
+            f"NumpyBert(layers={c.num_hidden_layers}, heads={c.num_attention_heads}, d={c.hidden_size}, "
+            f"vocab={c.vocab_size}, dtype={self.dtype.name})"
+        )
 
     def forward(self, input_ids, *, keep_hidden: bool = True) -> EncoderOutput:
         """Run the encoder on a batch of equal-length token-id sequences.
@@ -214,8 +226,11 @@ class NumpyBert:
         w = self._w
         eps = c.layer_norm_eps
         H, dh, d = c.num_attention_heads, c.head_dim, c.hidden_size
-        x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
-             + w["embeddings.token_type_embeddings.weight"][0])
+        x = (
+            w["embeddings.word_embeddings.weight"][ids]
+            + w["embeddings.position_embeddings.weight"][:n]
+            + w["embeddings.token_type_embeddings.weight"][0]
+        )
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
         emb = x
         scale = self.dtype.type(1.0 / np.sqrt(dh))
@@ -231,7 +246,9 @@ class NumpyBert:
                 return EncoderOutput(hidden=None, attentions=attns, embeddings=emb)  # last block unused
             ctx = (a @ v).transpose(0, 2, 1, 3).reshape(B, n, d)
             y = ctx @ w[p + "attention.output.dense.weight"].T + w[p + "attention.output.dense.bias"]
-            x = _layer_norm(x + y, w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], eps)
+            x = _layer_norm(
+                x + y, w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"], eps
+            )
             h = _gelu(x @ w[p + "intermediate.dense.weight"].T + w[p + "intermediate.dense.bias"])
             y = h @ w[p + "output.dense.weight"].T + w[p + "output.dense.bias"]
             x = _layer_norm(x + y, w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"], eps)

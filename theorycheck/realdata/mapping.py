@@ -56,8 +56,10 @@ class TokenTopics:
         try:
             k = self.words.index(word)
         except ValueError:
-            raise KeyError(f"word {word!r} has no topic token (unknown to the topic model, stop word, or split into "
-                           f"sub-word pieces by the tokenizer)") from None
+            raise KeyError(
+                f"word {word!r} has no topic token (unknown to the topic model, stop word, or split into "
+                f"sub-word pieces by the tokenizer)"
+            ) from None
         return int(self.token_ids[k])
 
 

@@ -17,17 +17,32 @@ import numpy as np
 
 from .._io import atomic_directory
 from .._validate import check_choice, check_int, check_real
-from ._deps import require
 from . import stats as S
+from ._deps import require
 from .corpus import Corpus, content_words, read_text_folder, stop_words, wikipedia_fragment
 from .encoder import NumpyBert
 from .mapping import TokenTopics, map_to_tokens
 from .tokenizer import WordPieceTokenizer
 from .topics import BACKENDS, METHODS, assign_topics, fit_lda
 
-__all__ = ["RealDataConfig", "RealDataResult", "Window", "Prepared", "prepare", "make_windows", "content_token_mask",
-           "embedding_statistics", "specificity_sweep", "cooccurrence_statistics", "select_windows", "encode_windows", "attention_statistics",
-           "run_realdata", "synthetic_signal", "write_realdata"]
+__all__ = [
+    "RealDataConfig",
+    "RealDataResult",
+    "Window",
+    "Prepared",
+    "prepare",
+    "make_windows",
+    "content_token_mask",
+    "embedding_statistics",
+    "specificity_sweep",
+    "cooccurrence_statistics",
+    "select_windows",
+    "encode_windows",
+    "attention_statistics",
+    "run_realdata",
+    "synthetic_signal",
+    "write_realdata",
+]
 
 
 @dataclass(frozen=True)
@@ -142,8 +157,8 @@ def make_windows(corpus: Corpus, tokenizer, content_mask, *, window: int = 128) 
         enc = tokenizer.encode(text)
         valid = enc.whole_word & content_mask[enc.ids]
         for s in range(0, enc.ids.size, body):
-            ids = np.concatenate([[tokenizer.cls_id], enc.ids[s:s + body], [tokenizer.sep_id]]).astype(np.int64)
-            ok = np.concatenate([[False], valid[s:s + body], [False]])
+            ids = np.concatenate([[tokenizer.cls_id], enc.ids[s : s + body], [tokenizer.sep_id]]).astype(np.int64)
+            ok = np.concatenate([[False], valid[s : s + body], [False]])
             out.append(Window(ids, ok, d))
     return out
 
@@ -197,8 +212,14 @@ def _stats_dict(d):
     return d
 
 
-def run_realdata(config: RealDataConfig | None = None, *, corpus: Corpus | None = None, model: NumpyBert | None = None,
-                 tokenizer: WordPieceTokenizer | None = None, progress: bool = True) -> RealDataResult:
+def run_realdata(
+    config: RealDataConfig | None = None,
+    *,
+    corpus: Corpus | None = None,
+    model: NumpyBert | None = None,
+    tokenizer: WordPieceTokenizer | None = None,
+    progress: bool = True,
+) -> RealDataResult:
     """Run the whole experiment (see module docstring); no file is written.
 
     ``corpus``, ``model``, ``tokenizer`` may be passed to reuse loaded objects (the corpus then
@@ -231,8 +252,13 @@ class Prepared:
     timing: dict
 
 
-def prepare(cfg: RealDataConfig, *, corpus: Corpus | None = None, model: NumpyBert | None = None,
-            tokenizer: WordPieceTokenizer | None = None) -> Prepared:
+def prepare(
+    cfg: RealDataConfig,
+    *,
+    corpus: Corpus | None = None,
+    model: NumpyBert | None = None,
+    tokenizer: WordPieceTokenizer | None = None,
+) -> Prepared:
     """Load the corpus, fit LDA, assign topics, map them to token ids, cut encoder windows."""
     timing = {}
     t = time.perf_counter()
@@ -242,16 +268,24 @@ def prepare(cfg: RealDataConfig, *, corpus: Corpus | None = None, model: NumpyBe
     timing["corpus_s"] = time.perf_counter() - t
     t = time.perf_counter()
     fit = fit_lda(docs_words, cfg.n_topics, seed=cfg.seed, backend=cfg.lda_backend, max_iter=cfg.lda_max_iter)
-    wt = assign_topics(fit, method=cfg.assign, top_fraction=cfg.top_fraction, threshold=cfg.threshold,
-                       topics_per_word=cfg.topics_per_word, stop=stop)
+    wt = assign_topics(
+        fit,
+        method=cfg.assign,
+        top_fraction=cfg.top_fraction,
+        threshold=cfg.threshold,
+        topics_per_word=cfg.topics_per_word,
+        stop=stop,
+    )
     timing["lda_s"] = time.perf_counter() - t
     t = time.perf_counter()
     tokenizer = tokenizer or WordPieceTokenizer()
     model = model or NumpyBert.from_pretrained()
     tt = map_to_tokens(wt, tokenizer)
     if tt.token_ids.size < 2:
-        raise RuntimeError(f"only {tt.token_ids.size} topic words are single tokens of the model vocabulary; "
-                           "use more topics or a larger top_fraction")
+        raise RuntimeError(
+            f"only {tt.token_ids.size} topic words are single tokens of the model vocabulary; "
+            "use more topics or a larger top_fraction"
+        )
     cmask = content_token_mask(tokenizer, stop)
     windows = make_windows(corpus, tokenizer, cmask, window=cfg.window)
     timing["tokenize_s"] = time.perf_counter() - t
@@ -303,8 +337,13 @@ def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng, max_pool: 
             emb = S.embedding_pair_stats(E, tt.vocab_membership, pool, n_boot=n_boot, rng=rng)
             for m in ("dot", "cosine"):
                 g = emb["gap"][m]
-                row[m] = {"gap": g.mean, "ci_low": g.ci_low, "ci_high": g.ci_high,
-                          "same_topic": emb[m]["same_topic"].mean, "different_topic": emb[m]["different_topic"].mean}
+                row[m] = {
+                    "gap": g.mean,
+                    "ci_low": g.ci_low,
+                    "ci_high": g.ci_high,
+                    "same_topic": emb[m]["same_topic"].mean,
+                    "different_topic": emb[m]["different_topic"].mean,
+                }
         out.append(row)
     return out
 
@@ -313,8 +352,9 @@ def cooccurrence_statistics(prep: Prepared, membership, *, n_cooccur: int):
     """Co-occurrence counts over all windows, the ``n_cooccur`` top topic-token pairs, the fraction
     of them that share a topic, and the co-occurrence topic signal (:func:`stats.cooccurrence_lift`)."""
     W = prep.windows
-    X, counts, pp = S.cooccurrence_matrix([w.ids for w in W], [w.valid for w in W], prep.tokenizer.vocab_size,
-                                          keep=membership.any(axis=1))
+    X, counts, pp = S.cooccurrence_matrix(
+        [w.ids for w in W], [w.valid for w in W], prep.tokenizer.vocab_size, keep=membership.any(axis=1)
+    )
     pairs, pair_counts = S.top_cooccurring_pairs(X, membership.any(axis=1), n_cooccur)
     if len(pairs):
         shared = (membership[pairs[:, 0]] & membership[pairs[:, 1]]).any(axis=1)
@@ -340,14 +380,16 @@ def select_windows(windows: list, max_tokens: int, rng) -> list:
     return chosen
 
 
-def encode_windows(model: NumpyBert, windows: list, *, batch: int = 8, progress: bool = False, timing: dict | None = None):
+def encode_windows(
+    model: NumpyBert, windows: list, *, batch: int = 8, progress: bool = False, timing: dict | None = None
+):
     """Yield ``(window, attentions (L, H, n, n))``; equal-length windows are batched together."""
     from tqdm.auto import tqdm
 
     by_len: dict[int, list] = {}
     for w in windows:
         by_len.setdefault(w.ids.size, []).append(w)
-    jobs = [grp[i:i + batch] for _, grp in sorted(by_len.items()) for i in range(0, len(grp), batch)]
+    jobs = [grp[i : i + batch] for _, grp in sorted(by_len.items()) for i in range(0, len(grp), batch)]
     n_tok, t_enc = 0, 0.0
     for grp in tqdm(jobs, desc="encoder", unit="batch", disable=not progress):
         te = time.perf_counter()
@@ -361,7 +403,9 @@ def encode_windows(model: NumpyBert, windows: list, *, batch: int = 8, progress:
             yield w, out.attentions[:, b]
 
 
-def attention_statistics(encoded, membership, pairs, *, n_layers: int, n_heads: int, n_boot: int, rng) -> S.AttentionStats:
+def attention_statistics(
+    encoded, membership, pairs, *, n_layers: int, n_heads: int, n_boot: int, rng
+) -> S.AttentionStats:
     """Accumulate :class:`stats.AttentionAccumulator` over ``(window, attentions)`` pairs."""
     acc = S.AttentionAccumulator(n_layers, n_heads, membership, pairs)
     for w, a in encoded:
@@ -377,7 +421,7 @@ def attention_summary(att: S.AttentionStats) -> dict:
         "n_windows": att.n_sequences,
         "gap": att.gap.tolist(),
         "gap_ci": att.gap_ci.tolist(),
-        "mean_gap": _nanmean((att.gap)),
+        "mean_gap": _nanmean(att.gap),
         "mean_gap_ci": list(att.mean_gap_ci),
         "heads_positive": int(np.sum(att.gap_ci[..., 0] > 0)),
         "heads_negative": int(np.sum(att.gap_ci[..., 1] < 0)),
@@ -408,8 +452,9 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     chosen = select_windows(prep.windows, cfg.max_tokens, rng)
     c = prep.model.config
     enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
-    att = attention_statistics(enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads,
-                               n_boot=cfg.n_boot, rng=rng)
+    att = attention_statistics(
+        enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, n_boot=cfg.n_boot, rng=rng
+    )
     timing["attention_s"] = time.perf_counter() - t
 
     t = time.perf_counter()
@@ -421,21 +466,32 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     same_ids = np.argwhere(np.triu(S.pair_classes(tt.token_ids, M) == 1, 1))
     same_pairs = tt.token_ids[same_ids] if len(same_ids) else np.zeros((0, 2), np.int64)
     ia, ib, ic = (S.ATTN_CLASSES.index(k) for k in ("same_topic", "different_topic", "top_cooccurring"))
-    cooc.update({
-        "attention_lift_top_cooccurring": _nanmean((att.mean_lift[..., ic])),
-        "attention_lift_same_topic": _nanmean((att.mean_lift[..., ia])),
-        "attention_lift_different_topic": _nanmean((att.mean_lift[..., ib])),
-        "embedding_top_cooccurring": S.pair_similarity(E, pairs),
-        "embedding_same_topic": S.pair_similarity(E, same_pairs),
-        "lift_synthetic": synth,
-    })
+    cooc.update(
+        {
+            "attention_lift_top_cooccurring": _nanmean(att.mean_lift[..., ic]),
+            "attention_lift_same_topic": _nanmean(att.mean_lift[..., ia]),
+            "attention_lift_different_topic": _nanmean(att.mean_lift[..., ib]),
+            "embedding_top_cooccurring": S.pair_similarity(E, pairs),
+            "embedding_same_topic": S.pair_similarity(E, same_pairs),
+            "lift_synthetic": synth,
+        }
+    )
     fit, wt = prep.fit, prep.word_topics
     summary = {
-        "corpus": {"source": prep.corpus.source, "documents": len(prep.corpus),
-                   "words": int(sum(map(len, prep.docs_words))), "windows": len(prep.windows)},
-        "topics": {"n_topics": fit.n_topics, "vocabulary": len(fit.vocab), "topic_words": len(wt.words),
-                   "topic_tokens": int(tt.token_ids.size), "dropped_subword": len(tt.dropped),
-                   "top_words": {t: fit.top_words(t, 8) for t in range(fit.n_topics)}},
+        "corpus": {
+            "source": prep.corpus.source,
+            "documents": len(prep.corpus),
+            "words": int(sum(map(len, prep.docs_words))),
+            "windows": len(prep.windows),
+        },
+        "topics": {
+            "n_topics": fit.n_topics,
+            "vocabulary": len(fit.vocab),
+            "topic_words": len(wt.words),
+            "topic_tokens": int(tt.token_ids.size),
+            "dropped_subword": len(tt.dropped),
+            "top_words": {t: fit.top_words(t, 8) for t in range(fit.n_topics)},
+        },
         "embedding": _stats_dict(emb),
         "embedding_pool": {"topic_tokens": int(tt.token_ids.size), "no_topic_tokens": n_pick},
         "attention": attention_summary(att),
@@ -493,9 +549,12 @@ def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path
             figs = {
                 "attention_gap": plots.attention_gap_heatmap(att.gap, att.gap_ci),
                 "attention_classes": plots.attention_class_lines(att.mean_lift, att.classes),
-                "embedding_cosine": plots.similarity_distributions(result.values["embedding"]["cosine"], metric="cosine",
-                                                                  exclude=("same_token",)),
-                "embedding_dot": plots.similarity_distributions(result.values["embedding"]["dot"], metric="dot product"),
+                "embedding_cosine": plots.similarity_distributions(
+                    result.values["embedding"]["cosine"], metric="cosine", exclude=("same_token",)
+                ),
+                "embedding_dot": plots.similarity_distributions(
+                    result.values["embedding"]["dot"], metric="dot product"
+                ),
             }
             if result.summary.get("specificity"):
                 figs["embedding_specificity"] = plots.specificity_gap(result.summary["specificity"])

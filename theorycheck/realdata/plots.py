@@ -23,7 +23,7 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
     fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     if gap_ci is not None:
         ci = np.asarray(gap_ci, dtype=float)
-        for (l, h), g in np.ndenumerate(gap):
+        for (l, h), _g in np.ndenumerate(gap):
             mark = "+" if ci[l, h, 0] > 0 else ("-" if ci[l, h, 1] < 0 else "")
             ax.text(h, l, mark, ha="center", va="center", fontsize=8)
     ax.set_xlabel("head")

@@ -135,7 +135,9 @@ def embedding_pair_stats(E, membership, ids, *, n_boot: int = 200, level: float 
         raise ValueError(f"membership has {M.shape[0]} rows but E has {E.shape[0]}")
     ids = _check_ids("ids", ids, E.shape[0])
     if np.unique(ids).size != ids.size or ids.size < 2:
-        raise ValueError(f"ids must hold at least 2 distinct token ids, got {ids.size} ids ({np.unique(ids).size} distinct)")
+        raise ValueError(
+            f"ids must hold at least 2 distinct token ids, got {ids.size} ids ({np.unique(ids).size} distinct)"
+        )
     n_boot = check_int("n_boot", n_boot, low=10)
     rng = check_rng(rng, seed)
     X = E[ids]
@@ -184,8 +186,13 @@ def embedding_pair_stats(E, membership, ids, *, n_boot: int = 200, level: float 
         k = d.size
         point = out[metric]["same_topic"].mean - out[metric]["different_topic"].mean
         lo, hi = _boot_ci(d, level) if k else (np.nan, np.nan)
-        out["gap"][metric] = PairStats(min(out[metric]["same_topic"].n_pairs, out[metric]["different_topic"].n_pairs),
-                                       float(point), float(np.std(d)) if k else np.nan, lo, hi)
+        out["gap"][metric] = PairStats(
+            min(out[metric]["same_topic"].n_pairs, out[metric]["different_topic"].n_pairs),
+            float(point),
+            float(np.std(d)) if k else np.nan,
+            lo,
+            hi,
+        )
     return out
 
 
@@ -198,7 +205,7 @@ def pair_similarity(E, pairs) -> dict:
     nrm = np.linalg.norm(E, axis=1)
     dot_sum = cos_sum = 0.0
     for s in range(0, len(pairs), 8192):  # chunks: bounded memory for millions of pairs
-        p = pairs[s:s + 8192]
+        p = pairs[s : s + 8192]
         dot = np.einsum("ij,ij->i", E[p[:, 0]], E[p[:, 1]])
         dot_sum += float(dot.sum())
         cos_sum += float((dot / (nrm[p[:, 0]] * nrm[p[:, 1]])).sum())
@@ -305,7 +312,8 @@ class AttentionAccumulator:
             masks[-1] = vv & (self._keys[pos] == key) & ~np.eye(n, dtype=bool)
         Mflat = masks.reshape(len(ATTN_CLASSES), n * n).T
         raw = (A.reshape(self.n_layers * self.n_heads, n * n).astype(np.float64) @ Mflat).reshape(
-            self.n_layers, self.n_heads, -1)
+            self.n_layers, self.n_heads, -1
+        )
         self._raw.append(raw)
         self._lift.append(raw * n)
         self._cnt.append(masks.reshape(len(ATTN_CLASSES), -1).sum(axis=1))

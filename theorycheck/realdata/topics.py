@@ -94,8 +94,17 @@ class WordTopics:
         return word in self._index
 
 
-def fit_lda(docs, n_topics: int, *, seed: int = 0, backend: str = "sklearn", min_df: int = 2,
-            max_df: float = 0.5, max_iter: int = 30, passes: int = 5) -> TopicFit:
+def fit_lda(
+    docs,
+    n_topics: int,
+    *,
+    seed: int = 0,
+    backend: str = "sklearn",
+    min_df: int = 2,
+    max_df: float = 0.5,
+    max_iter: int = 30,
+    passes: int = 5,
+) -> TopicFit:
     """Fit LDA with a fixed seed to tokenised documents.
 
     Parameters
@@ -137,7 +146,9 @@ def fit_lda(docs, n_topics: int, *, seed: int = 0, backend: str = "sklearn", min
     hi = max_df * len(docs)
     vocab = sorted(w for w, c in df.items() if min_df <= c <= hi)
     if len(vocab) < n_topics:
-        raise ValueError(f"only {len(vocab)} words pass min_df={min_df}, max_df={max_df}; need at least n_topics={n_topics}")
+        raise ValueError(
+            f"only {len(vocab)} words pass min_df={min_df}, max_df={max_df}; need at least n_topics={n_topics}"
+        )
     index = {w: i for i, w in enumerate(vocab)}
     if backend == "sklearn":
         sk = require("sklearn.decomposition", "LDA topic fitting")
@@ -152,8 +163,9 @@ def fit_lda(docs, n_topics: int, *, seed: int = 0, backend: str = "sklearn", min
                     cols.append(j)
         X = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(docs), len(vocab)))
         X.sum_duplicates()
-        lda = sk.LatentDirichletAllocation(n_components=n_topics, learning_method="batch", max_iter=max_iter,
-                                           random_state=seed)
+        lda = sk.LatentDirichletAllocation(
+            n_components=n_topics, learning_method="batch", max_iter=max_iter, random_state=seed
+        )
         lda.fit(X)
         phi = lda.components_ / lda.components_.sum(axis=1, keepdims=True)
     else:
@@ -166,8 +178,14 @@ def fit_lda(docs, n_topics: int, *, seed: int = 0, backend: str = "sklearn", min
                 if j is not None:
                     counts[j] = counts.get(j, 0) + 1
             bows.append(sorted(counts.items()))
-        lda = gm.LdaModel(corpus=bows, id2word=dict(enumerate(vocab)), num_topics=n_topics, passes=passes,
-                          random_state=seed, update_every=1)
+        lda = gm.LdaModel(
+            corpus=bows,
+            id2word=dict(enumerate(vocab)),
+            num_topics=n_topics,
+            passes=passes,
+            random_state=seed,
+            update_every=1,
+        )
         phi = np.asarray(lda.get_topics(), dtype=np.float64)
         phi = phi / phi.sum(axis=1, keepdims=True)
     if not np.all(np.isfinite(phi)):
@@ -175,8 +193,15 @@ def fit_lda(docs, n_topics: int, *, seed: int = 0, backend: str = "sklearn", min
     return TopicFit(tuple(vocab), np.ascontiguousarray(phi, dtype=np.float64), backend, seed)
 
 
-def assign_topics(fit: TopicFit, *, method: str = "top_fraction", top_fraction: float = 0.01,
-                  threshold: float = 0.5, topics_per_word: int = 1, stop=frozenset()) -> WordTopics:
+def assign_topics(
+    fit: TopicFit,
+    *,
+    method: str = "top_fraction",
+    top_fraction: float = 0.01,
+    threshold: float = 0.5,
+    topics_per_word: int = 1,
+    stop=frozenset(),
+) -> WordTopics:
     """Assign topics to words (PAPER_SPEC §5.4, both rules of the official code).
 
     Parameters

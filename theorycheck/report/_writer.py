@@ -129,7 +129,9 @@ def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 
         lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
         lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in body]
         return "\n".join(lines)
-    widths = [max(len(COLUMNS[i]), *(len(r[i]) for r in body)) if body else len(COLUMNS[i]) for i in range(len(COLUMNS))]
+    widths = [
+        max(len(COLUMNS[i]), *(len(r[i]) for r in body)) if body else len(COLUMNS[i]) for i in range(len(COLUMNS))
+    ]
     line = "  ".join(COLUMNS[i].ljust(widths[i]) for i in range(len(COLUMNS)))
     out = [line, "-" * len(line)]
     out += ["  ".join(r[i].ljust(widths[i]) for i in range(len(COLUMNS))) for r in body]

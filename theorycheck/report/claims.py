@@ -15,8 +15,9 @@ inequality ``measured > expected`` it is ``measured - expected``.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -134,9 +135,7 @@ def compare_close(measured, expected, tol: float, **kw) -> ClaimResult:
 def compare_greater(measured: float, expected: float, **kw) -> ClaimResult:
     """Strict inequality ``measured > expected``; margin ``measured - expected``."""
     margin = float(measured) - float(expected)
-    return ClaimResult(
-        passed=margin > 0, expected=float(expected), measured=float(measured), margin=margin, **kw
-    )
+    return ClaimResult(passed=margin > 0, expected=float(expected), measured=float(measured), margin=margin, **kw)
 
 
 def _relative_margin(r: ClaimResult) -> float:

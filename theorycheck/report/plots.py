@@ -20,8 +20,17 @@ def _new_figure(*args, **kwargs):
     return Figure(*args, **kwargs)
 
 
-def heatmap(M, *, title: str = "", block: int | None = None, ax_labels=("key / column", "query / row"),
-            cmap: str = "RdBu_r", symmetric: bool = True, fig=None, ax=None):
+def heatmap(
+    M,
+    *,
+    title: str = "",
+    block: int | None = None,
+    ax_labels=("key / column", "query / row"),
+    cmap: str = "RdBu_r",
+    symmetric: bool = True,
+    fig=None,
+    ax=None,
+):
     """Heatmap of a token-indexed matrix with optional topic-block grid lines.
 
     Parameters
@@ -56,8 +65,14 @@ def heatmap(M, *, title: str = "", block: int | None = None, ax_labels=("key / c
 __all__ += ["training_curves"]
 
 
-def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_W_K", "norm_W_Q", "norm_W_E"),
-                    title: str = "parameter norms during training", v: int | None = None):
+def training_curves(
+    records,
+    *,
+    stages=None,
+    keys=("norm_W_V", "norm_KQ", "norm_W_K", "norm_W_Q", "norm_W_E"),
+    title: str = "parameter norms during training",
+    v: int | None = None,
+):
     """Norm curves of a training run (log scale), topic structure and loss, with the stage boundaries.
 
     When the records carry ``block_score_W_V`` or ``K_eff_median`` a middle panel shows the
@@ -88,13 +103,19 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
         # deep model: one colour per layer, ||W^V_l|| solid, ||W_K,l|| ||W_Q,l|| dashed (the
         # curves the deep norm rule reads, see theorycheck.nn._train.stage_curves)
         nV = np.array([r["norm_W_V_layers"] for r in records], dtype=float)
-        nKQ = (np.array([r["norm_W_K_layers"] for r in records], dtype=float)
-               * np.array([r["norm_W_Q_layers"] for r in records], dtype=float))
+        nKQ = np.array([r["norm_W_K_layers"] for r in records], dtype=float) * np.array(
+            [r["norm_W_Q_layers"] for r in records], dtype=float
+        )
         for li in range(nV.shape[1]):
             col = f"C{li % 10}"
             ax1.plot(steps, nV[:, li], color=col, label=f"||W_V|| layer {li}")
-            ax1.plot(steps, np.where(nKQ[:, li] > 0, nKQ[:, li], np.nan), color=col, ls="--",
-                     label=f"||W_K|| ||W_Q|| layer {li}")
+            ax1.plot(
+                steps,
+                np.where(nKQ[:, li] > 0, nKQ[:, li], np.nan),
+                color=col,
+                ls="--",
+                label=f"||W_K|| ||W_Q|| layer {li}",
+            )
         ax1.legend(fontsize=6, ncol=2)
     else:
         for k in keys:
@@ -123,10 +144,12 @@ def training_curves(records, *, stages=None, keys=("norm_W_V", "norm_KQ", "norm_
         ax2.plot(*zip(*dev), "o-", label="dev loss", color="tab:red")
     ax2.set_xlabel("step")
     ax2.set_title("loss")
-    lines = (("stage1_end", "tab:blue", "--", "stage-1 end (norm rule)"),
-             ("stage2_start", "tab:orange", "--", "stage-2 start (norm rule)"),
-             ("stage1_end_structure", "tab:purple", "-.", "W^V block pattern formed"),
-             ("stage2_attention", "tab:green", ":", "attention favours topic (K_eff >= 1.1 v)"))
+    lines = (
+        ("stage1_end", "tab:blue", "--", "stage-1 end (norm rule)"),
+        ("stage2_start", "tab:orange", "--", "stage-2 start (norm rule)"),
+        ("stage1_end_structure", "tab:purple", "-.", "W^V block pattern formed"),
+        ("stage2_attention", "tab:green", ":", "attention favours topic (K_eff >= 1.1 v)"),
+    )
     for ax in axes:
         for key, color, ls, label in lines:
             if stages and stages.get(key) is not None:
@@ -162,8 +185,13 @@ def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = 
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink", "tab:gray"]
     for li in range(n_layers):
         for hi in range(n_heads):
-            ax.plot(steps, R[:, li * n_heads + hi], color=colors[li % len(colors)], lw=1,
-                    label=f"layer {li}" if hi == 0 else None)
+            ax.plot(
+                steps,
+                R[:, li * n_heads + hi],
+                color=colors[li % len(colors)],
+                lw=1,
+                label=f"layer {li}" if hi == 0 else None,
+            )
     ax.axhline(1.0, color="k", lw=0.6, ls=":")
     ax.set_yscale("log")
     ax.set_xlabel("step")
@@ -189,8 +217,9 @@ def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = 
 
 
 # ----------------------------------------------------------------------------- attention (PAPER_SPEC §4.3)
-def attention_landscape(alpha, beta, L, *, optimum=None, value: str = "block", logK=None, L_K=None,
-                        K_star=None, title: str = ""):
+def attention_landscape(
+    alpha, beta, L, *, optimum=None, value: str = "block", logK=None, L_K=None, K_star=None, title: str = ""
+):
     """Contour plot of ``L(alpha, beta)`` (``L[i, j]`` at ``alpha[i], beta[j]``), optionally beside ``L(log K)``.
 
     ``optimum``: ``(alpha*, beta*)`` marked with a star; for the block ``W^V`` the level sets are
@@ -283,7 +312,7 @@ def loss_vs_K(curves, *, title: str = ""):
     ax = fig.add_subplot(1, 1, 1)
     for label, lk, L, K in curves:
         L = np.asarray(L, float)
-        line, = ax.plot(np.exp(np.asarray(lk)), L - L.min() + 1e-9, label=f"tau={label}, K*={K:.4g}")
+        (line,) = ax.plot(np.exp(np.asarray(lk)), L - L.min() + 1e-9, label=f"tau={label}, K*={K:.4g}")
         ax.axvline(K, color=line.get_color(), ls=":", lw=1)
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -300,8 +329,9 @@ __all__ += ["attention_landscape", "attention_sweep", "finite_n_gap", "loss_vs_K
 __all__ += ["gram_pair", "block_sum_sweep"]
 
 
-def gram_pair(G_left, G_right, *, titles=("", ""), block: int | None = None, suptitle: str = "",
-              vmax: float | None = None):
+def gram_pair(
+    G_left, G_right, *, titles=("", ""), block: int | None = None, suptitle: str = "", vmax: float | None = None
+):
     """Two token-indexed Gram matrices side by side on a shared symmetric colour scale.
 
     Parameters
@@ -381,6 +411,8 @@ def block_sum_sweep(inv_a, measured, *, labels=None, title: str = "", log: bool 
         ax2.set_ylabel("max relative error |a (own - other) - 1|")
         ax2.set_title("relative error per masking configuration", fontsize=9)
     return fig
+
+
 def heatmap_pair(left, right, *, titles=("", ""), block: int | None = None, suptitle: str = ""):
     """Two token-indexed matrices side by side on one shared symmetric colour scale.
 

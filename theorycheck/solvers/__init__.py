@@ -8,7 +8,7 @@ from ._result import STATUS_MESSAGES, SolveResult
 
 __all__ = ["SolveResult", "STATUS_MESSAGES"]
 
-from ._attention import optimal_attention  # noqa: E402
+from ._attention import optimal_attention
 
 __all__ += ["optimal_attention"]
 from ._embedding import (  # noqa: E402
@@ -38,4 +38,10 @@ from ._value import (  # noqa: E402
     value_block_constants,
 )
 
-__all__ += ["optimal_value_matrix", "BlockValueMatrix", "minimiser_violation", "MinimiserViolation", "value_block_constants"]
+__all__ += [
+    "optimal_value_matrix",
+    "BlockValueMatrix",
+    "minimiser_violation",
+    "MinimiserViolation",
+    "value_block_constants",
+]

@@ -31,10 +31,17 @@ import time
 import numpy as np
 from scipy import optimize
 
-from ..population._alpha_beta import LOSSES, _check, alpha_beta_loss, alpha_beta_loss_logK, alpha_beta_score_matrix, alpha_beta_value_matrix
-from ._result import SolveResult
 from .._validate import check_choice, check_int
 from ..config import Masking, TopicModel
+from ..population._alpha_beta import (
+    LOSSES,
+    _check,
+    alpha_beta_loss,
+    alpha_beta_loss_logK,
+    alpha_beta_score_matrix,
+    alpha_beta_value_matrix,
+)
+from ._result import SolveResult
 
 __all__ = ["optimal_attention"]
 
@@ -85,8 +92,16 @@ def _general_residual(alpha, beta, L, tm, mk, value, loss):
     return abs(attention_loss(S, W, tm, mk, loss=loss) - L)
 
 
-def optimal_attention(tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "sq",
-                      n_grid: int | None = None, check_general: bool = True, tol: float = 1e-9) -> SolveResult:
+def optimal_attention(
+    tm: TopicModel,
+    mk: Masking,
+    value: str = "block",
+    *,
+    loss: str = "sq",
+    n_grid: int | None = None,
+    check_general: bool = True,
+    tol: float = 1e-9,
+) -> SolveResult:
     """Global minimiser of ``L(alpha, beta)`` with a grid certificate (PAPER_SPEC §4.3).
 
     Parameters
@@ -154,9 +169,16 @@ def _common_info(tm, mk, value, alpha, beta, loss, kind="sq"):
     logK = float(np.logaddexp(alpha, math.log(tm.v - 1) + beta)) if tm.v > 1 else alpha
     K = math.exp(logK) if logK < 700 else math.inf
     return dict(
-        alpha=float(alpha), beta=float(beta), K=K, logK=logK, loss=float(loss), loss_uniform=L0,
-        gap_to_uniform=L0 - float(loss), attention_ratio=K / tm.v,
-        same_word_weight=math.exp(min(alpha, 700.0)), same_topic_weight=math.exp(min(beta, 700.0)),
+        alpha=float(alpha),
+        beta=float(beta),
+        K=K,
+        logK=logK,
+        loss=float(loss),
+        loss_uniform=L0,
+        gap_to_uniform=L0 - float(loss),
+        attention_ratio=K / tm.v,
+        same_word_weight=math.exp(min(alpha, 700.0)),
+        same_topic_weight=math.exp(min(beta, 700.0)),
     )
 
 
@@ -183,9 +205,17 @@ def _solve_block(tm, mk, n_grid, tol, kind="sq"):
     d2 = (f(lk + h) - 2 * Lstar + f(lk - h)) / (h * h)
     at_boundary = i in (0, n_grid - 1)
     cert = dict(
-        grid=[float(x[0]), float(x[-1]), n_grid], grid_min=float(F[i]), grid_lower_bound=lb, lipschitz_est=lip,
-        certified_gap=Lstar - lb, tail_logK_minus=tails[0], tail_logK_plus=tails[1],
-        tails_above_optimum=bool(min(tails) > Lstar), dL_dlogK=d1, d2L_dlogK2=d2, flat_in_K=flat,
+        grid=[float(x[0]), float(x[-1]), n_grid],
+        grid_min=float(F[i]),
+        grid_lower_bound=lb,
+        lipschitz_est=lip,
+        certified_gap=Lstar - lb,
+        tail_logK_minus=tails[0],
+        tail_logK_plus=tails[1],
+        tails_above_optimum=bool(min(tails) > Lstar),
+        dL_dlogK=d1,
+        d2L_dlogK2=d2,
+        flat_in_K=flat,
     )
     alpha = beta = lk - math.log(tm.v)  # canonical: K* spread evenly over the v words of the topic
     status = 0
@@ -196,12 +226,22 @@ def _solve_block(tm, mk, n_grid, tol, kind="sq"):
     elif not (cert["tails_above_optimum"] and abs(d1) <= max(tol, 1e-6) and lb <= Lstar + 1e-15):
         status = 3
     info = _common_info(tm, mk, "block", alpha, beta, Lstar, kind)
-    info.update(certificate=cert, at_boundary=at_boundary, flat_direction=(
-        "L depends on (alpha, beta) only through K = e^alpha + (v-1) e^beta; any (alpha, beta) with this K "
-        "is optimal. Reported canonical representative: alpha* = beta* = log(K*/v)."))
+    info.update(
+        certificate=cert,
+        at_boundary=at_boundary,
+        flat_direction=(
+            "L depends on (alpha, beta) only through K = e^alpha + (v-1) e^beta; any (alpha, beta) with this K "
+            "is optimal. Reported canonical representative: alpha* = beta* = log(K*/v)."
+        ),
+    )
     return SolveResult(
-        x=np.array([alpha, beta]), fun=Lstar, status=status, method="grid+brent(logK)", nit=int(r.nit),
-        residuals={"dL_dlogK": abs(d1), "grid_gap": Lstar - lb}, info=info,
+        x=np.array([alpha, beta]),
+        fun=Lstar,
+        status=status,
+        method="grid+brent(logK)",
+        nit=int(r.nit),
+        residuals={"dL_dlogK": abs(d1), "grid_gap": Lstar - lb},
+        info=info,
     )
 
 
@@ -213,16 +253,18 @@ def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
     i, j = np.unravel_index(int(np.argmin(F)), F.shape)
     fun = lambda z: float(alpha_beta_loss(z[0], z[1], tm, mk, "identity", loss=kind))  # noqa: E731
     box = [(-60.0, 60.0), (-60.0, 60.0)]
-    r = optimize.minimize(fun, x0=[A[i], B[j]], method="L-BFGS-B", bounds=box,
-                          options=dict(ftol=1e-15, gtol=1e-11, maxiter=2000))
+    r = optimize.minimize(
+        fun, x0=[A[i], B[j]], method="L-BFGS-B", bounds=box, options=dict(ftol=1e-15, gtol=1e-11, maxiter=2000)
+    )
     z = np.asarray(r.x) if r.fun <= F[i, j] else np.array([A[i], B[j]])
     r2 = optimize.minimize(fun, x0=z, method="Nelder-Mead", options=dict(xatol=1e-9, fatol=1e-15, maxiter=4000))
     if r2.fun < fun(z) and all(lo <= zz <= hi for zz, (lo, hi) in zip(r2.x, box)):
         z = np.asarray(r2.x)
     beta_to_minus_inf = fun([z[0], -_FAR]) <= fun(z) + 1e-13
     if beta_to_minus_inf:  # same-topic other-word attention useless: optimise alpha with beta = -1e4
-        r3 = optimize.minimize_scalar(lambda a_: fun([a_, -_FAR]), bounds=(z[0] - 5.0, z[0] + 5.0), method="bounded",
-                                      options=dict(xatol=1e-10))
+        r3 = optimize.minimize_scalar(
+            lambda a_: fun([a_, -_FAR]), bounds=(z[0] - 5.0, z[0] + 5.0), method="bounded", options=dict(xatol=1e-10)
+        )
         z = np.array([float(r3.x), -_FAR])
     alpha, beta = float(z[0]), float(z[1])
     Lstar = fun(z)
@@ -237,9 +279,14 @@ def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
         g[1] = 0.0  # derivative along beta vanishes in the limit
     at_boundary = beta_to_minus_inf or any(abs(zz - lo) < 1e-6 or abs(zz - hi) < 1e-6 for zz, (lo, hi) in zip(z, box))
     cert = dict(
-        grid=[[float(A[0]), float(A[-1])], [float(B[0]), float(B[-1])], n_grid], grid_min=float(F[i, j]),
-        grid_lower_bound=lb, lipschitz_est=lip, certified_gap=Lstar - lb, tail_min=float(min(tails)),
-        tails_above_optimum=bool(min(tails) > Lstar), gradient=g.tolist(),
+        grid=[[float(A[0]), float(A[-1])], [float(B[0]), float(B[-1])], n_grid],
+        grid_min=float(F[i, j]),
+        grid_lower_bound=lb,
+        lipschitz_est=lip,
+        certified_gap=Lstar - lb,
+        tail_min=float(min(tails)),
+        tails_above_optimum=bool(min(tails) > Lstar),
+        gradient=g.tolist(),
     )
     status = 0
     if at_boundary:
@@ -247,10 +294,18 @@ def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
     elif not (cert["tails_above_optimum"] and np.max(np.abs(g)) <= max(tol, 1e-6) and lb <= Lstar + 1e-15):
         status = 3
     info = _common_info(tm, mk, "identity", alpha, beta, Lstar, kind)
-    info.update(certificate=cert, at_boundary=at_boundary, beta_to_minus_inf=bool(beta_to_minus_inf),
-                flat_direction="none (alpha and beta are identified)")
+    info.update(
+        certificate=cert,
+        at_boundary=at_boundary,
+        beta_to_minus_inf=bool(beta_to_minus_inf),
+        flat_direction="none (alpha and beta are identified)",
+    )
     return SolveResult(
-        x=np.array([alpha, beta]), fun=Lstar, status=status, method="grid+L-BFGS-B+Nelder-Mead",
-        nit=int(r.nit) + int(r2.nit), residuals={"gradient_norm": float(np.max(np.abs(g))), "grid_gap": Lstar - lb},
+        x=np.array([alpha, beta]),
+        fun=Lstar,
+        status=status,
+        method="grid+L-BFGS-B+Nelder-Mead",
+        nit=int(r.nit) + int(r2.nit),
+        residuals={"gradient_norm": float(np.max(np.abs(g))), "grid_gap": Lstar - lb},
         info=info,
     )

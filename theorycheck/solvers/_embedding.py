@@ -43,13 +43,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._validate import check_array, check_choice, check_int, check_real, warn_ignored
+from ..config import Masking, TopicModel, check_models
 from ..population._embedding_loss import _kernel_threads, embedding_loss_grad
 from ..population._moments import moments
+from ..population._value_loss import value_loss, value_loss_grad
 from ._result import SolveResult
 from ._symmetric import TokenMatrixShape
-from .._validate import check_array, check_choice, check_int, check_real, warn_ignored
-from ..population._value_loss import value_loss, value_loss_grad
-from ..config import Masking, TopicModel, check_models
 
 __all__ = [
     "BlockGram",
@@ -520,7 +520,11 @@ def optimal_embedding_gram(
     if method != "cvxpy" and solver != "CLARABEL":
         ignored.append("solver")
     if method != "factorized":
-        ignored += [n for n, used in (("seed", seed != 0), ("init_scale", init_scale != 1e-2), ("maxiter", maxiter != 20_000)) if used]
+        ignored += [
+            n
+            for n, used in (("seed", seed != 0), ("init_scale", init_scale != 1e-2), ("maxiter", maxiter != 20_000))
+            if used
+        ]
     warn_ignored(ignored, method)
     rank = min_embedding_dim(tm, mk, bias=bias)
     if d is not None and reg == 0.0 and d < rank:
@@ -536,7 +540,9 @@ def optimal_embedding_gram(
     if method == "factorized" and d is None:
         raise ValueError(f"d is required for method='factorized' (an integer >= {max(rank, 1)} = min_embedding_dim)")
     if method in ("schur", "cvxpy", "factorized") and tm.V1 > DENSE_CHECK_MAX_V1:
-        raise ValueError(f"method={method!r} works with dense V1 x V1 matrices; V1={tm.V1} exceeds {DENSE_CHECK_MAX_V1}")
+        raise ValueError(
+            f"method={method!r} works with dense V1 x V1 matrices; V1={tm.V1} exceeds {DENSE_CHECK_MAX_V1}"
+        )
     t0 = time.perf_counter()
     if method == "closed-form":
         res = _solve_closed_form(tm, mk, bias)
@@ -652,8 +658,14 @@ def _solve_schur(tm, mk, bias=False) -> SolveResult:
     b = _u(tm) - G @ _mu(tm, mk) if bias else None
     res, loss = _dense_residuals(G, tm, mk, 0.0, b=b)
     res["schur_asymmetry"] = asym
-    return SolveResult(x=G, fun=loss, status=_status_from(res, 0.0), method="schur", residuals=res,
-                       info={"rank_sigma": Ur.shape[1], "b": b})
+    return SolveResult(
+        x=G,
+        fun=loss,
+        status=_status_from(res, 0.0),
+        method="schur",
+        residuals=res,
+        info={"rank_sigma": Ur.shape[1], "b": b},
+    )
 
 
 def _u(tm):
@@ -675,8 +687,15 @@ def _solve_cvxpy(tm, mk, reg, solver, bias=False) -> SolveResult:
         b = _u(tm) if bias else None
         res, loss = _dense_residuals(G, tm, mk, reg, b=b)
         res.update(dual_infeasibility=0.0, duality_gap=0.0)
-        return SolveResult(x=G, fun=loss, status=_status_from(res, reg), method="cvxpy", residuals=res,
-                           message="trivial problem (no constraints): G = 0, solver not called", info={**info, "b": b})
+        return SolveResult(
+            x=G,
+            fun=loss,
+            status=_status_from(res, reg),
+            method="cvxpy",
+            residuals=res,
+            message="trivial problem (no constraints): G = 0, solver not called",
+            info={**info, "b": b},
+        )
     if reg == 0.0:
         A = Ur.T @ K
         A = (A + A.T) / 2
@@ -700,15 +719,17 @@ def _solve_cvxpy(tm, mk, reg, solver, bias=False) -> SolveResult:
         try:
             prob.solve(solver=solver)
         except cp.error.SolverError as exc:
-            return SolveResult(x=None, fun=math.nan, status=2, method="cvxpy", message=f"cvxpy SolverError: {exc}",
-                               info=info)
+            return SolveResult(
+                x=None, fun=math.nan, status=2, method="cvxpy", message=f"cvxpy SolverError: {exc}", info=info
+            )
     info["backend_status"] = prob.status
     stats = prob.solver_stats
     info["solve_time"] = stats.solve_time
     nit = int(stats.num_iters or 0)
     if Gp.value is None:
-        return SolveResult(x=None, fun=math.nan, status=2, method="cvxpy", nit=nit,
-                           message=f"cvxpy status {prob.status!r}", info=info)
+        return SolveResult(
+            x=None, fun=math.nan, status=2, method="cvxpy", nit=nit, message=f"cvxpy status {prob.status!r}", info=info
+        )
     G = Q @ Gp.value @ Q.T
     G = (G + G.T) / 2
     b = _u(tm) - G @ _mu(tm, mk) if bias else None
@@ -733,8 +754,16 @@ def _solve_cvxpy(tm, mk, reg, solver, bias=False) -> SolveResult:
     msg = ""
     if status == 3:
         msg = f"cvxpy reported {prob.status!r} but our residual check failed: {res}"
-    return SolveResult(x=G, fun=loss + reg * float(np.trace(G)), status=status, method="cvxpy", message=msg, nit=nit,
-                       residuals=res, info=info)
+    return SolveResult(
+        x=G,
+        fun=loss + reg * float(np.trace(G)),
+        status=status,
+        method="cvxpy",
+        message=msg,
+        nit=nit,
+        residuals=res,
+        info=info,
+    )
 
 
 @contextmanager
@@ -771,8 +800,13 @@ def _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter, bias=False) -> 
         return out.loss, out.dW_E.ravel()
 
     with _kernel_threads(tm.V1), _serial_blas(z0.size):
-        opt = minimize(fg, z0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30})
+        opt = minimize(
+            fg,
+            z0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": maxiter, "maxfun": 2 * maxiter, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30},
+        )
     W = opt.x[:nW].reshape(shape)
     b = opt.x[nW:].copy() if bias else None
     G = W.T @ W
@@ -781,11 +815,24 @@ def _solve_factorized(tm, mk, d, reg, seed, init_scale, maxiter, bias=False) -> 
     if tm.V1 <= DENSE_CHECK_MAX_V1:
         Gc = closed_form_gram(tm, mk, bias=bias).toarray()
         res["dist_closed_form_full"] = float(np.max(np.abs(G - Gc)))
-    info = {"W_E": W, "b": b, "d": d, "mask_embedding_norm": float(np.linalg.norm(W[:, 0])),
-            "scipy_message": str(opt.message)}
+    info = {
+        "W_E": W,
+        "b": b,
+        "d": d,
+        "mask_embedding_norm": float(np.linalg.norm(W[:, 0])),
+        "scipy_message": str(opt.message),
+    }
     status = _status_from({k: v for k, v in res.items()}, reg)
     if status == 3:
         status = 1 if opt.nit >= maxiter else 3
     msg = "" if status == 0 else f"L-BFGS: {opt.message}; residuals {res}"
-    return SolveResult(x=G, fun=loss + reg * float(np.sum(W * W)), status=status, method="factorized", message=msg,
-                       nit=int(opt.nit), residuals=res, info=info)
+    return SolveResult(
+        x=G,
+        fun=loss + reg * float(np.sum(W * W)),
+        status=status,
+        method="factorized",
+        message=msg,
+        nit=int(opt.nit),
+        residuals=res,
+        info=info,
+    )

@@ -38,7 +38,7 @@ class TopicSym:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def from_entries(cls, T: int, diag: float, off: float, col: float, row: float, corner: float) -> "TopicSym":
+    def from_entries(cls, T: int, diag: float, off: float, col: float, row: float, corner: float) -> TopicSym:
         """From the entries: ``M[t,t] = diag``, ``M[t,s] = off`` (t != s), ``M[t,T] = col``,
         ``M[T,t] = row``, ``M[T,T] = corner``."""
         sT = math.sqrt(T)
@@ -67,23 +67,23 @@ class TopicSym:
         if not isinstance(other, TopicSym) or other.T != self.T:
             raise TypeError("TopicSym operands must be TopicSym with the same T")
 
-    def __matmul__(self, other: "TopicSym") -> "TopicSym":
+    def __matmul__(self, other: TopicSym) -> TopicSym:
         self._check(other)
         return TopicSym(self.T, self.lam * other.lam, self.M2 @ other.M2)
 
-    def __add__(self, other: "TopicSym") -> "TopicSym":
+    def __add__(self, other: TopicSym) -> TopicSym:
         self._check(other)
         return TopicSym(self.T, self.lam + other.lam, self.M2 + other.M2)
 
-    def __sub__(self, other: "TopicSym") -> "TopicSym":
+    def __sub__(self, other: TopicSym) -> TopicSym:
         self._check(other)
         return TopicSym(self.T, self.lam - other.lam, self.M2 - other.M2)
 
-    def scale(self, s: float) -> "TopicSym":
+    def scale(self, s: float) -> TopicSym:
         return TopicSym(self.T, s * self.lam, s * self.M2)
 
     @property
-    def t(self) -> "TopicSym":
+    def t(self) -> TopicSym:
         """Transpose."""
         return TopicSym(self.T, self.lam, self.M2.T.copy())
 
@@ -94,7 +94,7 @@ class TopicSym:
         """Frobenius norm."""
         return math.sqrt((self.T - 1) * self.lam**2 + float(np.sum(self.M2 * self.M2)))
 
-    def pinv(self, rcond: float = 1e-10) -> "TopicSym":
+    def pinv(self, rcond: float = 1e-10) -> TopicSym:
         """Moore-Penrose pseudo-inverse; singular values below ``rcond * max`` count as zero."""
         s_all = np.linalg.svd(self.M2, compute_uv=False)
         scale = max(abs(self.lam) if self.T > 1 else 0.0, float(s_all.max()) if s_all.size else 0.0)
@@ -105,11 +105,11 @@ class TopicSym:
         return TopicSym(self.T, lam, (Vt.T * inv) @ U.T)
 
     @classmethod
-    def identity(cls, T: int) -> "TopicSym":
+    def identity(cls, T: int) -> TopicSym:
         return cls(T, 1.0, np.eye(2))
 
     @classmethod
-    def diag_weights(cls, T: int, topic: float, last: float) -> "TopicSym":
+    def diag_weights(cls, T: int, topic: float, last: float) -> TopicSym:
         """``diag(topic, ..., topic, last)``."""
         return cls.from_entries(T, topic, 0.0, 0.0, 0.0, last)
 

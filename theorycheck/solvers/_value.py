@@ -80,12 +80,12 @@ from typing import NamedTuple
 
 import numpy as np
 
+from .._validate import check_array, check_choice, check_real, warn_ignored
+from ..config import Masking, TopicModel, check_models
 from ..population._moments import moments
+from ..population._value_loss import value_loss_grad
 from ._result import STATUS_MESSAGES, SolveResult
 from ._symmetric import TokenMatrixShape, TopicSym
-from .._validate import check_array, check_choice, check_real, warn_ignored
-from ..population._value_loss import value_loss_grad
-from ..config import Masking, TopicModel, check_models
 
 __all__ = [
     "BlockValueMatrix",
@@ -535,7 +535,10 @@ def optimal_value_matrix(
     if not isinstance(solver, str):
         raise TypeError(f"solver must be a string (a cvxpy solver name), got {solver!r}")
     if method != "cvxpy":
-        warn_ignored([n for n, used in (("solver", solver != "CLARABEL"), ("solver_options", bool(solver_options))) if used], method)
+        warn_ignored(
+            [n for n, used in (("solver", solver != "CLARABEL"), ("solver_options", bool(solver_options))) if used],
+            method,
+        )
     if method == "closed-form":
         if dense is None:
             dense = tm.V1 <= DENSE_DEFAULT_MAX_V1
