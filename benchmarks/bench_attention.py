@@ -1,4 +1,4 @@
-"""Attention loss evaluators (PAPER_SPEC §4.3): structured Numba kernel vs dense stacked GEMMs vs
+"""Attention loss evaluators (SPEC §4.3): structured Numba kernel vs dense stacked GEMMs vs
 a straightforward numpy loop vs Monte Carlo; FLOP rate vs this machine's dgemm; closed-form grid.
 
 Run: ``python benchmarks/bench_attention.py``. All ratios are measured side by side in one run.

@@ -1,7 +1,7 @@
 """Optimal tied embedding Gram: closed form vs Schur completion vs cvxpy SDP vs L-BFGS, as V1 grows.
 
 All methods run side by side in one process on the same configurations (tau = 2, default
-masking). Errors are against the closed form (PAPER_SPEC §4.1 D3): max |G - G_closed| for the
+masking). Errors are against the closed form (SPEC §4.1 D3): max |G - G_closed| for the
 min-norm methods, max difference of the identifiable part (``identifiable_part``) for L-BFGS
 (which reaches a different minimiser in the loss's null directions), plus the loss gap
 ``L(G) - L*`` recomputed by ``value_loss``. ``formula_us`` is the bare closed form (a

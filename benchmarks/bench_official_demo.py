@@ -1,4 +1,4 @@
-"""Reproduction of the released demo (PAPER_SPEC §5.1): best dev cross-entropy of the preset
+"""Reproduction of the released demo (SPEC §5.1): best dev cross-entropy of the preset
 ``official-demo`` against the official code's 3.3954 and the N -> inf Bayes CE 3.149.
 
 Slow (a few minutes: 3000 Adam steps plus 13 evaluations of 10,000 dev documents), hence a

@@ -1,7 +1,7 @@
 """Training speed: the official-demo model in numpy (count-based and position-based attention)
 against a PyTorch CPU implementation of the same model, side by side in one run.
 
-The model (PAPER_SPEC §5.1): one layer, one head, one-hot embedding (d = 101), uniform attention
+The model (SPEC §5.1): one layer, one head, one-hot embedding (d = 101), uniform attention
 frozen (W^K = W^Q = 0), W^V and the output bias trained, identity decoder, cross-entropy over the
 selected positions, Adam lr 0.01, batch 40, documents of length U[100, 150], selected positions
 hidden from the keys. PyTorch computes the full N x N attention like the official HF BERT (scores

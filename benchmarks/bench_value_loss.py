@@ -1,6 +1,6 @@
 """value_loss: Numba block-sum kernel vs the dense-moment numpy reference vs one pass over W.
 
-The exact uniform-attention loss needs only the topic-block column sums of W (PAPER_SPEC §4.0),
+The exact uniform-attention loss needs only the topic-block column sums of W (SPEC §4.0),
 so its cost is one read of W: the bound is the time of ``W.sum()`` (a single streaming pass).
 Run: ``python benchmarks/bench_value_loss.py``.
 """

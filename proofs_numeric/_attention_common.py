@@ -1,4 +1,4 @@
-"""Shared helpers for the attention claims (PAPER_SPEC §4.3, §6 items 15-19). Not a claim."""
+"""Shared helpers for the attention claims (SPEC §4.3, §6 items 15-19). Not a claim."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §6 item 15 (DERIVED): with the stage-1 block W^V the loss depends on (alpha, beta)
+"""SPEC §6 item 15 (DERIVED): with the stage-1 block W^V the loss depends on (alpha, beta)
 only through K = e^alpha + (v - 1) e^beta, and L(K = v) = 1 - 1/(tau v) (uniform attention is
 the stage-1 optimum).
 
@@ -59,7 +59,7 @@ CLAIM = Claim(
     id="attention.block-K-only",
     statement="Block stage-1 W^V: L(alpha, beta) depends only on K = e^alpha + (v-1)e^beta, and L(K=v) = 1 - 1/(tau v)",
     source="DERIVED",
-    spec="PAPER_SPEC §4.3, §6 item 15",
+    spec="SPEC §4.3, §6 item 15",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),

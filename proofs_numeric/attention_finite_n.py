@@ -1,4 +1,4 @@
-"""PAPER_SPEC §1.1, §4.3 (DERIVED): the exact N -> inf attention loss is the limit of the
+"""SPEC §1.1, §4.3 (DERIVED): the exact N -> inf attention loss is the limit of the
 finite-document loss, with an O(1/N) gap.
 
 Finite documents are simulated by an independent code path (``theorycheck.montecarlo``:
@@ -68,7 +68,7 @@ CLAIM = Claim(
         "The finite-document (Monte Carlo) attention loss converges to the exact N -> inf loss with an O(1/N) gap"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §1.1 (N -> inf limit), §4.3",
+    spec="SPEC §1.1 (N -> inf limit), §4.3",
     check=check,
     default_params=(dict(T=4, v=3, tau=2, p_m=0.3, p_c=0.2, p_r=0.2, alpha=2.0, beta=1.0, n_docs=3000, seed=7),),
     falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.3 (DERIVED): the general attention evaluator (any score matrix S, any W^V)
+"""SPEC §4.3 (DERIVED): the general attention evaluator (any score matrix S, any W^V)
 reproduces the closed-form loss of the (alpha, beta) family, for the block (stage-1) and the
 identity W^V, including extreme scores |alpha|, |beta| = 1e4 (log-sum-exp).
 
@@ -55,7 +55,7 @@ CLAIM = Claim(
         "identity W^V, |alpha|, |beta| up to 1e4)"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.3 (derived loss), §7 stage 2",
+    spec="SPEC §4.3 (derived loss), §7 stage 2",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),

@@ -1,7 +1,7 @@
-"""PAPER_SPEC §6 item 18 (DERIVED): with the identity W^V (diagonal on words, W_00 = 0) the
+"""SPEC §6 item 18 (DERIVED): with the identity W^V (diagonal on words, W_00 = 0) the
 optimal attention puts a large score on the same word and none extra on other same-topic
 words: e^{alpha*} > v (the same word outweighs a whole uniform topic) and beta* <= 0.
-At T = v = 10, tau = 3 the PAPER_SPEC §4.3 values are alpha* = 4.711, beta* = -0.150,
+At T = v = 10, tau = 3 the SPEC §4.3 values are alpha* = 4.711, beta* = -0.150,
 L* = 0.892836 (L(0, 0) = 0.967236). We recompute them with the certified 2-d solver.
 Note: our optimum is alpha* = 4.71046 (gradient ~1e-10), so the spec's 4.711 is off by 5e-4 in
 the last printed digit; the tolerance on alpha is therefore 1e-3.
@@ -69,7 +69,7 @@ CLAIM = Claim(
         "L*=0.892836)"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.3(b), §6 item 18",
+    spec="SPEC §4.3(b), §6 item 18",
     check=check,
     default_params=(
         dict(

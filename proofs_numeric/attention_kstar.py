@@ -1,6 +1,6 @@
-"""PAPER_SPEC §6 item 16 (DERIVED): with the stage-1 block W^V, tau = 1 gives K* = v (uniform
+"""SPEC §6 item 16 (DERIVED): with the stage-1 block W^V, tau = 1 gives K* = v (uniform
 attention is already optimal) and tau >= 2 gives K* > v (more per-word weight on the query's
-topic). At the paper's configuration (T = v = 10, tau = 3, p = .15/.1/.1) the PAPER_SPEC §4.3
+topic). At the paper's configuration (T = v = 10, tau = 3, p = .15/.1/.1) the SPEC §4.3
 table gives K* = 70.05, L* = 0.961770; we recompute them (own grid + Brent on log K,
 independent of ``optimal_attention``) and also require the certified solver to agree.
 
@@ -28,7 +28,7 @@ def check(params, inject=None):
         subs.append(compare_close(K / tm.v, 1.0, 1e-3, details={"K_star_over_v": K / tm.v}))
     else:
         subs.append(compare_greater(K / tm.v, 1.0, details={"K_star_over_v": K / tm.v}))
-    if "K_table" in params:  # PAPER_SPEC §4.3 table, printed to 4 significant digits / 6 decimals: one unit of slack
+    if "K_table" in params:  # SPEC §4.3 table, printed to 4 significant digits / 6 decimals: one unit of slack
         subs.append(compare_close(K, params["K_table"], unit4(params["K_table"]), details={"K_star": K}))
         subs.append(compare_close(L, params["L_table"], 5e-7 + 1e-12, details={"L_star": L}))
     res = compare_all(subs)
@@ -60,7 +60,7 @@ CLAIM = Claim(
         " L* = 0.961770"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.3 table, §6 item 16",
+    spec="SPEC §4.3 table, §6 item 16",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1, K_table=70.05, L_table=0.961770),

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §6 item 19 (PAPER, Theorem 3 as reconstructed in §4.3; exact statement UNREC).
+"""SPEC §6 item 19 (PAPER, Theorem 3 as reconstructed in §4.3; exact statement UNREC).
 
 The paper (Li, Li, Risteski, ICML 2023, Theorem 3) states that in an asymptotic regime
 (T, tau -> infinity under its Assumption 3) the optimal attention of the (alpha, beta) family
@@ -59,7 +59,7 @@ CLAIM = Claim(
         "(ratio K*/v > 1, growing) and K = 100 v tau is strictly worse than K*"
     ),
     source="PAPER",
-    spec="PAPER_SPEC §4.3 (paper statement INF/UNREC), §6 item 19",
+    spec="SPEC §4.3 (paper statement INF/UNREC), §6 item 19",
     check=check,
     default_params=(dict(p_m=0.15, p_c=0.1, p_r=0.1),),
     falsify=falsify,

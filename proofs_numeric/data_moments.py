@@ -1,4 +1,4 @@
-"""PAPER_SPEC §6 item 2 (DERIVED): the second moment of the topic density is block-structured,
+"""SPEC §6 item 2 (DERIVED): the second moment of the topic density is block-structured,
 
 ``E[p_S p_S^T] = (1/(tau T v^2)) [(1 - kappa) B + kappa J]``, ``kappa = (tau-1)/(T-1)``,
 
@@ -45,7 +45,7 @@ CLAIM = Claim(
         "tau-subsets"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §1.1, §4.0, §6 item 2",
+    spec="SPEC §1.1, §4.0, §6 item 2",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.5 made quantitative (DERIVED, ``theorycheck.analysis.dynamics``): at the end of stage 1
+"""SPEC §4.5 made quantitative (DERIVED, ``theorycheck.analysis.dynamics``): at the end of stage 1
 (W^V at the min-norm block optimum, uniform attention ``S = 0``) the population gradient
 ``G = dL/dS`` has rank ``T - 1``, its singular vectors are the topic-contrast vectors (so the first
 thing attention learns is the topic pattern, with the same weight on the query word and on the
@@ -64,7 +64,7 @@ CLAIM = Claim(
         "v)/(v(T-1))"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.5, §6 items 16, 21",
+    spec="SPEC §4.5, §6 items 16, 21",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),

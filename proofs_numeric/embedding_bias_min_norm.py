@@ -1,4 +1,4 @@
-"""Free decoder bias (DERIVED by us for this toolkit; PAPER_SPEC §4.1 reports only gradient-descent
+"""Free decoder bias (DERIVED by us for this toolkit; SPEC §4.1 reports only gradient-descent
 numbers for it): with an unpenalised bias ``b`` the tied model's minimum-norm optimum is
 
 ``b = u`` (uniform over words), ``<E_i,E_j> = x = (T-1)/(a v T)`` within a topic,
@@ -6,7 +6,7 @@ numbers for it): with an unpenalised bias ``b`` the tied model's minimum-norm op
 
 Checked against the semidefinite program ``min tr G`` over ``G >= 0`` with
 ``G (m_S - mu) = p_S - u`` (centred exact moments; cvxpy/CLARABEL, our own duality-gap
-recomputation), and against PAPER_SPEC's gradient-descent numbers for T = 5, v = 4, tau = 2
+recomputation), and against SPEC's gradient-descent numbers for T = 5, v = 4, tau = 2
 (same-topic ~ 0.231, different-topic ~ -0.058, quoted to 3 decimals).
 """
 
@@ -65,7 +65,7 @@ CLAIM = Claim(
         "different-topic -1/(avT), E_0 = 0, rank T-1"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.1 (free-bias gradient-descent numbers); derivation in theorycheck/_solve_embedding.py",
+    spec="SPEC §4.1 (free-bias gradient-descent numbers); derivation in theorycheck/_solve_embedding.py",
     check=check,
     default_params=(
         dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, quoted=(0.231, -0.058)),

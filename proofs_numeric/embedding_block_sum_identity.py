@@ -1,4 +1,4 @@
-"""PAPER_SPEC §6 item 11 (DERIVED, §4.1 D1/D2): for EVERY minimiser of the tied embedding model,
+"""SPEC §6 item 11 (DERIVED, §4.1 D1/D2): for EVERY minimiser of the tied embedding model,
 own-topic minus other-topic inner-product block sums equal ``1/a = 1/(1 - p_m (1 - p_c))``:
 
 ``sum_{j in t(i)} <E_i, E_j> - sum_{j in t'} <E_i, E_j> = 1/a`` for every word i and topic t' != t(i).
@@ -113,7 +113,7 @@ CLAIM = Claim(
         "exactly 1/a = 1/(1 - p_m(1 - p_c)) in every word row, for every masking"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.1 D1/D2, §6 item 11",
+    spec="SPEC §4.1 D1/D2, §6 item 11",
     check=check,
     default_params=(
         dict(T=4, v=3, tau=2, p_r=0.1, p_m_grid=(0.15, 0.4, 0.7, 0.95), p_c_grid=(0.0, 0.1, 0.5), d=6),

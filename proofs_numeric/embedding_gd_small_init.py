@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.1 D2 (DERIVED there from numerical runs): "gradient descent from small init drives
+"""SPEC §4.1 D2 (DERIVED there from numerical runs): "gradient descent from small init drives
 the [MASK] embedding to ~0" — more precisely, plain gradient descent on the exact population loss
 from an ``init_scale``-small init lands on the minimum-norm Gram up to O(init_scale^2), keeping
 ``|E_0|`` at the init scale.
@@ -63,7 +63,7 @@ CLAIM = Claim(
         "(E_0 stays at the init scale); L-BFGS need not"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.1 D2 ('gradient descent from small init drives it to ~0'), §7",
+    spec="SPEC §4.1 D2 ('gradient descent from small init drives it to ~0'), §7",
     check=check,
     default_params=(
         dict(T=3, v=2, tau=1, p_m=0.15, p_c=0.1, p_r=0.1, d=5, init_scale=1e-3, lr=1.0, steps=800, seed=0),

@@ -1,4 +1,4 @@
-"""Embedding dimension (PAPER_SPEC §4.1 D3: "rank T, so d >= T suffices"; DERIVED): the tied model
+"""Embedding dimension (SPEC §4.1 D3: "rank T, so d >= T suffices"; DERIVED): the tied model
 reaches ``L* = 1 - 1/(tau v)`` with ``d = T`` and cannot with ``d = T - 1``.
 
 Sufficiency: L-BFGS with ``d = T`` reaches ``L*`` (loss gap <= 1e-8). Necessity, certified
@@ -63,7 +63,7 @@ CLAIM = Claim(
         "least the Eckart-Young bound sigma_T(C Sigma^{+1/2})^2 > 0"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.1 D3 (rank T, d >= T suffices)",
+    spec="SPEC §4.1 D3 (rank T, d >= T suffices)",
     check=check,
     default_params=(
         dict(T=4, v=3, tau=2, p_m=0.15, p_c=0.1, p_r=0.1),

@@ -1,11 +1,11 @@
-"""PAPER_SPEC §6 item 13 (DERIVED, §4.1 D3): the minimum-norm tied embedding optimum is
+"""SPEC §6 item 13 (DERIVED, §4.1 D3): the minimum-norm tied embedding optimum is
 block-constant: ``<E_i,E_j> = x`` within a topic (i = j included, so same-topic embeddings coincide),
 ``y`` across topics, ``E_0 = 0``, with ``x = (1/(a v))(1 - r/(T(a+r)))``, ``y = -r/(a v T (a+r))``;
 its eigenvalue on ``1_W`` is ``1/(a+r)`` and its rank is T (so ``d >= T`` suffices and is needed).
 
 Checked against an independent solve of ``min tr G`` over PSD minimisers: the semidefinite program
 (cvxpy/CLARABEL, with our own duality-gap recomputation) on small vocabularies, and the exact
-Schur-complement completion for the paper's configuration T = v = 10, where PAPER_SPEC quotes
+Schur-complement completion for the paper's configuration T = v = 10, where SPEC quotes
 x = 0.115410, y = -0.000197. The figure shows this Gram beside an L-BFGS-trained one (same
 identifiable part; L-BFGS leaves a non-zero [MASK] embedding, a direction the loss ignores).
 """
@@ -122,7 +122,7 @@ CLAIM = Claim(
         "same-topic embeddings identical), with eigenvalue 1/(a+r) on 1_W and rank T"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.1 D3, §6 item 13",
+    spec="SPEC §4.1 D3, §6 item 13",
     check=check,
     default_params=(
         dict(T=5, v=3, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, method="cvxpy"),

@@ -1,8 +1,8 @@
-"""PAPER_SPEC §6 item 14 (PAPER): the embedding layer encodes topics as a higher average inner
+"""SPEC §6 item 14 (PAPER): the embedding layer encodes topics as a higher average inner
 product (and cosine similarity) between same-topic words than between different-topic words.
 
-Source: the paper's abstract [TXT in PAPER_SPEC §0]; the exact wording of Theorem 1's conclusion 3
-could not be read (PAPER_SPEC §4.1, [INF]). We check it on the tied model's optima that training
+Source: the paper's abstract [TXT in SPEC §0]; the exact wording of Theorem 1's conclusion 3
+could not be read (SPEC §4.1, [INF]). We check it on the tied model's optima that training
 reaches (L-BFGS from a small init on the exact population loss) and on the minimum-norm optimum,
 with the paper's pair classes (distinct tokens; [MASK] excluded). It is NOT a property of every
 minimiser: adding ``c P_w`` (within-topic zero-mean projector, a direction the loss ignores) keeps
@@ -56,7 +56,7 @@ CLAIM = Claim(
         "word pairs than for different-topic pairs (small-init and min-norm optima)"
     ),
     source="PAPER",
-    spec="PAPER_SPEC §0 (abstract), §4.1 conclusion 3 [INF], §6 item 14",
+    spec="SPEC §0 (abstract), §4.1 conclusion 3 [INF], §6 item 14",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1, d=12),

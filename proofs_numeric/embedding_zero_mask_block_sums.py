@@ -1,4 +1,4 @@
-"""PAPER_SPEC §6 item 12 (DERIVED, §4.1 D2): tied minimisers with a zero [MASK] embedding
+"""SPEC §6 item 12 (DERIVED, §4.1 D2): tied minimisers with a zero [MASK] embedding
 (``E_0 = 0``, no bias) have fixed block sums
 
 ``sum_{j in t(i)} <E_i,E_j> = (1/a)(1 - r/(T(a+r)))`` and ``sum_{j in t'} <E_i,E_j> = -r/(a T (a+r))``.
@@ -72,7 +72,7 @@ CLAIM = Claim(
         "other-topic block sum -r/(aT(a+r)) in every word row"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.1 D2, §6 item 12",
+    spec="SPEC §4.1 D2, §6 item 12",
     check=check,
     default_params=(
         dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, d=8, n_inits=2),

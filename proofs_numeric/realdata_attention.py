@@ -1,4 +1,4 @@
-"""PAPER_SPEC §5.4-5.5, §6 item 25 (EMPIRICAL): pretrained MiniLM attention, averaged over its 72
+"""SPEC §5.4-5.5, §6 item 25 (EMPIRICAL): pretrained MiniLM attention, averaged over its 72
 heads, puts more length-normalised weight ``n A[i, j]`` on same-topic word pairs than on
 different-topic pairs of Wikipedia text (stop words and sub-word pieces skipped).
 
@@ -85,7 +85,7 @@ if common.AVAILABLE:
             "than different-topic "
             "words of Wikipedia text (95% bootstrap CI above 0)",
             source="EMPIRICAL",
-            spec="PAPER_SPEC §5.4, §5.5, §6 item 25",
+            spec="SPEC §5.4, §5.5, §6 item 25",
             check=check,
             default_params=(dict(common.DEFAULTS),),
             falsify=falsify,

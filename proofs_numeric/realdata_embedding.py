@@ -1,4 +1,4 @@
-"""PAPER_SPEC §5.4, §6 item 24 (EMPIRICAL): in a pretrained BERT-family model (MiniLM-L6, bundled
+"""SPEC §5.4, §6 item 24 (EMPIRICAL): in a pretrained BERT-family model (MiniLM-L6, bundled
 offline), input token embeddings of same-topic words (LDA topics fitted to gensim's Wikipedia
 fragment) have a larger mean dot product and cosine similarity than different-topic words.
 
@@ -64,7 +64,7 @@ if common.AVAILABLE:
             "larger mean dot "
             "product and cosine than different-topic pairs (95% bootstrap CI above 0)",
             source="EMPIRICAL",
-            spec="PAPER_SPEC §5.4, §6 item 24",
+            spec="SPEC §5.4, §6 item 24",
             check=check,
             default_params=(dict(common.DEFAULTS),),
             falsify=falsify,

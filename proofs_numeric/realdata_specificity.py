@@ -1,4 +1,4 @@
-"""PAPER_SPEC §5.4, §6 item 25 [SEC] (EMPIRICAL): the embedding topic effect is stronger for
+"""SPEC §5.4, §6 item 25 [SEC] (EMPIRICAL): the embedding topic effect is stronger for
 topic-specific words. When only the top 0.25% of each LDA topic's words (the most topic-specific)
 get a topic, the MiniLM input-embedding cosine gap ``mean(same topic) - mean(different topic)`` is
 larger than when the top 5% do.
@@ -52,7 +52,7 @@ if common.AVAILABLE:
             statement="MiniLM embedding cosine gap (same minus different topic) is larger for the most topic-specific "
             "words (top 0.25% per topic) than for the top 5% (disjoint 95% bootstrap CIs)",
             source="EMPIRICAL",
-            spec="PAPER_SPEC §5.4, §6 item 25",
+            spec="SPEC §5.4, §6 item 25",
             check=check,
             default_params=(dict(common.DEFAULTS, specific=0.0025, general=0.05),),
             falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §0 [TXT], §5.4 (EMPIRICAL): the topic effect is stronger on synthetic LDA data than on
+"""SPEC §0 [TXT], §5.4 (EMPIRICAL): the topic effect is stronger on synthetic LDA data than on
 Wikipedia. Measured on the data itself, with one statistic for both corpora: the co-occurrence topic
 signal ``log(lift_same_topic / lift_different_topic)``, where a class's lift is observed over expected
 (shuffled-corpus) co-occurrences of its token pairs within a context window
@@ -7,7 +7,7 @@ Dirichlet(0.1), N in [100, 150] (the paper's setting, via ``theorycheck.sampling
 topics on gensim's Wikipedia fragment, 128-token MiniLM windows.
 
 This compares the topic signal *available in the data*, which an MLM-trained model's topic structure
-follows (PAPER_SPEC §4.0: the uniform-attention optimum is a function of co-occurrence moments); it
+follows (SPEC §4.0: the uniform-attention optimum is a function of co-occurrence moments); it
 is not a comparison of two trained models.
 Registered only when the optional ``nlp`` extra is installed (see ``_realdata_common``).
 """
@@ -47,7 +47,7 @@ if common.AVAILABLE:
             statement="The co-occurrence topic signal log(lift same/different topic) is larger on synthetic LDA data "
             "(T=v=10, alpha=0.1) than on Wikipedia with fitted LDA topics",
             source="EMPIRICAL",
-            spec="PAPER_SPEC §0 (TXT), §5.4",
+            spec="SPEC §0 (TXT), §5.4",
             check=check,
             default_params=(dict(common.DEFAULTS, T=10, v=10, alpha=0.1, n_docs=400),),
             falsify=falsify,

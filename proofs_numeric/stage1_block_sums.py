@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.2, §6 item 7 (DERIVED): every minimiser of the uniform-attention loss satisfies
+"""SPEC §4.2, §6 item 7 (DERIVED): every minimiser of the uniform-attention loss satisfies
 ``W 1_t = (1/a) 1_t + v g`` for one vector ``g`` and every topic t, and
 ``q W e_0 = -(a + r) g - (r/(a v T)) 1_W``; in every word row the own-topic block sum exceeds each
 other-topic block sum by exactly ``1/a = 1/(1 - p_m (1 - p_c))``.
@@ -68,7 +68,7 @@ CLAIM = Claim(
         "Every minimiser has W 1_t = (1/a) 1_t + v g: own-topic minus other-topic block sums = 1/a in every word row"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.2, §6 item 7",
+    spec="SPEC §4.2, §6 item 7",
     check=check,
     default_params=(
         dict(T=6, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, n_minimisers=4),

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.2, §4.5, §6 item 9 (DERIVED): at ``W = 0`` the population gradient is ``-2C``,
+"""SPEC §4.2, §4.5, §6 item 9 (DERIVED): at ``W = 0`` the population gradient is ``-2C``,
 already block-patterned: same-topic entries ``-2[a/(tau T v^2) + r/(T v)^2]``, different-topic
 ``-2[a kappa/(tau T v^2) + r/(T v)^2]`` (``kappa = (tau-1)/(T-1)``), mask column ``-2q/(T v)``,
 row 0 zero.
@@ -61,7 +61,7 @@ CLAIM = Claim(
         "entries"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.2, §4.5, §6 item 9",
+    spec="SPEC §4.2, §4.5, §6 item 9",
     check=check,
     default_params=(dict(T=10, v=10, tau=3, **SPEC_MASKING), dict(T=7, v=2, tau=4, p_m=0.3, p_c=0.3, p_r=0.2)),
     falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.2, §4.5, §6 item 9 (DERIVED): gradient descent on the exact population loss from
+"""SPEC §4.2, §4.5, §6 item 9 (DERIVED): gradient descent on the exact population loss from
 ``W = 0`` converges to the minimum-norm minimiser (the block-wise W^V of §4.2).
 
 Why: the gradient ``2(W Sigma - C)`` has its rows in ``range(Sigma)``, so iterates started at 0 stay
@@ -112,7 +112,7 @@ CLAIM = Claim(
         "(I - Sigma Sigma^+)"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.2, §4.5, §6 item 9",
+    spec="SPEC §4.2, §4.5, §6 item 9",
     check=check,
     default_params=(dict(T=10, v=10, tau=3, **SPEC_MASKING, steps=260, init_scale=0.05),),
     falsify=falsify,

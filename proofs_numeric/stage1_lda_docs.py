@@ -1,4 +1,4 @@
-"""PAPER_SPEC §1.2, §5.1, §6 item 3 (the paper's experimental data, from the official code):
+"""SPEC §1.2, §5.1, §6 item 3 (the paper's experimental data, from the official code):
 LDA documents with T = 10 topics of v = 10 words, lengths uniform on {100, ..., 150} and topic
 proportions ``theta ~ Dirichlet(0.1 * 1_10)``; each token's topic is drawn from ``theta``.
 
@@ -83,7 +83,7 @@ CLAIM = Claim(
         "from them"
     ),
     source="PAPER",
-    spec="PAPER_SPEC §1.2, §5.1, §6 item 3 (official code)",
+    spec="SPEC §1.2, §5.1, §6 item 3 (official code)",
     check=check,
     default_params=(dict(T=10, v=10, alpha=0.1, N=(100, 150), n_docs=5000),),
     falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §2.1, §6 item 1 (DERIVED): the token distribution of a masked document with topic set
+"""SPEC §2.1, §6 item 1 (DERIVED): the token distribution of a masked document with topic set
 ``S`` is ``m_S = a p_S + r u + q e_0`` with ``a = 1 - p_m (1 - p_c)``, ``r = p_m p_r``,
 ``q = p_m (1 - p_c - p_r)``, ``a + r + q = 1`` (defaults: 0.865, 0.015, 0.12).
 
@@ -7,7 +7,7 @@ Monte Carlo with large N: documents sampled with a fixed topic set and masked by
 and replacement are independent per position), so the pooled counts are multinomial and each
 coordinate's z-score ``(m_hat - m) / sqrt(m (1 - m) / n)`` is approximately standard normal. The
 claim passes when the largest of the ``V1`` z-scores is below 5 (Bonferroni: a false alarm has
-probability < V1 * 6e-7). The triple (a, r, q) is also compared with PAPER_SPEC's printed defaults.
+probability < V1 * 6e-7). The triple (a, r, q) is also compared with SPEC's printed defaults.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ CLAIM = Claim(
         "Carlo with large N"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §2.1, §6 item 1",
+    spec="SPEC §2.1, §6 item 1",
     check=check,
     default_params=(
         dict(

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.0, §6 item 4 (DERIVED): under uniform attention the minimum population squared
+"""SPEC §4.0, §6 item 4 (DERIVED): under uniform attention the minimum population squared
 MLM loss is ``1 - E||p||^2``: ``1 - 1/(tau v)`` for the tau-topic model and
 ``1 - (alpha+1)/((T alpha + 1) v)`` for LDA with a Dirichlet(alpha) prior (0.945 at T = v = 10,
 alpha = 0.1).
@@ -58,7 +58,7 @@ CLAIM = Claim(
         "0.945 at T=v=10, alpha=0.1)"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.0, §6 item 4",
+    spec="SPEC §4.0, §6 item 4",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, **SPEC_MASKING),

@@ -1,11 +1,11 @@
-"""PAPER_SPEC §4.2, §6 item 5 (DERIVED): the minimum-norm stage-1 value matrix is block-constant,
+"""SPEC §4.2, §6 item 5 (DERIVED): the minimum-norm stage-1 value matrix is block-constant,
 ``W_{w w'} = A`` (same topic), ``B0`` (different topics), ``W_{w 0} = gamma``, row 0 = 0, with the
 closed forms of §4.2, and equals ``C Sigma^+`` to machine precision.
 
 Independent reference: for ``V1 <= 200`` the dense minimum-norm least-squares solution of
 ``Sigma W^T = C^T`` (LAPACK); for larger ``V1`` (T = 100) the pseudo-inverse computed numerically in
 the O(1) topic-symmetric algebra (no closed-form entry formula). The block constants read off the
-reference are also compared with the numbers printed in PAPER_SPEC §4.2 (rounded to 6 decimals).
+reference are also compared with the numbers printed in SPEC §4.2 (rounded to 6 decimals).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from theorycheck.solvers._value import structured_constants
 from ._stage1 import SPEC_MASKING, entry_classes, models, spread
 
 TOL = 1e-10
-SPEC_TOL = 5e-7  # PAPER_SPEC prints 6 decimals
+SPEC_TOL = 5e-7  # SPEC prints 6 decimals
 
 
 def check(params: dict, inject: dict | None = None):
@@ -98,7 +98,7 @@ CLAIM = Claim(
         " = 0) with the closed forms of §4.2"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.2, §6 item 5",
+    spec="SPEC §4.2, §6 item 5",
     check=check,
     default_params=(
         dict(T=10, v=10, tau=3, **SPEC_MASKING, spec_A=0.108020, spec_B0=-0.007587, spec_gamma=0.054191),

@@ -1,10 +1,10 @@
-"""PAPER_SPEC §4.2, §6 item 8 (DERIVED): for every ``lambda > 0`` the ridge solution
+"""SPEC §4.2, §6 item 8 (DERIVED): for every ``lambda > 0`` the ridge solution
 ``C (Sigma + lambda I)^{-1}`` is block-symmetric (one value per class: same topic, including the
 diagonal; different topic; mask column; row 0 = 0), and the reduced three-parameter objective of
 §4.2 reproduces it.
 
 Reference: a dense Cholesky solve of ``(Sigma + lambda I) W^T = C^T``; the closed form solves the
-reduced 3 x 3 quadratic. PAPER_SPEC's printed example (T=5, v=3, tau=2, lambda=0.1) is checked too.
+reduced 3 x 3 quadratic. SPEC's printed example (T=5, v=3, tau=2, lambda=0.1) is checked too.
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ CLAIM = Claim(
         "gamma) minimiser"
     ),
     source="DERIVED",
-    spec="PAPER_SPEC §4.2, §6 item 8",
+    spec="SPEC §4.2, §6 item 8",
     check=check,
     default_params=(
         dict(T=5, v=3, tau=2, **SPEC_MASKING, regs=(0.1, 1e-3, 3.0), spec=(0.1, 0.072137, 0.011412, 0.048185)),

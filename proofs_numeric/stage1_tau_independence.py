@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.2, §6 item 6 (DERIVED): the minimum-norm stage-1 W^V does not depend on tau
+"""SPEC §4.2, §6 item 6 (DERIVED): the minimum-norm stage-1 W^V does not depend on tau
 (for tau < T) nor on the Dirichlet alpha: the set of minimisers ``{W: W m = p for every document}``
 is the same for every topic law whose mixtures affinely span the simplex.
 
@@ -51,7 +51,7 @@ CLAIM = Claim(
     id="stage1.tau-independence",
     statement="The min-norm stage-1 W^V is the same for every tau < T and every Dirichlet alpha",
     source="DERIVED",
-    spec="PAPER_SPEC §4.2, §6 item 6",
+    spec="SPEC §4.2, §6 item 6",
     check=check,
     default_params=(dict(T=8, v=4, p_m=0.15, p_c=0.1, p_r=0.1, alphas=(0.1, 1.0, 10.0)),),
     falsify=falsify,

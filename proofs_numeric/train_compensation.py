@@ -1,4 +1,4 @@
-"""Paper overview, PAPER_SPEC §0 ("embedding and attention can compensate for each other: if one is
+"""Paper overview, SPEC §0 ("embedding and attention can compensate for each other: if one is
 handicapped the other still encodes topics"; EMPIRICAL, seeded finite-sample runs, preset
 ``compensation``): one layer, one head, trained embedding tied to the decoder, W^V from the
 identity, cross-entropy, Adam lr 3e-3, 1000 steps (default) on LDA documents (alpha = 0.1,
@@ -65,7 +65,7 @@ CLAIM = Claim(
     statement="Embedding and attention compensate: with a frozen random embedding attention becomes topic-aware; "
     "with frozen uniform attention the embedding Gram becomes block-structured",
     source="EMPIRICAL",
-    spec="PAPER_SPEC overview (sciencestack / seed summary: 'the other can compensate')",
+    spec="SPEC §0 (secondary summaries: 'the other can compensate')",
     check=check,
     default_params=(dict(steps=1000, seed=0, min_attention_ratio=1.5, min_gram_block_score=0.9),),
     falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §5.3, seed summary "Figure 5" (EMPIRICAL, seeded finite-sample run): a 4-layer,
+"""SPEC §5.3, seed summary "Figure 5" (EMPIRICAL, seeded finite-sample run): a 4-layer,
 4-head transformer trained jointly from a small init shows the two-stage norm dynamic, W^V
 first and W^K, W^Q later.
 
@@ -106,7 +106,7 @@ CLAIM = Claim(
     statement="4-layer x 4-head transformer, SGD from small init: ||W^V|| grows first while every layer's "
     "W^K, W^Q stay near their init; some layer's W^K, W^Q grow 10x only much later",
     source="EMPIRICAL",
-    spec="PAPER_SPEC §5.3 (Figure 5), §4.5",
+    spec="SPEC §5.3 (Figure 5), §4.5",
     check=check,
     default_params=(dict(steps=600, log_every=10, early_step=30, seed=0),),
     falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §5.1 (EMPIRICAL, seeded run against the official code's number): the released demo
+"""SPEC §5.1 (EMPIRICAL, seeded run against the official code's number): the released demo
 (one layer, uniform attention frozen, one-hot embedding, identity decoder, W^V and the output bias
 trained with cross-entropy by Adam lr 0.01, batch 40, 10k static-masked LDA documents with
 alpha = 0.1, T = v = 10, N ~ U[100, 150], selected positions hidden from the keys, token-averaged
@@ -49,7 +49,7 @@ CLAIM = Claim(
         "within 3%"
     ),
     source="EMPIRICAL",
-    spec="PAPER_SPEC §5.1",
+    spec="SPEC §5.1",
     check=check,
     default_params=(dict(steps=1500, eval_every=250, seed=0, rtol=0.03),),
     falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.2, §6 item 9 (EMPIRICAL run of our trainer; deterministic): exact population gradient
+"""SPEC §4.2, §6 item 9 (EMPIRICAL run of our trainer; deterministic): exact population gradient
 descent on W^V from W = 0 (uniform attention, one-hot, identity decoder, squared loss) converges to
 the minimum-norm minimizer ``C Sigma^+``.
 
@@ -79,7 +79,7 @@ CLAIM = Claim(
         "Sigma^+"
     ),
     source="EMPIRICAL",
-    spec="PAPER_SPEC §4.2, §6 items 9-10",
+    spec="SPEC §4.2, §6 items 9-10",
     check=check,
     default_params=(dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, steps=300, seed=0),),
     falsify=falsify,

@@ -1,11 +1,11 @@
-"""PAPER_SPEC §4.3, §6 items 15-16, 20 (EMPIRICAL, deterministic exact population run): with W^V
+"""SPEC §4.3, §6 items 15-16, 20 (EMPIRICAL, deterministic exact population run): with W^V
 frozen at the block-wise stage-1 optimum, training W^K, W^Q (d_a = V1, init N(0, 0.1^2), seed 0,
 Adam lr 0.05, 300 steps, squared loss, T = 5, v = 4, tau = 2) makes the average attention between
 different words of the same topic larger than between words of different topics, measured as in
 the official ``inspect_result.py`` on 50 fresh unmasked documents of length 50 (seed 0).
 
 Falsification uses the theory itself: with an identity W^V (``W_00 = 0``) the optimum has
-``beta <= 0`` (PAPER_SPEC §4.3 (b)), so same-topic/different-word attention is *not* larger.
+``beta <= 0`` (SPEC §4.3 (b)), so same-topic/different-word attention is *not* larger.
 """
 
 from __future__ import annotations
@@ -67,7 +67,7 @@ CLAIM = Claim(
     id="train.stage2-same-topic-attention",
     statement="After stage 2 (W^V block-wise, W^K/W^Q trained) same-topic attention exceeds different-topic attention",
     source="EMPIRICAL",
-    spec="PAPER_SPEC §4.3, §5.1, §6 items 16, 20",
+    spec="SPEC §4.3, §5.1, §6 items 16, 20",
     check=check,
     default_params=(dict(T=5, v=4, tau=2, steps=300, n_docs=50, N=50, seed=0),),
     falsify=falsify,

@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.3, §6 item 15 (EMPIRICAL against the solver, deterministic exact population run):
+"""SPEC §4.3, §6 item 15 (EMPIRICAL against the solver, deterministic exact population run):
 with W^V frozen at the stage-1 optimum, training W^K, W^Q from a small random init (preset
 ``stage2-population``: T = v = 10, tau = 3, squared loss, d_a = V1, entries N(0, 0.1^2), Adam
 lr 0.05, 400 steps, seed 0) approaches the optimum of :func:`theorycheck.solvers.optimal_attention`:
@@ -50,7 +50,7 @@ CLAIM = Claim(
         "loss no worse than L*"
     ),
     source="EMPIRICAL",
-    spec="PAPER_SPEC §4.3, §6 item 15",
+    spec="SPEC §4.3, §6 item 15",
     check=check,
     default_params=(dict(steps=400, seed=0, K_rtol=0.10),),
     falsify=falsify,

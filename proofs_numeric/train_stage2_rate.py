@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.5 (EMPIRICAL against a DERIVED prediction, deterministic exact population runs):
+"""SPEC §4.5 (EMPIRICAL against a DERIVED prediction, deterministic exact population runs):
 in joint training from a small init, once W^V has its stage-1 value the topic part of the score
 matrix ``S = W_Q^T W_K`` (its projection on the topic-contrast vectors, both sides) grows by the
 factor ``(1 + lr (sigma_max - 2 reg))^2`` per step predicted by :func:`theorycheck.analysis.dynamics.stage2_onset`
@@ -142,7 +142,7 @@ CLAIM = Claim(
         "sigma_max/2 prevents stage 2"
     ),
     source="EMPIRICAL",
-    spec="PAPER_SPEC §4.5, §6 items 21-23",
+    spec="SPEC §4.5, §6 items 21-23",
     check=check,
     default_params=(dict(T=5, v=4, tau=2, init_scale=0.01, lr=5.0, steps=600, log_every=5, seed=0),),
     falsify=falsify,

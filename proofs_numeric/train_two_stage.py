@@ -1,4 +1,4 @@
-"""PAPER_SPEC §4.5, §6 items 21-22 (EMPIRICAL, deterministic exact population run): joint training
+"""SPEC §4.5, §6 items 21-22 (EMPIRICAL, deterministic exact population run): joint training
 of W^K, W^Q, W^V from a small init (entries N(0, 0.01^2), seed 0; one-hot, identity decoder,
 squared loss, SGD lr 5, T = 5, v = 4, tau = 2) shows two stages:
 
@@ -122,7 +122,7 @@ CLAIM = Claim(
         "grows (stage 2 later)"
     ),
     source="EMPIRICAL",
-    spec="PAPER_SPEC §4.5, §5.2, §6 items 21-22",
+    spec="SPEC §4.5, §5.2, §6 items 21-22",
     check=check,
     default_params=(dict(T=5, v=4, tau=2, init_scale=0.01, lr=5.0, steps=1500, log_every=10, loss="squared", seed=0),),
     falsify=falsify,

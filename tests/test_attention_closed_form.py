@@ -1,4 +1,4 @@
-"""(alpha, beta) closed forms (PAPER_SPEC §4.3): == general evaluator, == high-precision mpmath
+"""(alpha, beta) closed forms (SPEC §4.3): == general evaluator, == high-precision mpmath
 evaluation of the plain formulas, structural facts (K-only, L(K=v), K*), stage-1 constants == C Sigma^+."""
 
 import math
@@ -174,7 +174,7 @@ def test_tau2_plus_optimum_exceeds_uniform(tm, mk):
 @settings(max_examples=15)
 @given(topic_models(min_T=3, max_T=10, min_v=1, max_v=5, min_tau=2), maskings(min_p_m=0.05, max_p_m=0.6))
 def test_without_kept_queries_uniform_is_optimal(tm, mk):
-    """Precondition of PAPER_SPEC §6 item 16 found here: K* > v needs p_c > 0. With p_c = 0 the
+    """Precondition of SPEC §6 item 16 found here: K* > v needs p_c > 0. With p_c = 0 the
     query token (random word or [MASK]) is independent of the target, and K = v is optimal."""
     from hypothesis import assume
 

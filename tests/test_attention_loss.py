@@ -59,7 +59,7 @@ def test_cross_entropy_equals_reference(tm, mk, seed, mask_keys):
 @settings(max_examples=20)
 @given(topic_models(max_T=6, max_v=4), maskings(), st.integers(0, 2**31), st.booleans())
 def test_uniform_attention_equals_value_loss(tm, mk, seed, with_b):
-    """S = 0 (and any S constant along rows) is uniform attention: the stage-1 loss of PAPER_SPEC §4.0."""
+    """S = 0 (and any S constant along rows) is uniform attention: the stage-1 loss of SPEC §4.0."""
     _, W, b = _draw(tm, seed, with_b=with_b)
     c = np.random.default_rng(seed).normal(size=(tm.V1, 1))
     ref = value_loss(W, tm, mk, b=b)

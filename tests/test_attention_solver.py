@@ -53,7 +53,7 @@ def test_identity_beta_to_minus_infinity_is_reported():
     r = optimal_attention(tm, mk, "identity", check_general=False)
     assert r.status == 1 and r.beta_to_minus_inf
     assert "beta* = -inf" in r.message
-    assert math.exp(r.alpha) == pytest.approx(730, rel=0.01)  # PAPER_SPEC §4.3(b): e^alpha* ~ 730
+    assert math.exp(r.alpha) == pytest.approx(730, rel=0.01)  # SPEC §4.3(b): e^alpha* ~ 730
 
 
 @pytest.mark.parametrize("kwargs,match", [(dict(value="full"), "value"), (dict(n_grid=3), "n_grid")])

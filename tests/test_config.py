@@ -88,7 +88,7 @@ def test_round_trip_dict(tm):
 
 
 def test_dirichlet_min_loss_paper_value():
-    # PAPER_SPEC §4.0: T=10, alpha=0.1 gives E sum theta^2 = 0.55 and L* = 1 - 0.055 = 0.945 (v=10)
+    # SPEC §4.0: T=10, alpha=0.1 gives E sum theta^2 = 0.55 and L* = 1 - 0.055 = 0.945 (v=10)
     tm = tc.TopicModel(T=10, v=10, prior="dirichlet", alpha=0.1)
     assert tm.min_value_loss() == pytest.approx(0.945, abs=1e-15)
     assert math.isinf(tm.n_topic_sets)

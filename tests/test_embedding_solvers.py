@@ -88,7 +88,7 @@ def test_factorized_lbfgs_reaches_optimum(tm, mk, extra_d, seed):
 
 
 def test_paper_configuration_values():
-    """T = v = 10, tau = 3, p = .15/.1/.1: PAPER_SPEC §4.1 D3 quotes x = 0.115410, y = -0.000197."""
+    """T = v = 10, tau = 3, p = .15/.1/.1: SPEC §4.1 D3 quotes x = 0.115410, y = -0.000197."""
     res = optimal_embedding_gram(PAPER["tm"], PAPER["mk"])
     assert res.success
     assert res.same_topic == pytest.approx(0.115410, abs=5e-7)
@@ -159,7 +159,7 @@ def test_degenerate_cases_match_schur_and_cvxpy(T, v, tau, p):
 
 
 def test_single_law_optimum_has_no_topic_structure():
-    """tau = T: the block-sum identity own - other = 1/a does NOT hold (PAPER_SPEC §4.1 needs tau < T)."""
+    """tau = T: the block-sum identity own - other = 1/a does NOT hold (SPEC §4.1 needs tau < T)."""
     tm, mk = tc.TopicModel(T=4, v=3, tau=4), tc.Masking()
     G = closed_form_gram(tm, mk)
     assert G.x == G.y  # same-topic = different-topic inner product
@@ -383,7 +383,7 @@ def test_minimiser_violation_rejects_bad_shapes():
 
 
 def test_gradient_descent_from_small_init_reaches_min_norm_gram():
-    """PAPER_SPEC §4.1 D2: plain GD from small init keeps E_0 ~ init and lands on the min-norm Gram.
+    """SPEC §4.1 D2: plain GD from small init keeps E_0 ~ init and lands on the min-norm Gram.
 
     (Within-topic zero-mean components of W_E can only shrink under gradient flow, since their
     velocity is -2 W_E Sigma W_E^T applied to them; the min-norm Gram is reached up to O(init^2).)
@@ -403,7 +403,7 @@ def test_gradient_descent_from_small_init_reaches_min_norm_gram():
 @settings(max_examples=5)
 @given(topic_models(min_T=2, max_T=5, max_v=4), maskings(), st.integers(0, 100))
 def test_tied_model_with_free_bias_keeps_block_sum_identity(tm, mk, seed):
-    """PAPER_SPEC §4.1: with a trained decoder bias the own-minus-other identity (1/a) still holds."""
+    """SPEC §4.1: with a trained decoder bias the own-minus-other identity (1/a) still holds."""
     from scipy.optimize import minimize
 
     from theorycheck.analysis.stats import own_minus_other_block_sums
@@ -471,7 +471,7 @@ def test_bias_factorized_reaches_optimum_with_d_equal_T_minus_1(tm, mk, seed):
 
 
 def test_bias_min_norm_matches_spec_gradient_descent_numbers():
-    """PAPER_SPEC §4.1: 'with a free bias ... (T=5, v=4, tau=2) GD from small init gives same-topic
+    """SPEC §4.1: 'with a free bias ... (T=5, v=4, tau=2) GD from small init gives same-topic
     ~ 0.231, different-topic ~ -0.058'. These are the bias min-norm values (T-1)/(a v T), -1/(a v T)."""
     tm, mk = tc.TopicModel(T=5, v=4, tau=2), tc.Masking()
     G = closed_form_gram(tm, mk, bias=True)

@@ -1,4 +1,4 @@
-"""Exact moments: closed form (PAPER_SPEC §1.1/§4.0) against enumeration and Monte Carlo."""
+"""Exact moments: closed form (SPEC §1.1/§4.0) against enumeration and Monte Carlo."""
 
 import math
 

@@ -183,7 +183,7 @@ def test_attention_accumulator_matches_bruteforce():
 
 
 def test_uniform_attention_gives_lift_one_in_every_class():
-    """PAPER_SPEC §5.1: with uniform attention every class average equals 1/n (lift 1)."""
+    """SPEC §5.1: with uniform attention every class average equals 1/n (lift 1)."""
     rng = np.random.default_rng(2)
     M = rng.random((30, 4)) < 0.3
     acc = S.AttentionAccumulator(2, 2, M, np.array([[0, 1], [2, 3]]))
@@ -474,7 +474,7 @@ def test_pair_similarity_bruteforce_and_chunking():
 
 @pytest.mark.parametrize("order", ["numeric", "lexicographic"])
 def test_official_offset_formula_vs_lookup(order):
-    """PAPER_SPEC §3.2: words '0'..'99' are assumed at ids 4..103 and topic(id) = (id - 4) // 10
+    """SPEC §3.2: words '0'..'99' are assumed at ids 4..103 and topic(id) = (id - 4) // 10
     (the hard-coded block W^V). That holds only if the vocabulary lists the words in numeric order;
     a vocabulary built from sorted strings ('0', '1', '10', ..., '19', '2', ...) breaks it silently.
     The lookup used here (map_to_tokens) is right for either order."""

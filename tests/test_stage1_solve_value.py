@@ -1,4 +1,4 @@
-"""Stage-1 optimal W^V (PAPER_SPEC §4.2): closed form vs lstsq vs cvxpy, minimiser set, residuals, input checks."""
+"""Stage-1 optimal W^V (SPEC §4.2): closed form vs lstsq vs cvxpy, minimiser set, residuals, input checks."""
 
 import math
 
@@ -117,7 +117,7 @@ def test_minimiser_violation_with_bias(tm, mk, seed):
 
 
 def test_block_sum_identity_every_minimiser():
-    """Own-topic minus other-topic block sums equal 1/a in every word row (PAPER_SPEC §6 item 7)."""
+    """Own-topic minus other-topic block sums equal 1/a in every word row (SPEC §6 item 7)."""
     tm, mk = tc.TopicModel(T=6, v=3, tau=2), tc.Masking(p_m=0.3, p_c=0.2, p_r=0.3)
     Sigma, _ = moments(tm, mk)
     rng = np.random.default_rng(1)
@@ -143,7 +143,7 @@ def test_tau_equals_T_min_norm_is_rank_one():
     np.testing.assert_allclose(res.x, ls.x, atol=1e-12)
     assert res.info["A"] == pytest.approx(res.info["B0"], abs=1e-15)
     assert res.info["case"] == "constant-context"
-    # PAPER_SPEC §4.2 / §6 items 6-7 state the (A, B0, gamma) formulas and the block-sum identity
+    # SPEC §4.2 / §6 items 6-7 state the (A, B0, gamma) formulas and the block-sum identity
     # without the condition tau < T: here the min-norm minimiser has own-minus-other block sums 0, not 1/a
     Y = ls.x[:, 1:].reshape(tm.V1, tm.T, tm.v).sum(axis=2)
     assert abs(Y[1, 0] - Y[1, 1]) < 1e-12 and 1.0 / mk.a > 1.0
@@ -182,7 +182,7 @@ def test_degenerate_cases_match_lstsq(tm, mk, reg):
 
 
 def test_dirichlet_min_norm_equals_uniform_tau():
-    """PAPER_SPEC §4.2: same min-norm W for every tau < T and every Dirichlet alpha (via lstsq)."""
+    """SPEC §4.2: same min-norm W for every tau < T and every Dirichlet alpha (via lstsq)."""
     mk = tc.Masking()
     ref = optimal_value_matrix(tc.TopicModel(T=6, v=3, tau=1), mk, method="lstsq").x
     for tm in [tc.TopicModel(T=6, v=3, tau=t) for t in (2, 3, 5)] + [

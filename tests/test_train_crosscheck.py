@@ -74,7 +74,7 @@ def test_population_training_loss_equals_alpha_beta_closed_form(tm, mk, alpha, b
 
 
 def test_optimal_attention_is_a_local_minimum_of_our_population_loss():
-    """K* of the solver: our independent evaluator finds no better K nearby (PAPER_SPEC §4.3, T=v=10, tau=3)."""
+    """K* of the solver: our independent evaluator finds no better K nearby (SPEC §4.3, T=v=10, tau=3)."""
     tm, mk = tc.TopicModel(T=10, v=10, tau=3), tc.Masking()
     r = theorycheck.solvers.optimal_attention(tm, mk, value="block")
     W = stage1_reference(tm, mk)
@@ -110,7 +110,7 @@ def test_stage1_population_training_reaches_the_solver_optimum():
 
 def test_embedding_training_gram_approaches_the_min_norm_gram():
     """Tied embedding, W^V = I frozen, uniform attention, exact population GD from a small init:
-    the Gram W_E^T W_E (rotation invariant) approaches optimal_embedding_gram (PAPER_SPEC §4.1 D3)."""
+    the Gram W_E^T W_E (rotation invariant) approaches optimal_embedding_gram (SPEC §4.1 D3)."""
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
     d = DataConfig(T=4, v=3, tau=2, source="population")
     m = ModelConfig(
@@ -148,7 +148,7 @@ def test_embedding_training_gram_approaches_the_min_norm_gram():
 
 
 def test_mask_key_score_beats_the_alpha_beta_family_optimum():
-    """Finding (PAPER_SPEC §4.3): with the block W^V, the (alpha, beta) family (scores 0 whenever
+    """Finding (SPEC §4.3): with the block W^V, the (alpha, beta) family (scores 0 whenever
     [MASK] is involved) is not optimal among all score matrices. At the family optimum K* (found
     here with our own population evaluator), raising the score of the [MASK] key for word queries
     lowers the exact population loss; trained unrestricted W^K, W^Q use exactly this (stage2 preset:
@@ -172,7 +172,7 @@ def test_mask_key_score_beats_the_alpha_beta_family_optimum():
         options={"xatol": 1e-8},
     )
     K_star = float(np.exp(opt.x))
-    assert 60 < K_star < 80  # PAPER_SPEC §4.3 table: K* = 70.05
+    assert 60 < K_star < 80  # SPEC §4.3 table: K* = 70.05
     S = family(opt.x)
     S[1:, 0] += 0.3  # word queries: more attention on [MASK] keys
     assert L(S) < opt.fun - 1e-5

@@ -92,7 +92,7 @@ def test_normalised_class_averages_are_one_under_uniform_attention_for_any_lengt
 @settings(max_examples=15)
 @given(topic_models(min_T=2, max_T=6, max_v=4), maskings(min_p_m=0.05, allow_no_mask_token=False))
 def test_min_norm_value_matrix_is_block_constant_with_contrast_one_over_av(tm, mk):
-    """PAPER_SPEC §4.2 (DER): the min-norm W^V has A - B0 = 1/(a v) and is exactly two-valued on words.
+    """SPEC §4.2 (DER): the min-norm W^V has A - B0 = 1/(a v) and is exactly two-valued on words.
 
     Needs tau < T (with tau = T every document has the same topic density: no topic signal)."""
     assume(tm.tau < tm.T)

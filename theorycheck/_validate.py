@@ -116,6 +116,8 @@ def check_array(
 
     ``shape`` entries equal to ``None`` are not checked.
     """
+    if np.iscomplexobj(value) or isinstance(value, complex):
+        raise TypeError(f"{name} must be a real array, got complex values (the imaginary part would be lost)")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
@@ -155,3 +157,22 @@ def check_rng(rng=None, seed=None) -> np.random.Generator:
     if isinstance(seed, numbers.Integral) and seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
     return np.random.default_rng(seed)
+
+
+#: Loss names (SPEC §2.2): squared loss over all V1 output coordinates, or cross-entropy.
+LOSS_NAMES = ("squared", "ce")
+
+
+def check_loss(value, name: str = "loss") -> str:
+    """The canonical loss name, ``"squared"`` or ``"ce"``.
+
+    The old spelling ``"sq"`` is accepted for one release with a ``DeprecationWarning``.
+    """
+    if value == "sq":
+        warnings.warn(
+            f'{name}="sq" is deprecated; use {name}="squared" (accepted until theorycheck 0.3)',
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return "squared"
+    return check_choice(name, value, LOSS_NAMES)

@@ -285,7 +285,7 @@ def _cmd_embedding(args) -> int:
 def _add_solve(sub):
     p = sub.add_parser("solve", help="compute a certified optimum")
     targets = p.add_subparsers(dest="target", required=True)
-    v = targets.add_parser("value", help="stage-1 optimal value matrix W^V under uniform attention (PAPER_SPEC §4.2)")
+    v = targets.add_parser("value", help="stage-1 optimal value matrix W^V under uniform attention (SPEC §4.2)")
     v.add_argument("--T", type=int, required=True, help="number of topics")
     v.add_argument("--v", type=int, required=True, help="words per topic")
     v.add_argument("--tau", type=int, default=None, help="topics per document (uniform-tau prior)")

@@ -21,7 +21,7 @@ PRIORS = ("uniform-tau", "dirichlet")
 
 @dataclass(frozen=True)
 class TopicModel:
-    """The topic model generating documents (PAPER_SPEC §1).
+    """The topic model generating documents (SPEC §1).
 
     Parameters
     ----------
@@ -36,7 +36,7 @@ class TopicModel:
         Must be omitted (``None``) for the Dirichlet prior.
     prior : {"uniform-tau", "dirichlet"}
         ``"dirichlet"`` is the LDA variant of the paper's experiments: topic proportions
-        ``theta ~ Dirichlet(alpha 1_T)``, ``p_theta(w) = theta_{t(w)} / v`` (PAPER_SPEC §1.2).
+        ``theta ~ Dirichlet(alpha 1_T)``, ``p_theta(w) = theta_{t(w)} / v`` (SPEC §1.2).
     alpha : float, optional
         Symmetric Dirichlet concentration, ``alpha > 0``; required iff ``prior="dirichlet"``.
 
@@ -98,7 +98,7 @@ class TopicModel:
         ind[1:, :] = np.kron(np.eye(self.T), np.ones((self.v, 1)))
         return ind
 
-    # ----- document law moments (PAPER_SPEC §1.1, §4.0) ------------------------------
+    # ----- document law moments (SPEC §1.1, §4.0) ------------------------------
     @property
     def n_topic_sets(self) -> int:
         """``C(T, tau)`` for the uniform-tau prior (``inf`` for the Dirichlet prior)."""
@@ -110,7 +110,7 @@ class TopicModel:
         """``(s_same, s_diff)`` with ``E[p(w) p(w')]`` for two words of the same topic / of different topics.
 
         Uniform-tau: ``s_same = 1/(tau T v^2)``, ``s_diff = kappa/(tau T v^2)``,
-        ``kappa = (tau-1)/(T-1)`` (PAPER_SPEC §1.1). Dirichlet:
+        ``kappa = (tau-1)/(T-1)`` (SPEC §1.1). Dirichlet:
         ``E[theta_t^2] = (alpha+1)/(T (T alpha + 1))``, ``E[theta_t theta_s] = alpha/(T (T alpha+1))``,
         each divided by ``v^2``. ``s_same`` also covers ``w = w'``.
         """
@@ -127,7 +127,7 @@ class TopicModel:
         return self.pair_moments()[0] * self.T * self.v
 
     def min_value_loss(self) -> float:
-        """Minimum population squared MLM loss under uniform attention, ``1 - E||p||^2`` (PAPER_SPEC §4.0)."""
+        """Minimum population squared MLM loss under uniform attention, ``1 - E||p||^2`` (SPEC §4.0)."""
         return 1.0 - self.expected_p_norm2()
 
     def to_dict(self) -> dict:
@@ -140,7 +140,7 @@ class TopicModel:
 
 @dataclass(frozen=True)
 class Masking:
-    """BERT-style masking (PAPER_SPEC §2.1).
+    """BERT-style masking (SPEC §2.1).
 
     Each position is selected with probability ``p_m``; a selected position keeps its word
     with probability ``p_c``, becomes a uniformly random *word* (``1 .. T*v``) with probability

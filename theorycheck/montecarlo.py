@@ -1,4 +1,4 @@
-"""Monte Carlo estimate of the finite-document squared MLM loss (PAPER_SPEC §2.2, §3.1).
+"""Monte Carlo estimate of the finite-document squared MLM loss (SPEC §2.2, §3.1).
 
 Model: one layer, one head, one-hot embeddings without positions, ``W^dec = I``. For a masked
 document with input tokens ``x'_1..x'_N`` and selected set ``M``, the query at position ``i``

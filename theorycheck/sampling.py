@@ -1,4 +1,4 @@
-"""Finite documents from the topic model and BERT-style masking (PAPER_SPEC §1, §2.1).
+"""Finite documents from the topic model and BERT-style masking (SPEC §1, §2.1).
 
 Every sampler takes ``rng`` (a ``numpy.random.Generator``) or ``seed``; the same seed gives
 bit-identical output. Documents are stored as padded ``int64`` arrays: words are ``1 .. T*v``,
@@ -81,7 +81,7 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
     tm : TopicModel
         Uniform-tau: a uniformly random ``tau``-subset ``S`` per document, words i.i.d. uniform
         over the ``tau v`` words of ``S``. Dirichlet: ``theta ~ Dir(alpha 1_T)``, each word's topic
-        ``~ Cat(theta)``, the word uniform in that topic (PAPER_SPEC §1.2).
+        ``~ Cat(theta)``, the word uniform in that topic (SPEC §1.2).
     n_docs : int
         Number of documents, ``>= 1``.
     N : int or (int, int)
@@ -143,7 +143,7 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
 def mask_documents(
     docs: Documents, tm: TopicModel, mk: Masking, *, rng=None, seed=None, at_least_one: bool = True
 ) -> MaskedBatch:
-    """Apply BERT-style masking (PAPER_SPEC §2.1).
+    """Apply BERT-style masking (SPEC §2.1).
 
     Each position is selected with probability ``p_m``. A selected position keeps its word with
     probability ``p_c``, shows a uniformly random word (``1 .. T*v``) with probability ``p_r``,

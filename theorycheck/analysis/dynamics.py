@@ -1,9 +1,9 @@
 """Linearised two-stage dynamics: when and in which direction attention starts to learn.
 
-PAPER_SPEC §4.5 explains the two stages qualitatively: at a small init the scores are O(eps^2),
+SPEC §4.5 explains the two stages qualitatively: at a small init the scores are O(eps^2),
 attention is uniform, and the K/Q gradients are O(eps ||W^V||), so W^V learns first. This module
 makes the second half quantitative (DER, derived here and checked numerically in
-``proofs_numeric/dynamics_stage2_rate.py``).
+``proofs_numeric/train_stage2_rate.py``).
 
 Linearisation. With one-hot embeddings the score matrix is ``S = c W_Q^T W_K`` (``S[a, b]``:
 query token ``a``, key token ``b``; ``c`` the score factor). Near ``W_K = W_Q = 0`` with ``W^V``
@@ -35,7 +35,7 @@ form ``L(log K)`` of :func:`theorycheck.population.alpha_beta_loss_logK` gives
 
 The first direction attention learns is therefore the topic pattern itself, with equal weight on
 the same word and on the other words of the query's topic (``alpha = beta`` to first order), and
-``sigma_max = 0`` when ``tau = 1`` (uniform attention is then already optimal, PAPER_SPEC §6
+``sigma_max = 0`` when ``tau = 1`` (uniform attention is then already optimal, SPEC §6
 item 16). At T = v = 10, tau = 3 and the default masking ``sigma_max = 4.964e-5``: 16 times smaller
 than at T = 5, v = 4, tau = 2, which is why stage 2 takes far longer at the paper's size.
 """
@@ -179,7 +179,7 @@ def stage2_onset(
         _check(tm, mk)
         if tm.tau in (1, tm.T):
             # tau = T: one document law, the min-norm W^V is rank one and G = 0; tau = 1: L'(v) = 0
-            # exactly (K* = v, PAPER_SPEC §6 item 16), the formula leaves ~1e-17 of round-off.
+            # exactly (K* = v, SPEC §6 item 16), the formula leaves ~1e-17 of round-off.
             # "dense" confirms both (tests/test_dynamics.py).
             sigma = 0.0
         else:

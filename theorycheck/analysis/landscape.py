@@ -1,6 +1,6 @@
 """Attention loss landscapes: ``L(alpha, beta)`` and ``L(K)`` grids, asymptotic sweeps, finite N.
 
-(PAPER_SPEC §4.3, §6 items 15-19.) Everything here evaluates the closed forms of
+(SPEC §4.3, §6 items 15-19.) Everything here evaluates the closed forms of
 :func:`theorycheck.population.alpha_beta_loss` (O(1) per point, vectorised) or calls the
 certified solver :func:`theorycheck.solvers.optimal_attention`; the finite-document study calls
 the Monte Carlo estimator :func:`theorycheck.montecarlo.mc_attention_loss` and the exact
@@ -35,7 +35,7 @@ __all__ = [
     "write_landscape",
 ]
 
-#: (T, v, tau) rows of the PAPER_SPEC §4.3 table.
+#: (T, v, tau) rows of the SPEC §4.3 table.
 DEFAULT_SWEEP = (
     (10, 10, 2),
     (10, 10, 3),

@@ -1,6 +1,6 @@
 """Topic statistics of learned objects (embeddings, value matrices, attention).
 
-Two blocks: embedding statistics (PAPER_SPEC §4.1) and training statistics (attention classes,
+Two blocks: embedding statistics (SPEC §4.1) and training statistics (attention classes,
 block scores, two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a
 :class:`~theorycheck.config.TopicModel`) and
 return small dataclasses or arrays. No optimisation happens here.
@@ -19,7 +19,7 @@ __all__: list[str] = []
 
 
 # ============================================================================= embedding statistics
-# (PAPER_SPEC §4.1, §5.4, §6 items 11-14; issue #3). Pair classes follow the paper's code
+# (SPEC §4.1, §5.4, §6 items 11-14; issue #3). Pair classes follow the paper's code
 # (``inspect_result.py``): same token, same topic (distinct tokens), different topic; the
 # [MASK] token (index 0) is excluded from every class.
 __all__ += ["EmbeddingTopicStats", "embedding_topic_stats", "topic_block_sums", "own_minus_other_block_sums"]
@@ -143,7 +143,7 @@ def own_minus_other_block_sums(W_E, tm: TopicModel) -> np.ndarray:
     -------
     ndarray, shape (T v, T - 1)
         Row ``i - 1`` is word ``i``; columns are the other topics in increasing order. For every
-        tied population minimiser all entries equal ``1/a`` (PAPER_SPEC §4.1 D2).
+        tied population minimiser all entries equal ``1/a`` (SPEC §4.1 D2).
 
     Raises
     ------
@@ -163,7 +163,7 @@ def own_minus_other_block_sums(W_E, tm: TopicModel) -> np.ndarray:
 
 
 # ============================================================================ training statistics
-# (attention class averages, block scores, two-stage detection; PAPER_SPEC §4.5, §5.1-5.2; issue #5)
+# (attention class averages, block scores, two-stage detection; SPEC §4.5, §5.1-5.2; issue #5)
 __all__ += [
     "attention_class_averages",
     "block_contrast",
@@ -250,7 +250,7 @@ def block_contrast(M, v: int) -> float:
 
     ``M`` is a token-indexed ``(V1, V1)`` matrix (``W^V``, an embedding Gram ``W_E^T W_E``,
     a score matrix); row/column 0 ([MASK]) are ignored. The stage-1 optimum has contrast
-    ``A - B0 = 1/(a v)`` (PAPER_SPEC §4.2). ``NaN`` if there is a single topic.
+    ``A - B0 = 1/(a v)`` (SPEC §4.2). ``NaN`` if there is a single topic.
     """
     Wd, same = _word_blocks(M, v)
     if same.all():
@@ -294,7 +294,7 @@ def effective_K(S, v: int) -> np.ndarray:
     .. math::
         K_{eff}(a) = \\frac{\\sum_{b \\in t(a)} e^{S[a,b]}}{\\mathrm{mean}_{b \\notin t(a), b \\ne 0}\\, e^{S[a,b]}},
 
-    which equals ``K = e^alpha + (v-1) e^beta`` for the (alpha, beta) family of PAPER_SPEC §4.3.
+    which equals ``K = e^alpha + (v-1) e^beta`` for the (alpha, beta) family of SPEC §4.3.
     Returns one value per word ``a = 1 .. T v`` (log-sum-exp, so large scores stay finite).
     """
     S = np.asarray(S, dtype=float)
@@ -355,7 +355,7 @@ def detect_stages(
     attn_tol: float = 0.1,
     block_score=None,
 ) -> StageBoundaries:
-    """Detect the two stages of joint training from logged norm curves (PAPER_SPEC §4.5, §5.2).
+    """Detect the two stages of joint training from logged norm curves (SPEC §4.5, §5.2).
 
     Rule (stated, fixed):
 

@@ -7,7 +7,7 @@ query token ``a = qtok[e]``), the attention over key tokens
     A[e, b] = \\frac{K[g, b]\\, e^{S[a, b]}}{\\sum_{b'} K[g, b']\\, e^{S[a, b']}}
             = \\mathrm{softmax}_b\\big(S[a, b] + \\log K[g, b]\\big),
 
-(PAPER_SPEC §3.1 with identical keys merged) and, in the backward pass, the softmax Jacobian
+(SPEC §3.1 with identical keys merged) and, in the backward pass, the softmax Jacobian
 product ``A * (dA - sum_b dA A)``. In numpy these take a gather of ``S`` and ``log K`` rows and
 about ten passes over ``E x V1`` arrays; the kernels below do one fused pass per row, in float64,
 with the max-shift of log-sum-exp (no ``fastmath``), parallel over rows. Rows without any key

@@ -1,6 +1,6 @@
 """A small transparent transformer in numpy with a hand-written backward pass (no autograd).
 
-Column convention of the paper (PAPER_SPEC §3.1): token embeddings ``Z = W^E X`` (``d x N``),
+Column convention of the paper (SPEC §3.1): token embeddings ``Z = W^E X`` (``d x N``),
 
 .. math::
     A(Z) = \\mathrm{softmax}_{col}\\big( c\\,(W^K Z)^T (W^Q Z) \\big),\\qquad
@@ -37,7 +37,7 @@ stored in the paper's orientation. Every layer owns ``params`` and ``grads`` dic
 keys; ``forward`` caches what ``backward`` needs; ``backward`` accumulates with ``+=``;
 ``zero_grad`` is separate.
 
-Losses (PAPER_SPEC §2.2), over the selected positions of a batch, each weighted:
+Losses (SPEC §2.2), over the selected positions of a batch, each weighted:
 squared ``||o - e_x||^2`` over all ``V1`` output coordinates, or cross-entropy
 ``-log softmax(o)_x``; plus ``reg * ||W||_F^2`` for every trained matrix (not biases).
 """
@@ -441,7 +441,7 @@ def population_batch(tm, mk, *, mask_keys: bool = False):
     Every ``tau``-subset ``S`` is one context with key density ``m_S = a p_S + r u + q e_0``
     (``p_S`` if ``mask_keys``: the context then holds only unselected, i.e. original, words).
     A selected position with target ``x ~ p_S`` shows [MASK] w.p. ``1 - p_c - p_r``, ``x`` w.p.
-    ``p_c`` and a uniform random word w.p. ``p_r`` (PAPER_SPEC §2.1), so the query groups of ``S``
+    ``p_c`` and a uniform random word w.p. ``p_r`` (SPEC §2.1), so the query groups of ``S``
     are ``[MASK]`` with targets ``(1-p_c-p_r) p_S`` and every word ``w`` with targets
     ``(p_r/(T v)) p_S + p_c p_S(w) e_w``; everything is divided by ``C(T, tau)``. The loss of a
     one-layer model on this batch is its exact population MLM loss (for uniform attention,

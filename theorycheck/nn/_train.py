@@ -57,7 +57,7 @@ __all__ = [
 # ============================================================================ configs
 @dataclass
 class DataConfig:
-    """Topic model, masking, document length and data source (PAPER_SPEC §1, §2.1).
+    """Topic model, masking, document length and data source (SPEC §1, §2.1).
 
     ``N`` is an int or an inclusive ``[lo, hi]`` range. ``average`` is how the loss averages over
     selected positions: ``"document"`` (per document, then over documents; theory) or ``"token"``
@@ -228,7 +228,7 @@ class SGD:
     """``p <- p - lr * m``, ``m <- momentum * m + g`` (plain gradient descent for momentum 0).
 
     Gradient descent from ``W = 0`` stays in the row space of the data, so on the stage-1
-    population loss it converges to the minimum-norm minimizer (PAPER_SPEC §6 item 9).
+    population loss it converges to the minimum-norm minimizer (SPEC §6 item 9).
     """
 
     def __init__(self, cfg: OptimConfig):
@@ -481,7 +481,7 @@ class Trainer:
             ref = self._gram_reference()
             if ref is not None:
                 rec["dist_gram_opt"] = stats.relative_distance(G, ref)
-                # up to the loss's flat directions (PAPER_SPEC §4.1): compare identifiable parts
+                # up to the loss's flat directions (SPEC §4.1): compare identifiable parts
                 from ..solvers import identifiable_part
 
                 rec["dist_gram_opt_identifiable"] = stats.relative_distance(
@@ -804,7 +804,7 @@ def train(
 
 # ============================================================================ presets
 def _preset_official_demo() -> TrainConfig:
-    """The released demo (PAPER_SPEC §5.1): LDA alpha = 0.1, T = v = 10, N ~ U[100, 150],
+    """The released demo (SPEC §5.1): LDA alpha = 0.1, T = v = 10, N ~ U[100, 150],
     uniform attention frozen, one-hot embedding, identity decoder, W^V trained with CE, Adam
     lr 0.01, batch 40, 10k static-masked training documents, selected positions hidden from the
     keys (``mask_keys``), token-averaged loss, PyTorch-like init ``U(+-1/sqrt(d))``.
@@ -848,7 +848,7 @@ def _preset_official_demo() -> TrainConfig:
 
 def _preset_stage1_population() -> TrainConfig:
     """Exact population gradient descent on W^V from 0 (uniform attention, squared loss, T = v = 10,
-    tau = 3): converges to the min-norm ``C Sigma^+`` (PAPER_SPEC §4.2, §6 item 9).
+    tau = 3): converges to the min-norm ``C Sigma^+`` (SPEC §4.2, §6 item 9).
     ``lr = 40`` is close to ``2/(lambda_min + lambda_max)`` of the Hessian ``2 Sigma`` on its range."""
     d = DataConfig(T=10, v=10, tau=3, source="population")
     m = ModelConfig(V1=d.V1, attention="uniform", train=("W_V",), init_V="zero", loss="squared")
@@ -858,7 +858,7 @@ def _preset_stage1_population() -> TrainConfig:
 def _preset_stage2_population() -> TrainConfig:
     """W^V frozen at the stage-1 optimum; W^K, W^Q (d_a = V1) trained on the exact population with
     the squared loss from a small random init (Adam lr 0.05). Compare ``K_eff`` with
-    ``optimal_attention(tm, mk).K`` (PAPER_SPEC §4.3)."""
+    ``optimal_attention(tm, mk).K`` (SPEC §4.3)."""
     d = DataConfig(T=10, v=10, tau=3, source="population")
     m = ModelConfig(V1=d.V1, attention="softmax", train=("W_K", "W_Q"), init="normal", init_scale=0.1, loss="squared")
     return TrainConfig(
@@ -877,7 +877,7 @@ def _preset_two_stage() -> TrainConfig:
     descent at the paper's size (squared loss, T = v = 10, tau = 3, SGD lr 30, ``scale="none"``):
     ||W^V|| plateaus first (stage 1 ends near step 20), then the topic part of the scores grows
     at the rate predicted by :func:`theorycheck.analysis.dynamics.stage2_onset` and attention turns
-    topic-aware (PAPER_SPEC §4.5, §5.2). lr 30 keeps the loss decreasing at every logged step
+    topic-aware (SPEC §4.5, §5.2). lr 30 keeps the loss decreasing at every logged step
     (at lr 40 stage 2 comes ~25% sooner but the loss spikes once attention sharpens). About
     45 ms per step on one core."""
     d = DataConfig(T=10, v=10, tau=3, source="population")
@@ -897,7 +897,7 @@ def _preset_embedding() -> TrainConfig:
     """Trained embedding with tied decoder, W^V = I frozen, uniform attention, squared loss, exact
     population, from N(0, 0.01^2): the Gram ``W_E^T W_E`` approaches the min-norm Gram
     (``optimal_embedding_gram``) up to the rotation invariance of ``W_E`` and the loss's flat
-    directions (PAPER_SPEC §4.1): ``dist_gram_opt_identifiable`` compares the identifiable parts,
+    directions (SPEC §4.1): ``dist_gram_opt_identifiable`` compares the identifiable parts,
     ``dist_gram_opt`` the whole Grams (the flat part keeps its O(init^2) start value)."""
     d = DataConfig(T=10, v=10, tau=3, source="population")
     m = ModelConfig(
@@ -918,7 +918,7 @@ def _preset_embedding() -> TrainConfig:
 def _preset_deep() -> TrainConfig:
     """4 layers x 4 heads (summed), one-hot embedding, residual + layer norm, trained decoder,
     CE, plain SGD (lr 1; lr 2, 3 and 10 diverged from an N(0, 0.01^2) init) from a small init
-    (N(0, 0.003^2)), score factor 1, fresh LDA documents (PAPER_SPEC §5.3; the paper's exact
+    (N(0, 0.003^2)), score factor 1, fresh LDA documents (SPEC §5.3; the paper's exact
     settings for its Figure 5 are [UNREC]). SGD, not Adam: Adam moves every coordinate at a rate
     ~ lr from the first step, which hides the stages in the norms (see the ``ablation`` preset).
     Stages are read from all layers (:func:`stage_curves`); ``figures/norms.png`` shows
@@ -958,7 +958,7 @@ ABLATION_SETTINGS = {
 def _ablation_grid() -> list[tuple[str, TrainConfig]]:
     """SGD/Adam x squared/CE x (reg 0 / 1e-6), joint W^K, W^Q, W^V training from N(0, 0.01^2) on
     the paper's synthetic data (LDA alpha = 0.1, T = v = 10, N ~ U[100, 150], fresh minibatches of
-    40 documents; PAPER_SPEC §5.2, §6 item 23). Stages are read with the structural rule of
+    40 documents; SPEC §5.2, §6 item 23). Stages are read with the structural rule of
     :func:`theorycheck.analysis.stats.detect_stages` (W^V block score, then ``K_eff``): under Adam every
     coordinate moves at a rate ~ lr from the first step, so norms alone cannot show the stages.
 
@@ -987,7 +987,7 @@ def _ablation_grid() -> list[tuple[str, TrainConfig]]:
 
 
 def _compensation_grid() -> list[tuple[str, TrainConfig]]:
-    """Embedding and attention compensate for each other (PAPER_SPEC, overview: "if one is
+    """Embedding and attention compensate for each other (SPEC, overview: "if one is
     handicapped the other still encodes topics"). One layer, one head, trained embedding tied to
     the decoder (``W^dec = (W^E)^T``), W^V from the identity, CE, Adam lr 3e-3, 1000 steps on the
     paper's LDA data (T = v = 10, fresh minibatches of 40), three runs:

@@ -2,8 +2,8 @@
 
 This module is the public face; each job lives in a small private module:
 
-- ``_moments``: masked densities ``m_S`` and the exact moments ``(Sigma, C)`` (PAPER_SPEC §1, §2, §4.0).
-- ``_value_loss``: exact uniform-attention squared loss and gradient (PAPER_SPEC §4.0).
+- ``_moments``: masked densities ``m_S`` and the exact moments ``(Sigma, C)`` (SPEC §1, §2, §4.0).
+- ``_value_loss``: exact uniform-attention squared loss and gradient (SPEC §4.0).
 """
 
 from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets

@@ -1,4 +1,4 @@
-"""Closed-form population loss of the (alpha, beta) attention family (PAPER_SPEC §4.3).
+"""Closed-form population loss of the (alpha, beta) attention family (SPEC §4.3).
 
 Scores (one-hot embeddings, ``W^dec = I``): ``s(x, y) = alpha`` if ``x = y`` is a word,
 ``beta`` if ``x != y`` are words of the same topic, ``0`` otherwise and whenever [MASK] is
@@ -51,7 +51,7 @@ def _check(tm, mk, value=None):
 
 
 def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, float]:
-    """``(A, B0, gamma)`` of the minimum-norm stage-1 value matrix (PAPER_SPEC §4.2, DER).
+    """``(A, B0, gamma)`` of the minimum-norm stage-1 value matrix (SPEC §4.2, DER).
 
     .. math::
         B_0 = -\\frac{r (a + r) + T v q^2}{a v T [(a + r)^2 + T v q^2]},\\quad
@@ -265,7 +265,7 @@ def _identity_loss(al, be, tm, mk, loss="sq"):
 
 
 def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "sq"):
-    """Exact N -> inf MLM loss ``L(alpha, beta)`` of the (alpha, beta) family (PAPER_SPEC §4.3).
+    """Exact N -> inf MLM loss ``L(alpha, beta)`` of the (alpha, beta) family (SPEC §4.3).
 
     Parameters
     ----------

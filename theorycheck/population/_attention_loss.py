@@ -1,4 +1,4 @@
-"""Exact N -> inf MLM loss of the one-layer one-hot attention model for ANY scores (PAPER_SPEC §4.3).
+"""Exact N -> inf MLM loss of the one-layer one-hot attention model for ANY scores (SPEC §4.3).
 
 Model (one-hot ``W^E = I``, ``W^dec = I``): a query position showing token ``x'`` attends to the
 context of its masked document with
@@ -695,7 +695,7 @@ def attention_loss(
     seed=None,
     loss: str = "sq",
 ):
-    """Exact infinite-document MLM loss of the one-layer one-hot attention model (PAPER_SPEC §4.3).
+    """Exact infinite-document MLM loss of the one-layer one-hot attention model (SPEC §4.3).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Exact population loss of the embedding model (Theorem 1 setting) and its gradient.
 
-Setting (PAPER_SPEC §3.1 variant E, §4.0, §4.1): attention frozen uniform, ``W^V = I``,
+Setting (SPEC §3.1 variant E, §4.0, §4.1): attention frozen uniform, ``W^V = I``,
 one layer, squared loss, N -> inf. Every output column is ``M m_S + b`` with the effective
 linear map
 
@@ -104,7 +104,7 @@ def effective_map(W_E, W_dec=None, *, tied: bool = True) -> np.ndarray:
 def embedding_loss(
     W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0
 ) -> float:
-    """Exact population squared MLM loss of the embedding model (PAPER_SPEC §4.0, §4.1).
+    """Exact population squared MLM loss of the embedding model (SPEC §4.0, §4.1).
 
     .. math::
         L = E_S E_{x \\sim p_S} \\| M m_S + b - e_x \\|^2 + \\lambda (\\|W^E\\|_F^2 [+ \\|W^{dec}\\|_F^2]),

@@ -1,4 +1,4 @@
-"""Infinite-document densities and exact second moments (PAPER_SPEC §1.1, §2.1, §4.0).
+"""Infinite-document densities and exact second moments (SPEC §1.1, §2.1, §4.0).
 
 In the limit N -> inf the empirical token distribution of a masked document with topic set
 ``S`` is
@@ -85,7 +85,7 @@ def masked_density(tm: TopicModel, mk: Masking, topics=None, *, theta=None) -> n
     Returns
     -------
     m : ndarray, shape (V1,)
-        Non-negative, sums to 1, ``m[0] = q``. PAPER_SPEC §2.1.
+        Non-negative, sums to 1, ``m[0] = q``. SPEC §2.1.
     """
     check_models(tm, mk)
     p = topic_density(tm, topics, theta=theta)
@@ -114,7 +114,7 @@ def topic_sets(tm: TopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.nda
 
 
 def expected_pp(tm: TopicModel) -> np.ndarray:
-    """``E[p p^T]`` over the document law, shape ``(V1, V1)`` (closed form, PAPER_SPEC §1.1).
+    """``E[p p^T]`` over the document law, shape ``(V1, V1)`` (closed form, SPEC §1.1).
 
     ``E[p p^T] = (s_same - s_diff) B + s_diff J`` with ``B`` the within-topic all-ones blocks and
     ``J`` the all-ones matrix on words (see :meth:`TopicModel.pair_moments`).
@@ -129,7 +129,7 @@ def expected_pp(tm: TopicModel) -> np.ndarray:
 def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form"):
     """Exact moments ``(Sigma, C) = (E[m_S m_S^T], E[p_S m_S^T])``, each ``(V1, V1)``.
 
-    Closed form (PAPER_SPEC §4.0), with ``c = r u + q e_0``:
+    Closed form (SPEC §4.0), with ``c = r u + q e_0``:
 
     .. math::
         C = a E[p p^T] + u c^T,\\qquad

@@ -1,4 +1,4 @@
-"""Exact uniform-attention squared MLM loss and its gradient (PAPER_SPEC §4.0, §4.2).
+"""Exact uniform-attention squared MLM loss and its gradient (SPEC §4.0, §4.2).
 
 With frozen uniform attention, one-hot embeddings and ``W^dec = I`` every output column is
 ``W m_S + b`` in the limit N -> inf, and the target ``x ~ p_S`` is independent of ``m_S``:
@@ -97,7 +97,7 @@ def _loss_from_sums(Y, sqF, W0, b, tm, mk, reg):
 
 
 def value_loss(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0) -> float:
-    """Exact population squared MLM loss under uniform attention (PAPER_SPEC §4.0).
+    """Exact population squared MLM loss under uniform attention (SPEC §4.0).
 
     Parameters
     ----------

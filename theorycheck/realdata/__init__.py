@@ -1,5 +1,5 @@
 """Real language data: pretrained BERT-family embeddings and attention against LDA topics
-(PAPER_SPEC §5.4-5.5), fully offline.
+(SPEC §5.4-5.5), fully offline.
 
 Optional extra. Install with::
 

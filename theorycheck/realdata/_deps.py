@@ -1,4 +1,4 @@
-"""Lazy imports of the optional ``nlp`` extra (PAPER_SPEC §5.4).
+"""Lazy imports of the optional ``nlp`` extra (SPEC §5.4).
 
 Nothing in :mod:`theorycheck.realdata` imports ``safetensors``, ``tokenizers``, ``gensim``,
 ``sklearn`` or the bundled MiniLM model at import time; each function asks for what it needs

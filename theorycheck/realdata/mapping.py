@@ -1,4 +1,4 @@
-"""Words with topics -> model token ids (PAPER_SPEC §5.4, §3.2).
+"""Words with topics -> model token ids (SPEC §5.4, §3.2).
 
 The official code maps the synthetic words '0'..'99' to ids 4..103 by a fixed offset and
 hard-codes topic blocks on ids; an off-by-offset there silently scrambles the topics. Here a

@@ -1,4 +1,4 @@
-"""The real-data experiment end to end (PAPER_SPEC §5.4-5.5), and its atomic writer.
+"""The real-data experiment end to end (SPEC §5.4-5.5), and its atomic writer.
 
 corpus -> content words -> seeded LDA -> word topics -> token ids -> (embedding statistics,
 attention statistics over windows of the corpus run through the numpy encoder, co-occurrence
@@ -146,7 +146,7 @@ def content_token_mask(tokenizer, stop, *, min_len: int = 3) -> np.ndarray:
 def make_windows(corpus: Corpus, tokenizer, content_mask, *, window: int = 128) -> list[Window]:
     """Tokenise every document and cut it into windows of ``window - 2`` tokens + [CLS], [SEP].
 
-    A position is *valid* iff its token is a whole word (not a sub-word piece, PAPER_SPEC §5.4)
+    A position is *valid* iff its token is a whole word (not a sub-word piece, SPEC §5.4)
     and a content token (``content_mask``). Validity is decided on the whole document, so a
     word cut by a window boundary is still recognised as split.
     """
@@ -167,7 +167,7 @@ def synthetic_signal(T: int, v: int, alpha: float, n_docs: int, *, seed: int = 0
     """Co-occurrence topic signal (:func:`stats.cooccurrence_lift`) of a planted LDA corpus.
 
     Documents from :func:`theorycheck.sampling.sample_documents` (Dirichlet(alpha) prior,
-    N uniform in [100, 150], PAPER_SPEC §1.2); word ``w`` belongs to topic ``(w - 1) // v``.
+    N uniform in [100, 150], SPEC §1.2); word ``w`` belongs to topic ``(w - 1) // v``.
     """
     from ..config import TopicModel
     from ..sampling import sample_documents
@@ -321,7 +321,7 @@ def embedding_statistics(prep: Prepared, membership, *, n_no_topic: int, n_boot:
 def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng, max_pool: int = 2000) -> list[dict]:
     """Embedding same-minus-different-topic gap when only each topic's ``top_fraction`` most probable
     words get a topic (``"top_fraction"`` rule), for every fraction: is the effect stronger for
-    topic-specific words (PAPER_SPEC §5.4)? Pool = the topic tokens only, a seeded random subset of
+    topic-specific words (SPEC §5.4)? Pool = the topic tokens only, a seeded random subset of
     ``max_pool`` of them when there are more (memory is quadratic in the pool)."""
     E = prep.model.word_embeddings.astype(np.float64)
     out = []

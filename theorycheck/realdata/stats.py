@@ -1,4 +1,4 @@
-"""Topic statistics of embeddings and attention on real text (PAPER_SPEC §5.4, §5.5).
+"""Topic statistics of embeddings and attention on real text (SPEC §5.4, §5.5).
 
 Pair classes (the official ``inspect_result.py`` classes, computed over token ids):
 

@@ -1,4 +1,4 @@
-"""WordPiece tokenisation with word bookkeeping (PAPER_SPEC §5.4).
+"""WordPiece tokenisation with word bookkeeping (SPEC §5.4).
 
 Wraps the bundled ``tokenizer.json`` (HuggingFace ``tokenizers``) with padding and truncation
 turned off (the file ships with fixed padding to 128), and tells for every token whether it is

@@ -1,4 +1,4 @@
-"""LDA topics and the paper's word-to-topic assignment (PAPER_SPEC §5.4).
+"""LDA topics and the paper's word-to-topic assignment (SPEC §5.4).
 
 :func:`fit_lda` fits a seeded LDA (scikit-learn's variational batch LDA, or gensim's
 ``LdaModel``) to tokenised documents and returns the topic-word matrix ``phi`` (rows sum to 1).
@@ -202,7 +202,7 @@ def assign_topics(
     topics_per_word: int = 1,
     stop=frozenset(),
 ) -> WordTopics:
-    """Assign topics to words (PAPER_SPEC §5.4, both rules of the official code).
+    """Assign topics to words (SPEC §5.4, both rules of the official code).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Data types for checkable claims (the registry itself lives in ``proofs_numeric/``).
 
-A :class:`Claim` is one statement of the paper or of our derivations (PAPER_SPEC §6) with a
+A :class:`Claim` is one statement of the paper or of our derivations (SPEC §6) with a
 ``check(params, inject=None) -> ClaimResult`` function. A claim never prints; it returns data.
 
 ``inject`` lets a test replace an intermediate quantity (a matrix, a constant) by a
@@ -79,7 +79,7 @@ class Claim:
         One sentence stating the claim.
     source : {"DERIVED", "PAPER", "EMPIRICAL"}
     spec : str
-        Where it is stated, e.g. ``"PAPER_SPEC §4.2, §6.5"``.
+        Where it is stated, e.g. ``"SPEC §4.2, §6 item 5"``.
     check : callable
         ``check(params: dict, inject: dict | None = None) -> ClaimResult``.
     default_params : tuple of dict

@@ -216,7 +216,7 @@ def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = 
     return fig
 
 
-# ----------------------------------------------------------------------------- attention (PAPER_SPEC §4.3)
+# ----------------------------------------------------------------------------- attention (SPEC §4.3)
 def attention_landscape(
     alpha, beta, L, *, optimum=None, value: str = "block", logK=None, L_K=None, K_star=None, title: str = ""
 ):

@@ -1,4 +1,4 @@
-"""Certified optimum of the (alpha, beta) attention family (PAPER_SPEC §4.3, §6 items 15-18).
+"""Certified optimum of the (alpha, beta) attention family (SPEC §4.3, §6 items 15-18).
 
 ``optimal_attention(tm, mk, value)`` minimises the closed form
 :func:`theorycheck.population.alpha_beta_loss` and returns a :class:`SolveResult` whose ``info``
@@ -102,7 +102,7 @@ def optimal_attention(
     check_general: bool = True,
     tol: float = 1e-9,
 ) -> SolveResult:
-    """Global minimiser of ``L(alpha, beta)`` with a grid certificate (PAPER_SPEC §4.3).
+    """Global minimiser of ``L(alpha, beta)`` with a grid certificate (SPEC §4.3).
 
     Parameters
     ----------

@@ -1,4 +1,4 @@
-"""Optimal token embeddings of the tied model (Theorem 1 setting; PAPER_SPEC §4.1).
+"""Optimal token embeddings of the tied model (Theorem 1 setting; SPEC §4.1).
 
 Tied decoder, no bias, uniform attention, ``W^V = I``, squared loss, N -> inf: the loss is
 ``L(G) = value_loss(G, tm, mk)`` with ``G = (W^E)^T W^E`` (PSD, rank <= d). Every PSD ``G``
@@ -16,9 +16,9 @@ so its rank (the smallest embedding dimension attaining ``L*``) is ``T``. This h
 ``q >= 0`` and ``r >= 0``. When there is a single document law (``tau = T``, or ``T = 1``) the
 only optimality condition is ``G m = u`` and the min-norm optimum is the rank-one
 ``G = J_W / (T v (a + r))`` (``x = y``); see :func:`closed_form_gram` for the proof sketch.
-With a free decoder bias (``bias=True``; not in PAPER_SPEC's D3, derived here and certified by the
+With a free decoder bias (``bias=True``; not in SPEC's D3, derived here and certified by the
 same solvers) the optimal bias is ``b = u`` and the min-norm Gram is ``x = (T-1)/(a v T)``,
-``y = -1/(a v T)``, of rank ``T - 1`` (the values PAPER_SPEC §4.1 reports from gradient descent).
+``y = -1/(a v T)``, of rank ``T - 1`` (the values SPEC §4.1 reports from gradient descent).
 
 Methods of :func:`optimal_embedding_gram`:
 
@@ -162,7 +162,7 @@ def _L_star(tm: TopicModel) -> float:
 
 # ----------------------------------------------------------------------------- closed form
 def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> BlockGram:
-    """Minimum-norm optimal Gram of the tied model (PAPER_SPEC §4.1 D3).
+    """Minimum-norm optimal Gram of the tied model (SPEC §4.1 D3).
 
     Parameters
     ----------
@@ -243,7 +243,7 @@ def _block_gram_loss(G: BlockGram, tm: TopicModel, mk: Masking, b_const: float =
 
 # ----------------------------------------------------------------------------- minimiser characterisation
 def minimiser_residuals(M, tm: TopicModel, mk: Masking, b=None) -> dict:
-    """Residuals of the characterisation of all minimisers ``(M, b)`` (PAPER_SPEC §4.1 D1).
+    """Residuals of the characterisation of all minimisers ``(M, b)`` (SPEC §4.1 D1).
 
     Generic case (``T >= 2``, ``tau < T`` or Dirichlet): with the block sums ``Y = M [1_1 .. 1_T]``
     and ``g = mean_t (Y_{:,t} - 1_t / a) / v``,

@@ -1,4 +1,4 @@
-"""Stage 1: the optimal value matrix ``W^V`` under frozen uniform attention (PAPER_SPEC §4.0, §4.2).
+"""Stage 1: the optimal value matrix ``W^V`` under frozen uniform attention (SPEC §4.0, §4.2).
 
 With one-hot embeddings, ``W^dec = I`` and uniform attention, the N -> inf squared MLM loss is the
 quadratic ``L(W) = tr(W Sigma W^T) - 2 tr(W C^T) + 1`` (see :func:`theorycheck.population.value_loss`).
@@ -8,7 +8,7 @@ Three methods compute the optimum and are checked against each other:
 
 ``"closed-form"``
     The block-constant answer ``W_{w w'} = A`` (same topic), ``B0`` (different topics),
-    ``W_{w 0} = gamma``, row 0 = 0. For ``reg = 0`` it is the minimum-norm minimiser (PAPER_SPEC §4.2,
+    ``W_{w 0} = gamma``, row 0 = 0. For ``reg = 0`` it is the minimum-norm minimiser (SPEC §4.2,
     re-derived below, including degenerate cases); for ``reg > 0`` the exact minimiser of the reduced
     three-parameter quadratic. O(1) cost; returned as a :class:`BlockValueMatrix` when ``V1`` is large.
 ``"lstsq"``
@@ -25,7 +25,7 @@ component of the rows of ``W`` outside ``range(Sigma)`` (zero iff a minimiser is
 one). Dense answers are checked with the block-sum kernel of :func:`~theorycheck.population.value_loss_grad`;
 block answers in the O(1) topic-symmetric algebra (:mod:`theorycheck.solvers._symmetric`).
 
-Derivation of the closed form (our own, PAPER_SPEC §4.2 [DER])
+Derivation of the closed form (our own, SPEC §4.2 [DER])
 ------------------------------------------------------------
 Write ``m_S = a p_S + r u + q e_0`` and ``L(W) - L* = E ||W m_S - p_S||^2``. If the context carries
 information about the topics (``a > 0`` and the topic mixtures affinely span more than one point:
@@ -65,7 +65,7 @@ a word row outputs ``alpha0 + d theta_{t(w)}`` and
     L = v (T \\alpha_0^2 + 2 \\alpha_0 d + E\\|\\theta\\|^2 d^2) - 2 (\\alpha_0 + E\\|\\theta\\|^2 d) + 1
         + \\lambda T v [v A^2 + (T-1) v B_0^2 + \\gamma^2],
 
-a strictly convex quadratic in ``(A, B0, gamma)`` (PAPER_SPEC §4.2 gives the uniform-tau case,
+a strictly convex quadratic in ``(A, B0, gamma)`` (SPEC §4.2 gives the uniform-tau case,
 ``E||theta||^2 = 1/tau``). It is solved exactly through the SVD of a 3 x 2 factor of its Hessian
 in norm-weighted coordinates (see :func:`_ridge_constants`), which stays accurate as ``reg -> 0``
 and returns the minimum-norm solution at ``reg = 0``.
@@ -478,7 +478,7 @@ def optimal_value_matrix(
     tol: float = 1e-6,
     solver_options: dict | None = None,
 ) -> SolveResult:
-    """Optimal stage-1 value matrix under uniform attention (PAPER_SPEC §4.2).
+    """Optimal stage-1 value matrix under uniform attention (SPEC §4.2).
 
     Minimises ``L(W) + reg ||W||_F^2`` with ``L`` the exact N -> inf squared MLM loss
     (:func:`theorycheck.population.value_loss`); for ``reg = 0`` returns the *minimum-norm* minimiser
@@ -601,7 +601,7 @@ class MinimiserViolation(NamedTuple):
 
 
 def minimiser_violation(W, tm: TopicModel, mk: Masking, b=None) -> MinimiserViolation:
-    """How far ``(W, b)`` is from the set of all minimisers of the uniform-attention loss (PAPER_SPEC §4.0, §4.2).
+    """How far ``(W, b)`` is from the set of all minimisers of the uniform-attention loss (SPEC §4.0, §4.2).
 
     Informative context (``a > 0``, ``tau < T`` or Dirichlet with ``T >= 2``): ``(W, b)`` minimises iff
     some ``g`` satisfies, with ``Y_t = W 1_t`` and ``z = W e_0``,

@@ -1,0 +1,113 @@
+"""Memory guards: refuse a dense allocation that cannot fit, before any work, with a clear message.
+
+Every function that would build a dense ``V1 x V1`` (or larger) array calls :func:`check_alloc`
+with the array's shape first. The limit is, in this order:
+
+1. the function's own ``max_bytes=`` argument (when it has one),
+2. the environment variable ``THEORYCHECK_MAX_BYTES`` (bytes; ``8e9``, ``512M``, ``16G`` accepted),
+3. half of the memory currently available (``MemAvailable`` of ``/proc/meminfo``; physical
+   memory where that file does not exist).
+
+Sizes are computed with Python integers, so a request for ``(10**7)**2`` entries is refused
+with a ``ValueError``, never attempted (a ``MemoryError`` or an overflowed shape).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+
+__all__ = ["MAX_BYTES_ENV", "default_max_bytes", "resolve_max_bytes", "check_alloc", "format_bytes"]
+
+MAX_BYTES_ENV = "THEORYCHECK_MAX_BYTES"
+_SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def format_bytes(n: float) -> str:
+    """``n`` bytes in binary units (``'74.5 GiB'``)."""
+    n = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"):
+        if n < 1024.0 or unit == "EiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024.0
+    return f"{n:.3g} EiB"  # pragma: no cover
+
+
+def _available_bytes() -> int:
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):  # pragma: no cover - exotic platforms
+        return 8 * 2**30
+
+
+def _parse_bytes(text: str) -> int:
+    s = text.strip().upper().removesuffix("IB").removesuffix("B")
+    suffix = s[-1] if s and s[-1] in _SUFFIX else ""
+    number = s[: len(s) - len(suffix)] if suffix else s
+    try:
+        value = float(number) * _SUFFIX[suffix]
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"{MAX_BYTES_ENV}={text!r} is not a positive size; use bytes such as 8e9, 512M or 16G")
+    return int(value)
+
+
+def default_max_bytes() -> int:
+    """The limit without an explicit argument: ``THEORYCHECK_MAX_BYTES`` or half the available memory."""
+    env = os.environ.get(MAX_BYTES_ENV)
+    if env:
+        return _parse_bytes(env)
+    return _available_bytes() // 2
+
+
+def resolve_max_bytes(max_bytes=None) -> int:
+    """``max_bytes`` validated (a positive number), or :func:`default_max_bytes` when ``None``."""
+    if max_bytes is None:
+        return default_max_bytes()
+    if isinstance(max_bytes, bool) or not isinstance(max_bytes, (int, float)):
+        raise TypeError(f"max_bytes must be a positive number of bytes or None, got {type(max_bytes).__name__}")
+    if not (max_bytes > 0 and math.isfinite(max_bytes)):
+        raise ValueError(f"max_bytes must be a positive finite number of bytes, got {max_bytes!r}")
+    return int(max_bytes)
+
+
+def check_alloc(what: str, shape, *, itemsize: int = 8, max_bytes=None, alternative: str = "") -> int:
+    """Raise ``ValueError`` if an array of ``shape`` (``itemsize`` bytes per entry) exceeds the limit.
+
+    Parameters
+    ----------
+    what : str
+        What would be allocated, for the message (``"alpha_beta_value_matrix: dense W^V"``).
+    shape : tuple of int
+        The array's shape (Python ints of any size).
+    alternative : str
+        The structured route that avoids the allocation, named in the message.
+
+    Returns
+    -------
+    int
+        The number of bytes the array needs.
+    """
+    n = 1
+    for s in shape:
+        n *= int(s)
+    need = n * int(itemsize)
+    limit = resolve_max_bytes(max_bytes)
+    if need > limit:
+        dims = " x ".join(f"{int(s):,}" for s in shape)
+        msg = (
+            f"{what}: a dense {dims} array needs {format_bytes(need)}, above the memory limit "
+            f"{format_bytes(limit)} (max_bytes= or ${MAX_BYTES_ENV}; default half the available memory)"
+        )
+        if alternative:
+            msg += f". Use {alternative} instead"
+        raise ValueError(msg)
+    return need
