@@ -139,58 +139,74 @@ def fit_lda(
         raise ValueError("docs must hold at least one document")
     if not all(isinstance(w, str) for d in docs for w in d):
         raise TypeError("docs must be a sequence of sequences of str")
+    vocab = _vocabulary(docs, min_df, max_df)
+    if len(vocab) < n_topics:
+        raise ValueError(
+            f"only {len(vocab)} words pass min_df={min_df}, max_df={max_df}; need at least n_topics={n_topics}"
+        )
+    if backend == "sklearn":
+        phi = _fit_sklearn(docs, vocab, n_topics, seed, max_iter)
+    else:
+        phi = _fit_gensim(docs, vocab, n_topics, seed, passes)
+    if not np.all(np.isfinite(phi)):
+        raise RuntimeError("LDA returned non-finite topic-word probabilities")
+    return TopicFit(tuple(vocab), np.ascontiguousarray(phi, dtype=np.float64), backend, seed)
+
+
+def _vocabulary(docs, min_df: int, max_df: float) -> list[str]:
+    """Sorted words found in at least ``min_df`` documents and at most a ``max_df`` fraction of them."""
     df: dict[str, int] = {}
     for d in docs:
         for w in set(d):
             df[w] = df.get(w, 0) + 1
     hi = max_df * len(docs)
-    vocab = sorted(w for w, c in df.items() if min_df <= c <= hi)
-    if len(vocab) < n_topics:
-        raise ValueError(
-            f"only {len(vocab)} words pass min_df={min_df}, max_df={max_df}; need at least n_topics={n_topics}"
-        )
-    index = {w: i for i, w in enumerate(vocab)}
-    if backend == "sklearn":
-        sk = require("sklearn.decomposition", "LDA topic fitting")
-        from scipy.sparse import csr_matrix
+    return sorted(w for w, c in df.items() if min_df <= c <= hi)
 
-        rows, cols = [], []
-        for r, d in enumerate(docs):
-            for w in d:
-                j = index.get(w)
-                if j is not None:
-                    rows.append(r)
-                    cols.append(j)
-        X = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(docs), len(vocab)))
-        X.sum_duplicates()
-        lda = sk.LatentDirichletAllocation(
-            n_components=n_topics, learning_method="batch", max_iter=max_iter, random_state=seed
-        )
-        lda.fit(X)
-        phi = lda.components_ / lda.components_.sum(axis=1, keepdims=True)
-    else:
-        gm = require("gensim.models", "LDA topic fitting")
-        bows = []
-        for d in docs:
-            counts: dict[int, int] = {}
-            for w in d:
-                j = index.get(w)
-                if j is not None:
-                    counts[j] = counts.get(j, 0) + 1
-            bows.append(sorted(counts.items()))
-        lda = gm.LdaModel(
-            corpus=bows,
-            id2word=dict(enumerate(vocab)),
-            num_topics=n_topics,
-            passes=passes,
-            random_state=seed,
-            update_every=1,
-        )
-        phi = np.asarray(lda.get_topics(), dtype=np.float64)
-        phi = phi / phi.sum(axis=1, keepdims=True)
-    if not np.all(np.isfinite(phi)):
-        raise RuntimeError("LDA returned non-finite topic-word probabilities")
-    return TopicFit(tuple(vocab), np.ascontiguousarray(phi, dtype=np.float64), backend, seed)
+
+def _fit_sklearn(docs, vocab, n_topics: int, seed: int, max_iter: int) -> np.ndarray:
+    """``phi`` from sklearn's batch variational LDA (normalised ``components_``)."""
+    sk = require("sklearn.decomposition", "LDA topic fitting")
+    from scipy.sparse import csr_matrix
+
+    index = {w: i for i, w in enumerate(vocab)}
+    rows, cols = [], []
+    for r, d in enumerate(docs):
+        for w in d:
+            j = index.get(w)
+            if j is not None:
+                rows.append(r)
+                cols.append(j)
+    X = csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(len(docs), len(vocab)))
+    X.sum_duplicates()
+    lda = sk.LatentDirichletAllocation(
+        n_components=n_topics, learning_method="batch", max_iter=max_iter, random_state=seed
+    )
+    lda.fit(X)
+    return lda.components_ / lda.components_.sum(axis=1, keepdims=True)
+
+
+def _fit_gensim(docs, vocab, n_topics: int, seed: int, passes: int) -> np.ndarray:
+    """``phi`` from gensim's ``LdaModel`` on bags of words (``get_topics()``, renormalised)."""
+    gm = require("gensim.models", "LDA topic fitting")
+    index = {w: i for i, w in enumerate(vocab)}
+    bows = []
+    for d in docs:
+        counts: dict[int, int] = {}
+        for w in d:
+            j = index.get(w)
+            if j is not None:
+                counts[j] = counts.get(j, 0) + 1
+        bows.append(sorted(counts.items()))
+    lda = gm.LdaModel(
+        corpus=bows,
+        id2word=dict(enumerate(vocab)),
+        num_topics=n_topics,
+        passes=passes,
+        random_state=seed,
+        update_every=1,
+    )
+    phi = np.asarray(lda.get_topics(), dtype=np.float64)
+    return phi / phi.sum(axis=1, keepdims=True)
 
 
 def assign_topics(
