@@ -101,6 +101,35 @@ def _boot_ci(values, level):
     return float(lo), float(hi)
 
 
+def _class_pair_stats(S, name: str, Y, W, level: float):
+    """Mean of ``Y`` over the pairs ``S`` of one class, and its bootstrap replicates.
+
+    ``W`` (``(B, n)``) holds each replicate's token multiplicities; a replicate's mean weights the
+    pair ``(i, j)`` by ``W_i W_j`` (``same_token``: the diagonal, weight ``W_i``). Replicates that
+    drew no pair of the class are NaN.
+    """
+    n = Y.shape[0]
+    if name == "same_token":
+        S = np.eye(n, dtype=bool)
+    else:
+        S = S.copy()
+        np.fill_diagonal(S, False)
+    cnt = int(S.sum())
+    if cnt == 0:
+        return PairStats(0, np.nan, np.nan, np.nan, np.nan), np.full(W.shape[0], np.nan)
+    Sf = S.astype(np.float64)
+    if name == "same_token":
+        den, num = W.sum(axis=1), W @ np.diag(Y)
+    else:
+        den, num = np.einsum("bi,bi->b", W @ Sf, W), np.einsum("bi,bi->b", W @ (Y * Sf), W)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        bm = num / den
+    ok = bm[np.isfinite(bm)]
+    lo, hi = _boot_ci(ok, level) if ok.size else (np.nan, np.nan)
+    vals = Y[S]
+    return PairStats(cnt, float(vals.mean()), float(vals.std()), lo, hi), bm
+
+
 def embedding_pair_stats(E, membership, ids, *, n_boot: int = 200, level: float = 0.95, rng=None, seed=None) -> dict:
     """Dot products and cosine similarities of embedding rows, by pair class.
 
@@ -152,33 +181,8 @@ def embedding_pair_stats(E, membership, ids, *, n_boot: int = 200, level: float 
     out = {"dot": {}, "cosine": {}}
     boot_means = {"dot": {}, "cosine": {}}
     for c, name in enumerate(CLASSES):
-        S = cls == c
-        if name == "same_token":
-            S = np.eye(n, dtype=bool)
-        else:
-            np.fill_diagonal(S, False)
-        cnt = int(S.sum())
-        Sf = S.astype(np.float64)
-        if name == "same_token":
-            den = W.sum(axis=1)
-        else:
-            den = np.einsum("bi,bi->b", W @ Sf, W)
         for metric, Y in (("dot", G), ("cosine", Cos)):
-            if cnt == 0:
-                out[metric][name] = PairStats(0, np.nan, np.nan, np.nan, np.nan)
-                boot_means[metric][name] = np.full(n_boot, np.nan)
-                continue
-            vals = Y[S]
-            if name == "same_token":
-                num = W @ np.diag(Y)
-            else:
-                num = np.einsum("bi,bi->b", W @ (Y * Sf), W)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                bm = num / den
-            boot_means[metric][name] = bm  # NaN where a replicate drew no pair of the class
-            ok = bm[np.isfinite(bm)]
-            lo, hi = _boot_ci(ok, level) if ok.size else (np.nan, np.nan)
-            out[metric][name] = PairStats(cnt, float(vals.mean()), float(vals.std()), lo, hi)
+            out[metric][name], boot_means[metric][name] = _class_pair_stats(cls == c, name, Y, W, level)
     out["gap"] = {}
     for metric in ("dot", "cosine"):
         d = boot_means[metric]["same_topic"] - boot_means[metric]["different_topic"]  # paired replicates
