@@ -47,3 +47,28 @@ def _offline(monkeypatch):
 
     monkeypatch.setattr(socket.socket, "connect", refuse)
     monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+# ----- shared models (plain fixtures; hypothesis tests draw their own) --------------------------
+@pytest.fixture
+def tm_small():
+    """A small uniform-tau topic model: T=4 topics of v=3 words, tau=2 topics per document (V1 = 13)."""
+    import theorycheck as tc
+
+    return tc.TopicModel(T=4, v=3, tau=2)
+
+
+@pytest.fixture
+def mk_spec():
+    """The SPEC §2.1 default masking: p_m = 0.15, p_c = 0.1, p_r = 0.1."""
+    import theorycheck as tc
+
+    return tc.Masking(0.15, 0.1, 0.1)
+
+
+@pytest.fixture
+def tm_paper():
+    """The paper's experimental size with the uniform-tau prior: T=10, v=10, tau=3 (V1 = 101)."""
+    import theorycheck as tc
+
+    return tc.TopicModel(10, 10, 3)

@@ -2,6 +2,7 @@
 uniform attention == value_loss; gradients == finite differences; sampled topic sets; bad input."""
 
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -9,7 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
+from theorycheck.diagnostics import check_gradient
 from theorycheck.population import (
+    AttentionLossGrad,
     SetSampledLoss,
     attention_loss,
     attention_loss_grad,
@@ -81,40 +84,49 @@ def test_huge_scores_finite_and_match_reference(mask_keys):
 
 
 @settings(max_examples=15)
-@given(topic_models(max_T=4, max_v=3), maskings(), st.integers(0, 2**31), st.booleans(), st.sampled_from(["sq", "ce"]))
+@given(
+    topic_models(max_T=4, max_v=3), maskings(), st.integers(0, 2**31), st.booleans(), st.sampled_from(["squared", "ce"])
+)
 def test_gradient_matches_finite_differences(tm, mk, seed, mask_keys, loss):
+    """Each of dS, dW, db separately against directional central differences and the Taylor slope
+    of the (independently coded) per-set dense loss."""
     S, W, b = _draw(tm, seed, scale_S=1.0)
-    _, dS, dW, db = attention_loss_grad(S, W, tm, mk, b, mask_keys=mask_keys, loss=loss)
-    rng = np.random.default_rng(seed + 1)
-    h = 1e-5
+    res = attention_loss_grad(S, W, tm, mk, b, mask_keys=mask_keys, loss=loss)
+    assert isinstance(res, AttentionLossGrad)
+    x = dict(S=S, W=W, b=b)
 
-    def f(S_, W_, b_):
-        return _dense_sets(S_, W_, b_, topic_sets(tm), tm, mk, mask_keys, loss=loss)[0].mean()
+    def f_of(name):
+        def f(value):
+            args = dict(x, **{name: value})
+            return _dense_sets(args["S"], args["W"], args["b"], topic_sets(tm), tm, mk, mask_keys, loss=loss)[0].mean()
 
-    for name, grad in (("S", dS), ("W", dW), ("b", db)):
-        E = rng.normal(size=grad.shape)
-        args_p = dict(S_=S, W_=W, b_=b)
-        args_m = dict(S_=S, W_=W, b_=b)
-        args_p[name + "_"] = args_p[name + "_"] + h * E
-        args_m[name + "_"] = args_m[name + "_"] - h * E
-        fd = (f(**args_p) - f(**args_m)) / (2 * h)
-        an = float(np.sum(grad * E))
-        assert fd == pytest.approx(an, rel=1e-6, abs=1e-8), f"d{name}: fd={fd} analytic={an}"
+        return f
+
+    for name in ("S", "W", "b"):
+        check_gradient(f_of(name), x[name], getattr(res, "d" + name), seed=seed, rtol=1e-6, atol=1e-8).assert_ok()
 
 
 def test_gradient_of_structured_loss_by_taylor_slope():
-    """The gradient also matches the (independent) structured kernel: Taylor error falls like h^2."""
+    """The gradient also matches the (independent) structured kernel: Taylor remainder falls like h^2."""
     tm, mk = tc.TopicModel(T=5, v=3, tau=2), tc.Masking()
     S, W, b = _draw(tm, 3)
-    L0, dS, dW, _ = attention_loss_grad(S, W, tm, mk, b)
-    rng = np.random.default_rng(4)
-    ES, EW = rng.normal(size=S.shape), rng.normal(size=W.shape)
-    lin = np.sum(dS * ES) + np.sum(dW * EW)
-    errs = []
-    for h in (1e-2, 1e-3):
-        errs.append(abs(attention_loss(S + h * ES, W + h * EW, tm, mk, b) - L0 - h * lin))
-    slope = math.log10(errs[0] / errs[1])
-    assert 1.8 < slope < 2.2
+    res = attention_loss_grad(S, W, tm, mk, b)
+
+    def f(x):
+        return attention_loss(x["S"], x["W"], tm, mk, b)
+
+    chk = check_gradient(f, dict(S=S, W=W), dict(S=res.dS, W=res.dW), h=1e-4, rtol=1e-7, seed=4)
+    chk.assert_ok()
+    assert all(1.8 < s < 2.2 for s in chk.slopes), chk.message
+
+
+def test_old_loss_name_is_deprecated_but_equal(tm_small, mk_spec):
+    S, W, b = _draw(tm_small, 2)
+    with pytest.warns(DeprecationWarning, match='loss="sq" is deprecated'):
+        old = attention_loss(S, W, tm_small, mk_spec, b, loss="sq")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert attention_loss(S, W, tm_small, mk_spec, b, loss="squared") == old
 
 
 def test_sampled_sets_unbiased_within_stderr():
@@ -156,6 +168,7 @@ def _args(tm):
         (dict(b=np.zeros(2)), ValueError, "b must have shape"),
         (dict(mk=tc.Masking(p_m=0.0)), ValueError, "p_m"),
         (dict(loss="mse"), ValueError, "loss must be one of"),
+        (dict(max_bytes=-1.0), ValueError, "max_bytes must be a positive"),
         (dict(n_sets=1), ValueError, "n_sets must lie in"),
         (dict(seed=3), ValueError, "only used with n_sets"),
         (dict(mask_keys="yes"), TypeError, "mask_keys"),
@@ -185,37 +198,21 @@ def test_dirichlet_prior_rejected():
 
 
 def test_parallel_and_serial_kernels_agree():
-    from theorycheck.population._attention_loss import (
-        _context,
+    from theorycheck.population._attention_kernels import (
+        _TABLES,
         _precompute,
         _structured_sq_nb,
         _structured_sq_serial_nb,
     )
+    from theorycheck.population._attention_loss import _context
 
     tm, mk = tc.TopicModel(T=7, v=3, tau=3), tc.Masking()
     S, W, b = _draw(tm, 9)
-    pc = _precompute(S, W, b, tm)
+    pc = dict(_precompute(S, W, b, tm.T, tm.v), fast=True)
     args = (
         topic_sets(tm),
-        pc["s"],
-        pc["smax"],
-        pc["lamg"],
-        pc["maxlamw"],
-        True,
-        pc["Ez"],
-        pc["Ezl"],
-        pc["Q"],
-        pc["Qlam"],
-        pc["qll"],
-        pc["Lin"],
-        pc["LinL"],
-        pc["Dg"],
-        pc["Dgl"],
-        pc["Bl"],
-        pc["Bll"],
-        pc["bvec"],
-        pc["bsum"],
-        pc["bb"],
+        tm.token_topics(),
+        *(pc[k] for k in _TABLES),
         *_context(tm, mk, False),
         mk.p_mask,
         mk.p_c,
@@ -241,7 +238,7 @@ def test_dense_fallback_for_large_group_tables(monkeypatch):
 @settings(max_examples=10)
 @given(topic_models(max_T=6, max_v=4), st.integers(0, 2**31))
 def test_group_quadratic_forms_kernel_equals_reference(tm, seed):
-    from theorycheck.population._attention_loss import _group_quad_nb, _group_quad_ref, _group_quad_serial_nb
+    from theorycheck.population._attention_kernels import _group_quad_nb, _group_quad_ref, _group_quad_serial_nb
 
     rng = np.random.default_rng(seed)
     E = rng.random((tm.V1, tm.V1))
@@ -253,7 +250,7 @@ def test_group_quadratic_forms_kernel_equals_reference(tm, seed):
 
 
 def test_group_lin_kernels_equal_numpy():
-    from theorycheck.population._attention_loss import _group_lin_nb, _group_lin_serial_nb
+    from theorycheck.population._attention_kernels import _group_lin_nb, _group_lin_ref, _group_lin_serial_nb
 
     T, v = 5, 3
     V1 = T * v + 1
@@ -263,7 +260,7 @@ def test_group_lin_kernels_equal_numpy():
     ref = np.stack(
         [np.stack([(E[:, groups == k] * Wb[t, groups == k]).sum(1) for t in range(T)], 1) for k in range(T + 1)], 1
     )
-    for fn in (_group_lin_nb, _group_lin_serial_nb):
+    for fn in (_group_lin_nb, _group_lin_serial_nb, _group_lin_ref):
         Lin, LinL = fn(E, Wb, lam, T, v)
         np.testing.assert_allclose(Lin, ref, rtol=1e-13, atol=1e-14)
         np.testing.assert_allclose(LinL, np.einsum("xkt,xk->xt", ref, lam), rtol=1e-13, atol=1e-14)

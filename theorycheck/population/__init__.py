@@ -1,30 +1,38 @@
 """Infinite-document (N -> inf) population objects: densities, exact moments, loss evaluators.
 
-This module is the public face; each job lives in a small private module:
+This module only re-exports; each formula lives in one private module.
 
-- ``_moments``: masked densities ``m_S`` and the exact moments ``(Sigma, C)`` (SPEC §1, §2, §4.0).
-- ``_value_loss``: exact uniform-attention squared loss and gradient (SPEC §4.0).
+======================  ===========================  ==========================================
+SPEC section            function                     module
+======================  ===========================  ==========================================
+§1.1 document law       ``topic_density``            ``_moments``
+§1.1 topic sets         ``topic_sets``               ``_moments``
+§1.1 ``E[p p^T]``       ``expected_pp``              ``_moments``
+§2.1 masked density     ``masked_density``           ``_moments``
+§4.0 ``(Sigma, C)``     ``moments``                  ``_moments``
+§4.0, §4.2 uniform      ``value_loss``,              ``_value_loss`` (block sums, Numba)
+attention               ``value_loss_grad``
+§4.3 any scores         ``attention_loss``,          ``_attention_loss`` (dense path, reference)
+                        ``attention_loss_grad``,     and ``_attention_kernels`` (structured
+                        ``AttentionLossGrad``,       squared loss, Numba)
+                        ``SetSampledLoss``
+§4.3 (alpha, beta)      ``alpha_beta_loss``,         ``_alpha_beta`` (closed forms)
+family                  ``alpha_beta_loss_logK``,
+                        ``alpha_beta_ce_loss``,
+                        ``alpha_beta_score_matrix``,
+                        ``alpha_beta_value_matrix``,
+                        ``stage1_block_constants``
+§3.1 E, §4.0, §4.1      ``embedding_loss``,          ``_embedding_loss`` (chain rule on
+embedding model         ``embedding_loss_grad``,     ``value_loss_grad``)
+                        ``EmbeddingLossGrad``
+======================  ===========================  ==========================================
+
+Loss names are ``"squared"`` and ``"ce"`` everywhere; gradients are named tuples. Every function
+that builds a dense ``V1 x V1`` array checks its size first (``max_bytes=`` or
+``$THEORYCHECK_MAX_BYTES``, see :mod:`theorycheck._memory`).
 """
 
-from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
-
-__all__ = [
-    "masked_density",
-    "topic_density",
-    "topic_sets",
-    "expected_pp",
-    "moments",
-]
-
-from ._value_loss import value_loss, value_loss_grad
-
-__all__ += ["value_loss", "value_loss_grad"]
-
-from ._attention_loss import SetSampledLoss, attention_loss, attention_loss_grad  # noqa: E402
-
-__all__ += ["attention_loss", "attention_loss_grad", "SetSampledLoss"]
-
-from ._alpha_beta import (  # noqa: E402
+from ._alpha_beta import (
     alpha_beta_ce_loss,
     alpha_beta_loss,
     alpha_beta_loss_logK,
@@ -32,15 +40,30 @@ from ._alpha_beta import (  # noqa: E402
     alpha_beta_value_matrix,
     stage1_block_constants,
 )
+from ._attention_loss import AttentionLossGrad, SetSampledLoss, attention_loss, attention_loss_grad
+from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad
+from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
+from ._value_loss import value_loss, value_loss_grad
 
-__all__ += [
+__all__ = [
+    "masked_density",
+    "topic_density",
+    "topic_sets",
+    "expected_pp",
+    "moments",
+    "value_loss",
+    "value_loss_grad",
+    "attention_loss",
+    "attention_loss_grad",
+    "AttentionLossGrad",
+    "SetSampledLoss",
     "alpha_beta_loss",
     "alpha_beta_loss_logK",
     "alpha_beta_score_matrix",
     "alpha_beta_value_matrix",
     "alpha_beta_ce_loss",
     "stage1_block_constants",
+    "embedding_loss",
+    "embedding_loss_grad",
+    "EmbeddingLossGrad",
 ]
-from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad  # noqa: E402
-
-__all__ += ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad"]

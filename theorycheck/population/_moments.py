@@ -16,6 +16,7 @@ import itertools
 
 import numpy as np
 
+from .._memory import check_alloc
 from .._validate import check_array, check_choice, check_int
 from ..config import Masking, TopicModel, check_models
 
@@ -30,6 +31,11 @@ __all__ = [
 
 #: Largest number of topic sets that :func:`topic_sets` will materialise by default.
 MAX_ENUMERATED_SETS = 200_000
+
+_ALTERNATIVE = (
+    "the structured routes: value_loss / value_loss_grad (block sums, no moment matrix), "
+    "optimal_value_matrix(method='closed-form') (a BlockValueMatrix) or alpha_beta_loss (closed form)"
+)
 
 
 def _check_topic_set(tm: TopicModel, topics) -> np.ndarray:
@@ -113,20 +119,26 @@ def topic_sets(tm: TopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.nda
     return np.array(list(itertools.combinations(range(tm.T), tm.tau)), dtype=np.int64).reshape(n, tm.tau)
 
 
-def expected_pp(tm: TopicModel) -> np.ndarray:
+def expected_pp(tm: TopicModel, *, max_bytes=None) -> np.ndarray:
     """``E[p p^T]`` over the document law, shape ``(V1, V1)`` (closed form, SPEC §1.1).
 
     ``E[p p^T] = (s_same - s_diff) B + s_diff J`` with ``B`` the within-topic all-ones blocks and
-    ``J`` the all-ones matrix on words (see :meth:`TopicModel.pair_moments`).
+    ``J`` the all-ones matrix on words (see :meth:`TopicModel.pair_moments`). The one dense array is
+    checked against ``max_bytes`` first (:func:`theorycheck._memory.check_alloc`).
     """
+    check_models(tm)
+    check_alloc("expected_pp", (tm.V1, tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
     s_same, s_diff = tm.pair_moments()
     out = np.zeros((tm.V1, tm.V1))
-    topics = tm.token_topics()[1:]
-    out[1:, 1:] = np.where(topics[:, None] == topics[None, :], s_same, s_diff)
+    words = out[1:, 1:]
+    words[...] = s_diff
+    blocks = words.reshape(tm.T, tm.v, tm.T, tm.v)  # a view: rows and columns split by topic
+    t = np.arange(tm.T)
+    blocks[t, :, t, :] = s_same
     return out
 
 
-def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form"):
+def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form", max_bytes=None):
     """Exact moments ``(Sigma, C) = (E[m_S m_S^T], E[p_S m_S^T])``, each ``(V1, V1)``.
 
     Closed form (SPEC §4.0), with ``c = r u + q e_0``:
@@ -140,27 +152,24 @@ def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form"):
     method : {"closed-form", "enumerate"}
         ``"enumerate"`` averages over every ``tau``-subset (uniform-tau prior only, at most
         :data:`MAX_ENUMERATED_SETS` sets); it is the independent check of the closed form.
+    max_bytes : int, optional
+        Memory limit for the two dense ``V1 x V1`` results (plus the ``C(T, tau) x V1`` topic-set
+        matrices of ``"enumerate"``); default ``$THEORYCHECK_MAX_BYTES`` or half the available
+        memory. Above it a ``ValueError`` names the structured alternatives.
 
     Notes
     -----
-    Materialises two dense ``V1 x V1`` matrices: use only for moderate ``V1``
-    (the structured solvers never call it).
+    The structured solvers never call it: ``value_loss`` works from block sums and
+    ``optimal_value_matrix(method="closed-form")`` returns a ``BlockValueMatrix``.
     """
     check_models(tm, mk)
     check_choice("method", method, ("closed-form", "enumerate"))
-    if tm.V1 > 20_001:
-        raise ValueError(f"moments materialises V1 x V1 matrices; V1={tm.V1} exceeds the limit 20001")
-    a, r, q = mk.a, mk.r, mk.q
+    check_alloc("moments: Sigma and C", (2, tm.V1, tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
     if method == "closed-form":
-        Epp = expected_pp(tm)
-        u = np.zeros(tm.V1)
-        u[1:] = 1.0 / tm.n_words
-        c = r * u
-        c[0] += q
-        C = a * Epp + np.outer(u, c)
-        Sigma = a * a * Epp + a * (np.outer(u, c) + np.outer(c, u)) + np.outer(c, c)
-        return Sigma, C
+        return _moments_closed_form(tm, mk, max_bytes)
     sets = topic_sets(tm)
+    check_alloc("moments(method='enumerate')", (2, len(sets), tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
+    a, r, q = mk.a, mk.r, mk.q
     P = np.zeros((len(sets), tm.V1))
     rows = np.repeat(np.arange(len(sets)), tm.tau * tm.v)
     cols = (1 + sets[:, :, None] * tm.v + np.arange(tm.v)[None, None, :]).reshape(-1)
@@ -170,3 +179,26 @@ def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form"):
     M[:, 0] += q
     n = len(sets)
     return M.T @ M / n, P.T @ M / n
+
+
+def _moments_closed_form(tm, mk, max_bytes):
+    """The closed form of :func:`moments` with the two results as the only ``V1 x V1`` arrays.
+
+    ``u = 1_W / (T v)`` and ``c = r u + q e_0`` are constant on the words, so every rank-one term
+    is added in place by broadcasting (no ``V1 x V1`` temporary).
+    """
+    a, r, q = mk.a, mk.r, mk.q
+    uw = 1.0 / tm.n_words  # u on a word
+    c = np.full(tm.V1, r * uw)
+    c[0] = q
+    Sigma = expected_pp(tm, max_bytes=max_bytes)
+    C = a * Sigma
+    C[1:, :] += uw * c  # u c^T: rows of the words
+    Sigma *= a * a
+    Sigma[1:, :] += a * (uw * c)  # a u c^T
+    Sigma[:, 1:] += a * (uw * c)[:, None]  # a c u^T
+    Sigma[0, 0] += c[0] * c[0]  # c c^T, block by block ([MASK] / words)
+    Sigma[0, 1:] += c[0] * c[1]
+    Sigma[1:, 0] += c[1] * c[0]
+    Sigma[1:, 1:] += c[1] * c[1]
+    return Sigma, C
