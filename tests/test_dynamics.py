@@ -5,6 +5,7 @@
 - the singular subspace is the topic-contrast span, of dimension T - 1;
 - one SGD step of the *model* (its own hand-written backward, on the exact population batch)
   from K, Q placed in the top mode multiplies ||W_K^T W_Q|| by the predicted factor;
+- the dense ``G`` against directional differences of the exact population loss;
 - bad input.
 """
 
@@ -16,7 +17,9 @@ from hypothesis import example, given, settings
 
 import theorycheck as tc
 from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
+from theorycheck.diagnostics import check_gradient
 from theorycheck.nn import ModelConfig, Transformer, population_batch
+from theorycheck.population import attention_loss
 from theorycheck.strategies import maskings, topic_models
 
 
@@ -37,13 +40,13 @@ def test_closed_form_equals_dense_svd(tm, mk):
         assert cf.sigma_max == 0.0 and de.sigma_max == 0.0 and cf.multiplicity == 0
 
 
-def test_paper_configuration_gradient_pattern():
+def test_paper_configuration_gradient_pattern(tm_paper, mk_spec):
     """T = v = 10, tau = 3: G's word block is -gamma (B - J/T), zero [MASK] row/column (module docstring)."""
-    tm, mk = tc.TopicModel(T=10, v=10, tau=3), tc.Masking()
+    tm, mk = tm_paper, mk_spec
     de = stage2_onset(tm, mk, method="dense")
     G = de.G
     gamma = de.sigma_max / tm.v
-    topic = (np.arange(1, tm.V1) - 1) // tm.v
+    topic = tm.topic_of(np.arange(1, tm.V1))
     B = (topic[:, None] == topic[None, :]).astype(float)
     np.testing.assert_allclose(G[1:, 1:], -gamma * (B - 1.0 / tm.T), atol=1e-12 * gamma * 1e3, rtol=0)
     assert np.abs(G[0]).max() < 1e-15 and np.abs(G[:, 0]).max() < 1e-15
@@ -51,8 +54,25 @@ def test_paper_configuration_gradient_pattern():
     assert stage2_onset(tm, mk).sigma_max == pytest.approx(4.963962035e-05, rel=1e-9)
 
 
-def test_topic_contrast_basis():
-    tm = tc.TopicModel(T=4, v=3, tau=2)
+def test_dense_G_is_the_score_gradient_of_the_population_loss(tm_small, mk_spec):
+    """``G`` of the dense method against directional differences of the exact loss at ``S = 0``."""
+    de = stage2_onset(tm_small, mk_spec, method="dense")
+    W_V = tc.solvers.optimal_value_matrix(tm_small, mk_spec).x
+
+    def f(S):
+        return attention_loss(S, W_V, tm_small, mk_spec)
+
+    check_gradient(f, np.zeros((tm_small.V1, tm_small.V1)), de.G, h=1e-3, rtol=1e-6, atol=1e-12).assert_ok()
+
+
+def test_old_loss_name_is_deprecated(tm_small, mk_spec):
+    with pytest.warns(DeprecationWarning, match="deprecated"):
+        old = stage2_onset(tm_small, mk_spec, loss="sq")
+    assert old.sigma_max == stage2_onset(tm_small, mk_spec, loss="squared").sigma_max
+
+
+def test_topic_contrast_basis(tm_small):
+    tm = tm_small
     P = topic_contrast_basis(tm)
     assert P.shape == (tm.V1, 3)
     np.testing.assert_allclose(P.T @ P, np.eye(3), atol=1e-14)
@@ -65,11 +85,11 @@ def test_topic_contrast_basis():
 
 @pytest.mark.parametrize("reg_frac", [0.0, 0.5, 1.5])
 @pytest.mark.parametrize("scale", ["none", "sqrt"])
-def test_one_model_step_grows_by_predicted_factor(reg_frac, scale):
+def test_one_model_step_grows_by_predicted_factor(reg_frac, scale, tm_small, mk_spec):
     """W^V frozen at the stage-1 optimum, (W_Q, W_K) = eps (-z u^T, z v^T) along the top singular
     pair of G: one SGD step of the Transformer on the exact population batch multiplies
     ||W_K^T W_Q|| by (1 + lr (c sigma - 2 reg))^2, up to O(eps^2)."""
-    tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
+    tm, mk = tm_small, mk_spec
     d_a = 3
     c = 1.0 if scale == "none" else 1.0 / math.sqrt(d_a)
     de = stage2_onset(tm, mk, method="dense", score_factor=c)
@@ -116,8 +136,8 @@ def test_steps_to_grow_and_rates():
         r.steps_to_grow(0.5)
 
 
-def test_bad_input():
-    tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
+def test_bad_input(tm_small, mk_spec):
+    tm, mk = tm_small, mk_spec
     with pytest.raises(ValueError, match="method"):
         stage2_onset(tm, mk, method="svd")
     with pytest.raises(ValueError, match="lr"):
@@ -128,6 +148,8 @@ def test_bad_input():
         stage2_onset(tm, mk, score_factor=0.0)
     with pytest.raises(ValueError, match="closed-form"):
         stage2_onset(tm, mk, loss="ce")
+    with pytest.raises(ValueError, match="loss must be one of"):
+        stage2_onset(tm, mk, loss="mse")
     with pytest.raises(ValueError, match="uniform-tau"):
         stage2_onset(tc.TopicModel(T=4, v=3, prior="dirichlet", alpha=0.1), mk)
     with pytest.raises(ValueError, match="T >= 2"):

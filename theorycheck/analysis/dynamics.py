@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._validate import check_choice, check_real
+from .._validate import check_choice, check_loss, check_real
 from ..config import Masking, TopicModel, check_models
 
 __all__ = ["Stage2Onset", "stage2_onset", "topic_contrast_basis"]
@@ -132,7 +132,7 @@ def stage2_onset(
     score_factor: float = 1.0,
     method: str = "closed-form",
     W_V=None,
-    loss: str = "sq",
+    loss: str = "squared",
     mask_keys: bool = False,
 ) -> Stage2Onset:
     """Linearised growth of the attention scores at the end of stage 1 (module docstring).
@@ -153,14 +153,14 @@ def stage2_onset(
         at ``S = 0`` and its SVD, O(C(T, tau) V1^3); any ``W_V`` and loss.
     W_V : ndarray (V1, V1), optional
         Value matrix for ``"dense"`` (default: the min-norm stage-1 ``C Sigma^+``).
-    loss : {"sq", "ce"}
+    loss : {"squared", "ce"}
         ``"ce"`` only with ``"dense"`` (the closed form is the squared-loss theory).
     mask_keys : bool
         Official-code key masking (``"dense"`` only).
     """
     check_models(tm, mk)
     check_choice("method", method, ("closed-form", "dense"))
-    check_choice("loss", loss, ("sq", "ce"))
+    loss = check_loss(loss)
     if tm.prior != "uniform-tau":
         raise ValueError("stage2_onset needs prior='uniform-tau' (a finite mixture of topic sets)")
     if tm.T < 2:
@@ -169,7 +169,7 @@ def stage2_onset(
     reg = check_real("reg", reg, low=0.0)
     c = check_real("score_factor", score_factor, low=0.0, low_open=True)
     if method == "closed-form":
-        if W_V is not None or loss != "sq" or mask_keys:
+        if W_V is not None or loss != "squared" or mask_keys:
             raise ValueError(
                 "method='closed-form' is the squared-loss block optimum: W_V, loss='ce' and "
                 "mask_keys need method='dense'"

@@ -13,14 +13,13 @@ Sweeps take a :class:`concurrent.futures.Executor` (``executor.map`` is all that
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 
-from .._validate import check_choice, check_int, check_real
+from .._validate import check_choice, check_int, check_loss, check_real
 from ..config import Masking, TopicModel
 from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
 
@@ -79,18 +78,23 @@ def alpha_beta_grid(
     *,
     alpha=(-5.0, 12.0, 201),
     beta=(-8.0, 8.0, 201),
-    loss: str = "sq",
+    loss: str = "squared",
 ) -> LandscapeGrid:
-    """Closed-form ``L(alpha, beta)`` on a grid (``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: sq | ce)."""
+    """Closed-form ``L(alpha, beta)`` of SPEC §4.3 on a grid (:func:`theorycheck.population.alpha_beta_loss`).
+
+    ``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: ``"squared"`` or ``"ce"``.
+    """
     check_choice("value", value, VALUES)
+    loss = check_loss(loss)
     A = _axis("alpha", alpha)
     B = _axis("beta", beta)
     L = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, value, loss=loss))
     return LandscapeGrid(A, B, L, value)
 
 
-def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001), loss: str = "sq"):
-    """Block-``W^V`` loss along ``log K``: returns ``(logK, L)`` arrays."""
+def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001), loss: str = "squared"):
+    """Block-``W^V`` loss along ``log K`` (SPEC §4.3, ``K = e^alpha + (v - 1) e^beta``): ``(logK, L)`` arrays."""
+    loss = check_loss(loss)
     x = _axis("logK", logK)
     return x, np.asarray(alpha_beta_loss_logK(x, tm, mk, loss=loss))
 
@@ -225,17 +229,25 @@ def write_landscape(
     n_grid: int = 201,
     alpha=None,
     beta=None,
-    loss: str = "sq",
+    loss: str = "squared",
+    force: bool = False,
+    command: str = "theorycheck landscape",
 ) -> dict:
     """Write ``grid.npz`` (alpha, beta, L, and for block W^V the log K curve), ``landscape.png`` and ``optimum.json``.
 
-    Files are written under temporary names and renamed. Returns the optimum dict.
+    ``L(alpha, beta)`` and ``L(K)`` are the SPEC §4.3 closed forms; the optimum is the certified
+    :func:`theorycheck.solvers.optimal_attention`. The folder ``out`` is written atomically and
+    replaced only if it is new, empty or theorycheck's own (``force``: written into, other files
+    kept; :func:`theorycheck._io.atomic_directory`). ``optimum.json`` follows the package JSON
+    policy (non-finite -> ``null``). Returns the optimum dict.
     """
+    from .._io import atomic_directory, prepare_output_dir, write_json
     from ..report import plots
     from ..solvers._attention import optimal_attention
 
     n_grid = check_int("n_grid", n_grid, low=2, high=5000)
-    opt = optimal_attention(tm, mk, value, loss=loss)
+    prepare_output_dir(out, force=force)  # before any work
+    opt = optimal_attention(tm, mk, value=value, loss=loss)
     a0 = opt.alpha if math.isfinite(opt.alpha) else 0.0
     alpha = alpha or (min(-5.0, a0 - 5.0), max(12.0, a0 + 5.0), n_grid)
     beta = beta or (-8.0, 8.0, n_grid)
@@ -243,27 +255,8 @@ def write_landscape(
     lk, Lk = K_curve(
         tm, mk, logK=(-3.0, max(14.0, math.log(opt.K) + 4.0) if math.isfinite(opt.K) else 14.0, 2001), loss=loss
     )
-    out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / ".grid.npz.tmp.npz"
-    extra = dict(logK=lk, L_K=Lk) if value == "block" else {}
-    np.savez(tmp, alpha=g.alpha, beta=g.beta, L=g.L, **extra)
-    tmp.replace(out / "grid.npz")
     block = value == "block"
-    fig = plots.attention_landscape(
-        g.alpha,
-        g.beta,
-        g.L,
-        optimum=(opt.alpha, opt.beta),
-        value=value,
-        logK=lk if block else None,
-        L_K=Lk if block else None,
-        K_star=opt.K if block else None,
-        title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}, loss={loss}",
-    )
-    fig.savefig(out / ".landscape.tmp.png", dpi=110, format="png")
-    (out / ".landscape.tmp.png").replace(out / "landscape.png")
-    info = {k: v for k, v in opt.info.items()}
+    info = dict(opt.info)
     info.update(
         status=opt.status,
         message=opt.message,
@@ -274,18 +267,19 @@ def write_landscape(
         value=value,
         loss_function=loss,
     )
-    (out / ".optimum.json.tmp").write_text(json.dumps(_jsonable(info), indent=2, sort_keys=True))
-    (out / ".optimum.json.tmp").replace(out / "optimum.json")
+    with atomic_directory(out, force=force, command=command) as tmp:
+        np.savez(tmp / "grid.npz", alpha=g.alpha, beta=g.beta, L=g.L, **(dict(logK=lk, L_K=Lk) if block else {}))
+        fig = plots.attention_landscape(
+            g.alpha,
+            g.beta,
+            g.L,
+            optimum=(opt.alpha, opt.beta),
+            value=value,
+            logK=lk if block else None,
+            L_K=Lk if block else None,
+            K_star=opt.K if block else None,
+            title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}, loss={loss}",
+        )
+        fig.savefig(tmp / "landscape.png", dpi=110, format="png")
+        write_json(tmp / "optimum.json", info, sort_keys=True)
     return info
-
-
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, (np.floating, np.integer, np.bool_)):
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    return x
