@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import time
 from pathlib import Path
 
 import numpy as np
+
+from theorycheck import _io
 
 RESULTS = Path(__file__).resolve().parent / "results"
 
@@ -40,11 +41,13 @@ def machine() -> dict:
 
 
 def write_json(name: str, payload: dict) -> Path:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    path = RESULTS / f"{name}.json"
-    payload = {"machine": machine(), **payload}
-    path.write_text(json.dumps(payload, indent=2))
-    return path
+    """Write ``<name>.json`` (machine info first) atomically, non-finite floats as ``null``.
+
+    The folder is ``$THEORYCHECK_BENCH_OUT`` when set (``theorycheck bench --out DIR``), else ``results/``.
+    """
+    folder = Path(os.environ.get("THEORYCHECK_BENCH_OUT") or RESULTS)
+    folder.mkdir(parents=True, exist_ok=True)
+    return _io.write_json(folder / f"{name}.json", {"machine": machine(), **payload})
 
 
 def print_table(headers, rows) -> None:

@@ -60,7 +60,7 @@ def test_cli_landscape_writes_files(tmp_path, capsys):
     out = tmp_path / "land"
     code = main(["landscape", "--T", "6", "--v", "3", "--tau", "2", "--n-grid", "21", "--out", str(out)])
     assert code == 0
-    assert sorted(p.name for p in out.iterdir()) == ["grid.npz", "landscape.png", "optimum.json"]
+    assert sorted(p.name for p in out.iterdir()) == [".theorycheck.json", "grid.npz", "landscape.png", "optimum.json"]
     opt = json.loads((out / "optimum.json").read_text())
     tm, mk = tc.TopicModel(T=6, v=3, tau=2), tc.Masking()
     assert opt["loss"] == pytest.approx(alpha_beta_loss(opt["alpha"], opt["beta"], tm, mk), abs=1e-14)

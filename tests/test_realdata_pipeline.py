@@ -128,8 +128,8 @@ def test_cli_realdata_end_to_end(tmp_path, capsys):
         raise AssertionError(f"results.json holds the non-standard JSON constant {c}")
 
     res = json.loads((out / "results.json").read_text(), parse_constant=strict)
-    # every content word of this corpus has a topic: the attention no_topic class is empty, written "nan"
-    assert res["attention"]["counts"][3] == 0 and res["attention"]["mean_lift"][0][0][3] == "nan"
+    # every content word of this corpus has a topic: the attention no_topic class is empty, written null
+    assert res["attention"]["counts"][3] == 0 and res["attention"]["mean_lift"][0][0][3] is None
     for f in res["figures"]:
         assert (out / f).is_file()
     assert res["topics"]["topic_tokens"] == 40  # every planted word is one WordPiece token and gets a topic

@@ -8,6 +8,13 @@
   temporary file in the same folder, ``fsync``, then ``os.replace`` onto the target (atomic on
   POSIX): a reader sees the old file or the new one, never half of one.
 - :func:`atomic_directory`: the same for a whole output folder.
+- :func:`prepare_output_dir`: validate an output path *before* any work (missing parent created,
+  a file given where a folder is expected and vice versa refused, a folder holding files
+  theorycheck did not write refused unless ``force``). Every folder theorycheck writes carries a
+  marker file :data:`MARKER` (tool, version, command, date and the files written); a folder is
+  replaced only if it is empty or every file in it is listed in its marker. With ``force`` the
+  outputs are written *into* the folder, replacing only theorycheck's own files and keeping every
+  other file; the current directory (or one of its parents) is never renamed or removed.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import os
 import shutil
 import tempfile
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +37,14 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "atomic_directory",
+    "prepare_output_dir",
+    "write_marker",
+    "read_marker",
+    "MARKER",
 ]
+
+#: Name of the marker file written into every output folder.
+MARKER = ".theorycheck.json"
 
 
 def jsonable(x):
@@ -87,24 +102,210 @@ def write_json(path, obj, *, indent: int | None = 2, sort_keys: bool = False) ->
     return atomic_write_text(path, dumps_json(obj, indent=indent, sort_keys=sort_keys) + "\n")
 
 
+def _version() -> str:
+    from . import __version__
+
+    return __version__
+
+
+def read_marker(folder) -> dict | None:
+    """The marker of ``folder`` (a dict) if theorycheck wrote it, else ``None``."""
+    try:
+        data = json.loads((Path(os.fspath(folder)) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("tool") != "theorycheck" or not isinstance(data.get("files"), list):
+        return None
+    return data
+
+
+def _walk(folder: Path):
+    """Relative POSIX paths of the entries under ``folder``: files, symlinks and empty folders (``"x/"``)."""
+    for root, dirs, files in os.walk(folder):
+        base = Path(root)
+        links = [d for d in dirs if (base / d).is_symlink()]
+        dirs[:] = sorted(d for d in dirs if d not in links)
+        for name in sorted(files + links):
+            yield (base / name).relative_to(folder).as_posix()
+        if not dirs and not files and not links and base != folder:
+            yield base.relative_to(folder).as_posix() + "/"
+
+
+def _list_files(folder) -> list[str]:
+    """Every file under ``folder`` except the marker (relative POSIX paths, sorted)."""
+    return sorted(f for f in _walk(Path(os.fspath(folder))) if f != MARKER and not f.endswith("/"))
+
+
+def _foreign_entries(folder: Path, limit: int = 5) -> list[str]:
+    """Up to ``limit`` entries of ``folder`` that its marker does not list (every entry if no marker)."""
+    marker = read_marker(folder)
+    owned = set(marker["files"]) if marker else set()
+    found = []
+    for rel in _walk(folder):
+        if rel != MARKER and rel not in owned:
+            found.append(rel)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def write_marker(folder, *, command: str, files=None) -> Path:
+    """Write the marker :data:`MARKER` into ``folder``: tool, version, command, UTC date and ``files``.
+
+    ``files`` (relative POSIX paths) defaults to every file now in the folder; only files listed
+    there may later be replaced or removed by theorycheck.
+    """
+    folder = Path(os.fspath(folder))
+    data = {
+        "tool": "theorycheck",
+        "version": _version(),
+        "command": str(command),
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+        "files": sorted(_list_files(folder) if files is None else files),
+    }
+    return write_json(folder / MARKER, data)
+
+
+def _holds_cwd(path: Path) -> bool:
+    """Whether ``path`` is the current directory or one of its parents (never renamed or removed)."""
+    cwd = Path.cwd().resolve()
+    return path == cwd or path in cwd.parents
+
+
+def _make_parent(p: Path, flag: str) -> None:
+    parent = p.parent
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError):
+        raise ValueError(
+            f"{flag} {str(p)!r}: its parent {str(parent)!r} is not a folder (a file is in the way)"
+        ) from None
+    except PermissionError:
+        raise ValueError(
+            f"{flag} {str(p)!r}: cannot create the parent folder {str(parent)!r} (permission denied)"
+        ) from None
+    if not os.access(parent, os.W_OK):
+        raise ValueError(f"{flag} {str(p)!r}: the folder {str(parent)!r} is not writable")
+
+
+def prepare_output_dir(path, *, force: bool = False, kind: str = "dir", suffix: str | None = None, flag: str = "--out"):
+    """Validate an output path before any work; return the path that will really be written.
+
+    ``kind="dir"`` (an output folder): an existing *file* is refused; a missing parent is created;
+    an existing folder is accepted if it is empty or holds only files its marker lists (it will be
+    replaced), or, with ``force=True``, if it holds other files too (they are kept; theorycheck's
+    own files are replaced). Returns the resolved folder.
+
+    ``kind="file"`` (e.g. ``--json FILE``, ``--out FILE.npz``): ``suffix`` is appended if the name
+    does not already end with it; an existing *folder* is refused; a missing parent is created;
+    an existing file is overwritten (atomically, when written through this module). Returns the
+    path with the suffix, as given otherwise (print it: it is the real name).
+
+    Raises ``ValueError`` naming ``flag``, the path and what to do instead.
+    """
+    if kind not in ("dir", "file"):
+        raise ValueError(f"kind must be 'dir' or 'file', got {kind!r}")
+    if path is None or not os.fspath(path).strip():
+        raise ValueError(f"{flag}: empty path; give a {'folder' if kind == 'dir' else 'file'} name")
+    p = Path(os.fspath(path)).expanduser()
+    if kind == "file":
+        if suffix and not p.name.endswith(suffix):
+            p = p.with_name(p.name + suffix)
+        if p.is_dir():
+            raise ValueError(
+                f"{flag} {str(p)!r} is an existing folder; give a file name, "
+                f"e.g. {str(p / ('out' + (suffix or '.json')))!r}"
+            )
+        _make_parent(p, flag)
+        return p
+    if p.exists() and not p.is_dir():
+        raise ValueError(f"{flag} {str(p)!r} is an existing file, not a folder; give a new folder name")
+    p = p.resolve()
+    _make_parent(p, flag)
+    if p.is_dir() and not force:
+        foreign = _foreign_entries(p)
+        if foreign:
+            raise ValueError(
+                f"{flag} folder {str(p)!r} already holds files theorycheck did not write "
+                f"({', '.join(foreign)}{', ...' if len(foreign) >= 5 else ''}); choose a new folder name, or pass "
+                "--force to write theorycheck's files into it (files theorycheck did not write are never deleted)"
+            )
+    return p
+
+
+def _install_replace(tmp: Path, out: Path, command: str) -> None:
+    """Marker into ``tmp``, then swap ``tmp`` in for ``out`` (two renames on one file system)."""
+    write_marker(tmp, command=command)
+    if not out.exists():
+        os.replace(tmp, out)
+        return
+    trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
+    os.replace(out, trash / "old")
+    try:
+        os.replace(tmp, out)
+    except BaseException:
+        os.replace(trash / "old", out)
+        raise
+    shutil.rmtree(trash, ignore_errors=True)
+
+
+def _install_merge(tmp: Path, out: Path, command: str) -> None:
+    """Move ``tmp``'s files into ``out``, replacing only files ``out``'s marker lists; keep all others."""
+    new = _list_files(tmp)
+    marker = read_marker(out)
+    owned = set(marker["files"]) if marker else set()
+    clash = [f for f in new if f not in owned and ((out / f).exists() or (out / f).is_symlink())]
+    clash += [f for f in new if any(q.exists() and not q.is_dir() for q in (out / f).parents if out in q.parents)]
+    if clash:
+        raise ValueError(
+            f"refusing to overwrite files theorycheck did not write in {str(out)!r}: {', '.join(sorted(set(clash)))}; "
+            f"the new outputs are left in {str(tmp)!r}"
+        )
+    for f in sorted(owned - set(new)):
+        target = out / f
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        for q in target.parents:
+            if q == out or out not in q.parents:
+                break
+            try:
+                q.rmdir()  # only if empty
+            except OSError:
+                break
+    for f in new:
+        (out / f).parent.mkdir(parents=True, exist_ok=True)
+        os.replace(tmp / f, out / f)
+    write_marker(out, command=command, files=new)
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 @contextmanager
-def atomic_directory(out):
-    """Context manager yielding a fresh temporary folder that replaces ``out`` on success.
+def atomic_directory(out, *, force: bool = False, command: str = "theorycheck"):
+    """Context manager yielding a fresh temporary folder whose contents become ``out`` on success.
 
-    The temporary folder lives next to the target (same file system, so the final
-    ``os.replace`` is atomic on POSIX) and is removed on any exception.
+    ``out`` is checked with :func:`prepare_output_dir` first. On success a marker is added and
+    the folder is installed: replaced as a whole (temporary folder next to the target, then
+    renamed; atomic on POSIX) when ``out`` is missing, empty or holds only theorycheck's files;
+    otherwise (``force=True``, or ``out`` is the current directory or a parent of it) the files
+    are moved into ``out``, replacing only files its marker lists and refusing to overwrite any
+    other file. On any exception the temporary folder is removed and ``out`` is left untouched.
 
-    >>> with atomic_directory("report") as tmp:   # doctest: +SKIP
+    >>> with atomic_directory("report", command="theorycheck verify") as tmp:   # doctest: +SKIP
     ...     (tmp / "results.json").write_text("{}")
     """
-    out = Path(os.fspath(out)).resolve()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    out = prepare_output_dir(out, force=force)
+    in_place = _holds_cwd(out) or (out.is_dir() and bool(_foreign_entries(out, limit=1)))
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name or 'out'}.tmp-", dir=out if in_place else out.parent))
     try:
         yield tmp
-        if out.exists():
-            shutil.rmtree(out)
-        os.replace(tmp, out)
+        if not in_place and out.is_dir() and _foreign_entries(out, limit=1):
+            if not force:
+                prepare_output_dir(out, force=False)  # raises: a foreign file appeared meanwhile
+            in_place = True
+        if in_place:
+            _install_merge(tmp, out, command)
+        else:
+            _install_replace(tmp, out, command)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -1,21 +1,82 @@
-"""Command line: ``theorycheck verify|solve|landscape|embedding|train|realdata|bench``.
+"""Command line: ``theorycheck verify | solve value|embedding|attention | landscape | train | realdata | bench``.
 
 The CLI parses, builds configurations, calls the library and writes files; no mathematics
-lives here. A bad flag or value prints the library's own ``ValueError`` text and exits 2.
+lives here. Conventions shared by every command:
+
+- the topic model and masking flags ``--T --v --tau --prior --alpha --p-m --p-c --p-r`` (SPEC §1, §2.1)
+  are defined once (:func:`_add_model_flags`);
+- ``--threads N`` (or ``THEORYCHECK_THREADS``) sets BLAS and Numba threads (:mod:`theorycheck._threads`);
+- output paths are checked before any work (:func:`theorycheck._io.prepare_output_dir`): a folder is
+  replaced only if it is new, empty or written by theorycheck; ``--force`` writes into a folder
+  holding other files and never deletes them;
+- a bad flag or value prints the library's own ``ValueError`` text and exits 2; a result that is
+  not certified (or a failing claim) exits 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 
 __all__ = ["main", "build_parser"]
 
 
+# ----------------------------------------------------------------------------- shared flags
+def _add_model_flags(p) -> None:
+    """The topic-model and masking flags, identical for every command that builds a model."""
+    g = p.add_argument_group("topic model (SPEC §1) and masking (SPEC §2.1)")
+    g.add_argument("--T", type=int, default=10, help="number of topics (default: %(default)s)")
+    g.add_argument("--v", type=int, default=10, help="words per topic (default: %(default)s)")
+    g.add_argument("--tau", type=int, default=None, help="topics per document, prior uniform-tau (default: 3)")
+    g.add_argument(
+        "--prior", choices=("uniform-tau", "dirichlet"), default="uniform-tau", help="document prior (SPEC §1.2)"
+    )
+    g.add_argument("--alpha", type=float, default=None, help="Dirichlet concentration (prior dirichlet)")
+    g.add_argument("--p-m", type=float, default=0.15, help="selection probability (default: %(default)s)")
+    g.add_argument("--p-c", type=float, default=0.1, help="keep probability (default: %(default)s)")
+    g.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default: %(default)s)")
+
+
+def _models(args):
+    """``(TopicModel, Masking)`` from the shared flags (validated by their constructors)."""
+    from .config import Masking, TopicModel
+
+    tau = 3 if args.tau is None and args.prior == "uniform-tau" else args.tau
+    tm = TopicModel(T=args.T, v=args.v, tau=tau, prior=args.prior, alpha=args.alpha)
+    return tm, Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
+
+
+def _add_out_flags(p, default: str | None, what: str = "output folder") -> None:
+    """``--out DIR`` and ``--force`` for commands that write a folder."""
+    p.add_argument(
+        "--out", default=default, help=f"{what}; replaced only if new, empty or theorycheck's (default: %(default)s)"
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder holding other files: only theorycheck's files are replaced, none deleted",
+    )
+
+
+def _add_threads_flag(p) -> None:
+    p.add_argument(
+        "--threads",
+        type=int,
+        default=None,
+        help="BLAS and Numba threads (default: $THEORYCHECK_THREADS, else 1 BLAS thread in loops, Numba all cores)",
+    )
+
+
+def _command(args) -> str:
+    """The command line being run, for the output folder's marker."""
+    return "theorycheck " + shlex.join(getattr(args, "argv", None) or [args.command])
+
+
 # ----------------------------------------------------------------------------- verify
 def _add_verify(sub):
     p = sub.add_parser("verify", help="run every registered claim and write the report")
-    p.add_argument("--out", default="theorycheck-report", help="output folder (default: %(default)s)")
+    _add_out_flags(p, "theorycheck-report", "report folder")
     p.add_argument("--only", default=None, help="comma-separated globs/substrings of claim ids")
     p.add_argument("--list", action="store_true", help="list claim ids and exit")
     p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
@@ -26,6 +87,7 @@ def _add_verify(sub):
 def _cmd_verify(args) -> int:
     from proofs_numeric import CLAIMS, SKIPPED
 
+    from ._io import prepare_output_dir
     from .report import format_table, run_claims, select_claims, write_report
 
     claims = select_claims(CLAIMS, args.only)
@@ -33,11 +95,14 @@ def _cmd_verify(args) -> int:
         for c in claims:
             print(f"{c.id}\t{c.source}\t{c.statement}")
         return 0
+    out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
     rows = run_claims(claims, progress=not args.quiet)
     print(format_table(rows))
     for reason in SKIPPED:
         print(f"note: {reason}")
-    out = write_report(rows, args.out, figures=not args.no_figures, skipped=SKIPPED)
+    out = write_report(
+        rows, out, figures=not args.no_figures, skipped=SKIPPED, force=args.force, command=_command(args)
+    )
     n_bad = sum(r.verdict != "PASS" for r in rows)
     print(f"\n{len(rows) - n_bad}/{len(rows)} checks passed; report written to {out}")
     return 1 if n_bad else 0
@@ -48,22 +113,37 @@ def _add_train(sub):
     p = sub.add_parser("train", help="train the numpy transformer on a preset (see --list)")
     p.add_argument("--list", action="store_true", help="print the preset names, one per line, and exit")
     p.add_argument("--preset", default=None, help="preset name (see --list)")
-    p.add_argument("--out", default=None, help="run folder (metrics.jsonl, params.npz, figures/)")
+    p.add_argument("--out", default=None, help="run folder (metrics.jsonl, checkpoints, params.npz, figures/)")
     p.add_argument("--steps", type=int, default=None, help="override the number of steps")
     p.add_argument("--seed", type=int, default=None, help="override the seed")
-    p.add_argument("--resume", action="store_true", help="continue from the run folder's checkpoint")
+    p.add_argument(
+        "--checkpoint-every", type=int, default=None, help="checkpoint period in steps (0: none; default: the preset's)"
+    )
+    p.add_argument("--resume", action="store_true", help="continue from the run folder's newest checkpoint")
+    p.add_argument("--force", action="store_true", help="write into a folder holding files theorycheck did not write")
+    p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=_cmd_train)
 
 
-def _cmd_train(args) -> int:
-    import json
+def _train_command(args) -> str:
+    """The command line that reproduces (with ``--resume``: continues) this train run."""
+    parts = ["theorycheck train", f"--preset {args.preset}", f"--out {args.out}"]
+    for flag, val in (("--steps", args.steps), ("--seed", args.seed), ("--checkpoint-every", args.checkpoint_every)):
+        if val is not None:
+            parts.append(f"{flag} {val}")
+    return " ".join(parts)
 
-    from .nn._train import PRESETS, run_preset
+
+def _cmd_train(args) -> int:
+    """Run a preset (SPEC §5); exit 130 after SIGINT/SIGTERM with a checkpoint and the resume command."""
+    from pathlib import Path
+
+    from ._io import dumps_json, prepare_output_dir, read_marker, write_marker
+    from .nn import PRESETS, TrainingInterrupted, run_preset
 
     if args.list:
-        for name in PRESETS:
-            print(name)
+        print("\n".join(PRESETS))
         return 0
     if args.preset is None:
         raise ValueError(f"--preset is required (one of {', '.join(PRESETS)}); use --list to see them")
@@ -71,10 +151,44 @@ def _cmd_train(args) -> int:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {args.preset!r}")
     if args.out is None:
         raise ValueError("--out is required (the run folder)")
-    summary = run_preset(
-        args.preset, args.out, steps=args.steps, seed=args.seed, progress=not args.quiet, resume=args.resume
-    )
-    print(json.dumps(summary, indent=2, sort_keys=True))
+    out = Path(args.out)
+    if args.resume and not out.is_dir():
+        raise ValueError(f"--resume: the run folder {args.out!r} does not exist; nothing to resume")
+    if not args.resume:
+        out = prepare_output_dir(out, force=args.force, flag="--out")
+    marker = read_marker(out) if out.is_dir() else None
+    old = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
+    foreign = old - set(marker["files"] if marker else ()) - {".theorycheck.json"}
+    if args.resume:
+        foreign = set()  # a run folder being resumed is theorycheck's own
+
+    def mark():
+        now = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
+        write_marker(out, command=_train_command(args), files=sorted(now - foreign - {".theorycheck.json"}))
+
+    try:
+        summary = run_preset(
+            args.preset,
+            out,
+            steps=args.steps,
+            seed=args.seed,
+            checkpoint_every=args.checkpoint_every,
+            progress=not args.quiet,
+            resume=args.resume,
+        )
+    except (TrainingInterrupted, KeyboardInterrupt) as exc:
+        if out.is_dir():
+            mark()
+        step = getattr(exc, "step", None)
+        print(f"interrupted at step {step}; resume with: {_train_command(args)} --resume", file=sys.stderr)
+        return 130
+    if not args.no_figures:
+        from .report.training import write_figures
+
+        for run in summary["runs"]:
+            write_figures(out if len(summary["runs"]) == 1 and run["run"] == args.preset else out / run["run"])
+    mark()
+    print(dumps_json(summary, indent=2, sort_keys=True))
     return 0
 
 
@@ -86,7 +200,7 @@ def _add_realdata(sub):
     p = sub.add_parser(
         "realdata", help="pretrained MiniLM embeddings/attention vs LDA topics on real text (needs the nlp extra)"
     )
-    p.add_argument("--out", default="realdata-report", help="output folder (default: %(default)s)")
+    _add_out_flags(p, "realdata-report")
     p.add_argument(
         "--corpus", default=d.corpus, help="'wikipedia' (gensim's bundled fragment) or a folder of *.txt files"
     )
@@ -118,6 +232,7 @@ def _add_realdata(sub):
 
 
 def _cmd_realdata(args) -> int:
+    from ._io import prepare_output_dir
     from .realdata import _deps
     from .realdata.pipeline import RealDataConfig, run_realdata, write_realdata
 
@@ -145,12 +260,13 @@ def _cmd_realdata(args) -> int:
             file=sys.stderr,
         )
         return 2
+    out = prepare_output_dir(args.out, force=args.force, flag="--out")
     try:
         res = run_realdata(cfg, progress=not args.quiet)
     except _deps.MissingExtraError as exc:
         print(f"theorycheck realdata: error: {exc}", file=sys.stderr)
         return 2
-    out = write_realdata(res, args.out, figures=not args.no_figures)
+    out = write_realdata(res, out, figures=not args.no_figures, force=args.force, command=_command(args))
     s = res.summary
     e, a, c = s["embedding"], s["attention"], s["cooccurrence"]
     print(
@@ -187,142 +303,136 @@ def _cmd_realdata(args) -> int:
 
 # ----------------------------------------------------------------------------- landscape
 def _add_landscape(sub):
-    p = sub.add_parser("landscape", help="attention loss landscape L(alpha, beta), L(K) and the certified optimum")
-    p.add_argument("--T", type=int, default=10, help="topics (default: %(default)s)")
-    p.add_argument("--v", type=int, default=10, help="words per topic (default: %(default)s)")
-    p.add_argument("--tau", type=int, default=3, help="topics per document (default: %(default)s)")
-    p.add_argument("--p-m", type=float, default=0.15, help="selection probability (default: %(default)s)")
-    p.add_argument("--p-c", type=float, default=0.1, help="keep probability (default: %(default)s)")
-    p.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default: %(default)s)")
+    p = sub.add_parser(
+        "landscape", help="attention loss landscape L(alpha, beta), L(K) and the certified optimum (SPEC §4.3)"
+    )
+    _add_model_flags(p)
     p.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (default: %(default)s)")
     p.add_argument(
-        "--loss", choices=("sq", "ce"), default="sq", help="squared loss or cross-entropy (default: %(default)s)"
+        "--loss",
+        choices=("squared", "ce", "sq"),
+        default="squared",
+        help="squared loss or cross-entropy, SPEC §2.2 ('sq' is deprecated) (default: %(default)s)",
     )
     p.add_argument("--n-grid", type=int, default=201, help="grid points per axis (default: %(default)s)")
-    p.add_argument("--out", default="theorycheck-landscape", help="output folder (default: %(default)s)")
+    _add_out_flags(p, "theorycheck-landscape")
     p.set_defaults(func=_cmd_landscape)
 
 
 def _cmd_landscape(args) -> int:
+    from ._io import prepare_output_dir
+    from ._validate import check_loss
     from .analysis.landscape import write_landscape
-    from .config import Masking, TopicModel
 
-    tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
-    mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
-    info = write_landscape(tm, mk, args.out, value=args.value, n_grid=args.n_grid, loss=args.loss)
+    tm, mk = _models(args)
+    loss = check_loss(args.loss)
+    out = prepare_output_dir(args.out, force=args.force, flag="--out")
+    info = write_landscape(
+        tm, mk, out, value=args.value, n_grid=args.n_grid, loss=loss, force=args.force, command=_command(args)
+    )
     print(
-        f"W^V={args.value}, loss={args.loss}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
+        f"W^V={args.value}, loss={loss}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
         f"L*={info['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}"
     )
-    print(f"written {args.out}/grid.npz, landscape.png, optimum.json")
-    return 0 if info["status"] in (0, 1) else 1
+    print(f"written {out}/grid.npz, landscape.png, optimum.json")
+    return 0 if info["status"] == 0 or info.get("at_boundary") else 1
 
 
-# ----------------------------------------------------------------------------- embedding
+# ----------------------------------------------------------------------------- solve
+_SOLVE_HELP = {
+    "value": "stage-1 optimal value matrix W^V under uniform attention (SPEC §4.2)",
+    "embedding": "optimal tied token-embedding Gram, Theorem 1 setting (SPEC §4.1)",
+    "attention": "stage-2 optimal attention (alpha*, beta*, K*) for a frozen W^V, with certificate (SPEC §4.3)",
+}
+
+
+def _add_solve_flags(p, problem: str) -> None:
+    """Flags of ``solve <problem>``: the shared model flags, the solver contract, outputs."""
+    _add_model_flags(p)
+    g = p.add_argument_group("solver (keyword contract of theorycheck.solvers)")
+    g.add_argument("--method", default=None, help="solver method (default: the solver's closed form)")
+    g.add_argument("--reg", type=float, default=None, help="L2 coefficient (default 0: minimum-norm optimum)")
+    g.add_argument("--tol", type=float, default=None, help="certification tolerance (default: the solver's)")
+    g.add_argument("--solver", default=None, help="cvxpy backend, e.g. CLARABEL or SCS (method cvxpy)")
+    if problem == "embedding":
+        g.add_argument("--d", type=int, default=None, help="embedding dimension (method factorized)")
+        g.add_argument("--bias", action="store_true", help="free decoder bias (SPEC §4.1 D4)")
+    if problem == "attention":
+        g.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (SPEC §4.3)")
+        g.add_argument(
+            "--loss", choices=("squared", "ce", "sq"), default="squared", help="SPEC §2.2 (default: %(default)s)"
+        )
+        g.add_argument("--n-grid", type=int, default=None, help="certificate grid points (default: the solver's)")
+    p.add_argument("--json", default=None, help="write the summary (same keys for every problem) to this JSON file")
+    p.add_argument("--out", default=None, help="write the optimum and residuals to this .npz file (suffix added)")
+    p.set_defaults(func=_cmd_solve, problem=problem)
+
+
+def _add_solve(sub):
+    p = sub.add_parser("solve", help="compute a certified optimum: value | embedding | attention")
+    targets = p.add_subparsers(dest="target", required=True)
+    leaves = [targets.add_parser(problem, help=text, description=text) for problem, text in _SOLVE_HELP.items()]
+    for problem, leaf in zip(_SOLVE_HELP, leaves, strict=True):
+        _add_solve_flags(leaf, problem)
+    return leaves
+
+
+def _solve_given(args) -> dict:
+    """``{flag: (solver keyword, value)}``; ``None`` values are left to the solver's defaults."""
+    from ._validate import check_loss
+
+    given = {
+        "--method": ("method", args.method),
+        "--reg": ("reg", args.reg),
+        "--tol": ("tol", args.tol),
+        "--solver": ("solver", args.solver),
+    }
+    if args.problem == "embedding":
+        given.update({"--d": ("d", args.d), "--bias": ("bias", args.bias)})
+    if args.problem == "attention":
+        given.update(
+            {
+                "--value": ("value", args.value),
+                "--loss": ("loss", check_loss(args.loss)),
+                "--n-grid": ("n_grid", args.n_grid),
+            }
+        )
+    return given
+
+
+def _cmd_solve(args) -> int:
+    from ._cli_solve import format_summary, npz_payload, run_solve, solve_summary
+    from ._io import atomic_write_bytes, prepare_output_dir, write_json
+
+    tm, mk = _models(args)
+    json_path = prepare_output_dir(args.json, kind="file", flag="--json") if args.json is not None else None
+    npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", flag="--out") if args.out is not None else None
+    res = run_solve(args.problem, tm, mk, _solve_given(args))
+    summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
+    print(res)
+    print(format_summary(summary))
+    if json_path is not None:
+        print(f"written to {write_json(json_path, summary)}")
+    if npz_path is not None:
+        print(f"written to {atomic_write_bytes(npz_path, npz_payload(args.problem, res, tm, summary))}")
+    if not res.success:
+        print(f"theorycheck solve {args.problem}: not certified (status {res.status}): {res.message}", file=sys.stderr)
+    return 0 if res.success else 1
+
+
 def _add_embedding(sub):
-    p = sub.add_parser(
-        "embedding",
-        help="optimal tied token-embedding Gram (Theorem 1 setting): same/different-topic inner products, rank",
-    )
-    p.add_argument("--T", type=int, default=10, help="topics (default: %(default)s)")
-    p.add_argument("--v", type=int, default=10, help="words per topic (default: %(default)s)")
-    p.add_argument("--tau", type=int, default=3, help="topics per document (default: %(default)s)")
-    p.add_argument("--p-m", type=float, default=0.15, dest="p_m")
-    p.add_argument("--p-c", type=float, default=0.1, dest="p_c")
-    p.add_argument("--p-r", type=float, default=0.1, dest="p_r")
-    p.add_argument("--method", default="closed-form", help="closed-form | schur | cvxpy | factorized")
-    p.add_argument("--d", type=int, default=None, help="embedding dimension (factorized)")
-    p.add_argument("--bias", action="store_true", help="free decoder bias")
-    p.add_argument("--json", default=None, help="also write the summary to this JSON file")
+    p = sub.add_parser("embedding", help="deprecated alias of 'solve embedding' (removed in the next release)")
+    _add_solve_flags(p, "embedding")
     p.set_defaults(func=_cmd_embedding)
 
 
 def _cmd_embedding(args) -> int:
-    import json
-
-    import numpy as np
-
-    from .analysis.stats import embedding_topic_stats
-    from .config import Masking, TopicModel
-    from .solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
-
-    tm = TopicModel(T=args.T, v=args.v, tau=args.tau)
-    mk = Masking(args.p_m, args.p_c, args.p_r)
-    res = optimal_embedding_gram(tm, mk, args.method, d=args.d, bias=args.bias)
-    summary = {
-        "method": args.method,
-        "status": res.status,
-        "message": res.message,
-        "loss": res.fun,
-        "L_star": tm.min_value_loss(),
-        "min_embedding_dim": min_embedding_dim(tm, mk, bias=args.bias),
-        "residuals": {k: float(v) for k, v in res.residuals.items()},
-    }
-    if res.x is not None and tm.T >= 2 and tm.v >= 2 and tm.V1 <= 2001:
-        W = embedding_from_gram(res.x, tm.V1) if args.method != "factorized" else res.W_E
-        st = embedding_topic_stats(W, tm) if np.all(np.linalg.norm(W[:, 1:], axis=0) > 0) else None
-        if st is not None:
-            summary.update(
-                same_topic_dot=st.same_topic_dot,
-                diff_topic_dot=st.diff_topic_dot,
-                same_topic_cos=st.same_topic_cos,
-                diff_topic_cos=st.diff_topic_cos,
-            )
-    if args.method == "closed-form":
-        summary.update(same_topic=res.x.x, different_topic=res.x.y, rank=res.x.rank())
-    width = max([len(k) for k in summary] + [len("resid." + k) for k in summary["residuals"]])
-    for k, v in summary.items():
-        if k != "residuals":
-            print(f"{k.ljust(width)}  {v:.6g}" if isinstance(v, float) else f"{k.ljust(width)}  {v}")
-    for k, v in summary["residuals"].items():
-        print(f"{('resid.' + k).ljust(width)}  {v:.3g}")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(summary, fh, indent=2)
-
-
-# ----------------------------------------------------------------------------- solve
-def _add_solve(sub):
-    p = sub.add_parser("solve", help="compute a certified optimum")
-    targets = p.add_subparsers(dest="target", required=True)
-    v = targets.add_parser("value", help="stage-1 optimal value matrix W^V under uniform attention (SPEC §4.2)")
-    v.add_argument("--T", type=int, required=True, help="number of topics")
-    v.add_argument("--v", type=int, required=True, help="words per topic")
-    v.add_argument("--tau", type=int, default=None, help="topics per document (uniform-tau prior)")
-    v.add_argument("--prior", default="uniform-tau", help="uniform-tau (default) or dirichlet")
-    v.add_argument("--alpha", type=float, default=None, help="Dirichlet concentration (prior=dirichlet)")
-    v.add_argument("--p-m", type=float, default=0.15, help="selection probability (default %(default)s)")
-    v.add_argument("--p-c", type=float, default=0.1, help="keep probability (default %(default)s)")
-    v.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default %(default)s)")
-    v.add_argument("--reg", type=float, default=0.0, help="L2 coefficient lambda (default 0: minimum-norm)")
-    v.add_argument("--method", default="closed-form", help="closed-form (default), lstsq or cvxpy")
-    v.add_argument("--solver", default="CLARABEL", help="cvxpy solver (method=cvxpy)")
-    v.add_argument("--out", default=None, help="write W and residuals to this .npz file")
-    v.set_defaults(func=_cmd_solve_value)
-
-
-def _cmd_solve_value(args) -> int:
-    import numpy as np
-
-    from .config import Masking, TopicModel
-    from .solvers import BlockValueMatrix, optimal_value_matrix
-
-    tm = TopicModel(T=args.T, v=args.v, tau=args.tau, prior=args.prior, alpha=args.alpha)
-    mk = Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)
-    kw = {"solver": args.solver} if args.method == "cvxpy" else {}
-    res = optimal_value_matrix(tm, mk, reg=args.reg, method=args.method, **kw)
-    print(res)
-    if args.out:
-        payload = {f"resid_{k}": np.float64(val) for k, val in res.residuals.items()}
-        payload.update(status=np.int64(res.status), method=np.str_(res.method), fun=np.float64(res.fun))
-        payload.update({k: np.float64(args_v) for k, args_v in (("T", tm.T), ("v", tm.v), ("reg", args.reg))})
-        if isinstance(res.x, BlockValueMatrix):
-            payload.update(A=res.x.A, B0=res.x.B0, gamma=res.x.gamma, structured=True)
-        elif res.x is not None:
-            payload.update(W=res.x, structured=False)
-        np.savez(args.out, **payload)
-        print(f"written to {args.out}")
-    return 0 if res.success else 1
+    print(
+        "theorycheck embedding: deprecated, use 'theorycheck solve embedding' (same flags); "
+        "the alias will be removed in the next release",
+        file=sys.stderr,
+    )
+    return _cmd_solve(args)
 
 
 # ----------------------------------------------------------------------------- bench
@@ -343,13 +453,21 @@ def _add_bench(sub):
     p.add_argument("names", nargs="*", help="benchmark names (e.g. stage1 attention); default: all")
     p.add_argument("--list", action="store_true", help="list benchmark names and exit")
     p.add_argument("--dir", default=None, help="benchmark folder (default: the checkout's benchmarks/)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder for the JSON results, new, empty or theorycheck's (default: the benchmark folder's results/)",
+    )
     p.add_argument("--extra", default="", help="extra arguments passed to each script, e.g. --extra=--quick")
     p.set_defaults(func=_cmd_bench)
 
 
 def _cmd_bench(args) -> int:
-    import shlex
+    import os
     import subprocess
+    import time
+
+    from ._io import prepare_output_dir, read_marker, write_marker
 
     folder = _benchmarks_dir(args.dir)
     known = {f.stem[len("bench_") :]: f for f in sorted(folder.glob("bench_*.py"))}
@@ -360,37 +478,53 @@ def _cmd_bench(args) -> int:
     unknown = [n for n in args.names if n not in known]
     if unknown:
         raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join(known)}")
-    code = 0
+    out = prepare_output_dir(args.out, flag="--out") if args.out is not None else None
+    env = dict(os.environ, **({"THEORYCHECK_BENCH_OUT": str(out)} if out is not None else {}))
+    start, code = time.time(), 0
     for name in args.names or list(known):
         print(f"==> bench {name}", flush=True)
-        rc = subprocess.call([sys.executable, str(known[name]), *shlex.split(args.extra)], cwd=folder)
+        rc = subprocess.call([sys.executable, str(known[name]), *shlex.split(args.extra)], cwd=folder, env=env)
         if rc:
             print(f"bench {name} exited with code {rc}", file=sys.stderr)
             code = 1
+    if out is not None and out.is_dir():
+        marker = read_marker(out)
+        new = {p.name for p in out.glob("*.json") if p.name != ".theorycheck.json" and p.stat().st_mtime >= start - 1}
+        write_marker(out, command=_command(args), files=sorted(new | set(marker["files"] if marker else ())))
     return code
 
 
 # ----------------------------------------------------------------------------- main
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     parser = argparse.ArgumentParser(
         prog="theorycheck",
         description="Exact, certified checks of 'How Do Transformers Learn Topic Structure' (ICML 2023).",
     )
+    parser.add_argument("--version", action="version", version=f"theorycheck {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_verify(sub)
-    _add_solve(sub)
+    solve_leaves = _add_solve(sub)
     _add_landscape(sub)
     _add_embedding(sub)
     _add_train(sub)
     _add_realdata(sub)
     _add_bench(sub)
+    for leaf in [p for name, p in sub.choices.items() if name != "solve"] + solve_leaves:
+        _add_threads_flag(leaf)  # every command takes --threads
     return parser
 
 
 def main(argv=None) -> int:
+    from ._threads import configure
+
     parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
+    args.argv = argv
     try:
+        configure(args.threads)
         return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
         print(f"theorycheck {args.command}: error: {exc}", file=sys.stderr)

@@ -14,7 +14,6 @@ Sweeps take a :class:`concurrent.futures.Executor` (``executor.map`` is all that
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np

@@ -7,7 +7,6 @@ comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_directory
+from .._io import atomic_directory, write_json
 from .._validate import check_choice, check_int, check_real
 from . import stats as S
 from ._deps import require
@@ -510,31 +509,31 @@ def _nanmean(x) -> float:
     return float(x.mean()) if x.size else float("nan")
 
 
-def _finite_json(x):
+def _check_serialisable(x):
+    """``TypeError`` for any object that is not a number, string, bool, ``None``, numpy value or container."""
     if isinstance(x, dict):
-        return {k: _finite_json(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite_json(v) for v in x]
-    if isinstance(x, float) and not np.isfinite(x):
-        return str(x)
-    return x
+        for v in x.values():
+            _check_serialisable(v)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _check_serialisable(v)
+    elif not (x is None or isinstance(x, (bool, int, float, str, np.generic, np.ndarray))):
+        raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
 
 
-def _json_default(x):
-    if isinstance(x, np.generic):
-        return x.item()
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
-
-
-def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path:
+def write_realdata(
+    result: RealDataResult, out, *, figures: bool = True, force: bool = False, command: str = "theorycheck realdata"
+) -> Path:
     """Write ``results.json`` and ``figures/*.png`` into ``out`` atomically (temporary folder, rename).
 
     If anything fails, the temporary folder is removed and an existing ``out`` is left untouched.
+    ``results.json`` follows the package JSON policy (non-finite floats, e.g. an empty pair
+    class, are ``null``). ``out`` is replaced only if it is new, empty or theorycheck's own;
+    ``force`` writes into it keeping other files (:func:`theorycheck._io.atomic_directory`).
     """
-    out = Path(os.fspath(out)).resolve()
-    with atomic_directory(out) as tmp:
+    _check_serialisable(result.summary)
+    out = Path(os.fspath(out)).expanduser().resolve()
+    with atomic_directory(out, force=force, command=command) as tmp:
         names = []
         if figures:
             import matplotlib
@@ -562,8 +561,5 @@ def write_realdata(result: RealDataResult, out, *, figures: bool = True) -> Path
                 fig.savefig(tmp / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
                 plt.close(fig)
                 names.append(f"figures/{name}.png")
-        summary = dict(result.summary, figures=names)
-        # strict JSON: non-finite floats (empty pair classes, an infinite signal) become strings
-        payload = _finite_json(json.loads(json.dumps(summary, default=_json_default, allow_nan=True)))
-        (tmp / "results.json").write_text(json.dumps(payload, indent=2, allow_nan=False))
+        write_json(tmp / "results.json", dict(result.summary, figures=names))
     return out

@@ -2,13 +2,14 @@
 
 The report folder holds ``report.md``, ``results.json`` and ``figures/*.png``. It is written
 under a temporary name in the same parent directory and renamed at the end, so an interrupted
-run never leaves a half-written report.
+run never leaves a half-written report. ``results.json`` follows the package's JSON policy
+(:mod:`theorycheck._io`): every non-finite float is written as ``null``.
 """
 
 from __future__ import annotations
 
+import difflib
 import fnmatch
-import json
 import math
 import os
 import time
@@ -16,7 +17,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import atomic_directory
+from .._io import atomic_directory, dumps_json, jsonable
 from .claims import Claim, ClaimResult
 
 __all__ = ["ReportRow", "run_claims", "write_report", "format_table", "select_claims"]
@@ -44,41 +45,35 @@ class ReportRow:
             "statement": self.claim.statement,
             "source": self.claim.source,
             "spec": self.claim.spec,
-            "params": _jsonable(r.params),
-            "expected": _jsonable(r.expected),
-            "measured": _jsonable(r.measured),
-            "margin": _jsonable(r.margin),
-            "tolerance": _jsonable(r.tolerance),
+            "params": jsonable(r.params),
+            "expected": jsonable(r.expected),
+            "measured": jsonable(r.measured),
+            "margin": jsonable(r.margin),
+            "tolerance": jsonable(r.tolerance),
             "passed": bool(r.passed and self.error is None),
-            "details": _jsonable(r.details),
+            "details": jsonable(r.details),
             "seconds": round(self.seconds, 4),
             "error": self.error,
         }
 
 
-def _jsonable(x):
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
-    if hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
-        x = x.item()
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    if isinstance(x, (str, int, float, bool)) or x is None:
-        return x
-    return str(x)
-
-
 def select_claims(claims: list[Claim], only: str | None) -> list[Claim]:
-    """Claims whose id matches the glob or substring ``only`` (all if ``None``)."""
-    if not only:
+    """Claims whose id matches one of the comma-separated globs or substrings ``only`` (all if ``None``).
+
+    An empty pattern, or one matching no claim, is a ``ValueError`` naming the closest ids.
+    """
+    if only is None:
         return list(claims)
-    pats = [p.strip() for p in only.split(",") if p.strip()]
-    chosen = [c for c in claims if any(fnmatch.fnmatch(c.id, p) or p in c.id for p in pats)]
-    if not chosen:
-        raise ValueError(f"--only {only!r} matches no claim; known ids: {', '.join(c.id for c in claims)}")
-    return chosen
+    pats = [p.strip() for p in str(only).split(",")]
+    if not any(pats) or not all(pats):
+        raise ValueError(f"--only {only!r}: empty pattern; give claim ids or globs, e.g. --only 'stage1.*'")
+    ids = [c.id for c in claims]
+    for p in pats:
+        if not any(fnmatch.fnmatch(i, p) or p in i for i in ids):
+            close = difflib.get_close_matches(p, ids, n=5, cutoff=0.4)
+            hint = f"closest ids: {', '.join(close)}" if close else "use --list to see every id"
+            raise ValueError(f"--only {p!r} matches no claim; {hint}")
+    return [c for c in claims if any(fnmatch.fnmatch(c.id, p) or p in c.id for p in pats)]
 
 
 def run_claims(claims: list[Claim], *, progress: bool = True) -> list[ReportRow]:
@@ -138,13 +133,23 @@ def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 
     return "\n".join(out)
 
 
-def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool = True, skipped=()) -> Path:
+def write_report(
+    rows: list[ReportRow],
+    out: str | os.PathLike,
+    *,
+    figures: bool = True,
+    skipped=(),
+    force: bool = False,
+    command: str = "theorycheck verify",
+) -> Path:
     """Write ``report.md``, ``results.json`` and figures into ``out`` atomically; return the path.
 
     ``skipped`` lists one-line reasons for claims that could not be registered here (e.g. an
-    optional extra is missing); they appear in both files.
+    optional extra is missing); they appear in both files. ``out`` is replaced only if it is
+    new, empty or theorycheck's own; ``force`` writes into a folder holding other files, keeping
+    them (:func:`theorycheck._io.atomic_directory`). ``command`` is recorded in the folder's marker.
     """
-    with atomic_directory(out) as tmp:
+    with atomic_directory(out, force=force, command=command) as tmp:
         fig_paths = _write_figures(rows, tmp / "figures") if figures else {}
         n_pass = sum(r.verdict == "PASS" for r in rows)
         results = {
@@ -152,7 +157,7 @@ def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool
             "claims": [r.to_json() for r in rows],
             "skipped": list(skipped),
         }
-        (tmp / "results.json").write_text(json.dumps(results, indent=2, sort_keys=False))
+        (tmp / "results.json").write_text(dumps_json(results) + "\n")
         md = [
             "# theorycheck verification report",
             "",
@@ -183,7 +188,7 @@ def write_report(rows: list[ReportRow], out: str | os.PathLike, *, figures: bool
             for r in errors:
                 md += [f"### {r.claim.id}", "", "```", r.error, "```", ""]
         (tmp / "report.md").write_text("\n".join(md))
-    return Path(os.fspath(out)).resolve()
+    return Path(os.fspath(out)).expanduser().resolve()
 
 
 def _write_figures(rows: list[ReportRow], folder: Path) -> dict[str, list[str]]:

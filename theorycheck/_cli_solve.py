@@ -1,0 +1,188 @@
+"""``theorycheck solve value|embedding|attention``: one call convention and one JSON shape for three optima.
+
+The three problems (SPEC §4.2 stage-1 value matrix, SPEC §4.1 tied embedding Gram, SPEC §4.3
+stage-2 attention) are solved by :mod:`theorycheck.solvers`, always called with keyword
+arguments. The summary has the same keys for all three::
+
+    problem, model, masking, method, status, success, message, fun, nit,
+    residuals, certificate, info, optimum
+
+``optimum`` holds the optimum's scalars: ``A, B0, gamma`` (value), ``same_topic, different_topic,
+rank`` (embedding), ``K, L, alpha, beta`` (attention). No mathematics lives here.
+"""
+
+from __future__ import annotations
+
+import inspect
+import io
+import math
+
+import numpy as np
+
+__all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
+
+#: Problem name -> (solver function name in :mod:`theorycheck.solvers`, SPEC section).
+PROBLEMS = {
+    "value": ("optimal_value_matrix", "SPEC §4.2"),
+    "embedding": ("optimal_embedding_gram", "SPEC §4.1"),
+    "attention": ("optimal_attention", "SPEC §4.3"),
+}
+
+
+def _solver(problem: str):
+    from . import solvers
+
+    return getattr(solvers, PROBLEMS[problem][0])
+
+
+def _solver_kwargs(fn, problem: str, given: dict) -> dict:
+    """Keyword arguments for ``fn`` from ``{flag: (name, value)}``; flags left at ``None`` are omitted.
+
+    A flag the solver does not take is a ``ValueError`` naming the flag, before any work.
+    """
+    params = inspect.signature(fn).parameters
+    open_kw = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    kwargs = {}
+    for flag, (name, value) in given.items():
+        if value is None or value is False:
+            continue
+        if name not in params and not open_kw:
+            raise ValueError(f"solve {problem}: {flag} does not apply to this problem (its solver has no {name!r})")
+        kwargs[name] = value
+    return kwargs
+
+
+def run_solve(problem: str, tm, mk, given: dict):
+    """Call the solver of ``problem`` with keyword arguments only; return its ``SolveResult``."""
+    fn = _solver(problem)
+    return fn(tm, mk, **_solver_kwargs(fn, problem, given))
+
+
+def _scalar(v):
+    if isinstance(v, (bool, np.bool_, int, np.integer, str)) or v is None:
+        return v.item() if isinstance(v, np.generic) else v
+    if isinstance(v, (float, np.floating)):
+        return float(v)
+    return None
+
+
+def _scalars(d: dict, skip=()) -> dict:
+    return {k: _scalar(v) for k, v in d.items() if k not in skip and _scalar(v) is not None}
+
+
+def _value_optimum(res, tm, mk) -> dict:
+    opt = _scalars(res.info, skip=("tol", "relative_residuals"))
+    x = res.x
+    if x is not None:
+        fro = getattr(x, "fro_norm", None)  # BlockValueMatrix: property (or method), O(1)
+        fro = fro() if callable(fro) else fro
+        opt["fro_norm"] = float(fro) if fro is not None else float(np.linalg.norm(np.asarray(x)))
+        for k in ("A", "B0", "gamma"):
+            if hasattr(x, k) and k not in opt:
+                opt[k] = float(getattr(x, k))
+    return opt
+
+
+def _embedding_optimum(res, tm, mk, bias: bool) -> dict:
+    from .analysis.stats import embedding_topic_stats
+    from .solvers import embedding_from_gram, min_embedding_dim
+
+    opt = _scalars(res.info, skip=("tol", "relative_residuals", "b"))
+    opt.update(L_star=tm.min_value_loss(), min_embedding_dim=min_embedding_dim(tm, mk, bias=bias))
+    x = res.x
+    if x is None or tm.T < 2 or tm.v < 2 or tm.V1 > 2001:
+        return opt
+    W = res.W_E if "W_E" in res.info else embedding_from_gram(x, tm.V1)
+    if np.all(np.linalg.norm(W[:, 1:], axis=0) > 0):
+        st = embedding_topic_stats(W, tm)
+        opt.update(
+            same_topic_dot=st.same_topic_dot,
+            diff_topic_dot=st.diff_topic_dot,
+            same_topic_cos=st.same_topic_cos,
+            diff_topic_cos=st.diff_topic_cos,
+        )
+    return opt
+
+
+def _attention_optimum(res) -> dict:
+    opt = _scalars(res.info, skip=("certificate", "relative_residuals", "flat_direction"))
+    opt["L"] = opt.get("loss", res.fun)
+    return {k: opt[k] for k in ("K", "L", "alpha", "beta")} | opt
+
+
+def solve_summary(problem: str, res, tm, mk, *, bias: bool = False) -> dict:
+    """The common summary dict of a ``SolveResult`` (module docstring); JSON-ready via :mod:`theorycheck._io`."""
+    if problem == "value":
+        optimum = _value_optimum(res, tm, mk)
+    elif problem == "embedding":
+        optimum = _embedding_optimum(res, tm, mk, bias)
+    else:
+        optimum = _attention_optimum(res)
+    info = _scalars(res.info, skip=("certificate",))
+    for k in ("flat_direction",):
+        if k in res.info:
+            info[k] = str(res.info[k])
+    return {
+        "problem": problem,
+        "spec": PROBLEMS[problem][1],
+        "model": tm.to_dict(),
+        "masking": mk.to_dict(),
+        "method": res.method,
+        "status": int(res.status),
+        "success": bool(res.success),
+        "message": res.message,
+        "fun": float(res.fun),
+        "nit": int(res.nit),
+        "residuals": {k: float(v) for k, v in res.residuals.items()},
+        "certificate": res.info.get("certificate"),
+        "info": info,
+        "optimum": optimum,
+    }
+
+
+def _fmt(v) -> str:
+    if isinstance(v, float):
+        return f"{v:.6g}" if math.isfinite(v) else str(v)
+    return str(v)
+
+
+def format_summary(summary: dict) -> str:
+    """Aligned ``key  value`` lines: status, the optimum's scalars, residuals and the certificate."""
+    rows = [(k, summary[k]) for k in ("problem", "method", "status", "success", "message", "fun")]
+    rows += list(summary["optimum"].items())
+    rows += [("resid." + k, v) for k, v in summary["residuals"].items()]
+    cert = summary.get("certificate")
+    if isinstance(cert, dict):
+        rows += [("cert." + k, v) for k, v in cert.items() if not isinstance(v, (list, dict))]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k.ljust(width)}  {_fmt(v)}" for k, v in rows)
+
+
+def npz_payload(problem: str, res, tm, summary: dict) -> bytes:
+    """``.npz`` bytes: the optimum (``W`` or ``A, B0, gamma``; ``G`` or ``x, y``; ``x = [alpha, beta]``),
+    ``status``, ``method``, ``fun``, ``T``, ``v`` and ``resid_<name>`` for every residual."""
+    payload = {f"resid_{k}": np.float64(v) for k, v in summary["residuals"].items()}
+    payload.update(status=np.int64(res.status), method=np.str_(res.method), fun=np.float64(res.fun))
+    payload.update(problem=np.str_(problem), T=np.float64(tm.T), v=np.float64(tm.v))
+    payload.update({k: np.float64(v) for k, v in summary["optimum"].items() if isinstance(v, float)})
+    x = res.x
+    if problem == "value":
+        payload["reg"] = np.float64(res.info.get("reg", 0.0))
+        if x is not None and hasattr(x, "A") and not isinstance(x, np.ndarray):
+            payload.update(A=x.A, B0=x.B0, gamma=x.gamma, structured=True)
+        elif x is not None:
+            payload.update(W=np.asarray(x), structured=False)
+    elif problem == "embedding" and x is not None:
+        if hasattr(x, "toarray"):
+            payload.update(x=np.float64(x.x), y=np.float64(x.y), structured=True)
+            if tm.V1 <= 2001:
+                payload["G"] = x.toarray()
+        else:
+            payload.update(G=np.asarray(x), structured=False)
+        if "W_E" in res.info:
+            payload["W_E"] = np.asarray(res.info["W_E"])
+    elif x is not None:
+        payload["x"] = np.asarray(x, dtype=float)
+    buf = io.BytesIO()
+    np.savez(buf, **payload)
+    return buf.getvalue()

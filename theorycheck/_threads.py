@@ -1,0 +1,122 @@
+"""The one place that sets how many threads BLAS (via ``threadpoolctl``) and Numba use.
+
+Policy. Our matrices are small (``V1 = T v + 1`` of a few hundred at most in the claims and the
+training presets), so a multi-threaded BLAS call costs more in thread wake-up than it saves, and
+on a shared machine several BLAS pools oversubscribe the cores. Hence:
+
+- **BLAS**: one thread inside the hot loops (claims, training steps, L-BFGS on small problems),
+  entered with :func:`blas_threads`; the library default elsewhere.
+- **Numba**: every core (Numba's own default) for the parallel kernels; one thread for tiny
+  repeated calls, entered with :func:`numba_threads`.
+- **The user's choice wins**: ``--threads N`` on every command, or the environment variable
+  ``THEORYCHECK_THREADS=N``, sets both to ``N`` for the whole process (:func:`configure`) and
+  replaces the "one thread" defaults above. Child processes inherit it through the environment.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+from ._validate import check_int
+
+__all__ = ["ENV_VAR", "requested", "configure", "blas_threads", "numba_threads", "thread_info"]
+
+#: Environment variable read by :func:`requested` (an integer >= 1).
+ENV_VAR = "THEORYCHECK_THREADS"
+
+#: Variables set for child processes when the user asks for ``N`` threads.
+_CHILD_VARS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS")
+
+_state: dict = {"threads": None}
+
+
+def _parse_env() -> int | None:
+    raw = os.environ.get(ENV_VAR, "").strip()
+    if not raw:
+        return None
+    try:
+        n = int(raw)
+    except ValueError:
+        raise ValueError(f"{ENV_VAR} must be an integer >= 1, got {raw!r}") from None
+    return check_int(ENV_VAR, n, low=1)
+
+
+def requested() -> int | None:
+    """The thread count the user asked for (:func:`configure`, else ``THEORYCHECK_THREADS``), or ``None``."""
+    return _state["threads"] if _state["threads"] is not None else _parse_env()
+
+
+def _max_numba() -> int:
+    import numba
+
+    return int(numba.config.NUMBA_NUM_THREADS)
+
+
+def configure(threads: int | None = None) -> int | None:
+    """Apply the user's thread choice process-wide; return it (``None``: nothing asked, defaults kept).
+
+    ``threads`` (``--threads``) takes precedence over ``THEORYCHECK_THREADS``. When a count ``N``
+    is given: BLAS pools are limited to ``N`` (``threadpoolctl``), Numba to ``min(N, its pool
+    size)``, and ``THEORYCHECK_THREADS`` plus the BLAS variables are exported for child processes.
+    Raises ``ValueError`` for a count below 1 or a malformed environment value, before any change.
+    """
+    n = check_int("threads", threads, low=1) if threads is not None else _parse_env()
+    if n is None:
+        return None
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=n)  # not used as a context manager: stays in force
+    numba.set_num_threads(min(n, _max_numba()))
+    os.environ[ENV_VAR] = str(n)
+    for var in _CHILD_VARS:
+        os.environ[var] = str(n)
+    _state["threads"] = n
+    return n
+
+
+@contextmanager
+def blas_threads(n: int | None = None):
+    """Limit BLAS to ``n`` threads inside the block (default: the user's choice, else 1); restored on exit."""
+    from threadpoolctl import threadpool_limits
+
+    limit = check_int("n", n, low=1) if n is not None else (requested() or 1)
+    with threadpool_limits(limits=limit, user_api="blas"):
+        yield limit
+
+
+@contextmanager
+def numba_threads(n: int | None = None):
+    """Run Numba kernels on ``n`` threads inside the block (default: the user's choice, else 1).
+
+    Clamped to Numba's pool size; the previous count (thread-local) is restored on exit.
+    """
+    import numba
+
+    limit = check_int("n", n, low=1) if n is not None else (requested() or 1)
+    limit = min(limit, _max_numba())
+    old = numba.get_num_threads()
+    numba.set_num_threads(limit)
+    try:
+        yield limit
+    finally:
+        numba.set_num_threads(old)
+
+
+def thread_info() -> dict:
+    """Current settings: ``requested``, Numba's thread count and pool size, and BLAS libraries' counts."""
+    import numba
+    from threadpoolctl import threadpool_info
+
+    blas = [
+        {"library": d.get("internal_api"), "threads": d.get("num_threads")}
+        for d in threadpool_info()
+        if d.get("user_api") == "blas"
+    ]
+    return {
+        "requested": requested(),
+        "numba_threads": numba.get_num_threads(),
+        "numba_pool": _max_numba(),
+        "blas": blas,
+    }
