@@ -14,9 +14,19 @@ import numpy as np
 
 from ._validate import check_choice, check_int, check_prob, check_real
 
-__all__ = ["TopicModel", "Masking", "PRIORS", "check_models"]
+__all__ = ["TopicModel", "Masking", "PRIORS", "check_models", "token_topic"]
 
 PRIORS = ("uniform-tau", "dirichlet")
+
+
+def token_topic(tokens, v: int) -> np.ndarray:
+    """Topic (0-based) of each token of the fixed layout, ``(w - 1) // v``; ``-1`` for [MASK] (token 0).
+
+    The one place the layout's topic rule is written; :meth:`TopicModel.topic_of` calls it. For
+    callers that know only ``v`` (matrices indexed by tokens). No validation (hot paths).
+    """
+    tokens = np.asarray(tokens)
+    return np.where(tokens == 0, -1, (tokens - 1) // v)
 
 
 @dataclass(frozen=True)
@@ -85,8 +95,7 @@ class TopicModel:
 
     def topic_of(self, tokens) -> np.ndarray:
         """Topic (0-based) of each token; ``-1`` for [MASK] (token 0)."""
-        tokens = np.asarray(tokens)
-        return np.where(tokens == 0, -1, (tokens - 1) // self.v)
+        return token_topic(tokens, self.v)
 
     def token_topics(self) -> np.ndarray:
         """Topic of every token ``0 .. V1-1`` (``-1`` for [MASK]); shape ``(V1,)``."""

@@ -26,10 +26,11 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from ._memory import check_alloc, resolve_max_bytes
 from ._validate import check_array, check_int, check_rng
 from .config import Masking, TopicModel, check_models
 from .population._moments import topic_sets as _all_topic_sets
-from .sampling import mask_documents, sample_documents
+from .sampling import _check_length, check_sample_size, mask_documents, sample_documents
 
 __all__ = ["MCEstimate", "mc_attention_loss", "doc_losses"]
 
@@ -148,8 +149,14 @@ def mc_attention_loss(
     seed=None,
     stratify: bool = True,
     batch_size: int = 4096,
+    max_bytes=None,
 ) -> MCEstimate:
-    """Monte Carlo estimate of the finite-N squared MLM loss of the one-layer one-hot model.
+    """Monte Carlo estimate of the finite-N squared MLM loss of the one-layer one-hot model (SPEC §2.2, §3.1).
+
+    .. math:: \\hat L = \\frac{1}{n} \\sum_{d} \\frac{1}{|M_d|} \\sum_{i \\in M_d}
+              \\| W h(x'_i) + b - e_{x_i} \\|^2
+
+    (module docstring for ``h``).
 
     Parameters
     ----------
@@ -169,6 +176,11 @@ def mc_attention_loss(
     stratify : bool
         Cycle documents through every topic set when the uniform-tau prior has
         ``2 C(T, tau) <= n_docs`` (stratified estimator); otherwise draw topic sets at random.
+    batch_size : int
+        Documents sampled at once (the estimate depends on it only through the order of the draws).
+    max_bytes : int, optional
+        Memory limit (default ``$THEORYCHECK_MAX_BYTES`` or half the available memory) for one batch
+        of documents and the per-document arrays; above it a ``ValueError`` before any draw.
 
     Returns
     -------
@@ -182,9 +194,10 @@ def mc_attention_loss(
     b = np.zeros(tm.V1) if b is None else check_array("b", b, shape=(tm.V1,))
     n_docs = check_int("n_docs", n_docs, low=2)
     batch_size = check_int("batch_size", batch_size, low=1)
+    _check_mc_size(tm, N, n_docs, batch_size, max_bytes)
     rng = check_rng(rng, seed)
 
-    strata = None
+    strata = all_sets = None
     if stratify and tm.prior == "uniform-tau" and 2 * tm.n_topic_sets <= n_docs:
         all_sets = _all_topic_sets(tm)
         strata = np.arange(n_docs) % len(all_sets)
@@ -192,11 +205,34 @@ def mc_attention_loss(
     for start in range(0, n_docs, batch_size):
         stop = min(n_docs, start + batch_size)
         sets = None if strata is None else all_sets[strata[start:stop]]
-        docs = sample_documents(tm, stop - start, N, rng=rng, topic_sets=sets)
-        batch = mask_documents(docs, tm, mk, rng=rng, at_least_one=True)
+        docs = sample_documents(tm, stop - start, N, rng=rng, topic_sets=sets, max_bytes=max_bytes)
+        batch = mask_documents(docs, tm, mk, rng=rng, at_least_one=True, max_bytes=max_bytes)
         losses[start:stop] = _doc_losses_nb(batch.inputs, batch.selected, batch.targets, S, W, b, bool(mask_keys))
     if strata is None:
         return MCEstimate(float(losses.mean()), float(losses.std(ddof=1) / math.sqrt(n_docs)), n_docs)
+    return _stratified(losses, strata, n_docs)
+
+
+def _check_mc_size(tm, N, n_docs, batch_size, max_bytes):
+    """Refuse before any draw: the per-document arrays (losses, strata) and one batch of documents."""
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    _, hi = _check_length(N)
+    alt = "attention_loss (the exact N -> inf loss), fewer documents, a smaller batch_size or a shorter N"
+    check_alloc("mc_attention_loss: per-document losses", (4, n_docs), max_bytes=max_bytes, alternative=alt)
+    check_sample_size(
+        "mc_attention_loss: one batch of documents",
+        tm,
+        min(batch_size, n_docs),
+        hi,
+        max_bytes,
+        masked=True,
+        alternative=alt,
+    )
+
+
+def _stratified(losses, strata, n_docs):
+    """Stratified mean and standard error ``sqrt(sum_s var_s / n_s) / K`` over ``K`` equal strata."""
     K = int(strata.max()) + 1
     cnt = np.bincount(strata, minlength=K)
     means = np.bincount(strata, weights=losses, minlength=K) / cnt

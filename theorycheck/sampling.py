@@ -11,13 +11,28 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._memory import check_alloc, resolve_max_bytes
 from ._validate import check_int, check_rng
 from .config import Masking, TopicModel, check_models
 
-__all__ = ["Documents", "MaskedBatch", "sample_documents", "mask_documents", "token_counts", "PAD"]
+__all__ = [
+    "Documents",
+    "MaskedBatch",
+    "sample_documents",
+    "mask_documents",
+    "token_counts",
+    "check_sample_size",
+    "PAD",
+]
 
 #: Padding value in token arrays.
 PAD = -1
+
+#: ``(n_docs, N_max)`` 8-byte arrays alive at once while sampling (draws, topics, words, output)
+#: and while masking (uniforms, random words, inputs, the boolean masks).
+SAMPLE_ARRAYS = 5
+MASK_ARRAYS = 4
+_SIZE_HINT = "fewer documents per call (a loop over batches) or a shorter N"
 
 
 class Documents(NamedTuple):
@@ -73,7 +88,9 @@ def _check_length(N):
     return n, n
 
 
-def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, topic_sets=None) -> Documents:
+def sample_documents(
+    tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, topic_sets=None, max_bytes=None
+) -> Documents:
     """Sample ``n_docs`` documents from the topic model.
 
     Parameters
@@ -91,6 +108,9 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
         Randomness (see :func:`theorycheck._validate.check_rng`).
     topic_sets : array_like of int, shape (n_docs, tau), optional
         Fix the topic set of every document (stratified sampling); uniform-tau prior only.
+    max_bytes : int, optional
+        Memory limit for the ``(n_docs, N_max)`` arrays (default ``$THEORYCHECK_MAX_BYTES`` or half
+        the available memory); above it a ``ValueError`` before any draw.
 
     Returns
     -------
@@ -99,6 +119,7 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
     check_models(tm)
     n_docs = check_int("n_docs", n_docs, low=1)
     lo, hi = _check_length(N)
+    check_sample_size("sample_documents", tm, n_docs, hi, max_bytes)
     if topic_sets is not None:
         if tm.prior != "uniform-tau":
             raise ValueError("topic_sets can only be given for prior='uniform-tau'")
@@ -140,8 +161,29 @@ def sample_documents(tm: TopicModel, n_docs: int, N, *, rng=None, seed=None, top
     return Documents(words.astype(np.int64), lengths, sets, theta)
 
 
+def check_sample_size(
+    what: str, tm: TopicModel, n_docs: int, N_max: int, max_bytes=None, *, masked=False, alternative=_SIZE_HINT
+) -> int:
+    """Refuse (``ValueError``) a batch of ``n_docs`` documents of length ``N_max`` that would not fit.
+
+    Counts the arrays of :func:`sample_documents` (and of :func:`mask_documents` with ``masked``)
+    and the ``(n_docs, T)`` topic-set draws; returns the bytes needed.
+    """
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    per_row = (SAMPLE_ARRAYS + (MASK_ARRAYS if masked else 0)) * N_max + tm.T
+    return check_alloc(what, (n_docs, per_row), max_bytes=max_bytes, alternative=alternative)
+
+
 def mask_documents(
-    docs: Documents, tm: TopicModel, mk: Masking, *, rng=None, seed=None, at_least_one: bool = True
+    docs: Documents,
+    tm: TopicModel,
+    mk: Masking,
+    *,
+    rng=None,
+    seed=None,
+    at_least_one: bool = True,
+    max_bytes=None,
 ) -> MaskedBatch:
     """Apply BERT-style masking (SPEC §2.1).
 
@@ -154,6 +196,8 @@ def mask_documents(
     at_least_one : bool
         Resample the selection of a document until at least one position is selected (as the
         official code does), i.e. condition on ``|M| >= 1``. Requires ``p_m > 0``.
+    max_bytes : int, optional
+        Memory limit for the new ``(n_docs, N_max)`` arrays (see :func:`sample_documents`).
     """
     if not isinstance(docs, Documents):
         raise TypeError(f"docs must be a Documents tuple, got {type(docs).__name__}")
@@ -161,6 +205,9 @@ def mask_documents(
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
     if at_least_one:
         mk.require_masked_positions("mask_documents(at_least_one=True)")
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    check_alloc("mask_documents", (MASK_ARRAYS, *docs.tokens.shape), max_bytes=max_bytes, alternative=_SIZE_HINT)
     rng = check_rng(rng, seed)
     tokens = docs.tokens
     valid = tokens != PAD
@@ -181,12 +228,20 @@ def mask_documents(
     return MaskedBatch(inputs, selected, tokens, docs.lengths)
 
 
-def token_counts(tokens, V1: int) -> np.ndarray:
-    """Count tokens per document ignoring padding: shape ``(n_docs, V1)`` float64."""
+def token_counts(tokens, V1: int, *, max_bytes=None) -> np.ndarray:
+    """Count tokens per document ignoring padding: shape ``(n_docs, V1)`` float64.
+
+    The dense count matrix (and the integer counts it is made from) are checked against
+    ``max_bytes`` first (default ``$THEORYCHECK_MAX_BYTES`` or half the available memory).
+    """
     tokens = np.asarray(tokens)
     if tokens.ndim != 2:
         raise ValueError(f"tokens must be 2-d (n_docs, N), got shape {tokens.shape}")
     V1 = check_int("V1", V1, low=1)
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    check_alloc("token_counts", (2, tokens.shape[0], V1), max_bytes=max_bytes,
+                alternative="per-document sparse counts (np.unique per row) or fewer documents per call")  # fmt: skip
     valid = tokens != PAD
     if np.any(tokens[valid] < 0) or np.any(tokens[valid] >= V1):
         raise ValueError(f"tokens must lie in [0, {V1 - 1}] (or be PAD={PAD})")

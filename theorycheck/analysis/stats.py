@@ -11,9 +11,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
+from scipy.special import logsumexp
 
 from .._validate import check_array, check_int, check_real
-from ..config import TopicModel, check_models
+from ..config import TopicModel, check_models, token_topic
 
 __all__: list[str] = []
 
@@ -154,7 +155,7 @@ def own_minus_other_block_sums(W_E, tm: TopicModel) -> np.ndarray:
     if tm.T < 2:
         raise ValueError(f"own_minus_other_block_sums needs T >= 2 (an other topic), got T={tm.T}")
     Y = topic_block_sums(W_E, tm)[1:]  # (Tv, T)
-    own_topic = np.arange(tm.n_words) // tm.v
+    own_topic = tm.topic_of(np.arange(1, tm.V1))
     own = Y[np.arange(tm.n_words), own_topic]
     mask = np.ones_like(Y, dtype=bool)
     mask[np.arange(tm.n_words), own_topic] = False
@@ -215,7 +216,7 @@ def attention_class_averages(A, tokens, v: int, *, normalise: bool = False) -> d
     if normalise:
         A = A * valid.sum(axis=1)[:, None, None]
     word = tok >= 1
-    top = np.where(word, (tok - 1) // v, -1)
+    top = np.where(word, token_topic(tok, v), -1)
     pair_valid = valid[:, :, None] & valid[:, None, :]
     both_words = word[:, :, None] & word[:, None, :]
     same_tok = (tok[:, :, None] == tok[:, None, :]) | np.eye(tok.shape[1], dtype=bool)[None]
@@ -240,7 +241,7 @@ def _word_blocks(M, v: int):
     if M.ndim != 2 or M.shape[0] != M.shape[1] or (M.shape[0] - 1) % v:
         raise ValueError(f"M must be a (T v + 1, T v + 1) token matrix with v={v}, got shape {M.shape}")
     Wd = M[1:, 1:]
-    top = np.arange(Wd.shape[0]) // v
+    top = token_topic(np.arange(1, Wd.shape[0] + 1), v)
     same = top[:, None] == top[None, :]
     return Wd, same
 
@@ -301,8 +302,6 @@ def effective_K(S, v: int) -> np.ndarray:
     Wd, same = _word_blocks(S, v)
     if same.all():
         raise ValueError("effective_K needs at least two topics")
-    from scipy.special import logsumexp
-
     log_in = logsumexp(np.where(same, Wd, -np.inf), axis=1)
     n_out = (~same).sum(axis=1)
     log_out = logsumexp(np.where(~same, Wd, -np.inf), axis=1) - np.log(n_out)

@@ -30,16 +30,22 @@ from typing import NamedTuple
 import numba
 import numpy as np
 
+from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_real
 from ..config import Masking, TopicModel, check_models
 from ._moments import moments
-from ._value_loss import value_loss, value_loss_grad
+from ._value_loss import _VALUE_GRAD_ARRAYS, value_loss, value_loss_grad
 
 __all__ = ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad", "effective_map"]
 
-#: Below this V1 the block-sum kernel runs on one Numba thread: launching the parallel region
-#: costs more than the work (measured 27 ms vs 4 us per call at V1 = 16 on a loaded 2-core box).
+#: Below this V1 the block-sum kernel runs on one Numba thread: for small problems launching the
+#: parallel region costs more than the work.
 SERIAL_BELOW_V1 = 512
+
+_ALTERNATIVE = (
+    "optimal_embedding_gram(method='closed-form') for the optimum, or value_loss on a structured "
+    "effective map; the embedding loss needs the dense V1 x V1 map M"
+)
 
 
 @contextmanager
@@ -75,8 +81,10 @@ class EmbeddingLossGrad(NamedTuple):
     db: np.ndarray
 
 
-def _validate(W_E, tm, mk, W_dec, b, tied, reg):
+def _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes=None, n_dense=1):
     check_models(tm, mk)
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
     mk.require_masked_positions("embedding_loss")
     if not isinstance(tied, (bool, np.bool_)):
         raise TypeError(f"tied must be a bool, got {tied!r}")
@@ -93,6 +101,9 @@ def _validate(W_E, tm, mk, W_dec, b, tied, reg):
         W_dec = check_array("W_dec", W_dec, shape=(tm.V1, d))
     b = None if b is None else check_array("b", b, shape=(tm.V1,))
     reg = check_real("reg", reg, low=0.0)
+    check_alloc(f"embedding_loss: effective map M (and {n_dense - 1} more V1 x V1 arrays)" if n_dense > 1
+                else "embedding_loss: effective map M", (n_dense, tm.V1, tm.V1), max_bytes=max_bytes,
+                alternative=_ALTERNATIVE)  # fmt: skip
     return W_E, W_dec, b, bool(tied), reg
 
 
@@ -102,7 +113,7 @@ def effective_map(W_E, W_dec=None, *, tied: bool = True) -> np.ndarray:
 
 
 def embedding_loss(
-    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0
+    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
 ) -> float:
     """Exact population squared MLM loss of the embedding model (SPEC §4.0, §4.1).
 
@@ -125,6 +136,9 @@ def embedding_loss(
         Tie the decoder to the embedding (``W^dec = (W^E)^T``).
     reg : float
         L2 coefficient ``lambda >= 0``.
+    max_bytes : int, optional
+        Memory limit for the dense ``V1 x V1`` map ``M`` (default ``$THEORYCHECK_MAX_BYTES`` or half
+        the available memory); above it a ``ValueError``.
 
     Returns
     -------
@@ -132,7 +146,7 @@ def embedding_loss(
         Minimum ``1 - E||p||^2`` at ``reg = 0`` (if ``d`` is large enough, see
         :func:`theorycheck.solvers.min_embedding_dim`).
     """
-    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg)
+    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes)
     M = effective_map(W_E, W_dec, tied=tied)
     with _kernel_threads(tm.V1):
         loss = value_loss(M, tm, mk, b=b)
@@ -141,7 +155,7 @@ def embedding_loss(
 
 
 def embedding_loss_grad(
-    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0
+    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
 ) -> EmbeddingLossGrad:
     """Loss and gradients of :func:`embedding_loss` by the chain rule on ``value_loss_grad``.
 
@@ -156,12 +170,13 @@ def embedding_loss_grad(
     Returns
     -------
     EmbeddingLossGrad
-        ``(loss, dW_E (d, V1), dW_dec (V1, d) or None, db (V1,))``.
+        ``(loss, dW_E (d, V1), dW_dec (V1, d) or None, db (V1,))``. ``max_bytes`` as in
+        :func:`embedding_loss` (here for ``M`` and the dense gradient arrays).
     """
-    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg)
+    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes, n_dense=1 + _VALUE_GRAD_ARRAYS)
     M = effective_map(W_E, W_dec, tied=tied)
     with _kernel_threads(tm.V1):
-        loss, D, db = value_loss_grad(M, tm, mk, b=b)
+        loss, D, db = value_loss_grad(M, tm, mk, b=b, max_bytes=max_bytes)
     if tied:
         dW_E = W_E @ (D + D.T) + 2.0 * reg * W_E
         dW_dec = None

@@ -26,6 +26,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_real
 from ..config import Masking, TopicModel, check_models
 from ._moments import moments
@@ -35,6 +36,9 @@ __all__ = ["value_loss", "value_loss_grad"]
 
 #: Below this many entries of W the serial kernel is used (thread start-up dominates).
 PARALLEL_MIN_ENTRIES = 1_000_000
+
+#: ``V1 x V1`` arrays :func:`value_loss_grad` allocates (``W Sigma``, ``C``, ``dW`` and a temporary).
+_VALUE_GRAD_ARRAYS = 4
 
 
 def _block_sums_impl(W, T, v):
@@ -121,17 +125,24 @@ def value_loss(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0) -> floa
     return _loss_from_sums(Y, sqF, W[:, 0].copy(), b, tm, mk, reg)
 
 
-def value_loss_grad(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0):
-    """Loss and gradient ``(L, dL/dW, dL/db)`` of :func:`value_loss`.
+def value_loss_grad(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0, *, max_bytes=None):
+    """Loss and gradient ``(L, dL/dW, dL/db)`` of :func:`value_loss` (SPEC §4.0, §4.2).
 
     .. math::
         \\partial_W L = 2 W \\Sigma - 2 C + 2 b \\mu^T + 2 \\lambda W, \\qquad
         \\partial_b L = 2 (W \\mu + b - u),
 
     evaluated through the block structure of ``Sigma`` and ``C`` in ``O(V1^2)`` without forming
-    them. ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``).
+    them. ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``). The dense gradient
+    arrays are checked against ``max_bytes`` first (default ``$THEORYCHECK_MAX_BYTES`` or half the
+    available memory).
     """
     W, b, reg = _validate(W, tm, mk, b, reg)
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    check_alloc("value_loss_grad: dense gradient", (_VALUE_GRAD_ARRAYS, tm.V1, tm.V1), max_bytes=max_bytes,
+                alternative="value_loss (no gradient, one pass over W) or optimal_value_matrix(method='closed-form') "
+                "(the optimum as a BlockValueMatrix)")  # fmt: skip
     Y, sqF = _block_sums_nb(W, tm.T, tm.v)
     W0 = W[:, 0].copy()
     loss = _loss_from_sums(Y, sqF, W0, b, tm, mk, reg)
