@@ -22,7 +22,7 @@ def check(params, inject=None):
     inject = inject or {}
     tm, mk = models(params)
     K, L = kstar(tm, mk, constants=inject.get("constants"))
-    sol = optimal_attention(tm, mk, "block", check_general=False)
+    sol = optimal_attention(tm, mk, value="block", check_general=False)
     subs = [compare_close(sol.K / K, 1.0, 1e-5, details={"K_solver": sol.K, "K_own": K})]
     if tm.tau == 1 or mk.p_c == 0.0:
         subs.append(compare_close(K / tm.v, 1.0, 1e-3, details={"K_star_over_v": K / tm.v}))

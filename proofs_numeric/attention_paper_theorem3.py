@@ -42,7 +42,7 @@ def check(params, inject=None):
     for r0, r1 in zip(ratios, ratios[1:]):
         subs.append(compare_greater(r1, r0))
     tm = TopicModel(T=100, v=10, tau=10)
-    ident = optimal_attention(tm, mk, "identity", check_general=False)
+    ident = optimal_attention(tm, mk, value="identity", check_general=False)
     subs.append(compare_greater(ident.alpha, 0.0, details={"identity_alpha_star[T=100,tau=10]": ident.alpha}))
     return compare_all(subs)
 

@@ -30,7 +30,7 @@ def check(params: dict, inject: dict | None = None):
     G_f = np.zeros((tm.V1, tm.V1))
     G_f[1:, 1:] = np.where(topics[:, None] == topics[None, :], x, y)
     u = np.r_[0.0, np.full(tm.n_words, 1.0 / tm.n_words)]
-    cv = optimal_embedding_gram(tm, mk, "cvxpy", bias=True)
+    cv = optimal_embedding_gram(tm, mk, method="cvxpy", bias=True)
     subs = [
         compare_close(
             cv.x,

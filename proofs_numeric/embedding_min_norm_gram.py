@@ -39,7 +39,7 @@ def check(params: dict, inject: dict | None = None):
     if "x_scale" in inject:
         x = x * inject["x_scale"]
         G_f = np.where(G_f == G_f[1, 1], x, G_f)
-    ind = optimal_embedding_gram(tm, mk, params["method"])
+    ind = optimal_embedding_gram(tm, mk, method=params["method"])
     G = ind.x
     subs = [
         compare_close(

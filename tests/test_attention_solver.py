@@ -18,8 +18,8 @@ def test_block_optimum_beats_random_points_and_is_stationary(tm, mk):
     from hypothesis import assume
 
     assume(mk.p_c + mk.p_r >= 0.05 and mk.q + mk.r >= 0.01)  # otherwise L is flat in K
-    r = optimal_attention(tm, mk, "block", check_general=False)
-    assert r.status in (0, 1)
+    r = optimal_attention(tm, mk, value="block", check_general=False)
+    assert r.status in (0, 3)
     if r.status == 0:
         pts = np.random.default_rng(0).uniform(-20, 40, 2000)
         assert r.loss <= np.min(alpha_beta_loss_logK(pts, tm, mk)) + 1e-12
@@ -43,15 +43,15 @@ def test_paper_configuration_result_object():
     assert r.loss_uniform == pytest.approx(1 - 1 / 30, abs=1e-14)
     assert r.certificate["tails_above_optimum"]
     assert "alpha" in repr(r)
-    ri = optimal_attention(tm, mk, "identity")
+    ri = optimal_attention(tm, mk, value="identity")
     assert ri.success and ri.residuals["gradient_norm"] < 1e-6
     assert ri.loss < r.loss  # identity W^V with same-word attention beats the block family here
 
 
 def test_identity_beta_to_minus_infinity_is_reported():
     tm, mk = tc.TopicModel(T=100, v=10, tau=3), tc.Masking()
-    r = optimal_attention(tm, mk, "identity", check_general=False)
-    assert r.status == 1 and r.beta_to_minus_inf
+    r = optimal_attention(tm, mk, value="identity", check_general=False)
+    assert r.status == 3 and r.beta_to_minus_inf
     assert "beta* = -inf" in r.message
     assert math.exp(r.alpha) == pytest.approx(730, rel=0.01)  # SPEC §4.3(b): e^alpha* ~ 730
 

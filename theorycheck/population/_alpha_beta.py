@@ -20,7 +20,8 @@ import math
 
 import numpy as np
 
-from .._validate import check_choice
+from .._memory import check_alloc
+from .._validate import check_choice, check_loss, check_real
 from ..config import Masking, TopicModel, check_models
 
 __all__ = [
@@ -30,11 +31,14 @@ __all__ = [
     "alpha_beta_value_matrix",
     "alpha_beta_ce_loss",
     "stage1_block_constants",
+    "stage1_constant_context",
+    "block_token_matrix",
     "VALUES",
+    "LOSSES",
 ]
 
 VALUES = ("block", "identity")
-LOSSES = ("sq", "ce")
+LOSSES = ("squared", "ce")
 
 
 def _log(x: float) -> float:
@@ -50,65 +54,146 @@ def _check(tm, mk, value=None):
     mk.require_informative("the (alpha, beta) attention loss")
 
 
+def stage1_constant_context(tm: TopicModel, mk: Masking) -> bool:
+    """True when ``m_S`` is the same vector for every document (SPEC §4.2, degenerate cases).
+
+    That is ``tau = T`` (uniform-tau prior), ``T = 1`` or ``a = 0``: the context then carries no
+    information about the topics and the minimum-norm ``W^V`` is the rank-one ``u mu^T / ||mu||^2``.
+    """
+    if mk.a <= 0.0 or tm.T == 1:
+        return True
+    return tm.prior == "uniform-tau" and tm.tau == tm.T
+
+
 def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, float]:
-    """``(A, B0, gamma)`` of the minimum-norm stage-1 value matrix (SPEC §4.2, DER).
+    """``(A, B0, gamma)`` of the minimum-norm stage-1 value matrix ``C Sigma^+`` (SPEC §4.2, DER).
+
+    The single home of these constants: the stage-1 solver, the (alpha, beta) family and the
+    trainer's reference all call this function.
+
+    Informative context (``a > 0``, ``T >= 2``, and ``tau < T`` or the Dirichlet prior), with ``n = T v``:
 
     .. math::
-        B_0 = -\\frac{r (a + r) + T v q^2}{a v T [(a + r)^2 + T v q^2]},\\quad
+        B_0 = -\\frac{r (a + r) + n q^2}{a n [(a + r)^2 + n q^2]},\\quad
         A = B_0 + \\frac{1}{a v},\\quad
-        \\gamma = \\frac{q (T v B_0 + 1/a)}{a + r}.
+        \\gamma = \\frac{q (n B_0 + 1/a)}{a + r}
 
-    Independent of ``tau``. This is ``C Sigma^+`` when ``tau < T`` (tested in
-    ``tests/test_attention_closed_form.py``); for ``tau = T`` every document has the same ``p_S``
-    and the minimum-norm solution is different (the formula still defines a block ``W^V``).
+    (independent of ``tau`` and of the Dirichlet ``alpha``; ``gamma = 0`` when ``q = 0``).
+
+    Constant context (:func:`stage1_constant_context`: ``tau = T``, ``T = 1`` or ``a = 0``):
+    ``Sigma = mu mu^T`` with ``mu = (a + r) u + q e_0``, the minimum-norm minimiser is
+    ``u mu^T / ||mu||^2`` and, with ``||mu||^2 = (a + r)^2 / n + q^2``,
+
+    .. math::
+        A = B_0 = \\frac{a + r}{n^2 \\|\\mu\\|^2}, \\qquad \\gamma = \\frac{q}{n \\|\\mu\\|^2}.
+
+    With ``T = 1`` there are no cross-topic entries and ``B0`` is reported as 0.
+    Needs ``p_m > 0``; any prior.
     """
-    _check(tm, mk)
+    check_models(tm, mk)
+    mk.require_masked_positions("the stage-1 value problem")
     a, r, q = mk.a, mk.r, mk.q
     T, v = tm.T, tm.v
-    B0 = -(r * (a + r) + T * v * q * q) / (a * v * T * ((a + r) ** 2 + T * v * q * q))
+    n = T * v
+    if stage1_constant_context(tm, mk):
+        mu2 = (a + r) ** 2 / n + q * q
+        A = (a + r) / (n * n * mu2)
+        return A, (A if T > 1 else 0.0), q / (n * mu2)
+    B0 = -(r * (a + r) + n * q * q) / (a * n * ((a + r) ** 2 + n * q * q))
     A = B0 + 1.0 / (a * v)
-    gamma = q * (T * v * B0 + 1.0 / a) / (a + r)
+    gamma = q * (n * B0 + 1.0 / a) / (a + r)
     return A, B0, gamma
 
 
-def alpha_beta_value_matrix(tm: TopicModel, mk: Masking, value: str = "block", *, constants=None) -> np.ndarray:
-    """The fixed ``W^V`` of the family, shape ``(V1, V1)``.
+def block_token_matrix(
+    T: int,
+    v: int,
+    same: float,
+    other: float,
+    *,
+    mask_col: float = 0.0,
+    diag: float | None = None,
+    what: str = "block_token_matrix",
+    alternative: str = "",
+    max_bytes=None,
+) -> np.ndarray:
+    """The one assembler of dense block-constant ``(V1, V1)`` token matrices (``V1 = T v + 1``).
+
+    ``M[i, j] = same`` for words of one topic, ``other`` for words of different topics,
+    ``M[i, i] = diag`` on the word diagonal when ``diag`` is given, ``M[i, 0] = mask_col`` for
+    words ``i``, row 0 zero. Used by :func:`alpha_beta_value_matrix` (SPEC §4.2 ``W^V``),
+    :func:`alpha_beta_score_matrix` (SPEC §4.3 scores), ``BlockValueMatrix.toarray`` and
+    ``BlockGram.toarray`` (SPEC §4.1). The size is checked by
+    :func:`theorycheck._memory.check_alloc` before anything is allocated (``ValueError`` naming
+    ``alternative`` above ``max_bytes``).
+    """
+    V1 = int(T) * int(v) + 1
+    check_alloc(what, (V1, V1), max_bytes=max_bytes, alternative=alternative)
+    topics = np.arange(V1 - 1) // v
+    M = np.zeros((V1, V1))
+    M[1:, 1:] = np.where(topics[:, None] == topics[None, :], same, other)
+    if diag is not None:
+        idx = np.arange(1, V1)
+        M[idx, idx] = diag
+    M[1:, 0] = mask_col
+    return M
+
+
+_VALUE_ALTERNATIVE = (
+    "theorycheck.solvers.BlockValueMatrix(*stage1_block_constants(tm, mk), tm.T, tm.v) (O(1) storage, W @ x in "
+    "O(V1)), optimal_value_matrix(tm, mk, method='closed-form', dense=False), or the O(1) closed forms "
+    "alpha_beta_loss / alpha_beta_loss_logK"
+)
+
+
+def alpha_beta_value_matrix(
+    tm: TopicModel, mk: Masking, value: str = "block", *, constants=None, max_bytes=None
+) -> np.ndarray:
+    """The fixed ``W^V`` of the family, shape ``(V1, V1)`` (SPEC §4.2, §4.3).
 
     ``"block"``: ``W_{ww'} = A`` (same topic), ``B0`` (different topics), ``W_{w0} = gamma``,
-    row 0 zero (:func:`stage1_block_constants`, or ``constants=(A, B0, gamma)``).
-    ``"identity"``: identity on words, ``W_00 = 0``.
+    row 0 zero (:func:`stage1_block_constants`, or ``constants=(A, B0, gamma)``), assembled by
+    :func:`block_token_matrix`. ``"identity"``: identity on words, ``W_00 = 0``.
+    ``max_bytes``: memory limit of the dense array (:func:`theorycheck._memory.check_alloc`).
     """
     _check(tm, mk, value)
-    V1 = tm.V1
     if value == "identity":
-        W = np.eye(V1)
+        check_alloc("alpha_beta_value_matrix", (tm.V1, tm.V1), max_bytes=max_bytes, alternative=_VALUE_ALTERNATIVE)
+        W = np.eye(tm.V1)
         W[0, 0] = 0.0
         return W
     A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
-    top = tm.token_topics()
-    W = np.zeros((V1, V1))
-    same = top[1:, None] == top[None, 1:]
-    W[1:, 1:] = np.where(same, A, B0)
-    W[1:, 0] = gamma
-    return W
+    return block_token_matrix(
+        tm.T,
+        tm.v,
+        A,
+        B0,
+        mask_col=gamma,
+        what="alpha_beta_value_matrix",
+        alternative=_VALUE_ALTERNATIVE,
+        max_bytes=max_bytes,
+    )
 
 
-def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel) -> np.ndarray:
-    """Score matrix ``S`` (``S[x, y]`` = score of key token y for query token x), shape ``(V1, V1)``.
+def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_bytes=None) -> np.ndarray:
+    """Score matrix ``S`` (``S[x, y]`` = score of key token y for query token x), shape ``(V1, V1)`` (SPEC §4.3).
 
     ``S[x, x] = alpha`` for words, ``S[x, y] = beta`` for distinct words of one topic, 0 else.
+    ``max_bytes``: memory limit of the dense array (:func:`theorycheck._memory.check_alloc`).
     """
-    from .._validate import check_real
-
     check_models(tm)
     alpha = check_real("alpha", alpha)
     beta = check_real("beta", beta)
-    top = tm.token_topics()
-    S = np.zeros((tm.V1, tm.V1))
-    S[1:, 1:] = np.where(top[1:, None] == top[None, 1:], beta, 0.0)
-    idx = np.arange(1, tm.V1)
-    S[idx, idx] = alpha
-    return S
+    return block_token_matrix(
+        tm.T,
+        tm.v,
+        beta,
+        0.0,
+        diag=alpha,
+        what="alpha_beta_score_matrix",
+        alternative="the O(1) closed forms alpha_beta_loss(alpha, beta, tm, mk) / alpha_beta_loss_logK",
+        max_bytes=max_bytes,
+    )
 
 
 def _as_float_array(name, x):
@@ -146,7 +231,7 @@ def _ell(loss, groups, o_target, dgroups=None, do_target=None):
     returns ``(ell, ell')`` by the chain rule.
     """
     live = [(n, o, do) for (n, o), do in zip(groups, dgroups or [0.0] * len(groups)) if n > 0]
-    if loss == "sq":
+    if loss == "squared":
         val = sum(n * o * o for n, o, _ in live) - 2.0 * o_target + 1.0
         if dgroups is None:
             return val
@@ -163,7 +248,7 @@ def _ell(loss, groups, o_target, dgroups=None, do_target=None):
     return lse - o_target, num / den - do_target
 
 
-def _block_loss_logK(logK, tm, mk, constants=None, loss="sq", deriv=False):
+def _block_loss_logK(logK, tm, mk, constants=None, loss="squared", deriv=False):
     """Block-``W^V`` loss as a function of ``x = log K`` (broadcast array); with ``deriv`` also
     ``dL/dx``.
 
@@ -224,7 +309,7 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="sq", deriv=False):
     return L, w_same * dl_same + w_other * dl_other + w_out * dl_out
 
 
-def _identity_loss(al, be, tm, mk, loss="sq"):
+def _identity_loss(al, be, tm, mk, loss="squared"):
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
     D_in, D_out = _rest(tm, rho, eta, q)
@@ -264,7 +349,7 @@ def _identity_loss(al, be, tm, mk, loss="sq"):
     )
 
 
-def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "sq"):
+def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "squared"):
     """Exact N -> inf MLM loss ``L(alpha, beta)`` of the (alpha, beta) family (SPEC §4.3).
 
     Parameters
@@ -276,8 +361,9 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     value : {"block", "identity"}
         Frozen ``W^V``: the minimum-norm stage-1 matrix (:func:`stage1_block_constants`) or the
         identity on words with ``W_00 = 0`` (:func:`alpha_beta_value_matrix`).
-    loss : {"sq", "ce"}
-        Squared loss (the theory) or cross-entropy ``-log softmax(W^V h)_w`` over all V1 outputs
+    loss : {"squared", "ce"}
+        (``"sq"`` is a deprecated spelling of ``"squared"``.) Squared loss (the theory) or
+        cross-entropy ``-log softmax(W^V h)_w`` over all V1 outputs
         (closed form: every class has a handful of distinct outputs; tested against the general
         evaluator ``attention_loss(..., loss="ce")``).
 
@@ -299,7 +385,7 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     out-of-document topic. Cost O(1) per point.
     """
     _check(tm, mk, value)
-    check_choice("loss", loss, LOSSES)
+    loss = check_loss(loss)
     al = _as_float_array("alpha", alpha)
     be = _as_float_array("beta", beta)
     al, be = np.broadcast_arrays(al, be)
@@ -313,14 +399,14 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     return float(out) if out.ndim == 0 else out
 
 
-def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None, loss: str = "sq"):
+def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None, loss: str = "squared"):
     """Block-``W^V`` loss as a function of ``log K`` (``K = e^alpha + (v-1) e^beta``), broadcast.
 
     ``constants``: optional ``(A, B0, gamma)`` of another block-constant ``W^V`` (row 0 zero);
     default the stage-1 minimum-norm constants.
     """
     _check(tm, mk)
-    check_choice("loss", loss, LOSSES)
+    loss = check_loss(loss)
     lk = _as_float_array("logK", logK)
     if constants is not None:
         constants = tuple(float(c) for c in constants)

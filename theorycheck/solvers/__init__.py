@@ -1,27 +1,39 @@
-"""Optima of the population objectives, each returned as a :class:`SolveResult`.
+"""Optima of the population objectives, each returned as a :class:`SolveResult` (one contract).
 
-Public face; each solver family lives in a small private module.
-Every ``method=`` result carries residuals recomputed by our own numpy code.
+Every solver takes ``(tm, mk, *, method, reg, tol, solver, options)`` plus keyword-only extras of
+its own, returns a :class:`SolveResult` (``x``, ``fun``, ``status``, ``message``, ``residuals``,
+``info``, ``certificate``) and is certified by one shared function with one status table
+(:data:`STATUS_MESSAGES`; ``theorycheck.solvers._certify``).
+
+=========================== =====================================================================
+SPEC section                function
+=========================== =====================================================================
+§4.0, §4.2 stage-1 ``W^V``  :func:`optimal_value_matrix`, :class:`BlockValueMatrix`,
+                            :func:`value_block_constants` (min-norm constants:
+                            ``theorycheck.population.stage1_block_constants``),
+                            :func:`minimiser_violation`
+§4.1 tied embedding Gram    :func:`optimal_embedding_gram`, :func:`closed_form_gram`,
+                            :class:`BlockGram`, :func:`embedding_from_gram`,
+                            :func:`min_embedding_dim`, :func:`embedding_minimiser_violation`,
+                            :func:`identifiable_part`
+§4.3 (alpha, beta) attention :func:`optimal_attention`
+=========================== =====================================================================
 """
 
-from ._result import STATUS_MESSAGES, SolveResult
-
-__all__ = ["SolveResult", "STATUS_MESSAGES"]
-
 from ._attention import optimal_attention
+from ._certify import STATUS_MESSAGES
+from ._embedding import optimal_embedding_gram
+from ._gram import BlockGram, closed_form_gram, embedding_from_gram, min_embedding_dim
+from ._gram_residuals import embedding_minimiser_violation, identifiable_part
+from ._result import SolveResult
+from ._value import optimal_value_matrix
+from ._value_block import BlockValueMatrix, value_block_constants
+from ._value_residuals import MinimiserViolation, minimiser_violation
 
-__all__ += ["optimal_attention"]
-from ._embedding import (  # noqa: E402
-    BlockGram,
-    closed_form_gram,
-    embedding_from_gram,
-    embedding_minimiser_violation,
-    identifiable_part,
-    min_embedding_dim,
-    optimal_embedding_gram,
-)
-
-__all__ += [
+__all__ = [
+    "SolveResult",
+    "STATUS_MESSAGES",
+    "optimal_attention",
     "optimal_embedding_gram",
     "closed_form_gram",
     "BlockGram",
@@ -29,16 +41,6 @@ __all__ += [
     "min_embedding_dim",
     "embedding_minimiser_violation",
     "identifiable_part",
-]
-from ._value import (  # noqa: E402
-    BlockValueMatrix,
-    MinimiserViolation,
-    minimiser_violation,
-    optimal_value_matrix,
-    value_block_constants,
-)
-
-__all__ += [
     "optimal_value_matrix",
     "BlockValueMatrix",
     "minimiser_violation",

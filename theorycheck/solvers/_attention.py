@@ -1,8 +1,11 @@
 """Certified optimum of the (alpha, beta) attention family (SPEC §4.3, §6 items 15-18).
 
-``optimal_attention(tm, mk, value)`` minimises the closed form
+``optimal_attention(tm, mk, value=...)`` minimises the closed form
 :func:`theorycheck.population.alpha_beta_loss` and returns a :class:`SolveResult` whose ``info``
-entries are also attributes (``res.alpha``, ``res.beta``, ``res.K``, ``res.loss``, ...).
+entries are also attributes (``res.alpha``, ``res.beta``, ``res.K``, ``res.loss``, ...) and whose
+``certificate`` is the dict described below. Status codes are those of :mod:`._certify`: the
+minimiser on the search box (``beta* -> -inf``, or a tail of the loss not above the optimum) is
+``ON_BOUNDARY`` (3); a failed stationarity / grid / general-evaluator check is ``NOT_CERTIFIED`` (4).
 
 Certificate (both values):
 
@@ -31,19 +34,27 @@ import time
 import numpy as np
 from scipy import optimize
 
-from .._validate import check_choice, check_int
+from .._validate import check_choice, check_int, check_loss, check_real
 from ..config import Masking, TopicModel
 from ..population._alpha_beta import (
-    LOSSES,
     _check,
     alpha_beta_loss,
     alpha_beta_loss_logK,
     alpha_beta_score_matrix,
     alpha_beta_value_matrix,
 )
+from ._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, certify, check_contract, legacy_positional
 from ._result import SolveResult
 
-__all__ = ["optimal_attention"]
+__all__ = ["optimal_attention", "ATTENTION_METHODS"]
+
+ATTENTION_METHODS = ("grid",)
+#: Default acceptance tolerance on the relative residuals (see :mod:`._certify`).
+DEFAULT_TOL = 1e-6
+#: Default search boxes: grid over log K (block); grid over (alpha, beta) and refinement box (identity).
+BLOCK_BOX = (-30.0, 60.0)
+IDENTITY_GRID = ((-10.0, 40.0), (-40.0, 20.0))
+IDENTITY_BOX = ((-60.0, 60.0), (-60.0, 60.0))
 
 _FAR = 1.0e4
 _GENERAL_CHECK_MAX_WORK = 5.0e8  # C(T, tau) * V1^2 * tau^2-ish budget for the general-evaluator residual
@@ -55,8 +66,11 @@ def _local_max(a, axis):
     hi = np.take(a, [-1], axis=axis)
     p = np.concatenate([lo, a, hi], axis=axis)
     n = a.shape[axis]
-    sl = lambda s: np.take(p, np.arange(s, s + n), axis=axis)  # noqa: E731
-    return np.maximum(np.maximum(sl(0), sl(1)), sl(2))
+
+    def shifted(s):
+        return np.take(p, np.arange(s, s + n), axis=axis)
+
+    return np.maximum(np.maximum(shifted(0), shifted(1)), shifted(2))
 
 
 def _lower_bound_1d(x, f):
@@ -80,6 +94,7 @@ def _lower_bound_2d(F, ha, hb):
 
 
 def _general_residual(alpha, beta, L, tm, mk, value, loss):
+    """``|attention_loss(S, W) - L|`` from the general evaluator, or ``None`` when too costly."""
     work = tm.n_topic_sets * tm.V1 * (tm.V1 + tm.tau**2)
     if loss == "ce":
         work = tm.n_topic_sets * tm.V1**3
@@ -89,35 +104,76 @@ def _general_residual(alpha, beta, L, tm, mk, value, loss):
 
     S = alpha_beta_score_matrix(alpha, beta, tm)
     W = alpha_beta_value_matrix(tm, mk, value)
-    return abs(attention_loss(S, W, tm, mk, loss=loss) - L)
+    kw = {"loss": "ce"} if loss == "ce" else {}  # default: squared loss
+    return abs(attention_loss(S, W, tm, mk, **kw) - L)
 
 
+def _check_box(box, value):
+    """Validated search box: ``(lo, hi)`` over log K (block) or ``((a_lo, a_hi), (b_lo, b_hi))`` (identity)."""
+    if box is None:
+        return None
+    try:
+        arr = np.asarray(box, dtype=float)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"box must be a sequence of numbers, got {box!r}") from exc
+    shape = (2,) if value == "block" else (2, 2)
+    if arr.shape != shape or not np.all(np.isfinite(arr)) or not np.all(arr[..., 0] < arr[..., 1]):
+        what = "(lo, hi) over log K" if value == "block" else "((alpha_lo, alpha_hi), (beta_lo, beta_hi))"
+        raise ValueError(f"box must be {what} with finite lo < hi for value={value!r}, got {box!r}")
+    return tuple(map(float, arr)) if value == "block" else tuple(tuple(map(float, r)) for r in arr)
+
+
+@legacy_positional("value")
 def optimal_attention(
     tm: TopicModel,
     mk: Masking,
-    value: str = "block",
     *,
-    loss: str = "sq",
+    method: str = "grid",
+    reg: float = 0.0,
+    tol: float = DEFAULT_TOL,
+    solver: str | None = None,
+    options: dict | None = None,
+    value: str = "block",
+    loss: str = "squared",
     n_grid: int | None = None,
+    box=None,
     check_general: bool = True,
-    tol: float = 1e-9,
 ) -> SolveResult:
     """Global minimiser of ``L(alpha, beta)`` with a grid certificate (SPEC §4.3).
+
+    ``L`` is the exact N -> inf MLM loss of the (alpha, beta) score family
+    (:func:`theorycheck.population.alpha_beta_loss`); for the block ``W^V`` it depends only on
+    ``K = e^alpha + (v - 1) e^beta``.
 
     Parameters
     ----------
     tm, mk : TopicModel, Masking
+    method : {"grid"}
+        Dense grid, then local refinement (bounded Brent over log K / L-BFGS-B and Nelder-Mead).
+    reg : float
+        Must be 0: the (alpha, beta) family is unregularised (accepted for the shared contract).
+    tol : float
+        Acceptance threshold on the relative residuals (:mod:`theorycheck.solvers._certify`): the
+        finite-difference derivative (``dL/dlog K`` or the gradient; scale 1, loss units), the grid
+        consistency ``max(0, lower_bound - L*)`` (scale 1) and the general-evaluator difference
+        (scale ``|L*|``).
+    solver : None
+        No backend choice (a non-None value is ignored with a warning).
+    options : dict, optional
+        Options of the local refinement (``scipy.optimize.minimize_scalar`` bounded for block,
+        L-BFGS-B for identity), e.g. ``{"maxiter": 1}``; reaching its iteration limit gives status 1.
     value : {"block", "identity"}
         Frozen ``W^V`` (see :func:`theorycheck.population.alpha_beta_loss`).
-    loss : {"sq", "ce"}
-        Squared loss (the theory) or cross-entropy (the paper's experiments); both closed forms.
+    loss : {"squared", "ce"}
+        Squared loss (the theory) or cross-entropy (the paper's experiments); ``"sq"`` is deprecated.
     n_grid : int, optional
-        Grid points per axis (default 20001 over ``log K in [-30, 60]`` for block; 401 per axis
-        over ``alpha in [-10, 40] x beta in [-40, 20]`` for identity).
+        Grid points per axis (default 20001 over log K for block; 401 per axis for identity).
+    box : optional
+        Search box: ``(lo, hi)`` over log K (block; default ``(-30, 60)``) or
+        ``((alpha_lo, alpha_hi), (beta_lo, beta_hi))`` (identity; default grid
+        ``(-10, 40) x (-40, 20)``, refinement in ``(-60, 60)^2``).
     check_general : bool
         Recompute the loss at the optimum with the general evaluator when affordable.
-    tol : float
-        Tolerance on the stationarity and general-evaluator residuals.
 
     Returns
     -------
@@ -125,46 +181,49 @@ def optimal_attention(
         ``x = [alpha, beta]``, ``fun = L*``; ``info`` (also attributes): ``alpha``, ``beta``,
         ``K``, ``logK``, ``loss``, ``loss_uniform`` (``L(0, 0)``), ``gap_to_uniform``,
         ``attention_ratio`` (per-word same-topic : different-topic weight ``K/v``),
-        ``same_word_weight`` (``e^alpha``), ``same_topic_weight`` (``e^beta``), ``certificate``
-        (dict), ``flat_direction`` (str), ``at_boundary`` (bool).
+        ``same_word_weight``, ``same_topic_weight``, ``flat_direction``, ``at_boundary``;
+        ``certificate``: grid lower bound, Lipschitz estimate, tails, derivatives.
+        Status: 0 certified; 1 local refinement hit its iteration limit; 3 minimiser on the search
+        box (e.g. ``beta* -> -inf``, reported with the box value); 4 a residual check failed.
 
-    Status codes: 0 certified; 1 the minimiser sits on the search box (e.g. ``beta* -> -inf``,
-    reported with the box value); 3 a residual check failed; 4 non-finite values.
+    Notes
+    -----
+    A positional ``value`` (the old order) is accepted with a ``DeprecationWarning``.
     """
     _check(tm, mk, value)
-    check_choice("loss", loss, LOSSES)
+    check_choice("method", method, ATTENTION_METHODS)
+    reg = check_real("reg", reg, low=0.0, high=0.0)
+    loss = check_loss(loss)
+    tol, options = check_contract(method, tol, solver, options, uses_solver=False, uses_options=True)
+    box = _check_box(box, value)
+    if n_grid is not None:
+        n_grid = check_int("n_grid", n_grid, low=11)
     t0 = time.perf_counter()
     if value == "block":
-        res = _solve_block(tm, mk, n_grid or 20001, tol, loss)
+        res, checks, backend = _solve_block(tm, mk, n_grid or 20001, box or BLOCK_BOX, loss, options)
     else:
-        res = _solve_identity(tm, mk, n_grid or 401, tol, loss)
-    res.info["loss_kind"] = loss
+        res, checks, backend = _solve_identity(tm, mk, n_grid or 401, box, loss, options)
     alpha, beta, Lstar = res.info["alpha"], res.info["beta"], res.info["loss"]
-    if check_general:
-        r = _general_residual(alpha, beta, Lstar, tm, mk, value, loss)
-        if r is not None:
-            res.residuals["general_evaluator"] = r
-            if not r <= 1e-10:
-                res.status = 3
-    if not all(np.isfinite(v) for v in (alpha, beta, Lstar)):
-        res.status = 4
-    res.message = _message(res)
+    r = _general_residual(alpha, beta, Lstar, tm, mk, value, loss) if check_general else None
+    if r is not None:
+        res.residuals["general_evaluator"] = r
+        checks["general_evaluator"] = (r, abs(Lstar))
+    checks["optimum"] = (0.0 if all(np.isfinite(v) for v in (alpha, beta, Lstar)) else math.nan, 1.0)
+    res.status, res.message, rel = certify(checks, tol, backend=backend, detail=_detail(res))
+    res.info.update(loss_kind=loss, relative_residuals=rel, tol=tol)
     res.time = time.perf_counter() - t0
     return res
 
 
-def _message(res):
-    from ._result import STATUS_MESSAGES
-
-    msg = STATUS_MESSAGES[res.status]
+def _detail(res):
     if res.info.get("beta_to_minus_inf"):
-        msg += " beta* = -inf (reported as beta = -1e4): same-topic other-word attention does not help."
-    elif res.info.get("at_boundary"):
-        msg += " The minimiser lies on the search box (the optimum is at infinity along that direction)."
-    return msg
+        return "beta* = -inf (reported as beta = -1e4): same-topic other-word attention does not help"
+    if res.info.get("at_boundary"):
+        return "the optimum is at infinity along that direction, or beyond the search box"
+    return ""
 
 
-def _common_info(tm, mk, value, alpha, beta, loss, kind="sq"):
+def _common_info(tm, mk, value, alpha, beta, loss, kind):
     L0 = float(alpha_beta_loss(0.0, 0.0, tm, mk, value, loss=kind))
     logK = float(np.logaddexp(alpha, math.log(tm.v - 1) + beta)) if tm.v > 1 else alpha
     K = math.exp(logK) if logK < 700 else math.inf
@@ -182,20 +241,25 @@ def _common_info(tm, mk, value, alpha, beta, loss, kind="sq"):
     )
 
 
-def _solve_block(tm, mk, n_grid, tol, kind="sq"):
-    n_grid = check_int("n_grid", n_grid, low=11)
-    f = lambda lk: float(alpha_beta_loss_logK(lk, tm, mk, loss=kind))  # noqa: E731
-    x = np.linspace(-30.0, 60.0, n_grid)
-    F = np.asarray(alpha_beta_loss_logK(x, tm, mk, loss=kind))
+def _block_search(f, x, F, options, log_v):
+    """Best grid index and the bounded-Brent refinement around it (flat landscapes: ``log v``)."""
     flat = bool(np.ptp(F) <= 1e-14 * max(1.0, abs(float(F[0]))))
-    if flat:  # e.g. only [MASK] queries, or a context of document words only: L does not depend on K
-        i = int(np.argmin(np.abs(x - math.log(tm.v))))
-    else:
-        i = int(np.argmin(F))
-    lo, hi = x[max(i - 1, 0)], x[min(i + 1, n_grid - 1)]
-    r = optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options=dict(xatol=1e-12))
+    i = int(np.argmin(np.abs(x - log_v))) if flat else int(np.argmin(F))
+    n = len(x)
+    lo, hi = x[max(i - 1, 0)], x[min(i + 1, n - 1)]
+    r = optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options={"xatol": 1e-12, **options})
     lk = float(r.x) if (r.fun <= F[i] and not flat) else float(x[i])
-    if flat:
+    return i, lk, flat, r
+
+
+def _solve_block(tm, mk, n_grid, box, kind, options):
+    def f(lk):
+        return float(alpha_beta_loss_logK(lk, tm, mk, loss=kind))
+
+    x = np.linspace(box[0], box[1], n_grid)
+    F = np.asarray(alpha_beta_loss_logK(x, tm, mk, loss=kind))
+    i, lk, flat, r = _block_search(f, x, F, options, math.log(tm.v))
+    if flat:  # e.g. only [MASK] queries, or a constant context: L does not depend on K
         lk = math.log(tm.v)
     Lstar = f(lk)
     lb, lip = _lower_bound_1d(x, F)
@@ -203,7 +267,6 @@ def _solve_block(tm, mk, n_grid, tol, kind="sq"):
     h = 1e-4
     d1 = (f(lk + h) - f(lk - h)) / (2 * h)
     d2 = (f(lk + h) - 2 * Lstar + f(lk - h)) / (h * h)
-    at_boundary = i in (0, n_grid - 1)
     cert = dict(
         grid=[float(x[0]), float(x[-1]), n_grid],
         grid_min=float(F[i]),
@@ -217,45 +280,30 @@ def _solve_block(tm, mk, n_grid, tol, kind="sq"):
         d2L_dlogK2=d2,
         flat_in_K=flat,
     )
+    # every K is optimal when flat (canonical K* = v); otherwise the grid edge or a low tail is a boundary optimum
+    at_boundary = not flat and (i in (0, n_grid - 1) or not cert["tails_above_optimum"])
     alpha = beta = lk - math.log(tm.v)  # canonical: K* spread evenly over the v words of the topic
-    status = 0
-    if flat:
-        at_boundary = False  # every K is optimal; canonical K* = v (uniform attention)
-    elif at_boundary:
-        status = 1
-    elif not (cert["tails_above_optimum"] and abs(d1) <= max(tol, 1e-6) and lb <= Lstar + 1e-15):
-        status = 3
     info = _common_info(tm, mk, "block", alpha, beta, Lstar, kind)
-    info.update(
-        certificate=cert,
-        at_boundary=at_boundary,
-        flat_direction=(
-            "L depends on (alpha, beta) only through K = e^alpha + (v-1) e^beta; any (alpha, beta) with this K "
-            "is optimal. Reported canonical representative: alpha* = beta* = log(K*/v)."
-        ),
-    )
-    return SolveResult(
-        x=np.array([alpha, beta]),
-        fun=Lstar,
-        status=status,
-        method="grid+brent(logK)",
-        nit=int(r.nit),
-        residuals={"dL_dlogK": abs(d1), "grid_gap": Lstar - lb},
-        info=info,
-    )
+    info.update(certificate=cert, at_boundary=at_boundary, flat_direction=_FLAT)
+    residuals = {"dL_dlogK": abs(d1), "grid_gap": Lstar - lb}
+    res = SolveResult(np.array([alpha, beta]), Lstar, 0, "grid+brent(logK)", nit=int(r.nit), residuals=residuals)
+    res.info, res.certificate = info, cert
+    checks = {"dL_dlogK": (0.0 if flat else d1, 1.0), "grid": (max(0.0, lb - Lstar), 1.0)}
+    backend = ON_BOUNDARY if at_boundary else (ITERATION_LIMIT if (r.status == 1 and not flat) else SUCCESS)
+    return res, checks, backend
 
 
-def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
-    n_grid = check_int("n_grid", n_grid, low=11)
-    A = np.linspace(-10.0, 40.0, n_grid)
-    B = np.linspace(-40.0, 20.0, n_grid)
-    F = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, "identity", loss=kind))
+_FLAT = (
+    "L depends on (alpha, beta) only through K = e^alpha + (v-1) e^beta; any (alpha, beta) with this K "
+    "is optimal. Reported canonical representative: alpha* = beta* = log(K*/v)."
+)
+
+
+def _identity_search(fun, A, B, F, box, options):
+    """Grid minimum, then L-BFGS-B in ``box`` and Nelder-Mead; ``beta -> -inf`` handled explicitly."""
     i, j = np.unravel_index(int(np.argmin(F)), F.shape)
-    fun = lambda z: float(alpha_beta_loss(z[0], z[1], tm, mk, "identity", loss=kind))  # noqa: E731
-    box = [(-60.0, 60.0), (-60.0, 60.0)]
-    r = optimize.minimize(
-        fun, x0=[A[i], B[j]], method="L-BFGS-B", bounds=box, options=dict(ftol=1e-15, gtol=1e-11, maxiter=2000)
-    )
+    lbfgs = {"ftol": 1e-15, "gtol": 1e-11, "maxiter": 2000, **options}
+    r = optimize.minimize(fun, x0=[A[i], B[j]], method="L-BFGS-B", bounds=box, options=lbfgs)
     z = np.asarray(r.x) if r.fun <= F[i, j] else np.array([A[i], B[j]])
     r2 = optimize.minimize(fun, x0=z, method="Nelder-Mead", options=dict(xatol=1e-9, fatol=1e-15, maxiter=4000))
     if r2.fun < fun(z) and all(lo <= zz <= hi for zz, (lo, hi) in zip(r2.x, box)):
@@ -266,6 +314,19 @@ def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
             lambda a_: fun([a_, -_FAR]), bounds=(z[0] - 5.0, z[0] + 5.0), method="bounded", options=dict(xatol=1e-10)
         )
         z = np.array([float(r3.x), -_FAR])
+    return z, bool(beta_to_minus_inf), (i, j), r, int(r.nit) + int(r2.nit)
+
+
+def _solve_identity(tm, mk, n_grid, box, kind, options):
+    (a0, a1), (b0, b1) = box or IDENTITY_GRID
+    A, B = np.linspace(a0, a1, n_grid), np.linspace(b0, b1, n_grid)
+    F = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, "identity", loss=kind))
+
+    def fun(z):
+        return float(alpha_beta_loss(z[0], z[1], tm, mk, "identity", loss=kind))
+
+    box = list(box or IDENTITY_BOX)
+    z, beta_to_minus_inf, (i, j), r, nit = _identity_search(fun, A, B, F, box, options)
     alpha, beta = float(z[0]), float(z[1])
     Lstar = fun(z)
     lb, lip = _lower_bound_2d(F, A[1] - A[0], B[1] - B[0])
@@ -277,7 +338,7 @@ def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
         tails.append(fun([alpha, -_FAR]))
     else:
         g[1] = 0.0  # derivative along beta vanishes in the limit
-    at_boundary = beta_to_minus_inf or any(abs(zz - lo) < 1e-6 or abs(zz - hi) < 1e-6 for zz, (lo, hi) in zip(z, box))
+    on_box = any(abs(zz - lo) < 1e-6 or abs(zz - hi) < 1e-6 for zz, (lo, hi) in zip(z, box))
     cert = dict(
         grid=[[float(A[0]), float(A[-1])], [float(B[0]), float(B[-1])], n_grid],
         grid_min=float(F[i, j]),
@@ -288,24 +349,17 @@ def _solve_identity(tm, mk, n_grid, tol, kind="sq"):
         tails_above_optimum=bool(min(tails) > Lstar),
         gradient=g.tolist(),
     )
-    status = 0
-    if at_boundary:
-        status = 1
-    elif not (cert["tails_above_optimum"] and np.max(np.abs(g)) <= max(tol, 1e-6) and lb <= Lstar + 1e-15):
-        status = 3
+    at_boundary = beta_to_minus_inf or on_box or not cert["tails_above_optimum"]
     info = _common_info(tm, mk, "identity", alpha, beta, Lstar, kind)
     info.update(
         certificate=cert,
         at_boundary=at_boundary,
-        beta_to_minus_inf=bool(beta_to_minus_inf),
+        beta_to_minus_inf=beta_to_minus_inf,
         flat_direction="none (alpha and beta are identified)",
     )
-    return SolveResult(
-        x=np.array([alpha, beta]),
-        fun=Lstar,
-        status=status,
-        method="grid+L-BFGS-B+Nelder-Mead",
-        nit=int(r.nit) + int(r2.nit),
-        residuals={"gradient_norm": float(np.max(np.abs(g))), "grid_gap": Lstar - lb},
-        info=info,
-    )
+    residuals = {"gradient_norm": float(np.max(np.abs(g))), "grid_gap": Lstar - lb}
+    res = SolveResult(np.array([alpha, beta]), Lstar, 0, "grid+L-BFGS-B+Nelder-Mead", nit=nit, residuals=residuals)
+    res.info, res.certificate = info, cert
+    checks = {"gradient": (float(np.max(np.abs(g))), 1.0), "grid": (max(0.0, lb - Lstar), 1.0)}
+    backend = ON_BOUNDARY if at_boundary else (ITERATION_LIMIT if r.status == 1 else SUCCESS)
+    return res, checks, backend

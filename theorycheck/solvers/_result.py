@@ -1,18 +1,7 @@
 """One result type for every solver (in the spirit of ``scipy.optimize.OptimizeResult``).
 
-Status codes (module-level table, shared by all solvers):
-
-==== ==========================================================================
-code meaning
-==== ==========================================================================
-0    converged; independent residual checks passed
-1    iteration or time limit reached
-2    the backend reported infeasible / unbounded / failure
-3    the backend claimed success but our own residual check failed (downgraded)
-4    numerical trouble (non-finite values encountered)
-==== ==========================================================================
-
-``success`` is always ``status == 0``; it is a property, never set on its own.
+The status table (:data:`STATUS_MESSAGES`) and its codes live in :mod:`theorycheck.solvers._certify`,
+the one place where a result is certified; ``success`` is always ``status == 0``, a property.
 """
 
 from __future__ import annotations
@@ -22,42 +11,40 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["SolveResult", "STATUS_MESSAGES"]
+from ._certify import STATUS_MESSAGES
 
-STATUS_MESSAGES = {
-    0: "Optimisation terminated successfully; residuals within tolerance.",
-    1: "Iteration or time limit reached before convergence.",
-    2: "The backend solver reported failure (infeasible, unbounded or error).",
-    3: "The backend reported success but the independent residual check failed.",
-    4: "Numerical trouble: non-finite values encountered.",
-}
+__all__ = ["SolveResult", "STATUS_MESSAGES"]
 
 
 @dataclass
 class SolveResult:
-    """Result of an optimum computation.
+    """Result of an optimum computation (the one solver contract, SPEC §4.1-§4.3).
 
     Attributes
     ----------
-    x : ndarray or float or None
-        The optimum (a matrix such as ``W_V`` or a Gram matrix, or a parameter vector).
+    x : ndarray or structured matrix or None
+        The optimum (``W^V``, a Gram matrix, or the ``(alpha, beta)`` vector).
     fun : float
         Objective value at ``x`` (recomputed by our own numpy code, not the backend's).
     status : int
-        See the module table; ``0`` is success.
-    message : str
-        Human-readable status (from :data:`STATUS_MESSAGES` plus details).
+        See :data:`STATUS_MESSAGES`; ``0`` is success.
     method : str
         The method that produced ``x``.
+    message : str
+        Human-readable status (from :data:`STATUS_MESSAGES` plus details).
     nit : int
         Iterations used by the backend (0 for closed forms).
     time : float
         Wall time in seconds.
     residuals : dict
-        Named optimality residuals recomputed independently of the backend, e.g.
-        ``{"stationarity": ||W (Sigma + reg I) - C||_F}``.
+        Named optimality residuals recomputed independently of the backend (absolute values; the
+        relative values the status was judged on are in ``info["relative_residuals"]``).
     info : dict
-        Anything method-specific (closed-form scalars, backend status, duality gap, ...).
+        Anything method-specific (closed-form scalars, backend status, ...); entries are also
+        attributes (``res.alpha``).
+    certificate : dict or None
+        An a-posteriori optimality certificate where one exists (duality gap and dual point of a
+        convex program, error bound of a strongly convex problem, grid lower bound).
     """
 
     x: Any
@@ -69,6 +56,7 @@ class SolveResult:
     time: float = 0.0
     residuals: dict = field(default_factory=dict)
     info: dict = field(default_factory=dict)
+    certificate: dict | None = None
 
     def __post_init__(self):
         if not self.message:
@@ -105,7 +93,10 @@ class SolveResult:
         ]
         for k, v in self.residuals.items():
             lines.append(f"  resid.{k}: {fmt(v)}")
+        for k, v in (self.certificate or {}).items():
+            if not isinstance(v, (np.ndarray, dict, list)):
+                lines.append(f"  cert.{k}: {fmt(v)}")
         for k, v in self.info.items():
-            if not isinstance(v, np.ndarray):
+            if not isinstance(v, (np.ndarray, dict)):
                 lines.append(f"  {k}: {fmt(v)}")
         return "SolveResult(\n" + "\n".join(lines) + "\n)"
