@@ -24,32 +24,68 @@ Run: ``python benchmarks/bench_train.py``.
 
 from __future__ import annotations
 
-import math
+import argparse
 import os
 import time
 
 import numpy as np
 from _common import print_table, write_json
+from threadpoolctl import threadpool_limits
 
 from theorycheck.nn import ModelConfig, Trainer, Transformer, make_batch, make_optimizer, preset
 from theorycheck.sampling import mask_documents, sample_documents
 
-N_BATCHES = 30
+#: (full run, --quick) timed steps per implementation of each model table.
+N_STEPS = {"official-demo": (30, 10), "one-layer": (30, 10), "deep-4x4": (8, 3)}
+EQUIV_RTOL = 1e-9
+GOAL = 5.0
 
 
-def _batches(name="official-demo", n=N_BATCHES, seed=0):
-    cfg = preset(name)
+def one_layer_config():
+    """Model (a): the official demo's setting (SPEC §5.1: LDA alpha 0.1, T = v = 10, N ~ U[100, 150],
+    batch 40, one-hot embedding, identity decoder, CE averaged over all selected positions, selected
+    positions hidden from the keys, Adam lr 0.01, ``U(+-1/sqrt(d))`` init) with softmax attention
+    and ``W^K, W^Q, W^V`` (and ``b^dec``) trained, score factor ``1/sqrt(d_a)`` as in BERT."""
+    cfg = preset("official-demo")
+    m = cfg.model.to_dict()
+    m.update(attention="softmax", train=["W_K", "W_Q", "W_V", "b_dec"])
+    return cfg.replace(model=ModelConfig.from_dict(m))
+
+
+def bench_configs() -> dict:
+    """``{table: TrainConfig}``: the uniform-attention demo, model (a) and model (b) = ``deep-4x4``."""
+    return {"official-demo": preset("official-demo"), "one-layer": one_layer_config(), "deep-4x4": preset("deep-4x4")}
+
+
+def _batches(cfg, n, seed=0):
+    """``n`` masked batches of ``cfg.batch_size`` documents, sampled once (the same for every row)."""
     tm, mk = cfg.data.topic_model(), cfg.data.masking()
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
         docs = sample_documents(tm, cfg.batch_size, cfg.data.N, rng=rng)
         out.append(mask_documents(docs, tm, mk, rng=rng))
-    return cfg, out
+    return out
+
+
+def _with_form(cfg, count_based: str) -> ModelConfig:
+    return ModelConfig.from_dict({**cfg.model.to_dict(), "count_based": count_based})
+
+
+def _timed(step, batches):
+    """Steps per second of ``step`` over ``batches`` after one warm-up step, and the losses."""
+    step(batches[0])
+    t0 = time.perf_counter()
+    losses = [step(mb) for mb in batches]
+    return len(batches) / (time.perf_counter() - t0), losses
 
 
 def _numpy_steps_per_s(cfg, batches, count_based: str):
-    mc = ModelConfig.from_dict({**cfg.model.to_dict(), "count_based": count_based})
+    """Our model, one step = ``make_batch`` + forward + backward + the preset's optimizer, one thread
+    (BLAS and Numba)."""
+    import numba
+
+    mc = _with_form(cfg, count_based)
     model = Transformer(mc, seed=0)
     opt = make_optimizer(cfg.optim)
     names = model.trainable_names()
@@ -63,50 +99,82 @@ def _numpy_steps_per_s(cfg, batches, count_based: str):
         opt.step(params, grads, cfg.optim.lr)
         return loss
 
-    step(batches[0])
-    t0 = time.perf_counter()
-    losses = [step(mb) for mb in batches]
-    return len(batches) / (time.perf_counter() - t0), losses
+    n_numba = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        with threadpool_limits(1):
+            return _timed(step, batches)
+    finally:
+        numba.set_num_threads(n_numba)
 
 
-def _torch_steps_per_s(cfg, batches, dtype_name: str, threads: int):
+def _torch_steps_per_s(cfg, batches, dtype: str, threads: int):
+    """The PyTorch reference (full N x N attention) from the same initial parameters."""
     import torch
+    from _torch_models import TorchTransformer
 
-    torch.manual_seed(0)
+    state = Transformer(cfg.model, seed=0).state_dict()
+    tmodel = TorchTransformer(cfg.model, state, optim=cfg.optim, average=cfg.data.average, dtype=dtype)
+    n_prev = torch.get_num_threads()
     torch.set_num_threads(threads)
-    dtype = getattr(torch, dtype_name)
-    V1 = cfg.model.V1
-    d = V1
-    W_V = torch.nn.Parameter((torch.rand(d, d, dtype=dtype) * 2 - 1) / math.sqrt(d))
-    b_dec = torch.nn.Parameter(torch.zeros(V1, dtype=dtype))
-    W_K = torch.zeros(d, d, dtype=dtype)  # frozen uniform attention, as the official config
-    W_Q = torch.zeros(d, d, dtype=dtype)
-    opt = torch.optim.Adam([W_V, b_dec], lr=0.01)
-    eye = torch.eye(V1, dtype=dtype)
+    try:
+        return _timed(lambda mb: tmodel.step(mb.inputs, mb.selected, mb.targets), batches)
+    finally:
+        torch.set_num_threads(n_prev)
 
-    def step(mb):
-        inputs = torch.from_numpy(mb.inputs)
-        sel = torch.from_numpy(mb.selected)
-        tgt = torch.from_numpy(mb.targets)
-        valid = (inputs >= 0) & ~sel
-        X = eye[inputs.clamp(min=0)] * (inputs >= 0).unsqueeze(-1)  # (B, N, d) one-hot rows
-        K = X @ W_K.T
-        Q = X @ W_Q.T
-        V = X @ W_V.T
-        S = (Q @ K.transpose(1, 2)) / math.sqrt(d)
-        S = S.masked_fill(~valid.unsqueeze(1), float("-inf"))
-        A = torch.softmax(S, dim=-1)
-        out = A @ V + b_dec  # identity decoder
-        loss = torch.nn.functional.cross_entropy(out[sel], tgt[sel])
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss.item()
 
-    step(batches[0])
-    t0 = time.perf_counter()
-    losses = [step(mb) for mb in batches]
-    return len(batches) / (time.perf_counter() - t0), losses
+def _equivalence(name, cfg, mb):
+    """Loss and every gradient, numpy (merged / count form) vs torch float64, on one batch."""
+    from _torch_models import compare_with_numpy
+
+    rel = compare_with_numpy(_with_form(cfg, "auto"), mb.inputs, mb.selected, mb.targets, average=cfg.data.average)
+    if not rel["max"] <= EQUIV_RTOL:
+        raise AssertionError(f"{name}: torch and numpy disagree (relative errors {rel})")
+    return rel
+
+
+def _model_rows(name, cfg, batches, has_torch: bool):
+    """JSON rows ``{model, implementation, threads, dtype, steps_per_s, ...}`` of one model table."""
+    first = "numpy token counts" if cfg.model.n_layers == 1 else "numpy merged tokens"
+    runs = [(first, 1, "float64", "auto"), ("numpy positions", 1, "float64", "never")]
+    if has_torch:
+        import torch
+
+        runs += [(f"torch {torch.__version__} positions", t, dt, None) for t in (1, 2) for dt in ("float32", "float64")]
+    rows = []
+    for impl, threads, dt, form in runs:
+        if form is None:
+            sps, losses = _torch_steps_per_s(cfg, batches, dt, threads)
+        else:
+            sps, losses = _numpy_steps_per_s(cfg, batches, form)
+        rows.append(
+            dict(model=name, implementation=impl, threads=threads, dtype=dt, steps_per_s=sps, loss_last=losses[-1])
+        )
+    ref = rows[0]
+    for r in rows:
+        r["merged_speedup"] = ref["steps_per_s"] / r["steps_per_s"]
+        r["loss_rel_diff"] = abs(r["loss_last"] - ref["loss_last"]) / abs(ref["loss_last"])
+    return rows
+
+
+def _print_model_table(name, cfg, rows):
+    m, o = cfg.model, cfg.optim
+    print(
+        f"\n{name}: {m.n_layers} layer(s) x {m.n_heads} head(s), train {'/'.join(m.train)}, "
+        f"{m.attention} attention, batch {cfg.batch_size}, N ~ U{list(cfg.data.N)}, {m.loss}, {o.name} lr {o.lr:g}"
+    )
+    headers = ["implementation", "threads", "dtype", "steps/s", "numpy merged / this", "last loss", "vs numpy merged"]
+    keys = ["implementation", "threads", "dtype", "steps_per_s", "merged_speedup", "loss_last", "loss_rel_diff"]
+    print_table(headers, [[r[k] for k in keys] for r in rows])
+    torch_rows = [r for r in rows if r["implementation"].startswith("torch")]
+    if torch_rows:
+        best = max(torch_rows, key=lambda r: r["steps_per_s"])
+        ratio = rows[0]["steps_per_s"] / best["steps_per_s"]
+        verdict = "reached" if ratio >= GOAL else "NOT reached"
+        print(
+            f"numpy merged vs the fastest torch setting ({best['dtype']}, {best['threads']} thr): "
+            f"{ratio:.2f}x (goal >= {GOAL:g}x: {verdict})"
+        )
 
 
 def _two_stage_time():
@@ -136,89 +204,58 @@ def _two_stage_time():
     return st, total, t_stage2, cfg.steps
 
 
-def main():
-    cfg, batches = _batches()
-    rows = []
-    sps_count, l_count = _numpy_steps_per_s(cfg, batches, "auto")
-    sps_pos, l_pos = _numpy_steps_per_s(cfg, batches, "never")
-    assert np.allclose(l_count, l_pos, rtol=1e-10), "count and position paths disagree"
-    rows.append(["numpy count-based (float64)", sps_count, 1.0, l_count[-1]])
-    rows.append(["numpy position-based (float64)", sps_pos, sps_count / sps_pos, l_pos[-1]])
-    try:
-        import torch
-
-        default_threads = torch.get_num_threads()
-        for threads in sorted({1, default_threads}):
-            for dt in ("float32", "float64"):
-                sps_t, l_t = _torch_steps_per_s(cfg, batches, dt, threads)
-                rows.append(
-                    [
-                        f"torch {torch.__version__} position-based ({dt}, {threads} thr)",
-                        sps_t,
-                        sps_count / sps_t,
-                        l_t[-1],
-                    ]
-                )
-    except ImportError:
-        print("torch not installed (optional 'bench' extra): torch rows skipped")
-    headers = ["implementation", "steps/s", "count-based speed-up", f"loss after {N_BATCHES} steps"]
-    print("official-demo model, batch 40, N ~ U[100,150], CE, Adam (same batches for every row)")
-    print_table(headers, rows)
-    cfg3, batches3 = _batches("deep-4x4", n=8)
-    sps_m, l_m = _numpy_steps_per_s(cfg3, batches3, "auto")
-    sps_p, l_p = _numpy_steps_per_s(cfg3, batches3, "never")
-    assert np.allclose(l_m, l_p, rtol=1e-10), "merged and position paths disagree"
-    rows3 = [
-        ["numpy merged tokens (one row per distinct token)", sps_m, 1.0, l_m[-1]],
-        ["numpy positions (one row per position)", sps_p, sps_m / sps_p, l_p[-1]],
-    ]
-    headers3 = ["implementation", "steps/s", "merged speed-up", f"loss after {len(batches3)} steps"]
-    print(
-        f"\ndeep-4x4 model (4 layers x 4 heads, residual + LN, batch 16, N ~ U[100,150], CE, "
-        f"{cfg3.optim.name} lr {cfg3.optim.lr:g})"
-    )
-    print_table(headers3, rows3)
+def _two_stage_table():
     st, total, t2, steps = _two_stage_time()
     from theorycheck.analysis.dynamics import stage2_onset
 
     cfg2 = preset("two-stage")
     onset = stage2_onset(cfg2.data.topic_model(), cfg2.data.masking(), lr=cfg2.optim.lr)
-    rows2 = [
-        [
-            steps,
-            total,
-            steps / total,
-            st.stage1_end,
-            st.stage2_start,
-            st.stage2_attention,
-            t2,
-            onset.steps_to_grow(10.0),
-        ]
-    ]
-    headers2 = [
-        "steps",
-        "total_s",
-        "steps/s",
-        "stage1_end",
-        "stage2_start (10x KQ)",
-        "K_eff >= 1.1 v",
-        "seconds_to_stage2",
-        "predicted steps per 10x (linearised)",
-    ]
+    row = [steps, total, steps / total, st.stage1_end, st.stage2_start, st.stage2_attention, t2]
+    row.append(onset.steps_to_grow(10.0))
+    headers = ["steps", "total_s", "steps/s", "stage1_end", "stage2_start (10x KQ)", "K_eff >= 1.1 v"]
+    headers += ["seconds_to_stage2", "predicted steps per 10x (linearised)"]
     print(f"\njoint two-stage run (preset two-stage: exact population, T=v=10, tau=3, SGD lr {cfg2.optim.lr:g})")
-    print_table(headers2, rows2)
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"\n1-minute load average during the run: {load:.2f} (timings on a shared machine are noisy)")
-    path = write_json(
-        "train",
-        {
-            "load_average": load,
-            "official_demo": {"headers": headers, "rows": rows},
-            "deep_4x4": {"headers": headers3, "rows": rows3},
-            "two_stage": {"headers": headers2, "rows": rows2},
-        },
-    )
-    print(f"\nwritten {path}")
+    print_table(headers, [row])
+    return {"headers": headers, "rows": [row]}
+
+
+def _load() -> float:
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def main(argv=None):
+    """Tables: the uniform-attention demo, model (a) (one layer, trained W^K, W^Q, W^V) and model
+    (b) (``deep-4x4``), each as numpy merged tokens / numpy positions / torch float32 and float64 at
+    1 and 2 threads on the same batches, after a float64 same-loss-and-gradients check of every
+    parameter; then (not with ``--quick``) the two-stage run. Writes ``results/train.json``."""
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="fewer timed steps, no two-stage table")
+    args = ap.parse_args(argv)
+    try:
+        import torch  # noqa: F401
+
+        has_torch = True
+    except ImportError:
+        has_torch = False
+        print("torch not installed (optional 'bench' extra): torch rows and the equivalence check skipped")
+    rows, equivalence, loads = [], {}, {"start": _load()}
+    for name, cfg in bench_configs().items():
+        batches = _batches(cfg, N_STEPS[name][1 if args.quick else 0])
+        if has_torch:
+            equivalence[name] = _equivalence(name, cfg, batches[0])
+            err = equivalence[name]["max"]
+            print(f"{name}: torch float64 vs numpy, max relative error over the loss and every gradient {err:.2e}")
+        table = _model_rows(name, cfg, batches, has_torch)
+        _print_model_table(name, cfg, table)
+        loads[name] = _load()
+        print(f"1-minute load average after this table: {loads[name]:.2f}")
+        rows += table
+    two_stage = None if args.quick else _two_stage_table()
+    print(f"\n1-minute load averages {loads} (2-core machine; timings on a shared machine are noisy)")
+    payload = {"quick": args.quick, "load_average": loads, "rows": rows, "equivalence": equivalence}
+    if two_stage is not None:
+        payload["two_stage"] = two_stage
+    print(f"\nwritten {write_json('train', payload)}")
 
 
 if __name__ == "__main__":
