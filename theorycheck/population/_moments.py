@@ -184,21 +184,24 @@ def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form", max_byt
 def _moments_closed_form(tm, mk, max_bytes):
     """The closed form of :func:`moments` with the two results as the only ``V1 x V1`` arrays.
 
-    ``u = 1_W / (T v)`` and ``c = r u + q e_0`` are constant on the words, so every rank-one term
-    is added in place by broadcasting (no ``V1 x V1`` temporary).
+    ``u = 1_W / (T v)`` and ``c = r u + q e_0`` take one value on the words, so every rank-one term
+    is added in place, block by block ([MASK] row/column, word block), in the same floating-point
+    order as the dense formula ``a^2 E[pp^T] + a (u c^T + c u^T) + c c^T``.
     """
     a, r, q = mk.a, mk.r, mk.q
-    uw = 1.0 / tm.n_words  # u on a word
-    c = np.full(tm.V1, r * uw)
+    uw = 1.0 / tm.n_words  # u on a word (0 on [MASK])
+    cw = r * uw  # c on a word; c[0] = q
+    c = np.full(tm.V1, cw)
     c[0] = q
     Sigma = expected_pp(tm, max_bytes=max_bytes)
     C = a * Sigma
-    C[1:, :] += uw * c  # u c^T: rows of the words
+    C[1:, :] += uw * c  # u c^T (row 0 of u c^T is zero)
     Sigma *= a * a
-    Sigma[1:, :] += a * (uw * c)  # a u c^T
-    Sigma[:, 1:] += a * (uw * c)[:, None]  # a c u^T
-    Sigma[0, 0] += c[0] * c[0]  # c c^T, block by block ([MASK] / words)
-    Sigma[0, 1:] += c[0] * c[1]
-    Sigma[1:, 0] += c[1] * c[0]
-    Sigma[1:, 1:] += c[1] * c[1]
+    Sigma[0, 1:] += a * (q * uw)  # a (u c^T + c u^T): the [MASK] row, column, then the word block
+    Sigma[1:, 0] += a * (uw * q)
+    Sigma[1:, 1:] += a * (uw * cw + cw * uw)
+    Sigma[0, 0] += q * q  # c c^T
+    Sigma[0, 1:] += q * cw
+    Sigma[1:, 0] += cw * q
+    Sigma[1:, 1:] += cw * cw
     return Sigma, C
