@@ -1,4 +1,4 @@
-"""Numba kernels of the count-based attention path (:mod:`theorycheck.nn._model`), with numpy references.
+"""Numba kernels of the count-based attention path (:mod:`theorycheck.nn.layers`), with numpy references.
 
 The count path of a one-layer model evaluates, for every query group ``e`` (context ``g = ctx[e]``,
 query token ``a = qtok[e]``), the attention over key tokens

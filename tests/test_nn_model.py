@@ -1,5 +1,6 @@
-"""model.py: hand-written gradients vs central finite differences; count path == position path;
-population batch == exact uniform-attention loss (value_loss) and gradient."""
+"""nn/model.py: hand-written gradients vs finite differences (check_gradient); count path == position
+path == merged rows; population batch == exact uniform-attention loss (value_loss) and gradient;
+configuration and batch validation. The autograd reference is in test_nn_model_autograd.py."""
 
 import numpy as np
 import pytest
@@ -7,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
+from theorycheck.diagnostics import check_gradient
 from theorycheck.nn import (
     ModelConfig,
     Transformer,
@@ -93,9 +95,30 @@ def _randomize(model, rng, scale=0.7):
         mod.params[k][...] = rng.normal(scale=scale, size=mod.params[k].shape)
 
 
-@settings(max_examples=60)
+def _params_and_grads(model, batch):
+    model.zero_grad()
+    model.loss_and_grad(batch)
+    names = model.trainable_names()
+    return {n: model.get(n).copy() for n in names}, {n: model.grad(n).copy() for n in names}
+
+
+def _loss_at(model, batch):
+    """The model's loss as a function of its trainable parameters (a dict), for check_gradient."""
+
+    def f(p):
+        saved = model.state_dict()
+        for n, v in p.items():
+            model.get(n)[...] = v
+        val = model.loss(batch)
+        model.load_state_dict(saved)
+        return val
+
+    return f
+
+
+@settings(max_examples=40)
 @given(model_setups())
-def test_every_gradient_matches_central_finite_differences(setup):
+def test_every_gradient_matches_finite_differences(setup):
     cfg, B, N, seed, path = setup
     rng = np.random.default_rng(seed)
     model = Transformer(cfg, seed=seed)
@@ -103,25 +126,9 @@ def test_every_gradient_matches_central_finite_differences(setup):
     inputs, selected, targets = _random_masked(rng, cfg.V1, B, N)
     build = {"count": count_batch, "merged": merged_batch, "position": position_batch}[path]
     batch = build(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys)
-    model.zero_grad()
-    model.loss_and_grad(batch)
-    h = 1e-6
-    for name in model.trainable_names():
-        P = model.get(name)
-        G = model.grad(name).copy()
-        for _trial in range(2):
-            E = rng.normal(size=P.shape)
-            P += h * E
-            lp = model.loss(batch)
-            P -= 2 * h * E
-            lm = model.loss(batch)
-            P += h * E
-            fd = (lp - lm) / (2 * h)
-            an = float(np.sum(G * E))
-            assert abs(fd - an) <= 1e-6 * (1 + abs(fd)), (
-                f"d loss / d {name} along a random direction: analytic {an!r} vs central FD {fd!r} "
-                f"(path={path}, cfg={cfg})"
-            )
+    params, grads = _params_and_grads(model, batch)
+    res = check_gradient(_loss_at(model, batch), params, grads, n_directions=2, h=1e-5, rtol=1e-6, seed=seed)
+    assert res.passed, f"{res.message} (path={path}, cfg={cfg})"
     # frozen parameters receive no gradient
     for name in set(model.named_params()) - set(model.trainable_names()):
         assert not np.any(model.grad(name)), f"frozen {name} received a gradient"

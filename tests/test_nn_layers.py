@@ -1,0 +1,190 @@
+"""nn/layers.py: every pure backward against directional finite differences (check_gradient), on
+both the position path (per-document attention) and the count path (token scores gathered per
+query group), over random shapes and seeds."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theorycheck.diagnostics import check_gradient
+from theorycheck.nn import layers as L
+from theorycheck.nn._kernels import gather_softmax
+
+
+def _weights(rng, shape, p_zero=0.3):
+    w = rng.integers(1, 4, size=shape) * (rng.random(shape) >= p_zero)
+    return w.astype(np.float64)
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 3), st.integers(1, 6), st.integers(0, 2**31))
+def test_softmax_rows_backward_matches_finite_differences(B, N, seed):
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(B, N, N))
+    logw = L.log_weights(_weights(rng, (B, 1, N)))
+    G = rng.normal(size=z.shape)
+    A = L.softmax_rows(z + logw)
+    check_gradient(lambda zz: np.sum(G * L.softmax_rows(zz + logw)), z, L.softmax_rows_backward(A, G)).assert_ok()
+    check_gradient(  # the 2-d (Numba) route
+        lambda zz: np.sum(G[0] * L.softmax_rows(zz + logw[0])), z[0], L.softmax_rows_backward(A[0], G[0].copy())
+    ).assert_ok()
+
+
+def test_softmax_rows_empty_rows_and_weights():
+    """Key weights (2, 0, 1) with logits (0, 5, log 2): weights 2 : 0 : 2; a row without keys is 0."""
+    logits = np.array([[0.0, 5.0, np.log(2.0)], [0.0, 0.0, 0.0]])
+    logw = L.log_weights(np.array([[2.0, 0.0, 1.0], [0.0, 0.0, 0.0]]))
+    A = L.softmax_rows(logits + logw)
+    np.testing.assert_allclose(A, [[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]], rtol=1e-15)
+    np.testing.assert_array_equal(L.key_distribution(np.array([[2.0, 0.0, 2.0], [0, 0, 0]])), A)
+
+
+@settings(max_examples=20)
+@given(st.integers(1, 8), st.integers(1, 4), st.integers(1, 20), st.integers(0, 2**31))
+def test_softmax_rows_equals_the_gather_kernel(V1, G, E, seed):
+    rng = np.random.default_rng(seed)
+    S = 10 * rng.normal(size=(V1, V1))
+    logK = L.log_weights(_weights(rng, (G, V1)))
+    qtok, ctx = rng.integers(0, V1, size=E), rng.integers(0, G, size=E)
+    np.testing.assert_allclose(
+        gather_softmax(S, logK, qtok, ctx), L.softmax_rows(S[qtok] + logK[ctx]), rtol=1e-13, atol=1e-300
+    )
+
+
+@st.composite
+def attention_setups(draw):
+    return dict(
+        H=draw(st.integers(1, 2)),
+        d=draw(st.integers(1, 5)),
+        d_a=draw(st.integers(1, 4)),
+        c=draw(st.sampled_from([1.0, 0.5])),
+        seed=draw(st.integers(0, 2**31)),
+        path=draw(st.sampled_from(["position", "count"])),
+    )
+
+
+def _attention_inputs(s):
+    """Inputs of one attention call: ``X`` and key weights for the position or the count path."""
+    rng = np.random.default_rng(s["seed"])
+    H, d, da = s["H"], s["d"], s["d_a"]
+    W = dict(W_Q=rng.normal(size=(H, da, d)), W_K=rng.normal(size=(H, da, d)), W_V=rng.normal(size=(H, d, d)))
+    if s["path"] == "position":
+        B, N = int(rng.integers(1, 4)), int(rng.integers(1, 6))
+        return rng.normal(size=(B, N, d)), _weights(rng, (B, N)), W, None, rng
+    V1, G, E = int(rng.integers(2, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 12))
+    qtok, ctx = rng.integers(0, V1, size=E), np.sort(rng.integers(0, G, size=E))
+    P_q = sp.csr_matrix((np.ones(E), (qtok, np.arange(E))), shape=(V1, E))
+    return rng.normal(size=(V1, d)), _weights(rng, (G, V1)), W, L.Groups(qtok=qtok, ctx=ctx, P_q=P_q), rng
+
+
+@settings(max_examples=40)
+@given(attention_setups())
+def test_attention_backward_matches_finite_differences(s):
+    X, w, W, groups, rng = _attention_inputs(s)
+    logw = L.log_weights(w)
+
+    def f(p):
+        out, _ = L.attention_forward(p["X"], logw, p["W_Q"], p["W_K"], p["W_V"], s["c"], groups=groups)
+        return np.sum(Gout * out)
+
+    out, cache = L.attention_forward(X, logw, W["W_Q"], W["W_K"], W["W_V"], s["c"], groups=groups)
+    Gout = rng.normal(size=out.shape)
+    dX, grads = L.attention_backward(Gout, cache)
+    check_gradient(f, dict(X=X, **W), dict(X=dX, **grads)).assert_ok()
+    dX_in = rng.normal(size=X.shape)  # an upstream gradient (the residual branch) is added
+    np.testing.assert_allclose(L.attention_backward(Gout, cache, dX_in=dX_in)[0], dX + dX_in, rtol=1e-12, atol=1e-12)
+    assert L.attention_backward(Gout, cache, need_dX=False)[0] is None
+
+
+@settings(max_examples=30)
+@given(attention_setups())
+def test_uniform_attention_backward_matches_finite_differences(s):
+    X, w, W, _, rng = _attention_inputs(s)
+
+    def f(p):
+        return np.sum(Gout * L.uniform_attention_forward(p["X"], w, p["W_V"])[0])
+
+    Uc, cache = L.uniform_attention_forward(X, w, W["W_V"])
+    Gout = rng.normal(size=Uc.shape)
+    dX, grads = L.uniform_attention_backward(Gout, cache)
+    check_gradient(f, dict(X=X, W_V=W["W_V"]), dict(X=dX, **grads)).assert_ok()
+
+
+def test_uniform_attention_is_softmax_attention_with_zero_scores():
+    rng = np.random.default_rng(0)
+    X, w = rng.normal(size=(2, 5, 3)), _weights(rng, (2, 5))
+    W_V = rng.normal(size=(2, 3, 3))
+    zero = np.zeros((2, 1, 3))
+    out, _ = L.attention_forward(X, L.log_weights(w), zero, zero, W_V, 1.0)
+    Uc, _ = L.uniform_attention_forward(X, w, W_V)
+    np.testing.assert_allclose(out, np.broadcast_to(Uc[:, None, :], out.shape), rtol=1e-13, atol=1e-14)
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 4), st.integers(2, 7), st.integers(0, 2**31))
+def test_layer_norm_backward_matches_finite_differences(n, d, seed):
+    rng = np.random.default_rng(seed)
+    R, G = rng.normal(size=(n, d)), rng.normal(size=(n, d))
+    Yn, inv = L.layer_norm_forward(R)
+    np.testing.assert_allclose(Yn.mean(axis=1), 0.0, atol=1e-13)
+    np.testing.assert_allclose((Yn**2).mean(axis=1), 1.0 - L.LN_EPS * inv[:, 0] ** 2, rtol=1e-12)  # var / (var + eps)
+    check_gradient(
+        lambda r: np.sum(G * L.layer_norm_forward(r)[0]), R, L.layer_norm_backward(Yn, inv, G), h=1e-6
+    ).assert_ok()
+
+
+@settings(max_examples=20)
+@given(st.integers(2, 6), st.integers(1, 4), st.integers(0, 2**31))
+def test_embedding_backward_matches_finite_differences(V1, d, seed):
+    rng = np.random.default_rng(seed)
+    tokens = rng.integers(-1, V1, size=(2, 5))
+    table = rng.normal(size=(d, V1))
+    G = rng.normal(size=(2, 5, d))
+    X = L.embedding_forward(table, tokens)
+    assert np.all(X[tokens < 0] == 0)
+    np.testing.assert_array_equal(X[tokens >= 0], table.T[tokens[tokens >= 0]])
+    check_gradient(
+        lambda t: np.sum(G * L.embedding_forward(t, tokens)), table, L.embedding_backward(tokens, G, V1)
+    ).assert_ok()
+
+
+@pytest.mark.parametrize("kind", ["identity", "trained", "tied"])
+def test_decoder_backward_matches_finite_differences(kind):
+    rng = np.random.default_rng(1)
+    V1, d, E = 5, 5 if kind == "identity" else 3, 4
+    Y, b, G = rng.normal(size=(E, d)), rng.normal(size=V1), rng.normal(size=(E, V1))
+    M = {"identity": None, "trained": rng.normal(size=(V1, d)), "tied": rng.normal(size=(d, V1))}[kind]
+
+    def mat(m):  # the decoder matrix: W^dec, or (W^E)^T when tied
+        return None if m is None else (m.T if kind == "tied" else m)
+
+    dY, dW, db = L.decoder_backward(G, Y, mat(M), tied=kind == "tied")
+    x, g = dict(Y=Y, b=b), dict(Y=dY, b=db)
+    if M is not None:
+        x["M"], g["M"] = M, dW
+
+    def f(p):
+        return np.sum(G * L.decoder_forward(p["Y"], mat(p.get("M")), p["b"]))
+
+    check_gradient(f, x, g).assert_ok()
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 5), st.integers(2, 6), st.integers(0, 2**31), st.sampled_from(["squared", "ce"]))
+def test_loss_heads_match_definition_and_finite_differences(E, V1, seed, kind):
+    """``sum_e sum_x Y[e, x] l(o_e, x)`` written out over targets x, and dL/dO by differences."""
+    rng = np.random.default_rng(seed)
+    O, Y = 3 * rng.normal(size=(E, V1)), rng.random((E, V1)) * (rng.random((E, V1)) < 0.6)
+    w = Y.sum(axis=1)
+    val, dO = L.loss_head(O, Y, w, kind)
+    ref = 0.0
+    for e in range(E):
+        for x in range(V1):
+            if kind == "squared":
+                ref += Y[e, x] * np.sum((O[e] - np.eye(V1)[x]) ** 2)
+            else:
+                ref += Y[e, x] * (np.log(np.sum(np.exp(O[e]))) - O[e, x])
+    assert val == pytest.approx(ref, rel=1e-12, abs=1e-12)
+    check_gradient(lambda o: L.loss_head(o, Y, w, kind)[0], O, dO).assert_ok()

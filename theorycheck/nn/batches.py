@@ -1,0 +1,288 @@
+"""Masked batches in the two forms the transformer evaluates (SPEC §2.1, §2.2, §3.1, §4.0).
+
+- :class:`CountBatch` (token-count form): exact for a position-free one-layer model. A query
+  group ``(context g, query token a)`` attends over key tokens ``b`` with weights
+  ``K[g, b] e^{S[a, b]} / sum_b' K[g, b'] e^{S[a, b']}``; ``O(E V1)`` instead of ``O(N^2)`` per document.
+- :class:`PositionBatch` (position form, any depth): one row per position, or one row per
+  distinct token of a document with its count as key weight (:meth:`CountBatch.to_positions`,
+  exact without positional encodings).
+
+Builders: :func:`count_batch`, :func:`position_batch`, :func:`merged_batch`, :func:`make_batch`
+(the form a :class:`~theorycheck.nn.ModelConfig` asks for) and :func:`population_batch`
+(the exact N -> inf population, contexts from :mod:`theorycheck.population._contexts`).
+Losses are ``sum_e sum_x Y[e, x] l(o_e, x)`` over the loss entries ``e``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validate import check_choice
+from .layers import Groups
+
+__all__ = [
+    "CountBatch",
+    "PositionBatch",
+    "count_batch",
+    "position_batch",
+    "merged_batch",
+    "make_batch",
+    "population_batch",
+]
+
+
+@dataclass
+class CountBatch:
+    """A batch in token-count form (exact for position-free one-layer models).
+
+    ``G`` contexts (documents, or topic sets for the population) and ``E`` query groups.
+
+    Attributes
+    ----------
+    K : ndarray, shape (G, V1)
+        Key weights per context: counts of each key token (or its N -> inf density).
+    ctx : ndarray of int, shape (E,)
+        Context of each query group (sorted).
+    qtok : ndarray of int, shape (E,)
+        Input token of the query.
+    weight : ndarray, shape (E,)
+        Total loss weight of the group (``sum(Y[e])``).
+    Y : ndarray, shape (E, V1)
+        Weighted target counts: the loss is ``sum_e sum_x Y[e, x] l(o_e, x)``.
+    """
+
+    K: np.ndarray
+    ctx: np.ndarray
+    qtok: np.ndarray
+    weight: np.ndarray
+    Y: np.ndarray
+    _P_ctx: object = field(default=None, repr=False)
+    _P_q: object = field(default=None, repr=False)
+
+    def __post_init__(self):
+        G, V1 = self.K.shape
+        E = self.ctx.shape[0]
+        ones = np.ones(E)
+        self._P_ctx = sp.csr_matrix((ones, (self.ctx, np.arange(E))), shape=(G, E))
+        self._P_q = sp.csr_matrix((ones, (self.qtok, np.arange(E))), shape=(V1, E))
+        self._collapsed = None
+
+    @property
+    def groups(self) -> Groups:
+        """Query groups for the count path of :func:`theorycheck.nn.layers.attention_forward`."""
+        return Groups(qtok=self.qtok, ctx=self.ctx, P_q=self._P_q)
+
+    def context_sum(self, A):
+        """Rows of ``A`` (E, ...) summed per context, shape (G, ...)."""
+        return self._P_ctx @ A
+
+    def token_sum(self, A):
+        """Rows of ``A`` (E, ...) summed per query token, shape (V1, ...)."""
+        return self._P_q @ A
+
+    def to_positions(self) -> PositionBatch:
+        """The same batch as a :class:`PositionBatch` with one row per distinct token of a context.
+
+        Row ``(g, j)`` holds a token ``t`` that is a key of context ``g`` (``K[g, t] > 0``) or a
+        query of it; its key weight is ``K[g, t]``. Without positional encodings every position
+        holding ``t`` in ``g`` has the representation of that row at every layer, so the loss and
+        all gradients equal those of the position batch exactly, at any depth. The cost per
+        context is ``O(U^2)`` for ``U`` distinct tokens instead of ``O(N^2)``.
+        """
+        G, V1 = self.K.shape
+        present = self.K > 0
+        present[self.ctx, self.qtok] = True
+        g_idx, tok = np.nonzero(present)  # row-major: sorted by context, then token
+        U = present.sum(axis=1)
+        start = np.concatenate(([0], np.cumsum(U)[:-1]))
+        pos = np.arange(g_idx.size) - start[g_idx]
+        width = int(U.max()) if G else 0
+        tokens = np.full((G, width), -1, dtype=np.int64)
+        tokens[g_idx, pos] = tok
+        key_weight = np.zeros((G, width))
+        key_weight[g_idx, pos] = self.K[g_idx, tok]
+        row = np.full((G, V1), -1, dtype=np.int64)
+        row[g_idx, tok] = pos
+        return PositionBatch(
+            tokens=tokens,
+            key_valid=key_weight > 0,
+            qdoc=self.ctx.copy(),
+            qpos=row[self.ctx, self.qtok],
+            weight=self.weight,
+            Y=self.Y,
+            key_weight=key_weight,
+        )
+
+    def per_context(self):
+        """``(Y_g, w_g)`` summed over the query groups of each context, shapes (G, V1), (G,).
+
+        Used when the output does not depend on the query token (uniform attention, no residual):
+        the loss is linear in the targets, so groups of one context merge exactly.
+        """
+        if self._collapsed is None:
+            self._collapsed = (np.asarray(self._P_ctx @ self.Y), np.asarray(self._P_ctx @ self.weight))
+        return self._collapsed
+
+
+@dataclass
+class PositionBatch:
+    """A batch in position form (general path, any depth).
+
+    A row usually is one position of a document. Rows may also stand for several identical
+    positions (``key_weight`` > 1, see :meth:`CountBatch.to_positions`): without positional
+    encodings identical tokens of one document have identical representations at every layer,
+    so merging them is exact.
+
+    Attributes
+    ----------
+    tokens : ndarray of int, shape (B, N)
+        Input tokens (masked documents), ``-1`` for padding.
+    key_valid : ndarray of bool, shape (B, N)
+        Which positions may be attended to (not padding; not selected if ``mask_keys``).
+    qdoc, qpos : ndarray of int, shape (E,)
+        Document and position of each loss entry.
+    weight : ndarray, shape (E,)
+    Y : ndarray, shape (E, V1)
+        Weighted targets as in :class:`CountBatch`.
+    key_weight : ndarray, shape (B, N), optional
+        Multiplicity of each row as a key (default: ``key_valid`` as 0/1).
+    """
+
+    tokens: np.ndarray
+    key_valid: np.ndarray
+    qdoc: np.ndarray
+    qpos: np.ndarray
+    weight: np.ndarray
+    Y: np.ndarray
+    key_weight: np.ndarray | None = None
+
+    @property
+    def key_w(self) -> np.ndarray:
+        """Key multiplicities (B, N) as floats: ``key_weight`` if given, else ``key_valid`` as 0/1.
+
+        A row of weight ``k`` acts exactly as ``k`` identical key positions: its softmax logit
+        gets ``+ log k`` (weight 0: not a key)."""
+        if self.key_weight is not None:
+            return self.key_weight
+        return self.key_valid.astype(np.float64)
+
+
+def _entry_weights(selected, average):
+    """Per-selected-position weight: per-document mean then batch mean, or token mean."""
+    B = selected.shape[0]
+    n_sel = selected.sum(axis=1)
+    if average == "document":
+        docs_with = np.count_nonzero(n_sel)
+        w_doc = np.where(n_sel > 0, 1.0 / np.maximum(n_sel, 1), 0.0) / max(docs_with, 1)
+        return w_doc
+    if average == "token":
+        return np.full(B, 1.0 / max(int(n_sel.sum()), 1))
+    raise ValueError(f"average must be 'document' or 'token', got {average!r}")
+
+
+def _check_masked(inputs, selected, targets, V1):
+    inputs = np.asarray(inputs)
+    selected = np.asarray(selected, dtype=bool)
+    targets = np.asarray(targets)
+    if inputs.ndim != 2 or selected.shape != inputs.shape or targets.shape != inputs.shape:
+        raise ValueError(
+            f"inputs, selected and targets must be 2-d arrays of one shape, got {inputs.shape}, "
+            f"{selected.shape}, {targets.shape}"
+        )
+    if inputs.size and (inputs.max() >= V1 or inputs.min() < -1):
+        raise ValueError(f"inputs must be tokens in [0, {V1 - 1}] or -1 (padding)")
+    if np.any(selected & (inputs < 0)):
+        raise ValueError("selected marks a padding position (inputs == -1)")
+    tsel = targets[selected]
+    if tsel.size and (tsel.min() < 1 or tsel.max() >= V1):
+        raise ValueError(f"targets at selected positions must be words in [1, {V1 - 1}]")
+    return inputs.astype(np.int64), selected, targets.astype(np.int64)
+
+
+def count_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
+    """Token-count form of a masked batch (see :class:`CountBatch`).
+
+    Parameters
+    ----------
+    inputs : int array (B, N)
+        Masked input tokens (0 = [MASK]), ``-1`` padding.
+    selected : bool array (B, N)
+        Positions in the loss.
+    targets : int array (B, N)
+        Original tokens (used at selected positions).
+    mask_keys : bool
+        Count only unselected positions as keys (official code).
+    average : {"document", "token"}
+        ``"document"``: mean over the selected positions of each document, then over documents
+        (theory); ``"token"``: mean over all selected positions of the batch (official code).
+    """
+    check_choice("average", average, ("document", "token"))
+    inputs, selected, targets = _check_masked(inputs, selected, targets, V1)
+    B, N = inputs.shape
+    keys = (inputs >= 0) & (~selected if mask_keys else True)
+    K = np.zeros((B, V1))
+    rows = np.broadcast_to(np.arange(B)[:, None], inputs.shape)
+    np.add.at(K, (rows[keys], inputs[keys]), 1.0)
+    w_doc = _entry_weights(selected, average)
+    d_idx, p_idx = np.nonzero(selected)
+    q = inputs[d_idx, p_idx]
+    tg = targets[d_idx, p_idx]
+    code = d_idx * V1 + q
+    uniq, inv = np.unique(code, return_inverse=True)
+    E = uniq.size
+    Y = np.zeros((E, V1))
+    np.add.at(Y, (inv, tg), w_doc[d_idx])
+    return CountBatch(
+        K=K, ctx=(uniq // V1).astype(np.int64), qtok=(uniq % V1).astype(np.int64), weight=Y.sum(axis=1), Y=Y
+    )
+
+
+def merged_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
+    """:class:`PositionBatch` with one row per distinct token of each document (key weight =
+    its count as a key); exact for any depth. Arguments as :func:`count_batch`."""
+    return count_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average).to_positions()
+
+
+def make_batch(cfg, inputs, selected, targets, *, average: str = "document"):
+    """The batch form ``cfg.batch_form`` of a :class:`~theorycheck.nn.ModelConfig` asks for
+    (``mask_keys`` from ``cfg``)."""
+    build = {"count": count_batch, "merged": merged_batch, "position": position_batch}[cfg.batch_form]
+    return build(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys, average=average)
+
+
+def position_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
+    """Position form of a masked batch (see :class:`PositionBatch`); arguments as :func:`count_batch`."""
+    check_choice("average", average, ("document", "token"))
+    inputs, selected, targets = _check_masked(inputs, selected, targets, V1)
+    key_valid = (inputs >= 0) & (~selected if mask_keys else True)
+    w_doc = _entry_weights(selected, average)
+    d_idx, p_idx = np.nonzero(selected)
+    E = d_idx.size
+    Y = np.zeros((E, V1))
+    Y[np.arange(E), targets[d_idx, p_idx]] = w_doc[d_idx]
+    return PositionBatch(
+        tokens=inputs,
+        key_valid=key_valid,
+        qdoc=d_idx.astype(np.int64),
+        qpos=p_idx.astype(np.int64),
+        weight=Y.sum(axis=1),
+        Y=Y,
+    )
+
+
+def population_batch(tm, mk, *, mask_keys: bool = False) -> CountBatch:
+    """Exact infinite-document population (N -> inf) as a weighted :class:`CountBatch` (SPEC §4.0).
+
+    Every ``tau``-subset ``S`` is one context with key density ``m_S`` (``p_S`` if ``mask_keys``);
+    its query groups and target weights are those of
+    :func:`theorycheck.population.population_contexts` (SPEC §2.1 masking). The loss of a one-layer
+    model on this batch is its exact population MLM loss (for uniform attention,
+    :func:`theorycheck.population.value_loss`).
+    """
+    from ..population._contexts import population_contexts
+
+    pc = population_contexts(tm, mk, mask_keys=mask_keys)
+    return CountBatch(K=pc.K, ctx=pc.ctx, qtok=pc.qtok, weight=pc.weight, Y=pc.Y)

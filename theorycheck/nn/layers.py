@@ -1,0 +1,257 @@
+"""Pure forward/backward pairs of the transformer's layers (arrays in; arrays and a cache out).
+
+Activations are stored row-wise (one row per position, or per token in the count path), i.e. the
+transpose of the paper's column convention (SPEC §3.1):
+
+.. math::
+    A(Z) = \\mathrm{softmax}_{col}\\big(c\\,(W^K Z)^T (W^Q Z)\\big),\\qquad
+    \\mathrm{Attn}(Z) = \\sum_h W^V_h Z A_h(Z),\\qquad
+    f = W^{dec}\\,\\mathrm{LN}(Z + \\mathrm{Attn}(Z)) + b^{dec} 1^T .
+
+In rows, with ``X = Z^T``: ``Q = X W_Q^T``, ``K = X W_K^T``, ``V = X W_V^T``, logits
+``c Q K^T + log w`` (``w`` the key multiplicities: a key of weight ``k`` acts as ``k`` identical
+keys, weight 0 is no key), ``A = softmax_rows(logits)`` and ``out = A V``.
+
+The same functions serve both evaluation paths of :class:`theorycheck.nn.Transformer`:
+
+- **position path**: ``X`` has shape ``(B, N, d)`` and each document has its own ``(N, N)``
+  attention;
+- **count path** (one-layer, no positional encoding): ``X`` is the token table ``(W^E)^T``,
+  shape ``(V1, d)``; the token scores ``S = c Q K^T`` are computed once and a query group
+  ``e`` (context ``ctx[e]``, query token ``qtok[e]``) attends with
+  ``softmax_b(S[qtok[e], b] + log K[ctx[e], b])`` (SPEC §3.1 with identical keys merged;
+  :class:`Groups` and the Numba kernels of :mod:`theorycheck.nn._kernels`).
+
+Every backward returns the input gradient and a dict of parameter gradients; nothing is
+accumulated here (the layer objects of :mod:`theorycheck.nn.model` do that).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from ._kernels import gather_softmax, softmax_bwd, softmax_bwd_ref
+
+__all__ = [
+    "LN_EPS",
+    "Groups",
+    "log_weights",
+    "key_distribution",
+    "softmax_rows",
+    "softmax_rows_backward",
+    "embedding_forward",
+    "embedding_backward",
+    "attention_forward",
+    "attention_backward",
+    "uniform_attention_forward",
+    "uniform_attention_backward",
+    "layer_norm_forward",
+    "layer_norm_backward",
+    "decoder_forward",
+    "decoder_backward",
+    "squared_loss",
+    "ce_loss",
+    "loss_head",
+]
+
+#: Layer-norm epsilon (BERT's value).
+LN_EPS = 1e-5
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Query groups of the count path: ``qtok``, ``ctx`` (E,) and the sparse ``(V1, E)`` scatter
+    matrix ``P_q`` with ``P_q[qtok[e], e] = 1`` (sums a per-group array over query tokens)."""
+
+    qtok: np.ndarray
+    ctx: np.ndarray
+    P_q: object
+
+
+# ---------------------------------------------------------------------------- softmax helpers
+def log_weights(w):
+    """``log w`` with ``-inf`` where ``w == 0`` (the softmax bias of key multiplicities)."""
+    out = np.full(w.shape, -np.inf)
+    np.log(w, out=out, where=w > 0)
+    return out
+
+
+def key_distribution(w):
+    """Rows of ``w`` normalised to sum 1 (uniform attention over weighted keys); empty rows give 0."""
+    s = w.sum(axis=-1, keepdims=True)
+    return w / np.where(s > 0, s, 1.0)
+
+
+def softmax_rows(logits):
+    """``scipy.special.softmax`` over the last axis; rows that are entirely ``-inf`` (no key) give 0."""
+    empty = np.isneginf(logits.max(axis=-1, keepdims=True))
+    if not empty.any():
+        return softmax(logits, axis=-1)
+    return np.where(empty, 0.0, softmax(np.where(empty, 0.0, logits), axis=-1))
+
+
+def softmax_rows_backward(A, dA):
+    """Logit gradient ``A * (dA - sum_b dA A)`` of a row softmax (Numba kernel for 2-d arrays)."""
+    return softmax_bwd(A, dA) if A.ndim == 2 else softmax_bwd_ref(A, dA)
+
+
+# ---------------------------------------------------------------------------- embedding
+def embedding_forward(table, tokens):
+    """``X[b, i] = W^E e_{tokens[b, i]}`` (rows, shape ``tokens.shape + (d,)``); padding ``-1`` gives 0.
+
+    ``table`` is ``W^E`` (``d x V1``, SPEC §3.1)."""
+    return np.where((tokens >= 0)[..., None], table.T[np.maximum(tokens, 0)], 0.0)
+
+
+def embedding_backward(tokens, dX, V1: int):
+    """``dL/dW^E`` (``d x V1``): the row gradients ``dX`` summed per token (padding ignored)."""
+    ok = tokens >= 0
+    dtabT = np.zeros((V1, dX.shape[-1]))
+    np.add.at(dtabT, tokens[ok], dX[ok])
+    return dtabT.T
+
+
+# ---------------------------------------------------------------------------- attention
+def _project(X, W):
+    """Row form of ``W Z``: ``X W^T``."""
+    return X @ W.T
+
+
+def _swap(a):
+    return np.swapaxes(a, -1, -2)
+
+
+def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None):
+    """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h (X W_V[h]^T)``.
+
+    Position path (``groups=None``): ``X`` (B, N, d), ``log_w`` (B, N) key log-multiplicities,
+    ``A_h = softmax_rows(c Q_h K_h^T + log_w)`` per document, ``out`` (B, N, d).
+    Count path: ``X`` is the token table (V1, d), ``log_w = log K`` (G, V1), the token scores
+    ``S_h = c Q_h K_h^T`` (V1, V1) are gathered per query group, ``A_h`` (E, V1), ``out`` (E, d).
+    ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``. Returns ``(out, cache)``.
+    """
+    heads = []
+    out = 0.0
+    for h in range(W_V.shape[0]):
+        Kx, Qx, Vx = _project(X, W_K[h]), _project(X, W_Q[h]), _project(X, W_V[h])
+        if groups is None:
+            A = softmax_rows(c * (Qx @ _swap(Kx)) + log_w[:, None, :])  # (B, Nq, Nk)
+        else:
+            A = gather_softmax(c * (Qx @ Kx.T), log_w, groups.qtok, groups.ctx)  # fused Numba kernel
+        out = out + A @ Vx
+        heads.append((Kx, Qx, Vx, A))
+    return out, dict(X=X, heads=heads, c=c, groups=groups, W=(W_Q, W_K, W_V))
+
+
+def _start(X, dX_in, need_dX):
+    if not need_dX:
+        return None
+    return np.zeros_like(X) if dX_in is None else np.array(dX_in, dtype=np.float64)
+
+
+def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
+    """Gradients of :func:`attention_forward`: ``(dX, {"W_Q", "W_K", "W_V"})``, each ``(H, ...)``.
+
+    Per head, with ``dS`` the logit gradient (scattered over query tokens on the count path):
+    ``dV = A^T dout``, ``dQ = dS K``, ``dK = dS^T Q``, ``dW_* = d*^T X`` and
+    ``dX = dX_in + sum_h (dV W_V + dQ W_Q + dK W_K)`` (``None`` unless ``need_dX``; ``dX_in``,
+    e.g. the residual branch, defaults to 0).
+    """
+    X, c, groups = cache["X"], cache["c"], cache["groups"]
+    W_Q, W_K, W_V = cache["W"]
+    d = X.shape[-1]
+    Xf = X.reshape(-1, d)
+    grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
+    dX = _start(X, dX_in, need_dX)
+    for h, (Kx, Qx, Vx, A) in enumerate(cache["heads"]):
+        dVx = _swap(A) @ dout
+        dlogit = softmax_rows_backward(A, dout @ _swap(Vx))
+        dS = c * (dlogit if groups is None else groups.P_q @ dlogit)
+        dQx = dS @ Kx
+        dKx = _swap(dS) @ Qx
+        grads["W_V"][h] = dVx.reshape(-1, d).T @ Xf
+        grads["W_Q"][h] = dQx.reshape(-1, dQx.shape[-1]).T @ Xf
+        grads["W_K"][h] = dKx.reshape(-1, dKx.shape[-1]).T @ Xf
+        if need_dX:
+            dX += dVx @ W_V[h] + dQx @ W_Q[h] + dKx @ W_K[h]
+    return dX, grads
+
+
+def uniform_attention_forward(X, w, W_V):
+    """Uniform attention over weighted keys: one output row per context, ``sum_h W_V[h] xbar``.
+
+    ``xbar = sum_j w_j x_j / sum_j w_j`` (empty contexts: 0). Position path: ``X`` (B, N, d),
+    ``w`` (B, N); count path: ``X`` the token table (V1, d), ``w = K`` (G, V1). Returns the
+    per-context output ``(G or B, d)`` (every query of a context gets it) and a cache.
+    """
+    hbar = key_distribution(w)
+    Xbar = hbar @ X if X.ndim == 2 else np.einsum("bj,bjd->bd", hbar, X)
+    Vsum = W_V.sum(axis=0)
+    return Xbar @ Vsum.T, dict(X=X, hbar=hbar, Xbar=Xbar, Vsum=Vsum, H=W_V.shape[0])
+
+
+def uniform_attention_backward(dUc, cache, need_dX: bool = True, dX_in=None):
+    """Gradients of :func:`uniform_attention_forward` given ``dUc`` (per-context output gradient):
+    ``dW_V[h] = dUc^T xbar`` for every head and ``dX = dX_in + hbar^T (dUc sum_h W_V[h])``."""
+    gV = dUc.T @ cache["Xbar"]
+    grads = {"W_V": np.repeat(gV[None], cache["H"], axis=0)}
+    if not need_dX:
+        return None, grads
+    dXbar = dUc @ cache["Vsum"]
+    hbar = cache["hbar"]
+    dX = _start(cache["X"], dX_in, True)
+    dX += hbar.T @ dXbar if cache["X"].ndim == 2 else hbar[:, :, None] * dXbar[:, None, :]
+    return dX, grads
+
+
+# ---------------------------------------------------------------------------- layer norm
+def layer_norm_forward(R):
+    """Post-LN without gain/bias: ``y = (r - mean r) / sqrt(var r + eps)`` per row. Returns ``(y, inv)``."""
+    mu = R.mean(axis=-1, keepdims=True)
+    xc = R - mu
+    inv = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + LN_EPS)
+    return xc * inv, inv
+
+
+def layer_norm_backward(Yn, inv, dY):
+    """``dL/dr = inv (dy - mean(dy) - y mean(dy * y))`` per row."""
+    return inv * (dY - dY.mean(axis=-1, keepdims=True) - Yn * np.mean(dY * Yn, axis=-1, keepdims=True))
+
+
+# ---------------------------------------------------------------------------- decoder
+def decoder_forward(Y, W_dec, b):
+    """Outputs ``o = W^dec y + b^dec`` per row (``W_dec`` (V1, d), or ``None`` for the identity)."""
+    return Y + b if W_dec is None else Y @ W_dec.T + b
+
+
+def decoder_backward(dO, Y, W_dec, tied: bool = False):
+    """``(dL/dY, dW, db_dec)``: ``dO W^dec``, the matrix gradient and the column sums of ``dO``.
+
+    The matrix gradient is ``dL/dW^dec = dO^T Y`` (``None`` for the identity decoder); with
+    ``tied=True`` (``W^dec = (W^E)^T``) it is returned for ``W^E`` instead: ``Y^T dO`` (``d x V1``).
+    """
+    db = dO.sum(axis=0)
+    if W_dec is None:
+        return dO, None, db
+    return dO @ W_dec, (Y.T @ dO if tied else dO.T @ Y), db
+
+
+# ---------------------------------------------------------------------------- loss heads
+def squared_loss(O, Y, weight):
+    """``sum_e sum_x Y[e, x] ||o_e - e_x||^2`` with ``weight = Y.sum(1)`` (SPEC §2.2) and ``dL/dO``."""
+    loss = float(np.sum(weight * (np.sum(O * O, axis=1) + 1.0)) - 2.0 * np.sum(O * Y))
+    return loss, 2.0 * weight[:, None] * O - 2.0 * Y
+
+
+def ce_loss(O, Y, weight):
+    """``sum_e sum_x Y[e, x] (-log softmax(o_e)_x)`` (SPEC §2.2) and ``dL/dO = w softmax(o) - Y``."""
+    loss = float(np.sum(weight * logsumexp(O, axis=1)) - np.sum(O * Y))
+    return loss, weight[:, None] * softmax(O, axis=1) - Y
+
+
+def loss_head(O, Y, weight, kind: str):
+    """:func:`squared_loss` (``kind="squared"``) or :func:`ce_loss` (``"ce"``)."""
+    return squared_loss(O, Y, weight) if kind == "squared" else ce_loss(O, Y, weight)

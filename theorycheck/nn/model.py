@@ -1,0 +1,252 @@
+"""The transformer: embedding -> ``n_layers`` attention layers -> decoder, with its losses.
+
+Column convention of the paper (SPEC §3.1): token embeddings ``Z = W^E X`` (``d x N``),
+
+.. math::
+    A(Z) = \\mathrm{softmax}_{col}\\big( c\\,(W^K Z)^T (W^Q Z) \\big),\\qquad
+    \\mathrm{Attn}(Z) = \\sum_h W^V_h Z A_h(Z),\\qquad
+    f(X) = W^{dec}\\, \\mathrm{LN}(Z + \\mathrm{Attn}(Z)) + b^{dec} 1^T,
+
+entry ``(j, i)`` of ``A`` is the weight of key position ``j`` for query position ``i``;
+``W^K_h, W^Q_h`` are ``d_a x d``, ``W^V_h`` is ``d x d``, ``W^dec`` is ``V1 x d``. The residual
+``Z +`` and the layer norm ``LN`` are optional (both off in the paper's analysed model), and
+``c = 1/sqrt(d_a)`` by default (``scale="none"`` gives ``c = 1``; it only rescales ``W^K^T W^Q``).
+
+Design choices (documented deviations):
+
+- **Multi-head = sum of heads**, each with its own ``d x d`` value matrix (with ``d x d`` value
+  matrices the same function class as concatenation plus an output projection).
+- **Layer norm** has no learnable gain/bias (the following linear map absorbs it);
+  ``eps = 1e-5`` as in BERT, applied after the residual (post-LN).
+- **No positional encodings** (as in the paper). The representation of a position depends only
+  on its document and its token, at every layer, so a one-layer model is evaluated exactly over
+  token counts (:class:`~theorycheck.nn.CountBatch`) and deeper models on one row per distinct
+  token (:meth:`~theorycheck.nn.CountBatch.to_positions`); one row per position is the reference.
+- ``mask_keys=True`` reproduces the official code: the batch builders drop selected positions
+  from the keys.
+
+Losses (SPEC §2.2) over the selected positions, each weighted: squared ``||o - e_x||^2`` over all
+``V1`` output coordinates or cross-entropy ``-log softmax(o)_x``; plus ``reg * ||W||_F^2`` for every
+trained matrix (not biases). The arithmetic lives in the pure functions of
+:mod:`theorycheck.nn.layers`; the layer objects are in :mod:`theorycheck.nn.modules`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .batches import CountBatch, PositionBatch
+from .layers import attention_forward, key_distribution, log_weights, loss_head
+from .model_config import ModelConfig
+from .modules import AttentionLayer, Decoder, Embedding
+
+__all__ = ["Transformer"]
+
+
+class Transformer:
+    """Embedding -> ``n_layers`` attention layers -> decoder, with losses (see module docstring).
+
+    Parameters
+    ----------
+    cfg : ModelConfig
+    rng : numpy.random.Generator, optional
+    seed : int, optional
+        Initialisation randomness (exactly one of ``rng`` / ``seed``, or neither for seed None).
+
+    Examples
+    --------
+    >>> cfg = ModelConfig(V1=11, attention="uniform", train=("W_V",), loss="squared")
+    >>> model = Transformer(cfg, seed=0)
+    >>> model.trainable_names()
+    ['layers.0.W_V']
+    """
+
+    def __init__(self, cfg: ModelConfig, *, rng=None, seed=None):
+        from .._validate import check_rng
+
+        if not isinstance(cfg, ModelConfig):
+            raise TypeError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")
+        rng = check_rng(rng, seed)
+        self.cfg = cfg
+        self.embedding = Embedding(cfg, rng)
+        self.layers = [AttentionLayer(cfg, rng) for _ in range(cfg.n_layers)]
+        self.decoder = Decoder(cfg, rng)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def modules(self):
+        return (
+            [("", self.embedding)] + [(f"layers.{i}.", lay) for i, lay in enumerate(self.layers)] + [("", self.decoder)]
+        )
+
+    def named_params(self) -> dict:
+        """``{name: (layer, key)}`` for every parameter; layer ``i``'s keys are ``layers.i.W_V`` etc."""
+        out = {}
+        for prefix, mod in self.modules():
+            for k in mod.params:
+                out[prefix + k] = (mod, k)
+        return out
+
+    def trainable_names(self) -> list[str]:
+        return [n for n, (m, k) in self.named_params().items() if k in m.trainable]
+
+    def get(self, name):
+        m, k = self.named_params()[name]
+        return m.params[k]
+
+    def grad(self, name):
+        m, k = self.named_params()[name]
+        return m.grads[k]
+
+    def state_dict(self) -> dict:
+        """Copies of all parameters by name."""
+        return {n: m.params[k].copy() for n, (m, k) in self.named_params().items()}
+
+    def load_state_dict(self, state: dict):
+        for n, (m, k) in self.named_params().items():
+            if n not in state:
+                raise ValueError(f"state is missing parameter {n!r}")
+            arr = np.asarray(state[n], dtype=np.float64)
+            if arr.shape != m.params[k].shape:
+                raise ValueError(f"parameter {n!r} must have shape {m.params[k].shape}, got {arr.shape}")
+            m.params[k][...] = arr
+
+    def zero_grad(self):
+        for _, m in self.modules():
+            m.zero_grad()
+
+    def __repr__(self):
+        body = "\n  ".join(repr(m) for _, m in self.modules())
+        return f"Transformer(\n  {body}\n)"
+
+    # ------------------------------------------------------------------ forward / backward
+    def _check_batch(self, batch):
+        V1 = self.cfg.V1
+        if isinstance(batch, CountBatch):
+            if not self.cfg.uses_counts:
+                raise ValueError(
+                    f"a CountBatch needs a one-layer model with count_based != 'never' "
+                    f"(n_layers={self.cfg.n_layers}, count_based={self.cfg.count_based!r})"
+                )
+            if batch.K.shape[1] != V1 or batch.Y.shape[1] != V1:
+                raise ValueError(f"batch vocabulary size must be V1={V1}, got {batch.K.shape[1]}")
+        elif isinstance(batch, PositionBatch):
+            if batch.Y.shape[1] != V1:
+                raise ValueError(f"batch vocabulary size must be V1={V1}, got {batch.Y.shape[1]}")
+        else:
+            raise TypeError(f"batch must be a CountBatch or PositionBatch, got {type(batch).__name__}")
+
+    def forward(self, batch):
+        """Outputs ``o_e`` (E, V1) at the loss entries of ``batch`` (per context, (G, V1), when
+        the output cannot depend on the query token: uniform attention without residual)."""
+        self._check_batch(batch)
+        emb = self.embedding
+        if isinstance(batch, CountBatch):
+            Xtok = emb.table().T  # token rows (V1, d)
+            Yq = self.layers[0].forward_counts(Xtok, batch, self._collapsed(batch), need_dX=emb.needs_grad)
+            self._cache = ("count", None)
+        else:
+            X = emb.forward(batch.tokens)
+            key_w = batch.key_w
+            for lay in self.layers:
+                X = lay.forward(X, key_w)
+            Yq = X[batch.qdoc, batch.qpos]
+            self._cache = ("pos", (X.shape, batch))
+        return self.decoder.forward(Yq, emb)
+
+    def backward(self, dO):
+        """Back-propagate ``dL/dO`` (E, V1) into every trained parameter's ``grads`` (``+=``)."""
+        emb = self.embedding
+        dYq = self.decoder.backward(dO, emb)
+        kind, info = self._cache
+        if kind == "count":
+            dXtok = self.layers[0].backward_counts(dYq)
+            if dXtok is not None:
+                emb.add_table_grad(dXtok.T)
+            return
+        shape, batch = info
+        dX = np.zeros(shape)
+        np.add.at(dX, (batch.qdoc, batch.qpos), dYq)
+        for lay in reversed(self.layers):
+            dX = lay.backward(dX)
+        emb.backward(batch.tokens, dX)
+
+    def _collapsed(self, batch) -> bool:
+        return isinstance(batch, CountBatch) and self.cfg.attention == "uniform" and not self.cfg.residual
+
+    def _targets(self, batch):
+        return batch.per_context() if self._collapsed(batch) else (batch.Y, batch.weight)
+
+    def reg_loss(self) -> float:
+        """``reg * sum ||W||_F^2`` over trained matrices (biases excluded)."""
+        if self.cfg.reg == 0.0:
+            return 0.0
+        tot = 0.0
+        for _n, (m, k) in self.named_params().items():
+            if k in m.trainable and k != "b_dec":
+                tot += float(np.sum(m.params[k] ** 2))
+        return self.cfg.reg * tot
+
+    def loss(self, batch) -> float:
+        """Weighted loss of ``batch`` plus the L2 term (no gradient)."""
+        O = self.forward(batch)
+        Y, w = self._targets(batch)
+        val, _ = loss_head(O, Y, w, self.cfg.loss)
+        return val + self.reg_loss()
+
+    def loss_and_grad(self, batch) -> float:
+        """Loss (with L2 term); gradients are *accumulated* into ``grads`` (call ``zero_grad`` first)."""
+        O = self.forward(batch)
+        Y, w = self._targets(batch)
+        val, dO = loss_head(O, Y, w, self.cfg.loss)
+        self.backward(dO)
+        if self.cfg.reg > 0.0:
+            for _n, (m, k) in self.named_params().items():
+                if k in m.trainable and k != "b_dec":
+                    m.grads[k] += 2.0 * self.cfg.reg * m.params[k]
+        return val + self.reg_loss()
+
+    # ------------------------------------------------------------------ inspection
+    def score_matrix(self, layer: int = 0, head: int = 0) -> np.ndarray:
+        """Token score matrix ``S[a, b] = c (W^Q W^E e_a)^T (W^K W^E e_b)`` (V1, V1) of one head.
+
+        Meaningful as attention logits for the first layer (token embeddings as input).
+        """
+        lay = self.layers[layer]
+        tab = self.embedding.table()
+        Kt = lay.params["W_K"][head] @ tab
+        Qt = lay.params["W_Q"][head] @ tab
+        return lay.c * (Qt.T @ Kt)
+
+    def _inputs(self, tokens, key_valid):
+        toks = np.asarray(tokens, dtype=np.int64)
+        kv = (toks >= 0) if key_valid is None else np.asarray(key_valid, dtype=bool)
+        return toks, kv, self.embedding.forward(toks)
+
+    def attention_maps(self, tokens, key_valid=None) -> np.ndarray:
+        """Attention of every layer and head in one forward pass, shape ``(L, H, B, N, N)``
+        (entry ``[l, h, b, i, j]``: query ``i`` on key ``j``); see :meth:`attention_weights`."""
+        toks, kv, X = self._inputs(tokens, key_valid)
+        B, N = toks.shape
+        out = np.empty((self.cfg.n_layers, self.cfg.n_heads, B, N, N))
+        for li, lay in enumerate(self.layers):
+            X = lay.forward(X, kv)
+            out[li] = lay.attention_maps()
+        for lay in self.layers:
+            lay.cache = {}
+        return out
+
+    def attention_weights(self, tokens, layer: int = 0, head: int = 0, key_valid=None) -> np.ndarray:
+        """Attention ``A[b, i, j]`` (query ``i``, key ``j``) of one head on unmasked documents.
+
+        ``tokens`` (B, N) with ``-1`` padding. Runs the position path up to ``layer``.
+        """
+        toks, kv, X = self._inputs(tokens, key_valid)
+        for lay in self.layers[:layer]:
+            X = lay.forward(X, kv)
+        lay = self.layers[layer]
+        key_w = kv.astype(np.float64)
+        if lay.uniform:
+            return np.array(np.broadcast_to(key_distribution(key_w)[:, None, :], toks.shape + (toks.shape[1],)))
+        P, h = lay.params, slice(head, head + 1)
+        _, att = attention_forward(X, log_weights(key_w), P["W_Q"][h], P["W_K"][h], P["W_V"][h], lay.c)
+        return att["heads"][0][3]

@@ -1,0 +1,74 @@
+"""The exact N -> inf masked-LM population as weighted contexts (SPEC §2.1, §4.0).
+
+Every ``tau``-subset ``S`` of topics is one context with key density ``m_S = a p_S + r u + q e_0``
+(:func:`~theorycheck.population.masked_density`; ``p_S`` when selected positions are hidden as
+keys, ``mask_keys=True``). A selected position with target ``x ~ p_S`` shows [MASK] with
+probability ``1 - p_c - p_r``, ``x`` with ``p_c`` and a uniform random word with ``p_r``, so the
+query groups of ``S`` are
+
+- query [MASK] (token 0) with target weights ``(1 - p_c - p_r) p_S``,
+- query word ``w`` with target weights ``(p_r / (T v)) p_S + p_c p_S(w) e_w``,
+
+all divided by ``C(T, tau)``. The loss of any position-free one-layer model summed over these
+weighted groups is its exact population MLM loss. :func:`theorycheck.nn.population_batch`
+wraps the arrays into a ``CountBatch``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._memory import check_alloc
+from ..config import check_models
+from ._moments import masked_density, topic_density, topic_sets
+
+__all__ = ["PopulationContexts", "population_contexts"]
+
+
+@dataclass(frozen=True)
+class PopulationContexts:
+    """Weighted contexts of the population (plain arrays; ``G`` topic sets, ``E`` query groups).
+
+    Attributes
+    ----------
+    K : ndarray, shape (G, V1)
+        Key density of each context (``m_S``, or ``p_S`` with ``mask_keys``).
+    ctx, qtok : ndarray of int, shape (E,)
+        Context and query token of each group (groups of zero weight are dropped).
+    weight : ndarray, shape (E,)
+        ``Y.sum(axis=1)``.
+    Y : ndarray, shape (E, V1)
+        Target weights: the population loss is ``sum_e sum_x Y[e, x] l(o_e, x)``.
+    """
+
+    K: np.ndarray
+    ctx: np.ndarray
+    qtok: np.ndarray
+    weight: np.ndarray
+    Y: np.ndarray
+
+
+def population_contexts(tm, mk, *, mask_keys: bool = False) -> PopulationContexts:
+    """Contexts, query groups and target weights of the exact population (see the module docstring)."""
+    check_models(tm, mk)
+    if not isinstance(mask_keys, (bool, np.bool_)):
+        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
+    mk.require_masked_positions("population_batch")
+    sets = topic_sets(tm)
+    n, V1, nw = len(sets), tm.V1, tm.n_words
+    check_alloc("population contexts (topic sets x V1 x V1 targets)", (n, V1, V1))
+    P = np.stack([topic_density(tm, S) for S in sets])
+    K = P.copy() if mask_keys else np.stack([masked_density(tm, mk, S) for S in sets])
+    Y = np.zeros((n, V1, V1))
+    Y[:, 0, :] = mk.p_mask * P
+    Y[:, 1:, :] = (mk.p_r / nw) * P[:, None, :]
+    idx = np.arange(1, V1)
+    Y[:, idx, idx] += mk.p_c * P[:, 1:]
+    Y = Y.reshape(n * V1, V1) / n
+    ctx = np.repeat(np.arange(n), V1)
+    qtok = np.tile(np.arange(V1), n)
+    w = Y.sum(axis=1)
+    keep = w > 0
+    return PopulationContexts(K=K, ctx=ctx[keep], qtok=qtok[keep], weight=w[keep], Y=np.ascontiguousarray(Y[keep]))
