@@ -4,10 +4,16 @@ import os
 import socket
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
-    # one process per core under `pytest -n`: single-threaded BLAS and Numba avoid oversubscription
-    # (two 2-thread OpenBLAS pools on 2 cores made the training claims ~2x slower). Must run before
-    # numpy / numba are imported.
-    for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+    # One process per core under `pytest -n`: one thread each avoids oversubscribing the cores.
+    # THEORYCHECK_THREADS is theorycheck's own setting (theorycheck._threads); the library
+    # variables size the BLAS and Numba pools, so they must be set before numpy / numba load.
+    for _var in (
+        "THEORYCHECK_THREADS",
+        "OPENBLAS_NUM_THREADS",
+        "OMP_NUM_THREADS",
+        "MKL_NUM_THREADS",
+        "NUMBA_NUM_THREADS",
+    ):
         os.environ.setdefault(_var, "1")
 
 import matplotlib

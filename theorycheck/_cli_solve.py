@@ -107,7 +107,7 @@ def _embedding_optimum(res, tm, mk, bias: bool) -> dict:
 def _attention_optimum(res) -> dict:
     opt = _scalars(res.info, skip=("certificate", "relative_residuals", "flat_direction"))
     opt["L"] = opt.get("loss", res.fun)
-    return {k: opt[k] for k in ("K", "L", "alpha", "beta")} | opt
+    return {k: opt.get(k, math.nan) for k in ("K", "L", "alpha", "beta")} | opt
 
 
 def solve_summary(problem: str, res, tm, mk, *, bias: bool = False) -> dict:

@@ -77,8 +77,14 @@ def select_claims(claims: list[Claim], only: str | None) -> list[Claim]:
 
 
 def run_claims(claims: list[Claim], *, progress: bool = True) -> list[ReportRow]:
-    """Run every claim on each of its default parameter sets; exceptions become ERROR rows."""
+    """Run every claim on each of its default parameter sets; exceptions become ERROR rows.
+
+    BLAS runs on one thread inside each claim (small matrices; :func:`theorycheck._threads.blas_threads`)
+    unless the user asked for a thread count (``--threads`` / ``THEORYCHECK_THREADS``).
+    """
     from tqdm.auto import tqdm
+
+    from .._threads import blas_threads
 
     jobs = [(c, p) for c in claims for p in c.default_params]
     rows = []
@@ -87,7 +93,8 @@ def run_claims(claims: list[Claim], *, progress: bool = True) -> list[ReportRow]
         bar.set_postfix_str(claim.id, refresh=False)
         t0 = time.perf_counter()
         try:
-            res = claim.run(params)
+            with blas_threads():
+                res = claim.run(params)
             err = None
         except Exception as exc:  # a crashing claim is reported, not hidden
             res = ClaimResult(False, "", "", -math.inf, params=dict(params))

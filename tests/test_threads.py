@@ -1,0 +1,96 @@
+"""theorycheck._threads: one place for BLAS and Numba thread counts."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numba
+import pytest
+from threadpoolctl import threadpool_info
+
+from theorycheck import _threads
+
+
+def _blas_counts():
+    return [d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"]
+
+
+@pytest.fixture
+def no_request(monkeypatch):
+    monkeypatch.delenv(_threads.ENV_VAR, raising=False)
+    monkeypatch.setitem(_threads._state, "threads", None)
+
+
+def test_requested_reads_the_environment(no_request, monkeypatch):
+    assert _threads.requested() is None
+    monkeypatch.setenv(_threads.ENV_VAR, "3")
+    assert _threads.requested() == 3
+    for bad, msg in (("zero", "must be an integer >= 1"), ("0", "must lie in")):
+        monkeypatch.setenv(_threads.ENV_VAR, bad)
+        with pytest.raises(ValueError, match=f"THEORYCHECK_THREADS {msg}|THEORYCHECK_THREADS must"):
+            _threads.requested()
+
+
+def test_configure_without_a_request_changes_nothing(no_request):
+    before = (_blas_counts(), numba.get_num_threads())
+    assert _threads.configure(None) is None
+    assert (_blas_counts(), numba.get_num_threads()) == before
+
+
+@pytest.mark.parametrize("bad, exc", [(0, ValueError), (-2, ValueError), (1.5, ValueError), ("2", TypeError)])
+def test_configure_rejects_bad_counts(bad, exc, no_request):
+    with pytest.raises(exc, match="threads"):
+        _threads.configure(bad)
+
+
+def test_blas_threads_default_is_one_and_restored(no_request):
+    if not _blas_counts():
+        pytest.skip("no BLAS library visible to threadpoolctl")
+    before = _blas_counts()
+    with _threads.blas_threads() as n:
+        assert n == 1 and set(_blas_counts()) == {1}
+    assert _blas_counts() == before
+
+
+def test_blas_threads_follows_the_request(no_request, monkeypatch):
+    monkeypatch.setenv(_threads.ENV_VAR, "2")
+    with _threads.blas_threads() as n:
+        assert n == 2
+    with _threads.blas_threads(1) as n:
+        assert n == 1
+
+
+def test_numba_threads_clamped_and_restored(no_request):
+    before = numba.get_num_threads()
+    with _threads.numba_threads(10_000) as n:
+        assert n == numba.config.NUMBA_NUM_THREADS == numba.get_num_threads()
+    with _threads.numba_threads() as n:
+        assert n == 1 == numba.get_num_threads()
+    assert numba.get_num_threads() == before
+    with pytest.raises(ValueError, match="n must lie in"):
+        with _threads.numba_threads(0):
+            pass
+
+
+def test_configure_in_a_fresh_process():
+    """--threads N: BLAS and Numba at N process-wide, exported to child processes."""
+    code = (
+        "import json, os; from theorycheck import _threads as t; n = t.configure(1); i = t.thread_info(); "
+        "print(json.dumps([n, i['numba_threads'], [b['threads'] for b in i['blas']], "
+        "os.environ['THEORYCHECK_THREADS'], os.environ['OPENBLAS_NUM_THREADS']]))"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("THEORYCHECK_THREADS", "NUMBA_NUM_THREADS")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    n, nb, blas, exported, openblas = json.loads(out)
+    assert n == 1 and nb == 1 and set(blas) <= {1} and exported == "1" and openblas == "1"
+
+
+def test_cli_threads_flag_is_applied(monkeypatch, no_request, capsys):
+    """``--threads`` reaches :func:`configure` before the command runs."""
+    from theorycheck import cli
+
+    seen = []
+    monkeypatch.setattr(_threads, "configure", lambda n: seen.append(n))
+    assert cli.main(["solve", "attention", "--T", "3", "--v", "2", "--tau", "1", "--threads", "1"]) == 0
+    assert seen == [1]
