@@ -94,3 +94,27 @@ def test_cli_threads_flag_is_applied(monkeypatch, no_request, capsys):
     monkeypatch.setattr(_threads, "configure", lambda n: seen.append(n))
     assert cli.main(["solve", "attention", "--T", "3", "--v", "2", "--tau", "1", "--threads", "1"]) == 0
     assert seen == [1]
+
+
+def test_small_problem_serial_below_threshold_only(no_request, monkeypatch):
+    import theorycheck._threads as t
+
+    calls = []
+    monkeypatch.setattr(t, "numba_threads", lambda n: _record(calls, ("numba", n)))
+    monkeypatch.setattr(t, "blas_threads", lambda n: _record(calls, ("blas", n)))
+    with t.small_problem(10, 512, blas=True, numba=True):
+        pass
+    with t.small_problem(512, 512, blas=True, numba=True):
+        pass
+    assert calls == [("blas", 1), ("numba", 1)]
+    monkeypatch.setenv(t.ENV_VAR, "2")
+    with t.small_problem(10**6, 512, numba=True):
+        pass
+    assert calls[-1] == ("numba", 2)
+
+
+def _record(calls, item):
+    from contextlib import nullcontext
+
+    calls.append(item)
+    return nullcontext()

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 
 from ._validate import check_int
 
-__all__ = ["ENV_VAR", "requested", "configure", "blas_threads", "numba_threads", "thread_info"]
+__all__ = ["ENV_VAR", "requested", "configure", "blas_threads", "numba_threads", "small_problem", "thread_info"]
 
 #: Environment variable read by :func:`requested` (an integer >= 1).
 ENV_VAR = "THEORYCHECK_THREADS"
@@ -102,6 +102,26 @@ def numba_threads(n: int | None = None):
         yield limit
     finally:
         numba.set_num_threads(old)
+
+
+@contextmanager
+def small_problem(size: int, threshold: int, *, blas: bool = False, numba: bool = False):
+    """Serial BLAS (``blas=True``) and/or Numba (``numba=True``) inside the block when ``size < threshold``.
+
+    For tiny repeated calls (thread start-up outweighs the work). If the user asked for a thread
+    count, that count is used instead; for ``size >= threshold`` nothing changes. Replaces the
+    per-module helpers (``_kernel_threads``, ``_serial_blas``, ``single_numba_thread``).
+    """
+    from contextlib import ExitStack
+
+    n = requested()
+    with ExitStack() as stack:
+        if n is not None or size < threshold:
+            if blas:
+                stack.enter_context(blas_threads(n or 1))
+            if numba:
+                stack.enter_context(numba_threads(n or 1))
+        yield
 
 
 def thread_info() -> dict:
