@@ -216,6 +216,8 @@ def test_block_certificate_at_the_paper_configuration():
     assert abs(cert.lower - 0.961770) <= 5e-7  # SPEC §4.3 table
     ((lo, hi),) = cert.argmin
     assert lo <= sol.logK <= hi and hi - lo < 0.05
+    d = cert.as_dict()
+    assert d["lower"] == cert.lower and d["variables"] == ["logK"] and d["converged"] is True
 
 
 @settings(max_examples=8)

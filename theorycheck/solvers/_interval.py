@@ -290,6 +290,23 @@ class IntervalCertificate:
         """``lower <= value <= upper``."""
         return self.lower <= value <= self.upper
 
+    def as_dict(self) -> dict:
+        """JSON-ready dict (for ``SolveResult.info["certificate"]``)."""
+        return {
+            "method": self.method,
+            "lower": self.lower,
+            "upper": self.upper,
+            "gap": self.gap,
+            "converged": self.converged,
+            "n_boxes": self.n_boxes,
+            "argmin": [list(b) for b in self.argmin],
+            "x_best": list(self.x_best),
+            "variables": list(self.variables),
+            "box": [list(b) for b in self.box],
+            "tol": self.tol,
+            **self.info,
+        }
+
 
 def _enclose(box, tm, cst, value):
     """Interval enclosure of ``L`` and its gradient on ``box`` (forward-mode AD on intervals)."""
