@@ -13,13 +13,15 @@ T = v = 10, N ~ U[100, 150], fresh minibatches of 40), seed 0.
 
 from __future__ import annotations
 
+import dataclasses
+
 from theorycheck.nn import Trainer, preset
 from theorycheck.report.claims import Claim, compare_all, compare_greater
 
 
 def _final(cfg, steps, seed):
-    cfg.steps, cfg.seed, cfg.eval_every = steps, seed, steps
-    tr = Trainer(cfg, progress=False, figures=False)
+    cfg = cfg.replace(steps=steps, seed=seed, eval_every=steps)
+    tr = Trainer(cfg, progress=False)
     tr.run()
     return tr.history[-1]
 
@@ -29,9 +31,9 @@ def check(params: dict, inject: dict | None = None):
     runs = dict(preset("compensation"))
     fe, fa = runs["frozen-embedding"], runs["frozen-attention"]
     if inject.get("freeze_attention_too"):
-        fe.model.attention, fe.model.train = "uniform", ("W_V",)
+        fe = fe.replace(model=dataclasses.replace(fe.model, attention="uniform", train=("W_V",)))
     if inject.get("freeze_embedding_too"):
-        fa.model.train = ("W_V",)
+        fa = fa.replace(model=dataclasses.replace(fa.model, train=("W_V",)))
     r_fe = _final(fe, params["steps"], params["seed"])
     r_fa = _final(fa, params["steps"], params["seed"])
     ratio = r_fe["attn_same_topic"] / r_fe["attn_diff_topic"]

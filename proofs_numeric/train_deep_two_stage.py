@@ -29,12 +29,15 @@ from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_g
 
 def run(params: dict, inject: dict | None = None):
     inject = inject or {}
-    cfg = preset("deep-4x4")
-    cfg.steps = inject.get("steps", params["steps"])
-    cfg.seed = params["seed"]
-    cfg.log_every, cfg.eval_every, cfg.eval_docs = params["log_every"], 0, 0
+    cfg = preset("deep-4x4").replace(
+        steps=inject.get("steps", params["steps"]),
+        seed=params["seed"],
+        log_every=params["log_every"],
+        eval_every=0,
+        eval_docs=0,
+    )
     if "optimizer" in inject:
-        cfg.optim = OptimConfig(inject["optimizer"], lr=inject["lr"])
+        cfg = cfg.replace(optim=OptimConfig(inject["optimizer"], lr=inject["lr"]))
     tr = Trainer(cfg, progress=False)
     tr.run()
     return tr.history

@@ -22,11 +22,17 @@ OFFICIAL_DEV_CE = 3.3954
 def check(params: dict, inject: dict | None = None):
     inject = inject or {}
     cfg = preset("official-demo")
-    cfg.steps, cfg.seed, cfg.eval_every = params["steps"], params["seed"], params["eval_every"]
-    cfg.log_every, cfg.checkpoint_every, cfg.eval_docs = params["eval_every"], 0, 0
+    cfg = cfg.replace(
+        steps=params["steps"],
+        seed=params["seed"],
+        eval_every=params["eval_every"],
+        log_every=params["eval_every"],
+        checkpoint_every=0,
+        eval_docs=0,
+    )
     if "lr" in inject:
-        cfg.optim.lr = inject["lr"]
-    res = Trainer(cfg, progress=False, figures=False).run()
+        cfg = cfg.replace(optim=cfg.optim.replace(lr=inject["lr"]))
+    res = Trainer(cfg, progress=False).run()
     best = float(res.best_dev_loss)
     return compare_close(
         best,

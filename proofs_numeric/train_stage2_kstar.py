@@ -19,11 +19,10 @@ from theorycheck.solvers import optimal_attention
 
 def check(params: dict, inject: dict | None = None):
     inject = inject or {}
-    cfg = preset("stage2-population")
-    cfg.steps = inject.get("steps", params["steps"])
-    cfg.seed = params["seed"]
-    cfg.log_every, cfg.eval_every, cfg.eval_docs = 10, 0, 0
-    tr = Trainer(cfg, progress=False, figures=False)
+    cfg = preset("stage2-population").replace(
+        steps=inject.get("steps", params["steps"]), seed=params["seed"], log_every=10, eval_every=0, eval_docs=0
+    )
+    tr = Trainer(cfg, progress=False)
     tr.run()
     model = tr.model
     loss = float(model.loss(tr.batch_at(cfg.steps)))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
-from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
+from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, train
 from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_close
 
 
@@ -45,19 +45,14 @@ def topic_part_curve(params: dict, reg: float = 0.0, scale: str = "none"):
         eval_docs=0,
         seed=params["seed"],
     )
-    tr = Trainer(cfg, progress=False)
     P = topic_contrast_basis(d.topic_model())
-    steps, vals = [], []
-    orig = tr.metrics
 
-    def record(step, *a, **k):
-        steps.append(step)
-        vals.append(float(np.linalg.norm(P.T @ tr.model.score_matrix() @ P)))
-        return orig(step, *a, **k)
+    def topic_part(model, ctx):
+        """Probe: ``||P^T S P||_F`` of the score matrix at every logged step."""
+        return {"topic_part_S": float(np.linalg.norm(P.T @ model.score_matrix() @ P))}
 
-    tr.metrics = record
-    tr.run()
-    return np.array(steps), np.array(vals)
+    res = train(cfg, probes=[topic_part], progress=False)
+    return np.array([r["step"] for r in res.history]), np.array([r["topic_part_S"] for r in res.history])
 
 
 def measured_rate(steps, vals, lo=10.0, hi=50.0):

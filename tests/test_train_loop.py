@@ -1,4 +1,4 @@
-"""train.py: population GD reaches the min-norm W^V; resume is bit-identical; configs validate; CLI."""
+"""nn.trainer: population GD reaches the min-norm W^V; resume is bit-identical; configs validate; CLI."""
 
 import json
 import math
@@ -20,6 +20,7 @@ from theorycheck.nn import (
     preset,
 )
 from theorycheck.population import moments
+from theorycheck.report.training import write_figures
 from theorycheck.strategies import maskings, topic_models
 
 
@@ -93,11 +94,12 @@ def test_resume_after_interruption_is_bit_identical(tmp_path, source, n_layers, 
     cfg = _small_cfg(source, n_layers, optim)
     a = tmp_path / "a"
     b = tmp_path / "b"
-    Trainer(cfg, a, progress=False, figures=False).run()
+    Trainer(cfg, a, progress=False).run()
     # interrupted after step 8 (last checkpoint at step 5), then resumed from the folder
-    Trainer(cfg, b, progress=False, figures=False).run(stop_at=8)
-    assert json.loads((b / "checkpoint.json").read_text())["step"] == 5
-    Trainer(cfg, b, progress=False, figures=False).run(resume=True)
+    Trainer(cfg, b, progress=False).run(stop_at=8)
+    assert json.loads((b / "checkpoint-5.json").read_text())["step"] == 5
+    assert not (b / "checkpoint-10.json").exists()
+    Trainer(cfg, b, progress=False).run(resume=True)
     with np.load(a / "params.npz") as za, np.load(b / "params.npz") as zb:
         assert sorted(za.files) == sorted(zb.files)
         for k in za.files:
@@ -111,6 +113,7 @@ def test_resume_after_interruption_is_bit_identical(tmp_path, source, n_layers, 
 def test_run_folder_contents(tmp_path):
     cfg = _small_cfg("static")
     Trainer(cfg, tmp_path, progress=False).run()
+    write_figures(tmp_path)
     conf = json.loads((tmp_path / "config.json").read_text())
     assert conf["seed"] == cfg.seed and "numpy" in conf["versions"]
     assert list(conf) == sorted(conf)
@@ -141,7 +144,7 @@ def test_dev_loss_matches_direct_evaluation():
     cfg.data.average = "token"
     tr = Trainer(cfg, progress=False)
     dev_chunked = tr.dev_loss(chunk=4)
-    dev = tr._dev
+    dev = tr.stream.dev
     one = tr.model.loss(count_batch(dev.inputs, dev.selected, dev.targets, 10, average="token"))
     assert dev_chunked == pytest.approx(one, rel=1e-12)
 
@@ -213,7 +216,8 @@ def test_multi_head_runs_log_the_topic_ratio_of_every_layer_and_head(tmp_path):
     """Deep/multi-head runs record same-topic : different-topic attention for each (layer, head);
     the (0, 0) entry is the ratio of the first-head class averages logged beside it."""
     cfg = _small_cfg("fresh", n_layers=2)
-    Trainer(cfg, tmp_path, progress=False, figures=True).run()
+    Trainer(cfg, tmp_path, progress=False).run()
+    write_figures(tmp_path)
     assert (tmp_path / "figures" / "attention_heads.png").exists()
     rows = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     full = [r for r in rows if "attn_topic_ratio_heads" in r]
@@ -223,7 +227,7 @@ def test_multi_head_runs_log_the_topic_ratio_of_every_layer_and_head(tmp_path):
         assert r["attn_topic_ratio_heads"][0] == pytest.approx(r["attn_same_topic"] / r["attn_diff_topic"], rel=1e-12)
         assert r["attn_topic_ratio_max"] == pytest.approx(max(r["attn_topic_ratio_heads"]), rel=1e-12)
     # per-layer norms: entry 0 is the layer-0 norm logged beside it, entry 1 is layer 1's
-    tr = Trainer(cfg, None, progress=False, figures=False)
+    tr = Trainer(cfg, None, progress=False)
     rec = tr.metrics(0, 1.0, 0.1, full=False)
     for key in ("W_V", "W_K", "W_Q"):
         assert len(rec[f"norm_{key}_layers"]) == 2 and len(rows[-1][f"norm_{key}_layers"]) == 2
@@ -243,7 +247,7 @@ def test_attention_head_ratio_figure_checks_the_head_count():
 def test_history_equals_the_metrics_file(tmp_path):
     """Trainer.history holds exactly the records written to metrics.jsonl (same steps, same values)."""
     cfg = _small_cfg("fresh")
-    tr = Trainer(cfg, tmp_path, progress=False, figures=False)
+    tr = Trainer(cfg, tmp_path, progress=False)
     tr.run()
     on_disk = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [r["step"] for r in tr.history] == [r["step"] for r in on_disk] and len(on_disk) > 1

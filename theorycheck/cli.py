@@ -135,11 +135,37 @@ def _train_command(args) -> str:
     return " ".join(parts)
 
 
-def _cmd_train(args) -> int:
-    """Run a preset (SPEC §5); exit 130 after SIGINT/SIGTERM with a checkpoint and the resume command."""
+def _train_folder(args):
+    """The run folder, checked before any work, and a function writing its marker at the end.
+
+    Uses :func:`theorycheck._io.prepare_output_dir` (a fresh run refuses a folder holding files
+    theorycheck did not write, unless ``--force``; those are never listed in the marker)."""
     from pathlib import Path
 
-    from ._io import dumps_json, prepare_output_dir, read_marker, write_marker
+    from . import _io
+
+    out = Path(args.out)
+    if args.resume and not out.is_dir():
+        raise ValueError(f"--resume: the run folder {args.out!r} does not exist; nothing to resume")
+    if not args.resume:
+        out = _io.prepare_output_dir(out, force=args.force, flag="--out")
+
+    def files():
+        return {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {_io.MARKER}
+
+    marker = _io.read_marker(out) if out.is_dir() else None
+    foreign = set() if args.resume or not out.is_dir() else files() - set(marker["files"] if marker else ())
+
+    def mark():
+        if out.is_dir():
+            _io.write_marker(out, command=_train_command(args), files=sorted(files() - foreign))
+
+    return out, mark
+
+
+def _cmd_train(args) -> int:
+    """Run a preset (SPEC §5); exit 130 after SIGINT/SIGTERM with a checkpoint and the resume command."""
+    from ._io import dumps_json
     from .nn import PRESETS, TrainingInterrupted, run_preset
 
     if args.list:
@@ -151,21 +177,7 @@ def _cmd_train(args) -> int:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {args.preset!r}")
     if args.out is None:
         raise ValueError("--out is required (the run folder)")
-    out = Path(args.out)
-    if args.resume and not out.is_dir():
-        raise ValueError(f"--resume: the run folder {args.out!r} does not exist; nothing to resume")
-    if not args.resume:
-        out = prepare_output_dir(out, force=args.force, flag="--out")
-    marker = read_marker(out) if out.is_dir() else None
-    old = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} if out.is_dir() else set()
-    foreign = old - set(marker["files"] if marker else ()) - {".theorycheck.json"}
-    if args.resume:
-        foreign = set()  # a run folder being resumed is theorycheck's own
-
-    def mark():
-        now = {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()}
-        write_marker(out, command=_train_command(args), files=sorted(now - foreign - {".theorycheck.json"}))
-
+    out, mark = _train_folder(args)
     try:
         summary = run_preset(
             args.preset,
@@ -177,16 +189,16 @@ def _cmd_train(args) -> int:
             resume=args.resume,
         )
     except (TrainingInterrupted, KeyboardInterrupt) as exc:
-        if out.is_dir():
-            mark()
-        step = getattr(exc, "step", None)
-        print(f"interrupted at step {step}; resume with: {_train_command(args)} --resume", file=sys.stderr)
+        mark()
+        where = f"at step {exc.step}" if isinstance(exc, TrainingInterrupted) else "(no checkpoint written)"
+        print(f"interrupted {where}; resume with: {_train_command(args)} --resume", file=sys.stderr)
         return 130
     if not args.no_figures:
         from .report.training import write_figures
 
+        single = len(summary["runs"]) == 1 and summary["runs"][0]["run"] == args.preset
         for run in summary["runs"]:
-            write_figures(out if len(summary["runs"]) == 1 and run["run"] == args.preset else out / run["run"])
+            write_figures(out if single else out / run["run"])
     mark()
     print(dumps_json(summary, indent=2, sort_keys=True))
     return 0

@@ -7,6 +7,7 @@ SPEC section                  name
 §2.1, §2.2 (masked batches)   :func:`make_batch`, :func:`count_batch`, :func:`position_batch`
 §4.0 (N -> inf batch)         :func:`population_batch`
 §5.1, §5.2 (training)         :class:`TrainConfig`, :class:`Trainer`, :func:`train`, :func:`preset`
+§5 (probes, resume)           :data:`DEFAULT_PROBES`, :class:`ProbeContext`, :func:`load_checkpoint`
 ============================  =====================================================
 """
 
@@ -22,23 +23,13 @@ from ._model import (
     population_batch,
     position_batch,
 )
-from ._train import (
-    PRESETS,
-    SGD,
-    Adam,
-    DataConfig,
-    OptimConfig,
-    TrainConfig,
-    Trainer,
-    TrainResult,
-    load_metrics,
-    make_optimizer,
-    preset,
-    run_preset,
-    stage1_reference,
-    stage_curves,
-    train,
-)
+from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from .config import DataConfig, OptimConfig, TrainConfig, config_diff, config_hash
+from .data import DataStream
+from .optim import SGD, Adam, make_optimizer
+from .presets import PRESETS, preset, run_preset
+from .probes import DEFAULT_PROBES, ProbeContext, stage1_reference
+from .trainer import Trainer, TrainingInterrupted, TrainResult, load_metrics, stage_curves, train
 
 __all__ = [
     "PARAM_NAMES",
@@ -66,4 +57,13 @@ __all__ = [
     "stage1_reference",
     "stage_curves",
     "train",
+    "TrainingInterrupted",
+    "DataStream",
+    "DEFAULT_PROBES",
+    "ProbeContext",
+    "Checkpoint",
+    "load_checkpoint",
+    "save_checkpoint",
+    "config_diff",
+    "config_hash",
 ]

@@ -1,0 +1,173 @@
+"""Checkpoints of a run folder: atomic, self-checking, tied to the exact configuration.
+
+Each checkpoint is a pair ``checkpoint-<step>.npz`` (parameters ``param/*`` and optimizer state
+``opt/*``; plain arrays, loaded with ``allow_pickle=False``) and ``checkpoint-<step>.json`` (step,
+optimizer step count, the full configuration and its SHA-256 (:func:`theorycheck.nn.config.config_hash`),
+the package version and the SHA-256 of the ``.npz`` bytes). Both are written with
+:func:`theorycheck._io.atomic_write_bytes`, the ``.npz`` first: the ``.json`` is the commit mark.
+The last :data:`KEEP` checkpoints are kept.
+
+:func:`load_checkpoint` takes the newest checkpoint whose files are intact; a corrupted one
+(truncated, random bytes, missing ``.npz``, hash mismatch) is named in a warning and the previous
+one is used. It refuses a checkpoint written under a different configuration with a
+``ValueError`` listing the differing fields (``checkpoint_every`` may differ).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import re
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .._io import atomic_write_bytes, atomic_write_text, dumps_json
+from .._validate import TheorycheckWarning
+from .config import TrainConfig, config_diff, config_hash
+
+__all__ = ["KEEP", "Checkpoint", "save_checkpoint", "load_checkpoint", "list_checkpoints", "remove_checkpoints"]
+
+#: number of checkpoints kept in a run folder
+KEEP = 2
+_NAME = re.compile(r"^checkpoint-(\d+)\.json$")
+#: fields a resumed run may change (they do not change the numbers)
+_MAY_DIFFER = ("checkpoint_every",)
+
+
+@dataclass
+class Checkpoint:
+    """A loaded checkpoint: ``step``, model ``params``, optimizer state ``opt`` and the file it came from."""
+
+    step: int
+    params: dict
+    opt: dict
+    path: Path
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def list_checkpoints(out) -> list[tuple[int, Path]]:
+    """``(step, json path)`` of the checkpoints in ``out``, newest first."""
+    out = Path(out)
+    if not out.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in out.iterdir() if (m := _NAME.match(p.name))]
+    return sorted(found, reverse=True)
+
+
+def remove_checkpoints(out, keep: int = 0) -> None:
+    """Delete all but the newest ``keep`` checkpoints of ``out``."""
+    for _, js in list_checkpoints(out)[keep:]:
+        js.unlink(missing_ok=True)
+        js.with_suffix(".npz").unlink(missing_ok=True)
+
+
+def save_checkpoint(out, step: int, model, opt, cfg: TrainConfig) -> Path:
+    """Write ``checkpoint-<step>.npz/.json`` atomically and prune to the last :data:`KEEP`."""
+    out = Path(out)
+    arrays = {f"param/{k}": v for k, v in model.state_dict().items()}
+    ost = opt.state_dict()
+    arrays.update({f"opt/{k}": v for k, v in ost.items() if k != "t"})
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    data = buf.getvalue()
+    npz = out / f"checkpoint-{step}.npz"
+    atomic_write_bytes(npz, data)
+    meta = {
+        "step": int(step),
+        "opt_t": int(ost["t"]),
+        "seed": cfg.seed,
+        "config": cfg.to_dict(),
+        "config_hash": config_hash(cfg),
+        "theorycheck_version": _version(),
+        "npz": npz.name,
+        "npz_sha256": hashlib.sha256(data).hexdigest(),
+        "rng": "batch of step s drawn from default_rng([seed, 1, s]); init default_rng([seed, 0])",
+    }
+    js = out / f"checkpoint-{step}.json"
+    atomic_write_text(js, dumps_json(meta, sort_keys=True) + "\n")
+    remove_checkpoints(out, keep=KEEP)
+    return js
+
+
+def _read(js: Path) -> tuple[dict, Checkpoint]:
+    """Read and verify one checkpoint; raises ``ValueError`` describing the damage."""
+    try:
+        meta = json.loads(js.read_text())
+        npz = js.with_name(meta["npz"])
+        want = meta["npz_sha256"]
+        step, opt_t = int(meta["step"]), int(meta["opt_t"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{js.name} is unreadable ({type(exc).__name__}: {exc})") from None
+    try:
+        data = npz.read_bytes()
+    except OSError as exc:
+        raise ValueError(f"{npz.name} is missing or unreadable ({exc})") from None
+    if hashlib.sha256(data).hexdigest() != want:
+        raise ValueError(f"{npz.name} is corrupted (SHA-256 differs from the one recorded in {js.name})")
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as z:
+            params = {k[6:]: z[k] for k in z.files if k.startswith("param/")}
+            ost = {k[4:]: z[k] for k in z.files if k.startswith("opt/")}
+    except Exception as exc:
+        raise ValueError(f"{npz.name} cannot be decoded ({type(exc).__name__}: {exc})") from None
+    ost["t"] = opt_t
+    return meta, Checkpoint(step=step, params=params, opt=ost, path=npz)
+
+
+def load_checkpoint(out, cfg: TrainConfig) -> Checkpoint:
+    """The newest intact checkpoint of ``out`` for ``cfg`` (see the module docstring).
+
+    Raises ``ValueError`` if ``out`` holds no checkpoint, if every checkpoint is damaged, or if the
+    checkpoint's configuration differs from ``cfg`` (the message lists the fields)."""
+    found = list_checkpoints(out)
+    if not found:
+        raise ValueError(
+            f"resume: {out} holds no checkpoint (checkpoint-<step>.json/.npz); nothing to resume. "
+            "Run without resume to start afresh, with checkpoint_every > 0 (--checkpoint-every K) to make it resumable"
+        )
+    damaged = []
+    for _step, js in found:
+        try:
+            meta, ck = _read(js)
+        except ValueError as exc:
+            damaged.append(str(exc))
+            continue
+        if damaged:
+            warnings.warn(
+                f"resume: {'; '.join(damaged)}; using the previous checkpoint {js.name} (step {ck.step})",
+                TheorycheckWarning,
+                stacklevel=3,
+            )
+        _check_same_config(meta, cfg, js)
+        return ck
+    raise ValueError(f"resume: every checkpoint in {out} is damaged: {'; '.join(damaged)}")
+
+
+def _check_same_config(meta: dict, cfg: TrainConfig, js: Path) -> None:
+    new = cfg.to_dict()
+    if meta.get("config_hash") != config_hash(new):
+        old = json.loads(dumps_json(meta.get("config", {})))
+        new_j = json.loads(dumps_json(new))
+        diff = [ln for ln in config_diff(old, new_j) if ln.split(":")[0] not in _MAY_DIFFER]
+        if diff:
+            raise ValueError(
+                f"resume: the configuration differs from the one of {js.name}: "
+                + "; ".join(diff)
+                + ". Resume with the original settings, or start a new run folder"
+            )
+    version = meta.get("theorycheck_version")
+    if version != _version():
+        warnings.warn(
+            f"resume: {js.name} was written by theorycheck {version}, this is {_version()}",
+            TheorycheckWarning,
+            stacklevel=4,
+        )

@@ -1,0 +1,250 @@
+"""Probes: named measurements logged into ``metrics.jsonl`` at every evaluation of a training run.
+
+A probe is a callable ``probe(model, ctx) -> dict[str, float]`` (values may also be lists of
+floats or ``None``). ``ctx`` is a :class:`ProbeContext`: the step, the loss and learning rate of
+that step, whether it is a full evaluation (``ctx.full``), the configuration, the topic model and
+masking, the :class:`theorycheck.nn.data.DataStream` (evaluation documents, dev loss) and the
+exact references (:class:`References`). Probes run after the step's forward/backward pass and
+before the optimizer update, so ``model.grad(name)`` holds the gradient of the logged loss.
+
+:data:`DEFAULT_PROBES` are the built-in metrics, in order; ``Trainer(cfg, out, probes=[...])``
+appends user probes to them. A key may be produced by one probe only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..analysis import stats
+from ..config import Masking, TopicModel
+from ._model import ModelConfig
+from .config import TrainConfig
+from .data import DataStream
+
+__all__ = [
+    "ProbeContext",
+    "References",
+    "stage1_reference",
+    "norms",
+    "grad_norms",
+    "value_structure",
+    "embedding_structure",
+    "value_distance",
+    "effective_K",
+    "attention_classes",
+    "dev_loss",
+    "DEFAULT_PROBES",
+    "kq_norm",
+]
+
+
+def stage1_reference(tm: TopicModel, mk: Masking) -> np.ndarray:
+    """Min-norm stage-1 value matrix ``W^V = C Sigma^+`` from the exact moments (SPEC §4.2).
+
+    Deliberately dense ``pinv`` and independent of :mod:`theorycheck.solvers` (whose closed form
+    it cross-checks in ``run_preset``'s ``dist_W_V_solver``)."""
+    from ..population import moments
+
+    Sigma, C = moments(tm, mk)
+    return C @ np.linalg.pinv(Sigma, rcond=1e-12, hermitian=True)
+
+
+def _is_stage1_model(mc: ModelConfig) -> bool:
+    return (
+        mc.embedding == "one-hot"
+        and mc.decoder == "identity"
+        and mc.attention == "uniform"
+        and mc.loss == "squared"
+        and mc.n_heads == 1
+        and mc.n_layers == 1
+        and not mc.residual
+        and not mc.layer_norm
+        and not mc.mask_keys
+        and mc.reg == 0.0
+        and "b_dec" not in mc.train
+    )
+
+
+class References:
+    """Exact optima a run is compared with, computed once and only where they apply.
+
+    ``W_V``: ``C Sigma^+`` (:func:`stage1_reference`) for stage-1 models with the uniform-tau prior
+    or ``init_W_V="stage1-optimum"``; :meth:`K_star`: ``optimal_attention(...).K`` (SPEC §4.3) when
+    W^V is frozen at that optimum; :meth:`gram`: ``optimal_embedding_gram`` (SPEC §4.1) for the tied
+    embedding setting."""
+
+    def __init__(self, cfg: TrainConfig, tm: TopicModel, mk: Masking):
+        self.cfg, self.tm, self.mk = cfg, tm, mk
+        self.W_V = None
+        if cfg.init_W_V == "stage1-optimum" or (_is_stage1_model(cfg.model) and tm.prior == "uniform-tau"):
+            self.W_V = stage1_reference(tm, mk)
+        self._K_star = self._gram = False
+
+    def K_star(self) -> float | None:
+        if self._K_star is False:
+            self._K_star = None
+            mc = self.cfg.model
+            if (
+                self.cfg.init_W_V == "stage1-optimum"
+                and "W_V" not in mc.train
+                and mc.loss == "squared"
+                and not mc.mask_keys
+                and self.tm.prior == "uniform-tau"
+                and mc.n_layers == 1
+                and mc.n_heads == 1
+            ):
+                from ..solvers import optimal_attention
+
+                self._K_star = float(optimal_attention(self.tm, self.mk, value="block").K)
+        return self._K_star
+
+    def gram(self) -> np.ndarray | None:
+        if self._gram is False:
+            self._gram = None
+            mc = self.cfg.model
+            if (
+                mc.decoder == "tied"
+                and mc.attention == "uniform"
+                and mc.loss == "squared"
+                and self.tm.prior == "uniform-tau"
+                and "b_dec" not in mc.train
+            ):
+                from ..solvers import optimal_embedding_gram
+
+                self._gram = np.asarray(optimal_embedding_gram(self.tm, self.mk).x)
+        return self._gram
+
+
+@dataclass
+class ProbeContext:
+    """What a probe may read besides the model (see the module docstring)."""
+
+    step: int
+    loss: float
+    lr: float
+    full: bool
+    cfg: TrainConfig
+    tm: TopicModel
+    mk: Masking
+    stream: DataStream
+    refs: References
+
+
+def kq_norm(lay) -> float:
+    """``c ||sum_h W_K,h^T W_Q,h||_F`` of one attention layer."""
+    P = lay.params
+    return float(np.linalg.norm(np.einsum("hak,haq->kq", P["W_K"], P["W_Q"]))) * lay.c
+
+
+def norms(model, ctx) -> dict:
+    """Frobenius norms over all heads of layer 0 (``norm_KQ`` = :func:`kq_norm`), per-layer lists
+    ``norm_*_layers`` for deeper models, and ``norm_W_E`` for a trained embedding."""
+    lay = model.layers[0]
+    rec = {f"norm_{k}": float(np.linalg.norm(lay.params[k])) for k in ("W_V", "W_K", "W_Q")}
+    rec["norm_KQ"] = kq_norm(lay)
+    if len(model.layers) > 1:
+        for key in ("W_V", "W_K", "W_Q"):
+            rec[f"norm_{key}_layers"] = [float(np.linalg.norm(la.params[key])) for la in model.layers]
+        rec["norm_KQ_layers"] = [kq_norm(la) for la in model.layers]
+    if not model.embedding.one_hot:
+        rec["norm_W_E"] = float(np.linalg.norm(model.embedding.params["W_E"]))
+    return rec
+
+
+def grad_norms(model, ctx) -> dict:
+    """``gradnorm_<name>``: Frobenius norm of the gradient of every trained parameter (``layers.0.`` dropped)."""
+    return {
+        "gradnorm_" + n.replace("layers.0.", ""): float(np.linalg.norm(model.grad(n))) for n in model.trainable_names()
+    }
+
+
+def value_structure(model, ctx) -> dict:
+    """Block score and contrast of ``W^V`` (layer 0, head 0; one-hot, T > 1), SPEC §4.2."""
+    if ctx.cfg.model.embedding != "one-hot" or ctx.cfg.data.T <= 1:
+        return {}
+    V, v = model.layers[0].params["W_V"][0], ctx.cfg.data.v
+    return {"block_score_W_V": stats.block_score(V, v), "block_contrast_W_V": stats.block_contrast(V, v)}
+
+
+def embedding_structure(model, ctx) -> dict:
+    """Block score/contrast of the Gram ``W_E^T W_E`` and its distance to the min-norm Gram, whole
+    and up to the loss's flat directions (``identifiable_part``, SPEC §4.1)."""
+    if model.embedding.one_hot or ctx.cfg.data.T <= 1:
+        return {}
+    W_E, v = model.embedding.params["W_E"], ctx.cfg.data.v
+    G = W_E.T @ W_E
+    rec = {"block_score_gram": stats.block_score(G, v), "block_contrast_gram": stats.block_contrast(G, v)}
+    ref = ctx.refs.gram()
+    if ref is not None:
+        from ..solvers import identifiable_part
+
+        rec["dist_gram_opt"] = stats.relative_distance(G, ref)
+        rec["dist_gram_opt_identifiable"] = stats.relative_distance(
+            identifiable_part(G, ctx.tm, ctx.mk), identifiable_part(ref, ctx.tm, ctx.mk)
+        )
+    return rec
+
+
+def value_distance(model, ctx) -> dict:
+    """``dist_W_V_opt``: relative distance of the trained ``W^V`` to ``C Sigma^+`` (SPEC §4.2)."""
+    if ctx.refs.W_V is None or "W_V" not in ctx.cfg.model.train:
+        return {}
+    return {"dist_W_V_opt": stats.relative_distance(model.layers[0].params["W_V"][0], ctx.refs.W_V)}
+
+
+def effective_K(model, ctx) -> dict:
+    """Median effective ``K`` of the score matrix (layer 0, head 0) and its distance to ``K*`` (SPEC §4.3)."""
+    if ctx.cfg.model.attention != "softmax" or ctx.cfg.data.T <= 1:
+        return {}
+    rec = {"K_eff_median": float(np.median(stats.effective_K(model.score_matrix(), ctx.cfg.data.v)))}
+    K_star = ctx.refs.K_star()
+    if K_star is not None:
+        rec["rel_dist_K_eff_opt"] = abs(rec["K_eff_median"] - K_star) / K_star
+    return rec
+
+
+def attention_classes(model, ctx) -> dict:
+    """Full evaluations: length-normalised attention class averages of layer 0, head 0 on the fixed
+    evaluation documents (1 = uniform; :func:`theorycheck.analysis.stats.attention_class_averages`);
+    multi-layer/multi-head softmax models add the same-topic : different-topic ratio of every head
+    (``attn_topic_ratio_heads``, layer-major, pairs classified by input tokens as in the official
+    ``inspect_result.py``) and its maximum."""
+    toks = ctx.stream.eval_tokens() if ctx.full else None
+    if toks is None:
+        return {}
+    v, mc = ctx.cfg.data.v, ctx.cfg.model
+    maps = model.attention_maps(toks)
+    st = stats.attention_class_averages(maps[0, 0], toks, v, normalise=True)
+    rec = {f"attn_{k}": st[k] for k in ("same_word", "same_topic", "diff_topic")}
+    if mc.attention == "softmax" and (mc.n_layers > 1 or mc.n_heads > 1):
+        ratios = []
+        for li in range(mc.n_layers):
+            for hi in range(mc.n_heads):
+                sh = st if (li, hi) == (0, 0) else stats.attention_class_averages(maps[li, hi], toks, v, normalise=True)
+                ratios.append(sh["same_topic"] / sh["diff_topic"] if sh["diff_topic"] > 0 else float("nan"))
+        rec["attn_topic_ratio_heads"] = ratios
+        rec["attn_topic_ratio_max"] = float(np.nanmax(ratios))
+    return rec
+
+
+def dev_loss(model, ctx) -> dict:
+    """Full evaluations of static runs: the dev-set loss without the L2 term."""
+    if not ctx.full:
+        return {}
+    dl = ctx.stream.dev_loss(model)
+    return {} if dl is None else {"dev_loss": dl}
+
+
+#: the built-in probes, in the order their keys are produced
+DEFAULT_PROBES = (
+    norms,
+    grad_norms,
+    value_structure,
+    embedding_structure,
+    value_distance,
+    effective_K,
+    attention_classes,
+    dev_loss,
+)
