@@ -212,7 +212,7 @@ def test_parallel_and_serial_kernels_agree():
     args = (
         topic_sets(tm),
         tm.token_topics(),
-        *(pc[k] for k in _TABLES),
+        tuple(pc[k] for k in _TABLES),
         *_context(tm, mk, False),
         mk.p_mask,
         mk.p_c,

@@ -25,6 +25,7 @@ from typing import NamedTuple
 
 import numba
 import numpy as np
+from scipy.special import softmax
 
 from ._memory import check_alloc, resolve_max_bytes
 from ._validate import check_array, check_int, check_rng
@@ -99,9 +100,7 @@ def _doc_losses_ref(inputs, selected, targets, S, W, b, mask_keys):
         X = np.eye(V1)[inputs[d, keys]]  # (n_keys, V1) one-hot rows
         losses = []
         for i in np.flatnonzero(selected[d]):
-            sc = S[inputs[d, i], inputs[d, keys]]
-            a = np.exp(sc - sc.max())
-            a /= a.sum()
+            a = softmax(S[inputs[d, i], inputs[d, keys]])
             o = W @ (X.T @ a) + b
             e = np.zeros(V1)
             e[targets[d, i]] = 1.0

@@ -214,39 +214,12 @@ def _precompute(S, W, b, T, v):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _x_partials_nb(
-    x0,
-    x1,
-    sets,
-    topic,
-    s,
-    smax,
-    lamg,
-    maxlamw,
-    fast,
-    Ez,
-    Ezl,
-    Q,
-    Qlam,
-    qll,
-    Lin,
-    LinL,
-    Dg,
-    Dgl,
-    Bl,
-    Bll,
-    bvec,
-    bsum,
-    bb,
-    rho,
-    eta,
-    q,
-    v,
-    acc,
-):
+def _x_partials_nb(x0, x1, sets, topic, tables, rho, eta, q, v, acc):
     """Add the contributions of query tokens ``x0 .. x1-1`` to ``acc[i] = (l_mask, sum_keep, sum_rand)``
     of every topic set ``sets[i]``. Query tokens are the outer loop so that the group tables of one
-    token (``Q[x]``: ``(T+1)^2`` entries) stay in cache across all sets. Kernels never validate."""
+    token (``Q[x]``: ``(T+1)^2`` entries) stay in cache across all sets. ``tables``: the tuple of
+    :data:`_TABLES` from :func:`_precompute`. Kernels never validate."""
+    s, smax, lamg, maxlamw, fast, Ez, Ezl, Q, Qlam, qll, Lin, LinL, Dg, Dgl, Bl, Bll, bvec, bsum, bb = tables
     n, tau = sets.shape
     lrho = math.log(rho) if rho > 0 else -np.inf
     leta = math.log(eta) if eta > 0 else -np.inf
@@ -323,76 +296,16 @@ def _x_partials_nb(
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _structured_sq_nb(
-    sets,
-    topic,
-    s,
-    smax,
-    lamg,
-    maxlamw,
-    fast,
-    Ez,
-    Ezl,
-    Q,
-    Qlam,
-    qll,
-    Lin,
-    LinL,
-    Dg,
-    Dgl,
-    Bl,
-    Bll,
-    bvec,
-    bsum,
-    bb,
-    rho,
-    eta,
-    q,
-    p_mask,
-    p_c,
-    p_r,
-    T,
-    v,
-    n_chunks=16,
-):
+def _structured_sq_nb(sets, topic, tables, rho, eta, q, p_mask, p_c, p_r, T, v, n_chunks=16):
     """Per-set squared losses; query tokens split into ``n_chunks`` chunks processed in parallel."""
     n, tau = sets.shape
-    V1 = s.shape[0]
+    V1 = topic.shape[0]
     n_chunks = min(V1, n_chunks)
     accs = np.zeros((n_chunks, n, 3))
     for c in numba.prange(n_chunks):
         x0 = (c * V1) // n_chunks
         x1 = ((c + 1) * V1) // n_chunks
-        _x_partials_nb(
-            x0,
-            x1,
-            sets,
-            topic,
-            s,
-            smax,
-            lamg,
-            maxlamw,
-            fast,
-            Ez,
-            Ezl,
-            Q,
-            Qlam,
-            qll,
-            Lin,
-            LinL,
-            Dg,
-            Dgl,
-            Bl,
-            Bll,
-            bvec,
-            bsum,
-            bb,
-            rho,
-            eta,
-            q,
-            v,
-            accs[c],
-        )
+        _x_partials_nb(x0, x1, sets, topic, tables, rho, eta, q, v, accs[c])
     acc = np.zeros((n, 3))
     for c in range(n_chunks):  # fixed chunks and order: bit-identical results whatever the thread count
         acc += accs[c]
@@ -401,70 +314,11 @@ def _structured_sq_nb(
 
 
 @numba.njit(cache=True, fastmath=False)
-def _structured_sq_serial_nb(
-    sets,
-    topic,
-    s,
-    smax,
-    lamg,
-    maxlamw,
-    fast,
-    Ez,
-    Ezl,
-    Q,
-    Qlam,
-    qll,
-    Lin,
-    LinL,
-    Dg,
-    Dgl,
-    Bl,
-    Bll,
-    bvec,
-    bsum,
-    bb,
-    rho,
-    eta,
-    q,
-    p_mask,
-    p_c,
-    p_r,
-    T,
-    v,
-):
+def _structured_sq_serial_nb(sets, topic, tables, rho, eta, q, p_mask, p_c, p_r, T, v):
     """Per-set squared losses, one thread (small problems: thread start-up would dominate)."""
     n, tau = sets.shape
     acc = np.zeros((n, 3))
-    _x_partials_nb(
-        0,
-        s.shape[0],
-        sets,
-        topic,
-        s,
-        smax,
-        lamg,
-        maxlamw,
-        fast,
-        Ez,
-        Ezl,
-        Q,
-        Qlam,
-        qll,
-        Lin,
-        LinL,
-        Dg,
-        Dgl,
-        Bl,
-        Bll,
-        bvec,
-        bsum,
-        bb,
-        rho,
-        eta,
-        q,
-        v,
-        acc,
-    )
+    _x_partials_nb(0, topic.shape[0], sets, topic, tables, rho, eta, q, v, acc)
     tv = tau * v
     return p_mask * acc[:, 0] + p_c * (acc[:, 1] / tv + 1.0) + p_r * (acc[:, 2] / (T * v) + 1.0)
 
@@ -509,4 +363,4 @@ def structured_sq(S, W, b, sets, topic, context, masking, T, v, *, fast=True, ma
     pc["fast"] = bool(fast and eta > 0 and q > 0)
     work = len(sets) * V1 * (sets.shape[1] ** 2 + 4 * sets.shape[1])
     kernel = _structured_sq_nb if work >= PARALLEL_THRESHOLD else _structured_sq_serial_nb
-    return kernel(sets, topic, *(pc[k] for k in _TABLES), rho, eta, q, *masking, T, v)
+    return kernel(sets, topic, tuple(pc[k] for k in _TABLES), rho, eta, q, *masking, T, v)
