@@ -115,33 +115,41 @@ def embedding_backward(tokens, dX, V1: int):
 
 
 # ---------------------------------------------------------------------------- attention
-def _project(X, W):
-    """Row form of ``W Z``: ``X W^T``."""
-    return X @ W.T
-
-
 def _swap(a):
     return np.swapaxes(a, -1, -2)
 
 
+def _head_tables(X, W_Q, W_K, W_V, h, count: bool):
+    """``(K, Q, V)`` of head ``h``: rows ``X W^T`` (position path) or, on the count path, the
+    token tables in the paper's column orientation ``W W^E`` (``W^E = X^T``; ``d_a x V1``)."""
+    if count:
+        tab = X.T
+        return W_K[h] @ tab, W_Q[h] @ tab, W_V[h] @ tab
+    return X @ W_K[h].T, X @ W_Q[h].T, X @ W_V[h].T
+
+
 def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None):
-    """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h (X W_V[h]^T)``.
+    """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h V_h``.
 
     Position path (``groups=None``): ``X`` (B, N, d), ``log_w`` (B, N) key log-multiplicities,
-    ``A_h = softmax_rows(c Q_h K_h^T + log_w)`` per document, ``out`` (B, N, d).
-    Count path: ``X`` is the token table (V1, d), ``log_w = log K`` (G, V1), the token scores
-    ``S_h = c Q_h K_h^T`` (V1, V1) are gathered per query group, ``A_h`` (E, V1), ``out`` (E, d).
-    ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``. Returns ``(out, cache)``.
+    ``A_h = softmax_rows(c Q_h K_h^T + log_w)`` per document with ``Q_h = X W_Q[h]^T`` etc.,
+    ``out`` (B, N, d). Count path: ``X = (W^E)^T`` (V1, d), ``log_w = log K`` (G, V1); with the
+    token tables ``K_t = W_K[h] W^E`` (paper orientation) the token scores
+    ``S_h = c Q_t^T K_t`` (V1, V1) are gathered per query group, ``A_h`` (E, V1),
+    ``out = sum_h A_h V_t^T`` (E, d). ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``.
+    Returns ``(out, cache)``.
     """
+    count = groups is not None
     heads = []
     out = 0.0
     for h in range(W_V.shape[0]):
-        Kx, Qx, Vx = _project(X, W_K[h]), _project(X, W_Q[h]), _project(X, W_V[h])
-        if groups is None:
-            A = softmax_rows(c * (Qx @ _swap(Kx)) + log_w[:, None, :])  # (B, Nq, Nk)
+        Kx, Qx, Vx = _head_tables(X, W_Q, W_K, W_V, h, count)
+        if count:
+            A = gather_softmax(c * (Qx.T @ Kx), log_w, groups.qtok, groups.ctx)  # fused Numba kernel
+            out = out + A @ Vx.T
         else:
-            A = gather_softmax(c * (Qx @ Kx.T), log_w, groups.qtok, groups.ctx)  # fused Numba kernel
-        out = out + A @ Vx
+            A = softmax_rows(c * (Qx @ _swap(Kx)) + log_w[:, None, :])  # (B, Nq, Nk)
+            out = out + A @ Vx
         heads.append((Kx, Qx, Vx, A))
     return out, dict(X=X, heads=heads, c=c, groups=groups, W=(W_Q, W_K, W_V))
 
@@ -152,24 +160,39 @@ def _start(X, dX_in, need_dX):
     return np.zeros_like(X) if dX_in is None else np.array(dX_in, dtype=np.float64)
 
 
+def _count_head_backward(dout, Kt, Qt, Vt, A, c, groups):
+    """Count path, one head, paper orientation: ``(dK_t, dQ_t, dV_t)`` (``d_a x V1``, ``d x V1``)."""
+    dVt = dout.T @ A
+    dS = c * (groups.P_q @ softmax_rows_backward(A, dout @ Vt))  # (V1, V1), summed per query token
+    return Qt @ dS, Kt @ dS.T, dVt
+
+
 def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
     """Gradients of :func:`attention_forward`: ``(dX, {"W_Q", "W_K", "W_V"})``, each ``(H, ...)``.
 
-    Per head, with ``dS`` the logit gradient (scattered over query tokens on the count path):
-    ``dV = A^T dout``, ``dQ = dS K``, ``dK = dS^T Q``, ``dW_* = d*^T X`` and
+    Per head, with ``dS`` the logit gradient (summed over query groups of one token on the count
+    path): ``dV = A^T dout``, ``dQ = dS K``, ``dK = dS^T Q``, ``dW_* = d*^T X`` and
     ``dX = dX_in + sum_h (dV W_V + dQ W_Q + dK W_K)`` (``None`` unless ``need_dX``; ``dX_in``,
-    e.g. the residual branch, defaults to 0).
+    e.g. the residual branch, defaults to 0). The count path computes the same in the paper's
+    column orientation (``dW_* = d*_t W^E^T``).
     """
     X, c, groups = cache["X"], cache["c"], cache["groups"]
     W_Q, W_K, W_V = cache["W"]
+    grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
+    if groups is not None:
+        dtab = _start(X.T, None if dX_in is None else dX_in.T, need_dX)
+        for h, (Kt, Qt, Vt, A) in enumerate(cache["heads"]):
+            dKt, dQt, dVt = _count_head_backward(dout, Kt, Qt, Vt, A, c, groups)
+            grads["W_V"][h], grads["W_Q"][h], grads["W_K"][h] = dVt @ X, dQt @ X, dKt @ X
+            if need_dX:
+                dtab += W_V[h].T @ dVt + W_Q[h].T @ dQt + W_K[h].T @ dKt
+        return (dtab.T if need_dX else None), grads
     d = X.shape[-1]
     Xf = X.reshape(-1, d)
-    grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
     dX = _start(X, dX_in, need_dX)
     for h, (Kx, Qx, Vx, A) in enumerate(cache["heads"]):
         dVx = _swap(A) @ dout
-        dlogit = softmax_rows_backward(A, dout @ _swap(Vx))
-        dS = c * (dlogit if groups is None else groups.P_q @ dlogit)
+        dS = c * softmax_rows_backward(A, dout @ _swap(Vx))
         dQx = dS @ Kx
         dKx = _swap(dS) @ Qx
         grads["W_V"][h] = dVx.reshape(-1, d).T @ Xf
@@ -184,26 +207,39 @@ def uniform_attention_forward(X, w, W_V):
     """Uniform attention over weighted keys: one output row per context, ``sum_h W_V[h] xbar``.
 
     ``xbar = sum_j w_j x_j / sum_j w_j`` (empty contexts: 0). Position path: ``X`` (B, N, d),
-    ``w`` (B, N); count path: ``X`` the token table (V1, d), ``w = K`` (G, V1). Returns the
-    per-context output ``(G or B, d)`` (every query of a context gets it) and a cache.
+    ``w`` (B, N); count path: ``X = (W^E)^T`` (V1, d), ``w = K`` (G, V1), computed as
+    ``hbar (sum_h W_V[h] W^E)^T``. Returns the per-context output ``(G or B, d)`` (every query
+    of a context gets it) and a cache.
     """
     hbar = key_distribution(w)
-    Xbar = hbar @ X if X.ndim == 2 else np.einsum("bj,bjd->bd", hbar, X)
-    Vsum = W_V.sum(axis=0)
-    return Xbar @ Vsum.T, dict(X=X, hbar=hbar, Xbar=Xbar, Vsum=Vsum, H=W_V.shape[0])
+    cache = dict(X=X, hbar=hbar, W_V=W_V)
+    if X.ndim == 2:
+        Vt = sum(W_V[h] @ X.T for h in range(W_V.shape[0]))  # summed token values (d, V1)
+        return hbar @ Vt.T, cache
+    Xbar = np.einsum("bj,bjd->bd", hbar, X)
+    cache["Xbar"] = Xbar
+    return Xbar @ W_V.sum(axis=0).T, cache
 
 
 def uniform_attention_backward(dUc, cache, need_dX: bool = True, dX_in=None):
     """Gradients of :func:`uniform_attention_forward` given ``dUc`` (per-context output gradient):
     ``dW_V[h] = dUc^T xbar`` for every head and ``dX = dX_in + hbar^T (dUc sum_h W_V[h])``."""
-    gV = dUc.T @ cache["Xbar"]
-    grads = {"W_V": np.repeat(gV[None], cache["H"], axis=0)}
+    X, hbar, W_V = cache["X"], cache["hbar"], cache["W_V"]
+    H = W_V.shape[0]
+    if X.ndim == 2:  # count path, paper orientation: dV_t = dUc^T hbar (d, V1)
+        dVt = dUc.T @ hbar
+        grads = {"W_V": np.repeat((dVt @ X)[None], H, axis=0)}
+        if not need_dX:
+            return None, grads
+        dtab = _start(X.T, None if dX_in is None else dX_in.T, True)
+        for h in range(H):
+            dtab += W_V[h].T @ dVt
+        return dtab.T, grads
+    grads = {"W_V": np.repeat((dUc.T @ cache["Xbar"])[None], H, axis=0)}
     if not need_dX:
         return None, grads
-    dXbar = dUc @ cache["Vsum"]
-    hbar = cache["hbar"]
-    dX = _start(cache["X"], dX_in, True)
-    dX += hbar.T @ dXbar if cache["X"].ndim == 2 else hbar[:, :, None] * dXbar[:, None, :]
+    dX = _start(X, dX_in, True)
+    dX += hbar[:, :, None] * (dUc @ W_V.sum(axis=0))[:, None, :]
     return dX, grads
 
 
