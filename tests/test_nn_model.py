@@ -8,6 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
+import theorycheck.population
 from theorycheck.diagnostics import check_gradient
 from theorycheck.nn import (
     ModelConfig,
@@ -375,3 +376,20 @@ def test_embedding_init_scale_override():
     assert np.std(m.get("layers.0.W_V")) == pytest.approx(0.01, rel=0.05)
     same = Transformer(ModelConfig(V1=60, embedding="trained", decoder="tied", init_scale=0.01), seed=0)
     assert np.std(same.get("W_E")) == pytest.approx(0.01, rel=0.05)
+
+
+@settings(max_examples=15)
+@given(topic_models(max_T=5, max_v=3), maskings(), st.booleans())
+def test_population_contexts_are_probability_weighted(tm, mk, mask_keys):
+    """Key densities sum to 1 per topic set; target weights sum to 1 over all groups (every selected
+    position shows [MASK], itself or a random word: p_mask + p_c + p_r = 1); CountBatch wraps them."""
+    pc = theorycheck.population.population_contexts(tm, mk, mask_keys=mask_keys)
+    np.testing.assert_allclose(pc.K.sum(axis=1), 1.0, rtol=1e-13)
+    assert pc.Y.sum() == pytest.approx(1.0, rel=1e-12)
+    np.testing.assert_allclose(pc.weight, pc.Y.sum(axis=1), rtol=1e-13)
+    assert np.all(pc.K[:, 0] == 0) if mask_keys else np.all(pc.K[:, 0] == pytest.approx(mk.p_m * mk.p_mask))
+    cb = population_batch(tm, mk, mask_keys=mask_keys)
+    np.testing.assert_array_equal(cb.Y, pc.Y)
+    np.testing.assert_array_equal(cb.qtok, pc.qtok)
+    with pytest.raises(TypeError, match="mask_keys"):
+        theorycheck.population.population_contexts(tm, mk, mask_keys="yes")

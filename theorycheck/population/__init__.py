@@ -22,6 +22,8 @@ family                  ``alpha_beta_loss_logK``,
                         ``alpha_beta_score_matrix``,
                         ``alpha_beta_value_matrix``,
                         ``stage1_block_constants``
+§2.1, §4.0 weighted     ``population_contexts``,     ``_contexts`` (every tau-subset as one
+contexts                ``PopulationContexts``       weighted context; nn.population_batch)
 §3.1 E, §4.0, §4.1      ``embedding_loss``,          ``_embedding_loss`` (chain rule on
 embedding model         ``embedding_loss_grad``,     ``value_loss_grad``)
                         ``EmbeddingLossGrad``
@@ -41,6 +43,7 @@ from ._alpha_beta import (
     stage1_block_constants,
 )
 from ._attention_loss import AttentionLossGrad, SetSampledLoss, attention_loss, attention_loss_grad
+from ._contexts import PopulationContexts, population_contexts
 from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad
 from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
 from ._value_loss import value_loss, value_loss_grad
@@ -66,4 +69,6 @@ __all__ = [
     "embedding_loss",
     "embedding_loss_grad",
     "EmbeddingLossGrad",
+    "population_contexts",
+    "PopulationContexts",
 ]
