@@ -136,3 +136,37 @@ def test_file_suffix_is_added_only_if_missing(tmp_path):
     assert prepare_output_dir(tmp_path / "w.npz", kind="file", suffix=".npz") == tmp_path / "w.npz"
     with pytest.raises(ValueError, match="kind must be"):
         prepare_output_dir(tmp_path, kind="folder")
+
+
+def test_landscape_refuses_a_foreign_folder_before_work(tmp_path, monkeypatch, capsys):
+    from theorycheck.solvers import _attention
+
+    out = tmp_path / "mine"
+    _thesis(out)
+    monkeypatch.setattr(_attention, "optimal_attention", lambda *a, **k: pytest.fail("solved before the path check"))
+    assert main(["landscape", "--T", "4", "--v", "3", "--tau", "2", "--out", str(out)]) == 2
+    assert "thesis.tex" in capsys.readouterr().err and _tree(out) == ["sub", "sub/data.csv", "thesis.tex"]
+
+
+def test_landscape_force_keeps_foreign_files(tmp_path):
+    out = tmp_path / "mine"
+    _thesis(out)
+    argv = ["landscape", "--T", "4", "--v", "3", "--tau", "2", "--n-grid", "11", "--out", str(out), "--force"]
+    assert main(argv) == 0
+    assert read_marker(out)["files"] == ["grid.npz", "landscape.png", "optimum.json"]
+    assert {"thesis.tex", "sub/data.csv"} <= set(_tree(out))
+    assert json.loads((out / "optimum.json").read_text())["status"] == 0
+
+
+def test_bench_out_checked_before_running(tmp_path, capsys):
+    f = tmp_path / "file"
+    f.write_text("x")
+    assert main(["bench", "stage1", "--out", str(f)]) == 2
+    captured = capsys.readouterr()
+    assert "is an existing file" in captured.err and "==> bench" not in captured.out
+
+
+def test_solve_json_into_missing_parent(tmp_path):
+    out = tmp_path / "new" / "deep" / "a.json"
+    assert main(["solve", "attention", "--T", "4", "--v", "3", "--tau", "2", "--json", str(out)]) == 0
+    assert json.loads(out.read_text())["problem"] == "attention"
