@@ -123,6 +123,49 @@ def topic_contrast_basis(tm: TopicModel) -> np.ndarray:
     return out
 
 
+def _sigma_closed_form(tm, mk) -> float:
+    """``sigma_max = -L'(log K = log v) / (v (T - 1))`` at the min-norm block ``W^V`` (module docstring)."""
+    from ..population._alpha_beta import _block_loss_logK, _check
+
+    _check(tm, mk)
+    if tm.tau in (1, tm.T):
+        # tau = T: one document law, the min-norm W^V is rank one and G = 0; tau = 1: L'(v) = 0
+        # exactly (K* = v, SPEC §6 item 16), the formula leaves ~1e-17 of round-off.
+        # "dense" confirms both (tests/test_dynamics.py).
+        return 0.0
+    _, dL = _block_loss_logK(np.float64(math.log(tm.v)), tm, mk, deriv=True)
+    sigma = -float(dL) / (tm.v * (tm.T - 1))
+    return sigma if sigma > 0 else 0.0
+
+
+def _dense_modes(tm, mk, W_V, loss, mask_keys):
+    """``G = dL/dS`` at ``S = 0`` (:func:`theorycheck.population.attention_loss_grad`) and its top modes.
+
+    Returns ``(sigma_max, multiplicity, G, singular_values, U, Vt, topic_alignment)``.
+    """
+    from ..population._attention_loss import attention_loss_grad
+
+    if W_V is None:
+        from ..solvers._value import optimal_value_matrix
+
+        W_V = optimal_value_matrix(tm, mk).x
+    W_V = np.asarray(W_V, dtype=float)
+    if W_V.shape != (tm.V1, tm.V1):
+        raise ValueError(f"W_V must have shape (V1, V1) = {(tm.V1, tm.V1)}, got {W_V.shape}")
+    G = attention_loss_grad(np.zeros((tm.V1, tm.V1)), W_V, tm, mk, mask_keys=mask_keys, loss=loss).dS
+    U, s, Vt = np.linalg.svd(G)
+    # an exactly zero G (tau = 1, tau = T) comes out as round-off of size ~1e-18 ||W_V||
+    sigma = float(s[0]) if s[0] > _ZERO_TOL * max(1.0, float(np.linalg.norm(W_V))) else 0.0
+    mult = int(np.sum(s >= sigma * (1 - 1e-9))) if sigma > 0 else 0
+    align = None
+    if mult:
+        P = topic_contrast_basis(tm)
+        left = np.linalg.norm(P.T @ U[:, :mult]) ** 2 / mult
+        right = np.linalg.norm(P.T @ Vt[:mult].T) ** 2 / mult
+        align = float((left + right) / 2)
+    return sigma, mult, G, s, U, Vt, align
+
+
 def stage2_onset(
     tm: TopicModel,
     mk: Masking,
@@ -174,42 +217,11 @@ def stage2_onset(
                 "method='closed-form' is the squared-loss block optimum: W_V, loss='ce' and "
                 "mask_keys need method='dense'"
             )
-        from ..population._alpha_beta import _block_loss_logK, _check
-
-        _check(tm, mk)
-        if tm.tau in (1, tm.T):
-            # tau = T: one document law, the min-norm W^V is rank one and G = 0; tau = 1: L'(v) = 0
-            # exactly (K* = v, SPEC §6 item 16), the formula leaves ~1e-17 of round-off.
-            # "dense" confirms both (tests/test_dynamics.py).
-            sigma = 0.0
-        else:
-            _, dL = _block_loss_logK(np.float64(math.log(tm.v)), tm, mk, deriv=True)
-            sigma = -float(dL) / (tm.v * (tm.T - 1))
-            sigma = sigma if sigma > 0 else 0.0
+        sigma = _sigma_closed_form(tm, mk)
         mult = tm.T - 1 if sigma > 0 else 0
         G = s = U = Vt = align = None
     else:
-        from ..population._attention_loss import attention_loss_grad
-
-        if W_V is None:
-            from ..solvers._value import optimal_value_matrix
-
-            W_V = optimal_value_matrix(tm, mk).x
-        W_V = np.asarray(W_V, dtype=float)
-        if W_V.shape != (tm.V1, tm.V1):
-            raise ValueError(f"W_V must have shape (V1, V1) = {(tm.V1, tm.V1)}, got {W_V.shape}")
-        _, G, _, _ = attention_loss_grad(np.zeros((tm.V1, tm.V1)), W_V, tm, mk, mask_keys=mask_keys, loss=loss)
-        U, s, Vt = np.linalg.svd(G)
-        # an exactly zero G (tau = 1, tau = T) comes out as round-off of size ~1e-18 ||W_V||
-        sigma = float(s[0]) if s[0] > _ZERO_TOL * max(1.0, float(np.linalg.norm(W_V))) else 0.0
-        mult = int(np.sum(s >= sigma * (1 - 1e-9))) if sigma > 0 else 0
-        if mult:
-            P = topic_contrast_basis(tm)
-            left = np.linalg.norm(P.T @ U[:, :mult]) ** 2 / mult
-            right = np.linalg.norm(P.T @ Vt[:mult].T) ** 2 / mult
-            align = float((left + right) / 2)
-        else:
-            align = None
+        sigma, mult, G, s, U, Vt, align = _dense_modes(tm, mk, W_V, loss, mask_keys)
     eff = c * sigma - 2.0 * reg
     growth = None
     if lr is not None:
