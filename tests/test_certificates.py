@@ -282,3 +282,51 @@ def test_interval_certificate_validates_input(kw, exc, match):
 def test_interval_certificate_refuses_dirichlet():
     with pytest.raises(ValueError, match="uniform-tau"):
         interval_certificate(tc.TopicModel(T=3, v=2, prior="dirichlet", alpha=0.1), tc.Masking())
+
+
+# ------------------------------------------------------------------ wired into the public solvers
+@pytest.mark.parametrize("T,v,tau", [(3, 2, 2), (4, 3, 2), (3, 2, 3)])
+def test_solver_method_rational_equals_the_closed_form(T, v, tau):
+    tm, mk = tc.TopicModel(T=T, v=v, tau=tau), tc.Masking(p_m=0.3, p_c=0.2, p_r=0.05)
+    r = tc.solvers.optimal_value_matrix(tm, mk, method="rational")
+    c = tc.solvers.optimal_value_matrix(tm, mk, method="closed-form", dense=True)
+    assert r.status == 0 and r.method == "rational"
+    assert np.max(np.abs(r.x - c.x)) <= 1e-15
+    g = tc.solvers.optimal_embedding_gram(tm, mk, method="rational")
+    gc = tc.solvers.optimal_embedding_gram(tm, mk, method="closed-form")
+    assert g.status == 0 and np.max(np.abs(g.x - gc.x.toarray())) <= 1e-15
+
+
+def test_solver_method_rational_refuses_reg():
+    tm, mk = tc.TopicModel(T=3, v=2, tau=2), tc.Masking()
+    with pytest.raises(ValueError, match="reg"):
+        tc.solvers.optimal_value_matrix(tm, mk, method="rational", reg=0.1)
+    with pytest.raises(ValueError, match="reg"):
+        tc.solvers.optimal_embedding_gram(tm, mk, method="rational", reg=0.1)
+
+
+def test_optimal_attention_interval_certificate_at_the_paper_configuration():
+    tm, mk = tc.TopicModel(T=10, v=10, tau=3), tc.Masking()
+    res = tc.solvers.optimal_attention(tm, mk, value="block", certify="interval")
+    cert = res.certificate
+    assert res.status == 0
+    assert cert["method"] == "interval-branch-and-bound"
+    assert cert["lower"] <= res.fun <= cert["lower"] + 1e-9
+    assert cert["gap"] <= 1e-9
+
+
+def test_optimal_attention_interval_not_converged_is_not_certified():
+    tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
+    res = tc.solvers.optimal_attention(
+        tm, mk, value="identity", certify="interval", certify_options={"max_boxes": 20, "tol": 1e-12}
+    )
+    assert res.status == 4 and "interval" in res.message
+    assert res.certificate["lower"] <= res.fun
+
+
+def test_optimal_attention_interval_argument_errors():
+    tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
+    with pytest.raises(ValueError, match="certify"):
+        tc.solvers.optimal_attention(tm, mk, certify="exact")
+    with pytest.raises(ValueError, match="squared"):
+        tc.solvers.optimal_attention(tm, mk, certify="interval", loss="ce")

@@ -43,7 +43,17 @@ from ..population._alpha_beta import (
     alpha_beta_score_matrix,
     alpha_beta_value_matrix,
 )
-from ._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, certify, check_contract, legacy_positional
+from ._certify import (
+    ITERATION_LIMIT,
+    NOT_CERTIFIED,
+    ON_BOUNDARY,
+    SUCCESS,
+    check_contract,
+    legacy_positional,
+)
+from ._certify import (
+    certify as certify_residuals,
+)
 from ._result import SolveResult
 
 __all__ = ["optimal_attention", "ATTENTION_METHODS"]
@@ -138,6 +148,8 @@ def optimal_attention(
     n_grid: int | None = None,
     box=None,
     check_general: bool = True,
+    certify: str | None = None,
+    certify_options: dict | None = None,
 ) -> SolveResult:
     """Global minimiser of ``L(alpha, beta)`` with a grid certificate (SPEC §4.3).
 
@@ -174,6 +186,14 @@ def optimal_attention(
         ``(-10, 40) x (-40, 20)``, refinement in ``(-60, 60)^2``).
     check_general : bool
         Recompute the loss at the optimum with the general evaluator when affordable.
+    certify : {None, "interval"}
+        ``"interval"``: add a rigorous lower bound on ``min L`` over the whole search box by interval
+        arithmetic and branch and bound (:func:`theorycheck.solvers._interval.interval_certificate`;
+        squared loss only). ``res.certificate`` then holds ``lower``, ``upper``, ``gap``, ``method``
+        and the full ``interval`` record; the status is 4 (not certified) unless
+        ``lower <= L* <= lower + certify_options["tol"]`` (default tol 1e-9).
+    certify_options : dict, optional
+        Passed to ``interval_certificate`` (``tol``, ``max_boxes``).
 
     Returns
     -------
@@ -196,6 +216,12 @@ def optimal_attention(
     loss = check_loss(loss)
     tol, options = check_contract(method, tol, solver, options, uses_solver=False, uses_options=True)
     box = _check_box(box, value)
+    if certify is not None:
+        check_choice("certify", certify, ("interval",))
+        if loss != "squared":
+            raise ValueError(f"certify='interval' supports loss='squared' only, got loss={loss!r}")
+    if certify_options is not None and not isinstance(certify_options, dict):
+        raise TypeError(f"certify_options must be a dict or None, got {type(certify_options).__name__}")
     if n_grid is not None:
         n_grid = check_int("n_grid", n_grid, low=11)
     t0 = time.perf_counter()
@@ -209,10 +235,35 @@ def optimal_attention(
         res.residuals["general_evaluator"] = r
         checks["general_evaluator"] = (r, abs(Lstar))
     checks["optimum"] = (0.0 if all(np.isfinite(v) for v in (alpha, beta, Lstar)) else math.nan, 1.0)
-    res.status, res.message, rel = certify(checks, tol, backend=backend, detail=_detail(res))
+    res.status, res.message, rel = certify_residuals(checks, tol, backend=backend, detail=_detail(res))
     res.info.update(loss_kind=loss, relative_residuals=rel, tol=tol)
+    if certify == "interval":
+        _attach_interval(res, tm, mk, value, box, certify_options or {})
     res.time = time.perf_counter() - t0
     return res
+
+
+def _attach_interval(res, tm, mk, value, box, opts):
+    """Add the rigorous interval bound to ``res.certificate``; downgrade the status if it does not hold."""
+    from ._interval import interval_certificate
+
+    cert = interval_certificate(tm, mk, value, box=box, **opts)
+    record = cert.as_dict()
+    res.certificate = {
+        **(res.certificate or {}),
+        "lower": cert.lower,
+        "upper": cert.upper,
+        "gap": cert.gap,
+        "method": cert.method,
+        "interval": record,
+    }
+    excess = res.fun - cert.lower
+    if res.status == SUCCESS and not (cert.converged and -1e-15 <= excess <= cert.tol):
+        res.status = NOT_CERTIFIED
+        res.message = (
+            f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {cert.tol:g}), "
+            f"gap {cert.gap:.3g} after {cert.n_boxes} boxes (converged: {cert.converged})"
+        )
 
 
 def _detail(res):

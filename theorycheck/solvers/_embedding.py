@@ -79,6 +79,7 @@ from ._gram_residuals import (
     minimiser_residuals,
     range_split,
 )
+from ._rational import rational_embedding_result
 from ._result import SolveResult
 
 __all__ = [
@@ -93,7 +94,7 @@ __all__ = [
     "identifiable_part",
 ]
 
-METHODS = ("closed-form", "schur", "cvxpy", "factorized")
+METHODS = ("closed-form", "schur", "cvxpy", "factorized", "rational")
 SOLVERS = ("CLARABEL", "SCS")
 #: Largest V1 for the dense methods and the dense re-check of the closed form (O(V1^3) cost).
 DENSE_CHECK_MAX_V1 = 2001
@@ -146,14 +147,14 @@ def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_sca
             f"d={d} is too small for the requested optimum: every minimiser G has rank >= {rank} "
             f"(= min_embedding_dim), so L* = {tm.min_value_loss():.6g} needs d >= {rank}"
         )
-    if reg > 0 and method in ("closed-form", "schur"):
+    if reg > 0 and method in ("closed-form", "schur", "rational"):
         raise ValueError(
             f"reg={reg!r}: method={method!r} gives the minimum-norm (reg -> 0+) optimum only; "
             "use method='cvxpy' or 'factorized' for reg > 0"
         )
     if method == "factorized" and d is None:
         raise ValueError(f"d is required for method='factorized' (an integer >= {max(rank, 1)} = min_embedding_dim)")
-    if method != "closed-form":
+    if method not in ("closed-form", "rational"):
         check_alloc(
             f"optimal_embedding_gram(method={method!r}) with V1 = {tm.V1}",
             _dense_need(method, tm.V1, d),
@@ -195,9 +196,11 @@ def optimal_embedding_gram(
     ----------
     tm, mk : TopicModel, Masking
         ``p_m > 0`` and ``a > 0`` (some original words visible).
-    method : {"closed-form", "schur", "cvxpy", "factorized"}
+    method : {"closed-form", "schur", "cvxpy", "factorized", "rational"}
         See the module docstring. ``"closed-form"`` returns a :class:`BlockGram` (any V1, O(1));
-        the others a dense ``(V1, V1)`` array (moderate V1 only).
+        the others a dense ``(V1, V1)`` array (moderate V1 only). ``"rational"``: the minimum-trace
+        optimal Gram in exact rational arithmetic (small sizes, ``reg = 0``), its optimality
+        conditions verified exactly (:mod:`theorycheck.solvers._rational`).
     reg : float
         ``reg = 0``: the minimum-norm minimiser (``"closed-form"``, ``"schur"``, ``"cvxpy"``) or the
         minimiser L-BFGS reaches from ``init_scale``-small init (``"factorized"``: equal to the min-norm
@@ -245,7 +248,9 @@ def optimal_embedding_gram(
         tm, mk, method, reg, tol, solver, options, d, bias, seed, init_scale, maxiter, max_bytes
     )
     t0 = time.perf_counter()
-    if method == "closed-form":
+    if method == "rational":
+        res = rational_embedding_result(tm, mk, bias=bias)
+    elif method == "closed-form":
         res = _solve_closed_form(tm, mk, bias, tol, max_bytes)
     elif method == "schur":
         res = _solve_schur(tm, mk, bias, tol)

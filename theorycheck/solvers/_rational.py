@@ -428,7 +428,7 @@ def _result(opt: RationalOptimum, method: str):
     return SolveResult(
         x=opt.x.toarray(),
         fun=float(opt.loss),
-        status=0 if opt.certified else 3,
+        status=0 if opt.certified else 4,  # NOT_CERTIFIED of the shared status table (_certify)
         method=method,
         residuals={k: 0.0 if ok else 1.0 for k, ok in opt.checks.items()},
         info={"x_exact": opt.x, "loss_exact": opt.loss, "rank_sigma": opt.rank_sigma, "checks": dict(opt.checks)},

@@ -82,6 +82,7 @@ from .._validate import check_choice, check_real
 from ..config import Masking, TopicModel
 from ..population._moments import moments
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status, legacy_positional
+from ._rational import rational_value_result
 from ._result import SolveResult
 from ._value_block import (
     BlockValueMatrix,
@@ -103,7 +104,7 @@ __all__ = [
     "VALUE_METHODS",
 ]
 
-VALUE_METHODS = ("closed-form", "cvxpy", "lstsq")
+VALUE_METHODS = ("closed-form", "cvxpy", "lstsq", "rational")
 
 #: ``dense=None`` returns a dense array up to this V1 (``V1^2`` doubles = 32 MB), a block object above.
 DENSE_DEFAULT_MAX_V1 = 2001
@@ -200,6 +201,10 @@ def _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes):
     )
     if dense is not None and not isinstance(dense, bool):
         raise TypeError(f"dense must be None, True or False, got {dense!r}")
+    if method == "rational":
+        if reg != 0.0:
+            raise ValueError(f"reg={reg!r}: method='rational' computes the minimum-norm (reg = 0) optimum only")
+        return reg, tol, options, True
     if method == "closed-form":
         dense = (tm.V1 <= DENSE_DEFAULT_MAX_V1) if dense is None else dense
         if dense:
@@ -256,7 +261,11 @@ def optimal_value_matrix(
     tm, mk : TopicModel, Masking
         ``mk.p_m > 0``. Any prior; degenerate cases (``tau = T``, ``T = 1``, ``a = 0``,
         ``q = 0``, ``v = 1``) are handled exactly (module docstring).
-    method : {"closed-form", "cvxpy", "lstsq"}
+    method : {"closed-form", "cvxpy", "lstsq", "rational"}
+        ``"rational"``: exact rational arithmetic (small sizes, ``reg = 0``; masking probabilities read
+        as exact decimals): ``W = C Sigma^+`` with ``W Sigma = C`` and ``W (I - Sigma Sigma^+) = 0``
+        verified exactly; ``info["x_exact"]`` and ``info["loss_exact"]`` hold the exact values
+        (:mod:`theorycheck.solvers._rational`).
     reg : float
         ``lambda >= 0``.
     tol : float
@@ -299,6 +308,10 @@ def optimal_value_matrix(
     """
     reg, tol, options, dense = _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes)
     t0 = time.perf_counter()
+    if method == "rational":
+        res = rational_value_result(tm, mk)
+        res.time = time.perf_counter() - t0
+        return res
     if method == "closed-form":
         W, backend, msg, nit, info = _solve_closed_form(tm, mk, reg, dense, max_bytes)
     elif method == "lstsq":
