@@ -92,3 +92,13 @@ def test_dirichlet_min_loss_paper_value():
     tm = tc.TopicModel(T=10, v=10, prior="dirichlet", alpha=0.1)
     assert tm.min_value_loss() == pytest.approx(0.945, abs=1e-15)
     assert math.isinf(tm.n_topic_sets)
+
+
+def test_token_topic_is_the_layout_rule(tm_small):
+    from theorycheck.config import token_topic
+
+    tokens = np.arange(tm_small.V1)
+    expected = np.array([-1] + [(w - 1) // tm_small.v for w in range(1, tm_small.V1)])
+    np.testing.assert_array_equal(token_topic(tokens, tm_small.v), expected)
+    np.testing.assert_array_equal(tm_small.topic_of(tokens), expected)
+    np.testing.assert_array_equal(tm_small.token_topics(), expected)
