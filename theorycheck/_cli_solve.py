@@ -1,4 +1,4 @@
-"""``theorycheck solve value|embedding|attention``: one call convention and one JSON shape for three optima.
+"""The ``theorycheck solve value|embedding|attention`` command: one flag set and one JSON shape for three optima.
 
 The three problems (SPEC §4.2 stage-1 value matrix, SPEC §4.1 tied embedding Gram, SPEC §4.3
 stage-2 attention) are solved by :mod:`theorycheck.solvers`, always called with keyword
@@ -16,8 +16,11 @@ from __future__ import annotations
 import inspect
 import io
 import math
+import sys
 
 import numpy as np
+
+from ._cli_common import _add_model_flags, _models
 
 __all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
 
@@ -186,3 +189,83 @@ def npz_payload(problem: str, res, tm, summary: dict) -> bytes:
     buf = io.BytesIO()
     np.savez(buf, **payload)
     return buf.getvalue()
+
+
+_SOLVE_HELP = {
+    "value": "stage-1 optimal value matrix W^V under uniform attention (SPEC §4.2)",
+    "embedding": "optimal tied token-embedding Gram, Theorem 1 setting (SPEC §4.1)",
+    "attention": "stage-2 optimal attention (alpha*, beta*, K*) for a frozen W^V, with certificate (SPEC §4.3)",
+}
+
+
+def _add_solve_flags(p, problem: str) -> None:
+    """Flags of ``solve <problem>``: the shared model flags, the solver contract, outputs."""
+    _add_model_flags(p)
+    g = p.add_argument_group("solver (keyword contract of theorycheck.solvers)")
+    g.add_argument("--method", default=None, help="solver method (default: the solver's closed form)")
+    g.add_argument("--reg", type=float, default=None, help="L2 coefficient (default 0: minimum-norm optimum)")
+    g.add_argument("--tol", type=float, default=None, help="certification tolerance (default: the solver's)")
+    g.add_argument("--solver", default=None, help="cvxpy backend, e.g. CLARABEL or SCS (method cvxpy)")
+    if problem == "embedding":
+        g.add_argument("--d", type=int, default=None, help="embedding dimension (method factorized)")
+        g.add_argument("--bias", action="store_true", help="free decoder bias (SPEC §4.1 D4)")
+    if problem == "attention":
+        g.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (SPEC §4.3)")
+        g.add_argument(
+            "--loss", choices=("squared", "ce", "sq"), default="squared", help="SPEC §2.2 (default: %(default)s)"
+        )
+        g.add_argument("--n-grid", type=int, default=None, help="certificate grid points (default: the solver's)")
+    p.add_argument("--json", default=None, help="write the summary (same keys for every problem) to this JSON file")
+    p.add_argument("--out", default=None, help="write the optimum and residuals to this .npz file (suffix added)")
+    p.set_defaults(func=_cmd_solve, problem=problem)
+
+
+def _add_solve(sub):
+    p = sub.add_parser("solve", help="compute a certified optimum: value | embedding | attention")
+    targets = p.add_subparsers(dest="target", required=True)
+    leaves = [targets.add_parser(problem, help=text, description=text) for problem, text in _SOLVE_HELP.items()]
+    for problem, leaf in zip(_SOLVE_HELP, leaves, strict=True):
+        _add_solve_flags(leaf, problem)
+    return leaves
+
+
+def _solve_given(args) -> dict:
+    """``{flag: (solver keyword, value)}``; ``None`` values are left to the solver's defaults."""
+    from ._validate import check_loss
+
+    given = {
+        "--method": ("method", args.method),
+        "--reg": ("reg", args.reg),
+        "--tol": ("tol", args.tol),
+        "--solver": ("solver", args.solver),
+    }
+    if args.problem == "embedding":
+        given.update({"--d": ("d", args.d), "--bias": ("bias", args.bias)})
+    if args.problem == "attention":
+        given.update(
+            {
+                "--value": ("value", args.value),
+                "--loss": ("loss", check_loss(args.loss)),
+                "--n-grid": ("n_grid", args.n_grid),
+            }
+        )
+    return given
+
+
+def _cmd_solve(args) -> int:
+    from ._io import atomic_write_bytes, prepare_output_dir, write_json
+
+    tm, mk = _models(args)
+    json_path = prepare_output_dir(args.json, kind="file", flag="--json") if args.json is not None else None
+    npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", flag="--out") if args.out is not None else None
+    res = run_solve(args.problem, tm, mk, _solve_given(args))
+    summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
+    print(res)
+    print(format_summary(summary))
+    if json_path is not None:
+        print(f"written to {write_json(json_path, summary)}")
+    if npz_path is not None:
+        print(f"written to {atomic_write_bytes(npz_path, npz_payload(args.problem, res, tm, summary))}")
+    if not res.success:
+        print(f"theorycheck solve {args.problem}: not certified (status {res.status}): {res.message}", file=sys.stderr)
+    return 0 if res.success else 1
