@@ -22,7 +22,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
-from ..config import Masking, TopicModel, check_models
+from ..config import Masking, TopicModel, check_models, token_topic
 
 __all__ = [
     "alpha_beta_loss",
@@ -129,7 +129,7 @@ def block_token_matrix(
     """
     V1 = int(T) * int(v) + 1
     check_alloc(what, (V1, V1), max_bytes=max_bytes, alternative=alternative)
-    topics = np.arange(V1 - 1) // v
+    topics = token_topic(np.arange(1, V1), v)
     M = np.zeros((V1, V1))
     M[1:, 1:] = np.where(topics[:, None] == topics[None, :], same, other)
     if diag is not None:

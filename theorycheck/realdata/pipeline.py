@@ -177,7 +177,7 @@ def synthetic_signal(T: int, v: int, alpha: float, n_docs: int, *, seed: int = 0
     valid = [np.ones(s.size, dtype=bool) for s in seqs]
     M = np.zeros((tm.V1, T), dtype=bool)
     w = np.arange(1, tm.V1)
-    M[w, (w - 1) // v] = True
+    M[w, tm.topic_of(w)] = True
     X, counts, pp = S.cooccurrence_matrix(seqs, valid, tm.V1)
     out = S.cooccurrence_lift(X, counts, pp, M)
     out.update(T=T, v=v, alpha=alpha, n_docs=n_docs, seed=seed)

@@ -79,7 +79,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_real
-from ..config import Masking, TopicModel
+from ..config import Masking, TopicModel, token_topic
 from ..population._moments import moments
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status, legacy_positional
 from ._rational import rational_value_result
@@ -155,7 +155,7 @@ def _solve_cvxpy(tm, mk, reg, solver, options):
     S = Sig_hat.toarray() / np.outer(d_half, d_half)
     S_C = C_hat.toarray() / np.outer(d_half, d_half)
     rows = np.arange(V1)
-    cols = np.where(rows == 0, T, (rows - 1) // v)
+    cols = np.where(rows == 0, T, token_topic(rows, v))
     U = sp.csr_matrix((np.ones(V1), (rows, cols)), shape=(V1, T + 1))
     evals, evecs = np.linalg.eigh(S)
     keep = evals > 1e-10 * evals.max()

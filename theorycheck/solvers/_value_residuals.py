@@ -22,7 +22,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_array
-from ..config import Masking, TopicModel
+from ..config import Masking, TopicModel, token_topic
 from ..population._alpha_beta import stage1_constant_context
 from ..population._value_loss import value_loss_grad
 from ._value_block import BlockValueMatrix, block_hat, check_stage1_models, hat_moments, predicted_min_loss
@@ -145,7 +145,7 @@ def minimiser_violation(W, tm: TopicModel, mk: Masking, b=None, *, max_bytes=Non
             alternative="optimal_value_matrix(tm, mk, method='closed-form', dense=False).residuals (O(1))",
         )
         Y = np.zeros((V1, T))
-        topics = (np.arange(1, V1) - 1) // v
+        topics = token_topic(np.arange(1, V1), v)
         Y[1:] = v * W.B0
         Y[np.arange(1, V1), topics] = v * W.A
         z = np.r_[0.0, np.full(n, W.gamma)]
@@ -160,7 +160,7 @@ def minimiser_violation(W, tm: TopicModel, mk: Masking, b=None, *, max_bytes=Non
         resid = ((a + r) / n) * Y.sum(axis=1) + q * z + bb - u
         return MinimiserViolation(float(np.linalg.norm(resid)), None)
     E = Y.copy()
-    topics = (np.arange(1, V1) - 1) // v
+    topics = token_topic(np.arange(1, V1), v)
     E[np.arange(1, V1), topics] -= 1.0 / a
     f = q * z + bb
     f[1:] += r / (a * n)
