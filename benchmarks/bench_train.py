@@ -240,6 +240,7 @@ def main(argv=None):
         print("torch not installed (optional 'bench' extra): torch rows and the equivalence check skipped")
     rows, equivalence, loads = [], {}, {"start": _load()}
     for name, cfg in bench_configs().items():
+        t0 = time.perf_counter()
         batches = _batches(cfg, N_STEPS[name][1 if args.quick else 0])
         if has_torch:
             equivalence[name] = _equivalence(name, cfg, batches[0])
@@ -248,9 +249,11 @@ def main(argv=None):
         table = _model_rows(name, cfg, batches, has_torch)
         _print_model_table(name, cfg, table)
         loads[name] = _load()
-        print(f"1-minute load average after this table: {loads[name]:.2f}")
+        print(f"table time {time.perf_counter() - t0:.0f} s; 1-minute load average after it: {loads[name]:.2f}")
         rows += table
     two_stage = None if args.quick else _two_stage_table()
+    if two_stage is not None:
+        loads["two-stage"] = _load()
     print(f"\n1-minute load averages {loads} (2-core machine; timings on a shared machine are noisy)")
     payload = {"quick": args.quick, "load_average": loads, "rows": rows, "equivalence": equivalence}
     if two_stage is not None:
