@@ -47,13 +47,12 @@ def config(params: dict):
 
 @lru_cache(maxsize=2)
 def _prepared(key: tuple):
-    from threadpoolctl import threadpool_limits
-
+    from theorycheck._threads import blas_threads
     from theorycheck.realdata.pipeline import encode_windows, prepare, select_windows
 
     params = dict(key)
     cfg = config(params)
-    with threadpool_limits(limits=cfg.blas_threads, user_api="blas"):
+    with blas_threads(cfg.blas_threads):
         prep = prepare(cfg)
         rng = np.random.default_rng(cfg.seed)
         chosen = select_windows(prep.windows, cfg.max_tokens, rng)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck import Masking, TopicModel
+from theorycheck._threads import numba_threads
 
 SPEC_MASKING = dict(p_m=0.15, p_c=0.1, p_r=0.1)
 
@@ -31,23 +32,7 @@ def spread(x: np.ndarray) -> float:
     return float(x.max() - x.min()) if x.size else 0.0
 
 
-class single_numba_thread:
-    """Run Numba kernels on one thread inside the block (restores the previous count).
-
-    The stage-1 descent calls a parallel kernel hundreds of times on a 101 x 101 matrix; on a busy
-    machine the thread start/spin cost of ``prange`` dominates (measured 25 ms vs 1.5 ms per call
-    with 2 threads vs 1 under load), so tiny repeated calls run serially.
-    """
-
-    def __enter__(self):
-        import numba
-
-        self._prev = numba.get_num_threads()
-        numba.set_num_threads(1)
-        return self
-
-    def __exit__(self, *exc):
-        import numba
-
-        numba.set_num_threads(self._prev)
-        return False
+def single_numba_thread():
+    """Numba kernels on one thread inside the block: the stage-1 descent calls a parallel kernel
+    hundreds of times on a small matrix, where thread start-up dominates."""
+    return numba_threads(1)

@@ -116,7 +116,7 @@ def _sweep_one(job):
     (T, v, tau), mkd, value = job
     tm = TopicModel(T=T, v=v, tau=tau)
     mk = Masking(**mkd)
-    r = optimal_attention(tm, mk, value, check_general=False)
+    r = optimal_attention(tm, mk, value=value, check_general=False)
     return dict(
         T=T,
         v=v,

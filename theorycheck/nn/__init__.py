@@ -11,12 +11,9 @@ SPEC section                  name
 ============================  =====================================================
 """
 
-from ._model import (
-    PARAM_NAMES,
+from .batches import (
     CountBatch,
-    ModelConfig,
     PositionBatch,
-    Transformer,
     count_batch,
     make_batch,
     merged_batch,
@@ -26,6 +23,8 @@ from ._model import (
 from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from .config import DataConfig, OptimConfig, TrainConfig, config_diff, config_hash
 from .data import DataStream
+from .model import Transformer
+from .model_config import PARAM_NAMES, ModelConfig
 from .optim import SGD, Adam, make_optimizer
 from .presets import PRESETS, preset, run_preset
 from .probes import DEFAULT_PROBES, ProbeContext, stage1_reference

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from .._io import dumps_json
 from .._validate import check_choice, check_int, check_real
 from ..config import Masking, TopicModel
-from ._model import ModelConfig
+from .model_config import ModelConfig
 
 __all__ = ["DataConfig", "OptimConfig", "TrainConfig", "config_hash", "config_diff"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..sampling import MaskedBatch, mask_documents, sample_documents
-from ._model import make_batch, population_batch
+from .batches import make_batch, population_batch
 from .config import TrainConfig
 
 __all__ = ["DataStream"]

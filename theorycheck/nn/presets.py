@@ -14,9 +14,10 @@ from pathlib import Path
 
 from .._io import atomic_write_text, write_json
 from .._validate import check_choice, check_int
-from ._model import ModelConfig, Transformer
 from .checkpoint import list_checkpoints
 from .config import DataConfig, OptimConfig, TrainConfig
+from .model import Transformer
+from .model_config import ModelConfig
 from .trainer import train
 
 __all__ = ["PRESETS", "ABLATION_SETTINGS", "SUMMARY_COLUMNS", "preset", "run_preset"]
@@ -161,7 +162,7 @@ def _preset_deep() -> TrainConfig:
     Stages are read from all layers (:func:`stage_curves`); ``figures/norms.png`` shows
     ``||W^V_l||`` and ``||W_K,l^T W_Q,l||`` per layer, ``figures/attention_heads.png`` the
     same-topic : different-topic attention ratio of every head. Identical tokens of a document
-    share one row (exact, :meth:`theorycheck.nn._model.CountBatch.to_positions`)."""
+    share one row (exact, :meth:`theorycheck.nn.CountBatch.to_positions`)."""
     d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
     m = ModelConfig(
         V1=d.V1,

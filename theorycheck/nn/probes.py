@@ -19,9 +19,9 @@ import numpy as np
 
 from ..analysis import stats
 from ..config import Masking, TopicModel
-from ._model import ModelConfig
 from .config import TrainConfig
 from .data import DataStream
+from .model_config import ModelConfig
 
 __all__ = [
     "ProbeContext",

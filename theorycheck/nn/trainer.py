@@ -28,10 +28,10 @@ from pathlib import Path
 import numpy as np
 
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
-from ._model import Transformer
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
 from .data import DataStream
+from .model import Transformer
 from .optim import make_optimizer
 from .probes import DEFAULT_PROBES, ProbeContext, References
 

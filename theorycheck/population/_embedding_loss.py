@@ -24,13 +24,12 @@ The regulariser is ``reg * ||W^E||_F^2`` (tied) or ``reg * (||W^E||_F^2 + ||W^de
 
 from __future__ import annotations
 
-from contextlib import contextmanager
 from typing import NamedTuple
 
-import numba
 import numpy as np
 
 from .._memory import check_alloc, resolve_max_bytes
+from .._threads import small_problem
 from .._validate import check_array, check_real
 from ..config import Masking, TopicModel, check_models
 from ._moments import moments
@@ -48,18 +47,9 @@ _ALTERNATIVE = (
 )
 
 
-@contextmanager
 def _kernel_threads(V1: int):
-    """Run Numba kernels single-threaded for small problems (thread-local, restored on exit)."""
-    if V1 >= SERIAL_BELOW_V1 or numba.get_num_threads() == 1:
-        yield
-        return
-    old = numba.get_num_threads()
-    numba.set_num_threads(1)
-    try:
-        yield
-    finally:
-        numba.set_num_threads(old)
+    """Serial Numba kernels below ``SERIAL_BELOW_V1`` (thread start-up outweighs the work)."""
+    return small_problem(V1, SERIAL_BELOW_V1, numba=True)
 
 
 class EmbeddingLossGrad(NamedTuple):

@@ -15,9 +15,9 @@ from pathlib import Path
 import numpy as np
 
 from .._io import atomic_directory, write_json
+from .._threads import blas_threads
 from .._validate import check_choice, check_int, check_real
 from . import stats as S
-from ._deps import require
 from .corpus import Corpus, content_words, read_text_folder, stop_words, wikipedia_fragment
 from .encoder import NumpyBert
 from .mapping import TokenTopics, map_to_tokens
@@ -229,8 +229,7 @@ def run_realdata(
         raise TypeError(f"config must be a RealDataConfig, got {type(cfg).__name__}")
     if cfg.blas_threads is None:
         return _run(cfg, corpus, model, tokenizer, progress)
-    tpc = require("threadpoolctl", "limiting BLAS threads (blas_threads)")
-    with tpc.threadpool_limits(limits=cfg.blas_threads, user_api="blas"):
+    with blas_threads(cfg.blas_threads):
         return _run(cfg, corpus, model, tokenizer, progress)
 
 

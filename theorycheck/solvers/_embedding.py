@@ -39,11 +39,11 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
 from .._memory import check_alloc
+from .._threads import small_problem
 from .._validate import check_choice, check_int, check_real, warn_ignored
 from ..config import Masking, TopicModel
 from ..population._embedding_loss import _kernel_threads, embedding_loss_grad
@@ -406,21 +406,10 @@ def _solve_cvxpy(tm, mk, reg, solver, options, bias, tol) -> SolveResult:
     return _result(G, fun, res, reg, tol, "cvxpy", backend=backend, nit=nit, info=info, certificate=cert)
 
 
-@contextmanager
 def _serial_blas(n_vars: int):
-    """One BLAS thread for small L-BFGS problems (if ``threadpoolctl`` is installed).
-
-    scipy's L-BFGS-B calls BLAS on vectors of length ``n_vars``; on small problems thread start-up
-    and contention with the Numba kernels cost more than the parallel speed-up.
-    """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # optional: only a speed-up
-        ctx = nullcontext()
-    else:
-        ctx = threadpool_limits(1, user_api="blas") if n_vars < 200_000 else nullcontext()
-    with ctx:
-        yield
+    """One BLAS thread for L-BFGS on fewer than 200,000 variables (scipy's L-BFGS-B calls BLAS on
+    vectors of length ``n_vars``; on small problems thread start-up costs more than it gains)."""
+    return small_problem(n_vars, 200_000, blas=True)
 
 
 def _lbfgs(tm, mk, W0, reg, bias, options):
