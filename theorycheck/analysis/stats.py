@@ -406,32 +406,11 @@ def detect_stages(
     plateau = float(nV[:upto].max())
     reach = np.flatnonzero(nV[:upto] >= frac * plateau)
     s1 = int(steps[reach[0]]) if reach.size and plateau > 0 else None
-    s2a = s1a = growth = s1s = bs2 = None
+    attention = {}
     if block_score is not None and K_eff is None:
         raise ValueError("block_score needs K_eff (the structural rule's stage 2 is the attention boundary)")
     if K_eff is not None:
-        if v is None:
-            raise ValueError("v is required with K_eff (words per topic)")
-        Ke = np.asarray(K_eff, dtype=float)
-        if Ke.shape != steps.shape:
-            raise ValueError(f"K_eff must have the shape of steps {steps.shape}, got {Ke.shape}")
-        attn_tol = check_real("attn_tol", attn_tol, low=0.0, low_open=True)
-        hit = np.flatnonzero(Ke >= (1.0 + attn_tol) * check_int("v", v, low=1))
-        s2a = int(steps[hit[0]]) if hit.size else None
-        upto_a = hit[0] + 1 if hit.size else steps.size
-        plat_a = float(nV[:upto_a].max())
-        reach_a = np.flatnonzero(nV[:upto_a] >= frac * plat_a)
-        s1a = int(steps[reach_a[0]]) if reach_a.size and plat_a > 0 else None
-        growth = float(nV[upto_a - 1] / nV[0]) if (nV[0] > 0 and hit.size) else None
-        if block_score is not None:
-            bs = np.asarray(block_score, dtype=float)
-            if bs.shape != steps.shape:
-                raise ValueError(f"block_score must have the shape of steps {steps.shape}, got {bs.shape}")
-            best = np.nanmax(bs[:upto_a]) if np.isfinite(bs[:upto_a]).any() else np.nan
-            if np.isfinite(best) and best > 0:
-                s1s = int(steps[np.flatnonzero(bs[:upto_a] >= frac * best)[0]])
-            if hit.size and np.isfinite(bs[hit[0]]):
-                bs2 = float(bs[hit[0]])
+        attention = _attention_stages(steps, nV, K_eff, v, attn_tol, block_score, frac)
     rule = (
         f"stage-1 end: first step with ||W_V|| >= {frac:g} x its maximum before stage 2; "
         f"stage-2 start: first step with ||W_K^T W_Q|| > {kq_factor:g} x its initial value"
@@ -442,9 +421,41 @@ def detect_stages(
         plateau_V=plateau,
         initial_KQ=k0,
         rule=rule,
-        stage2_attention=s2a,
-        stage1_end_attention=s1a,
-        V_growth_before_attention=growth,
-        stage1_end_structure=s1s,
-        block_score_at_stage2=bs2,
+        **attention,
     )
+
+
+def _first_reach(steps, curve, frac: float):
+    """First step at which ``curve`` reaches ``frac`` of its maximum (``None`` if the maximum is <= 0)."""
+    top = float(curve.max())
+    hit = np.flatnonzero(curve >= frac * top)
+    return (int(steps[hit[0]]) if hit.size and top > 0 else None), top
+
+
+def _attention_stages(steps, nV, K_eff, v, attn_tol, block_score, frac) -> dict:
+    """The attention-based and structural boundaries of :func:`detect_stages` (its docstring)."""
+    if v is None:
+        raise ValueError("v is required with K_eff (words per topic)")
+    Ke = np.asarray(K_eff, dtype=float)
+    if Ke.shape != steps.shape:
+        raise ValueError(f"K_eff must have the shape of steps {steps.shape}, got {Ke.shape}")
+    attn_tol = check_real("attn_tol", attn_tol, low=0.0, low_open=True)
+    hit = np.flatnonzero(Ke >= (1.0 + attn_tol) * check_int("v", v, low=1))
+    upto = hit[0] + 1 if hit.size else steps.size
+    out = {
+        "stage2_attention": int(steps[hit[0]]) if hit.size else None,
+        "stage1_end_attention": _first_reach(steps[:upto], nV[:upto], frac)[0],
+        "V_growth_before_attention": float(nV[upto - 1] / nV[0]) if (nV[0] > 0 and hit.size) else None,
+        "stage1_end_structure": None,
+        "block_score_at_stage2": None,
+    }
+    if block_score is not None:
+        bs = np.asarray(block_score, dtype=float)
+        if bs.shape != steps.shape:
+            raise ValueError(f"block_score must have the shape of steps {steps.shape}, got {bs.shape}")
+        best = np.nanmax(bs[:upto]) if np.isfinite(bs[:upto]).any() else np.nan
+        if np.isfinite(best) and best > 0:
+            out["stage1_end_structure"] = int(steps[np.flatnonzero(bs[:upto] >= frac * best)[0]])
+        if hit.size and np.isfinite(bs[hit[0]]):
+            out["block_score_at_stage2"] = float(bs[hit[0]])
+    return out
