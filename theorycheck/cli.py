@@ -231,7 +231,13 @@ def _cmd_realdata(args) -> int:
         print(f"theorycheck realdata: error: {exc}", file=sys.stderr)
         return 2
     out = write_realdata(res, out, figures=not args.no_figures, force=args.force, command=_command(args))
-    s = res.summary
+    _print_realdata_summary(res.summary)
+    print(f"written to {out}")
+    return 0
+
+
+def _print_realdata_summary(s: dict) -> None:
+    """The console summary of ``theorycheck realdata`` (statistics of SPEC §5.4-5.5)."""
     e, a, c = s["embedding"], s["attention"], s["cooccurrence"]
     print(
         f"corpus: {s['corpus']['documents']} documents, {s['corpus']['words']} content words; "
@@ -261,8 +267,6 @@ def _cmd_realdata(args) -> int:
     print(
         f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s"
     )
-    print(f"written to {out}")
-    return 0
 
 
 # ----------------------------------------------------------------------------- landscape

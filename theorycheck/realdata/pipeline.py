@@ -1,4 +1,4 @@
-"""The real-data experiment end to end (SPEC §5.4-5.5), and its atomic writer.
+"""The real-data experiment end to end (SPEC §5.4-5.5); the writer is :mod:`.output`.
 
 corpus -> content words -> seeded LDA -> word topics -> token ids -> (embedding statistics,
 attention statistics over windows of the corpus run through the numpy encoder, co-occurrence
@@ -7,20 +7,18 @@ comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_directory, write_json
 from .._threads import blas_threads
 from .._validate import check_choice, check_int, check_real
 from . import stats as S
 from .corpus import Corpus, content_words, read_text_folder, stop_words, wikipedia_fragment
 from .encoder import NumpyBert
 from .mapping import TokenTopics, map_to_tokens
+from .output import write_realdata
 from .tokenizer import WordPieceTokenizer
 from .topics import BACKENDS, METHODS, assign_topics, fit_lda
 
@@ -474,8 +472,15 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
             "lift_synthetic": synth,
         }
     )
+    summary = _summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing)
+    return RealDataResult(cfg, summary, att, {"embedding": values})
+
+
+def _summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing) -> dict:
+    """The JSON summary of a run (``results.json``)."""
+    tt = prep.token_topics
     fit, wt = prep.fit, prep.word_topics
-    summary = {
+    return {
         "corpus": {
             "source": prep.corpus.source,
             "documents": len(prep.corpus),
@@ -498,7 +503,6 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
         "timing": timing,
         "config": asdict(cfg),
     }
-    return RealDataResult(cfg, summary, att, {"embedding": values})
 
 
 def _nanmean(x) -> float:
@@ -506,59 +510,3 @@ def _nanmean(x) -> float:
     x = np.asarray(x, dtype=float)
     x = x[np.isfinite(x)]
     return float(x.mean()) if x.size else float("nan")
-
-
-def _check_serialisable(x):
-    """``TypeError`` for any object that is not a number, string, bool, ``None``, numpy value or container."""
-    if isinstance(x, dict):
-        for v in x.values():
-            _check_serialisable(v)
-    elif isinstance(x, (list, tuple)):
-        for v in x:
-            _check_serialisable(v)
-    elif not (x is None or isinstance(x, (bool, int, float, str, np.generic, np.ndarray))):
-        raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
-
-
-def write_realdata(
-    result: RealDataResult, out, *, figures: bool = True, force: bool = False, command: str = "theorycheck realdata"
-) -> Path:
-    """Write ``results.json`` and ``figures/*.png`` into ``out`` atomically (temporary folder, rename).
-
-    If anything fails, the temporary folder is removed and an existing ``out`` is left untouched.
-    ``results.json`` follows the package JSON policy (non-finite floats, e.g. an empty pair
-    class, are ``null``). ``out`` is replaced only if it is new, empty or theorycheck's own;
-    ``force`` writes into it keeping other files (:func:`theorycheck._io.atomic_directory`).
-    """
-    _check_serialisable(result.summary)
-    out = Path(os.fspath(out)).expanduser().resolve()
-    with atomic_directory(out, force=force, command=command) as tmp:
-        names = []
-        if figures:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-
-            from . import plots
-
-            (tmp / "figures").mkdir()
-            att = result.attention
-            figs = {
-                "attention_gap": plots.attention_gap_heatmap(att.gap, att.gap_ci),
-                "attention_classes": plots.attention_class_lines(att.mean_lift, att.classes),
-                "embedding_cosine": plots.similarity_distributions(
-                    result.values["embedding"]["cosine"], metric="cosine", exclude=("same_token",)
-                ),
-                "embedding_dot": plots.similarity_distributions(
-                    result.values["embedding"]["dot"], metric="dot product"
-                ),
-            }
-            if result.summary.get("specificity"):
-                figs["embedding_specificity"] = plots.specificity_gap(result.summary["specificity"])
-            for name, fig in figs.items():
-                fig.savefig(tmp / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
-                plt.close(fig)
-                names.append(f"figures/{name}.png")
-        write_json(tmp / "results.json", dict(result.summary, figures=names))
-    return out

@@ -1,0 +1,72 @@
+"""Writing a real-data result: ``results.json`` and ``figures/*.png``, atomically (SPEC §5.4-5.5)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .._io import atomic_directory, write_json
+
+if TYPE_CHECKING:
+    from .pipeline import RealDataResult
+
+__all__ = ["write_realdata"]
+
+
+def _check_serialisable(x):
+    """``TypeError`` for any object that is not a number, string, bool, ``None``, numpy value or container."""
+    if isinstance(x, dict):
+        for v in x.values():
+            _check_serialisable(v)
+    elif isinstance(x, (list, tuple)):
+        for v in x:
+            _check_serialisable(v)
+    elif not (x is None or isinstance(x, (bool, int, float, str, np.generic, np.ndarray))):
+        raise TypeError(f"not JSON-serialisable: {type(x).__name__}")
+
+
+def write_realdata(
+    result: RealDataResult, out, *, figures: bool = True, force: bool = False, command: str = "theorycheck realdata"
+) -> Path:
+    """Write ``results.json`` and ``figures/*.png`` into ``out`` atomically (temporary folder, rename).
+
+    If anything fails, the temporary folder is removed and an existing ``out`` is left untouched.
+    ``results.json`` follows the package JSON policy (non-finite floats, e.g. an empty pair
+    class, are ``null``). ``out`` is replaced only if it is new, empty or theorycheck's own;
+    ``force`` writes into it keeping other files (:func:`theorycheck._io.atomic_directory`).
+    """
+    _check_serialisable(result.summary)
+    out = Path(os.fspath(out)).expanduser().resolve()
+    with atomic_directory(out, force=force, command=command) as tmp:
+        names = []
+        if figures:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+
+            from . import plots
+
+            (tmp / "figures").mkdir()
+            att = result.attention
+            figs = {
+                "attention_gap": plots.attention_gap_heatmap(att.gap, att.gap_ci),
+                "attention_classes": plots.attention_class_lines(att.mean_lift, att.classes),
+                "embedding_cosine": plots.similarity_distributions(
+                    result.values["embedding"]["cosine"], metric="cosine", exclude=("same_token",)
+                ),
+                "embedding_dot": plots.similarity_distributions(
+                    result.values["embedding"]["dot"], metric="dot product"
+                ),
+            }
+            if result.summary.get("specificity"):
+                figs["embedding_specificity"] = plots.specificity_gap(result.summary["specificity"])
+            for name, fig in figs.items():
+                fig.savefig(tmp / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
+                plt.close(fig)
+                names.append(f"figures/{name}.png")
+        write_json(tmp / "results.json", dict(result.summary, figures=names))
+    return out
