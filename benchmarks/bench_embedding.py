@@ -24,7 +24,7 @@ import theorycheck as tc
 from theorycheck.solvers import closed_form_gram, identifiable_part, optimal_embedding_gram
 
 SIZES = [(3, 2), (4, 3), (5, 4), (6, 5), (8, 5), (10, 10), (20, 10), (30, 10), (50, 20), (100, 100), (1000, 100)]
-CVXPY_MAX_V1 = 41  # CLARABEL: ~33 s at V1 = 101 on this machine
+CVXPY_MAX_V1 = 41  # the interior-point SDP (CLARABEL) grows too slow beyond this size; see the JSON
 SCS_MAX_V1 = 101
 LBFGS_MAX_V1 = 301
 SCHUR_MAX_V1 = 1001

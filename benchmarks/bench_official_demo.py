@@ -1,7 +1,7 @@
 """Reproduction of the released demo (SPEC §5.1): best dev cross-entropy of the preset
 ``official-demo`` against the official code's 3.3954 and the N -> inf Bayes CE 3.149.
 
-Slow (a few minutes: 3000 Adam steps plus 13 evaluations of 10,000 dev documents), hence a
+Slow (3000 Adam steps plus 13 evaluations of 10,000 dev documents; the run time is in its output), hence a
 benchmark-style script, not a test or a claim. Run: ``python benchmarks/bench_official_demo.py``.
 """
 

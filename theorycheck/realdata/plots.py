@@ -1,10 +1,13 @@
-"""Figures of the real-data experiment: data in, Figure out, no mathematics (see theorycheck.report.plots)."""
+"""Figures of the real-data experiment (SPEC §5.4): data in, Figure out, no mathematics (see theorycheck.report.plots).
+
+Constrained layout throughout, so colourbars, tick labels and legends stay inside the figure.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..report.plots import _new_figure
+from ..report._plotstyle import colorbar, figure, log_axis
 
 __all__ = ["attention_gap_heatmap", "attention_class_lines", "similarity_distributions", "specificity_gap"]
 
@@ -15,12 +18,12 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
     Heads whose bootstrap CI (``gap_ci``, shape ``(L, H, 2)``) excludes 0 are marked ``+``/``-``.
     """
     gap = np.asarray(gap, dtype=float)
-    fig = _new_figure(figsize=(1.0 + 0.5 * gap.shape[1], 1.2 + 0.45 * gap.shape[0]))
+    fig = figure(2.2 + 0.5 * gap.shape[1], 1.6 + 0.45 * gap.shape[0])
     ax = fig.add_subplot(1, 1, 1)
     finite = np.abs(gap[np.isfinite(gap)])
     v = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     im = ax.imshow(gap, cmap="RdBu_r", vmin=-v, vmax=v, aspect="auto")
-    fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+    colorbar(fig, im, ax, label="lift: same topic - different topic")
     if gap_ci is not None:
         ci = np.asarray(gap_ci, dtype=float)
         for (l, h), _g in np.ndenumerate(gap):
@@ -37,14 +40,14 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
 def attention_class_lines(mean_lift, classes):
     """Head-averaged attention lift ``n A`` per class against the layer (``mean_lift`` (L, H, C))."""
     m = np.asarray(mean_lift, dtype=float)
-    fig = _new_figure(figsize=(5.5, 3.8))
+    fig = figure(5.8, 4.0)
     ax = fig.add_subplot(1, 1, 1)
     for c, name in enumerate(classes):
         if np.all(np.isnan(m[..., c])):  # empty class (no such pair in the data)
             continue
         ax.plot(np.arange(m.shape[0]), m[..., c].mean(axis=1), marker="o", label=name)
     ax.axhline(1.0, color="k", lw=0.6, ls=":", label="uniform")
-    ax.set_yscale("log")
+    log_axis(ax, "y", [m[np.isfinite(m)], 1.0])
     ax.set_xlabel("layer")
     ax.set_ylabel("mean n·A[i, j] (head average)")
     ax.legend(fontsize=7)
@@ -57,11 +60,11 @@ def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int 
     ``exclude`` names classes to leave out (e.g. ``same_token`` for cosine, identically 1).
     """
     values = {k: v for k, v in values.items() if k not in exclude}
-    fig = _new_figure(figsize=(5.5, 3.8))
+    fig = figure(5.8, 4.0)
     ax = fig.add_subplot(1, 1, 1)
     arrays = [np.asarray(v, dtype=float) for v in values.values() if len(v)]
     if arrays:
-        lo = min(a.min() for a in arrays)
+        lo = min(a.min() for a in arrays)  # common bin edges for every class
         hi = max(a.max() for a in arrays)
         edges = np.linspace(lo, hi if hi > lo else lo + 1, bins + 1)
         for name, v in values.items():
@@ -77,7 +80,7 @@ def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int 
 def specificity_gap(rows: list):
     """Embedding same-minus-different-topic gap (with CI) against the kept fraction of each topic's
     words (``rows`` from :func:`theorycheck.realdata.pipeline.specificity_sweep`)."""
-    fig = _new_figure(figsize=(5.5, 3.6))
+    fig = figure(5.8, 3.8)
     ax = fig.add_subplot(1, 1, 1)
     for m, mk in (("cosine", "o"), ("dot", "s")):
         pts = [r for r in rows if m in r]
@@ -89,7 +92,7 @@ def specificity_gap(rows: list):
         hi = np.array([r[m]["ci_high"] for r in pts]) - y
         ax.errorbar(x, y, yerr=[lo, hi], marker=mk, capsize=3, label=f"{m} gap")
     ax.axhline(0.0, color="k", lw=0.6, ls=":")
-    ax.set_xscale("log")
+    log_axis(ax, "x", [r["top_fraction"] for r in rows])
     ax.set_xlabel("top fraction of each topic's words given the topic")
     ax.set_ylabel("same topic - different topic")
     ax.legend(fontsize=7)

@@ -1,0 +1,277 @@
+"""Figures a reader can use: every axis labelled, no text cut off at the figure edge, legends off the
+data, distinguishable curves and annotations, readable ticks. Figures are drawn from synthetic
+inputs shaped like the real ones (metrics.jsonl records, token matrices, sweep rows)."""
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from theorycheck.realdata import plots as rplots
+from theorycheck.report import plots
+from theorycheck.report._plotstyle import annotation_format
+
+V = 4  # words per topic of the synthetic token matrices (T = 3: V1 = 13)
+
+
+def _train_records(n=30, *, deep=False, identical_kq=True, narrow_K=True):
+    recs = []
+    for s in range(n):
+        r = {
+            "step": 10 * s,
+            "loss": 1.0 - 0.03 * np.tanh(s / 3),
+            "norm_W_V": 0.1 + 3.5 * np.tanh(s / 4),
+            "norm_KQ": 0.1 * 1.01**s,
+            "norm_W_K": 1.0 + 1e-3 * s,
+            "norm_W_Q": 1.0 + 1e-3 * s if identical_kq else 1.0 + 2e-3 * s,
+            "block_score_W_V": float(np.tanh(s / 2)),
+            "K_eff_median": V * (1.0 + (5e-5 if narrow_K else 0.5) * s),
+        }
+        if s % 5 == 0:
+            r["dev_loss"] = r["loss"] + 0.01
+        if deep:
+            r["norm_W_V_layers"] = [r["norm_W_V"] * (1 + 0.1 * li) for li in range(4)]
+            r["norm_W_K_layers"] = [0.25 * 1.02 ** (s * li) for li in range(4)]
+            r["norm_W_Q_layers"] = [0.25] * 4
+            r["attn_topic_ratio_heads"] = list(1.0 + 1e-4 * s * np.linspace(-1, 1, 16))
+        recs.append(r)
+    return recs
+
+
+STAGES = {"stage1_end": 40, "stage2_start": 150, "stage1_end_structure": 30, "stage2_attention": 200}
+
+
+def _token_matrix(seed=0):
+    rng = np.random.default_rng(seed)
+    n = 3 * V + 1
+    block = np.kron(np.eye(3), np.ones((V, V)))
+    M = np.zeros((n, n))
+    M[1:, 1:] = 0.1 * block - 0.01
+    return M + 1e-3 * rng.standard_normal((n, n))
+
+
+def _sweep_rows():
+    return [
+        dict(T=T, tau=tau, K_over_vtau=1.0 + np.log(T / tau), attention_ratio=3.0 * tau)
+        for T, tau in [(10, 2), (10, 3), (100, 3), (1000, 10), (10_000, 30)]
+    ]
+
+
+def _figures():
+    a = np.linspace(-5, 12, 30)
+    b = np.linspace(-8, 8, 25)
+    L = 0.96 + 0.01 * np.tanh(np.add.outer(a - 2, b - 2) ** 2 / 50)
+    lk = np.linspace(-3, 14, 200)
+    gap = np.random.default_rng(1).normal(0.2, 0.2, (6, 12))
+    lift = np.abs(np.random.default_rng(2).normal(1.0, 0.3, (6, 12, 3))) + 0.1
+    spec_rows = [
+        {"top_fraction": f, "cosine": {"gap": 0.05 / f, "ci_low": 0.04 / f, "ci_high": 0.06 / f}} for f in (0.1, 0.3, 1)
+    ]
+    return {
+        "training_curves": lambda: plots.training_curves(_train_records(), stages=STAGES, v=V),
+        "training_curves_plain": lambda: plots.training_curves(
+            [{k: r[k] for k in ("step", "loss", "norm_W_V")} for r in _train_records()]
+        ),
+        "training_curves_deep": lambda: plots.training_curves(_train_records(deep=True), stages=STAGES, v=V),
+        "attention_head_ratios": lambda: plots.attention_head_ratios(_train_records(deep=True), 4, 4),
+        "heatmap": lambda: plots.heatmap(_token_matrix(), title="W^V", block=V, ax_labels=plots.VALUE_AXES),
+        "heatmap_attention": lambda: plots.heatmap(
+            0.0099 + 1e-5 * _token_matrix(), block=V, symmetric=False, cmap="viridis", ax_labels=plots.SCORE_AXES
+        ),
+        "heatmap_pair": lambda: plots.heatmap_pair(_token_matrix(0), _token_matrix(1), titles=("a", "b"), block=V),
+        "gram_pair": lambda: plots.gram_pair(_token_matrix(0), _token_matrix(1), block=V, suptitle="Gram"),
+        "attention_landscape": lambda: plots.attention_landscape(
+            a, b, L, optimum=(2.0, 2.0), logK=lk, L_K=0.96 + 1e-3 * np.tanh((lk - 4) ** 2), K_star=70.05, title="T=3"
+        ),
+        "attention_sweep": lambda: plots.attention_sweep(_sweep_rows()),
+        "finite_n_gap": lambda: plots.finite_n_gap([50, 100, 200, 400], [0.008, 0.004, 0.002, 0.001], [1e-4] * 4),
+        "loss_vs_K": lambda: plots.loss_vs_K(
+            [(t, lk, (lk - np.log(10 * t)) ** 2, 10.0 * t) for t in (1, 3, 10)], title="loss along K"
+        ),
+        "block_sum_sweep": lambda: plots.block_sum_sweep(
+            [1.1, 2.0, 5.0, 20.0],
+            np.c_[[1.1, 2.0, 5.0, 20.0], [1.1, 2.0, 5.0, 20.0]],
+            labels=["min", "max"],
+            title="a long title that used to run into the second panel: own - other vs 1/a, T=4, v=3",
+            rel_error=[2e-8, 5e-8, 1e-7, 4e-7],
+        ),
+        "convergence": lambda: plots.convergence(
+            np.arange(100), {"from 0": 0.8 ** np.arange(100), "from W0": 0.8 ** np.arange(100) + 1}
+        ),
+        "entry_histograms": lambda: plots.entry_histograms({"same": [0.1] * 50, "diff": [-0.01] * 400}),
+        "realdata_gap": lambda: rplots.attention_gap_heatmap(gap, np.stack([gap - 0.1, gap + 0.1], axis=-1)),
+        "realdata_classes": lambda: rplots.attention_class_lines(lift, ["same_topic", "different_topic", "no_topic"]),
+        "realdata_similarity": lambda: rplots.similarity_distributions(
+            {"same_topic": np.linspace(-0.2, 0.8, 500), "different_topic": np.linspace(-0.2, 0.4, 500)}
+        ),
+        "realdata_specificity": lambda: rplots.specificity_gap(spec_rows),
+    }
+
+
+FIGURES = _figures()
+
+
+def _draw(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+    return fig
+
+
+def _drawn(name):
+    return _draw(FIGURES[name]())
+
+
+def _plot_axes(fig):
+    return [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_axis_is_labelled(name):
+    fig = _drawn(name)
+    for ax in _plot_axes(fig):
+        assert ax.get_xlabel().strip(), f"{name}: an axis without x label (title {ax.get_title()!r})"
+        assert ax.get_ylabel().strip(), f"{name}: an axis without y label (title {ax.get_title()!r})"
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_no_text_outside_the_figure(name):
+    """Tick labels, axis and colourbar labels, titles and legends all lie inside the figure."""
+    fig = _drawn(name)
+    r = fig.canvas.get_renderer()
+    box = fig.bbox
+    tol = 1.0  # pixel
+    items = [(f"axes {ax.get_label() or ax.get_title()!r}", ax.get_tightbbox(r)) for ax in fig.axes]
+    items += [("figure legend", leg.get_window_extent(r)) for leg in fig.legends]
+    items += [(f"text {t.get_text()!r}", t.get_window_extent(r)) for t in fig.texts if t.get_text()]
+    for what, bb in items:
+        assert bb.x0 >= box.x0 - tol and bb.y0 >= box.y0 - tol, f"{name}: {what} cut off at left/bottom: {bb}"
+        assert bb.x1 <= box.x1 + tol and bb.y1 <= box.y1 + tol, f"{name}: {what} cut off at right/top: {bb}"
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_legends_do_not_cover_the_curves(name):
+    """A legend inside the axes covers at most 5% of the points of any drawn curve."""
+    fig = _drawn(name)
+    r = fig.canvas.get_renderer()
+    for ax in _plot_axes(fig):
+        leg = ax.get_legend()
+        if leg is None:
+            continue
+        lb, ab = leg.get_window_extent(r), ax.get_window_extent(r)
+        if lb.x1 <= ab.x0 or lb.x0 >= ab.x1 or lb.y1 <= ab.y0 or lb.y0 >= ab.y1:
+            continue  # outside the axes
+        for line in ax.get_lines():
+            xy = line.get_xydata()
+            if len(xy) < 5 or np.unique(xy[:, 0]).size == 1 or np.unique(xy[:, 1]).size == 1:
+                continue  # reference lines (axhline, axvline)
+            pts = ax.transData.transform(xy[np.all(np.isfinite(xy), axis=1)])
+            inside = np.mean((pts[:, 0] > lb.x0) & (pts[:, 0] < lb.x1) & (pts[:, 1] > lb.y0) & (pts[:, 1] < lb.y1))
+            assert inside <= 0.05, f"{name}: legend covers {inside:.0%} of {line.get_label()!r}"
+
+
+def _norm_lines(fig):
+    ax = fig.axes[0]
+    return {ln.get_label(): ln for ln in ax.get_lines() if ln.get_label().startswith("||")}
+
+
+def test_identical_norm_curves_stay_distinguishable():
+    fig = plots.training_curves(_train_records(identical_kq=True), stages=STAGES, v=V)
+    lines = _norm_lines(fig)
+    k = next(ln for lab, ln in lines.items() if lab.startswith("||W_K||"))
+    q = next(ln for lab, ln in lines.items() if lab.startswith("||W_Q||"))
+    np.testing.assert_array_equal(k.get_ydata(), q.get_ydata())
+    assert (k.get_linestyle(), k.get_marker()) != (q.get_linestyle(), q.get_marker())
+    assert "identical to ||W_K||" in q.get_label()
+    # different curves are not called identical
+    lines = _norm_lines(plots.training_curves(_train_records(identical_kq=False), stages=STAGES, v=V))
+    assert not any("identical" in lab for lab in lines)
+
+
+def _tick_texts(ax):
+    return [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+
+
+def test_narrow_ranges_have_plain_linear_ticks_wide_ranges_log():
+    """K_eff / v within 1.0015 of 1: linear ticks without a x10^k factor or offset; a range of
+    a decade or more: log axis."""
+    fig = _draw(plots.training_curves(_train_records(narrow_K=True), stages=STAGES, v=V))
+    ax_k = next(ax for ax in fig.axes if ax.get_ylabel().startswith("K_eff"))
+    assert ax_k.get_yscale() == "linear"
+    texts = _tick_texts(ax_k)
+    assert len(texts) >= 3 and not any("times" in t or "10^" in t for t in texts), texts
+    assert ax_k.yaxis.get_offset_text().get_text() == ""
+    assert fig.axes[0].get_yscale() == "log"  # norms from 0.1 to 3.6
+    fig = plots.training_curves(_train_records(narrow_K=False), stages=STAGES, v=V)
+    ax_k = next(ax for ax in fig.axes if ax.get_ylabel().startswith("K_eff"))
+    assert ax_k.get_yscale() == "log"  # K_eff / v from 1 to 15.5
+
+
+def test_stage_boundaries_are_drawn_in_every_panel_and_explained_once():
+    fig = plots.training_curves(_train_records(), stages=STAGES, v=V)
+    assert len(fig.legends) == 1
+    labels = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert labels[0] == "stage-1 end (norm rule): step 40" and len(labels) == 4
+    for ax in _plot_axes(fig):
+        xs = {ln.get_xdata()[0] for ln in ax.get_lines() if np.unique(ln.get_xdata()).size == 1}
+        assert {40, 150, 30, 200} <= xs
+
+
+def _cell_texts(fig):
+    return [t.get_text() for t in fig.axes[1].texts]
+
+
+def test_head_annotations_differ_when_values_differ_at_the_4th_digit():
+    ratios = [1.0, 1.001, 0.999, 1.0004, 1.0012, 0.9996, 1.002, 1.003]
+    fig = plots.attention_head_ratios([{"step": 7, "attn_topic_ratio_heads": ratios}], 2, 4)
+    texts = _cell_texts(fig)
+    assert len(texts) == 8 and len(set(texts)) == 8, texts
+    assert [float(t) for t in texts] == pytest.approx(ratios, abs=5e-6)
+
+
+@given(
+    st.floats(0.2, 9.0),
+    st.lists(st.integers(-60, 60), min_size=2, max_size=8, unique=True),
+)
+def test_annotation_format_separates_values_distinct_at_4_significant_digits(base, ks):
+    base = float(f"{base:.4g}")
+    step = 10.0 ** (np.floor(np.log10(base)) - 3)  # one unit in the 4th significant digit
+    vals = [base + k * step for k in ks]
+    fmt = annotation_format(vals)
+    assert len({fmt.format(x) for x in vals}) == len(vals), (fmt, vals)
+    assert annotation_format([1.0, 1.0, 1.0]) == "{:.2f}"  # no extra digits without a reason
+
+
+def test_head_ratio_colours_are_centred_at_one():
+    fig = plots.attention_head_ratios([{"step": 0, "attn_topic_ratio_heads": [0.9, 1.0, 1.05, 1.1]}], 2, 2)
+    norm = fig.axes[1].images[0].norm
+    assert norm.vmin < 1 < norm.vmax and (norm.vmin + norm.vmax) / 2 == pytest.approx(1.0)
+    fig = plots.attention_head_ratios([{"step": 0, "attn_topic_ratio_heads": [0.2, 1.0, 3.0, 5.0]}], 2, 2)
+    norm = fig.axes[1].images[0].norm
+    assert norm.vmin * norm.vmax == pytest.approx(1.0)  # geometric centre 1 on the log scale
+
+
+def test_heatmap_axis_labels_follow_the_matrix_kind():
+    for axes in (plots.VALUE_AXES, plots.SCORE_AXES, plots.KQ_AXES, plots.GRAM_AXES):
+        ax = plots.heatmap(_token_matrix(), ax_labels=axes).axes[0]
+        assert (ax.get_xlabel(), ax.get_ylabel()) == axes
+    assert plots.VALUE_AXES == ("input token (column)", "output token (row)")
+    assert plots.SCORE_AXES == ("key token (column)", "query token (row)")
+    ax = plots.heatmap_pair(_token_matrix(), _token_matrix()).axes[0]
+    assert ax.get_ylabel() == "output token (row)"  # heatmap_pair draws W^V by default
+    ax = plots.heatmap(_token_matrix()).axes[0]
+    assert "query" not in ax.get_ylabel() and "key" not in ax.get_xlabel()  # the default claims no role
+
+
+def test_figure_functions_leave_the_data_unchanged():
+    M = _token_matrix()
+    before = M.copy()
+    plots.heatmap(M)
+    plots.heatmap_pair(M, M)
+    np.testing.assert_array_equal(M, before)
+
+
+def test_head_count_mismatch_names_the_expected_count():
+    recs = [{"step": 0, "attn_topic_ratio_heads": [1.0, 1.1, 0.9, 1.2]}]
+    with pytest.raises(ValueError, match="n_layers \\* n_heads = 6"):
+        plots.attention_head_ratios(recs, 2, 3)

@@ -1,0 +1,211 @@
+"""Training figures (SPEC §5.2): norm curves with the stage boundaries, per-head attention ratios.
+
+Data in (``metrics.jsonl`` records), Figure out; re-exported by :mod:`theorycheck.report.plots`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._plotstyle import LINE_STYLES, annotation_format, auto_scale, colorbar, figure, legend_outside
+
+__all__ = ["attention_head_ratios", "training_curves"]
+
+_NORM_LABELS = {
+    "norm_W_V": "||W^V||",
+    "norm_KQ": "||W_K^T W_Q||",
+    "norm_W_K": "||W_K||",
+    "norm_W_Q": "||W_Q||",
+    "norm_W_E": "||W_E||",
+}
+_STAGE_LINES = (
+    ("stage1_end", "tab:blue", "--", "stage-1 end (norm rule)"),
+    ("stage2_start", "tab:orange", "--", "stage-2 start (norm rule)"),
+    ("stage1_end_structure", "tab:purple", "-.", "W^V block pattern formed"),
+    ("stage2_attention", "tab:green", ":", "attention favours topic (K_eff >= 1.1 v)"),
+)
+
+
+def _curve(records, key):
+    vals = [r.get(key) for r in records]
+    return np.asarray(vals, float) if vals and all(x is not None for x in vals) else None
+
+
+def _norm_panel(ax, steps, records, keys):
+    """Norm curves; coinciding curves keep distinct line styles and markers and say so in the legend."""
+    drawn = []
+    if records and "norm_W_V_layers" in records[0] and "norm_W_K_layers" in records[0]:
+        # deep model: one colour per layer, ||W^V_l|| solid, ||W_K,l|| ||W_Q,l|| dashed
+        nV = np.array([r["norm_W_V_layers"] for r in records], dtype=float)
+        nK = np.array([r["norm_W_K_layers"] for r in records], dtype=float)
+        nQ = np.array([r["norm_W_Q_layers"] for r in records], dtype=float)
+        for li in range(nV.shape[1]):
+            kq = nK[:, li] * nQ[:, li]
+            ax.plot(steps, nV[:, li], color=f"C{li % 10}", label=f"||W^V|| layer {li}")
+            ax.plot(
+                steps, np.where(kq > 0, kq, np.nan), color=f"C{li % 10}", ls="--", label=f"||W_K|| ||W_Q|| layer {li}"
+            )
+            drawn += [nV[:, li], kq]
+    else:
+        every = max(1, len(steps) // 12)
+        for k in keys:
+            arr = _curve(records, k)
+            if arr is None or not arr.max() > 0:
+                continue
+            label = _NORM_LABELS.get(k, k)
+            same = [lab for lab, prev in drawn if prev.shape == arr.shape and np.array_equal(prev, arr)]
+            if same:
+                label += f" (identical to {same[0]})"
+            ls, marker, lw = LINE_STYLES[len(drawn) % len(LINE_STYLES)]
+            y = np.where(arr > 0, arr, np.nan)
+            ax.plot(steps, y, ls=ls, marker=marker, markevery=every, mfc="none", ms=5, lw=lw, label=label)
+            drawn.append((label.split(" (")[0], arr))
+        drawn = [a for _, a in drawn]
+    auto_scale(ax, "y", drawn)
+    ax.set_ylabel("Frobenius norm")
+
+
+def _structure_panels(fig, slots, steps, bs, Ke, v):
+    axes = []
+    if bs is not None:
+        ax = fig.add_subplot(*slots.pop(0))
+        ax.plot(steps, bs, color="tab:blue")
+        ax.set_ylim(-0.05, 1.05)
+        ax.set_ylabel("block score of W^V (R^2)")
+        ax.set_title("W^V topic structure", fontsize=9)
+        axes.append(ax)
+    if Ke is not None and v is not None:
+        ax = fig.add_subplot(*slots.pop(0))
+        ax.plot(steps, Ke / v, color="tab:green")
+        ax.axhline(1.0, color="k", lw=0.6, ls=":")
+        auto_scale(ax, "y", [Ke / v])
+        ax.set_ylabel("K_eff / v (1 = no topic preference)")
+        ax.set_title("attention to the query's topic", fontsize=9)
+        axes.append(ax)
+    return axes
+
+
+def training_curves(
+    records,
+    *,
+    stages=None,
+    keys=("norm_W_V", "norm_KQ", "norm_W_K", "norm_W_Q", "norm_W_E"),
+    title: str = "parameter norms during training",
+    v: int | None = None,
+):
+    """Norm curves of a training run, topic structure and loss, with the stage boundaries (SPEC §5.2).
+
+    Panels: the norms (log axis only when they span more than a decade; curves that coincide,
+    e.g. ``||W_K|| = ||W_Q||``, keep distinct line styles and markers and are marked "identical"
+    in the legend), the block score of ``W^V`` and ``K_eff / v`` when the records carry
+    ``block_score_W_V`` / ``K_eff_median`` (``K_eff / v`` needs ``v``, words per topic;
+    1 = no preference for the query's topic), and the loss. Legends sit outside the axes; the
+    stage boundaries are drawn in every panel and explained once below them.
+
+    Parameters
+    ----------
+    records : list of dict
+        Lines of ``metrics.jsonl`` (need ``step``, ``loss`` and some of ``keys``).
+    stages : dict, optional
+        ``StageBoundaries.to_dict()``; vertical lines at the boundaries it found.
+    """
+    steps = np.array([r["step"] for r in records], dtype=float)
+    bs, Ke = _curve(records, "block_score_W_V"), _curve(records, "K_eff_median")
+    n = 2 + (bs is not None) + (Ke is not None and v is not None)
+    rows, cols = (2, 2) if n == 4 else (1, n)
+    fig = figure(6.2 * cols, 3.6 * rows)
+    slots = [(rows, cols, k + 1) for k in range(n)]
+    ax1 = fig.add_subplot(*slots.pop(0))
+    _norm_panel(ax1, steps, records, keys)
+    ax1.set_title(title, fontsize=9)
+    ax2 = fig.add_subplot(*slots.pop(-1))
+    axes = [ax1, *_structure_panels(fig, slots, steps, bs, Ke, v), ax2]
+    ax2.plot(steps, [r["loss"] for r in records], label="train loss", color="k")
+    dev = [(r["step"], r["dev_loss"]) for r in records if r.get("dev_loss") is not None]
+    if dev:
+        ax2.plot(*zip(*dev), "o-", ms=3, label="dev loss", color="tab:red")
+    ax2.set_ylabel("loss")
+    ax2.set_title("loss", fontsize=9)
+    for ax in axes:
+        ax.set_xlabel("step")
+        legend_outside(ax)
+    _stage_lines(fig, axes, stages)
+    return fig
+
+
+def _stage_lines(fig, axes, stages):
+    """Vertical lines at the stage boundaries in every panel, explained once below the panels."""
+    handles = []
+    for key, color, ls, label in _STAGE_LINES:
+        if stages and stages.get(key) is not None:
+            for ax in axes:
+                line = ax.axvline(stages[key], color=color, ls=ls, lw=1, label=f"_{label}")
+            handles.append((line, f"{label}: step {stages[key]:g}"))
+    if handles:
+        fig.legend(*zip(*handles), loc="outside lower center", ncol=min(len(handles), 4), fontsize=8)
+
+
+def _ratio_norm(last):
+    """Diverging colour scale centred at 1: linear for ratios within a factor 2 of 1, else logarithmic."""
+    from matplotlib.colors import LogNorm, Normalize
+
+    finite = last[np.isfinite(last) & (last > 0)]
+    span = max(float(np.max(np.abs(np.log(finite)))) if finite.size else 1.0, 1e-6)
+    if span < np.log(2.0):
+        dev = max(float(np.max(np.abs(finite - 1.0))), 1e-6)
+        return Normalize(vmin=1.0 - dev, vmax=1.0 + dev)
+    return LogNorm(vmin=np.exp(-span), vmax=np.exp(span))
+
+
+def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = ""):
+    """Same-topic : different-topic attention ratio of every layer and head during training.
+
+    ``records``: ``metrics.jsonl`` lines; those with ``attn_topic_ratio_heads`` (layer-major, length
+    ``n_layers * n_heads``, length-normalised class averages so 1 = no topic preference) are used.
+    Left: one curve per head (colour = layer); right: the last evaluation as a layer x head map on a
+    diverging colour scale centred at 1, each cell annotated (grids up to 64 cells) with enough
+    decimals to tell apart values that differ at the 4th significant digit.
+    """
+    rows = [r for r in records if r.get("attn_topic_ratio_heads")]
+    fig = figure(11.0, 4.2)
+    ax = fig.add_subplot(1, 2, 1)
+    ax.set_xlabel("step")
+    ax.set_ylabel("same-topic / different-topic attention")
+    if not rows:
+        ax.text(0.5, 0.5, "no per-head attention statistics logged", ha="center", va="center")
+        return fig
+    steps = np.array([r["step"] for r in rows], dtype=float)
+    R = np.array([[np.nan if x is None else x for x in r["attn_topic_ratio_heads"]] for r in rows], dtype=float)
+    if R.shape[1] != n_layers * n_heads:
+        raise ValueError(f"records hold {R.shape[1]} heads, expected n_layers * n_heads = {n_layers * n_heads}")
+    for li in range(n_layers):
+        for hi in range(n_heads):
+            label = f"layer {li}" if hi == 0 else None
+            ax.plot(steps, R[:, li * n_heads + hi], color=f"C{li % 10}", lw=1, label=label)
+    ax.axhline(1.0, color="k", lw=0.6, ls=":")
+    auto_scale(ax, "y", [R])
+    ax.set_title("per head (1 = no topic preference)" + (f"\n{title}" if title else ""), fontsize=9)
+    legend_outside(ax)
+    ax2 = fig.add_subplot(1, 2, 2)
+    last = R[-1].reshape(n_layers, n_heads)
+    norm = _ratio_norm(last)
+    im = ax2.imshow(last, cmap="RdBu_r", norm=norm, interpolation="nearest")
+    cb = colorbar(fig, im, ax2, label="same / different (last step)")
+    ticks = np.geomspace(norm.vmin, norm.vmax, 5) if norm.__class__.__name__ == "LogNorm" else None
+    if ticks is not None:
+        cb.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
+        cb.ax.minorticks_off()
+    else:
+        from matplotlib.ticker import ScalarFormatter
+
+        cb.ax.yaxis.set_major_formatter(ScalarFormatter(useOffset=False))
+    if last.size <= 64:
+        fmt = annotation_format(last)
+        for (i, j), val in np.ndenumerate(last):
+            ax2.text(j, i, fmt.format(val), ha="center", va="center", fontsize=7 if last.size <= 16 else 5)
+    ax2.set_xlabel("head")
+    ax2.set_ylabel("layer")
+    ax2.set_xticks(range(n_heads))
+    ax2.set_yticks(range(n_layers))
+    ax2.set_title(f"step {int(steps[-1])}", fontsize=9)
+    return fig
