@@ -51,7 +51,7 @@ def figures_from_run(run) -> dict:
     lay = model.layers[0]
     figs = {
         "norms": plots.training_curves(recs, stages=stages, v=v),
-        "W_V": plots.heatmap(lay.params["W_V"][0], title="W^V (layer 0, head 0)", block=v),
+        "W_V": plots.heatmap(lay.params["W_V"][0], title="W^V (layer 0, head 0)", block=v, ax_labels=plots.VALUE_AXES),
     }
     if mc.attention == "softmax":
         figs["attention"] = plots.heatmap(
@@ -60,10 +60,11 @@ def figures_from_run(run) -> dict:
             block=v,
             symmetric=False,
             cmap="viridis",
+            ax_labels=plots.SCORE_AXES,
         )
     if not model.embedding.one_hot:
         tab = model.embedding.params["W_E"]
-        figs["gram"] = plots.heatmap(tab.T @ tab, title="embedding Gram W_E^T W_E", block=v)
+        figs["gram"] = plots.heatmap(tab.T @ tab, title="embedding Gram W_E^T W_E", block=v, ax_labels=plots.GRAM_AXES)
     if any(r.get("attn_topic_ratio_heads") for r in recs):
         figs["attention_heads"] = plots.attention_head_ratios(recs, mc.n_layers, mc.n_heads)
     return figs
