@@ -2,18 +2,28 @@
 optimal aggregate same-topic weight K* stays within a bounded multiple of v tau
 (K*/(v tau) in [1, 10]; the §4.3 table reports 1.6 - 7.3), and the optimal per-word
 same-topic : different-topic attention ratio K*/v is at least tau (grows with tau).
-The recomputed K* must also match every row of the SPEC §4.3 table to one unit in the 4th
-significant digit (the printed precision) and L* to 5e-7.
-(Disagreement found: the table's K* = 81.85 at T = v = 10, tau = 5 is 81.8447 here,
-i.e. 81.84 to 4 digits; the loss is flat in log K near the optimum, so the spec's optimiser was
-presumably stopped early. All other rows agree to the printed digits.)
+
+Spec values at their printed precision: the recomputed K* must match every row of the SPEC §4.3
+table within half a unit of its 4th significant digit and L* within 5e-7 (half a unit of the 6th
+decimal). The first form of the table printed K* = 81.85 at T = v = 10, tau = 5; the optimum is
+81.8447 (SPEC §8 item 6, corrected in the table to 81.84). The claim reports that discrepancy as a
+finding in its details (``finding[...]``: first-form value, recomputed value, difference).
+
+Independent route: the closed form (``alpha_beta_loss_logK``) is re-evaluated at K*, at K = v
+(uniform attention) and at K = 100 v tau by :func:`theorycheck.population._symmetry.alpha_beta_symmetric_loss`
+(topic-permutation symmetry: one topic set, three query tokens, dense softmax over all V1 keys; it
+shares none of the closed form's derivation) and must agree within 1e-10 at every row, T = 1e5
+included.
 """
 
 from __future__ import annotations
 
+import math
 from math import floor, log10
 
 from theorycheck import Masking, TopicModel
+from theorycheck.population import alpha_beta_loss_logK
+from theorycheck.population._symmetry import alpha_beta_symmetric_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 
 from ._attention_common import kstar, swapped_constants
@@ -22,7 +32,7 @@ from ._attention_common import kstar, swapped_constants
 TABLE = (
     (10, 10, 2, 57.63, 0.946103),
     (10, 10, 3, 70.05, 0.961770),
-    (10, 10, 5, 81.85, 0.974854),
+    (10, 10, 5, 81.84, 0.974854),
     (100, 10, 3, 172.6, 0.960314),
     (100, 10, 10, 416.8, 0.981893),
     (1000, 10, 30, 1811, 0.987295),
@@ -30,6 +40,10 @@ TABLE = (
     (10000, 10, 100, 6893, 0.989201),
     (100000, 10, 300, 21740, 0.989730),
 )
+#: values of the first form of the table that SPEC §8 corrected: (T, v, tau) -> K* as first printed
+FIRST_FORM_K = {(10, 10, 5): 81.85}
+#: agreement required between the closed form and the symmetric route (rounding of sums over V1 <= 1e6 terms)
+ROUTE_TOL = 1e-10
 
 
 def unit4(x):
@@ -37,24 +51,55 @@ def unit4(x):
     return 10.0 ** (floor(log10(abs(x))) - 3)
 
 
+def route_checks(tm, mk, logKs, constants=None, label=""):
+    """Closed form vs the symmetric route at each ``log K`` (alpha = beta = log(K / v)); sub-checks."""
+    subs = []
+    for lk in logKs:
+        closed = float(alpha_beta_loss_logK(lk, tm, mk, constants=constants))
+        s = lk - math.log(tm.v)
+        sym = alpha_beta_symmetric_loss(s, s, tm, mk, constants=constants)
+        subs.append(
+            compare_close(
+                closed, sym, ROUTE_TOL, details={f"route_error[{label},K={math.exp(lk):.6g}]": abs(closed - sym)}
+            )
+        )
+    return subs
+
+
+def _row(T, v, tau, K_tab, L_tab, mk, swap):
+    tm = TopicModel(T=T, v=v, tau=tau)
+    consts = swapped_constants(tm, mk) if swap else None
+    K, L = kstar(tm, mk, constants=consts)
+    c = K / (v * tau)
+    subs = [
+        compare_greater(c, 1.0, details={f"c[T={T},tau={tau}]": c}),
+        compare_greater(10.0, c),
+        compare_close(K, K_tab, 0.5 * unit4(K_tab), details={f"K[T={T},v={v},tau={tau}]": K}),
+        compare_close(L, L_tab, 5e-7 + 1e-12),
+    ]
+    label = f"T={T},v={v},tau={tau}"
+    subs += route_checks(tm, mk, (math.log(K), math.log(v), math.log(100 * v * tau)), consts, label)
+    row = dict(T=T, v=v, tau=tau, K=K, L=L, K_over_vtau=c, attention_ratio=K / v)
+    return subs, row
+
+
 def check(params, inject=None):
     inject = inject or {}
     mk = Masking(params["p_m"], params["p_c"], params["p_r"])
-    subs, rows = [], []
+    subs, rows, findings = [], [], {}
     for T, v, tau, K_tab, L_tab in TABLE:
-        tm = TopicModel(T=T, v=v, tau=tau)
-        consts = swapped_constants(tm, mk) if inject.get("swap") else None
-        K, L = kstar(tm, mk, constants=consts)
-        c = K / (v * tau)
-        rows.append(dict(T=T, v=v, tau=tau, K=K, L=L, K_over_vtau=c, attention_ratio=K / v))
-        subs.append(compare_greater(c, 1.0, details={f"c[T={T},tau={tau}]": c}))
-        subs.append(compare_greater(10.0, c))
-        subs.append(compare_close(K, K_tab, unit4(K_tab), details={f"K[T={T},v={v},tau={tau}]": K}))
-        subs.append(compare_close(L, L_tab, 5e-7 + 1e-12))
+        s, row = _row(T, v, tau, K_tab, L_tab, mk, inject.get("swap"))
+        subs += s
+        rows.append(row)
+        if (T, v, tau) in FIRST_FORM_K:
+            K0 = FIRST_FORM_K[(T, v, tau)]
+            findings[f"finding[K*,T={T},v={v},tau={tau}]"] = dict(
+                first_form_spec=K0, recomputed=row["K"], difference=row["K"] - K0, source="SPEC §8 item 6"
+            )
     res = compare_all(subs)
     res.data["rows"] = rows
     cs = [r["K_over_vtau"] for r in rows]
-    res.details.update(K_over_vtau_min=min(cs), K_over_vtau_max=max(cs))
+    res.details.update(K_over_vtau_min=min(cs), K_over_vtau_max=max(cs), **findings)
     return res
 
 
@@ -73,11 +118,11 @@ def plot(results):
 CLAIM = Claim(
     id="attention.asymptotic",
     statement=(
-        "Block W^V: K*/(v tau) stays in [1, 10] as T, tau grow to T = 1e5, and K* matches the §4.3 table to its "
-        "printed precision"
+        "Block W^V: K*/(v tau) stays in [1, 10] as T, tau grow to T = 1e5, K* matches the §4.3 table to half a unit "
+        "of its printed digits, and the closed form equals an independent symmetric evaluation at every row"
     ),
     source="DERIVED",
-    spec="SPEC §4.3 table, §6 item 17",
+    spec="SPEC §4.3 table, §6 item 17, §8 item 6",
     check=check,
     default_params=(dict(p_m=0.15, p_c=0.1, p_r=0.1),),
     falsify=falsify,
