@@ -398,7 +398,9 @@ def test_cli_solve_value_writes_npz(tmp_path, capsys):
     out = tmp_path / "w.npz"
     code = main(["solve", "value", "--T", "4", "--v", "3", "--tau", "2", "--method", "lstsq", "--out", str(out)])
     assert code == 0
-    assert "SolveResult(" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "SolveResult(" not in printed  # one summary table, not the repr too
+    assert "resid.stationarity_rel" in printed and f"written to {out}" in printed
     d = np.load(out)
     ref = optimal_value_matrix(tc.TopicModel(T=4, v=3, tau=2), tc.Masking(), method="closed-form").x
     np.testing.assert_allclose(d["W"], ref, atol=1e-10)

@@ -260,7 +260,6 @@ def _cmd_solve(args) -> int:
     npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", flag="--out") if args.out is not None else None
     res = run_solve(args.problem, tm, mk, _solve_given(args))
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
-    print(res)
     print(format_summary(summary))
     if json_path is not None:
         print(f"written to {write_json(json_path, summary)}")
