@@ -69,6 +69,10 @@ def _add_train(sub):
     p.add_argument("--steps", type=int, default=None, help="override the number of steps")
     p.add_argument("--seed", type=int, default=None, help="override the seed")
     p.add_argument(
+        "--seeds", default=None, help="comma-separated seeds: every run once per seed, into <run>-seed<s> folders"
+    )
+    _add_scheduler_flag(p, "the runs of a grid preset or of --seeds (--out on a file system the workers share)")
+    p.add_argument(
         "--checkpoint-every", type=int, default=None, help="checkpoint period in steps (0: none; default: the preset's)"
     )
     p.add_argument("--resume", action="store_true", help="continue from the run folder's newest checkpoint")
@@ -81,7 +85,13 @@ def _add_train(sub):
 def _train_command(args) -> str:
     """The command line that reproduces (with ``--resume``: continues) this train run."""
     parts = ["theorycheck train", f"--preset {args.preset}", f"--out {args.out}"]
-    for flag, val in (("--steps", args.steps), ("--seed", args.seed), ("--checkpoint-every", args.checkpoint_every)):
+    for flag, val in (
+        ("--steps", args.steps),
+        ("--seed", args.seed),
+        ("--seeds", args.seeds),
+        ("--checkpoint-every", args.checkpoint_every),
+        ("--scheduler", args.scheduler),
+    ):
         if val is not None:
             parts.append(f"{flag} {val}")
     return " ".join(parts)
@@ -115,6 +125,16 @@ def _train_folder(args):
     return out, mark
 
 
+def _parse_seeds(text):
+    """``--seeds 0,1,2`` -> ``[0, 1, 2]`` (``None`` if not given)."""
+    if text is None:
+        return None
+    try:
+        return [int(t) for t in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--seeds must be comma-separated integers >= 0 such as 0,1,2, got {text!r}") from None
+
+
 def _cmd_train(args) -> int:
     """Run a preset (SPEC §5); exit 130 after SIGINT/SIGTERM with a checkpoint and the resume command."""
     from ._io import dumps_json
@@ -129,6 +149,7 @@ def _cmd_train(args) -> int:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {args.preset!r}")
     if args.out is None:
         raise ValueError("--out is required (the run folder)")
+    seeds = _parse_seeds(args.seeds)
     out, mark = _train_folder(args)
     try:
         summary = run_preset(
@@ -136,9 +157,11 @@ def _cmd_train(args) -> int:
             out,
             steps=args.steps,
             seed=args.seed,
+            seeds=seeds,
             checkpoint_every=args.checkpoint_every,
             progress=not args.quiet,
             resume=args.resume,
+            client=args.scheduler,
         )
     except (TrainingInterrupted, KeyboardInterrupt) as exc:
         mark()
@@ -283,26 +306,59 @@ def _add_landscape(sub):
         help="squared loss or cross-entropy, SPEC §2.2 ('sq' is deprecated) (default: %(default)s)",
     )
     p.add_argument("--n-grid", type=int, default=201, help="grid points per axis (default: %(default)s)")
+    p.add_argument(
+        "--sweep",
+        choices=("spec", "growth"),
+        default=None,
+        help="also write sweep.json: the certified optimum over the SPEC §4.3 table of (T, v, tau) ('spec') "
+        "or over T growing to 1e5 ('growth'), with this masking and --value (default: none; 'spec' with --scheduler)",
+    )
+    _add_scheduler_flag(p, "the --sweep")
     _add_out_flags(p, "theorycheck-landscape")
     p.set_defaults(func=_cmd_landscape)
 
 
+def _add_scheduler_flag(p, what: str) -> None:
+    p.add_argument(
+        "--scheduler",
+        default=None,
+        metavar="ADDRESS",
+        help=f"run {what} on a Dask cluster: a scheduler address such as tcp://127.0.0.1:8786 "
+        "(needs the dask extra; results identical to a local run)",
+    )
+
+
 def _cmd_landscape(args) -> int:
+    from ._dask import scheduler_executor
     from ._io import prepare_output_dir
     from ._validate import check_loss
-    from .analysis.landscape import write_landscape
+    from .analysis.landscape import DEFAULT_SWEEP, asymptotic_sweep, growth_configs, write_landscape
 
     tm, mk = _models(args)
     loss = check_loss(args.loss)
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
+    kind = args.sweep or ("spec" if args.scheduler else None)
+    rows = None
+    if kind is not None:
+        with scheduler_executor(args.scheduler) as ex:
+            configs = DEFAULT_SWEEP if kind == "spec" else growth_configs(v=tm.v)
+            rows = asymptotic_sweep(configs, mk, value=args.value, executor=ex)
     info = write_landscape(
-        tm, mk, out, value=args.value, n_grid=args.n_grid, loss=loss, force=args.force, command=_command(args)
+        tm,
+        mk,
+        out,
+        value=args.value,
+        n_grid=args.n_grid,
+        loss=loss,
+        force=args.force,
+        command=_command(args),
+        sweep=rows,
     )
     print(
         f"W^V={args.value}, loss={loss}: alpha*={info['alpha']:.6g} beta*={info['beta']:.6g} K*={info['K']:.6g} "
         f"L*={info['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}"
     )
-    print(f"written {out}/grid.npz, landscape.png, optimum.json")
+    print(f"written {out}/grid.npz, landscape.png, optimum.json" + (", sweep.json" if rows is not None else ""))
     return 0 if info["status"] == 0 or info.get("at_boundary") else 1
 
 

@@ -7,8 +7,10 @@ the Monte Carlo estimator :func:`theorycheck.montecarlo.mc_attention_loss` and t
 N -> inf evaluator :func:`theorycheck.population.attention_loss`.
 
 Sweeps take a :class:`concurrent.futures.Executor` (``executor.map`` is all that is used):
-``None`` runs serially in this process; pass a ``ProcessPoolExecutor`` or a Dask
-``distributed`` client's executor to scale out.
+``None`` runs serially in this process; pass a ``ProcessPoolExecutor``, or a Dask
+``distributed.Client`` / scheduler address (``client=``, or directly as ``executor``) to run on a
+cluster (:mod:`theorycheck._dask`). Each task is a pure function of its arguments (seeds are
+derived before submission), so every executor returns the serial result bit for bit.
 """
 
 from __future__ import annotations
@@ -139,13 +141,20 @@ def _sweep_one(job):
 
 
 def asymptotic_sweep(
-    configs=DEFAULT_SWEEP, mk: Masking | None = None, *, value: str = "block", executor=None, progress: bool = False
+    configs=DEFAULT_SWEEP,
+    mk: Masking | None = None,
+    *,
+    value: str = "block",
+    executor=None,
+    client=None,
+    progress: bool = False,
 ) -> list[dict]:
     """Certified optimum for each ``(T, v, tau)`` in ``configs``; one dict per configuration.
 
     Keys: ``T, v, tau, status, alpha, beta, K, K_over_v, K_over_vtau, loss, loss_uniform,
     gap_to_uniform, attention_ratio, same_word_weight, same_topic_weight, beta_to_minus_inf``.
-    ``executor``: any ``concurrent.futures.Executor`` (``None``: serial).
+    ``executor``: any ``concurrent.futures.Executor`` (``None``: serial); ``client``: a
+    ``distributed.Client`` or a scheduler address (:func:`theorycheck._dask.resolve_executor`).
     """
     check_choice("value", value, VALUES)
     mk = Masking() if mk is None else mk
@@ -157,13 +166,21 @@ def asymptotic_sweep(
             raise ValueError(f"configs entries must be (T, v, tau), got {c!r}")
         TopicModel(T=c[0], v=c[1], tau=c[2])  # validate before any work
         jobs.append(((int(c[0]), int(c[1]), int(c[2])), mk.to_dict(), value))
-    mapper = map if executor is None else executor.map
-    it = mapper(_sweep_one, jobs)
-    if progress:
-        from tqdm.auto import tqdm
+    return _map(_sweep_one, jobs, executor, client, f"sweep[{value}]" if progress else None)
 
-        it = tqdm(it, total=len(jobs), desc=f"sweep[{value}]")
-    return list(it)
+
+def _map(fn, jobs, executor, client, desc) -> list:
+    """``[fn(j) for j in jobs]`` in order, on ``executor``/``client`` (serial if both are ``None``);
+    a progress bar named ``desc`` unless it is ``None``."""
+    from .._dask import resolve_executor
+
+    with resolve_executor(executor, client) as ex:
+        it = map(fn, jobs) if ex is None else ex.map(fn, jobs)
+        if desc is not None:
+            from tqdm.auto import tqdm
+
+            it = tqdm(it, total=len(jobs), desc=desc)
+        return list(it)
 
 
 def _gap_one(job):
@@ -186,6 +203,7 @@ def finite_n_gap(
     seed: int = 0,
     mask_keys: bool = False,
     executor=None,
+    client=None,
     progress: bool = False,
 ) -> dict:
     """Monte Carlo loss at finite document length N versus the exact N -> inf loss.
@@ -194,7 +212,8 @@ def finite_n_gap(
     scalar ``exact`` (:func:`theorycheck.population.attention_loss`). Each N uses an
     independent child seed of ``seed``. The gap is expected to be ``O(1/N)`` (the query's own
     token among the keys, the fluctuation of the empirical context around ``m_S``, and the
-    conditioning on at least one selected position).
+    conditioning on at least one selected position). ``executor``/``client`` as in
+    :func:`asymptotic_sweep`.
     """
     from ..population._attention_loss import attention_loss
 
@@ -207,13 +226,7 @@ def finite_n_gap(
     jobs = [
         (S, W, tm.to_dict(), mk.to_dict(), N, n_docs, int(s.generate_state(1)[0]), mask_keys) for N, s in zip(Ns, seeds)
     ]
-    mapper = map if executor is None else executor.map
-    it = mapper(_gap_one, jobs)
-    if progress:
-        from tqdm.auto import tqdm
-
-        it = tqdm(it, total=len(jobs), desc="finite N")
-    res = list(it)
+    res = _map(_gap_one, jobs, executor, client, "finite N" if progress else None)
     mc = np.array([r[0] for r in res])
     se = np.array([r[1] for r in res])
     return dict(N=np.array(Ns), mc=mc, stderr=se, gap=mc - exact, exact=exact)
@@ -231,8 +244,11 @@ def write_landscape(
     loss: str = "squared",
     force: bool = False,
     command: str = "theorycheck landscape",
+    sweep: list | None = None,
 ) -> dict:
     """Write ``grid.npz`` (alpha, beta, L, and for block W^V the log K curve), ``landscape.png`` and ``optimum.json``.
+
+    ``sweep``: rows of :func:`asymptotic_sweep`, written as ``sweep.json`` (``{"rows": [...]}``).
 
     ``L(alpha, beta)`` and ``L(K)`` are the SPEC §4.3 closed forms; the optimum is the certified
     :func:`theorycheck.solvers.optimal_attention`. The folder ``out`` is written atomically and
@@ -281,4 +297,6 @@ def write_landscape(
         )
         fig.savefig(tmp / "landscape.png", dpi=110, format="png")
         write_json(tmp / "optimum.json", info, sort_keys=True)
+        if sweep is not None:
+            write_json(tmp / "sweep.json", {"value": value, "mk": mk.to_dict(), "rows": list(sweep)}, sort_keys=True)
     return info

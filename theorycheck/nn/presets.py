@@ -3,7 +3,10 @@
 :func:`preset` returns a configuration (a list of ``(label, TrainConfig)`` for the grid presets
 ``ablation`` and ``compensation``); :func:`run_preset` runs one into a folder and returns a
 JSON-able summary (also ``summary.json``; ``summary.md`` for grids) with exact references.
-Every preset checkpoints (``checkpoint_every``) so long runs can be resumed.
+Every preset checkpoints (``checkpoint_every``) so long runs can be resumed. ``seeds=`` repeats
+every run of a preset once per seed; the runs of a grid or of several seeds go to an ``executor``
+or a Dask ``client`` (:mod:`theorycheck._dask`) when one is given, each run a pure function of its
+configuration (same folders, same summary as the serial run apart from the ``seconds`` timings).
 Figures are drawn by the caller (:func:`theorycheck.report.training.write_figures`).
 """
 
@@ -310,26 +313,40 @@ def run_preset(
     *,
     steps: int | None = None,
     seed: int | None = None,
+    seeds=None,
     checkpoint_every: int | None = None,
     progress: bool = True,
     resume: bool = False,
     probes=(),
+    executor=None,
+    client=None,
 ) -> dict:
     """Run a preset into the folder ``out`` and return a JSON-able summary (also ``summary.json``).
 
     ``steps``, ``seed``, ``checkpoint_every`` override the preset's values (validated before any
-    work). ``resume=True`` continues every run from its checkpoint; in a grid, runs that had not
-    started yet (no folder) start afresh. Interruptions propagate as
-    :class:`theorycheck.nn.TrainingInterrupted`."""
-    runs = _configs(name, steps=steps, seed=seed, checkpoint_every=checkpoint_every)
+    work). ``seeds``: a sequence of distinct seeds; every run of the preset is repeated once per
+    seed into ``<label>-seed<s>`` (``seed<s>`` for a single-run preset). ``resume=True`` continues
+    every run from its checkpoint; in a grid, runs that had not started yet (no folder) start
+    afresh. ``executor`` (a :class:`concurrent.futures.Executor`) or ``client`` (a
+    ``distributed.Client`` or a scheduler address; ``out`` must then be on a file system the
+    workers share) runs the runs concurrently, without per-run progress bars. Interruptions
+    propagate as :class:`theorycheck.nn.TrainingInterrupted`."""
+    from .._dask import resolve_executor
+
+    runs = _configs(name, steps=steps, seed=seed, seeds=seeds, checkpoint_every=checkpoint_every)
     out = Path(out)
     grid = len(runs) > 1 or runs[0][0] != ""
-    rows = []
+    jobs = []
     for label, cfg in runs:
         folder = out / label if label else out
         again = resume and (not grid or bool(list_checkpoints(folder)) or (folder / "metrics.jsonl").exists())
-        res = train(cfg, folder, progress=progress, resume=again, probes=probes)
-        rows.append(_summary_row(name, label, cfg, res))
+        jobs.append((name, label, cfg, folder, again, probes, progress))
+    with resolve_executor(executor, client) as ex:
+        if ex is None:
+            rows = [_run_one(job) for job in jobs]
+        else:
+            # absolute folders: a worker's working directory is not ours
+            rows = list(ex.map(_run_one, [(*job[:3], job[3].absolute(), job[4], job[5], False) for job in jobs]))
     summary = {"preset": name, "runs": rows}
     out.mkdir(parents=True, exist_ok=True)
     write_json(out / "summary.json", summary, sort_keys=True, indent=2)
@@ -339,10 +356,31 @@ def run_preset(
     return summary
 
 
-def _configs(name, *, steps, seed, checkpoint_every) -> list[tuple[str, TrainConfig]]:
-    """The preset's runs with the overrides applied (validated copies)."""
+def _run_one(job) -> dict:
+    """Train one run of a preset into its folder and return its summary row (runs on a worker too)."""
+    name, label, cfg, folder, again, probes, progress = job
+    res = train(cfg, folder, progress=progress, resume=again, probes=probes)
+    return _summary_row(name, label, cfg, res)
+
+
+def _check_seeds(seeds, seed) -> list[int] | None:
+    if seeds is None:
+        return None
+    if seed is not None:
+        raise ValueError(f"pass seed or seeds, not both (got seed={seed!r}, seeds={seeds!r})")
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise TypeError(f"seeds must be a sequence of integers >= 0, got {type(seeds).__name__}")
+    out = [check_int("seeds[]", s, low=0) for s in seeds]
+    if not out or len(set(out)) != len(out):
+        raise ValueError(f"seeds must be a non-empty sequence of distinct integers >= 0, got {list(seeds)!r}")
+    return out
+
+
+def _configs(name, *, steps, seed, checkpoint_every, seeds=None) -> list[tuple[str, TrainConfig]]:
+    """The preset's runs with the overrides applied (validated copies), once per seed of ``seeds``."""
     cfgs = preset(name)
     runs = cfgs if isinstance(cfgs, list) else [("", cfgs)]
+    seeds = _check_seeds(seeds, seed)
     changes = {}
     if steps is not None:
         changes["steps"] = check_int("steps", steps, low=1)
@@ -350,7 +388,13 @@ def _configs(name, *, steps, seed, checkpoint_every) -> list[tuple[str, TrainCon
         changes["seed"] = check_int("seed", seed, low=0)
     if checkpoint_every is not None:
         changes["checkpoint_every"] = check_int("checkpoint_every", checkpoint_every, low=0)
-    return [(label, cfg.replace(**changes)) for label, cfg in runs]
+    if seeds is None:
+        return [(label, cfg.replace(**changes)) for label, cfg in runs]
+    return [
+        (f"{label}-seed{s}" if label else f"seed{s}", cfg.replace(**changes, seed=s))
+        for label, cfg in runs
+        for s in seeds
+    ]
 
 
 def _summary_row(name, label, cfg, res) -> dict:

@@ -1,0 +1,177 @@
+"""Dask ``distributed`` as a :class:`concurrent.futures.Executor` for sweeps, training grids and claims.
+
+Every parallel entry point of the package takes an ``Executor`` (DESIGN "Scale-out"); this module
+turns what a user has -- a :class:`distributed.Client`, a scheduler address such as
+``"tcp://127.0.0.1:8786"``, or nothing -- into one, with ``distributed``'s own futures
+(:meth:`distributed.Client.get_executor`; no job system of ours). A task lost with a worker is
+rescheduled by the scheduler on another worker (``distributed.scheduler.allowed-failures``), so a
+map over an executor from here returns every result, in order.
+
+Results do not depend on where a task runs: each task is a pure function of its arguments (the
+seeds are derived before submission), so a sweep on a cluster equals the serial run bit for bit.
+Workers must import the same ``theorycheck`` version; tasks that write files (training grids) need
+the output folder on a file system the workers share.
+
+``distributed`` is the optional ``dask`` extra: without it the functions here raise
+:class:`ImportError` naming ``pip install "theorycheck[dask]"``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+from contextlib import contextmanager
+
+from ._validate import check_real
+
+__all__ = [
+    "INSTALL_HINT",
+    "DEFAULT_TIMEOUT",
+    "SchedulerUnreachable",
+    "require_distributed",
+    "is_client",
+    "get_client",
+    "client_executor",
+    "scheduler_executor",
+    "resolve_executor",
+]
+
+#: How to install the optional dependency (quoted in every "not installed" error).
+INSTALL_HINT = 'pip install "theorycheck[dask]"'
+
+#: Seconds to wait for a scheduler to answer, and for it to have at least one worker.
+DEFAULT_TIMEOUT = 30.0
+
+
+class SchedulerUnreachable(ConnectionError, ValueError):
+    """No Dask scheduler answered at the given address within the timeout (or it has no worker).
+
+    Also a :class:`ValueError` so that the command line reports it as a bad ``--scheduler`` value."""
+
+
+def require_distributed():
+    """Import and return ``distributed``; :class:`ImportError` naming the ``dask`` extra if missing."""
+    try:
+        import distributed
+    except ImportError as exc:
+        raise ImportError(
+            f"running on a Dask cluster needs the optional 'distributed' package: {INSTALL_HINT} ({exc})"
+        ) from exc
+    return distributed
+
+
+def is_client(obj) -> bool:
+    """True if ``obj`` is a :class:`distributed.Client` (without importing ``distributed`` otherwise)."""
+    import sys
+
+    mod = sys.modules.get("distributed")
+    return mod is not None and isinstance(obj, mod.Client)
+
+
+def _check_address(scheduler) -> str:
+    if not isinstance(scheduler, str):
+        raise TypeError(
+            "scheduler must be a distributed.Client, a scheduler address string such as "
+            f"'tcp://127.0.0.1:8786', or None; got {type(scheduler).__name__}"
+        )
+    address = scheduler.strip()
+    if not address or any(c.isspace() for c in address):
+        raise ValueError(f"scheduler must be an address such as 'tcp://127.0.0.1:8786', got {scheduler!r}")
+    return address
+
+
+def _wait_for_worker(client, address, timeout: float) -> None:
+    try:
+        client.wait_for_workers(1, timeout=timeout)
+    except (TimeoutError, OSError) as exc:
+        raise SchedulerUnreachable(
+            f"the Dask scheduler at {address} has no worker after {timeout:g} s; start one with: dask worker {address}"
+        ) from exc
+
+
+def get_client(scheduler, *, timeout: float = DEFAULT_TIMEOUT):
+    """A :class:`distributed.Client` for ``scheduler``, or ``None`` for a local run.
+
+    ``scheduler``: a ``Client`` (returned as is, after checking it is running and has a worker), a
+    scheduler address string (``"tcp://HOST:PORT"``; a new client is connected -- close it when
+    done, or use :func:`scheduler_executor`), or ``None`` (returns ``None``). An address that does
+    not answer within ``timeout`` seconds, or a scheduler without any worker by then, raises
+    :class:`SchedulerUnreachable` naming the address.
+    """
+    if scheduler is None:
+        return None
+    timeout = check_real("timeout", timeout, low=0.1, high=3600.0)
+    if is_client(scheduler):
+        if scheduler.status not in ("running", "connecting", "newly-created"):
+            raise ValueError(f"scheduler: the distributed.Client is {scheduler.status}, not running")
+        _wait_for_worker(scheduler, scheduler.scheduler.address, timeout)
+        return scheduler
+    address = _check_address(scheduler)
+    distributed = require_distributed()
+    try:
+        client = distributed.Client(address, timeout=timeout, set_as_default=False)
+    except (OSError, TimeoutError) as exc:
+        raise SchedulerUnreachable(
+            f"could not connect to the Dask scheduler at {address} within {timeout:g} s ({exc}); "
+            f"is 'dask scheduler' running there?"
+        ) from exc
+    try:
+        _wait_for_worker(client, address, timeout)
+    except BaseException:
+        client.close()
+        raise
+    return client
+
+
+def client_executor(client_or_address, *, timeout: float = DEFAULT_TIMEOUT) -> cf.Executor:
+    """A :class:`concurrent.futures.Executor` running on a Dask cluster (:meth:`distributed.Client.get_executor`).
+
+    ``client_or_address``: a ``Client`` or a scheduler address (see :func:`get_client`; a client
+    created here lives as long as the executor's user keeps it -- prefer :func:`scheduler_executor`
+    for an address). Every call is its own task (``pure=False``): nothing is deduplicated or cached.
+    """
+    if client_or_address is None:
+        raise ValueError("client_or_address must be a distributed.Client or a scheduler address, got None")
+    return get_client(client_or_address, timeout=timeout).get_executor(pure=False)
+
+
+@contextmanager
+def scheduler_executor(scheduler=None, *, timeout: float = DEFAULT_TIMEOUT):
+    """``with scheduler_executor(scheduler) as ex:`` -- an Executor on the cluster, or ``None`` locally.
+
+    ``scheduler``: ``None`` (yields ``None``: run in this process), a ``Client`` (used, left open) or
+    an address string (a client is connected and closed on exit). This is the helper behind the
+    ``--scheduler ADDRESS`` flags.
+    """
+    client = get_client(scheduler, timeout=timeout)
+    if client is None:
+        yield None
+        return
+    try:
+        yield client.get_executor(pure=False)
+    finally:
+        if client is not scheduler:
+            client.close()
+
+
+@contextmanager
+def resolve_executor(executor=None, client=None, *, timeout: float = DEFAULT_TIMEOUT):
+    """The executor a library function should use, given its ``executor=`` and ``client=`` arguments.
+
+    ``executor``: ``None`` or any :class:`concurrent.futures.Executor`; a ``Client`` or an address
+    string passed here is treated as ``client``. ``client``: a ``Client`` or a scheduler address.
+    Passing both raises :class:`ValueError`. Yields ``None`` for a serial local run.
+    """
+    if executor is not None and (is_client(executor) or isinstance(executor, str)):
+        executor, client = (None, executor) if client is None else (executor, client)
+    if executor is not None and client is not None:
+        raise ValueError("pass either executor= or client=, not both")
+    if executor is not None:
+        if not isinstance(executor, cf.Executor) and not callable(getattr(executor, "map", None)):
+            raise TypeError(
+                "executor must be a concurrent.futures.Executor, a distributed.Client or a scheduler address, "
+                f"got {type(executor).__name__}"
+            )
+        yield executor
+        return
+    with scheduler_executor(client, timeout=timeout) as ex:
+        yield ex
