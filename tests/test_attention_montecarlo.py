@@ -1,39 +1,81 @@
-"""The exact N -> inf attention loss is the limit of the finite-document Monte Carlo loss
-(independent code path: sampled documents, BERT masking, position-level attention over counts)."""
+"""The finite-document Monte Carlo loss against exact expectations (independent code paths:
+sampled documents, BERT masking, position-level attention over counts; versus an enumeration of
+every masked document, and the exact N -> inf evaluator)."""
 
 import numpy as np
 import pytest
+from test_stage1_montecarlo import exact_finite_N
 
 import theorycheck as tc
 from theorycheck.analysis.landscape import finite_n_gap
+from theorycheck.finite_exact import exact_finite_loss
+from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
 
+TINY = tc.TopicModel(T=2, v=2, tau=1)
+TINY_MK = tc.Masking(p_m=0.4, p_c=0.2, p_r=0.3)
 
-@pytest.mark.parametrize("mask_keys", [False, True])
-def test_monte_carlo_converges_to_exact_like_one_over_N(mask_keys):
-    """Allowance: the gap at N = 800 must equal the 1/N extrapolation of the gap measured at
-    N = 100 within 4 combined standard errors plus 25% of the extrapolated value (O(1/N^2))."""
+
+def _random_point(tm, seed):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(tm.V1, tm.V1)), 0.5 * rng.normal(size=(tm.V1, tm.V1)), 0.3 * rng.normal(size=tm.V1)
+
+
+@pytest.mark.parametrize("N", [1, 2, 3, 4])
+def test_monte_carlo_equals_the_exact_finite_N_loss(N):
+    """Tolerance: 4 Monte Carlo standard errors at fixed N (SE ~ 0.1% of the loss; no 1/N allowance)."""
+    S, W, b = _random_point(TINY, 5)
+    exact = exact_finite_loss(S, W, TINY, TINY_MK, N, b)
+    est = mc_attention_loss(S, W, TINY, TINY_MK, N=N, n_docs=200000, b=b, seed=100 + N)
+    assert abs(est.mean - exact) <= 4 * est.stderr
+    # sharp enough to see one unit of N: E_N and E_{N+1} differ by more than the tolerance
+    assert abs(exact_finite_loss(S, W, TINY, TINY_MK, N + 1, b) - exact) > 4 * est.stderr
+
+
+def test_exact_finite_loss_at_N_1_by_hand():
+    """N = 1: the only position is selected and attends to itself, so o = W e_z + b."""
+    S, W, b = _random_point(TINY, 1)
+    tm, mk = TINY, TINY_MK
+    tot = 0.0
+    for t in range(tm.T):
+        for x in range(t * tm.v + 1, (t + 1) * tm.v + 1):
+            law = np.r_[mk.p_mask, np.full(tm.n_words, mk.p_r / tm.n_words)]
+            law[x] += mk.p_c
+            for z in range(tm.V1):
+                e = np.zeros(tm.V1)
+                e[x] = 1.0
+                tot += law[z] * np.sum((W[:, z] + b - e) ** 2) / (tm.T * tm.v)
+    assert abs(exact_finite_loss(S, W, tm, mk, 1, b) - tot) <= 1e-13
+
+
+@pytest.mark.parametrize("N", [2, 4])
+def test_exact_finite_loss_equals_the_uniform_attention_derivation(N):
+    """S = 0: the enumeration equals the closed finite-N expression of tests/test_stage1_montecarlo
+    (two independent derivations of the same expectation)."""
+    tm, mk = tc.TopicModel(T=3, v=1, tau=2), tc.Masking(p_m=0.5, p_c=0.2, p_r=0.3)
+    _, W, b = _random_point(tm, 3)
+    EN = exact_finite_N(W, b, tm, mk, N)[0]
+    assert abs(exact_finite_loss(np.zeros((tm.V1, tm.V1)), W, tm, mk, N, b) - EN) <= 1e-13
+
+
+def test_exact_finite_loss_refuses_too_many_documents():
+    S, W, _ = _random_point(TINY, 0)
+    with pytest.raises(ValueError, match="MAX_DOCUMENTS"):
+        exact_finite_loss(S, W, TINY, TINY_MK, 9)
+    with pytest.raises(ValueError, match="N"):
+        exact_finite_loss(S, W, TINY, TINY_MK, 0)
+
+
+def test_monte_carlo_key_masked_converges_to_exact():
+    """mask_keys=True (no finite-N enumeration: documents with every position selected have no
+    key): the gap at N = 800 equals the 1/N extrapolation of the gap at N = 100 within 4 combined
+    standard errors plus 25% (O(1/N^2)), and the large-N mean is within 4 SE + the O(1/N) allowance."""
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking(p_m=0.3, p_c=0.2, p_r=0.2)
     S = alpha_beta_score_matrix(2.0, 1.0, tm)
     W = alpha_beta_value_matrix(tm, mk)
-    g = finite_n_gap(S, W, tm, mk, [100, 800], n_docs=5000, seed=11, mask_keys=mask_keys)
-    assert g["exact"] == attention_loss(S, W, tm, mk, mask_keys=mask_keys)
+    g = finite_n_gap(S, W, tm, mk, [100, 800], n_docs=5000, seed=11, mask_keys=True)
+    assert g["exact"] == attention_loss(S, W, tm, mk, mask_keys=True)
     extrap = g["gap"][0] * 100 / 800
     se = np.hypot(g["stderr"][1], g["stderr"][0] * 100 / 800)
     assert abs(g["gap"][1] - extrap) <= 4 * se + 0.25 * abs(extrap)
-    # and the large-N Monte Carlo equals the exact loss within 4 SE + the stated O(1/N) allowance
     assert abs(g["mc"][1] - g["exact"]) <= 4 * g["stderr"][1] + 1.5 * abs(g["gap"][0]) * 100 / 800
-
-
-def test_monte_carlo_general_scores_and_bias():
-    """Random S, W, b (not the family): the exact loss matches Monte Carlo at N = 2000."""
-    tm, mk = tc.TopicModel(T=3, v=2, tau=2), tc.Masking(p_m=0.4, p_c=0.2, p_r=0.3)
-    rng = np.random.default_rng(0)
-    S, W, b = rng.normal(size=(7, 7)), 0.5 * rng.normal(size=(7, 7)), 0.3 * rng.normal(size=7)
-    from theorycheck.montecarlo import mc_attention_loss
-
-    exact = attention_loss(S, W, tm, mk, b)
-    est = mc_attention_loss(S, W, tm, mk, N=2000, n_docs=1500, b=b, seed=2)
-    est_small = mc_attention_loss(S, W, tm, mk, N=50, n_docs=6000, b=b, seed=3)
-    allowance = 1.5 * (abs(est_small.mean - exact) + 4 * est_small.stderr) * 50 / 2000
-    assert abs(est.mean - exact) <= 4 * est.stderr + allowance
