@@ -1,0 +1,137 @@
+"""SPEC §3.1 (DERIVED): every layer of the transformer (``theorycheck.nn.layers``: embedding,
+softmax attention on the position path, uniform attention, row softmax, layer norm, decoder,
+squared and cross-entropy loss heads) has a backward function equal to directional finite
+differences of its forward function, and ``Transformer.loss_and_grad`` of a 2-layer, 2-head model
+with trained embedding and decoder, residual connections and layer norm equals finite differences
+of ``Transformer.loss`` with respect to every parameter.
+
+Each pure layer is checked through ``f(inputs) = <G, forward(inputs)>`` for a random cotangent
+``G`` (its gradient is ``backward(G)``), with ``theorycheck.diagnostics.check_gradient``: three
+random unit directions per argument, ``|fd - <g, D>| <= 1e-6 (|fd| + |<g, D>|) + 1e-9`` and a
+first-order Taylor remainder of slope >= 1.8.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theorycheck.nn import ModelConfig, Transformer, layers, position_batch
+from theorycheck.report.claims import Claim
+
+from ._gradient_common import combine, gradient_subchecks
+
+
+def _layer_norm_checks(rng, inject):
+    R, G = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 5, 6))
+    Y, inv = layers.layer_norm_forward(R)
+    dR = layers.layer_norm_backward(Y, inv, G)
+    if inject.get("ln_drop_mean"):  # the mean term of the layer-norm backward dropped
+        dR = inv * (G - Y * np.mean(G * Y, axis=-1, keepdims=True))
+    return gradient_subchecks(lambda r: np.sum(G * layers.layer_norm_forward(r)[0]), R, dR, "layer_norm")
+
+
+def _softmax_checks(rng):
+    subs = []
+    for shape in ((5, 7), (3, 4, 6)):
+        Lg, G = 2.0 * rng.standard_normal(shape), rng.standard_normal(shape)
+        dL = layers.softmax_rows_backward(layers.softmax_rows(Lg), G)
+        subs += gradient_subchecks(lambda x: np.sum(G * layers.softmax_rows(x)), Lg, dL, f"softmax_rows{shape}")  # noqa: B023
+    return subs
+
+
+def _decoder_embedding_checks(rng):
+    Y, Wd, b = rng.standard_normal((6, 4)), rng.standard_normal((7, 4)), rng.standard_normal(7)
+    G = rng.standard_normal((6, 7))
+    dY, dW, db = layers.decoder_backward(G, Y, Wd)
+    f = lambda p: np.sum(G * layers.decoder_forward(p["Y"], p["W"], p["b"]))  # noqa: E731
+    subs = gradient_subchecks(f, dict(Y=Y, W=Wd, b=b), dict(Y=dY, W=dW, b=db), "decoder")
+    table, tokens = rng.standard_normal((4, 7)), rng.integers(-1, 7, size=(3, 5))
+    Ge = rng.standard_normal((3, 5, 4))
+    dT = layers.embedding_backward(tokens, Ge, 7)
+    subs += gradient_subchecks(lambda t: np.sum(Ge * layers.embedding_forward(t, tokens)), table, dT, "embedding")
+    return subs
+
+
+def _attention_checks(rng):
+    B, N, d, da, H = 2, 5, 4, 3, 2
+    x = dict(X=rng.standard_normal((B, N, d)), W_Q=rng.standard_normal((H, da, d)),
+             W_K=rng.standard_normal((H, da, d)), W_V=rng.standard_normal((H, d, d)))  # fmt: skip
+    log_w = np.log(rng.integers(0, 3, size=(B, N)).clip(min=1) * 1.0)
+    G = rng.standard_normal((B, N, d))
+    out, cache = layers.attention_forward(x["X"], log_w, x["W_Q"], x["W_K"], x["W_V"], 0.6)
+    dX, grads = layers.attention_backward(G, cache)
+    f = lambda p: np.sum(G * layers.attention_forward(p["X"], log_w, p["W_Q"], p["W_K"], p["W_V"], 0.6)[0])  # noqa: E731
+    subs = gradient_subchecks(f, x, dict(X=dX, **grads), "attention(position path)")
+    w = rng.integers(0, 3, size=(B, N)).astype(float) + 0.5
+    Gu = rng.standard_normal((B, d))
+    _, ucache = layers.uniform_attention_forward(x["X"], w, x["W_V"])
+    dXu, ugrads = layers.uniform_attention_backward(Gu, ucache)
+    fu = lambda p: np.sum(Gu * layers.uniform_attention_forward(p["X"], w, p["W_V"])[0])  # noqa: E731
+    subs += gradient_subchecks(fu, dict(X=x["X"], W_V=x["W_V"]), dict(X=dXu, W_V=ugrads["W_V"]), "uniform_attention")
+    return subs
+
+
+def _loss_head_checks(rng):
+    O, Y = rng.standard_normal((5, 6)), rng.random((5, 6))
+    w = Y.sum(axis=1)
+    subs = []
+    for kind in ("squared", "ce"):
+        dO = layers.loss_head(O, Y, w, kind)[1]
+        subs += gradient_subchecks(lambda o: layers.loss_head(o, Y, w, kind)[0], O, dO, f"loss_head[{kind}]")  # noqa: B023
+    return subs
+
+
+def _model_checks(rng, loss):
+    cfg = ModelConfig(V1=7, d=5, d_a=3, n_layers=2, n_heads=2, embedding="trained", decoder="trained",
+                      residual=True, layer_norm=True, loss=loss, count_based="never",
+                      train=("W_E", "W_K", "W_Q", "W_V", "W_dec", "b_dec"))  # fmt: skip
+    model = Transformer(cfg, seed=1)
+    for name in model.trainable_names():
+        model.get(name)[...] = 0.7 * rng.standard_normal(model.get(name).shape)
+    inputs = rng.integers(0, 7, size=(3, 6))
+    selected = rng.random((3, 6)) < 0.4
+    selected[:, 0] = True
+    batch = position_batch(inputs, selected, rng.integers(1, 7, size=(3, 6)), 7)
+    names = model.trainable_names()
+    model.zero_grad()
+    model.loss_and_grad(batch)
+    params = {n: model.get(n).copy() for n in names}
+    grads = {n: model.grad(n).copy() for n in names}
+
+    def f(p):
+        saved = model.state_dict()
+        for n, val in p.items():
+            model.get(n)[...] = val
+        out = model.loss(batch)
+        model.load_state_dict(saved)
+        return out
+
+    return gradient_subchecks(f, params, grads, f"Transformer[2 layers, 2 heads, residual, LN, {loss}]")
+
+
+def check(params, inject=None):
+    inject = inject or {}
+    rng = np.random.default_rng(params["seed"])
+    subs = _layer_norm_checks(rng, inject) + _softmax_checks(rng) + _decoder_embedding_checks(rng)
+    subs += _attention_checks(rng) + _loss_head_checks(rng)
+    subs += _model_checks(rng, "squared") + _model_checks(rng, "ce")
+    return combine(subs)
+
+
+def falsify(params):
+    """Drop the mean term of the layer-norm backward."""
+    return {"ln_drop_mean": True}
+
+
+CLAIM = Claim(
+    id="gradient.nn-layers",
+    statement=(
+        "Every layer's backward (embedding, attention, uniform attention, softmax, layer norm, decoder, loss heads) "
+        "and Transformer.loss_and_grad with residual + layer norm equal finite differences"
+    ),
+    source="DERIVED",
+    spec="SPEC §3.1, §2.2",
+    check=check,
+    default_params=(dict(seed=0),),
+    falsify=falsify,
+)
