@@ -1,0 +1,77 @@
+"""SPEC §2.1 (DERIVED from the masking rule): BERT-style masking
+(``theorycheck.sampling.mask_documents``) selects a position w.p. ``p_m``; a selected position shows
+its own word w.p. ``p_c + p_r/(T v)`` (kept, or replaced by a uniformly random word that happens to
+be the same), [MASK] w.p. ``1 - p_c - p_r`` and a different word w.p. ``p_r (1 - 1/(T v))``.
+
+Checked with ``p_c != p_r`` (both orders), without the at-least-one conditioning: each observed
+frequency must lie within 5 binomial standard errors ``sqrt(p (1 - p) / n)`` of its probability
+(``n`` = positions, or selected positions). The random replacements must also be uniform over the
+``T v`` words: the chi-square statistic of their counts over the topics must be below the 1e-6 upper
+quantile of its chi-square(T - 1) law.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from scipy import stats
+
+from theorycheck import Masking, TopicModel
+from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
+from theorycheck.sampling import mask_documents, sample_documents
+
+Z = 5.0
+
+
+def _freq(count, n, p, label):
+    se = math.sqrt(p * (1.0 - p) / n)
+    return compare_close(count / n, p, Z * se, details={f"{label}_freq": count / n, f"{label}_prob": p})
+
+
+def check(params, inject=None):
+    inject = inject or {}
+    tm = TopicModel(T=params["T"], v=params["v"], tau=params["tau"])
+    mk = Masking(params["p_m"], params["p_c"], params["p_r"])
+    docs = sample_documents(tm, params["n_docs"], params["N"], seed=params["seed"])
+    batch = mask_documents(docs, tm, mk, seed=params["seed"] + 1, at_least_one=False)
+    valid = docs.tokens >= 0
+    sel = batch.selected & valid
+    n, k = int(valid.sum()), int(sel.sum())
+    shown, orig = batch.inputs[sel], batch.targets[sel]
+    p_c, p_r = (mk.p_r, mk.p_c) if inject.get("swap") else (mk.p_c, mk.p_r)
+    nw = tm.n_words
+    same, masked = int(np.sum(shown == orig)), int(np.sum(shown == 0))
+    replaced = shown[(shown != orig) & (shown != 0)]
+    subs = [
+        _freq(k, n, mk.p_m, "selected"),
+        _freq(same, k, p_c + p_r / nw, "own_word"),
+        _freq(masked, k, 1.0 - p_c - p_r, "mask"),
+        _freq(replaced.size, k, p_r * (1.0 - 1.0 / nw), "other_word"),
+    ]
+    counts = np.bincount(tm.topic_of(replaced), minlength=tm.T)
+    chi2 = float(stats.chisquare(counts).statistic)
+    limit = float(stats.chi2.isf(1e-6, tm.T - 1))
+    subs.append(compare_greater(limit, chi2, details={"replacement_topic_chi2": chi2}))
+    return compare_all(subs)
+
+
+def falsify(params):
+    """Compare against the probabilities with p_c and p_r exchanged."""
+    return {"swap": True}
+
+
+_BASE = dict(T=5, v=4, tau=2, N=40, n_docs=5000, p_m=0.3)
+
+CLAIM = Claim(
+    id="sampling.masking-frequencies",
+    statement=(
+        "mask_documents selects w.p. p_m and shows the own word, [MASK] or another word with the masking "
+        "probabilities (p_c != p_r, within 5 binomial standard errors); replacement words are uniform"
+    ),
+    source="DERIVED",
+    spec="SPEC §2.1",
+    check=check,
+    default_params=(dict(_BASE, p_c=0.5, p_r=0.1, seed=1), dict(_BASE, p_c=0.05, p_r=0.6, seed=2)),
+    falsify=falsify,
+)
