@@ -3,7 +3,8 @@ block-constant: ``<E_i,E_j> = x`` within a topic (i = j included, so same-topic 
 ``y`` across topics, ``E_0 = 0``, with ``x = (1/(a v))(1 - r/(T(a+r)))``, ``y = -r/(a v T (a+r))``;
 its eigenvalue on ``1_W`` is ``1/(a+r)`` and its rank is T (so ``d >= T`` suffices and is needed).
 
-Checked against an independent solve of ``min tr G`` over PSD minimisers: the semidefinite program
+The closed form is the library's (``theorycheck.solvers.closed_form_gram``; the claim does not
+restate it), checked against an independent solve of ``min tr G`` over PSD minimisers: the semidefinite program
 (cvxpy/CLARABEL, with our own duality-gap recomputation) on small vocabularies, and the exact
 Schur-complement completion for the paper's configuration T = v = 10, where SPEC quotes
 x = 0.115410, y = -0.000197. The figure shows this Gram beside an L-BFGS-trained one (same
@@ -15,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck.report.claims import Claim, compare_all, compare_close
-from theorycheck.solvers import embedding_from_gram, optimal_embedding_gram
+from theorycheck.solvers import closed_form_gram, embedding_from_gram, optimal_embedding_gram
 
 from ._embedding_common import models, trained_embedding
 
@@ -23,13 +24,9 @@ TOL = 1e-6
 
 
 def _formula(tm, mk):
-    a, r, T, v = mk.a, mk.r, tm.T, tm.v
-    x = (1 / (a * v)) * (1 - r / (T * (a + r)))
-    y = -r / (a * v * T * (a + r))
-    topics = np.arange(tm.n_words) // v
-    G = np.zeros((tm.V1, tm.V1))
-    G[1:, 1:] = np.where(topics[:, None] == topics[None, :], x, y)
-    return G, x, y
+    """The library's closed form (``theorycheck.solvers.closed_form_gram``, SPEC §4.1 D3), dense, with ``(x, y)``."""
+    bg = closed_form_gram(tm, mk)
+    return bg.toarray(), bg.x, bg.y
 
 
 def check(params: dict, inject: dict | None = None):

@@ -3,8 +3,9 @@
 
 ``sum_{j in t(i)} <E_i,E_j> = (1/a)(1 - r/(T(a+r)))`` and ``sum_{j in t'} <E_i,E_j> = -r/(a T (a+r))``.
 
-Checked on generic minimisers with ``E_0 = 0`` found by L-BFGS from a large random init (the
-[MASK] column held at 0), i.e. not the min-norm optimum. ``details.free_E0_deviation`` shows that
+The predicted values are taken from the library's closed form (``closed_form_gram``: ``v x`` and
+``v y``), not restated here. Checked on generic minimisers with ``E_0 = 0`` found by L-BFGS from a
+large random init (the [MASK] column held at 0), i.e. not the min-norm optimum. ``details.free_E0_deviation`` shows that
 the premise matters: a minimiser with a free [MASK] embedding generally violates these values.
 """
 
@@ -14,6 +15,7 @@ import numpy as np
 
 from theorycheck.analysis.stats import topic_block_sums
 from theorycheck.report.claims import Claim, compare_close
+from theorycheck.solvers import closed_form_gram
 
 from ._embedding_common import models, perturb, trained_embedding, trained_embedding_zero_mask
 
@@ -32,9 +34,9 @@ def _own_other(W, tm):
 def check(params: dict, inject: dict | None = None):
     inject = inject or {}
     tm, mk = models(params)
-    a, r, T = mk.a, mk.r, tm.T
-    own_pred = (1 / a) * (1 - r / (T * (a + r)))
-    other_pred = -r / (a * T * (a + r))
+    # predicted block sums: those of the library's min-norm Gram (SPEC §4.1 D3), v x and v y
+    bg = closed_form_gram(tm, mk)
+    own_pred, other_pred = tm.v * bg.x, tm.v * bg.y
     errs = []
     for seed in range(params["n_inits"]):
         W = trained_embedding_zero_mask(tm, mk, params["d"], seed=seed, init_scale=1.0)
