@@ -1,0 +1,210 @@
+"""Mutation check: does ``theorycheck verify`` catch plausible one-line bugs in the core formulas?
+
+Each mutant is a textual patch (``old`` -> ``new``, ``old`` must occur exactly once in the file, so
+a refactor that moves the target text makes the mutant fail loudly instead of being skipped). The
+mutants are applied in turn to ONE temporary copy of ``theorycheck/`` and ``proofs_numeric/`` (the
+original file is restored after each run, so Numba's on-disk cache, kept in a private
+``NUMBA_CACHE_DIR`` inside the copy, is only invalidated for the patched file), and
+
+    python -m theorycheck.cli verify --only <claims> --jobs 1 --no-cache --no-figures --quiet
+
+runs there with ``PYTHONPATH`` pointing at the copy. A mutant is *caught* when verify exits with
+status 1 (a claim failed); exit 0 means it *survived*; anything else (a crash) is reported as an
+error (counted as caught by a crash, listed separately).
+
+Usage::
+
+    python benchmarks/mutation.py                   # every mutant, the non-training claims
+    python benchmarks/mutation.py --mutants centring,ln-mean --claims gradient
+    python benchmarks/mutation.py --list
+    python benchmarks/mutation.py --json results/mutation.json
+
+The default claim set is every claim whose id starts with one of :data:`DEFAULT_CLAIMS` (the
+training and real-data claims are slow and test other things). Expect about a minute per mutant
+on 2 cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_CLAIMS = "attention,stage1,embedding,data,dynamics,gradient,sampling,certificate"
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    path: str  # relative to the repository root
+    old: str
+    new: str
+    what: str
+
+
+M = Mutant
+MUTANTS = (
+    M("centring", "theorycheck/population/_attention_loss.py",
+      'grads[0] += (H * (dH - np.einsum("nxy,nxy->nx", H, dH)[:, :, None])).sum(axis=0)',
+      "grads[0] += (H * dH).sum(axis=0)", "softmax-centring term dropped from attention_loss_grad dS"),
+    M("structured-bias", "theorycheck/population/_attention_kernels.py",
+      "nx = nq * iz * iz + 2.0 * bw * iz + bb", "nx = nq * iz * iz + bb",
+      "decoder-bias cross term 2 b.Wh dropped from the structured squared-loss kernel"),
+    M("ln-mean", "theorycheck/nn/layers.py",
+      "return inv * (dY - dY.mean(axis=-1, keepdims=True) - Yn * np.mean(dY * Yn, axis=-1, keepdims=True))",
+      "return inv * (dY - Yn * np.mean(dY * Yn, axis=-1, keepdims=True))",
+      "mean term dropped from layer-norm backward"),
+    M("swap-pc-pr", "theorycheck/sampling.py",
+      "is_rand = selected & (u >= mk.p_c) & (u < mk.p_c + mk.p_r)",
+      "is_rand = selected & (u >= mk.p_r) & (u < mk.p_c + mk.p_r)", "p_c and p_r swapped in the masking sampler"),
+    M("block-5pct", "theorycheck/population/_alpha_beta.py",
+      "L = p_mask * l_mask + w_same * l_same + w_other * l_other + w_out * l_out",
+      "L = 1.05 * (p_mask * l_mask + w_same * l_same + w_other * l_other + w_out * l_out)",
+      "5% error in the block (alpha, beta) closed form"),
+    M("stage1-A", "theorycheck/population/_alpha_beta.py", "A = B0 + 1.0 / (a * v)", "A = B0 + 1.0 / (a * (v + 1))",
+      "wrong constant in the stage-1 block constant A"),
+    M("stage1-B0-sign", "theorycheck/population/_alpha_beta.py",
+      "B0 = -(r * (a + r) + n * q * q) / (a * n * ((a + r) ** 2 + n * q * q))",
+      "B0 = (r * (a + r) + n * q * q) / (a * n * ((a + r) ** 2 + n * q * q))", "wrong sign of the stage-1 B0"),
+    M("stage1-gamma", "theorycheck/population/_alpha_beta.py", "gamma = q * (n * B0 + 1.0 / a) / (a + r)",
+      "gamma = q * (n * B0 + 1.0 / a) / (a + r + q)", "wrong denominator of the stage-1 gamma"),
+    M("topic-rule", "theorycheck/config.py", "return np.where(tokens == 0, -1, (tokens - 1) // v)",
+      "return np.where(tokens == 0, -1, tokens // v)", "off-by-one in the layout's topic rule"),
+    M("gram-x", "theorycheck/solvers/_gram.py", "x = (1.0 / (a * v)) * (1.0 - r / (T * (a + r)))",
+      "x = (1.0 / (a * v)) * (1.0 - r / (T * (a + r + 1e-3)))", "Gram closed form x off by ~1e-4"),
+    M("gram-y", "theorycheck/solvers/_gram.py", "y = -r / (a * v * T * (a + r))", "y = -r / (a * v * T * a)",
+      "Gram closed form y with (a + r) -> a"),
+    M("masked-density", "theorycheck/population/_moments.py", "m[1:] += mk.r / tm.n_words",
+      "m[1:] += mk.r / (tm.n_words + 1)", "masked density m_S: uniform part over V1 instead of the words"),
+    M("sigma-cc", "theorycheck/population/_moments.py", "Sigma[0, 0] += q * q  # c c^T",
+      "Sigma[0, 0] += q  # c c^T", "Sigma: [MASK]-[MASK] entry q instead of q^2"),
+    M("identity-class", "theorycheck/population/_alpha_beta.py", "+ (p_c + p_r / (T * v)) * l_xw",
+      "+ (p_c + p_r / T) * l_xw", "identity closed form: wrong probability of the same-word query class"),
+    M("context-eta", "theorycheck/population/_attention_loss.py",
+      "return mk.a / (tau * v) + mk.r / (T * v), mk.r / (T * v), mk.q",
+      "return mk.a / (tau * v) + mk.r / (T * v), mk.r / (tau * v), mk.q",
+      "general evaluator: wrong out-of-document context density"),
+    M("ce-omega", "theorycheck/population/_attention_loss.py",
+      'per_set = np.einsum("nx,nx->n", omega, logsumexp(O, axis=2)) - np.einsum("nxy,nxy->n", OT, O)',
+      'per_set = np.einsum("nx->n", logsumexp(O, axis=2)) - np.einsum("nxy,nxy->n", OT, O)',
+      "cross-entropy attention loss: query-law weight dropped from the log-partition term"),
+    M("decoder-db", "theorycheck/nn/layers.py", "db = dO.sum(axis=0)", "db = dO.mean(axis=0)",
+      "decoder bias gradient averaged instead of summed"),
+    M("ce-weight", "theorycheck/nn/layers.py", "return loss, weight[:, None] * softmax(O, axis=1) - Y",
+      "return loss, softmax(O, axis=1) - Y", "cross-entropy head gradient without the row weight"),
+    M("attn-scale", "theorycheck/nn/layers.py", "dS = c * softmax_rows_backward(A, dout @ _swap(Vx))",
+      "dS = softmax_rows_backward(A, dout @ _swap(Vx))", "attention backward (position path) without the scale c"),
+    M("select-rate", "theorycheck/sampling.py", "selected = (rng.random(tokens.shape) < mk.p_m) & valid",
+      "selected = (rng.random(tokens.shape) < 1.05 * mk.p_m) & valid", "sampler selects 5% too often"),
+    M("mc-target", "theorycheck/montecarlo.py", "loss = 1.0 - 2.0 * o[targets[d, i]]",
+      "loss = 1.0 - 2.0 * o[inputs[d, i]]", "Monte Carlo loss against the shown token instead of the target"),
+    M("value-grad-bias", "theorycheck/population/_value_loss.py",
+      "dW = 2.0 * G - 2.0 * Cm + 2.0 * np.outer(bb, mu) + 2.0 * reg * W", "dW = 2.0 * G - 2.0 * Cm + 2.0 * reg * W",
+      "value_loss_grad: bias term dropped from dW"),
+)  # fmt: skip
+
+
+def _copy_tree(dst: Path) -> None:
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    for pkg in ("theorycheck", "proofs_numeric"):
+        shutil.copytree(ROOT / pkg, dst / pkg, ignore=ignore)
+
+
+def _apply(root: Path, m: Mutant) -> str:
+    """Patch the copy; returns the original text. Refuses if ``old`` is not found exactly once."""
+    path = root / m.path
+    text = path.read_text()
+    n = text.count(m.old)
+    if n != 1:
+        raise RuntimeError(f"mutant {m.name!r}: target text occurs {n} times in {m.path} (expected once)")
+    path.write_text(text.replace(m.old, m.new))
+    return text
+
+
+def _failed_claims(out: Path) -> list[str]:
+    try:
+        data = json.loads((out / "results.json").read_text())
+    except (OSError, ValueError):
+        return []
+    return sorted({c["id"] for c in data.get("claims", []) if not c.get("passed", True)})
+
+
+def run_mutant(root: Path, m: Mutant, claims: str, timeout: float) -> dict:
+    """Apply ``m`` to the copy at ``root``, run verify there, restore the file; a result dict."""
+    original = _apply(root, m)
+    out = root / f"report-{m.name}"
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(root / ".numba-cache"))
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    cmd = [sys.executable, "-m", "theorycheck.cli", "verify", "--out", str(out), "--jobs", "1", "--no-cache",
+           "--no-figures", "--quiet", "--only", claims]  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+        rc, tail = proc.returncode, (proc.stderr or proc.stdout)[-400:]
+    except subprocess.TimeoutExpired:
+        rc, tail = None, f"timeout after {timeout:g} s"
+    finally:
+        (root / m.path).write_text(original)
+    status = {0: "survived", 1: "caught"}.get(rc, "error")
+    failed = _failed_claims(out)
+    shutil.rmtree(out, ignore_errors=True)
+    return dict(name=m.name, what=m.what, status=status, returncode=rc, failed_claims=failed,
+                seconds=round(time.perf_counter() - t0, 1), tail="" if status == "caught" else tail)  # fmt: skip
+
+
+def run(mutants, claims: str = DEFAULT_CLAIMS, timeout: float = 1800.0, echo=print) -> dict:
+    """Run ``mutants`` in turn on one temporary copy; returns ``{"results": [...], "caught": k, "total": n}``."""
+    with tempfile.TemporaryDirectory(prefix="theorycheck-mutation-") as tmp:
+        root = Path(tmp)
+        _copy_tree(root)
+        for m in mutants:  # check every target before spending minutes on the first run
+            _apply(root, m)
+            (root / m.path).write_text((ROOT / m.path).read_text())
+        results = []
+        for m in mutants:
+            r = run_mutant(root, m, claims, timeout)
+            results.append(r)
+            echo(f"{r['name']:18s} {r['status']:9s} {r['seconds']:7.1f} s  {', '.join(r['failed_claims'])[:90]}")
+    caught = sum(r["status"] == "caught" for r in results)
+    return dict(results=results, caught=caught, total=len(results), claims=claims)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--mutants", help="comma-separated mutant names (default: all)")
+    ap.add_argument("--claims", default=DEFAULT_CLAIMS, help="verify --only value (default: %(default)s)")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per verify run")
+    ap.add_argument("--json", help="write the results to this JSON file")
+    ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    args = ap.parse_args(argv)
+    if args.list:
+        for m in MUTANTS:
+            print(f"{m.name:18s} {m.path:48s} {m.what}")
+        return 0
+    chosen = MUTANTS
+    if args.mutants:
+        names = args.mutants.split(",")
+        unknown = sorted(set(names) - {m.name for m in MUTANTS})
+        if unknown:
+            ap.error(f"unknown mutants {unknown}; --list shows them")
+        chosen = tuple(m for m in MUTANTS if m.name in names)
+    res = run(chosen, args.claims, args.timeout)
+    survivors = [r["name"] for r in res["results"] if r["status"] == "survived"]
+    errors = [r["name"] for r in res["results"] if r["status"] == "error"]
+    print(f"\nverify caught {res['caught']}/{res['total']} mutants (claims: {args.claims})")
+    print(f"survivors: {', '.join(survivors) or 'none'}; errors (crash/timeout): {', '.join(errors) or 'none'}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(res, indent=2))
+    return 0 if not survivors else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
