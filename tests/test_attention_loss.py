@@ -235,18 +235,34 @@ def test_dense_fallback_for_large_group_tables(monkeypatch):
     assert attention_loss(S, W, tm, mk, b) == pytest.approx(structured, rel=1e-12)
 
 
+def _check_group_quad(T, v, seed):
+    """Numba group quadratic forms == numpy reference within the rounding bound of their sums
+    (``4 eps V1 (|E| |M| |E|)`` per entry), exactly symmetric, parallel == serial bit for bit."""
+    from theorycheck.population._attention_kernels import _group_quad_nb, _group_quad_ref, _group_quad_serial_nb
+
+    V1 = T * v + 1
+    rng = np.random.default_rng(seed)
+    E = rng.random((V1, V1))
+    A = rng.normal(size=(V1, V1))
+    M = A.T @ A
+    ref = _group_quad_ref(E, M, T, v)
+    Q = _group_quad_nb(E, M, T, v)
+    bound = 4 * np.finfo(float).eps * V1 * _group_quad_ref(E, np.abs(M), T, v)
+    assert np.all(np.abs(Q - ref) <= bound)
+    np.testing.assert_array_equal(Q, Q.transpose(0, 2, 1))
+    np.testing.assert_array_equal(Q, _group_quad_serial_nb(E, M, T, v))
+
+
 @settings(max_examples=10)
 @given(topic_models(max_T=6, max_v=4), st.integers(0, 2**31))
 def test_group_quadratic_forms_kernel_equals_reference(tm, seed):
-    from theorycheck.population._attention_kernels import _group_quad_nb, _group_quad_ref, _group_quad_serial_nb
+    _check_group_quad(tm.T, tm.v, seed)
 
-    rng = np.random.default_rng(seed)
-    E = rng.random((tm.V1, tm.V1))
-    A = rng.normal(size=(tm.V1, tm.V1))
-    M = A.T @ A
-    ref = _group_quad_ref(E, M, tm.T, tm.v)
-    np.testing.assert_allclose(_group_quad_nb(E, M, tm.T, tm.v), ref, rtol=1e-12, atol=1e-12 * np.abs(ref).max())
-    np.testing.assert_array_equal(_group_quad_nb(E, M, tm.T, tm.v), _group_quad_serial_nb(E, M, tm.T, tm.v))
+
+@pytest.mark.parametrize("T,v", [(1, 1), (52, 10), (3, 200)])
+def test_group_quadratic_forms_across_column_blocks(T, v):
+    """Sizes beyond one column block of the kernel (V1 > 512) and single-token groups."""
+    _check_group_quad(T, v, 7)
 
 
 def test_group_lin_kernels_equal_numpy():
@@ -262,8 +278,16 @@ def test_group_lin_kernels_equal_numpy():
     )
     for fn in (_group_lin_nb, _group_lin_serial_nb, _group_lin_ref):
         Lin, LinL = fn(E, Wb, lam, T, v)
-        np.testing.assert_allclose(Lin, ref, rtol=1e-13, atol=1e-14)
-        np.testing.assert_allclose(LinL, np.einsum("xkt,xk->xt", ref, lam), rtol=1e-13, atol=1e-14)
+        np.testing.assert_allclose(Lin, ref, rtol=1e-14, atol=1e-15)
+        np.testing.assert_allclose(LinL, np.einsum("xkt,xk->xt", ref, lam), rtol=1e-14, atol=1e-15)
+    Lin, LinL = _group_lin_nb(E, Wb, lam, T, v)
+    for x in (0, 1, V1 - 1):  # the kernel's summation order: over y in G_k, then over k
+        for t in range(T):
+            for k in range(T + 1):
+                acc = 0.0
+                for y in np.nonzero(groups == k)[0]:
+                    acc += Wb[t, y] * E[x, y]
+                assert Lin[x, k, t] == acc
 
 
 @pytest.mark.parametrize("T,v,tau", [(5, 3, 2), (6, 2, 3)])

@@ -34,38 +34,64 @@ from .._memory import check_alloc
 __all__ = ["structured_sq", "structured_bytes", "STRUCTURED_MAX_ENTRIES", "PARALLEL_THRESHOLD"]
 
 _QTILE = 16  # query tokens sharing one pass over the rows of M (cache reuse)
+_JBLOCK = 512  # key columns per block: v rows of M and one row of the tile stay in L1
 
 
 @numba.njit(cache=True, fastmath=False)
 def _group_quad_tile(x0, x1, E, M, T, v, Q, u):
-    """``Q[x, k, l] = sum_{i in G_k, j in G_l} E[x, i] M[i, j] E[x, j]`` for query tokens x0..x1-1."""
+    """``Q[x, k, l] = sum_{i in G_k, j in G_l} E[x, i] M[i, j] E[x, j]`` for query tokens x0..x1-1.
+
+    Upper triangle ``l >= k`` only (``M = W^T W`` is symmetric, so ``Q[x]`` is too: half the
+    multiply-adds), mirrored into ``l < k``. Per group ``k``: ``u[x, j] = sum_{i in G_k} E[x, i] M[i, j]``
+    for ``j >= min G_k`` by contiguous axpys on 1-d row views (vectorised), blocked over ``j`` so
+    that the ``v`` rows of ``M`` and the row of ``u`` stay in L1; then ``u *= E[x]`` and group sums.
+    """
     V1 = E.shape[0]
     nx = x1 - x0
     for k in range(T + 1):
         lo = 0 if k == 0 else 1 + (k - 1) * v
         hi = 1 if k == 0 else lo + v
+        n = V1 - lo  # columns lo..V1-1: the groups l >= k
         for xx in range(nx):
-            for j in range(V1):
-                u[xx, j] = 0.0
-        for i in range(lo, hi):  # u[x] = sum_{i in G_k} E[x, i] M[i, :]; row i of M reused nx times
+            ur = u[xx, :n]
+            for j in range(n):
+                ur[j] = 0.0
+        for j0 in range(0, n, _JBLOCK):
+            nb = min(_JBLOCK, n - j0)
             for xx in range(nx):
-                e = E[x0 + xx, i]
-                for j in range(V1):
-                    u[xx, j] += e * M[i, j]
+                ur = u[xx, j0 : j0 + nb]
+                for i in range(lo, hi):
+                    e = E[x0 + xx, i]
+                    mr = M[i, lo + j0 : lo + j0 + nb]
+                    for j in range(nb):
+                        ur[j] += e * mr[j]
         for xx in range(nx):
-            x = x0 + xx
-            Q[x, k, 0] = u[xx, 0] * E[x, 0]
-            for t in range(T):
-                base = 1 + t * v
-                acc = 0.0
-                for jj in range(v):
-                    acc += u[xx, base + jj] * E[x, base + jj]
-                Q[x, k, 1 + t] = acc
+            _group_quad_finish(x0 + xx, k, lo, u[xx, :n], E, T, v, Q)
+
+
+@numba.njit(cache=True, fastmath=False)
+def _group_quad_finish(x, k, lo, ur, E, T, v, Q):
+    """``Q[x, k, l] = sum_{j in G_l} ur[j - lo] E[x, j]`` for ``l >= k``, mirrored to ``Q[x, l, k]``."""
+    er = E[x, lo:]
+    for j in range(ur.shape[0]):
+        ur[j] *= er[j]
+    qr = Q[x, k]
+    if k == 0:
+        qr[0] = ur[0]
+    off = 1 - lo  # index in ur of token 1 (k = 0), or of the first token of group k (k > 0)
+    for t in range(max(k - 1, 0), T):
+        base = off + t * v
+        acc = 0.0
+        for jj in range(v):
+            acc += ur[base + jj]
+        qr[1 + t] = acc
+    for l in range(k + 1, T + 1):
+        Q[x, l, k] = qr[l]
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
 def _group_quad_nb(E, M, T, v):
-    """Group quadratic forms for every query token (parallel over tiles of tokens); O(V1^3) multiply-adds."""
+    """Group quadratic forms for every query token (parallel over tiles of tokens); V1^3 multiply-adds."""
     V1 = E.shape[0]
     Q = np.empty((V1, T + 1, T + 1))
     n_tiles = (V1 + _QTILE - 1) // _QTILE
@@ -89,29 +115,43 @@ def _group_quad_serial_nb(E, M, T, v):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _group_lin_row(x, E, Wb, lam, T, v, Lin, LinL):
-    """``Lin[x, k, t] = sum_{y in G_k} Wb[t, y] E[x, y]``, ``LinL[x, t] = sum_k lam[x, k] Lin[x, k, t]``."""
+def _group_lin_row(x, E, WbT, lam, T, v, Lin, LinL):
+    """``Lin[x, k, t] = sum_{y in G_k} Wb[t, y] E[x, y]``, ``LinL[x, t] = sum_k lam[x, k] Lin[x, k, t]``.
+
+    Vectorised over the topic row ``t`` (``WbT = Wb^T``, contiguous): independent accumulators instead
+    of a reduction chain per ``(k, t)``; the summation order over ``y`` and ``k`` is unchanged."""
+    for k in range(T + 1):
+        lo = 0 if k == 0 else 1 + (k - 1) * v
+        hi = 1 if k == 0 else lo + v
+        lk = Lin[x, k]
+        for t in range(T):
+            lk[t] = 0.0
+        for y in range(lo, hi):
+            e = E[x, y]
+            wr = WbT[y]
+            for t in range(T):
+                lk[t] += wr[t] * e
+    lr = LinL[x]
+    l0 = lam[x, 0]
+    r0 = Lin[x, 0]
     for t in range(T):
-        Lin[x, 0, t] = Wb[t, 0] * E[x, 0]
-        accl = lam[x, 0] * Lin[x, 0, t]
-        for k in range(T):
-            base = 1 + k * v
-            acc = 0.0
-            for jj in range(v):
-                acc += Wb[t, base + jj] * E[x, base + jj]
-            Lin[x, 1 + k, t] = acc
-            accl += lam[x, 1 + k] * acc
-        LinL[x, t] = accl
+        lr[t] = l0 * r0[t]
+    for k in range(1, T + 1):
+        lk = lam[x, k]
+        rk = Lin[x, k]
+        for t in range(T):
+            lr[t] += lk * rk[t]
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
 def _group_lin_nb(E, Wb, lam, T, v):
     """Topic-row group sums for every query token (parallel over tokens)."""
     V1 = E.shape[0]
+    WbT = np.ascontiguousarray(Wb.T)
     Lin = np.empty((V1, T + 1, T))
     LinL = np.empty((V1, T))
     for x in numba.prange(V1):
-        _group_lin_row(x, E, Wb, lam, T, v, Lin, LinL)
+        _group_lin_row(x, E, WbT, lam, T, v, Lin, LinL)
     return Lin, LinL
 
 
@@ -119,10 +159,11 @@ def _group_lin_nb(E, Wb, lam, T, v):
 def _group_lin_serial_nb(E, Wb, lam, T, v):
     """Serial twin of :func:`_group_lin_nb`."""
     V1 = E.shape[0]
+    WbT = np.ascontiguousarray(Wb.T)
     Lin = np.empty((V1, T + 1, T))
     LinL = np.empty((V1, T))
     for x in range(V1):
-        _group_lin_row(x, E, Wb, lam, T, v, Lin, LinL)
+        _group_lin_row(x, E, WbT, lam, T, v, Lin, LinL)
     return Lin, LinL
 
 
