@@ -33,27 +33,46 @@ def _add_verify(sub):
     p.add_argument("--list", action="store_true", help="list claim ids and exit")
     p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument(
+        "--full", action="store_true", help="also run the long and multi-seed checks (each claim's full_params)"
+    )
+    p.add_argument(
+        "--jobs", type=int, default=None, help="worker processes (default: the machine's cores; 1 = in this process)"
+    )
+    p.add_argument("--no-cache", action="store_true", help="recompute every check (results are still stored)")
+    p.add_argument("--scheduler", default=None, help="Dask scheduler address: run the checks on that cluster")
     p.set_defaults(func=_cmd_verify)
 
 
 def _cmd_verify(args) -> int:
     from proofs_numeric import CLAIMS, SKIPPED
 
+    from ._dask import scheduler_executor
     from ._io import prepare_output_dir
-    from .report import format_table, run_claims, select_claims, write_report
+    from ._validate import check_int
+    from .report import ResultCache, default_jobs, format_table, run_claims, select_claims, tier_summary, write_report
 
     claims = select_claims(CLAIMS, args.only)
     if args.list:
         for c in claims:
             print(f"{c.id}\t{c.source}\t{c.statement}")
         return 0
+    jobs = default_jobs() if args.jobs is None else check_int("--jobs", args.jobs, low=1)
     out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
-    rows = run_claims(claims, progress=not args.quiet)
+    tier = "full" if args.full else "default"
+    cache = ResultCache(read=not args.no_cache)
+    with scheduler_executor(args.scheduler) as executor:
+        rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
     print(format_table(rows))
+    tiers = tier_summary(rows, tier)
+    print(
+        f"tier: {tier} ({len(rows)} checks; the default tier holds {len(tiers['default'])}, --full adds "
+        f"{len(tiers['full'])})"
+    )
     for reason in SKIPPED:
         print(f"note: {reason}")
     out = write_report(
-        rows, out, figures=not args.no_figures, skipped=SKIPPED, force=args.force, command=_command(args)
+        rows, out, figures=not args.no_figures, skipped=SKIPPED, force=args.force, command=_command(args), tier=tier
     )
     n_bad = sum(r.verdict != "PASS" for r in rows)
     print(f"\n{len(rows) - n_bad}/{len(rows)} checks passed; report written to {out}")

@@ -1,23 +1,35 @@
 """Claims and the verification report (``theorycheck verify``).
 
-- :mod:`.claims`: the claim data types (:class:`Claim`, :class:`ClaimResult`) and comparisons;
-- :mod:`._writer`: running claims, the console table, ``report.md`` / ``results.json``;
+- :mod:`.claims`: the claim data types (:class:`Claim`, :class:`ClaimResult`), comparisons and
+  :func:`over_seeds` (EMPIRICAL claims judged over several seeds);
+- :mod:`.runner`: running the checks of a tier, in a process pool or any Executor, with the result cache;
+- :mod:`.cache`: the result cache (keys over the claim's sources, parameters and versions);
+- :mod:`._writer`: the console table, ``report.md`` / ``results.json``;
 - :mod:`.plots`: every figure the package draws (data in, Figure out, no mathematics).
 """
 
-from ._writer import ReportRow, format_table, run_claims, select_claims, write_report
-from .claims import SOURCES, Claim, ClaimResult, compare_all, compare_close, compare_greater
+from ._writer import format_table, select_claims, tier_summary, write_report
+from .cache import CacheWarning, ResultCache, cache_dir
+from .claims import SOURCES, TIERS, Claim, ClaimResult, compare_all, compare_close, compare_greater, over_seeds
+from .runner import ReportRow, default_jobs, run_claims
 
 __all__ = [
     "Claim",
     "ClaimResult",
     "SOURCES",
+    "TIERS",
     "compare_close",
     "compare_greater",
     "compare_all",
+    "over_seeds",
     "ReportRow",
     "run_claims",
+    "default_jobs",
     "select_claims",
     "format_table",
+    "tier_summary",
     "write_report",
+    "ResultCache",
+    "CacheWarning",
+    "cache_dir",
 ]

@@ -1,4 +1,4 @@
-"""Run claims and write the verification report (DESIGN.md, "Verification report").
+"""Write the verification report (DESIGN.md, "Verification report"); claims run in :mod:`.runner`.
 
 The report folder holds ``report.md``, ``results.json`` and ``figures/*.png``. It is written
 under a temporary name in the same parent directory and renamed at the end, so an interrupted
@@ -10,51 +10,16 @@ from __future__ import annotations
 
 import difflib
 import fnmatch
-import math
 import os
-import time
-import traceback
-from dataclasses import dataclass
 from pathlib import Path
 
-from .._io import atomic_directory, dumps_json, jsonable
-from .claims import Claim, ClaimResult
+from .._io import atomic_directory, dumps_json
+from .claims import Claim
+from .runner import ReportRow
 
-__all__ = ["ReportRow", "run_claims", "write_report", "format_table", "select_claims"]
+__all__ = ["write_report", "format_table", "select_claims", "tier_summary"]
 
 COLUMNS = ("claim", "statement", "expected", "measured", "margin", "verdict")
-
-
-@dataclass
-class ReportRow:
-    claim: Claim
-    result: ClaimResult
-    seconds: float
-    error: str | None = None
-
-    @property
-    def verdict(self) -> str:
-        if self.error is not None:
-            return "ERROR"
-        return "PASS" if self.result.passed else "FAIL"
-
-    def to_json(self) -> dict:
-        r = self.result
-        return {
-            "id": self.claim.id,
-            "statement": self.claim.statement,
-            "source": self.claim.source,
-            "spec": self.claim.spec,
-            "params": jsonable(r.params),
-            "expected": jsonable(r.expected),
-            "measured": jsonable(r.measured),
-            "margin": jsonable(r.margin),
-            "tolerance": jsonable(r.tolerance),
-            "passed": bool(r.passed and self.error is None),
-            "details": jsonable(r.details),
-            "seconds": round(self.seconds, 4),
-            "error": self.error,
-        }
 
 
 def select_claims(claims: list[Claim], only: str | None) -> list[Claim]:
@@ -76,55 +41,53 @@ def select_claims(claims: list[Claim], only: str | None) -> list[Claim]:
     return [c for c in claims if any(fnmatch.fnmatch(c.id, p) or p in c.id for p in pats)]
 
 
-def run_claims(claims: list[Claim], *, progress: bool = True) -> list[ReportRow]:
-    """Run every claim on each of its default parameter sets; exceptions become ERROR rows.
-
-    BLAS runs on one thread inside each claim (small matrices; :func:`theorycheck._threads.blas_threads`)
-    unless the user asked for a thread count (``--threads`` / ``THEORYCHECK_THREADS``).
-    """
-    from tqdm.auto import tqdm
-
-    from .._threads import blas_threads
-
-    jobs = [(c, p) for c in claims for p in c.default_params]
-    rows = []
-    bar = tqdm(jobs, desc="claims", unit="check", disable=not progress)
-    for claim, params in bar:
-        bar.set_postfix_str(claim.id, refresh=False)
-        t0 = time.perf_counter()
-        try:
-            with blas_threads():
-                res = claim.run(params)
-            err = None
-        except Exception as exc:  # a crashing claim is reported, not hidden
-            res = ClaimResult(False, "", "", -math.inf, params=dict(params))
-            err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
-        rows.append(ReportRow(claim, res, time.perf_counter() - t0, err))
-    return rows
-
-
 def _fmt(x) -> str:
     if isinstance(x, float):
         return f"{x:.6g}"
     return str(x)
 
 
+def _verdict_cell(row: ReportRow, markdown: bool) -> str:
+    if row.cached is None:
+        return row.verdict
+    return f"{row.verdict} (cached {row.cached})" if markdown else f"{row.verdict}*"
+
+
+def _label(claim: Claim, params: dict) -> str:
+    return f"{claim.id} [" + ",".join(f"{k}={v}" for k, v in params.items()) + "]"
+
+
+def tier_summary(rows: list[ReportRow], tier: str) -> dict:
+    """Which checks each tier holds, for the claims in ``rows``: ``{"ran": tier, "default": [...], "full": [...]}``.
+
+    ``"full"`` lists the checks ``--full`` adds to the default tier (``claim [params]`` labels).
+    """
+    claims = list({id(r.claim): r.claim for r in rows}.values())
+    return {
+        "ran": tier,
+        "default": [_label(c, p) for c in claims for p in c.default_params],
+        "full": [_label(c, p) for c in claims for p in c.full_params],
+    }
+
+
 def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 60) -> str:
-    """Table with the fixed column order (claim, statement, expected, measured, margin, verdict)."""
+    """Table with the fixed column order (claim, statement, expected, measured, margin, verdict).
+
+    A row reused from the result cache shows its verdict as ``PASS*`` (console) or
+    ``PASS (cached <date>)`` (markdown)."""
     body = []
     for row in rows:
         st = row.claim.statement
         if not markdown and len(st) > width:
             st = st[: width - 3] + "..."
-        params = ",".join(f"{k}={v}" for k, v in row.result.params.items())
         body.append(
             [
-                f"{row.claim.id} [{params}]" if markdown else row.claim.id,
+                _label(row.claim, row.result.params) if markdown else row.claim.id,
                 st,
                 _fmt(row.result.expected),
                 _fmt(row.result.measured),
                 _fmt(row.result.margin),
-                row.verdict,
+                _verdict_cell(row, markdown),
             ]
         )
     if markdown:
@@ -137,6 +100,9 @@ def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 
     line = "  ".join(COLUMNS[i].ljust(widths[i]) for i in range(len(COLUMNS)))
     out = [line, "-" * len(line)]
     out += ["  ".join(r[i].ljust(widths[i]) for i in range(len(COLUMNS))) for r in body]
+    cached = sorted({r.cached for r in rows if r.cached})
+    if cached:
+        out.append(f"* result reused from the cache (stored {', '.join(cached)}); --no-cache recomputes")
     return "\n".join(out)
 
 
@@ -148,6 +114,7 @@ def write_report(
     skipped=(),
     force: bool = False,
     command: str = "theorycheck verify",
+    tier: str = "default",
 ) -> Path:
     """Write ``report.md``, ``results.json`` and figures into ``out`` atomically; return the path.
 
@@ -155,20 +122,21 @@ def write_report(
     optional extra is missing); they appear in both files. ``out`` is replaced only if it is
     new, empty or theorycheck's own; ``force`` writes into a folder holding other files, keeping
     them (:func:`theorycheck._io.atomic_directory`). ``command`` is recorded in the folder's marker.
+    ``tier`` names the tier that ran; both files list the checks each tier holds (:func:`tier_summary`)
+    and mark rows reused from the result cache with their date.
     """
     with atomic_directory(out, force=force, command=command) as tmp:
         fig_paths = _write_figures(rows, tmp / "figures") if figures else {}
         n_pass = sum(r.verdict == "PASS" for r in rows)
-        results = {
-            "summary": {"total": len(rows), "passed": n_pass, "failed": len(rows) - n_pass},
-            "claims": [r.to_json() for r in rows],
-            "skipped": list(skipped),
-        }
-        (tmp / "results.json").write_text(dumps_json(results) + "\n")
+        n_cached = sum(r.cached is not None for r in rows)
+        tiers = tier_summary(rows, tier)
+        (tmp / "results.json").write_text(dumps_json(_results(rows, skipped, tiers, n_pass, n_cached)) + "\n")
         md = [
             "# theorycheck verification report",
             "",
             f"{n_pass} of {len(rows)} checks passed.",
+            "",
+            _tier_text(tiers, n_cached),
             "",
             "Margins are distances to the failure threshold: >= 0 means passed "
             "(tolerance minus error for equalities, difference for strict inequalities).",
@@ -185,6 +153,7 @@ def write_report(
                 continue
             seen.add(c.id)
             md += [f"### {c.id} ({c.source})", "", c.statement, "", f"Source: {c.spec}.", ""]
+            md += [f"Tiers: {len(c.default_params)} default check(s); `--full` adds {len(c.full_params)}.", ""]
             for name in fig_paths.get(c.id, []):
                 md += [f"![{c.id} {name}](figures/{name})", ""]
         if skipped:
@@ -196,6 +165,25 @@ def write_report(
                 md += [f"### {r.claim.id}", "", "```", r.error, "```", ""]
         (tmp / "report.md").write_text("\n".join(md))
     return Path(os.fspath(out)).expanduser().resolve()
+
+
+def _results(rows, skipped, tiers: dict, n_pass: int, n_cached: int) -> dict:
+    summary = {"total": len(rows), "passed": n_pass, "failed": len(rows) - n_pass, "tier": tiers["ran"]}
+    summary["cached"] = n_cached
+    return {"summary": summary, "claims": [r.to_json() for r in rows], "skipped": list(skipped), "tiers": tiers}
+
+
+def _tier_text(tiers: dict, n_cached: int) -> str:
+    extra = (
+        f"`theorycheck verify --full` adds {len(tiers['full'])} checks (long and multi-seed runs): "
+        + "; ".join(f"`{x}`" for x in tiers["full"])
+        + "."
+        if tiers["full"]
+        else "No check is reserved for `--full`."
+    )
+    ran = "full (default + `--full` checks)" if tiers["ran"] == "full" else "default"
+    cached = f" {n_cached} row(s) reused from the result cache are marked with their date." if n_cached else ""
+    return f"Tier run: **{ran}**. The default tier holds {len(tiers['default'])} checks; {extra}{cached}"
 
 
 def _write_figures(rows: list[ReportRow], folder: Path) -> dict[str, list[str]]:

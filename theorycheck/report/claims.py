@@ -21,9 +21,10 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Claim", "ClaimResult", "SOURCES", "compare_close", "compare_greater", "compare_all"]
+__all__ = ["Claim", "ClaimResult", "SOURCES", "TIERS", "compare_close", "compare_greater", "compare_all", "over_seeds"]
 
 SOURCES = ("DERIVED", "PAPER", "EMPIRICAL")
+TIERS = ("default", "full")
 
 
 @dataclass
@@ -88,6 +89,14 @@ class Claim:
         ``falsify(params) -> dict``: an ``inject`` that must make ``check`` fail.
     plot : callable, optional
         ``plot(results: list[ClaimResult]) -> dict[str, matplotlib.figure.Figure]``.
+    full_params : tuple of dict
+        Further configurations run only by ``theorycheck verify --full`` (long and multi-seed runs).
+    cost : float
+        Static hint of the seconds one default check takes, used to start heavy checks first when
+        no measured time is cached (:mod:`theorycheck.report.runner`).
+    group : str, optional
+        Checks of claims sharing a group run one after another in one worker, so that they share
+        in-process caches (e.g. the realdata encoder pass).
     """
 
     id: str
@@ -98,12 +107,21 @@ class Claim:
     default_params: tuple
     falsify: Callable[[dict], dict]
     plot: Callable | None = None
+    full_params: tuple = ()
+    cost: float = 1.0
+    group: str | None = None
 
     def __post_init__(self):
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
         if not self.default_params:
             raise ValueError(f"claim {self.id!r} needs at least one default parameter set")
+
+    def params_for(self, tier: str = "default") -> tuple:
+        """The configurations of a tier: ``"default"`` (``default_params``) or ``"full"`` (``+ full_params``)."""
+        if tier not in TIERS:
+            raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
+        return tuple(self.default_params) + (tuple(self.full_params) if tier == "full" else ())
 
     def run(self, params: dict, inject: dict | None = None) -> ClaimResult:
         """Run ``check`` and stamp the parameters on the result."""
@@ -184,3 +202,67 @@ def _scalar(x):
     if arr.ndim == 0:
         return float(arr)
     return f"array{arr.shape}"
+
+
+def _detail(details: dict, key: str):
+    """``details[key]``, or the value of a ``"<i>.key"`` entry written by :func:`compare_all`."""
+    if key in details:
+        return details[key]
+    for k, v in details.items():
+        if k.endswith("." + key):
+            return v
+    raise KeyError(f"statistic {key!r} not in the claim's details {sorted(details)}")
+
+
+def t_interval(values, level: float = 0.95) -> list:
+    """Student-t interval ``mean +- t_{(1+level)/2, n-1} s / sqrt(n)`` of the mean (``[nan, nan]`` if n < 2)."""
+    from scipy import stats
+
+    x = np.asarray(values, dtype=float)
+    if x.size < 2 or not np.all(np.isfinite(x)):
+        return [math.nan, math.nan]
+    half = float(stats.t.ppf(0.5 + level / 2, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size))
+    return [float(x.mean()) - half, float(x.mean()) + half]
+
+
+def over_seeds(check_one: Callable[..., ClaimResult], params: dict, inject=None, *, statistics=()) -> ClaimResult:
+    """Judge a seeded (EMPIRICAL) claim on every seed of ``params["seeds"]``; passes iff every seed passes.
+
+    ``check_one(dict(params, seed=s), inject)`` checks one seed. The combined result is the
+    worst seed (as :func:`compare_all` picks it); ``details`` hold the seeds, the fraction of
+    seeds that pass, every seed's measured value and margin, and a 95% Student-t interval over
+    seeds (:func:`t_interval`) of the margin and of each named detail in ``statistics``.
+    ``data`` is the first seed's (for figures).
+    """
+    seeds = [int(s) for s in params["seeds"]]
+    if not seeds:
+        raise ValueError("params['seeds'] must list at least one seed")
+    one = {k: v for k, v in params.items() if k != "seeds"}
+    results = [check_one(dict(one, seed=s), inject) for s in seeds]
+    worst = compare_all(results)
+    margins = [float(r.margin) for r in results]
+    details = {
+        "seeds": seeds,
+        "n_seeds": len(seeds),
+        "fraction_passed": sum(r.passed for r in results) / len(seeds),
+        "passed_per_seed": [bool(r.passed) for r in results],
+        "measured_per_seed": [r.measured for r in results],
+        "margin_per_seed": margins,
+        "margin_mean": float(np.mean(margins)),
+        "margin_ci95": t_interval(margins),
+        "relative_margin": worst.details["relative_margin"],
+    }
+    for key in statistics:
+        vals = [float(_detail(r.details, key)) for r in results]
+        details[f"{key}_per_seed"] = vals
+        details[f"{key}_mean"] = float(np.mean(vals))
+        details[f"{key}_ci95"] = t_interval(vals)
+    return ClaimResult(
+        passed=worst.passed,
+        expected=worst.expected,
+        measured=worst.measured,
+        margin=worst.margin,
+        tolerance=worst.tolerance,
+        details=details,
+        data=results[0].data,
+    )

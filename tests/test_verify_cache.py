@@ -1,0 +1,163 @@
+"""The result cache: hits skip the work, any edit of the claim or of a module it imports reruns it."""
+
+import json
+import math
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from theorycheck.report import CacheWarning, ResultCache, cache_dir, run_claims
+from theorycheck.report.cache import SourceHasher, _decode, _digest, _encode, check_key
+from theorycheck.report.claims import ClaimResult, over_seeds, t_interval
+
+HELPER = "FACTOR = {factor}\n"
+CLAIM = textwrap.dedent(
+    """
+    import numpy as np
+    import tc_cache_helper
+    from theorycheck.report import Claim, ClaimResult
+
+    RUNS = []
+    VERSION = {version}
+
+    def check(params, inject=None):
+        RUNS.append(params["x"])
+        m = tc_cache_helper.FACTOR * params["x"]
+        return ClaimResult(True, 0.0, float(m), 1.0, details={{"inf": float("inf")}}, data={{"a": np.arange(3.0)}})
+
+    CLAIM = Claim("zz.cached", "a cached claim", "DERIVED", "test", check, ({{"x": 2}},), lambda p: {{}})
+    """
+)
+
+
+@pytest.fixture
+def user_claim(tmp_path, monkeypatch):
+    """A claim module and a helper module it imports, importable from a tmp folder."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "tc_cache_helper.py").write_text(HELPER.format(factor=3))
+    (src / "tc_cache_claim.py").write_text(CLAIM.format(version=1))
+    monkeypatch.syspath_prepend(str(src))
+    import tc_cache_claim
+
+    yield tc_cache_claim, src
+    import sys
+
+    sys.modules.pop("tc_cache_claim", None)
+    sys.modules.pop("tc_cache_helper", None)
+
+
+def _edit(path, text):
+    path.write_text(text)
+    time.sleep(0.01)
+
+
+def test_hit_skips_the_work_and_marks_the_row(user_claim, tmp_path):
+    mod, _ = user_claim
+    cache = ResultCache(tmp_path / "cache")
+    first = run_claims([mod.CLAIM], progress=False, cache=cache)
+    second = run_claims([mod.CLAIM], progress=False, cache=cache)
+    assert mod.RUNS == [2]  # the second run computed nothing
+    assert first[0].cached is None and second[0].cached is not None
+    assert second[0].result.measured == first[0].result.measured == 6.0
+    assert second[0].result.details["inf"] == math.inf  # non-finite values kept exactly
+    np.testing.assert_array_equal(second[0].result.data["a"], np.arange(3.0))
+    assert second[0].to_json()["cached"] == second[0].cached
+    assert run_claims([mod.CLAIM], progress=False, cache=ResultCache(tmp_path / "cache", read=False))
+    assert mod.RUNS == [2, 2]  # --no-cache recomputes
+
+
+@pytest.mark.parametrize("edited", ["tc_cache_claim.py", "tc_cache_helper.py"])
+def test_editing_the_claim_or_an_imported_module_reruns(user_claim, tmp_path, edited):
+    mod, src = user_claim
+    cache = ResultCache(tmp_path / "cache")
+    run_claims([mod.CLAIM], progress=False, cache=cache)
+    key = check_key(mod.CLAIM, {"x": 2})
+    text = CLAIM.format(version=2) if edited == "tc_cache_claim.py" else HELPER.format(factor=4)
+    _edit(src / edited, text)
+    assert check_key(mod.CLAIM, {"x": 2}) != key
+    rows = run_claims([mod.CLAIM], progress=False, cache=cache)
+    assert mod.RUNS == [2, 2] and rows[0].cached is None
+
+
+def test_parameters_and_sources_enter_the_key(user_claim):
+    mod, _ = user_claim
+    assert check_key(mod.CLAIM, {"x": 2}) != check_key(mod.CLAIM, {"x": 3})
+    names = SourceHasher().digests(["tc_cache_claim"])
+    assert {"tc_cache_claim", "tc_cache_helper", "theorycheck.report.claims"} <= set(names)
+    assert not any(n.startswith("numpy") for n in names)  # third-party code is keyed by its version
+
+
+@pytest.mark.parametrize("damage", ["truncate", "wrong-verdict", "wrong-key", "edited-value"])
+def test_corrupted_entry_warns_and_reruns(user_claim, tmp_path, damage):
+    mod, _ = user_claim
+    cache = ResultCache(tmp_path / "cache")
+    run_claims([mod.CLAIM], progress=False, cache=cache)
+    (path,) = (tmp_path / "cache" / "verify").glob("*.json")
+    entry = json.loads(path.read_text())
+    if damage == "truncate":
+        path.write_text(path.read_text()[:40])
+    elif damage == "wrong-verdict":
+        entry["result"]["margin"] = -1.0  # stored passed=True contradicts the margin
+        entry["digest"] = _digest(entry["result"])
+        path.write_text(json.dumps(entry))
+    elif damage == "edited-value":
+        entry["result"]["measured"] = 7.0  # caught by the checksum
+        path.write_text(json.dumps(entry))
+    else:
+        entry["key"] = "0" * 64
+        path.write_text(json.dumps(entry))
+    with pytest.warns(CacheWarning, match="ignoring corrupted cache entry"):
+        rows = run_claims([mod.CLAIM], progress=False, cache=cache)
+    assert mod.RUNS == [2, 2] and rows[0].cached is None and rows[0].verdict == "PASS"
+
+
+def test_errors_are_not_cached(tmp_path):
+    from theorycheck.report import Claim
+
+    def boom(params, inject=None):
+        raise RuntimeError("no")
+
+    c = Claim("zz.err", "s", "DERIVED", "t", boom, ({},), lambda p: {})
+    cache = ResultCache(tmp_path / "cache")
+    assert run_claims([c], progress=False, cache=cache)[0].verdict == "ERROR"
+    assert not list((tmp_path / "cache").glob("verify/*.json"))
+
+
+def test_cache_dir_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv("THEORYCHECK_CACHE_DIR", str(tmp_path / "a"))
+    assert cache_dir() == tmp_path / "a"
+    monkeypatch.delenv("THEORYCHECK_CACHE_DIR")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "x"))
+    assert cache_dir() == tmp_path / "x" / "theorycheck"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "h"))
+    assert cache_dir() == tmp_path / "h" / ".cache" / "theorycheck"
+
+
+def test_encoding_is_lossless():
+    x = {"a": np.array([[1.5, np.nan], [np.inf, -0.0]]), "b": [1, "s", None, True], "c": -math.inf, "d": np.int64(4)}
+    y = _decode(json.loads(json.dumps(_encode(x))))
+    np.testing.assert_array_equal(y["a"], x["a"])
+    assert y["a"].dtype == np.float64 and y["b"] == x["b"] and y["c"] == -math.inf and y["d"] == 4
+
+
+def test_over_seeds_fraction_and_t_interval():
+    from scipy import stats
+
+    def one(params, inject=None):
+        m = params["seed"] - 1.5  # seeds 0, 1 fail; 2, 3, 4 pass
+        return ClaimResult(m > 0, 0.0, m + 10, m, details={"stat": 2.0 * params["seed"]})
+
+    res = over_seeds(one, {"seeds": [0, 1, 2, 3, 4]}, statistics=("stat",))
+    assert not res.passed and res.margin == -1.5
+    assert res.details["fraction_passed"] == pytest.approx(0.6)
+    lo, hi = stats.t.interval(0.95, 4, loc=4.0, scale=stats.sem([0, 2, 4, 6, 8]))
+    assert res.details["stat_ci95"] == pytest.approx([lo, hi], rel=1e-12)
+    assert res.details["stat_mean"] == 4.0 and res.details["n_seeds"] == 5
+    assert all(math.isnan(v) for v in t_interval([1.0]))
+    assert over_seeds(one, {"seeds": [2, 3]}).passed
+    with pytest.raises(ValueError, match="seeds"):
+        over_seeds(one, {"seeds": []})

@@ -1,0 +1,133 @@
+"""``verify --jobs N``: the same rows as a serial run, in the same order, whatever Executor runs them."""
+
+import json
+import math
+import os
+import socket
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from proofs_numeric import CLAIMS
+from theorycheck.cli import main
+from theorycheck.report import Claim, ClaimResult, run_claims, select_claims
+from theorycheck.report.runner import _tasks
+
+_REAL_CONNECT = socket.socket.connect  # captured at import, before the offline guard patches it
+
+
+@pytest.fixture(autouse=True)
+def _local_ipc(monkeypatch):
+    """Allow Unix-domain sockets (the process pool's forkserver talks over one); the network stays refused."""
+    refuse, real = socket.socket.connect, _REAL_CONNECT
+
+    def connect(self, *a, **k):
+        if self.family == socket.AF_UNIX:
+            return real(self, *a, **k)
+        return refuse(self, *a, **k)
+
+    monkeypatch.setattr(socket.socket, "connect", connect)
+
+
+SUBSET = "data.moments,stage1.min-loss,attention.block-K-only,embedding.min-norm-gram,attention.finite-n"
+
+
+def _strip(rows):
+    """results.json rows without the timing fields."""
+    return [{k: v for k, v in r.items() if k not in ("seconds", "cached")} for r in rows]
+
+
+def test_jobs_2_equals_jobs_1_results_json(tmp_path, monkeypatch):
+    monkeypatch.setenv("THEORYCHECK_CACHE_DIR", str(tmp_path / "cache"))
+    outs = {}
+    for jobs in ("1", "2"):
+        out = tmp_path / f"rep{jobs}"
+        argv = ["verify", "--only", SUBSET, "--out", str(out), "--quiet", "--no-figures", "--no-cache", "--jobs", jobs]
+        assert main(argv) == 0
+        outs[jobs] = json.loads((out / "results.json").read_text())
+    a, b = outs["1"], outs["2"]
+    assert len(a["claims"]) >= 8
+    assert _strip(a["claims"]) == _strip(b["claims"])
+    assert a["summary"] == b["summary"] and a["tiers"] == b["tiers"]
+
+
+def test_any_executor_keeps_claim_order():
+    claims = select_claims(CLAIMS, "data.moments,stage1.min-loss")
+    serial = run_claims(claims, progress=False)
+    with ThreadPoolExecutor(2) as ex:
+        threaded = run_claims(claims, progress=False, executor=ex)
+    assert [(r.claim.id, r.result.params) for r in threaded] == [(r.claim.id, r.result.params) for r in serial]
+    assert [r.to_json()["measured"] for r in threaded] == [r.to_json()["measured"] for r in serial]
+
+
+def _ok(params, inject=None):
+    return ClaimResult(True, 0.0, float(params["x"]), 1.0)
+
+
+def _boom(params, inject=None):
+    raise RuntimeError("deliberate crash in a claim")
+
+
+def _claim(cid, check, params, **kw):
+    return Claim(cid, "test claim", "DERIVED", "test", check, tuple(params), lambda p: {}, **kw)
+
+
+def test_crash_becomes_an_error_row_and_lambdas_run_locally():
+    claims = [
+        _claim("a.ok", _ok, [{"x": 1}, {"x": 2}]),
+        _claim("b.crash", _boom, [{}]),
+        _claim("c.lambda", lambda p, inject=None: ClaimResult(True, 0.0, 3.0, 1.0), [{}]),
+    ]
+    with ThreadPoolExecutor(2) as ex:
+        rows = run_claims(claims, progress=False, executor=ex)
+    assert [r.claim.id for r in rows] == ["a.ok", "a.ok", "b.crash", "c.lambda"]
+    assert [r.verdict for r in rows] == ["PASS", "PASS", "ERROR", "PASS"]
+    assert "deliberate crash in a claim" in rows[2].error
+    assert [r.result.measured for r in rows if r.verdict == "PASS"] == [1.0, 2.0, 3.0]
+
+
+def test_tiers_select_full_params():
+    c = _claim("a.tiered", _ok, [{"x": 1}], full_params=({"x": 5}, {"x": 6}))
+    assert [r.result.measured for r in run_claims([c], progress=False)] == [1.0]
+    rows = run_claims([c], progress=False, tier="full")
+    assert [(r.result.measured, r.tier) for r in rows] == [(1.0, "default"), (5.0, "full"), (6.0, "full")]
+    with pytest.raises(ValueError, match="tier must be one of"):
+        run_claims([c], progress=False, tier="fast")
+    with pytest.raises(ValueError, match="jobs"):
+        run_claims([c], progress=False, jobs=0)
+
+
+def test_heavy_and_grouped_tasks_first():
+    light = _claim("a.light", _ok, [{"x": 1}], cost=0.1)
+    heavy = _claim("b.heavy", _ok, [{"x": 1}], cost=50.0)
+    g1 = _claim("c.g1", _ok, [{"x": 1}], cost=10.0, group="shared")
+    g2 = _claim("d.g2", _ok, [{"x": 1}, {"x": 2}], cost=10.0, group="shared")
+    checks = [(c, p, "default") for c in (light, heavy, g1, g2) for p in c.default_params]
+    tasks = _tasks(checks, range(len(checks)), {})
+    assert tasks == [[1], [2, 3, 4], [0]]  # heavy (50) > the group (3 x 10) > light
+    assert _tasks(checks, range(len(checks)), {"a.light": 100.0})[0] == [0]  # a measured time wins
+
+
+def test_process_pool_worker_lost_is_reported(tmp_path, monkeypatch):
+    """A worker killed mid-run loses no row: its checks are reported as errors, the others complete."""
+    mod = tmp_path / "tc_killer_claim.py"
+    mod.write_text(
+        "import os\n"
+        "from theorycheck.report import Claim, ClaimResult\n"
+        f"PARENT = {os.getpid()}\n"
+        "def ok(params, inject=None):\n    return ClaimResult(True, 0.0, float(params['x']), 1.0)\n"
+        "def die(params, inject=None):\n"
+        "    if os.getpid() == PARENT:\n        raise RuntimeError('ran in the test process, not in a worker')\n"
+        "    os._exit(3)\n"
+        "def nothing(params):\n    return {}\n"
+        "A = Claim('a.ok', 's', 'DERIVED', 't', ok, ({'x': 1},), nothing)\n"
+        "B = Claim('b.die', 's', 'DERIVED', 't', die, ({},), nothing, cost=100.0)\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import tc_killer_claim as m
+
+    rows = run_claims([m.A, m.B], progress=False, jobs=2)
+    assert [r.claim.id for r in rows] == ["a.ok", "b.die"]
+    assert rows[1].verdict == "ERROR" and "worker lost" in rows[1].error
+    assert rows[0].verdict in ("PASS", "ERROR")  # may share the broken pool; never missing
+    assert not math.isfinite(rows[1].result.margin)

@@ -1,0 +1,307 @@
+"""The result cache of ``theorycheck verify``: a check is not recomputed while nothing it depends on changed.
+
+A check (one claim on one parameter set) is keyed by the SHA-256 of
+
+- the claim id and its parameters (canonical JSON);
+- the package version and the versions of Python, NumPy, SciPy and Numba;
+- the source of every module the claim's functions live in and, transitively, of every module those
+  import (every ``import`` statement, at module level or inside a function, found by parsing the
+  source with :mod:`ast`), followed within ``theorycheck``, ``proofs_numeric`` and any other module
+  that is not installed third-party code (not under the interpreter's ``stdlib`` / ``site-packages``).
+
+Editing the claim module or any library module it reaches therefore changes the key. Following every
+import statement over-approximates what a check uses: a cache hit may be missed, never trusted wrongly.
+Data files read at run time are not hashed.
+
+The cache lives in ``$THEORYCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/theorycheck``, else
+``~/.cache/theorycheck`` (:func:`cache_dir`); never in a report folder. One JSON file per check,
+written atomically (:func:`theorycheck._io.write_json`); floats, non-finite values and arrays
+(``ClaimResult.data``, for figures) are stored losslessly. An entry that cannot be read, or does
+not match its key, is ignored with a :class:`CacheWarning` and the check reruns.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import datetime as _dt
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import sys
+import sysconfig
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+from .._io import dumps_json, write_json
+from .claims import Claim, ClaimResult
+
+__all__ = ["ENV_VAR", "CacheWarning", "ResultCache", "cache_dir", "check_key", "SourceHasher"]
+
+#: Environment variable overriding the cache folder.
+ENV_VAR = "THEORYCHECK_CACHE_DIR"
+
+_FORMAT = 1
+_OWN_ROOTS = ("theorycheck", "proofs_numeric")
+
+
+class CacheWarning(UserWarning):
+    """A cache entry was unreadable or inconsistent and is ignored (the check reruns)."""
+
+
+def cache_dir() -> Path:
+    """``$THEORYCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/theorycheck``, else ``~/.cache/theorycheck``."""
+    if os.environ.get(ENV_VAR):
+        return Path(os.environ[ENV_VAR]).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "theorycheck"
+
+
+def _third_party_dirs() -> tuple[str, ...]:
+    paths = sysconfig.get_paths()
+    dirs = {os.path.realpath(paths[k]) for k in ("stdlib", "platstdlib", "purelib", "platlib") if k in paths}
+    return tuple(sorted(dirs))
+
+
+_THIRD_PARTY = _third_party_dirs()
+
+
+def _module_file(name: str) -> str | None:
+    """The source file of module ``name`` if it is our own code (else ``None``)."""
+    mod = sys.modules.get(name)
+    path = getattr(mod, "__file__", None) if mod is not None else None
+    if path is None:
+        try:
+            spec = importlib.util.find_spec(name)
+        except (ImportError, ValueError, AttributeError):
+            return None
+        path = spec.origin if spec is not None and spec.has_location else None
+    if not path or not path.endswith(".py"):
+        return None
+    real = os.path.realpath(path)
+    if name.split(".")[0] not in _OWN_ROOTS:
+        if "site-packages" in real or "dist-packages" in real or real.startswith(_THIRD_PARTY):
+            return None
+    return real
+
+
+def _imported_names(tree: ast.AST, name: str, is_package: bool) -> set[str]:
+    """Every module name an import statement of module ``name`` may load (parents included)."""
+    package = name if is_package else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base_parts = parts[: len(parts) - node.level + 1] if node.level > 1 else parts
+                base = ".".join(p for p in base_parts + ([node.module] if node.module else []) if p)
+            else:
+                base = node.module or ""
+            targets = [base] + [f"{base}.{a.name}" for a in node.names if a.name != "*"]
+        else:
+            continue
+        for t in targets:
+            bits = t.split(".")
+            out.update(".".join(bits[:i]) for i in range(1, len(bits) + 1))
+    return out
+
+
+class SourceHasher:
+    """Digests of module sources and their transitive own-code imports (memoised per instance).
+
+    One instance per run: a file is read and parsed once however many claims reach it.
+    """
+
+    def __init__(self):
+        self._file: dict[str, tuple[str, str, bool] | None] = {}
+        self._parsed: dict[str, tuple[str, set[str]]] = {}
+
+    def _info(self, name: str):
+        if name not in self._file:
+            path = _module_file(name)
+            self._file[name] = None if path is None else (path, name, path.endswith("__init__.py"))
+        return self._file[name]
+
+    def _parse(self, path: str, name: str, is_package: bool) -> tuple[str, set[str]]:
+        if path not in self._parsed:
+            data = Path(path).read_bytes()
+            try:
+                names = _imported_names(ast.parse(data), name, is_package)
+            except SyntaxError:
+                names = set()
+            self._parsed[path] = (hashlib.sha256(data).hexdigest(), names)
+        return self._parsed[path]
+
+    def digests(self, modules) -> dict[str, str]:
+        """``{module name: sha256 of its source}`` for ``modules`` and everything they import (own code)."""
+        todo, seen, out = list(modules), set(), {}
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            info = self._info(name)
+            if info is None:
+                continue
+            digest, names = self._parse(*info)
+            out[name] = digest
+            todo.extend(n for n in names if n not in seen)
+        return dict(sorted(out.items()))
+
+
+def claim_modules(claim: Claim) -> list[str]:
+    """The modules defining the claim's functions (check, falsify, plot)."""
+    fns = (claim.check, claim.falsify, claim.plot)
+    return sorted({getattr(f, "__module__", None) for f in fns if f is not None} - {None})
+
+
+def _environment() -> dict:
+    import numba
+    import scipy
+
+    from .. import __version__
+
+    return {
+        "theorycheck": __version__,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "scipy": scipy.__version__,
+        "numba": numba.__version__,
+    }
+
+
+def check_key(claim: Claim, params: dict, hasher: SourceHasher | None = None) -> str:
+    """The cache key of one check (see the module docstring for what it covers)."""
+    hasher = hasher or SourceHasher()
+    payload = {
+        "format": _FORMAT,
+        "claim": claim.id,
+        "params": params,
+        "environment": _environment(),
+        "sources": hasher.digests(claim_modules(claim)),
+    }
+    return hashlib.sha256(dumps_json(payload, indent=None, sort_keys=True).encode()).hexdigest()
+
+
+# ----------------------------------------------------------------------------- lossless encoding
+class _Unencodable(TypeError):
+    pass
+
+
+def _encode(x):
+    if isinstance(x, np.ndarray):
+        if x.dtype.kind not in "biuf":
+            raise _Unencodable(f"array of dtype {x.dtype}")
+        arr = np.ascontiguousarray(x)
+        return {"__ndarray__": base64.b64encode(arr.tobytes()).decode(), "dtype": arr.dtype.str, "shape": arr.shape}
+    if isinstance(x, np.generic):
+        x = x.item()
+    if isinstance(x, bool) or x is None or isinstance(x, (int, str)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else {"__float__": repr(x)}
+    if isinstance(x, dict):
+        if not all(isinstance(k, str) for k in x):
+            raise _Unencodable("dict with non-string keys")
+        return {k: _encode(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_encode(v) for v in x]
+    raise _Unencodable(f"value of type {type(x).__name__}")
+
+
+def _decode(x):
+    if isinstance(x, list):
+        return [_decode(v) for v in x]
+    if isinstance(x, dict):
+        if "__ndarray__" in x:
+            raw = base64.b64decode(x["__ndarray__"])
+            return np.frombuffer(raw, dtype=np.dtype(x["dtype"])).reshape(x["shape"]).copy()
+        if "__float__" in x:
+            return float(x["__float__"])
+        return {k: _decode(v) for k, v in x.items()}
+    return x
+
+
+def _digest(encoded) -> str:
+    return hashlib.sha256(json.dumps(encoded, sort_keys=True, allow_nan=False).encode()).hexdigest()
+
+
+_RESULT_FIELDS = ("passed", "expected", "measured", "margin", "tolerance", "params", "details", "data")
+
+
+class ResultCache:
+    """One JSON file per check under ``directory / "verify"`` (default :func:`cache_dir`).
+
+    ``read=False`` (``verify --no-cache``): nothing is reused, fresh results are still stored.
+    """
+
+    def __init__(self, directory: str | os.PathLike | None = None, *, read: bool = True):
+        self.directory = Path(directory).expanduser() if directory is not None else cache_dir()
+        self.read = bool(read)
+
+    def _path(self, key: str) -> Path:
+        return self.directory / "verify" / f"{key}.json"
+
+    def get(self, key: str, claim_id: str):
+        """``(ClaimResult, seconds, created)`` of a valid entry, else ``None`` (a bad one warns)."""
+        path = self._path(key)
+        if not self.read or not path.exists():
+            return None
+        try:
+            entry = json.loads(path.read_text())
+            if entry.get("key") != key or entry.get("claim") != claim_id or entry.get("format") != _FORMAT:
+                raise ValueError("key, claim or format does not match the file name")
+            if entry.get("digest") != _digest(entry["result"]):
+                raise ValueError("content does not match its checksum")
+            r = _decode(entry["result"])
+            res = ClaimResult(**{k: r[k] for k in _RESULT_FIELDS})
+            margin = float(res.margin)
+            if res.passed != bool(r["passed"]) or (res.passed and not margin >= 0) or (not res.passed and margin > 0):
+                raise ValueError("stored verdict disagrees with its margin")
+            return res, float(entry["seconds"]), str(entry["created"])
+        except Exception as exc:  # any defect: never trust the entry
+            warnings.warn(f"ignoring corrupted cache entry {path}: {type(exc).__name__}: {exc}", CacheWarning, 2)
+            return None
+
+    def put(self, key: str, claim_id: str, result: ClaimResult, seconds: float) -> bool:
+        """Store a result atomically; ``False`` (nothing written) if it holds values JSON cannot keep exactly."""
+        try:
+            enc = _encode({k: getattr(result, k) for k in _RESULT_FIELDS})
+        except _Unencodable:
+            return False
+        created = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        entry = {"format": _FORMAT, "key": key, "claim": claim_id, "created": created, "seconds": seconds}
+        entry["result"] = enc
+        entry["digest"] = _digest(enc)
+        return self._write(self._path(key), entry)
+
+    def _write(self, path: Path, obj) -> bool:
+        """Atomic JSON write; an unwritable cache folder warns and is skipped (the report does not need it)."""
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            write_json(path, obj)
+            return True
+        except OSError as exc:
+            warnings.warn(f"result cache not written ({path}): {exc}", CacheWarning, 3)
+            return False
+
+    def timings(self) -> dict[str, float]:
+        """Measured seconds by claim id (the largest over its stored checks), for scheduling."""
+        path = self.directory / "timings.json"
+        try:
+            data = json.loads(path.read_text())
+            return {str(k): float(v) for k, v in data.items()}
+        except (OSError, ValueError, AttributeError, TypeError):
+            return {}
+
+    def record_timings(self, seconds: dict[str, float]) -> None:
+        """Merge measured seconds by claim id into ``timings.json`` (atomic)."""
+        data = self.timings()
+        data.update({k: float(v) for k, v in seconds.items()})
+        self._write(self.directory / "timings.json", dict(sorted(data.items())))

@@ -1,0 +1,257 @@
+"""Run claims for the verification report: tiers, a process pool (or any Executor) and the result cache.
+
+A *check* is one claim on one parameter set. :func:`run_claims` runs the checks of a tier
+(``"default"``: every claim's ``default_params``; ``"full"``: plus its ``full_params``), returns one
+:class:`ReportRow` per check in claim/parameter order whatever order they finished in, and turns
+an exception inside a check (or a lost worker) into an ERROR row.
+
+Parallel runs. With ``jobs > 1`` the checks go to a :class:`concurrent.futures.ProcessPoolExecutor`
+(``forkserver`` start: workers fork from a clean server that imported the claims once, never from a
+parent whose BLAS/Numba threads are running); any other Executor (a Dask ``distributed`` client's
+``get_executor()``) may be passed instead. Each local worker pins BLAS to one thread and Numba to
+``max(1, cores // jobs)`` threads (:mod:`theorycheck._threads`; the user's ``--threads`` wins), and
+uses Numba's on-disk cache (``cache=True`` kernels compile once per machine, not per worker).
+Heavy checks are submitted first: by the seconds measured on the last run (the cache's
+``timings.json``), else by the claim's static ``cost`` hint. Checks of claims sharing a ``group``
+form one task (run in order in one worker, sharing in-process caches). A few quick checks
+(:data:`POOL_MIN_SECONDS`) run in the calling process. A claim whose functions cannot be
+pickled (a lambda) runs in the calling process.
+
+Every check computes the same thing in a worker as in the calling process, so the rows (apart from
+timings) do not depend on ``jobs``; the Numba thread count can change the rounding of parallel
+reductions (a few ulps), never a verdict.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pickle
+import time
+import traceback
+from concurrent.futures import Executor, as_completed
+from dataclasses import dataclass
+
+from .._io import jsonable
+from .claims import TIERS, Claim, ClaimResult
+
+__all__ = ["ReportRow", "run_claims", "default_jobs", "process_pool", "POOL_MIN_SECONDS"]
+
+#: A local process pool is started only when the checks to run are expected to take at least this
+#: many seconds in all (measured times, else ``Claim.cost`` hints): below it, start-up would dominate.
+POOL_MIN_SECONDS = 5.0
+
+
+@dataclass
+class ReportRow:
+    """One check's outcome. ``tier``: the smallest tier holding it; ``cached``: the date of a reused result."""
+
+    claim: Claim
+    result: ClaimResult
+    seconds: float
+    error: str | None = None
+    tier: str = "default"
+    cached: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.error is not None:
+            return "ERROR"
+        return "PASS" if self.result.passed else "FAIL"
+
+    def to_json(self) -> dict:
+        r = self.result
+        return {
+            "id": self.claim.id,
+            "statement": self.claim.statement,
+            "source": self.claim.source,
+            "spec": self.claim.spec,
+            "tier": self.tier,
+            "params": jsonable(r.params),
+            "expected": jsonable(r.expected),
+            "measured": jsonable(r.measured),
+            "margin": jsonable(r.margin),
+            "tolerance": jsonable(r.tolerance),
+            "passed": bool(r.passed and self.error is None),
+            "details": jsonable(r.details),
+            "seconds": round(self.seconds, 4),
+            "cached": self.cached,
+            "error": self.error,
+        }
+
+
+def default_jobs() -> int:
+    """The machine's cores available to this process."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _init_worker(numba_threads: int) -> None:
+    """Process-pool initializer: one BLAS thread, ``numba_threads`` Numba threads (the user's choice wins)."""
+    from .. import _threads
+
+    if _threads.requested() is not None:
+        _threads.configure()
+        return
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+    numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
+
+
+def process_pool(jobs: int):
+    """A ``forkserver`` :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers set up for claims."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["proofs_numeric", "theorycheck.report.runner"])
+    numba_threads = max(1, default_jobs() // jobs)
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(numba_threads,))
+
+
+def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]:
+    """Run one check with BLAS on one thread (:func:`theorycheck._threads.blas_threads`).
+
+    Returns ``(result, seconds, error)``; an exception becomes a failed result and its traceback.
+    Module-level so that process pools and Dask can ship it to workers.
+    """
+    from .._threads import blas_threads
+
+    t0 = time.perf_counter()
+    try:
+        with blas_threads():
+            res = claim.run(params)
+        err = None
+    except Exception as exc:  # a crashing claim is reported, not hidden
+        res = ClaimResult(False, "", "", -math.inf, params=dict(params))
+        err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
+    return res, time.perf_counter() - t0, err
+
+
+def execute_many(pairs) -> list[tuple[ClaimResult, float, str | None]]:
+    """:func:`execute` for each ``(claim, params)`` in turn, in one process (one task of a group)."""
+    return [execute(c, p) for c, p in pairs]
+
+
+def _lost(claim: Claim, params: dict, exc: BaseException) -> tuple[ClaimResult, float, str]:
+    res = ClaimResult(False, "", "", -math.inf, params=dict(params))
+    return res, 0.0, f"worker lost: {type(exc).__name__}: {exc}"
+
+
+def _tasks(checks, todo, timings) -> list[list[int]]:
+    """Checks to run, grouped (a claim ``group`` is one task), heaviest task first."""
+    groups: dict = {}
+    for i in todo:
+        g = checks[i][0].group
+        groups.setdefault(("g", g) if g is not None else ("i", i), []).append(i)
+
+    def cost(task):
+        return sum(timings.get(checks[i][0].id, checks[i][0].cost) for i in task)
+
+    return sorted(groups.values(), key=lambda t: -cost(t))
+
+
+def _picklable(obj) -> bool:
+    try:
+        pickle.dumps(obj)
+        return True
+    except Exception:
+        return False
+
+
+def _checks(claims, tier: str) -> list[tuple[Claim, dict, str]]:
+    if tier not in TIERS:
+        raise ValueError(f"tier must be one of {TIERS}, got {tier!r}")
+    out = []
+    for c in claims:
+        out += [(c, dict(p), "default") for p in c.default_params]
+        if tier == "full":
+            out += [(c, dict(p), "full") for p in c.full_params]
+    return out
+
+
+def _lookup(checks, cache):
+    """Cache keys and the cached rows (by check index)."""
+    from .cache import SourceHasher, check_key
+
+    if cache is None:
+        return [None] * len(checks), {}
+    hasher = SourceHasher()
+    keys = [check_key(c, p, hasher) for c, p, _ in checks]
+    hits = {}
+    for i, ((c, _p, t), k) in enumerate(zip(checks, keys)):
+        got = cache.get(k, c.id)
+        if got is not None:
+            res, secs, created = got
+            hits[i] = ReportRow(c, res, secs, None, t, created)
+    return keys, hits
+
+
+def run_claims(
+    claims: list[Claim],
+    *,
+    progress: bool = True,
+    tier: str = "default",
+    jobs: int = 1,
+    executor: Executor | None = None,
+    cache=None,
+) -> list[ReportRow]:
+    """Run every check of ``tier`` (see the module docstring); rows in claim/parameter order.
+
+    ``jobs``: worker processes (1: in this process); ``executor``: any Executor to use instead
+    (not shut down here); ``cache``: a :class:`~theorycheck.report.cache.ResultCache` to reuse and
+    store results (``None``: compute everything, store nothing). ERROR rows are never cached.
+    """
+    from tqdm.auto import tqdm
+
+    from .._validate import check_int
+
+    jobs = check_int("jobs", jobs, low=1)
+    checks = _checks(claims, tier)
+    keys, rows = _lookup(checks, cache)
+    todo = [i for i in range(len(checks)) if i not in rows]
+    timings = cache.timings() if cache is not None else {}
+    tasks = _tasks(checks, todo, timings)
+    est = sum(timings.get(checks[i][0].id, checks[i][0].cost) for i in todo)
+    bar = tqdm(total=len(checks), initial=len(rows), desc="claims", unit="check", disable=not progress)
+
+    def done(task, outs):
+        for i, (res, secs, err) in zip(task, outs):
+            claim, _, t = checks[i]
+            rows[i] = ReportRow(claim, res, secs, err, t)
+            if cache is not None and err is None:
+                cache.put(keys[i], claim.id, res, secs)
+            bar.set_postfix_str(claim.id, refresh=False)
+            bar.update(1)
+
+    pool = executor
+    if pool is None and jobs > 1 and len(tasks) > 1 and est >= POOL_MIN_SECONDS:
+        pool = process_pool(jobs)
+    pairs = {id(t): [checks[i][:2] for i in t] for t in tasks}
+    remote = [t for t in tasks if pool is not None and _picklable(pairs[id(t)])]
+    local = [t for t in tasks if not any(t is r for r in remote)]
+    try:
+        futures = {pool.submit(execute_many, pairs[id(t)]): t for t in remote}
+        for t in local:
+            done(t, execute_many(pairs[id(t)]))
+        for fut in as_completed(futures):
+            t = futures[fut]
+            try:
+                outs = fut.result()
+            except Exception as exc:  # a worker died (killed, out of memory): report, never hide
+                outs = [_lost(*checks[i][:2], exc) for i in t]
+            done(t, outs)
+    finally:
+        if pool is not None and pool is not executor:
+            pool.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+    if cache is not None:
+        measured = {}
+        for i in todo:
+            measured[checks[i][0].id] = max(measured.get(checks[i][0].id, 0.0), rows[i].seconds)
+        cache.record_timings(measured)
+    return [rows[i] for i in range(len(checks))]
