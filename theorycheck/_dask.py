@@ -88,18 +88,18 @@ def _wait_for_worker(client, address, timeout: float) -> None:
         ) from exc
 
 
-def get_client(scheduler, *, timeout: float = DEFAULT_TIMEOUT):
+def get_client(scheduler, *, timeout: float | None = None):
     """A :class:`distributed.Client` for ``scheduler``, or ``None`` for a local run.
 
     ``scheduler``: a ``Client`` (returned as is, after checking it is running and has a worker), a
     scheduler address string (``"tcp://HOST:PORT"``; a new client is connected -- close it when
     done, or use :func:`scheduler_executor`), or ``None`` (returns ``None``). An address that does
-    not answer within ``timeout`` seconds, or a scheduler without any worker by then, raises
-    :class:`SchedulerUnreachable` naming the address.
+    not answer within ``timeout`` seconds (``None``: :data:`DEFAULT_TIMEOUT`), or a scheduler
+    without any worker by then, raises :class:`SchedulerUnreachable` naming the address.
     """
     if scheduler is None:
         return None
-    timeout = check_real("timeout", timeout, low=0.1, high=3600.0)
+    timeout = check_real("timeout", DEFAULT_TIMEOUT if timeout is None else timeout, low=0.1, high=3600.0)
     if is_client(scheduler):
         if scheduler.status not in ("running", "connecting", "newly-created"):
             raise ValueError(f"scheduler: the distributed.Client is {scheduler.status}, not running")
@@ -122,7 +122,7 @@ def get_client(scheduler, *, timeout: float = DEFAULT_TIMEOUT):
     return client
 
 
-def client_executor(client_or_address, *, timeout: float = DEFAULT_TIMEOUT) -> cf.Executor:
+def client_executor(client_or_address, *, timeout: float | None = None) -> cf.Executor:
     """A :class:`concurrent.futures.Executor` running on a Dask cluster (:meth:`distributed.Client.get_executor`).
 
     ``client_or_address``: a ``Client`` or a scheduler address (see :func:`get_client`; a client
@@ -135,7 +135,7 @@ def client_executor(client_or_address, *, timeout: float = DEFAULT_TIMEOUT) -> c
 
 
 @contextmanager
-def scheduler_executor(scheduler=None, *, timeout: float = DEFAULT_TIMEOUT):
+def scheduler_executor(scheduler=None, *, timeout: float | None = None):
     """``with scheduler_executor(scheduler) as ex:`` -- an Executor on the cluster, or ``None`` locally.
 
     ``scheduler``: ``None`` (yields ``None``: run in this process), a ``Client`` (used, left open) or
@@ -154,7 +154,7 @@ def scheduler_executor(scheduler=None, *, timeout: float = DEFAULT_TIMEOUT):
 
 
 @contextmanager
-def resolve_executor(executor=None, client=None, *, timeout: float = DEFAULT_TIMEOUT):
+def resolve_executor(executor=None, client=None, *, timeout: float | None = None):
     """The executor a library function should use, given its ``executor=`` and ``client=`` arguments.
 
     ``executor``: ``None`` or any :class:`concurrent.futures.Executor`; a ``Client`` or an address
