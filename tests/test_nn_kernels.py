@@ -6,7 +6,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorycheck.diagnostics import check_gradient
-from theorycheck.nn._kernels import gather_softmax, gather_softmax_ref, softmax_bwd, softmax_bwd_ref
+from theorycheck.nn._kernels import (
+    bias_softmax,
+    bias_softmax_ref,
+    gather_softmax,
+    gather_softmax_ref,
+    softmax_bwd,
+    softmax_bwd_ref,
+)
 
 
 @settings(max_examples=40)
@@ -61,3 +68,29 @@ def test_softmax_bwd_equals_reference_and_finite_differences(V1, E, seed):
         return np.sum(dA * a / a.sum(axis=1, keepdims=True))
 
     check_gradient(f, z, g, seed=seed).assert_ok()
+
+
+@settings(max_examples=30)
+@given(
+    st.integers(1, 4),
+    st.integers(1, 7),
+    st.integers(1, 9),
+    st.integers(0, 2**31),
+    st.sampled_from([1.0, 30.0, 1e4]),
+    st.floats(0.0, 0.9),
+)
+def test_bias_softmax_equals_reference_and_softmax_rows(B, Nq, Nk, seed, scale, p_zero):
+    """Position-path kernel: softmax(c S + log w) per row, scores up to 1e4, zero weights and keyless rows."""
+    from theorycheck.nn import layers as L
+
+    rng = np.random.default_rng(seed)
+    S = scale * rng.normal(size=(B, Nq, Nk))
+    w = rng.random((B, Nk)) * (rng.random((B, Nk)) >= p_zero)
+    w[0] = 0.0 if p_zero > 0.8 else w[0]  # a document without keys: all-zero attention
+    logw = L.log_weights(w)
+    c = float(rng.uniform(0.1, 2.0))
+    A = bias_softmax(S, logw, c)
+    np.testing.assert_allclose(A, bias_softmax_ref(S, logw, c), rtol=1e-13, atol=1e-300)
+    np.testing.assert_allclose(A, L.softmax_rows(c * S + logw[:, None, :]), rtol=1e-13, atol=1e-300)
+    assert np.all(A[w.sum(axis=1) == 0] == 0.0)
+    np.testing.assert_allclose(A.sum(axis=-1)[w.sum(axis=1) > 0], 1.0, rtol=1e-14)

@@ -98,6 +98,48 @@ def test_attention_backward_matches_finite_differences(s):
     assert L.attention_backward(Gout, cache, need_dX=False)[0] is None
 
 
+def _attention_ref(X, logw, W_Q, W_K, W_V, c):
+    """Independent position-path forward: a loop over heads with explicit per-head projections."""
+    out = 0.0
+    for h in range(W_V.shape[0]):
+        Q, K, V = X @ W_Q[h].T, X @ W_K[h].T, X @ W_V[h].T
+        out = out + L.softmax_rows(c * np.einsum("bqa,bka->bqk", Q, K) + logw[:, None, :]) @ V
+    return out
+
+
+@settings(max_examples=20)
+@given(st.integers(1, 3), st.integers(1, 6), st.integers(2, 7), st.integers(0, 2**31))
+def test_one_hot_rows_take_the_gather_route(B, N, V1, seed):
+    """One-hot inputs (with padding rows of zeros): the projections are a row gather (bit-equal to
+    the GEMM), the weight gradients a sparse scatter (== the GEMM to rounding); outputs equal the
+    independent per-head forward and every gradient equals finite differences."""
+    rng = np.random.default_rng(seed)
+    H, da = 2, 3
+    tokens = rng.integers(-1, V1, size=(B, N))
+    X = L.embedding_forward(np.eye(V1), tokens)
+    W = dict(W_Q=rng.normal(size=(H, da, V1)), W_K=rng.normal(size=(H, da, V1)), W_V=rng.normal(size=(H, V1, V1)))
+    logw = L.log_weights(_weights(rng, (B, N)))
+    X2 = X.reshape(-1, V1)
+    Wcat = L._stacked(W["W_Q"], W["W_K"], W["W_V"])
+    P, oh = L._project(X2, Wcat)
+    assert oh is not None
+    np.testing.assert_array_equal(P, X2 @ Wcat.T)
+    dP = rng.normal(size=P.shape)
+    np.testing.assert_allclose(L._weight_grads(dP, X2, oh), dP.T @ X2, rtol=1e-14, atol=1e-14)
+    out, cache = L.attention_forward(X, logw, W["W_Q"], W["W_K"], W["W_V"], 0.7)
+    np.testing.assert_allclose(out, _attention_ref(X, logw, W["W_Q"], W["W_K"], W["W_V"], 0.7), rtol=1e-12, atol=1e-13)
+    Gout = rng.normal(size=out.shape)
+    dX, grads = L.attention_backward(Gout, cache)
+
+    def f(p):
+        return np.sum(Gout * L.attention_forward(X, logw, p["W_Q"], p["W_K"], p["W_V"], 0.7)[0])
+
+    check_gradient(f, W, grads).assert_ok()
+    dense = X2.copy()
+    dense[0, 0] += 0.5  # not one-hot any more: the GEMM route
+    assert L._one_hot_rows(dense) is None and L._one_hot_rows(2.0 * X2 + (X2.max() == 0)) is None
+
+
 @settings(max_examples=30)
 @given(attention_setups())
 def test_uniform_attention_backward_matches_finite_differences(s):
@@ -188,3 +230,23 @@ def test_loss_heads_match_definition_and_finite_differences(E, V1, seed, kind):
                 ref += Y[e, x] * (np.log(np.sum(np.exp(O[e]))) - O[e, x])
     assert val == pytest.approx(ref, rel=1e-12, abs=1e-12)
     check_gradient(lambda o: L.loss_head(o, Y, w, kind)[0], O, dO).assert_ok()
+
+
+@pytest.mark.parametrize("attention", ["softmax", "uniform"])
+def test_attention_layer_backward_without_input_gradient(attention):
+    """``AttentionLayer.backward(need_dX=False)`` returns None and accumulates the same gradients."""
+    from theorycheck.nn import ModelConfig
+    from theorycheck.nn.modules import AttentionLayer
+
+    train = ["W_K", "W_Q", "W_V"] if attention == "softmax" else ["W_V"]
+    cfg = ModelConfig(V1=7, d=7, d_a=3, n_heads=2, attention=attention, train=train, init_scale=0.5)
+    rng = np.random.default_rng(3)
+    lay = AttentionLayer(cfg, rng)
+    X, w = rng.normal(size=(2, 5, 7)), _weights(rng, (2, 5))
+    dY = rng.normal(size=lay.forward(X, w).shape)
+    dX = lay.backward(dY)
+    first = {k: g.copy() for k, g in lay.grads.items()}
+    lay.zero_grad()
+    assert dX is not None and lay.backward(dY, need_dX=False) is None
+    for k, g in lay.grads.items():
+        np.testing.assert_array_equal(g, first[k])

@@ -19,7 +19,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["gather_softmax", "gather_softmax_ref", "softmax_bwd", "softmax_bwd_ref"]
+__all__ = [
+    "gather_softmax",
+    "gather_softmax_ref",
+    "bias_softmax",
+    "bias_softmax_ref",
+    "softmax_bwd",
+    "softmax_bwd_ref",
+]
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
@@ -46,6 +53,40 @@ def _gather_softmax(S, logK, qtok, ctx, out):
         inv = 1.0 / s
         for b in range(V1):
             out[e, b] *= inv
+
+
+@numba.njit(cache=True, fastmath=False)
+def _softmax_row(z, out):
+    """``out = softmax(z)`` in place of ``out`` (``z`` may alias it); all ``-inf``: zeros."""
+    n = z.shape[0]
+    m = -np.inf
+    for b in range(n):
+        if z[b] > m:
+            m = z[b]
+    if m == -np.inf:
+        for b in range(n):
+            out[b] = 0.0
+        return
+    s = 0.0
+    for b in range(n):
+        y = np.exp(z[b] - m)
+        out[b] = y
+        s += y
+    inv = 1.0 / s
+    for b in range(n):
+        out[b] *= inv
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _bias_softmax(S, logw, c, out):
+    B, Nq, Nk = S.shape
+    for i in numba.prange(B * Nq):
+        d = i // Nq
+        q = i - d * Nq
+        row = out[d, q]
+        for b in range(Nk):
+            row[b] = c * S[d, q, b] + logw[d, b]
+        _softmax_row(row, row)
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
@@ -79,6 +120,25 @@ def gather_softmax_ref(S, logK, qtok, ctx):
     m = np.where(np.isfinite(m), m, 0.0)
     e = np.exp(z - m)
     s = e.sum(axis=1, keepdims=True)
+    return e / np.where(s > 0, s, 1.0)
+
+
+def bias_softmax(S, logw, c):
+    """Position-path attention ``A[d, q] = softmax(c S[d, q] + logw[d])`` (B, Nq, Nk) in one fused pass
+    per row (``logw`` (B, Nk) key log-multiplicities; rows without a key give 0)."""
+    out = np.empty(S.shape)
+    _bias_softmax(
+        np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(logw, dtype=np.float64), float(c), out
+    )
+    return out
+
+
+def bias_softmax_ref(S, logw, c):
+    """Pure numpy reference of :func:`bias_softmax`."""
+    z = c * S + logw[:, None, :]
+    m = z.max(axis=-1, keepdims=True)
+    e = np.exp(z - np.where(np.isfinite(m), m, 0.0))
+    s = e.sum(axis=-1, keepdims=True)
     return e / np.where(s > 0, s, 1.0)
 
 

@@ -31,9 +31,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
-from ._kernels import gather_softmax, softmax_bwd, softmax_bwd_ref
+from ._kernels import bias_softmax, gather_softmax, softmax_bwd, softmax_bwd_ref
 
 __all__ = [
     "LN_EPS",
@@ -94,8 +95,11 @@ def softmax_rows(logits):
 
 
 def softmax_rows_backward(A, dA):
-    """Logit gradient ``A * (dA - sum_b dA A)`` of a row softmax (Numba kernel for 2-d arrays)."""
-    return softmax_bwd(A, dA) if A.ndim == 2 else softmax_bwd_ref(A, dA)
+    """Logit gradient ``A * (dA - sum_b dA A)`` of a row softmax (Numba kernel, rows of any stack)."""
+    if A.ndim < 2 or A.shape != dA.shape:
+        return softmax_bwd_ref(A, dA)
+    n = A.shape[-1]
+    return softmax_bwd(A.reshape(-1, n), dA.reshape(-1, n)).reshape(A.shape)
 
 
 # ---------------------------------------------------------------------------- embedding
@@ -119,13 +123,49 @@ def _swap(a):
     return np.swapaxes(a, -1, -2)
 
 
-def _head_tables(X, W_Q, W_K, W_V, h, count: bool):
-    """``(K, Q, V)`` of head ``h``: rows ``X W^T`` (position path) or, on the count path, the
-    token tables in the paper's column orientation ``W W^E`` (``W^E = X^T``; ``d_a x V1``)."""
-    if count:
-        tab = X.T
-        return W_K[h] @ tab, W_Q[h] @ tab, W_V[h] @ tab
-    return X @ W_K[h].T, X @ W_Q[h].T, X @ W_V[h].T
+def _head_tables(X, W_Q, W_K, W_V, h):
+    """Count path: the token tables of head ``h`` in the paper's column orientation ``W W^E``
+    (``W^E = X^T``; ``d_a x V1``)."""
+    tab = X.T
+    return W_K[h] @ tab, W_Q[h] @ tab, W_V[h] @ tab
+
+
+def _stacked(W_Q, W_K, W_V):
+    """``[W_Q[0]; ...; W_Q[H-1]; W_K[0]; ...; W_V[H-1]]`` (``H (2 d_a + d_v) x d``): every head's
+    projections as the rows of one matrix, so that ``P = X W_cat^T`` is one GEMM."""
+    d = W_Q.shape[-1]
+    return np.concatenate([W_Q.reshape(-1, d), W_K.reshape(-1, d), W_V.reshape(-1, d)])
+
+
+def _slices(W_Q, W_V, h):
+    """Column ranges of head ``h``'s ``Q``, ``K``, ``V`` in ``P = X W_cat^T`` (:func:`_stacked`)."""
+    H, da = W_Q.shape[:2]
+    dv = W_V.shape[1]
+    return (
+        slice(h * da, (h + 1) * da),
+        slice((H + h) * da, (H + h + 1) * da),
+        slice(2 * H * da + h * dv, 2 * H * da + (h + 1) * dv),
+    )
+
+
+def _one_hot_rows(X2):
+    """``(index, valid)`` if every row of ``X2`` is a unit vector or zero (one-hot embeddings), else ``None``."""
+    idx = X2.argmax(axis=1)
+    val = X2[np.arange(X2.shape[0]), idx]
+    if not np.all((val == 1.0) | (val == 0.0)) or np.count_nonzero(X2) != np.count_nonzero(val):
+        return None
+    return idx, val == 1.0
+
+
+def _project(X2, Wcat):
+    """``P = X2 W_cat^T`` (one GEMM); for one-hot rows the same numbers as a row gather of ``W_cat^T``."""
+    oh = _one_hot_rows(X2)
+    if oh is None:
+        return X2 @ Wcat.T, None
+    idx, valid = oh
+    P = np.ascontiguousarray(Wcat.T)[idx]
+    P[~valid] = 0.0
+    return P, oh
 
 
 def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None):
@@ -133,25 +173,33 @@ def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None =
 
     Position path (``groups=None``): ``X`` (B, N, d), ``log_w`` (B, N) key log-multiplicities,
     ``A_h = softmax_rows(c Q_h K_h^T + log_w)`` per document with ``Q_h = X W_Q[h]^T`` etc.,
-    ``out`` (B, N, d). Count path: ``X = (W^E)^T`` (V1, d), ``log_w = log K`` (G, V1); with the
-    token tables ``K_t = W_K[h] W^E`` (paper orientation) the token scores
+    ``out`` (B, N, d); the projections of all heads are one GEMM ``X W_cat^T`` (a row gather when
+    the rows of ``X`` are one-hot). Count path: ``X = (W^E)^T`` (V1, d), ``log_w = log K`` (G, V1);
+    with the token tables ``K_t = W_K[h] W^E`` (paper orientation) the token scores
     ``S_h = c Q_t^T K_t`` (V1, V1) are gathered per query group, ``A_h`` (E, V1),
     ``out = sum_h A_h V_t^T`` (E, d). ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``.
     Returns ``(out, cache)``.
     """
-    count = groups is not None
+    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V))
     heads = []
     out = 0.0
-    for h in range(W_V.shape[0]):
-        Kx, Qx, Vx = _head_tables(X, W_Q, W_K, W_V, h, count)
-        if count:
+    if groups is not None:
+        for h in range(W_V.shape[0]):
+            Kx, Qx, Vx = _head_tables(X, W_Q, W_K, W_V, h)
             A = gather_softmax(c * (Qx.T @ Kx), log_w, groups.qtok, groups.ctx)  # fused Numba kernel
             out = out + A @ Vx.T
-        else:
-            A = softmax_rows(c * (Qx @ _swap(Kx)) + log_w[:, None, :])  # (B, Nq, Nk)
-            out = out + A @ Vx
+            heads.append((Kx, Qx, Vx, A))
+        return out, dict(cache, heads=heads)
+    B, N, d = X.shape
+    P, cache["one_hot"] = _project(X.reshape(B * N, d), _stacked(W_Q, W_K, W_V))
+    P = P.reshape(B, N, -1)
+    for h in range(W_V.shape[0]):
+        sq, sk, sv = _slices(W_Q, W_V, h)
+        Qx, Kx, Vx = P[..., sq], P[..., sk], P[..., sv]
+        A = bias_softmax(Qx @ _swap(Kx), log_w, c)  # softmax_rows(c Q K^T + log_w), fused (B, Nq, Nk)
+        out = out + A @ Vx
         heads.append((Kx, Qx, Vx, A))
-    return out, dict(X=X, heads=heads, c=c, groups=groups, W=(W_Q, W_K, W_V))
+    return out, dict(cache, heads=heads)
 
 
 def _start(X, dX_in, need_dX):
@@ -167,39 +215,61 @@ def _count_head_backward(dout, Kt, Qt, Vt, A, c, groups):
     return Qt @ dS, Kt @ dS.T, dVt
 
 
+def _count_backward(dout, cache, need_dX, dX_in, grads):
+    X, c, groups = cache["X"], cache["c"], cache["groups"]
+    W_Q, W_K, W_V = cache["W"]
+    dtab = _start(X.T, None if dX_in is None else dX_in.T, need_dX)
+    for h, (Kt, Qt, Vt, A) in enumerate(cache["heads"]):
+        dKt, dQt, dVt = _count_head_backward(dout, Kt, Qt, Vt, A, c, groups)
+        grads["W_V"][h], grads["W_Q"][h], grads["W_K"][h] = dVt @ X, dQt @ X, dKt @ X
+        if need_dX:
+            dtab += W_V[h].T @ dVt + W_Q[h].T @ dQt + W_K[h].T @ dKt
+    return (dtab.T if need_dX else None), grads
+
+
+def _weight_grads(dP, X2, one_hot):
+    """``dW_cat = dP^T X2`` (``X2`` rows one-hot: ``dP`` rows summed per token, a sparse product)."""
+    if one_hot is None:
+        return dP.T @ X2
+    idx, valid = one_hot
+    rows = np.flatnonzero(valid)
+    scatter = sp.csr_matrix((np.ones(rows.size), (idx[rows], rows)), shape=(X2.shape[1], X2.shape[0]))
+    return (scatter @ dP).T
+
+
 def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
     """Gradients of :func:`attention_forward`: ``(dX, {"W_Q", "W_K", "W_V"})``, each ``(H, ...)``.
 
     Per head, with ``dS`` the logit gradient (summed over query groups of one token on the count
     path): ``dV = A^T dout``, ``dQ = dS K``, ``dK = dS^T Q``, ``dW_* = d*^T X`` and
     ``dX = dX_in + sum_h (dV W_V + dQ W_Q + dK W_K)`` (``None`` unless ``need_dX``; ``dX_in``,
-    e.g. the residual branch, defaults to 0). The count path computes the same in the paper's
-    column orientation (``dW_* = d*_t W^E^T``).
+    e.g. the residual branch, defaults to 0). The position path collects ``dQ, dK, dV`` of all
+    heads in the columns of ``dP`` so that ``dW_cat = dP^T X`` and ``dX = dP W_cat`` are one GEMM
+    each. The count path computes the same in the paper's column orientation (``dW_* = d*_t W^E^T``).
     """
-    X, c, groups = cache["X"], cache["c"], cache["groups"]
     W_Q, W_K, W_V = cache["W"]
     grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
-    if groups is not None:
-        dtab = _start(X.T, None if dX_in is None else dX_in.T, need_dX)
-        for h, (Kt, Qt, Vt, A) in enumerate(cache["heads"]):
-            dKt, dQt, dVt = _count_head_backward(dout, Kt, Qt, Vt, A, c, groups)
-            grads["W_V"][h], grads["W_Q"][h], grads["W_K"][h] = dVt @ X, dQt @ X, dKt @ X
-            if need_dX:
-                dtab += W_V[h].T @ dVt + W_Q[h].T @ dQt + W_K[h].T @ dKt
-        return (dtab.T if need_dX else None), grads
-    d = X.shape[-1]
-    Xf = X.reshape(-1, d)
-    dX = _start(X, dX_in, need_dX)
+    if cache["groups"] is not None:
+        return _count_backward(dout, cache, need_dX, dX_in, grads)
+    X, c = cache["X"], cache["c"]
+    B, N, d = X.shape
+    H, da = W_Q.shape[:2]
+    dP = np.empty((B, N, H * (2 * da + W_V.shape[1])))
     for h, (Kx, Qx, Vx, A) in enumerate(cache["heads"]):
-        dVx = _swap(A) @ dout
+        sq, sk, sv = _slices(W_Q, W_V, h)
         dS = c * softmax_rows_backward(A, dout @ _swap(Vx))
-        dQx = dS @ Kx
-        dKx = _swap(dS) @ Qx
-        grads["W_V"][h] = dVx.reshape(-1, d).T @ Xf
-        grads["W_Q"][h] = dQx.reshape(-1, dQx.shape[-1]).T @ Xf
-        grads["W_K"][h] = dKx.reshape(-1, dKx.shape[-1]).T @ Xf
-        if need_dX:
-            dX += dVx @ W_V[h] + dQx @ W_Q[h] + dKx @ W_K[h]
+        np.matmul(_swap(A), dout, out=dP[..., sv])
+        np.matmul(dS, Kx, out=dP[..., sq])
+        np.matmul(_swap(dS), Qx, out=dP[..., sk])
+    dP = dP.reshape(B * N, -1)
+    G = _weight_grads(dP, X.reshape(B * N, d), cache["one_hot"])
+    nq = H * da
+    grads["W_Q"][...] = G[:nq].reshape(W_Q.shape)
+    grads["W_K"][...] = G[nq : 2 * nq].reshape(W_K.shape)
+    grads["W_V"][...] = G[2 * nq :].reshape(W_V.shape)
+    dX = _start(X, dX_in, need_dX)
+    if need_dX:
+        dX += (dP @ _stacked(W_Q, W_K, W_V)).reshape(B, N, d)
     return dX, grads
 
 

@@ -150,15 +150,16 @@ class AttentionLayer(Layer):
         self.cache = dict(att=att, Yn=Yn, inv=inv, X=X)
         return Yn
 
-    def backward(self, dY):
-        """Accumulate parameter gradients; return ``dL/dX`` (B, N, d)."""
+    def backward(self, dY, need_dX: bool = True):
+        """Accumulate parameter gradients; return ``dL/dX`` (B, N, d), or ``None`` when ``need_dX`` is
+        False (the first layer under a frozen embedding: saves the ``dP W_cat`` product)."""
         dR = self._pre_backward(dY)
         X = self.cache["X"]
-        dX0 = dR if self.cfg.residual else np.zeros_like(X)
+        dX0 = (dR if self.cfg.residual else np.zeros_like(X)) if need_dX else None
         if self.uniform:
-            dX, grads = uniform_attention_backward(dR.sum(axis=1), self.cache["att"], dX_in=dX0)
+            dX, grads = uniform_attention_backward(dR.sum(axis=1), self.cache["att"], need_dX=need_dX, dX_in=dX0)
         else:
-            dX, grads = attention_backward(dR, self.cache["att"], dX_in=dX0)
+            dX, grads = attention_backward(dR, self.cache["att"], need_dX=need_dX, dX_in=dX0)
         self._accumulate(grads)
         return dX
 
