@@ -142,6 +142,27 @@ def test_unreachable_scheduler_names_the_address(tmp_path, monkeypatch, capsys):
     assert not (tmp_path / "x" / "grid.npz").exists()
 
 
+def test_seeds_label_the_runs_and_set_their_seed():
+    from theorycheck.nn.presets import _configs
+
+    runs = _configs("deep-4x4", steps=7, seed=None, checkpoint_every=None, seeds=[3, 1])
+    assert [(label, c.seed, c.steps) for label, c in runs] == [("seed3", 3, 7), ("seed1", 1, 7)]
+    grid = _configs("ablation", steps=None, seed=None, checkpoint_every=None, seeds=[0, 1])
+    assert len(grid) == 16 and grid[1][0] == "sgd-squared-reg0-seed1" and grid[1][1].seed == 1
+
+
+def test_cli_train_bad_seeds_and_unreachable_scheduler(tmp_path, monkeypatch, capsys):
+    assert main(["train", "--preset", "ablation", "--seeds", "0,x", "--out", str(tmp_path / "a")]) == 2
+    assert "--seeds must be comma-separated integers" in capsys.readouterr().err
+    assert not (tmp_path / "a").exists()
+    monkeypatch.setattr(_dask, "DEFAULT_TIMEOUT", 1.0)
+    address = f"tcp://127.0.0.1:{_free_port()}"
+    argv = ["train", "--preset", "ablation", "--steps", "1", "--quiet", "--scheduler", address]
+    assert main([*argv, "--out", str(tmp_path / "b")]) == 2
+    assert address in capsys.readouterr().err
+    assert not list((tmp_path / "b").glob("*/metrics.jsonl"))
+
+
 # ----------------------------------------------------------------------------- LocalCluster
 @pytest.fixture(scope="module")
 def client():
