@@ -8,6 +8,13 @@ block products ``E_k M_k`` (2 V1^3), the topic-row products (2 T V1^2) and the p
 (``H W^T``, ``G^T H``, ``G W``). The dgemm rate is the best ``V1 x V1 @ V1 x V1`` product time.
 "dense-equiv/dgemm" divides the 2 V1^3 n_sets flops of a per-set ``H W^T`` evaluation by the
 structured evaluator's time: how many dgemm-speed machines the structure replaces.
+
+Before/after (second table): the structured kernels of commit ``BASELINE_COMMIT`` (read with
+``git show``, compiled in this process) against the current ones on the same inputs, in one run:
+the whole structured evaluation and the ``O(V1^3)`` group-quadratic-form kernel alone, whose
+executed flops are ``2 V1^3`` before and ``~V1^3 + 2 V1^2`` after (only the upper triangle of the
+symmetric ``Q[x]``; the rate column counts the flops each version executes), each against numpy's
+dgemm on ``V1 x V1`` matrices measured in the same run, with the same thread settings.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from _common import best_time, print_table, write_json
 
 import theorycheck as tc
 from theorycheck.montecarlo import mc_attention_loss
+from theorycheck.population import _attention_kernels as kernels
 from theorycheck.population import (
     alpha_beta_loss,
     alpha_beta_score_matrix,
@@ -28,7 +36,79 @@ from theorycheck.population import (
     attention_loss_grad,
     topic_sets,
 )
-from theorycheck.population._attention_loss import _dense_sets
+from theorycheck.population._attention_loss import _context, _dense_sets
+
+#: The last commit with the previous structured kernels (the "before" column).
+BASELINE_COMMIT = "6170a39"
+
+
+def baseline_kernels():
+    """The kernels module of :data:`BASELINE_COMMIT` (``git show``; Numba cache off), or ``None``."""
+    import subprocess
+    import types
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    path = "theorycheck/population/_attention_kernels.py"
+    try:
+        src = subprocess.run(
+            ["git", "show", f"{BASELINE_COMMIT}:{path}"], cwd=root, capture_output=True, text=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    src = src.replace("from .._memory import", "from theorycheck._memory import").replace("cache=True", "cache=False")
+    mod = types.ModuleType("attention_kernels_baseline")
+    exec(compile(src, f"{BASELINE_COMMIT}:{path}", "exec"), mod.__dict__)
+    return mod
+
+
+def before_after(rng, mk):
+    """Rows ``[config, V1, dgemm GF/s, struct ms before/after, speedup, quad GF/s before/after, quad/dgemm]``."""
+    old = baseline_kernels()
+    if old is None:
+        print("(git or the baseline commit unavailable: before/after table skipped)")
+        return None, None
+    rows = []
+    for T, v, tau in [(10, 10, 3), (25, 20, 2), (100, 10, 2)]:
+        tmx = tc.TopicModel(T=T, v=v, tau=tau)
+        V1 = tmx.V1
+        S = rng.normal(size=(V1, V1))
+        W = rng.normal(size=(V1, V1)) / math.sqrt(V1)
+        args = (
+            S,
+            W,
+            None,
+            topic_sets(tmx),
+            tmx.token_topics(),
+            _context(tmx, mk, False),
+            (mk.p_mask, mk.p_c, mk.p_r),
+            T,
+            v,
+        )
+        E, M = kernels._score_tables(S, T, v)["E"], W.T @ W
+        err = abs(old.structured_sq(*args).mean() / kernels.structured_sq(*args).mean() - 1.0)
+        g = gemm_rate(V1, rng)
+        t_old = best_time(lambda: old.structured_sq(*args), repeat=3, min_time=0.02)
+        t_new = best_time(lambda: kernels.structured_sq(*args), repeat=3, min_time=0.02)
+        q_old = best_time(lambda: old._group_quad_nb(E, M, T, v), repeat=3, min_time=0.02)
+        q_new = best_time(lambda: kernels._group_quad_nb(E, M, T, v), repeat=3, min_time=0.02)
+        fl_old, fl_new = 2.0 * V1**3 + 2.0 * V1**2 * (T + 1), quad_flops(V1, T, v)
+        rows.append([f"T={T} v={v} tau={tau}", V1, g / 1e9, t_old * 1e3, t_new * 1e3, t_old / t_new, err,
+                     fl_old / q_old / 1e9, fl_new / q_new / 1e9, fl_old / q_old / g, fl_new / q_new / g,
+                     q_old / q_new])  # fmt: skip
+    headers = ["config", "V1", "dgemm GF/s", "struct ms before", "struct ms after", "speedup", "rel diff",
+               "quad GF/s before", "quad GF/s after", "quad/dgemm before", "quad/dgemm after",
+               "quad speedup"]  # fmt: skip
+    return headers, rows
+
+
+def quad_flops(V1, T, v):
+    """Flops the current group-quadratic-form kernel executes: per query token and group ``k``,
+    ``|G_k|`` multiply-adds on each column ``j >= min G_k`` (upper triangle), then one product and
+    one group-sum add per column (the previous kernel: ``2 V1^3 + 2 V1^2 (T + 1)``)."""
+    cols = [V1] + [V1 - 1 - (k - 1) * v for k in range(1, T + 1)]
+    rows = [1] + [v] * T
+    return V1 * sum(2 * r * c + 2 * c for r, c in zip(rows, cols))
 
 
 def naive_numpy(S, W, tm, mk, sets):
@@ -154,6 +234,13 @@ def main():
     print()
     print_table(fh, frows)
     out["flops"] = dict(headers=fh, rows=frows)
+
+    # 2b. before/after: the previous structured kernels against the current ones, same inputs, one run
+    bh, brows = before_after(rng, mk)
+    if brows is not None:
+        print(f"\nstructured kernels before ({BASELINE_COMMIT}) / after, same inputs, this run")
+        print_table(bh, brows)
+        out["before_after"] = dict(baseline_commit=BASELINE_COMMIT, headers=bh, rows=brows)
 
     # 3. closed-form landscape throughput
     A = np.linspace(-20, 20, 1000)
