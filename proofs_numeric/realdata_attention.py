@@ -89,6 +89,8 @@ if common.AVAILABLE:
             check=check,
             default_params=(dict(common.DEFAULTS),),
             falsify=falsify,
+            group="realdata",  # one worker runs all realdata checks: they share the encoder pass
+            cost=25.0,
             plot=plot,
         )
     )

@@ -68,6 +68,7 @@ if common.AVAILABLE:
             check=check,
             default_params=(dict(common.DEFAULTS),),
             falsify=falsify,
+            group="realdata",  # one worker runs all realdata checks: they share the encoder pass
             plot=plot,
         )
     )

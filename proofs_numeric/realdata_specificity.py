@@ -56,5 +56,6 @@ if common.AVAILABLE:
             check=check,
             default_params=(dict(common.DEFAULTS, specific=0.0025, general=0.05),),
             falsify=falsify,
+            group="realdata",  # one worker runs all realdata checks: they share the encoder pass
         )
     )

@@ -51,5 +51,6 @@ if common.AVAILABLE:
             check=check,
             default_params=(dict(common.DEFAULTS, T=10, v=10, alpha=0.1, n_docs=400),),
             falsify=falsify,
+            group="realdata",  # one worker runs all realdata checks: they share the encoder pass
         )
     )

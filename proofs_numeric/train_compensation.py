@@ -1,8 +1,14 @@
 """Paper overview, SPEC §0 ("embedding and attention can compensate for each other: if one is
 handicapped the other still encodes topics"; EMPIRICAL, seeded finite-sample runs, preset
 ``compensation``): one layer, one head, trained embedding tied to the decoder, W^V from the
-identity, cross-entropy, Adam lr 3e-3, 1000 steps (default) on LDA documents (alpha = 0.1,
-T = v = 10, N ~ U[100, 150], fresh minibatches of 40), seed 0.
+identity, cross-entropy, Adam lr 3e-3 on LDA documents (alpha = 0.1, T = v = 10,
+N ~ U[100, 150], fresh minibatches of 40).
+
+Tiers: the default ``verify`` trains 400 steps on seed 0 (measured ratio 1.74, block score 0.972;
+200 steps are not enough for the ratio: 1.25); ``verify --full`` trains the original 1000 steps on
+seeds 0-4 and reports the fraction of seeds passing and 95% t-intervals of both statistics. The
+thresholds 1.5 and 0.9 were set on seed 0 at 1000 steps before the multi-seed protocol; they are not
+yet re-calibrated on separate seeds (100-104).
 
 1. Embedding frozen at a random N(0, 1/d) matrix (no topic structure), attention trained: the
    length-normalised same-topic : different-topic attention ratio on 8 fresh documents ends
@@ -16,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 
 from theorycheck.nn import Trainer, preset
-from theorycheck.report.claims import Claim, compare_all, compare_greater
+from theorycheck.report.claims import Claim, by_seed, compare_all, compare_greater
 
 
 def _final(cfg, steps, seed):
@@ -27,6 +33,13 @@ def _final(cfg, steps, seed):
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=STATISTICS)
+
+
+STATISTICS = ("attention_ratio_frozen_embedding", "gram_block_score_frozen_attention")
+
+
+def _check_one(params: dict, inject: dict | None = None):
     inject = inject or {}
     runs = dict(preset("compensation"))
     fe, fa = runs["frozen-embedding"], runs["frozen-attention"]
@@ -69,6 +82,8 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §0 (secondary summaries: 'the other can compensate')",
     check=check,
-    default_params=(dict(steps=1000, seed=0, min_attention_ratio=1.5, min_gram_block_score=0.9),),
+    default_params=(dict(steps=400, seed=0, min_attention_ratio=1.5, min_gram_block_score=0.9),),
+    full_params=(dict(steps=1000, seeds=(0, 1, 2, 3, 4), min_attention_ratio=1.5, min_gram_block_score=0.9),),
+    cost=30.0,
     falsify=falsify,
 )

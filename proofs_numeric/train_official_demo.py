@@ -3,8 +3,14 @@
 trained with cross-entropy by Adam lr 0.01, batch 40, 10k static-masked LDA documents with
 alpha = 0.1, T = v = 10, N ~ U[100, 150], selected positions hidden from the keys, token-averaged
 loss; preset ``official-demo``) reaches a dev cross-entropy within 3% of the official code's
-3.3954 (its logged dev loss for the same data recipe). Seed 0, 1500 steps, dev loss every 250
-steps on 10k separate documents; the best one counts, as in the official training script.
+3.3954 (its logged dev loss for the same data recipe). Dev loss every 250 steps on 10k separate
+documents; the best one counts, as in the official training script.
+
+Tiers: the default ``verify`` trains 500 steps on seed 0 (measured best dev CE 3.4147, within 0.6%;
+250 steps give 3.618, outside); ``verify --full`` trains 1500 steps on seeds 0-4 and reports the
+fraction passing and a 95% t-interval of the best dev cross-entropy. The reference is external (the
+official code's log), so no threshold is fitted to our seeds; the 3% tolerance predates the
+multi-seed protocol.
 
 The reference is the official code's printed value, not ours; the N -> inf Bayes cross-entropy of
 this data model (3.149, README) is lower because finite documents reveal their topics only
@@ -14,12 +20,16 @@ partly.
 from __future__ import annotations
 
 from theorycheck.nn import Trainer, preset
-from theorycheck.report.claims import Claim, compare_close
+from theorycheck.report.claims import Claim, by_seed, compare_close
 
 OFFICIAL_DEV_CE = 3.3954
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=("best_dev_ce",))
+
+
+def _check_one(params: dict, inject: dict | None = None):
     inject = inject or {}
     cfg = preset("official-demo")
     cfg = cfg.replace(
@@ -57,6 +67,8 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §5.1",
     check=check,
-    default_params=(dict(steps=1500, eval_every=250, seed=0, rtol=0.03),),
+    default_params=(dict(steps=500, eval_every=250, seed=0, rtol=0.03),),
+    full_params=(dict(steps=1500, eval_every=250, seeds=(0, 1, 2, 3, 4), rtol=0.03),),
+    cost=15.0,
     falsify=falsify,
 )

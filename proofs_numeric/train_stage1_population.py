@@ -6,6 +6,9 @@ The trainer's population batch (every tau-subset as a weighted context) is used,
 whole training stack (model, population batch, SGD) against the independent reference
 ``C @ pinv(Sigma)`` from the exact moments. Step size ``2/(lambda_min + lambda_max)`` of the
 Hessian ``2 Sigma`` on its range; tolerance 1e-6 relative (Frobenius).
+
+No seed enters this run (W = 0 init, exact population batch, deterministic GD), so one run is its
+whole distribution: ``verify --full`` adds no seeds.
 """
 
 from __future__ import annotations

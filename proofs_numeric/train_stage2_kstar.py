@@ -8,20 +8,35 @@ lr 0.05, 400 steps, seed 0) approaches the optimum of :func:`theorycheck.solvers
 2. the exact population loss is at most ``L* + 1e-6``. It is in fact *below* ``L*`` (0.9617266 <
    0.9617702): unrestricted scores may also raise the [MASK]-key score, which the (alpha, beta)
    family fixes at 0 (the finding tested in ``tests/test_train_crosscheck.py``).
+
+Tiers: the default ``verify`` runs the same recipe on the smaller model T = 5, v = 4, tau = 2,
+300 steps, seed 0 (measured K_eff 18.83 against K* = 18.09, loss 0.8662105 < L* = 0.8662474; the
+falsifier gives K_eff 35.3); ``verify --full`` runs the preset's T = v = 10, tau = 3, 400 steps on
+seeds 0-4 with 95% t-intervals of K_eff and the loss. The 10% tolerance predates the multi-seed
+protocol (not yet re-calibrated on separate seeds).
 """
 
 from __future__ import annotations
 
+import dataclasses
+
 from theorycheck.nn import Trainer, preset
-from theorycheck.report.claims import Claim, ClaimResult, compare_all, compare_close
+from theorycheck.report.claims import Claim, ClaimResult, by_seed, compare_all, compare_close
 from theorycheck.solvers import optimal_attention
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=("K_eff", "loss"))
+
+
+def _check_one(params: dict, inject: dict | None = None):
     inject = inject or {}
     cfg = preset("stage2-population").replace(
         steps=inject.get("steps", params["steps"]), seed=params["seed"], log_every=10, eval_every=0, eval_docs=0
     )
+    if "T" in params:  # a smaller topic model (the default tier); the preset's T = v = 10, tau = 3 otherwise
+        d = dataclasses.replace(cfg.data, T=params["T"], v=params["v"], tau=params["tau"])
+        cfg = cfg.replace(data=d, model=dataclasses.replace(cfg.model, V1=d.V1, d=None, d_a=None))
     tr = Trainer(cfg, progress=False)
     tr.run()
     model = tr.model
@@ -51,6 +66,8 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §4.3, §6 item 15",
     check=check,
-    default_params=(dict(steps=400, seed=0, K_rtol=0.10),),
+    default_params=(dict(steps=300, seed=0, K_rtol=0.10, T=5, v=4, tau=2),),
+    full_params=(dict(steps=400, seeds=(0, 1, 2, 3, 4), K_rtol=0.10),),
+    cost=5.0,
     falsify=falsify,
 )

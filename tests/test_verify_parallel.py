@@ -18,13 +18,19 @@ _REAL_CONNECT = socket.socket.connect  # captured at import, before the offline 
 
 @pytest.fixture(autouse=True)
 def _local_ipc(monkeypatch):
-    """Allow Unix-domain sockets (the process pool's forkserver talks over one); the network stays refused."""
-    refuse, real = socket.socket.connect, _REAL_CONNECT
+    """Allow Unix-domain sockets (the process pool's forkserver) and loopback (an in-process Dask cluster).
 
-    def connect(self, *a, **k):
-        if self.family == socket.AF_UNIX:
-            return real(self, *a, **k)
-        return refuse(self, *a, **k)
+    Everything else stays refused by conftest's offline guard."""
+    real = _REAL_CONNECT
+
+    def refuse(self, address, *a, **k):  # OSError: Dask then falls back to loopback for its own address
+        raise OSError(f"network access attempted in an offline test: {address}")
+
+    def connect(self, address, *a, **k):
+        local = self.family == socket.AF_UNIX or (
+            self.family in (socket.AF_INET, socket.AF_INET6) and str(address[0]) in ("127.0.0.1", "::1", "localhost")
+        )
+        return (real if local else refuse)(self, address, *a, **k)
 
     monkeypatch.setattr(socket.socket, "connect", connect)
 
@@ -131,3 +137,16 @@ def test_process_pool_worker_lost_is_reported(tmp_path, monkeypatch):
     assert rows[1].verdict == "ERROR" and "worker lost" in rows[1].error
     assert rows[0].verdict in ("PASS", "ERROR")  # may share the broken pool; never missing
     assert not math.isfinite(rows[1].result.margin)
+
+
+def test_dask_executor_gives_the_serial_rows():
+    """``--scheduler``: the runner takes a Dask client's Executor (here an in-process LocalCluster on loopback)."""
+    distributed = pytest.importorskip("distributed")
+    claims = select_claims(CLAIMS, "data.moments,stage1.min-loss")
+    serial = [r.to_json() for r in run_claims(claims, progress=False)]
+    with distributed.LocalCluster(
+        processes=False, n_workers=1, threads_per_worker=2, dashboard_address=None, protocol="tcp://", host="127.0.0.1"
+    ) as lc:
+        with distributed.Client(lc) as client:
+            rows = run_claims(claims, progress=False, executor=client.get_executor(pure=False))
+    assert _strip([r.to_json() for r in rows]) == _strip(serial)

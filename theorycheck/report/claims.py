@@ -21,7 +21,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Claim", "ClaimResult", "SOURCES", "TIERS", "compare_close", "compare_greater", "compare_all", "over_seeds"]
+__all__ = [
+    "Claim",
+    "ClaimResult",
+    "SOURCES",
+    "TIERS",
+    "compare_close",
+    "compare_greater",
+    "compare_all",
+    "over_seeds",
+    "by_seed",
+]
 
 SOURCES = ("DERIVED", "PAPER", "EMPIRICAL")
 TIERS = ("default", "full")
@@ -266,3 +276,10 @@ def over_seeds(check_one: Callable[..., ClaimResult], params: dict, inject=None,
         details=details,
         data=results[0].data,
     )
+
+
+def by_seed(check_one: Callable[..., ClaimResult], params: dict, inject=None, *, statistics=()) -> ClaimResult:
+    """``check_one(params, inject)`` for a single ``seed``, :func:`over_seeds` when ``params`` has ``seeds``."""
+    if "seeds" in params:
+        return over_seeds(check_one, params, inject, statistics=statistics)
+    return check_one(params, inject)
