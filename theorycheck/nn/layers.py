@@ -191,15 +191,27 @@ def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None =
             heads.append((Kx, Qx, Vx, A))
         return out, dict(cache, heads=heads)
     B, N, d = X.shape
+    H, da = W_Q.shape[:2]
     P, cache["one_hot"] = _project(X.reshape(B * N, d), _stacked(W_Q, W_K, W_V))
     P = P.reshape(B, N, -1)
-    for h in range(W_V.shape[0]):
+    S = np.empty((B, N, H, N))
+    for h in range(H):
+        sq, sk, _ = _slices(W_Q, W_V, h)
+        np.matmul(P[..., sq], _swap(P[..., sk]), out=S[:, :, h, :])
+    # softmax_rows(c Q_h K_h^T + log_w) of every head, fused; per query row [A_1 | ... | A_H] (B, N, H N)
+    A = bias_softmax(S.reshape(B, N * H, N), log_w, c).reshape(B, N, H * N)
+    Vst = _head_rows(P[..., 2 * H * da :], H)  # (B, H N, d_v): the rows of V_1, then of V_2, ...
+    A4 = A.reshape(B, N, H, N)
+    for h in range(H):
         sq, sk, sv = _slices(W_Q, W_V, h)
-        Qx, Kx, Vx = P[..., sq], P[..., sk], P[..., sv]
-        A = bias_softmax(Qx @ _swap(Kx), log_w, c)  # softmax_rows(c Q K^T + log_w), fused (B, Nq, Nk)
-        out = out + A @ Vx
-        heads.append((Kx, Qx, Vx, A))
-    return out, dict(cache, heads=heads)
+        heads.append((P[..., sk], P[..., sq], P[..., sv], A4[:, :, h, :]))
+    return A @ Vst, dict(cache, heads=heads, A=A, Vst=Vst)  # sum_h A_h V_h as one product per document
+
+
+def _head_rows(V, H):
+    """``(B, N, H d_v)`` head-major columns -> ``(B, H N, d_v)``: the rows of ``V_1``, then ``V_2``, ..."""
+    B, N, Hd = V.shape
+    return np.ascontiguousarray(V.reshape(B, N, H, Hd // H).transpose(0, 2, 1, 3)).reshape(B, H * N, Hd // H)
 
 
 def _start(X, dX_in, need_dX):
@@ -254,13 +266,16 @@ def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
     X, c = cache["X"], cache["c"]
     B, N, d = X.shape
     H, da = W_Q.shape[:2]
-    dP = np.empty((B, N, H * (2 * da + W_V.shape[1])))
-    for h, (Kx, Qx, Vx, A) in enumerate(cache["heads"]):
-        sq, sk, sv = _slices(W_Q, W_V, h)
-        dS = c * softmax_rows_backward(A, dout @ _swap(Vx))
-        np.matmul(_swap(A), dout, out=dP[..., sv])
-        np.matmul(dS, Kx, out=dP[..., sq])
-        np.matmul(_swap(dS), Qx, out=dP[..., sk])
+    dv = W_V.shape[1]
+    A, Vst = cache["A"], cache["Vst"]  # (B, N, H N), (B, H N, d_v)
+    dS = softmax_rows_backward(A.reshape(B, N * H, N), (dout @ _swap(Vst)).reshape(B, N * H, N))
+    dS = (c * dS).reshape(B, N, H, N)
+    dP = np.empty((B, N, H * (2 * da + dv)))
+    dP[..., 2 * H * da :] = (_swap(A) @ dout).reshape(B, H, N, dv).transpose(0, 2, 1, 3).reshape(B, N, H * dv)
+    for h, (Kx, Qx, _, _) in enumerate(cache["heads"]):
+        sq, sk, _ = _slices(W_Q, W_V, h)
+        np.matmul(dS[:, :, h, :], Kx, out=dP[..., sq])
+        np.matmul(_swap(dS[:, :, h, :]), Qx, out=dP[..., sk])
     dP = dP.reshape(B * N, -1)
     G = _weight_grads(dP, X.reshape(B * N, d), cache["one_hot"])
     nq = H * da
