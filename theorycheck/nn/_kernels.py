@@ -1,4 +1,4 @@
-"""Numba kernels of the count-based attention path (:mod:`theorycheck.nn.layers`), with numpy references.
+"""Numba kernels of the attention layers (:mod:`theorycheck.nn.layers`), with numpy references.
 
 The count path of a one-layer model evaluates, for every query group ``e`` (context ``g = ctx[e]``,
 query token ``a = qtok[e]``), the attention over key tokens
@@ -11,7 +11,8 @@ query token ``a = qtok[e]``), the attention over key tokens
 product ``A * (dA - sum_b dA A)``. In numpy these take a gather of ``S`` and ``log K`` rows and
 about ten passes over ``E x V1`` arrays; the kernels below do one fused pass per row, in float64,
 with the max-shift of log-sum-exp (no ``fastmath``), parallel over rows. Rows without any key
-(``K[g] == 0`` everywhere) give all-zero attention, like the reference.
+(``K[g] == 0`` everywhere) give all-zero attention, like the reference. The position path uses
+the same fused row softmax on ``c S + log w`` (:func:`bias_softmax`, ``S`` per document and head).
 """
 
 from __future__ import annotations

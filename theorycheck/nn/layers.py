@@ -15,7 +15,10 @@ keys, weight 0 is no key), ``A = softmax_rows(logits)`` and ``out = A V``.
 The same functions serve both evaluation paths of :class:`theorycheck.nn.Transformer`:
 
 - **position path**: ``X`` has shape ``(B, N, d)`` and each document has its own ``(N, N)``
-  attention;
+  attention; the projections of all heads are one GEMM ``X W_cat^T`` (a row gather when the rows
+  of ``X`` are one-hot), the heads' attention rows are stored side by side ``[A_1 | ... | A_H]``
+  so that ``sum_h A_h V_h`` is one product per document, and the backward collects ``dQ, dK, dV``
+  of all heads in ``dP`` (``dW_cat = dP^T X``, ``dX = dP W_cat``: one GEMM each);
 - **count path** (one-layer, no positional encoding): ``X`` is the token table ``(W^E)^T``,
   shape ``(V1, d)``; the token scores ``S = c Q K^T`` are computed once and a query group
   ``e`` (context ``ctx[e]``, query token ``qtok[e]``) attends with

@@ -6,8 +6,9 @@ out-of-document word ``eta``, [MASK] ``q``), so per query token ``x`` everything
 sums over the ``T + 1`` token groups ([MASK], topic 1..T):
 
 - ``Q[x, k, l] = e_k(x)^T (W^T W)_{kl} e_l(x)`` with ``E[x, y] = e^{S[x, y] - s_{g(y)}(x)}``
-  (``s_k(x)`` the group maximum of the scores): :func:`_group_quad_nb`, ``O(V1^3)`` multiply-adds
-  streaming rows of ``M = W^T W``; reference :func:`_group_quad_ref`;
+  (``s_k(x)`` the group maximum of the scores): :func:`_group_quad_nb`, about ``V1^3 / 2``
+  multiply-adds (``M = W^T W`` is symmetric, so only ``l >= k`` is computed and mirrored), as
+  vectorised axpys over blocks of key columns; reference :func:`_group_quad_ref`;
 - ``Lin[x, k, t] = sum_{y in G_k} (1_t^T W)_y E[x, y]``: :func:`_group_lin_nb`; reference
   :func:`_group_lin_ref`;
 - then per (topic set S, query x) the group weights
