@@ -4,15 +4,17 @@ handicapped the other still encodes topics"; EMPIRICAL, seeded finite-sample run
 identity, cross-entropy, Adam lr 3e-3 on LDA documents (alpha = 0.1, T = v = 10,
 N ~ U[100, 150], fresh minibatches of 40).
 
-Tiers: the default ``verify`` trains 400 steps on seed 0 (measured ratio 1.74, block score 0.972;
-200 steps are not enough for the ratio: 1.25); ``verify --full`` trains the original 1000 steps on
-seeds 0-4 and reports the fraction of seeds passing and 95% t-intervals of both statistics. The
-thresholds 1.5 and 0.9 were set on seed 0 at 1000 steps before the multi-seed protocol; they are not
-yet re-calibrated on separate seeds (100-104).
+Tiers and thresholds. The default ``verify`` trains 400 steps on seed 0 (judged; measured ratio
+1.74, block score 0.973). Its ratio threshold 1.18 is calibrated on seeds 100-104 (not judged): their
+ratios at 400 steps are 1.47, 2.16, 1.91, 1.37, 2.30, and the rule "no preference (ratio 1) plus half
+the smallest calibration excess" gives 1 + 0.37/2 = 1.18; their block scores (0.971-0.974) all clear
+0.9. ``verify --full`` trains the original 1000 steps on seeds 0-4 with the original thresholds 1.5
+and 0.9 (set on seed 0 before the multi-seed protocol, not yet re-calibrated on separate seeds) and
+reports the fraction of seeds passing and 95% t-intervals of both statistics.
 
 1. Embedding frozen at a random N(0, 1/d) matrix (no topic structure), attention trained: the
    length-normalised same-topic : different-topic attention ratio on 8 fresh documents ends
-   above 1.5 (measured 2.16).
+   above a threshold (1.5 after 1000 steps, measured 2.16; see the tiers below).
 2. Attention frozen uniform, embedding trained: the block score (R^2 of the topic-block fit) of
    the Gram ``W_E^T W_E`` ends above 0.9 (measured 0.974), from 0.05 at the start.
 """
@@ -82,7 +84,7 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §0 (secondary summaries: 'the other can compensate')",
     check=check,
-    default_params=(dict(steps=400, seed=0, min_attention_ratio=1.5, min_gram_block_score=0.9),),
+    default_params=(dict(steps=400, seed=0, min_attention_ratio=1.18, min_gram_block_score=0.9),),
     full_params=(dict(steps=1000, seeds=(0, 1, 2, 3, 4), min_attention_ratio=1.5, min_gram_block_score=0.9),),
     cost=30.0,
     falsify=falsify,

@@ -9,7 +9,7 @@ Falsification uses the theory itself: with an identity W^V (``W_00 = 0``) the op
 
 Tiers: the default ``verify`` runs seed 0; ``verify --full`` runs seeds 0-4 (init and documents) and
 reports the fraction passing and a 95% t-interval of the same/different attention ratio. No fitted
-threshold: the comparison is a strict inequality.
+threshold: the comparison is a strict inequality (seeds 100-104: ratios 4.59-4.61).
 """
 
 from __future__ import annotations

@@ -150,3 +150,26 @@ def test_dask_executor_gives_the_serial_rows():
         with distributed.Client(lc) as client:
             rows = run_claims(claims, progress=False, executor=client.get_executor(pure=False))
     assert _strip([r.to_json() for r in rows]) == _strip(serial)
+
+
+def _seeded(params, inject=None):
+    from theorycheck.report.claims import by_seed
+
+    return by_seed(lambda p, i=None: ClaimResult(True, 0.0, float(p["seed"]), 1.0 + p["seed"]), params, inject)
+
+
+def test_report_states_the_tier_and_the_seeds(tmp_path):
+    from theorycheck.report import write_report
+
+    c = _claim("a.seeded", _seeded, [{"seed": 0}], full_params=({"seeds": (0, 1, 2, 3, 4)},))
+    for tier, n in (("default", 1), ("full", 2)):
+        rows = run_claims([c], progress=False, tier=tier)
+        out = write_report(rows, tmp_path / tier, figures=False, tier=tier)
+        data = json.loads((out / "results.json").read_text())
+        assert data["summary"]["tier"] == tier and len(data["claims"]) == n
+        assert data["tiers"]["default"] == ["a.seeded [seed=0]"]
+        assert data["tiers"]["full"] == ["a.seeded [seeds=(0, 1, 2, 3, 4)]"]
+        md = (out / "report.md").read_text()
+        assert f"Tier run: **{tier}" in md and "`theorycheck verify --full` adds 1 checks" in md
+    assert "- seeds [0, 1, 2, 3, 4]: 5/5 passed; 95% t-intervals over seeds: margin [1.03" in md
+    assert data["claims"][1]["details"]["margin_ci95"] == pytest.approx([1.0368, 4.9632], abs=1e-4)

@@ -154,6 +154,7 @@ def write_report(
             seen.add(c.id)
             md += [f"### {c.id} ({c.source})", "", c.statement, "", f"Source: {c.spec}.", ""]
             md += [f"Tiers: {len(c.default_params)} default check(s); `--full` adds {len(c.full_params)}.", ""]
+            md += _seed_lines([x for x in rows if x.claim is c])
             for name in fig_paths.get(c.id, []):
                 md += [f"![{c.id} {name}](figures/{name})", ""]
         if skipped:
@@ -171,6 +172,22 @@ def _results(rows, skipped, tiers: dict, n_pass: int, n_cached: int) -> dict:
     summary = {"total": len(rows), "passed": n_pass, "failed": len(rows) - n_pass, "tier": tiers["ran"]}
     summary["cached"] = n_cached
     return {"summary": summary, "claims": [r.to_json() for r in rows], "skipped": list(skipped), "tiers": tiers}
+
+
+def _seed_lines(rows: list[ReportRow]) -> list[str]:
+    """For multi-seed checks (:func:`~theorycheck.report.claims.over_seeds`): seeds passing and 95% t-intervals."""
+    out = []
+    for r in rows:
+        d = r.result.details
+        if "fraction_passed" not in d or "n_seeds" not in d:
+            continue
+        n = int(d["n_seeds"])
+        cis = [f"{k[:-5]} [{_fmt(v[0])}, {_fmt(v[1])}]" for k, v in d.items() if k.endswith("_ci95") and len(v) == 2]
+        out.append(
+            f"- seeds {d['seeds']}: {round(d['fraction_passed'] * n)}/{n} passed; 95% t-intervals over seeds: "
+            + "; ".join(cis)
+        )
+    return out + [""] if out else []
 
 
 def _tier_text(tiers: dict, n_cached: int) -> str:
