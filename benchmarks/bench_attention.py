@@ -2,8 +2,10 @@
 a straightforward numpy loop vs Monte Carlo; FLOP rate vs this machine's dgemm; closed-form grid.
 
 Run: ``python benchmarks/bench_attention.py``. All ratios are measured side by side in one run.
-FLOP counts (multiply-add = 2) of the structured evaluator: ``W^T W`` (2 V1^3), the per-topic
-block products ``E_k M_k`` (2 V1^3), the topic-row products (2 T V1^2) and the per-set kernel
+Nominal FLOP counts (multiply-add = 2; the same work definition for every version, so that
+rates compare like for like) of the structured evaluator: ``W^T W`` (2 V1^3), the per-topic
+block products ``E_k M_k`` (2 V1^3; the current kernel executes about half of them, see
+:func:`quad_flops`), the topic-row products (2 T V1^2) and the per-set kernel
 (~ n_sets V1 (2 tau^2 + 6 tau)); of the dense path with gradients: 6 V1^3 per topic set
 (``H W^T``, ``G^T H``, ``G W``). The dgemm rate is the best ``V1 x V1 @ V1 x V1`` product time.
 "dense-equiv/dgemm" divides the 2 V1^3 n_sets flops of a per-set ``H W^T`` evaluation by the
