@@ -292,7 +292,7 @@ class ResultCache:
             return False
 
     def timings(self) -> dict[str, float]:
-        """Measured seconds by claim id (the largest over its stored checks), for scheduling."""
+        """Measured seconds by claim id (``"<id> --full"`` for full-tier checks; the largest), for scheduling."""
         path = self.directory / "timings.json"
         try:
             data = json.loads(path.read_text())

@@ -142,17 +142,24 @@ def _lost(claim: Claim, params: dict, exc: BaseException) -> tuple[ClaimResult, 
     return res, 0.0, f"worker lost: {type(exc).__name__}: {exc}"
 
 
+def _timing_key(claim: Claim, tier: str) -> str:
+    return claim.id if tier == "default" else f"{claim.id} --full"
+
+
+def _estimate(check, timings) -> float:
+    """Expected seconds of one check: measured last time (by claim and tier), else the claim's ``cost`` hint
+    times its number of seeds."""
+    claim, params, tier = check
+    return timings.get(_timing_key(claim, tier), claim.cost * max(1, len(params.get("seeds", ()))))
+
+
 def _tasks(checks, todo, timings) -> list[list[int]]:
     """Checks to run, grouped (a claim ``group`` is one task), heaviest task first."""
     groups: dict = {}
     for i in todo:
         g = checks[i][0].group
         groups.setdefault(("g", g) if g is not None else ("i", i), []).append(i)
-
-    def cost(task):
-        return sum(timings.get(checks[i][0].id, checks[i][0].cost) for i in task)
-
-    return sorted(groups.values(), key=lambda t: -cost(t))
+    return sorted(groups.values(), key=lambda t: -sum(_estimate(checks[i], timings) for i in t))
 
 
 def _picklable(obj) -> bool:
@@ -216,7 +223,7 @@ def run_claims(
     todo = [i for i in range(len(checks)) if i not in rows]
     timings = cache.timings() if cache is not None else {}
     tasks = _tasks(checks, todo, timings)
-    est = sum(timings.get(checks[i][0].id, checks[i][0].cost) for i in todo)
+    est = sum(_estimate(checks[i], timings) for i in todo)
     bar = tqdm(total=len(checks), initial=len(rows), desc="claims", unit="check", disable=not progress)
 
     def done(task, outs):
@@ -252,6 +259,7 @@ def run_claims(
     if cache is not None:
         measured = {}
         for i in todo:
-            measured[checks[i][0].id] = max(measured.get(checks[i][0].id, 0.0), rows[i].seconds)
+            k = _timing_key(checks[i][0], checks[i][2])
+            measured[k] = max(measured.get(k, 0.0), rows[i].seconds)
         cache.record_timings(measured)
     return [rows[i] for i in range(len(checks))]
