@@ -166,9 +166,11 @@ class Transformer:
         shape, batch = info
         dX = np.zeros(shape)
         np.add.at(dX, (batch.qdoc, batch.qpos), dYq)
-        for lay in reversed(self.layers):
-            dX = lay.backward(dX)
-        emb.backward(batch.tokens, dX)
+        for i in reversed(range(len(self.layers))):
+            # the first layer's input gradient is only needed for a trained embedding
+            dX = self.layers[i].backward(dX, need_dX=i > 0 or emb.needs_grad)
+        if dX is not None:
+            emb.backward(batch.tokens, dX)
 
     def _collapsed(self, batch) -> bool:
         return isinstance(batch, CountBatch) and self.cfg.attention == "uniform" and not self.cfg.residual
