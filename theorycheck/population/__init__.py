@@ -24,6 +24,8 @@ family                  ``alpha_beta_loss_logK``,
                         ``stage1_block_constants``
 §2.1, §4.0 weighted     ``population_contexts``,     ``_contexts`` (every tau-subset as one
 contexts                ``PopulationContexts``       weighted context; nn.population_batch)
+§4.3 independent route ``symmetric_attention_loss``,  ``_symmetry`` (topic-permutation symmetry:
+(any T)                 ``alpha_beta_symmetric_loss``  one topic set, three query tokens, O(V1))
 §3.1 E, §4.0, §4.1      ``embedding_loss``,          ``_embedding_loss`` (chain rule on
 embedding model         ``embedding_loss_grad``,     ``value_loss_grad``)
                         ``EmbeddingLossGrad``
@@ -46,6 +48,7 @@ from ._attention_loss import AttentionLossGrad, SetSampledLoss, attention_loss, 
 from ._contexts import PopulationContexts, population_contexts
 from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad
 from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
+from ._symmetry import alpha_beta_symmetric_loss, symmetric_attention_loss
 from ._value_loss import value_loss, value_loss_grad
 
 __all__ = [
@@ -71,4 +74,6 @@ __all__ = [
     "EmbeddingLossGrad",
     "population_contexts",
     "PopulationContexts",
+    "symmetric_attention_loss",
+    "alpha_beta_symmetric_loss",
 ]
