@@ -48,11 +48,24 @@ def _offline(monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
+    real_connect = socket.socket.connect
+
+    def connect(self, *a, **k):  # local inter-process sockets (process pools) are not network
+        if self.family == getattr(socket, "AF_UNIX", None):
+            return real_connect(self, *a, **k)
+        raise RuntimeError("network access attempted in an offline test")
+
     def refuse(*a, **k):
         raise RuntimeError("network access attempted in an offline test")
 
-    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect", connect)
     monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+@pytest.fixture(autouse=True)
+def _private_result_cache(tmp_path_factory, monkeypatch):
+    """``verify``'s result cache in a per-session temporary folder, never the user's ~/.cache."""
+    monkeypatch.setenv("THEORYCHECK_CACHE_DIR", str(tmp_path_factory.getbasetemp() / "theorycheck-cache"))
 
 
 # ----- shared models (plain fixtures; hypothesis tests draw their own) --------------------------
