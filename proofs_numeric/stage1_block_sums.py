@@ -16,6 +16,7 @@ import numpy as np
 from theorycheck.population import moments, value_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import minimiser_violation, optimal_value_matrix
+from theorycheck.strategies import masking_params, model_params, params, seeds, tau_below_T
 
 from ._stage1 import models
 
@@ -57,6 +58,11 @@ def check(params: dict, inject: dict | None = None):
     return res
 
 
+def domain():
+    """T <= 8, v <= 4, every tau and masking (p_c != p_r allowed), seeds; two minimisers per draw."""
+    return params(model_params(max_T=8, max_v=4), masking_params(min_p_m=0.05), seeds(), n_minimisers=2)
+
+
 def falsify(params: dict) -> dict:
     """Add a generic 1e-4 perturbation: no longer a minimiser, block-sum gaps off by ~1e-4."""
     return {"perturb": 1e-4}
@@ -75,4 +81,6 @@ CLAIM = Claim(
         dict(T=5, v=3, tau=3, p_m=0.5, p_c=0.2, p_r=0.3, n_minimisers=4, seed=1),
     ),
     falsify=falsify,
+    domain=domain,
+    preconditions=(("tau < T", tau_below_T),),
 )

@@ -20,6 +20,7 @@ import shlex
 import sys
 
 from ._cli_common import _add_model_flags, _add_out_flags, _add_threads_flag, _command, _models
+from ._cli_explore import _add_explore_flags, _cmd_explore
 from ._cli_solve import _add_solve, _add_solve_flags, _cmd_solve
 
 __all__ = ["main", "build_parser"]
@@ -41,6 +42,7 @@ def _add_verify(sub):
     )
     p.add_argument("--no-cache", action="store_true", help="recompute every check (results are still stored)")
     p.add_argument("--scheduler", default=None, help="Dask scheduler address: run the checks on that cluster")
+    _add_explore_flags(p)
     p.set_defaults(func=_cmd_verify)
 
 
@@ -55,8 +57,11 @@ def _cmd_verify(args) -> int:
     claims = select_claims(CLAIMS, args.only)
     if args.list:
         for c in claims:
-            print(f"{c.id}\t{c.source}\t{c.statement}")
+            dom = "domain" if c.domain is not None else "no domain"
+            print(f"{c.id}\t{c.source}\t{c.statement}\t[{dom}; preconditions: {c.precondition_text() or '-'}]")
         return 0
+    if args.explore is not None:
+        return _cmd_explore(args, claims)
     jobs = default_jobs() if args.jobs is None else check_int("--jobs", args.jobs, low=1)
     out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
     tier = "full" if args.full else "default"

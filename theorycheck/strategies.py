@@ -8,6 +8,15 @@ default. Sizes are small by default so exact enumeration stays cheap. Bad argume
 >>> from theorycheck.strategies import topic_models, maskings
 >>> @given(topic_models(max_T=6), maskings())
 ... def test_something(tm, mk): ...
+
+Claim domains (``Claim.domain``, explored by ``theorycheck verify --explore``) are strategies of
+parameter *dicts*, composed with :func:`params`:
+
+>>> from theorycheck.strategies import params, model_params, masking_params, seeds
+>>> domain = params(model_params(max_T=8, max_v=4), masking_params(), seeds(), n_minimisers=2)
+>>> # draws e.g. {"T": 3, "v": 2, "tau": 2, "p_m": 0.4, "p_c": 0.1, "p_r": 0.25, "seed": 7, "n_minimisers": 2}
+
+Preconditions are module-level predicates of such dicts (:func:`tau_below_T`, :func:`p_c_positive`).
 """
 
 from __future__ import annotations
@@ -18,7 +27,17 @@ from hypothesis import strategies as st
 from ._validate import check_int, check_prob
 from .config import Masking, TopicModel
 
-__all__ = ["topic_models", "maskings", "matrices"]
+__all__ = [
+    "topic_models",
+    "maskings",
+    "matrices",
+    "model_params",
+    "masking_params",
+    "seeds",
+    "params",
+    "tau_below_T",
+    "p_c_positive",
+]
 
 
 def _order(name_lo, lo, name_hi, hi):
@@ -123,3 +142,88 @@ def matrices(n: int, *, scale: float = 1.0, symmetric: bool = False) -> st.Searc
         return (M + M.T) / 2 if symmetric else M
 
     return st.integers(0, 2**32 - 1).map(make)
+
+
+def model_params(
+    *,
+    min_T: int = 2,
+    max_T: int = 8,
+    min_v: int = 1,
+    max_v: int = 4,
+    min_tau: int = 1,
+    max_tau: int | None = None,
+    dirichlet: bool = False,
+) -> st.SearchStrategy[dict]:
+    """Strategy for topic-model parameter dicts ``{"T", "v", "tau"}`` (SPEC §2).
+
+    Same bounds as :func:`topic_models`; with ``dirichlet=True`` some draws are
+    ``{"T", "v", "prior": "dirichlet", "alpha"}`` with ``alpha`` in ``[0.05, 5]``.
+    Shrinks towards the smallest T, v, tau.
+
+    >>> model_params(max_T=4).example()  # doctest: +SKIP
+    {'T': 3, 'v': 1, 'tau': 3}
+    """
+    kinds = [topic_models(min_T=min_T, max_T=max_T, min_v=min_v, max_v=max_v, min_tau=min_tau, max_tau=max_tau)]
+    if dirichlet:
+        kinds.append(topic_models(min_T=min_T, max_T=max_T, min_v=min_v, max_v=max_v, prior="dirichlet"))
+
+    def as_dict(tm: TopicModel) -> dict:
+        if tm.prior == "dirichlet":
+            return {"T": tm.T, "v": tm.v, "prior": "dirichlet", "alpha": tm.alpha}
+        return {"T": tm.T, "v": tm.v, "tau": tm.tau}
+
+    return st.one_of(kinds).map(as_dict)
+
+
+def masking_params(
+    *, min_p_m: float = 0.01, max_p_m: float = 1.0, allow_no_mask_token: bool = True
+) -> st.SearchStrategy[dict]:
+    """Strategy for masking parameter dicts ``{"p_m", "p_c", "p_r"}`` (SPEC §2.2), ``p_c != p_r`` allowed.
+
+    Drawn by :func:`maskings` (``a = 1 - p_m (1 - p_c) >= 0.05``).
+
+    >>> masking_params(min_p_m=0.1).example()  # doctest: +SKIP
+    {'p_m': 0.5, 'p_c': 0.0, 'p_r': 0.25}
+    """
+    inner = maskings(min_p_m=min_p_m, max_p_m=max_p_m, allow_no_mask_token=allow_no_mask_token)
+    return inner.map(lambda mk: {"p_m": mk.p_m, "p_c": mk.p_c, "p_r": mk.p_r})
+
+
+def seeds(*, max_seed: int = 2**16 - 1) -> st.SearchStrategy[dict]:
+    """Strategy for ``{"seed": s}`` with ``0 <= s <= max_seed`` (shrinks towards seed 0).
+
+    >>> seeds(max_seed=9).example()  # doctest: +SKIP
+    {'seed': 4}
+    """
+    max_seed = check_int("max_seed", max_seed, low=0)
+    return st.integers(0, max_seed).map(lambda s: {"seed": s})
+
+
+def params(*parts: st.SearchStrategy[dict], **fixed) -> st.SearchStrategy[dict]:
+    """Merge strategies of dicts (later keys win) and the fixed entries ``fixed`` into one dict strategy.
+
+    >>> params(model_params(), masking_params(), n_minimisers=2).example()  # doctest: +SKIP
+    {'T': 2, 'v': 1, 'tau': 1, 'p_m': 0.01, 'p_c': 0.0, 'p_r': 0.0, 'n_minimisers': 2}
+    """
+    for i, part in enumerate(parts):
+        if not isinstance(part, st.SearchStrategy):
+            raise TypeError(f"params: part {i} must be a hypothesis strategy, got {type(part).__name__}")
+
+    def merge(dicts) -> dict:
+        out: dict = {}
+        for d in dicts:
+            out.update(d)
+        out.update(fixed)
+        return out
+
+    return st.tuples(*parts).map(merge)
+
+
+def tau_below_T(p: dict) -> bool:
+    """Precondition ``tau < T`` (more than one document law; SPEC §4.2). Dirichlet priors pass."""
+    return p.get("prior", "uniform-tau") == "dirichlet" or p["tau"] < p["T"]
+
+
+def p_c_positive(p: dict) -> bool:
+    """Precondition ``p_c > 0`` (some masked tokens are kept as themselves; SPEC §4.3)."""
+    return p["p_c"] > 0

@@ -154,6 +154,8 @@ def write_report(
             seen.add(c.id)
             md += [f"### {c.id} ({c.source})", "", c.statement, "", f"Source: {c.spec}.", ""]
             md += [f"Tiers: {len(c.default_params)} default check(s); `--full` adds {len(c.full_params)}.", ""]
+            dom = "declared (`verify --explore N`)" if c.domain is not None else "none (not explored)"
+            md += [f"Preconditions: {c.precondition_text() or 'none'}. Domain: {dom}.", ""]
             md += _seed_lines([x for x in rows if x.claim is c])
             for name in fig_paths.get(c.id, []):
                 md += [f"![{c.id} {name}](figures/{name})", ""]

@@ -107,6 +107,14 @@ class Claim:
     group : str, optional
         Checks of claims sharing a group run one after another in one worker, so that they share
         in-process caches (e.g. the realdata encoder pass).
+    domain : callable, optional
+        ``domain() -> hypothesis strategy`` of parameter dicts: the claim's configuration space,
+        bounded for cost, explored by ``theorycheck verify --explore N``
+        (:mod:`theorycheck.report.explore`). Claims without one are skipped by explore.
+    preconditions : tuple of (str, callable)
+        ``(description, predicate(params) -> bool)`` pairs the claim needs (e.g.
+        ``("tau < T", tau_below_T)``); explore draws only configurations satisfying all of them.
+        Use module-level functions (claims are pickled for the process pool).
     """
 
     id: str
@@ -120,12 +128,27 @@ class Claim:
     full_params: tuple = ()
     cost: float = 1.0
     group: str | None = None
+    domain: Callable[[], Any] | None = None
+    preconditions: tuple = ()
 
     def __post_init__(self):
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}, got {self.source!r}")
         if not self.default_params:
             raise ValueError(f"claim {self.id!r} needs at least one default parameter set")
+        for pre in self.preconditions:
+            if not (isinstance(pre, tuple) and len(pre) == 2 and isinstance(pre[0], str) and callable(pre[1])):
+                raise TypeError(f"claim {self.id!r}: preconditions must be (description, predicate) pairs, got {pre!r}")
+        if self.domain is not None and not callable(self.domain):
+            raise TypeError(f"claim {self.id!r}: domain must be a callable returning a strategy, got {self.domain!r}")
+
+    def precondition_text(self) -> str:
+        """The preconditions' descriptions joined by ``" and "`` (``""`` if none)."""
+        return " and ".join(d for d, _ in self.preconditions)
+
+    def satisfies(self, params: dict) -> bool:
+        """True iff ``params`` satisfies every precondition."""
+        return all(pred(params) for _, pred in self.preconditions)
 
     def params_for(self, tier: str = "default") -> tuple:
         """The configurations of a tier: ``"default"`` (``default_params``) or ``"full"`` (``+ full_params``)."""

@@ -67,6 +67,8 @@ class ReportRow:
             "source": self.claim.source,
             "spec": self.claim.spec,
             "tier": self.tier,
+            "preconditions": [d for d, _ in self.claim.preconditions],
+            "has_domain": self.claim.domain is not None,
             "params": jsonable(r.params),
             "expected": jsonable(r.expected),
             "measured": jsonable(r.measured),
