@@ -11,6 +11,7 @@ from __future__ import annotations
 from theorycheck import Masking, TopicModel
 from theorycheck.population import moments
 from theorycheck.report.claims import Claim, compare_close
+from theorycheck.strategies import masking_params, model_params, params
 
 TOL = 1e-13
 
@@ -26,6 +27,11 @@ def check(params: dict, inject: dict | None = None):
     res = compare_close(max(err_S, err_C), 0.0, TOL, details={"err_Sigma": float(err_S), "err_C": float(err_C)})
     res.expected = "closed form == enumeration"
     return res
+
+
+def domain():
+    """Every tau <= T <= 10 (enumeration of the tau-subsets stays cheap), v <= 5, every masking."""
+    return params(model_params(max_T=10, max_v=5), masking_params())
 
 
 def falsify(params: dict) -> dict:
@@ -52,4 +58,5 @@ CLAIM = Claim(
         dict(T=7, v=3, tau=4, p_m=0.3, p_c=0.2, p_r=0.3),
     ),
     falsify=falsify,
+    domain=domain,
 )
