@@ -56,6 +56,8 @@ class ClaimResult:
         Extra JSON-serialisable numbers (errors of each method, timings, ...).
     data : dict
         Arrays for figures; not written to results.json.
+    label : str
+        The sub-check in words, e.g. ``"beta* <= 0"`` (``compare_all`` keeps the deciding one's).
     """
 
     passed: bool
@@ -66,6 +68,7 @@ class ClaimResult:
     params: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
     data: dict = field(default_factory=dict)
+    label: str = ""
 
     def __post_init__(self):
         self.passed = bool(self.passed) and _finite(self.margin)
@@ -227,6 +230,7 @@ def compare_all(results: list[ClaimResult]) -> ClaimResult:
         tolerance=worst.tolerance,
         details=details,
         data=data,
+        label=worst.label,
     )
 
 
@@ -298,6 +302,7 @@ def over_seeds(check_one: Callable[..., ClaimResult], params: dict, inject=None,
         tolerance=worst.tolerance,
         details=details,
         data=results[0].data,
+        label=worst.label,
     )
 
 
