@@ -17,12 +17,14 @@ from . import analysis, population, solvers
 from ._validate import TheorycheckWarning
 from .analysis import dynamics, landscape, stats
 from .config import Masking, TopicModel
+from .general_model import GeneralTopicModel
 
 __version__ = "0.1.0"
 
 __all__ = [
     "TopicModel",
     "Masking",
+    "GeneralTopicModel",
     "TheorycheckWarning",
     "population",
     "solvers",

@@ -223,6 +223,12 @@ def check_models(tm, mk=_NOT_GIVEN) -> None:
     """Raise ``TypeError`` unless ``tm`` is a :class:`TopicModel` and ``mk`` (when passed, even
     as ``None``) is a :class:`Masking`."""
     if not isinstance(tm, TopicModel):
+        if type(tm).__name__ == "GeneralTopicModel":
+            raise TypeError(
+                "tm: this function needs the paper's symmetric TopicModel (disjoint topics of v equally likely "
+                "words); a GeneralTopicModel is accepted by moments, value_loss, embedding_loss, attention_loss, "
+                "the solvers' generic methods, sampling and training (SPEC §11)"
+            )
         raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
     if mk is not _NOT_GIVEN and not isinstance(mk, Masking):
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")

@@ -1,0 +1,299 @@
+"""A topic model with ANY topic-word matrix (SPEC §11): overlapping, unequal and Zipfian topics.
+
+The paper's model (:class:`~theorycheck.config.TopicModel`) has ``T`` disjoint topics of ``v``
+equally likely words. :class:`GeneralTopicModel` keeps its document law (a uniform random
+``tau``-subset of topics, or Dirichlet topic proportions) and token layout (0 = [MASK], words
+``1 .. n_words``, ``V1 = n_words + 1``) but lets the topic-word matrix be any row-stochastic
+``phi`` of shape ``(T, n_words)``:
+
+.. math::  p_\\theta = \\phi^\\top \\theta \\quad (\\text{over the words}),\\qquad
+           \\theta = \\tfrac{1}{\\tau} 1_S \\ (\\text{uniform-}\\tau)\\ \\text{or}\\ \\theta \\sim
+           \\mathrm{Dir}(\\alpha).
+
+Everything the population theory needs from the document law is ``E[theta]`` and
+``E[theta theta^T]`` (:meth:`GeneralTopicModel.theta_moments`), in closed form for both laws.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._validate import check_choice, check_int, check_real
+from .config import PRIORS, TopicModel
+
+__all__ = ["GeneralTopicModel", "ROW_SUM_TOL", "is_general"]
+
+#: Largest allowed ``|sum_w phi[t, w] - 1|`` for a row of ``phi``; rows are then renormalised exactly.
+ROW_SUM_TOL = 1e-8
+
+
+def is_general(tm) -> bool:
+    """True iff ``tm`` is a :class:`GeneralTopicModel`."""
+    return isinstance(tm, GeneralTopicModel)
+
+
+def _check_phi(phi) -> np.ndarray:
+    if isinstance(phi, np.ndarray | list | tuple):
+        arr = np.asarray(phi)
+    else:
+        raise TypeError(f"phi must be an array of shape (T, n_words), got {type(phi).__name__}")
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise TypeError(f"phi must be a real array, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise TypeError("phi must be real, got a complex array")
+    if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
+        raise ValueError(f"phi must have shape (T, n_words) with T >= 1 and n_words >= 1, got shape {arr.shape}")
+    arr = arr.astype(np.float64)
+    if not np.all(np.isfinite(arr)):
+        raise ValueError("phi must be finite (no NaN or inf entries)")
+    if np.any(arr < 0):
+        t, w = np.argwhere(arr < 0)[0]
+        raise ValueError(f"phi must be non-negative, got phi[{t}, {w}] = {float(arr[t, w])!r}")
+    dev = np.abs(arr.sum(axis=1) - 1.0)
+    if np.any(dev > ROW_SUM_TOL):
+        t = int(np.argmax(dev))
+        raise ValueError(
+            f"phi rows must sum to 1 within {ROW_SUM_TOL:g} (row-stochastic), "
+            f"got row {t} summing to {float(arr[t].sum())!r}"
+        )
+    unused = np.flatnonzero(arr.sum(axis=0) <= 0)
+    if unused.size:
+        raise ValueError(
+            f"phi: every word must have positive probability in some topic; words (1-based tokens) "
+            f"{(unused[:5] + 1).tolist()} are in no topic"
+        )
+    arr = arr / arr.sum(axis=1, keepdims=True)
+    arr.setflags(write=False)
+    return arr
+
+
+def _check_alpha(alpha, T: int) -> np.ndarray:
+    a = np.asarray(alpha, dtype=np.float64) if not isinstance(alpha, str) else None
+    if a is None or a.ndim > 1 or (a.ndim == 1 and a.shape != (T,)):
+        raise ValueError(f"alpha must be a real number > 0 or a vector of T={T} numbers > 0, got {alpha!r}")
+    if not np.all(np.isfinite(a)) or np.any(a <= 0):
+        raise ValueError(f"alpha must be > 0 and finite (Dirichlet concentration), got {alpha!r}")
+    out = np.broadcast_to(a, (T,)).astype(np.float64)
+    out.setflags(write=False)
+    return out
+
+
+class GeneralTopicModel:
+    """Documents from any row-stochastic topic-word matrix ``phi`` (SPEC §11).
+
+    Parameters
+    ----------
+    phi : array_like, shape (T, n_words)
+        ``phi[t, w-1] = p(word w | topic t)``; non-negative, each row sums to 1 within
+        :data:`ROW_SUM_TOL` (then renormalised), every word in some topic.
+    prior : {"uniform-tau", "dirichlet"}
+        ``"uniform-tau"``: ``theta = 1_S / tau`` for a uniformly random ``tau``-subset ``S``;
+        ``"dirichlet"``: ``theta ~ Dirichlet(alpha)``.
+    tau : int, optional
+        ``1 <= tau <= T``; required iff ``prior="uniform-tau"``.
+    alpha : float or array_like of shape (T,), optional
+        Dirichlet concentration (symmetric or a vector), ``> 0``; required iff ``prior="dirichlet"``.
+
+    Examples
+    --------
+    >>> g = GeneralTopicModel.overlapping(T=4, v=3, eps=0.2, tau=2)
+    >>> g.T, g.n_words, g.V1
+    (4, 12, 13)
+    """
+
+    def __init__(self, phi, prior: str = "uniform-tau", tau: int | None = None, alpha=None):
+        check_choice("prior", prior, PRIORS)
+        self._phi = _check_phi(phi)
+        T = self._phi.shape[0]
+        if prior == "uniform-tau":
+            if tau is None:
+                raise ValueError(f"tau is required for prior='uniform-tau' (an integer in [1, T={T}])")
+            if alpha is not None:
+                raise ValueError("alpha is only used with prior='dirichlet'; pass alpha=None")
+            self._tau = check_int("tau", tau, low=1, high=T)
+            self._alpha = None
+        else:
+            if tau is not None:
+                raise ValueError("tau is not used with prior='dirichlet'; pass tau=None")
+            if alpha is None:
+                raise ValueError("alpha is required for prior='dirichlet' (a number > 0 or a vector of T numbers > 0)")
+            self._tau = None
+            self._alpha = _check_alpha(alpha, T)
+        self._prior = prior
+        if self._phi.shape[1] + 1 > 2**31 - 1:
+            raise ValueError(f"n_words must be < 2**31 - 1, got {self._phi.shape[1]}")
+
+    # ----- attributes -----------------------------------------------------------------
+    phi = property(lambda self: self._phi, doc="Topic-word matrix, shape ``(T, n_words)`` (read-only).")
+    prior = property(lambda self: self._prior, doc="``'uniform-tau'`` or ``'dirichlet'``.")
+    tau = property(lambda self: self._tau, doc="Topics per document (uniform-tau prior), else None.")
+    alpha = property(lambda self: self._alpha, doc="Dirichlet concentration vector ``(T,)``, else None.")
+    T = property(lambda self: self._phi.shape[0], doc="Number of topics.")
+    n_words = property(lambda self: self._phi.shape[1], doc="Number of words.")
+    V1 = property(lambda self: self._phi.shape[1] + 1, doc="Number of tokens including [MASK].")
+
+    @property
+    def n_topic_sets(self):
+        """``C(T, tau)`` for the uniform-tau prior (``inf`` for the Dirichlet prior)."""
+        return math.inf if self._prior == "dirichlet" else math.comb(self.T, self._tau)
+
+    def __repr__(self) -> str:
+        law = f"tau={self._tau}" if self._tau is not None else f"alpha={self._alpha.tolist()}"
+        return f"GeneralTopicModel(T={self.T}, n_words={self.n_words}, prior={self._prior!r}, {law})"
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, GeneralTopicModel):
+            return NotImplemented
+        same_alpha = (self._alpha is None and other._alpha is None) or (
+            self._alpha is not None and other._alpha is not None and np.array_equal(self._alpha, other._alpha)
+        )
+        return (
+            self._prior == other._prior
+            and self._tau == other._tau
+            and same_alpha
+            and np.array_equal(self._phi, other._phi)
+        )
+
+    def __hash__(self) -> int:
+        alpha = None if self._alpha is None else self._alpha.tobytes()
+        return hash((self._phi.shape, self._phi.tobytes(), self._prior, self._tau, alpha))
+
+    # ----- document law ---------------------------------------------------------------
+    def theta_moments(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(E[theta], E[theta theta^T])`` of the document law, shapes ``(T,)`` and ``(T, T)``.
+
+        Uniform-tau: ``E[theta] = 1/T``, ``E[theta_i^2] = 1/(tau T)``,
+        ``E[theta_i theta_j] = (tau - 1)/(tau T (T - 1))`` (i != j).
+        Dirichlet(alpha), ``alpha_0 = sum alpha``: ``E[theta] = alpha/alpha_0``,
+        ``E[theta theta^T] = (alpha alpha^T + diag(alpha))/(alpha_0 (alpha_0 + 1))``.
+        """
+        T = self.T
+        if self._prior == "uniform-tau":
+            tau = self._tau
+            off = (tau - 1) / (tau * T * (T - 1)) if T > 1 else 0.0
+            M2 = np.full((T, T), off)
+            np.fill_diagonal(M2, 1.0 / (tau * T))
+            return np.full(T, 1.0 / T), M2
+        a = self._alpha
+        a0 = float(a.sum())
+        return a / a0, (np.outer(a, a) + np.diag(a)) / (a0 * (a0 + 1.0))
+
+    def topic_token_matrix(self) -> np.ndarray:
+        """``Phi`` of shape ``(T, V1)``: row ``t`` is topic t's word law over tokens (column 0, [MASK], is 0)."""
+        out = np.zeros((self.T, self.V1))
+        out[:, 1:] = self._phi
+        return out
+
+    def word_density(self, theta) -> np.ndarray:
+        """``p_theta = phi^T theta`` over tokens, shape ``(..., V1)`` (entry 0 is 0); ``theta``: ``(..., T)``."""
+        th = np.asarray(theta, dtype=np.float64)
+        if th.shape[-1:] != (self.T,):
+            raise ValueError(f"theta must have last dimension T={self.T}, got shape {th.shape}")
+        out = np.zeros(th.shape[:-1] + (self.V1,))
+        out[..., 1:] = th @ self._phi
+        return out
+
+    # ----- word topics ----------------------------------------------------------------
+    def dominant_topic(self) -> np.ndarray:
+        """Each word's most likely topic ``argmax_t phi[t, w]`` (ties: the smallest t), shape ``(n_words,)``."""
+        return np.argmax(self._phi, axis=0)
+
+    def token_topics(self) -> np.ndarray:
+        """Dominant topic of every token ``0 .. V1-1`` (``-1`` for [MASK]); matches ``TopicModel.token_topics``."""
+        return np.concatenate([[-1], self.dominant_topic()])
+
+    # ----- constructors ----------------------------------------------------------------
+    @classmethod
+    def from_topic_model(cls, tm: TopicModel) -> GeneralTopicModel:
+        """The paper's model exactly: ``phi[t] = 1_{topic t} / v`` with the same document law."""
+        if not isinstance(tm, TopicModel):
+            raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
+        phi = np.kron(np.eye(tm.T), np.full((1, tm.v), 1.0 / tm.v))
+        return cls(phi, prior=tm.prior, tau=tm.tau, alpha=tm.alpha)
+
+    @classmethod
+    def overlapping(
+        cls, T: int, v: int, eps: float | None = None, *, n_shared: int | None = None, **law
+    ) -> GeneralTopicModel:
+        """Overlapping topics over ``T v`` words; exactly one of ``eps`` or ``n_shared``.
+
+        ``eps`` in [0, 1]: each topic mixed with the uniform word law,
+        ``phi = (1 - eps) phi_disjoint + eps 1/(T v)`` (``eps = 0`` is the paper's model).
+        ``n_shared`` in [0, v]: topic ``t`` is uniform over its own ``v`` words and the first
+        ``n_shared`` words of topic ``t + 1`` (cyclically; ``T >= 2``).
+        ``law``: ``prior``, ``tau``, ``alpha`` as in the constructor.
+        """
+        T = check_int("T", T, low=1)
+        v = check_int("v", v, low=1)
+        if (eps is None) == (n_shared is None):
+            raise ValueError("pass exactly one of eps (mixing with the uniform law) or n_shared (shared words)")
+        base = np.kron(np.eye(T), np.full((1, v), 1.0 / v))
+        if eps is not None:
+            eps = check_real("eps", eps, low=0.0, high=1.0)
+            return cls((1.0 - eps) * base + eps / (T * v), **law)
+        if T < 2:
+            raise ValueError(f"n_shared needs T >= 2 topics (a neighbour to share with), got T={T}")
+        n_shared = check_int("n_shared", n_shared, low=0, high=v)
+        support = (base > 0).astype(np.float64)
+        for t in range(T):
+            nb = (t + 1) % T
+            support[t, nb * v : nb * v + n_shared] = 1.0
+        return cls(support / support.sum(axis=1, keepdims=True), **law)
+
+    @classmethod
+    def zipf(cls, T: int, v: int, s: float, **law) -> GeneralTopicModel:
+        """Disjoint topics of ``v`` words with Zipfian frequencies ``phi[t, k] ∝ (k + 1)^(-s)``, ``s >= 0``."""
+        T = check_int("T", T, low=1)
+        v = check_int("v", v, low=1)
+        s = check_real("s", s, low=0.0)
+        w = np.arange(1, v + 1, dtype=np.float64) ** (-s)
+        return cls(np.kron(np.eye(T), (w / w.sum())[None, :]), **law)
+
+    @classmethod
+    def unequal(cls, sizes, **law) -> GeneralTopicModel:
+        """Disjoint topics of ``sizes[t] >= 1`` words each, uniform inside a topic."""
+        sizes = [check_int(f"sizes[{i}]", s, low=1) for i, s in enumerate(np.atleast_1d(sizes).tolist())]
+        if not sizes:
+            raise ValueError("sizes must list at least one topic size")
+        phi = np.zeros((len(sizes), sum(sizes)))
+        start = 0
+        for t, s in enumerate(sizes):
+            phi[t, start : start + s] = 1.0 / s
+            start += s
+        return cls(phi, **law)
+
+    @classmethod
+    def from_lda(cls, fit, *, prior: str = "dirichlet", tau=None, alpha=0.1, floor: float = 0.0) -> GeneralTopicModel:
+        """From a fitted LDA: a :class:`theorycheck.realdata.TopicFit`, an object with ``components_``
+        (scikit-learn) or a ``(T, n_words)`` array of non-negative weights (rows are normalised).
+
+        ``floor >= 0`` is added to every weight before normalising (keeps every word in some topic).
+        Default law: Dirichlet(``alpha`` = 0.1), the paper's experiments.
+        """
+        weights = getattr(fit, "phi", None)
+        if weights is None:
+            weights = getattr(fit, "components_", fit)
+        w = np.array(weights, dtype=np.float64)
+        if w.ndim != 2:
+            raise ValueError(f"fit must give a (T, n_words) topic-word matrix, got shape {w.shape}")
+        floor = check_real("floor", floor, low=0.0)
+        if not np.all(np.isfinite(w)) or np.any(w < 0):
+            raise ValueError("fit: topic-word weights must be finite and non-negative")
+        w = w + floor
+        rows = w.sum(axis=1, keepdims=True)
+        if np.any(rows <= 0):
+            raise ValueError("fit: every topic needs a positive total weight")
+        if prior == "dirichlet":
+            return cls(w / rows, prior=prior, alpha=alpha)
+        return cls(w / rows, prior=prior, tau=tau)
+
+    # ----- serialisation ---------------------------------------------------------------
+    def to_dict(self) -> dict:
+        alpha = None if self._alpha is None else self._alpha.tolist()
+        return {"phi": self._phi.tolist(), "prior": self._prior, "tau": self._tau, "alpha": alpha}
+
+    @classmethod
+    def from_dict(cls, d: dict) -> GeneralTopicModel:
+        return cls(d["phi"], prior=d.get("prior", "uniform-tau"), tau=d.get("tau"), alpha=d.get("alpha"))
