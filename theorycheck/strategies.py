@@ -16,6 +16,10 @@ parameter *dicts*, composed with :func:`params`:
 >>> domain = params(model_params(max_T=8, max_v=4), masking_params(), seeds(), n_minimisers=2)
 >>> # draws e.g. {"T": 3, "v": 2, "tau": 2, "p_m": 0.4, "p_c": 0.1, "p_r": 0.25, "seed": 7, "n_minimisers": 2}
 
+Strategies of arrays for claims and tests: :func:`score_matrices` (general scores S, up to 1e4),
+:func:`value_matrices`, :func:`decoder_biases` (None or a vector); :func:`choices` draws a claim
+subject's optional arguments (``loss``, ``mask_keys``, ...) as a dict.
+
 Preconditions are module-level predicates of such dicts (:func:`tau_below_T`, :func:`p_c_positive`).
 """
 
@@ -31,9 +35,13 @@ __all__ = [
     "topic_models",
     "maskings",
     "matrices",
+    "score_matrices",
+    "value_matrices",
+    "decoder_biases",
     "model_params",
     "masking_params",
     "seeds",
+    "choices",
     "params",
     "tau_below_T",
     "p_c_positive",
@@ -63,6 +71,12 @@ def topic_models(
     - ``prior``: ``"uniform-tau"`` or ``"dirichlet"`` (then ``alpha`` is drawn from [0.05, 5]).
 
     Shrinks towards the smallest T, v and tau.
+
+    Examples
+    --------
+    >>> from theorycheck.strategies import topic_models
+    >>> topic_models(max_T=4, prior="dirichlet").example()  # doctest: +SKIP
+    TopicModel(T=3, v=2, tau=None, prior='dirichlet', alpha=0.5)
     """
     min_T = check_int("min_T", min_T, low=1)
     max_T = min_T + 6 if max_T is None else check_int("max_T", max_T, low=1)
@@ -107,6 +121,12 @@ def maskings(
     Draws ``(p_c, p_r)`` uniformly in the simplex corner ``p_c + p_r <= 1`` and rejects
     configurations with ``a = 1 - p_m (1 - p_c) < 0.05`` (no visible document at all),
     which no loss of the paper is about. Shrinks towards the smallest ``p_m``.
+
+    Examples
+    --------
+    >>> from theorycheck.strategies import maskings
+    >>> maskings(min_p_m=0.1, allow_no_mask_token=False).example()  # doctest: +SKIP
+    Masking(p_m=0.5, p_c=0.25, p_r=0.1)
     """
     min_p_m = check_prob("min_p_m", min_p_m)
     max_p_m = check_prob("max_p_m", max_p_m)
@@ -132,6 +152,12 @@ def matrices(n: int, *, scale: float = 1.0, symmetric: bool = False) -> st.Searc
 
     Drawn from a seed so that large matrices stay cheap to generate and shrink well
     (shrinks towards the matrix of seed 0).
+
+    Examples
+    --------
+    >>> from theorycheck.strategies import matrices
+    >>> matrices(4, scale=2.0, symmetric=True).example().shape  # doctest: +SKIP
+    (4, 4)
     """
     n = check_int("n", n, low=1)
     if not scale > 0:
@@ -160,6 +186,8 @@ def model_params(
     ``{"T", "v", "prior": "dirichlet", "alpha"}`` with ``alpha`` in ``[0.05, 5]``.
     Shrinks towards the smallest T, v, tau.
 
+    Examples
+    --------
     >>> model_params(max_T=4).example()  # doctest: +SKIP
     {'T': 3, 'v': 1, 'tau': 3}
     """
@@ -182,6 +210,8 @@ def masking_params(
 
     Drawn by :func:`maskings` (``a = 1 - p_m (1 - p_c) >= 0.05``).
 
+    Examples
+    --------
     >>> masking_params(min_p_m=0.1).example()  # doctest: +SKIP
     {'p_m': 0.5, 'p_c': 0.0, 'p_r': 0.25}
     """
@@ -192,6 +222,8 @@ def masking_params(
 def seeds(*, max_seed: int = 2**16 - 1) -> st.SearchStrategy[dict]:
     """Strategy for ``{"seed": s}`` with ``0 <= s <= max_seed`` (shrinks towards seed 0).
 
+    Examples
+    --------
     >>> seeds(max_seed=9).example()  # doctest: +SKIP
     {'seed': 4}
     """
@@ -199,9 +231,99 @@ def seeds(*, max_seed: int = 2**16 - 1) -> st.SearchStrategy[dict]:
     return st.integers(0, max_seed).map(lambda s: {"seed": s})
 
 
+def _seeded_uniform(shape, scale, seed) -> np.ndarray:
+    """Entries uniform in ``[-scale, scale]`` from ``default_rng(seed)`` (float64, finite)."""
+    return np.random.default_rng(seed).uniform(-scale, scale, size=shape)
+
+
+def _check_scale(name, value, *, cap=1e4) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= cap:
+        raise ValueError(f"{name} must be a number in (0, {cap:g}], got {value!r}")
+    return float(value)
+
+
+def score_matrices(
+    V1: int, *, max_scale: float = 10.0, min_scale: float | None = None
+) -> st.SearchStrategy[np.ndarray]:
+    """Strategy for general attention score matrices ``S`` of shape ``(V1, V1)`` (SPEC §4.3).
+
+    ``S[a, b]`` is the score of key token b for query token a. A scale ``s`` is drawn in
+    ``[min_scale, max_scale]`` (``max_scale <= 1e4``: large scores saturate the softmax; default
+    ``min_scale = max_scale / 100``) and the entries are uniform in ``[-s, s]`` from a drawn seed.
+    Shrinks towards the smallest scale and seed 0.
+
+    Examples
+    --------
+    >>> from theorycheck.strategies import score_matrices
+    >>> S = score_matrices(7, max_scale=1e4).example()  # doctest: +SKIP
+    >>> S.shape, bool(abs(S).max() <= 1e4)  # doctest: +SKIP
+    ((7, 7), True)
+    """
+    V1 = check_int("V1", V1, low=1)
+    max_scale = _check_scale("max_scale", max_scale)
+    min_scale = max_scale / 100 if min_scale is None else _check_scale("min_scale", min_scale)
+    _order("min_scale", min_scale, "max_scale", max_scale)
+    scale = st.floats(min_scale, max_scale, allow_nan=False, allow_infinity=False)
+    return st.tuples(scale, st.integers(0, 2**32 - 1)).map(lambda t: _seeded_uniform((V1, V1), t[0], t[1]))
+
+
+def value_matrices(V1: int, *, scale: float = 1.0) -> st.SearchStrategy[np.ndarray]:
+    """Strategy for value matrices ``W`` (``W^V``, or ``W^dec W^V``) of shape ``(V1, V1)`` (SPEC §4.0, §4.3).
+
+    Entries uniform in ``[-scale, scale]`` (``0 < scale <= 1e4``) from a drawn seed; shrinks to seed 0.
+
+    Examples
+    --------
+    >>> from theorycheck.strategies import value_matrices
+    >>> value_matrices(5, scale=0.5).example().shape  # doctest: +SKIP
+    (5, 5)
+    """
+    V1 = check_int("V1", V1, low=1)
+    scale = _check_scale("scale", scale)
+    return st.integers(0, 2**32 - 1).map(lambda seed: _seeded_uniform((V1, V1), scale, seed))
+
+
+def decoder_biases(V1: int, *, scale: float = 1.0, allow_none: bool = True) -> st.SearchStrategy:
+    """Strategy for decoder biases ``b^dec``: ``None`` (no bias; only if ``allow_none``) or a float64
+    vector of shape ``(V1,)`` with entries uniform in ``[-scale, scale]`` (SPEC §3, §4.3). Shrinks to None.
+
+    Examples
+    --------
+    >>> from theorycheck.strategies import decoder_biases
+    >>> b = decoder_biases(5, allow_none=False).example()  # doctest: +SKIP
+    >>> b.shape  # doctest: +SKIP
+    (5,)
+    """
+    V1 = check_int("V1", V1, low=1)
+    scale = _check_scale("scale", scale)
+    vectors = st.integers(0, 2**32 - 1).map(lambda seed: _seeded_uniform((V1,), scale, seed))
+    return st.one_of(st.none(), vectors) if allow_none else vectors
+
+
+def choices(**options) -> st.SearchStrategy[dict]:
+    """Strategy for dicts drawing each keyword's value from its non-empty sequence of options
+    (e.g. a claim subject's optional arguments); shrinks to the first option of each.
+
+    Examples
+    --------
+    >>> from theorycheck.strategies import choices, model_params, params
+    >>> choices(loss=("squared", "ce"), mask_keys=(False, True)).example()  # doctest: +SKIP
+    {'loss': 'ce', 'mask_keys': False}
+    >>> domain = params(model_params(max_T=4), choices(loss=("squared", "ce")))
+    """
+    parts = {}
+    for key, opts in options.items():
+        if isinstance(opts, (str, bytes)) or not hasattr(opts, "__len__") or len(opts) == 0:
+            raise ValueError(f"choices: {key} must be a non-empty sequence of options, got {opts!r}")
+        parts[key] = st.sampled_from(tuple(opts))
+    return st.fixed_dictionaries(parts)
+
+
 def params(*parts: st.SearchStrategy[dict], **fixed) -> st.SearchStrategy[dict]:
     """Merge strategies of dicts (later keys win) and the fixed entries ``fixed`` into one dict strategy.
 
+    Examples
+    --------
     >>> params(model_params(), masking_params(), n_minimisers=2).example()  # doctest: +SKIP
     {'T': 2, 'v': 1, 'tau': 1, 'p_m': 0.01, 'p_c': 0.0, 'p_r': 0.0, 'n_minimisers': 2}
     """
