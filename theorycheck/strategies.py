@@ -25,6 +25,8 @@ Preconditions are module-level predicates of such dicts (:func:`tau_below_T`, :f
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from hypothesis import strategies as st
 
@@ -45,6 +47,7 @@ __all__ = [
     "params",
     "tau_below_T",
     "p_c_positive",
+    "masking_grid_params",
 ]
 
 
@@ -349,3 +352,43 @@ def tau_below_T(p: dict) -> bool:
 def p_c_positive(p: dict) -> bool:
     """Precondition ``p_c > 0`` (some masked tokens are kept as themselves; SPEC §4.3)."""
     return p["p_c"] > 0
+
+
+def masking_grid_params(
+    *, step: float = 0.05, min_p_m: float = 0.05, max_p_m: float = 1.0, min_a: float = 0.05
+) -> st.SearchStrategy[dict]:
+    """Strategy for masking dicts ``{"p_m", "p_c", "p_r"}`` on a grid of spacing ``step`` (SPEC §2.2).
+
+    Every probability is ``k / round(1 / step)`` (``p_c != p_r`` allowed; ``p_c + p_r <= 1``), so a
+    probability is either 0 or at least ``step``: for claims whose statement degenerates as a
+    probability tends to 0 (a loss that becomes flat in a parameter, exact rationals of short
+    decimals), where :func:`masking_params` may draw e.g. a subnormal ``p_c``. Draws with
+    ``a = 1 - p_m (1 - p_c) < min_a`` are rejected. Shrinks towards the smallest ``p_m`` and
+    ``p_c = p_r = 0``.
+
+    Examples
+    --------
+    >>> masking_grid_params(step=0.1).example()  # doctest: +SKIP
+    {'p_m': 0.3, 'p_c': 0.0, 'p_r': 0.5}
+    """
+    if not (isinstance(step, (int, float)) and 0 < step <= 0.5):
+        raise ValueError(f"step must be in (0, 0.5], got {step!r}")
+    n = round(1.0 / step)
+    min_p_m, max_p_m = check_prob("min_p_m", min_p_m), check_prob("max_p_m", max_p_m)
+    _order("min_p_m", min_p_m, "max_p_m", max_p_m)
+    lo, hi = max(1, math.ceil(min_p_m * n - 1e-9)), math.floor(max_p_m * n + 1e-9)
+    if lo > hi:
+        raise ValueError(f"no grid value of step {step} in [min_p_m, max_p_m] = [{min_p_m}, {max_p_m}]")
+
+    @st.composite
+    def build(draw):
+        from hypothesis import assume
+
+        m = draw(st.integers(lo, hi))
+        c = draw(st.integers(0, n))
+        r = draw(st.integers(0, n - c))
+        out = {"p_m": m / n, "p_c": c / n, "p_r": r / n}
+        assume(Masking(**out).a >= min_a)
+        return out
+
+    return build()
