@@ -31,6 +31,13 @@ def _add_verify(sub):
     p = sub.add_parser("verify", help="run every registered claim and write the report")
     _add_out_flags(p, "theorycheck-report", "report folder")
     p.add_argument("--only", default=None, help="comma-separated globs/substrings of claim ids")
+    p.add_argument(
+        "--claims",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also run your claim modules: a .py file defining CLAIM or CLAIMS, or a folder of them (repeatable)",
+    )
     p.add_argument("--list", action="store_true", help="list claim ids and exit")
     p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -47,18 +54,20 @@ def _add_verify(sub):
 
 
 def _cmd_verify(args) -> int:
-    from proofs_numeric import CLAIMS, SKIPPED
-
     from ._dask import scheduler_executor
     from ._io import prepare_output_dir
     from ._validate import check_int
     from .report import ResultCache, default_jobs, format_table, run_claims, select_claims, tier_summary, write_report
+    from .report.discovery import collect
 
-    claims = select_claims(CLAIMS, args.only)
+    registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
+    claims, skipped = select_claims(registry.claims, args.only), registry.skipped
     if args.list:
         for c in claims:
             dom = "domain" if c.domain is not None else "no domain"
-            print(f"{c.id}\t{c.source}\t{c.statement}\t[{dom}; preconditions: {c.precondition_text() or '-'}]")
+            pre = c.precondition_text() or "-"
+            where = f"\tfrom {registry.origins[c.id]}" if c.id in registry.external else ""
+            print(f"{c.id}\t{c.source}\t{c.statement}\t[{dom}; preconditions: {pre}]{where}")
         return 0
     if args.explore is not None:
         return _cmd_explore(args, claims)
@@ -74,10 +83,10 @@ def _cmd_verify(args) -> int:
         f"tier: {tier} ({len(rows)} checks; the default tier holds {len(tiers['default'])}, --full adds "
         f"{len(tiers['full'])})"
     )
-    for reason in SKIPPED:
+    for reason in skipped:
         print(f"note: {reason}")
     out = write_report(
-        rows, out, figures=not args.no_figures, skipped=SKIPPED, force=args.force, command=_command(args), tier=tier
+        rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=_command(args), tier=tier
     )
     n_bad = sum(r.verdict != "PASS" for r in rows)
     print(f"\n{len(rows) - n_bad}/{len(rows)} checks passed; report written to {out}")

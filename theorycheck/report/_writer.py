@@ -15,11 +15,12 @@ from pathlib import Path
 
 from .._io import atomic_directory, dumps_json
 from .claims import Claim
+from .discovery import external_origin
 from .runner import ReportRow
 
 __all__ = ["write_report", "format_table", "select_claims", "tier_summary"]
 
-COLUMNS = ("claim", "statement", "expected", "measured", "margin", "verdict")
+COLUMNS = ("claim", "statement", "decided by", "expected", "measured", "margin", "verdict")
 
 
 def select_claims(claims: list[Claim], only: str | None) -> list[Claim]:
@@ -47,6 +48,10 @@ def _fmt(x) -> str:
     return str(x)
 
 
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _verdict_cell(row: ReportRow, markdown: bool) -> str:
     if row.cached is None:
         return row.verdict
@@ -70,20 +75,25 @@ def tier_summary(rows: list[ReportRow], tier: str) -> dict:
     }
 
 
-def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 60) -> str:
-    """Table with the fixed column order (claim, statement, expected, measured, margin, verdict).
+def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 60, label_width: int = 40) -> str:
+    """Table with the fixed column order (claim, statement, decided by, expected, measured, margin, verdict).
+
+    ``decided by`` names the sub-check whose expected value, measured value and margin the row shows
+    (:attr:`ReportRow.decided_by`: the result's ``label``, else generated from the comparison); the
+    console cuts the statement to ``width`` characters and the sub-check to ``label_width``.
 
     A row reused from the result cache shows its verdict as ``PASS*`` (console) or
     ``PASS (cached <date>)`` (markdown)."""
     body = []
     for row in rows:
-        st = row.claim.statement
-        if not markdown and len(st) > width:
-            st = st[: width - 3] + "..."
+        st, by = row.claim.statement, row.decided_by
+        if not markdown:
+            st, by = _cut(st, width), _cut(by, label_width)
         body.append(
             [
                 _label(row.claim, row.result.params) if markdown else row.claim.id,
                 st,
+                by,
                 _fmt(row.result.expected),
                 _fmt(row.result.measured),
                 _fmt(row.result.margin),
@@ -128,18 +138,20 @@ def write_report(
     with atomic_directory(out, force=force, command=command) as tmp:
         fig_paths = _write_figures(rows, tmp / "figures") if figures else {}
         n_pass = sum(r.verdict == "PASS" for r in rows)
+        n_claims = len({r.claim.id for r in rows})
         n_cached = sum(r.cached is not None for r in rows)
         tiers = tier_summary(rows, tier)
         (tmp / "results.json").write_text(dumps_json(_results(rows, skipped, tiers, n_pass, n_cached)) + "\n")
         md = [
             "# theorycheck verification report",
             "",
-            f"{n_pass} of {len(rows)} checks passed.",
+            _summary_text(rows, n_claims),
             "",
             _tier_text(tiers, n_cached),
             "",
-            "Margins are distances to the failure threshold: >= 0 means passed "
-            "(tolerance minus error for equalities, difference for strict inequalities).",
+            "Each row shows the sub-check that decided it (`decided by`: the one closest to failure), with "
+            "its expected value, measured value and margin. Margins are distances to the failure threshold: "
+            ">= 0 means passed (tolerance minus error for equalities, difference for strict inequalities).",
             "",
             format_table(rows, markdown=True),
             "",
@@ -153,6 +165,8 @@ def write_report(
                 continue
             seen.add(c.id)
             md += [f"### {c.id} ({c.source})", "", c.statement, "", f"Source: {c.spec}.", ""]
+            if external_origin(c.id):
+                md += [f"Defined outside theorycheck: {external_origin(c.id)}.", ""]
             md += [f"Tiers: {len(c.default_params)} default check(s); `--full` adds {len(c.full_params)}.", ""]
             dom = "declared (`verify --explore N`)" if c.domain is not None else "none (not explored)"
             md += [f"Preconditions: {c.precondition_text() or 'none'}. Domain: {dom}.", ""]
@@ -170,8 +184,19 @@ def write_report(
     return Path(os.fspath(out)).expanduser().resolve()
 
 
+def _summary_text(rows: list[ReportRow], n_claims: int) -> str:
+    """``"44 claims, 85 checks: 85 passed."`` (failures and errors counted when there are any)."""
+    n_fail = sum(r.verdict == "FAIL" for r in rows)
+    n_err = sum(r.verdict == "ERROR" for r in rows)
+    parts = [f"{len(rows) - n_fail - n_err} passed"]
+    parts += [f"{n_fail} failed"] if n_fail else []
+    parts += [f"{n_err} raised an error"] if n_err else []
+    return f"{n_claims} claims, {len(rows)} checks: " + ", ".join(parts) + "."
+
+
 def _results(rows, skipped, tiers: dict, n_pass: int, n_cached: int) -> dict:
     summary = {"total": len(rows), "passed": n_pass, "failed": len(rows) - n_pass, "tier": tiers["ran"]}
+    summary.update(claims=len({r.claim.id for r in rows}), checks=len(rows))
     summary["cached"] = n_cached
     return {"summary": summary, "claims": [r.to_json() for r in rows], "skipped": list(skipped), "tiers": tiers}
 

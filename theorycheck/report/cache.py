@@ -4,7 +4,8 @@ A check (one claim on one parameter set) is keyed by the SHA-256 of
 
 - the claim id and its parameters (canonical JSON);
 - the package version and the versions of Python, NumPy, SciPy and Numba;
-- the source of every module the claim's functions live in and, transitively, of every module those
+- the source of every module the claim's functions live in (a user's claim file, an installed plugin's
+  module) and, transitively, of every module those
   import (every ``import`` statement, at module level or inside a function, found by parsing the
   source with :mod:`ast`), followed within ``theorycheck``, ``proofs_numeric`` and any other module
   that is not installed third-party code (not under the interpreter's ``stdlib`` / ``site-packages``).
@@ -70,8 +71,8 @@ def _third_party_dirs() -> tuple[str, ...]:
 _THIRD_PARTY = _third_party_dirs()
 
 
-def _module_file(name: str) -> str | None:
-    """The source file of module ``name`` if it is our own code (else ``None``)."""
+def _module_file(name: str, root: bool = False) -> str | None:
+    """The source file of module ``name`` if it is our own code or ``root`` (a claim's module), else ``None``."""
     mod = sys.modules.get(name)
     path = getattr(mod, "__file__", None) if mod is not None else None
     if path is None:
@@ -83,7 +84,7 @@ def _module_file(name: str) -> str | None:
     if not path or not path.endswith(".py"):
         return None
     real = os.path.realpath(path)
-    if name.split(".")[0] not in _OWN_ROOTS:
+    if not root and name.split(".")[0] not in _OWN_ROOTS:
         if "site-packages" in real or "dist-packages" in real or real.startswith(_THIRD_PARTY):
             return None
     return real
@@ -122,9 +123,9 @@ class SourceHasher:
         self._file: dict[str, tuple[str, str, bool] | None] = {}
         self._parsed: dict[str, tuple[str, set[str]]] = {}
 
-    def _info(self, name: str):
-        if name not in self._file:
-            path = _module_file(name)
+    def _info(self, name: str, root: bool = False):
+        if name not in self._file or (root and self._file[name] is None):
+            path = _module_file(name, root)
             self._file[name] = None if path is None else (path, name, path.endswith("__init__.py"))
         return self._file[name]
 
@@ -139,14 +140,16 @@ class SourceHasher:
         return self._parsed[path]
 
     def digests(self, modules) -> dict[str, str]:
-        """``{module name: sha256 of its source}`` for ``modules`` and everything they import (own code)."""
+        """``{module name: sha256 of its source}`` for ``modules`` (wherever installed: a plugin's claim module
+        in ``site-packages`` too) and everything they import (own code)."""
+        roots = set(modules)
         todo, seen, out = list(modules), set(), {}
         while todo:
             name = todo.pop()
             if name in seen:
                 continue
             seen.add(name)
-            info = self._info(name)
+            info = self._info(name, name in roots)
             if info is None:
                 continue
             digest, names = self._parse(*info)

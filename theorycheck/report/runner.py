@@ -15,7 +15,8 @@ Heavy checks are submitted first: by the seconds measured on the last run (the c
 ``timings.json``), else by the claim's static ``cost`` hint. Checks of claims sharing a ``group``
 form one task (run in order in one worker, sharing in-process caches). A few quick checks
 (:data:`POOL_MIN_SECONDS`) run in the calling process. A claim whose functions cannot be
-pickled (a lambda) runs in the calling process.
+pickled (a lambda) runs in the calling process. A claim loaded from a user's file (``verify --claims``)
+travels as a :class:`~theorycheck.report.discovery.ClaimRef` that each worker imports by path.
 
 Every check computes the same thing in a worker as in the calling process, so the rows (apart from
 timings) do not depend on ``jobs``; the Numba thread count can change the rounding of parallel
@@ -34,8 +35,9 @@ from dataclasses import dataclass
 
 from .._io import jsonable
 from .claims import TIERS, Claim, ClaimResult
+from .discovery import origin_of
 
-__all__ = ["ReportRow", "run_claims", "default_jobs", "process_pool", "POOL_MIN_SECONDS"]
+__all__ = ["ReportRow", "decided_by", "run_claims", "default_jobs", "process_pool", "POOL_MIN_SECONDS"]
 
 #: A local process pool is started only when the checks to run are expected to take at least this
 #: many seconds in all (measured times, else ``Claim.cost`` hints): below it, start-up would dominate.
@@ -54,6 +56,11 @@ class ReportRow:
     cached: str | None = None
 
     @property
+    def decided_by(self) -> str:
+        """The sub-check that decided, in words: :func:`decided_by` of the result (``"raised"`` for an ERROR row)."""
+        return "raised an exception" if self.error is not None else decided_by(self.result)
+
+    @property
     def verdict(self) -> str:
         if self.error is not None:
             return "ERROR"
@@ -67,9 +74,11 @@ class ReportRow:
             "source": self.claim.source,
             "spec": self.claim.spec,
             "tier": self.tier,
+            "origin": origin_of(self.claim.id),
             "preconditions": [d for d, _ in self.claim.preconditions],
             "has_domain": self.claim.domain is not None,
             "params": jsonable(r.params),
+            "decided_by": self.decided_by,
             "expected": jsonable(r.expected),
             "measured": jsonable(r.measured),
             "margin": jsonable(r.margin),
@@ -80,6 +89,22 @@ class ReportRow:
             "cached": self.cached,
             "error": self.error,
         }
+
+
+def decided_by(result: ClaimResult) -> str:
+    """The deciding sub-check in words: ``result.label`` when set, else generated from the comparison.
+
+    An equality (``tolerance > 0``, :func:`~.claims.compare_close`) reads ``|measured - expected| <= tol``,
+    a strict inequality (:func:`~.claims.compare_greater`) ``measured > expected``. When ``expected`` is a
+    sentence (the claim's prediction in words) the measured value is an error or a statistic:
+    ``error <= tol``, or ``inequality: margin > 0``.
+    """
+    if result.label:
+        return str(result.label)
+    tol = float(result.tolerance or 0.0)
+    if isinstance(result.expected, str) and not result.expected.startswith("array("):
+        return f"error <= {tol:.3g}" if tol > 0 else "inequality: margin > 0"
+    return f"|measured - expected| <= {tol:.3g}" if tol > 0 else "measured > expected"
 
 
 def default_jobs() -> int:
@@ -119,12 +144,15 @@ def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]
     """Run one check with BLAS on one thread (:func:`theorycheck._threads.blas_threads`).
 
     Returns ``(result, seconds, error)``; an exception becomes a failed result and its traceback.
-    Module-level so that process pools and Dask can ship it to workers.
+    ``claim`` may be a :class:`~theorycheck.report.discovery.ClaimRef` (a user's claim file, imported
+    here by path). Module-level so that process pools and Dask can ship it to workers.
     """
     from .._threads import blas_threads
+    from .discovery import resolve
 
     t0 = time.perf_counter()
     try:
+        claim = resolve(claim)
         with blas_threads():
             res = claim.run(params)
         err = None
@@ -240,7 +268,9 @@ def run_claims(
     pool = executor
     if pool is None and jobs > 1 and len(tasks) > 1 and est >= POOL_MIN_SECONDS:
         pool = process_pool(jobs)
-    pairs = {id(t): [checks[i][:2] for i in t] for t in tasks}
+    from .discovery import shippable
+
+    pairs = {id(t): [(shippable(checks[i][0]), checks[i][1]) for i in t] for t in tasks}
     remote = [t for t in tasks if pool is not None and _picklable(pairs[id(t)])]
     local = [t for t in tasks if not any(t is r for r in remote)]
     try:
