@@ -13,6 +13,7 @@ import numpy as np
 
 from theorycheck.population import moments, value_loss_grad
 from theorycheck.report.claims import Claim, compare_all, compare_close
+from theorycheck.strategies import masking_params, model_params, params
 
 from ._stage1 import SPEC_MASKING, entry_classes, models, spread
 
@@ -32,11 +33,11 @@ def check(params: dict, inject: dict | None = None):
     mask = -2 * q / (T * v)
     cls = entry_classes(G, tm)
     parts = [
-        compare_close(G, -2 * C, TOL),
-        compare_close(cls["same"], same, TOL),
-        compare_close(cls["diff"], diff, TOL),
-        compare_close(cls["mask_col"], mask, TOL),
-        compare_close(cls["row0"], 0.0, TOL),
+        compare_close(G, -2 * C, TOL, label="grad L(0) = -2C (enumerated)"),
+        compare_close(cls["same"], same, TOL, label="same-topic entries = formula"),
+        compare_close(cls["diff"], diff, TOL, label="different-topic entries = formula"),
+        compare_close(cls["mask_col"], mask, TOL, label="mask column = -2q/(T v)"),
+        compare_close(cls["row0"], 0.0, TOL, label="row 0 = 0"),
     ]
     res = compare_all(parts)
     res.expected = f"same {same:.6g}, diff {diff:.6g}, mask {mask:.6g}"
@@ -47,6 +48,14 @@ def check(params: dict, inject: dict | None = None):
         same_minus_diff=float(cls["same"].mean() - cls["diff"].mean()),
     )
     return res
+
+
+def domain():
+    """Every tau <= T <= 10 (C is enumerated over the tau-subsets), v <= 5, every masking (p_c != p_r).
+
+    The tau-topic prior only: the entry formulas are those of the uniform tau-subset law.
+    """
+    return params(model_params(max_T=10, max_v=5), masking_params())
 
 
 def falsify(params: dict) -> dict:
@@ -65,4 +74,5 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(T=10, v=10, tau=3, **SPEC_MASKING), dict(T=7, v=2, tau=4, p_m=0.3, p_c=0.3, p_r=0.2)),
     falsify=falsify,
+    domain=domain,
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from theorycheck.population import value_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_value_matrix
+from theorycheck.strategies import masking_params, model_params, params
 
 from ._stage1 import SPEC_MASKING, models
 
@@ -34,16 +35,22 @@ def check(params: dict, inject: dict | None = None):
     W_ls = ls.x * inject.get("scale_W", 1.0)
     expected = _formula(params)
     parts = [
-        compare_close(value_loss(W_ls, tm, mk), expected, TOL),
-        compare_close(value_loss(cf.x, tm, mk), expected, TOL),
-        compare_close(ls.residuals["stationarity_rel"], 0.0, 1e-10),
+        compare_close(value_loss(W_ls, tm, mk), expected, TOL, label="L(lstsq W) = 1 - E||p||^2"),
+        compare_close(value_loss(cf.x, tm, mk), expected, TOL, label="L(closed-form W) = 1 - E||p||^2"),
+        compare_close(ls.residuals["stationarity_rel"], 0.0, 1e-10, label="stationarity ||W Sigma - C|| rel"),
     ]
     if "spec_value" in params:
-        parts.append(compare_close(expected, params["spec_value"], 1e-12))
+        parts.append(compare_close(expected, params["spec_value"], 1e-12, label="formula = SPEC's printed value"))
     res = compare_all(parts)
     res.expected, res.measured = expected, value_loss(W_ls, tm, mk)
     res.details.update(loss_lstsq=value_loss(W_ls, tm, mk), loss_closed_form=value_loss(cf.x, tm, mk))
     return res
+
+
+def domain():
+    """T <= 10, v <= 5 (dense lstsq on V1 <= 51), every tau and the Dirichlet prior (alpha in [0.05, 5]),
+    every masking (p_c != p_r)."""
+    return params(model_params(max_T=10, max_v=5, dirichlet=True), masking_params())
 
 
 def falsify(params: dict) -> dict:
@@ -66,4 +73,5 @@ CLAIM = Claim(
         dict(T=7, v=3, tau=7, p_m=0.4, p_c=0.2, p_r=0.3),
     ),
     falsify=falsify,
+    domain=domain,
 )

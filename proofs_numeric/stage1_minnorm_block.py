@@ -15,6 +15,7 @@ import numpy as np
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import BlockValueMatrix, optimal_value_matrix
 from theorycheck.solvers._value import structured_constants
+from theorycheck.strategies import masking_params, model_params, params, tau_below_T
 
 from ._stage1 import SPEC_MASKING, entry_classes, models, spread
 
@@ -34,26 +35,29 @@ def check(params: dict, inject: dict | None = None):
         cls = entry_classes(W_ref, tm)
         # the reference itself is block-constant with row 0 = 0
         parts += [
-            compare_close(spread(cls["same"]), 0.0, TOL),
-            compare_close(spread(cls["diff"]), 0.0, TOL),
-            compare_close(spread(cls["mask_col"]), 0.0, TOL),
-            compare_close(np.abs(cls["row0"]).max(), 0.0, TOL),
+            compare_close(spread(cls["same"]), 0.0, TOL, label="lstsq same-topic entries constant"),
+            compare_close(spread(cls["diff"]), 0.0, TOL, label="lstsq different-topic entries constant"),
+            compare_close(spread(cls["mask_col"]), 0.0, TOL, label="lstsq mask column constant"),
+            compare_close(np.abs(cls["row0"]).max(), 0.0, TOL, label="lstsq row 0 = 0"),
         ]
         ref = (cls["same"].mean(), cls["diff"].mean(), cls["mask_col"].mean())
         W_cf = BlockValueMatrix(A, B0, gamma, tm.T, tm.v).toarray()
-        parts.append(compare_close(np.abs(W_cf - W_ref).max(), 0.0, TOL))
+        parts.append(compare_close(np.abs(W_cf - W_ref).max(), 0.0, TOL, label="closed form W = lstsq W"))
         data = {"W_closed_form": W_cf, "W_lstsq": W_ref, "same": cls["same"], "diff": cls["diff"], "v": tm.v}
         ref_name = "lstsq"
     else:
         ref = structured_constants(tm, mk)
         ref_name = "structured pinv"
-    parts.append(compare_close(np.array([A, B0, gamma]), np.array(ref), TOL))
+    parts.append(compare_close(np.array([A, B0, gamma]), np.array(ref), TOL, label=f"(A, B0, gamma) = {ref_name}"))
     # A - B0 = 1/(a v)
-    parts.append(compare_close(ref[0] - ref[1], 1.0 / (mk.a * tm.v), TOL))
+    parts.append(compare_close(ref[0] - ref[1], 1.0 / (mk.a * tm.v), TOL, label="A - B0 = 1/(a v)"))
     if "spec_A" in params:
         parts.append(
             compare_close(
-                np.array(ref), np.array([params["spec_A"], params["spec_B0"], params["spec_gamma"]]), SPEC_TOL
+                np.array(ref),
+                np.array([params["spec_A"], params["spec_B0"], params["spec_gamma"]]),
+                SPEC_TOL,
+                label="(A, B0, gamma) = SPEC §4.2's printed values",
             )
         )
     res = compare_all(parts)
@@ -62,6 +66,18 @@ def check(params: dict, inject: dict | None = None):
     res.details.update(A=A, B0=B0, gamma=gamma, ref_A=float(ref[0]), ref_B0=float(ref[1]), ref_gamma=float(ref[2]))
     res.data.update(data)
     return res
+
+
+def domain():
+    """Small models (T <= 10, v <= 5: the dense lstsq reference) and large ones (40 <= T <= 100,
+    5 <= v <= 10, V1 > 200: the structured pseudo-inverse reference), every tau and the Dirichlet prior,
+    every masking (p_c != p_r). Precondition tau < T (at tau = T the min-norm W is the rank-one
+    ``u mu^T / ||mu||^2``: A = B0)."""
+    from hypothesis import strategies as st
+
+    small = model_params(max_T=10, max_v=5, dirichlet=True)
+    large = model_params(min_T=40, max_T=100, min_v=5, max_v=10, max_tau=6)
+    return params(st.one_of(small, large), masking_params())
 
 
 def falsify(params: dict) -> dict:
@@ -107,4 +123,6 @@ CLAIM = Claim(
     ),
     falsify=falsify,
     plot=plot,
+    domain=domain,
+    preconditions=(("tau < T", tau_below_T),),
 )

@@ -13,6 +13,7 @@ import numpy as np
 
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_value_matrix
+from theorycheck.strategies import masking_params, model_params, params
 
 from ._stage1 import SPEC_MASKING, entry_classes, models, spread
 
@@ -30,21 +31,45 @@ def check(params: dict, inject: dict | None = None):
         cls = entry_classes(W, tm)
         diag = np.diag(W)[1:]
         parts += [
-            compare_close(spread(np.r_[cls["same"], diag]), 0.0, TOL),
-            compare_close(spread(cls["diff"]), 0.0, TOL),
-            compare_close(spread(cls["mask_col"]), 0.0, TOL),
-            compare_close(np.abs(cls["row0"]).max(), 0.0, TOL),
+            compare_close(
+                spread(np.r_[cls["same"], diag]), 0.0, TOL, label=f"same-topic entries constant (lambda={lam:g})"
+            ),
+            compare_close(spread(cls["diff"]), 0.0, TOL, label=f"different-topic entries constant (lambda={lam:g})"),
+            compare_close(spread(cls["mask_col"]), 0.0, TOL, label=f"mask column constant (lambda={lam:g})"),
+            compare_close(np.abs(cls["row0"]).max(), 0.0, TOL, label=f"row 0 = 0 (lambda={lam:g})"),
         ]
         cf = optimal_value_matrix(tm, mk, reg=lam * inject.get("reg_factor", 1.0), method="closed-form", dense=False)
         ref = np.array([cls["same"].mean(), cls["diff"].mean(), cls["mask_col"].mean()])
-        parts.append(compare_close(np.array([cf.x.A, cf.x.B0, cf.x.gamma]), ref, TOL))
+        parts.append(
+            compare_close(
+                np.array([cf.x.A, cf.x.B0, cf.x.gamma]),
+                ref,
+                TOL,
+                label=f"reduced (A, B0, gamma) = dense (lambda={lam:g})",
+            )
+        )
         measured.append(ref.tolist())
         if "spec" in params and lam == params["spec"][0]:
-            parts.append(compare_close(ref, np.array(params["spec"][1:]), SPEC_TOL))
+            parts.append(
+                compare_close(ref, np.array(params["spec"][1:]), SPEC_TOL, label="= SPEC §4.2's printed example")
+            )
     res = compare_all(parts)
     res.expected = "block-symmetric, = reduced 3-parameter minimiser"
     res.measured = f"(A,B0,gamma) per lambda: {[[round(x, 6) for x in m] for m in measured]}"
     return res
+
+
+def _regs():
+    from hypothesis import strategies as st
+
+    lam = st.floats(1e-4, 10.0, allow_nan=False)
+    return st.lists(lam, min_size=1, max_size=3).map(lambda xs: {"regs": tuple(xs)})
+
+
+def domain():
+    """T <= 10, v <= 5 (dense Cholesky reference, V1 <= 51), every tau (tau = T included) and the Dirichlet
+    prior, every masking (p_c != p_r), one to three ridge parameters lambda in [1e-4, 10]."""
+    return params(model_params(max_T=10, max_v=5, dirichlet=True), masking_params(), _regs())
 
 
 def falsify(params: dict) -> dict:
@@ -66,4 +91,5 @@ CLAIM = Claim(
         dict(T=10, v=10, tau=3, **SPEC_MASKING, regs=(1e-3, 1.0)),
     ),
     falsify=falsify,
+    domain=domain,
 )

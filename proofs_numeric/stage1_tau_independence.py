@@ -14,6 +14,7 @@ import numpy as np
 from theorycheck import TopicModel
 from theorycheck.report.claims import Claim, compare_close
 from theorycheck.solvers import optimal_value_matrix
+from theorycheck.strategies import masking_params, params
 
 from ._stage1 import models
 
@@ -35,11 +36,22 @@ def check(params: dict, inject: dict | None = None):
         max(devs),
         0.0,
         TOL,
+        label="max |W_law - W_(tau=1)| = 0",
         details={"max_dev_per_law": devs, "laws": [str(t) for t in taus] + [f"alpha={a}" for a in params["alphas"]]},
     )
     res.expected = f"same W for tau in {taus[0]}..{taus[-1]} and alpha in {list(params['alphas'])}"
     res.measured = max(devs)
     return res
+
+
+def domain():
+    """2 <= T <= 8 and v <= 4 (one dense lstsq per law: T - 1 tau-laws and up to three Dirichlet alphas in
+    [0.05, 5]), every masking (p_c != p_r)."""
+    from hypothesis import strategies as st
+
+    alphas = st.lists(st.floats(0.05, 5.0, allow_nan=False), min_size=1, max_size=3).map(tuple)
+    model = st.fixed_dictionaries({"T": st.integers(2, 8), "v": st.integers(1, 4), "alphas": alphas})
+    return params(model, masking_params())
 
 
 def falsify(params: dict) -> dict:
@@ -55,4 +67,5 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(T=8, v=4, p_m=0.15, p_c=0.1, p_r=0.1, alphas=(0.1, 1.0, 10.0)),),
     falsify=falsify,
+    domain=domain,
 )
