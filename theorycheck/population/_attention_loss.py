@@ -45,6 +45,7 @@ from scipy.special import logsumexp, softmax
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_int, check_loss, check_rng
 from ..config import Masking, TopicModel, check_models
+from ..general_model import is_general
 from ._attention_kernels import STRUCTURED_MAX_ENTRIES, structured_sq
 from ._moments import MAX_ENUMERATED_SETS, topic_sets
 
@@ -192,9 +193,16 @@ def _set_laws(st, tm, mk, mask_keys):
 
 def _dense_chunk(S, W, bvec, st, tm, mk, mask_keys, loss, grads):
     """Per-set losses of the chunk ``st``; adds the summed gradients to ``grads = [dS, dW, db]`` if given."""
-    V1 = tm.V1
-    nc = len(st)
     logm, omega, OT = _set_laws(st, tm, mk, mask_keys)
+    return _dense_laws(S, W, bvec, logm, omega, OT, loss, grads)
+
+
+def _dense_laws(S, W, bvec, logm, omega, OT, loss, grads):
+    """Per-document losses from the laws ``(logm, omega, OT)`` of :func:`_set_laws` (any document law, SPEC §11.4).
+
+    Adds the summed gradients to ``grads = [dS, dW, db]`` if given.
+    """
+    nc, V1 = omega.shape
     H = softmax(S[None, :, :] + logm[:, None, :], axis=2)  # attention of every query token, per set
     O = (H.reshape(nc * V1, V1) @ W.T).reshape(nc, V1, V1) + bvec
     if loss == "squared":
@@ -236,6 +244,14 @@ def _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="squared", want_grad=Fals
 
 
 # ----------------------------------------------------------------------------- public
+def _no_n_theta(n_theta):
+    if n_theta is not None:
+        raise ValueError(
+            "n_theta (sampled Dirichlet topic proportions) needs a GeneralTopicModel with prior='dirichlet' "
+            "(GeneralTopicModel.from_topic_model(tm)); for a TopicModel pass n_sets"
+        )
+
+
 def attention_loss(
     S,
     W,
@@ -249,6 +265,7 @@ def attention_loss(
     seed=None,
     loss: str = "squared",
     max_bytes=None,
+    n_theta=None,
 ):
     """Exact infinite-document MLM loss of the one-layer one-hot attention model (SPEC §4.3).
 
@@ -276,13 +293,20 @@ def attention_loss(
         Average over ``n_sets`` uniformly sampled topic sets instead of enumerating all
         ``C(T, tau)`` (required when that exceeds 200000).
     rng, seed
-        Randomness for ``n_sets`` (only).
+        Randomness for ``n_sets`` (only; a general Dirichlet model: for ``n_theta``, required).
     loss : {"squared", "ce"}
         Squared loss ``||o - e_w||^2`` over all V1 outputs, or cross-entropy ``-log softmax(o)_w``
         (``"sq"``: deprecated spelling of ``"squared"``).
     max_bytes : int, optional
         Memory limit for the evaluator's own arrays (default ``$THEORYCHECK_MAX_BYTES`` or half the
         available memory); above it a ``ValueError`` names the closed-form alternatives.
+
+    n_theta : int, optional
+        :class:`~theorycheck.general_model.GeneralTopicModel` with the Dirichlet law only: number of
+        sampled topic proportions (SPEC §11.4; :func:`attention_loss_estimate` gives the standard error).
+
+    A ``GeneralTopicModel`` ``tm`` is dispatched to :func:`._general_attention.general_attention_loss`
+    (SPEC §11.4: the same formula with ``p_S`` replaced by ``p_theta = Phi^T theta``).
 
     Returns
     -------
@@ -295,6 +319,12 @@ def attention_loss(
     path is used instead. Cross-entropy needs every output coordinate: ``O(V1^3)`` per topic set
     (stacked GEMMs).
     """
+    if is_general(tm):  # SPEC §11.4
+        from ._general_attention import general_attention_loss
+
+        kw = dict(mask_keys=mask_keys, n_sets=n_sets, n_theta=n_theta, rng=rng, seed=seed, loss=loss)
+        return general_attention_loss(S, W, tm, mk, b, **kw, max_bytes=max_bytes)
+    _no_n_theta(n_theta)
     S, W, b, mask_keys, n_sets, loss = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes)
     structured = loss == "squared" and tm.V1 * (tm.T + 1) ** 2 <= STRUCTURED_MAX_ENTRIES
     if not structured:
@@ -321,6 +351,7 @@ def attention_loss_grad(
     seed=None,
     loss: str = "squared",
     max_bytes=None,
+    n_theta=None,
 ) -> AttentionLossGrad:
     """Loss and exact gradients ``(L, dL/dS, dL/dW, dL/db)`` of :func:`attention_loss` (SPEC §4.3).
 
@@ -339,6 +370,12 @@ def attention_loss_grad(
     AttentionLossGrad
         ``(loss, dS, dW, db)``, a named tuple.
     """
+    if is_general(tm):  # SPEC §11.4
+        from ._general_attention import general_attention_loss_grad
+
+        kw = dict(mask_keys=mask_keys, n_sets=n_sets, n_theta=n_theta, rng=rng, seed=seed, loss=loss)
+        return general_attention_loss_grad(S, W, tm, mk, b, **kw, max_bytes=max_bytes)
+    _no_n_theta(n_theta)
     S, W, b, mask_keys, n_sets, loss = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes)
     _check_dense(tm, "attention_loss_grad", max_bytes)
     sets = _get_sets(tm, n_sets, rng, seed, max_bytes)
