@@ -32,6 +32,8 @@ from .._memory import check_alloc, resolve_max_bytes
 from .._threads import small_problem
 from .._validate import check_array, check_real
 from ..config import Masking, TopicModel, check_models
+from ..general_model import is_general
+from ._general_embedding import general_embedding_loss, general_embedding_loss_grad
 from ._moments import moments
 from ._value_loss import _VALUE_GRAD_ARRAYS, value_loss, value_loss_grad
 
@@ -136,6 +138,8 @@ def embedding_loss(
         Minimum ``1 - E||p||^2`` at ``reg = 0`` (if ``d`` is large enough, see
         :func:`theorycheck.solvers.min_embedding_dim`).
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_embedding_loss(W_E, tm, mk, W_dec=W_dec, b=b, tied=tied, reg=reg, max_bytes=max_bytes)
     W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes)
     M = effective_map(W_E, W_dec, tied=tied)
     with _kernel_threads(tm.V1):
@@ -163,6 +167,8 @@ def embedding_loss_grad(
         ``(loss, dW_E (d, V1), dW_dec (V1, d) or None, db (V1,))``. ``max_bytes`` as in
         :func:`embedding_loss` (here for ``M`` and the dense gradient arrays).
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_embedding_loss_grad(W_E, tm, mk, W_dec=W_dec, b=b, tied=tied, reg=reg, max_bytes=max_bytes)
     W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes, n_dense=1 + _VALUE_GRAD_ARRAYS)
     M = effective_map(W_E, W_dec, tied=tied)
     with _kernel_threads(tm.V1):

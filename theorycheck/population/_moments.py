@@ -19,6 +19,14 @@ import numpy as np
 from .._memory import check_alloc
 from .._validate import check_array, check_choice, check_int
 from ..config import Masking, TopicModel, check_models
+from ..general_model import is_general
+from ._general import (
+    general_expected_pp,
+    general_masked_density,
+    general_moments,
+    general_topic_density,
+    general_topic_sets,
+)
 
 __all__ = [
     "masked_density",
@@ -61,6 +69,8 @@ def topic_density(tm: TopicModel, topics=None, *, theta=None) -> np.ndarray:
     Either a topic set ``topics`` (``p_S = (1/(|S| v)) sum_{t in S} 1_t``) or a topic mixture
     ``theta`` (length T, non-negative, summing to 1; ``p_theta(w) = theta_{t(w)} / v``).
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_topic_density(tm, topics, theta=theta)
     check_models(tm)
     if (topics is None) == (theta is None):
         raise ValueError("pass exactly one of topics (a topic set) or theta (a topic mixture)")
@@ -93,6 +103,8 @@ def masked_density(tm: TopicModel, mk: Masking, topics=None, *, theta=None) -> n
     m : ndarray, shape (V1,)
         Non-negative, sums to 1, ``m[0] = q``. SPEC §2.1.
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_masked_density(tm, mk, topics, theta=theta)
     check_models(tm, mk)
     p = topic_density(tm, topics, theta=theta)
     m = mk.a * p
@@ -106,6 +118,8 @@ def topic_sets(tm: TopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.nda
 
     Raises ``ValueError`` if there are more than ``max_sets`` of them.
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_topic_sets(tm, max_sets=max_sets)
     check_models(tm)
     if tm.prior != "uniform-tau":
         raise ValueError("topic_sets needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)")
@@ -126,6 +140,8 @@ def expected_pp(tm: TopicModel, *, max_bytes=None) -> np.ndarray:
     ``J`` the all-ones matrix on words (see :meth:`TopicModel.pair_moments`). The one dense array is
     checked against ``max_bytes`` first (:func:`theorycheck._memory.check_alloc`).
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_expected_pp(tm, max_bytes=max_bytes)
     check_models(tm)
     check_alloc("expected_pp", (tm.V1, tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
     s_same, s_diff = tm.pair_moments()
@@ -162,6 +178,8 @@ def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form", max_byt
     The structured solvers never call it: ``value_loss`` works from block sums and
     ``optimal_value_matrix(method="closed-form")`` returns a ``BlockValueMatrix``.
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_moments(tm, mk, method=method, max_bytes=max_bytes)
     check_models(tm, mk)
     check_choice("method", method, ("closed-form", "enumerate"))
     check_alloc("moments: Sigma and C", (2, tm.V1, tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)

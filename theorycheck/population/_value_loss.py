@@ -29,6 +29,8 @@ import numpy as np
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_real
 from ..config import Masking, TopicModel, check_models
+from ..general_model import is_general
+from ._general import general_value_loss, general_value_loss_grad
 from ._moments import moments
 
 __all__ = ["value_loss", "value_loss_grad"]
@@ -120,6 +122,8 @@ def value_loss(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0) -> floa
         ``L(W, b) = E_S E_{x~p_S} ||W m_S + b - e_x||^2 + reg ||W||_F^2``; minimum
         ``1 - E||p||^2`` at ``reg = 0``. Cost: one pass over W.
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_value_loss(W, tm, mk, b=b, reg=reg)
     W, b, reg = _validate(W, tm, mk, b, reg)
     Y, sqF = _block_sums_nb(W, tm.T, tm.v)
     return _loss_from_sums(Y, sqF, W[:, 0].copy(), b, tm, mk, reg)
@@ -137,6 +141,8 @@ def value_loss_grad(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0, *,
     arrays are checked against ``max_bytes`` first (default ``$THEORYCHECK_MAX_BYTES`` or half the
     available memory).
     """
+    if is_general(tm):  # SPEC §11.2
+        return general_value_loss_grad(W, tm, mk, b=b, reg=reg, max_bytes=max_bytes)
     W, b, reg = _validate(W, tm, mk, b, reg)
     if max_bytes is not None:
         resolve_max_bytes(max_bytes)
