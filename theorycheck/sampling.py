@@ -11,9 +11,11 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ._general_sampling import sample_general_documents
 from ._memory import check_alloc, resolve_max_bytes
 from ._validate import check_int, check_rng
 from .config import Masking, TopicModel, check_models
+from .general_model import is_general
 
 __all__ = [
     "Documents",
@@ -115,7 +117,12 @@ def sample_documents(
     Returns
     -------
     Documents
+
+    A :class:`~theorycheck.general_model.GeneralTopicModel` is sampled by
+    :func:`theorycheck._general_sampling.sample_general_documents` (SPEC §11.1; words ``1 .. n_words``).
     """
+    if is_general(tm):
+        return sample_general_documents(tm, n_docs, N, rng=rng, seed=seed, topic_sets=topic_sets, max_bytes=max_bytes)
     check_models(tm)
     n_docs = check_int("n_docs", n_docs, low=1)
     lo, hi = _check_length(N)
