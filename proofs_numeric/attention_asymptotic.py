@@ -60,7 +60,11 @@ def route_checks(tm, mk, logKs, constants=None, label=""):
         sym = alpha_beta_symmetric_loss(s, s, tm, mk, constants=constants)
         subs.append(
             compare_close(
-                closed, sym, ROUTE_TOL, details={f"route_error[{label},K={math.exp(lk):.6g}]": abs(closed - sym)}
+                closed,
+                sym,
+                ROUTE_TOL,
+                details={f"route_error[{label},K={math.exp(lk):.6g}]": abs(closed - sym)},
+                label=f"closed form = symmetric route [{label}, K={math.exp(lk):.6g}]",
             )
         )
     return subs

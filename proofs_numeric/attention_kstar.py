@@ -1,5 +1,5 @@
 """SPEC §6 item 16 (DERIVED): with the stage-1 block W^V, tau = 1 gives K* = v (uniform
-attention is already optimal) and tau >= 2 gives K* > v (more per-word weight on the query's
+attention is already optimal) and 2 <= tau < T gives K* > v (more per-word weight on the query's
 topic). At the paper's configuration (T = v = 10, tau = 3, p = .15/.1/.1) the SPEC §4.3
 table gives K* = 70.05, L* = 0.961770; we recompute them (own grid + Brent on log K,
 independent of ``optimal_attention``), compare at half a unit of the printed digits, require the
@@ -9,17 +9,71 @@ symmetric route (``theorycheck.population._symmetry``) within 1e-10.
 Precondition found by us (hypothesis, tests/test_attention_closed_form.py): K* > v needs
 p_c > 0. Without kept queries (p_c = 0) the shown query token is independent of the target and
 uniform attention K = v is optimal for every tau; the third default configuration checks this.
+
+Preconditions found by ``verify --explore`` (SPEC §4.3(a), facts 3-4):
+
+- K* is identified (finite, and the loss not constant in K) only under :func:`kstar_identified`.
+  With ``o_y = c + d H_{t(y)}``, ``c = B0 (1 - h_0) + gamma h_0``, ``d = A - B0``:
+  (i) ``p_c + p_r = 0``: only [MASK] queries, whose attention is uniform over the context: flat;
+  (ii) ``p_c = 1`` (``q = r = 0``, the context holds only document words, ``a = 1``): for
+  ``tau = 1``, ``rho v = 1`` and ``H_{t1} = rho K / (1 + rho (K - v)) = 1`` for every K (flat);
+  for ``1 < tau < T`` the output ``c + d H`` with ``B0 = 0``, ``d = 1/v`` tends to the ideal
+  ``1_{t(w)} / v`` as K -> inf, so the loss decreases strictly and K* = inf (not attained);
+  (iii) ``tau = T`` (constant context: ``A = B0``, ``d = 0``): the loss depends on K only through
+  ``h_0 = q/Z``, so it is flat iff ``q = 0`` or ``gamma = B0`` (``q (T v + 1) = 1``: [MASK] has a
+  word's value). Minimal counterexamples found by explore: T = 2, v = 1, tau = 1, p_c = p_r = 0
+  (flat: the grid minimum sits at its edge, K ~ 1e-9) and T = 3, v = 1, tau = 2, p_c = 1 (K* = inf).
+- ``tau = T`` gives K* = v as well (not K* > v): W^V is constant on words, and uniform attention
+  makes the output ``W m = p_S`` exactly, the best word-independent prediction.
 """
 
 from __future__ import annotations
 
 import math
 
+from theorycheck import Masking
+from theorycheck.population import alpha_beta_loss_logK
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention
+from theorycheck.strategies import masking_grid_params, model_params, params
 
 from ._attention_common import kstar, models, swapped_constants
 from .attention_asymptotic import route_checks, unit4
+
+#: relative rounding level of a loss value (a few ulps of sums of O(1) terms)
+EPS_L = 1e-15
+
+
+def kstar_identified(p: dict) -> bool:
+    """Precondition: K* is finite and the block-W^V loss is not constant in K (module docstring):
+    ``p_c + p_r > 0``, ``p_c < 1``, and if ``tau = T``: ``q > 0`` and ``q (T v + 1) != 1``."""
+    mk = Masking(p["p_m"], p["p_c"], p["p_r"])
+    T, v, tau = p["T"], p["v"], p["tau"]
+    if mk.p_c + mk.p_r == 0.0 or mk.p_c == 1.0:  # only [MASK] queries / only document words in the context
+        return False
+    q_zero = mk.q < 1e-12  # 1 - p_c - p_r rounds to ~1e-17 instead of 0 (e.g. 0.95 + 0.05)
+    return not (tau == T and (q_zero or math.isclose(mk.q * (T * v + 1), 1.0, rel_tol=1e-12)))
+
+
+def uniform_optimal(tm, mk) -> bool:
+    """The statement's K* = v cases: tau = 1, tau = T (constant context) or p_c = 0."""
+    return tm.tau in (1, tm.T) or mk.p_c == 0.0
+
+
+def argmin_resolution(tm, mk, logK, constants=None, h=1e-2):
+    """``(resolution, curvature)``: how well float64 can locate the minimiser in relative K.
+
+    Near the minimum ``L(log K) - L* ~ L'' (Delta log K)^2 / 2``; values closer than
+    ``EPS_L max(1, |L*|)`` are indistinguishable, so the argmin is determined only to
+    ``sqrt(2 EPS_L max(1, |L*|) / L'')`` (``L''`` by central differences of step ``h``; resolution
+    0 if ``L'' <= 0``). Used as a floor for the argmin tolerances (it is below them at every default
+    configuration), so that a correct but shallow minimum (e.g. tau = T, small q) is not refuted by
+    rounding.
+    """
+    f = lambda x: float(alpha_beta_loss_logK(x, tm, mk, constants=constants))  # noqa: E731
+    L0 = f(logK)
+    curv = (f(logK + h) - 2.0 * L0 + f(logK - h)) / h**2
+    return (math.sqrt(2.0 * EPS_L * max(1.0, abs(L0)) / curv) if curv > 0 else 0.0), curv
 
 
 def check(params, inject=None):
@@ -27,16 +81,20 @@ def check(params, inject=None):
     tm, mk = models(params)
     K, L = kstar(tm, mk, constants=inject.get("constants"))
     sol = optimal_attention(tm, mk, value="block", check_general=False)
-    subs = [compare_close(sol.K / K, 1.0, 1e-5, details={"K_solver": sol.K, "K_own": K})]
+    res_K, curv = argmin_resolution(tm, mk, math.log(K), inject.get("constants"))
+    det = {"K_solver": sol.K, "K_own": K, "argmin_resolution": res_K, "curvature_logK": curv}
+    subs = [compare_close(sol.K / K, 1.0, max(1e-5, res_K), details=det, label="K*_solver / K*_own = 1")]
     # independent route (topic-permutation symmetry, one set evaluated densely) at K* and K = v
     subs += route_checks(tm, mk, (math.log(K), math.log(tm.v)), inject.get("constants"), f"tau={tm.tau}")
-    if tm.tau == 1 or mk.p_c == 0.0:
-        subs.append(compare_close(K / tm.v, 1.0, 1e-3, details={"K_star_over_v": K / tm.v}))
+    if uniform_optimal(tm, mk):
+        tol = max(1e-3, res_K)
+        subs.append(compare_close(K / tm.v, 1.0, tol, details={"K_star_over_v": K / tm.v}, label="K*/v = 1"))
     else:
-        subs.append(compare_greater(K / tm.v, 1.0, details={"K_star_over_v": K / tm.v}))
+        subs.append(compare_greater(K / tm.v, 1.0, details={"K_star_over_v": K / tm.v}, label="K*/v > 1"))
     if "K_table" in params:  # SPEC §4.3 table, 4 significant digits / 6 decimals: half a unit
-        subs.append(compare_close(K, params["K_table"], 0.5 * unit4(params["K_table"]), details={"K_star": K}))
-        subs.append(compare_close(L, params["L_table"], 5e-7 + 1e-12, details={"L_star": L}))
+        tol_K = 0.5 * unit4(params["K_table"])
+        subs.append(compare_close(K, params["K_table"], tol_K, details={"K_star": K}, label="K* = §4.3 table"))
+        subs.append(compare_close(L, params["L_table"], 5e-7 + 1e-12, details={"L_star": L}, label="L* = §4.3 table"))
     res = compare_all(subs)
     res.details.update(K_star=K, L_star=L)
     from theorycheck.analysis.landscape import K_curve
@@ -44,6 +102,13 @@ def check(params, inject=None):
     lk, LK = K_curve(tm, mk, logK=(-2.0, 12.0, 400))
     res.data["curve"] = (f"{tm.tau}, p_c={mk.p_c:g}", lk, LK, K)
     return res
+
+
+def domain():
+    """T <= 20, v <= 8, every tau (uniform-tau prior: the closed form of §4.3 is for it), maskings on a
+    0.05 grid (p_c != p_r; a probability is 0 or >= 0.05: as p_c + p_r -> 0 the loss becomes flat in K
+    below rounding and K* is not identified in floating point)."""
+    return params(model_params(max_T=20, max_v=8), masking_grid_params(step=0.05))
 
 
 def plot(results):
@@ -62,8 +127,8 @@ def falsify(params):
 CLAIM = Claim(
     id="attention.kstar",
     statement=(
-        "Block W^V: tau = 1 (or p_c = 0) gives K* = v; tau >= 2 with p_c > 0 gives K* > v; T=v=10, tau=3: K* = 70.05,"
-        " L* = 0.961770"
+        "Block W^V, K* identified (p_c + p_r > 0, p_c < 1; tau = T: q > 0): tau = 1, tau = T or p_c = 0 gives "
+        "K* = v; 2 <= tau < T with p_c > 0 gives K* > v; T=v=10, tau=3: K* = 70.05, L* = 0.961770"
     ),
     source="DERIVED",
     spec="SPEC §4.3 table, §6 item 16",
@@ -76,4 +141,6 @@ CLAIM = Claim(
     ),
     falsify=falsify,
     plot=plot,
+    domain=domain,
+    preconditions=(("K* identified: p_c + p_r > 0, p_c < 1, and q > 0, q(Tv+1) != 1 if tau = T", kstar_identified),),
 )
