@@ -36,3 +36,32 @@ def single_numba_thread():
     """Numba kernels on one thread inside the block: the stage-1 descent calls a parallel kernel
     hundreds of times on a small matrix, where thread start-up dominates."""
     return numba_threads(1)
+
+
+#: below this binomial variance ``n p (1 - p)`` the normal approximation of a count is not used
+RARE_VARIANCE = 25.0
+
+
+def binomial_z(counts, n, p) -> np.ndarray:
+    """|z|-scores of binomial counts (``counts ~ Binomial(n, p)``, elementwise).
+
+    ``|count - n p| / sqrt(n p (1 - p))`` where ``n p (1 - p) >= RARE_VARIANCE``; below (rare
+    events, e.g. a replacement word of probability ``p_r p_m / (T v)`` with ``p_r`` tiny) the normal
+    approximation fails (one occurrence of an event of expected count 0.01 would read as z = 10), so
+    there the score is the normal quantile of the exact two-sided binomial tail probability
+    ``min(1, 2 min(P(X >= count), P(X <= count)))``: the same false-alarm level. ``p = 0`` with a
+    positive count gives ``inf``.
+    """
+    from scipy import stats
+
+    shape = np.broadcast_shapes(np.shape(counts), np.shape(p))
+    k = np.broadcast_to(np.asarray(counts, dtype=float), shape).ravel()
+    p = np.broadcast_to(np.asarray(p, dtype=float), shape).ravel()
+    var = n * p * (1.0 - p)
+    z = np.abs(k - n * p) / np.sqrt(np.maximum(var, 1e-300))
+    rare = var < RARE_VARIANCE
+    if np.any(rare):
+        kr, pr = k[rare], p[rare]
+        tail = 2.0 * np.minimum(stats.binom.sf(kr - 1, n, pr), stats.binom.cdf(kr, n, pr))
+        z[rare] = stats.norm.isf(np.minimum(1.0, tail) / 2.0)
+    return z.reshape(shape)

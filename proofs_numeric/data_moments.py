@@ -24,7 +24,13 @@ def check(params: dict, inject: dict | None = None):
     Sigma_en, C_en = moments(tm, mk, method="enumerate")
     err_S = abs(Sigma_cf - Sigma_en).max()
     err_C = abs(C_cf - C_en).max()
-    res = compare_close(max(err_S, err_C), 0.0, TOL, details={"err_Sigma": float(err_S), "err_C": float(err_C)})
+    res = compare_close(
+        max(err_S, err_C),
+        0.0,
+        TOL,
+        label="max |closed form - enumeration| of Sigma, C",
+        details={"err_Sigma": float(err_S), "err_C": float(err_C)},
+    )
     res.expected = "closed form == enumeration"
     return res
 

@@ -38,19 +38,19 @@ def check(params: dict, inject: dict | None = None):
     for _ in range(params["n_minimisers"]):
         W = W_star + rng.normal(size=(V1, V1)) @ P_null
         W = W + inject.get("perturb", 0.0) * rng.normal(size=(V1, V1))
-        parts.append(compare_close(value_loss(W, tm, mk), L_star, TOL))
+        parts.append(compare_close(value_loss(W, tm, mk), L_star, TOL, label="L(W) = 1 - 1/(tau v) (a minimiser)"))
         Y = W[:, 1:].reshape(V1, T, v).sum(axis=2)  # block sums W 1_t
         own = Y[np.arange(1, V1), topics]
         gaps = own[:, None] - Y[1:, :]  # own minus other-topic sums
         gaps = gaps[topics[:, None] != np.arange(T)[None, :]]
-        parts.append(compare_close(gaps, 1.0 / a, TOL))
+        parts.append(compare_close(gaps, 1.0 / a, TOL, label="own - other block sum = 1/a"))
         vg = Y - (1.0 / a) * tm.topic_indicator()[:, :]  # should not depend on t
         g = vg.mean(axis=1) / v
-        parts.append(compare_close(vg - v * g[:, None], 0.0, TOL))
+        parts.append(compare_close(vg - v * g[:, None], 0.0, TOL, label="W 1_t - (1/a) 1_t = v g for every t"))
         rhs = -(a + r) * g
         rhs[1:] -= r / (a * v * T)
-        parts.append(compare_close(q * W[:, 0], rhs, TOL))
-        parts.append(compare_close(minimiser_violation(W, tm, mk).norm, 0.0, TOL))
+        parts.append(compare_close(q * W[:, 0], rhs, TOL, label="q W e_0 = -(a + r) g - r/(a v T) 1_W"))
+        parts.append(compare_close(minimiser_violation(W, tm, mk).norm, 0.0, TOL, label="minimiser violation = 0"))
         worst_gap.append(float(np.abs(gaps - 1.0 / a).max()))
     res = compare_all(parts)
     res.expected, res.measured = 1.0 / a, 1.0 / a + max(worst_gap)
