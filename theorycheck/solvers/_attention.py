@@ -36,6 +36,7 @@ from scipy import optimize
 
 from .._validate import check_choice, check_int, check_loss, check_real
 from ..config import Masking, TopicModel
+from ..general_model import is_general
 from ..population._alpha_beta import (
     _check,
     alpha_beta_loss,
@@ -150,6 +151,7 @@ def optimal_attention(
     check_general: bool = True,
     certify: str | None = None,
     certify_options: dict | None = None,
+    family=None,
 ) -> SolveResult:
     """Global minimiser of ``L(alpha, beta)`` with a grid certificate (SPEC §4.3).
 
@@ -206,10 +208,24 @@ def optimal_attention(
         Status: 0 certified; 1 local refinement hit its iteration limit; 3 minimiser on the search
         box (e.g. ``beta* -> -inf``, reported with the box value); 4 a residual check failed.
 
+    family : optional
+        GeneralTopicModel only: the score family ``alpha I_w + beta G`` (SPEC §11.4; see
+        :func:`._general_attention.general_optimal_attention`, to which a ``GeneralTopicModel`` is
+        dispatched with ``value`` in {"stage1" (= "block"), "identity"} or a matrix and ``method``
+        in {"family" (= "grid"), "lbfgs"}).
+
     Notes
     -----
     A positional ``value`` (the old order) is accepted with a ``DeprecationWarning``.
     """
+    if is_general(tm):  # SPEC §11.4
+        from ._general_attention import general_optimal_attention
+
+        shared = dict(method=method, reg=reg, tol=tol, solver=solver, options=options, value=value, loss=loss)
+        extra = dict(n_grid=n_grid, box=box, check_general=check_general, certify=certify)
+        return general_optimal_attention(tm, mk, **shared, **extra, certify_options=certify_options, family=family)
+    if family is not None:
+        raise ValueError("family is for a GeneralTopicModel (use GeneralTopicModel.from_topic_model(tm))")
     _check(tm, mk, value)
     check_choice("method", method, ATTENTION_METHODS)
     reg = check_real("reg", reg, low=0.0, high=0.0)

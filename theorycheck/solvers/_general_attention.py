@@ -1,0 +1,303 @@
+"""Optimal attention scores for ANY topic-word matrix (SPEC §11.4), on the exact population loss.
+
+Two searches, both minimising :func:`theorycheck.population.attention_loss` of a
+:class:`~theorycheck.general_model.GeneralTopicModel` with a frozen value matrix ``W^V``:
+
+- ``method="family"`` (default): the best scores in a linear family ``S(c) = sum_k c_k B_k`` the
+  user gives, by default ``S = alpha I_w + beta G`` with ``I_w`` the identity on words (0 on
+  [MASK]) and ``G`` the co-topic word similarity (:func:`cotopic_matrix`). The gradient is the
+  chain rule ``dL/dc_k = <dL/dS, B_k>`` on :func:`theorycheck.population.attention_loss_grad`;
+  a coarse grid over the first two coefficients, then L-BFGS-B in the box.
+- ``method="lbfgs"``: unrestricted ``S`` (``V1^2`` numbers) by L-BFGS on the exact loss and its
+  gradient, started at the family optimum (small sizes: ``O(C(T, tau) V1^3)`` per evaluation).
+
+For the paper's model ``G`` is the within-topic all-ones block, so the family is the (alpha, beta)
+family of SPEC §4.3 reparametrised (``alpha_sym = alpha + beta``, ``beta_sym = beta``) and its
+optimum equals :func:`theorycheck.solvers.optimal_attention`'s.
+
+The stage-1 ``W^V`` (``value="stage1"``; ``"block"`` is its alias) is the minimum-norm minimiser
+``C Sigma^+`` of the uniform-attention loss (SPEC §11.2, §11.3), computed here from
+``GeneralTopicModel.theta_moments``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy import optimize
+
+from .._memory import check_alloc
+from .._validate import check_array, check_choice, check_int, check_loss, check_real
+from ..config import Masking
+from ..general_model import is_general
+from ..population._general_attention import general_attention_loss, general_attention_loss_grad
+from ._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, check_contract
+from ._certify import certify as certify_residuals
+from ._result import SolveResult
+
+__all__ = [
+    "general_optimal_attention",
+    "cotopic_matrix",
+    "stage1_value_matrix",
+    "GENERAL_ATTENTION_METHODS",
+]
+
+GENERAL_ATTENTION_METHODS = ("family", "lbfgs", "grid")
+DEFAULT_TOL = 1e-6
+#: Bounds of every family coefficient, and the default coarse grid over the first two.
+FAMILY_BOX = (-60.0, 60.0)
+FAMILY_GRID = ((-10.0, 30.0), (-20.0, 20.0))
+_N_GRID = 7
+_N_STARTS = 3
+
+
+# ----------------------------------------------------------------------------- matrices
+def cotopic_matrix(g) -> np.ndarray:
+    """Co-topic word similarity ``G``, shape ``(V1, V1)`` (SPEC §11.4).
+
+    ``G_{ww'} = (phi^T phi)_{ww'} / sqrt((phi^T phi)_{ww} (phi^T phi)_{w'w'})`` on words (unit
+    diagonal), 0 in the [MASK] row and column. For the paper's model: 1 within a topic, 0 across.
+    """
+    _check_general(g)
+    check_alloc("cotopic_matrix", (3, g.V1, g.V1), alternative="a smaller vocabulary")
+    P = g.phi.T @ g.phi
+    d = np.sqrt(np.diag(P))
+    G = np.zeros((g.V1, g.V1))
+    G[1:, 1:] = P / np.outer(d, d)
+    return G
+
+
+def stage1_value_matrix(g, mk: Masking) -> np.ndarray:
+    """Minimum-norm stage-1 ``W^V = C Sigma^+`` of the uniform-attention loss (SPEC §11.2, §11.3).
+
+    ``E[p] = Phi^T mu``, ``E[p p^T] = Phi^T M_2 Phi``, ``c = r u + q e_0``,
+    ``C = a E[pp^T] + E[p] c^T``, ``Sigma = a^2 E[pp^T] + a (E[p] c^T + c E[p]^T) + c c^T``;
+    ``Sigma^+`` from its eigendecomposition (eigenvalues below ``1e-12 max`` dropped).
+    """
+    _check_general(g)
+    if not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_alloc("stage1_value_matrix", (6, g.V1, g.V1), alternative="a smaller vocabulary")
+    mu, M2 = g.theta_moments()
+    Phi = g.topic_token_matrix()
+    Ep, Epp = Phi.T @ mu, Phi.T @ M2 @ Phi
+    c = np.zeros(g.V1)
+    c[1:] = mk.r / g.n_words
+    c[0] = mk.q
+    C = mk.a * Epp + np.outer(Ep, c)
+    Sigma = mk.a**2 * Epp + mk.a * (np.outer(Ep, c) + np.outer(c, Ep)) + np.outer(c, c)
+    lam, U = np.linalg.eigh((Sigma + Sigma.T) / 2.0)
+    keep = lam > 1e-12 * max(float(lam.max()), 0.0)
+    return (C @ U[:, keep]) / lam[keep] @ U[:, keep].T
+
+
+def _check_general(g):
+    if not is_general(g):
+        raise TypeError(f"tm must be a GeneralTopicModel, got {type(g).__name__}")
+
+
+def _value(g, mk, value):
+    if isinstance(value, str):
+        check_choice("value", value, ("stage1", "block", "identity"))
+        if value == "identity":
+            W = np.eye(g.V1)
+            W[0, 0] = 0.0
+            return W, "identity"
+        return stage1_value_matrix(g, mk), "stage1"
+    return check_array("value", value, shape=(g.V1, g.V1)), "given"
+
+
+def _basis(g, family):
+    """Family basis ``[B_1, ..., B_k]``, each ``(V1, V1)``, and its name."""
+    I_w = np.eye(g.V1)
+    I_w[0, 0] = 0.0
+    if family is None or (isinstance(family, str) and family == "co-topic"):
+        return [I_w, cotopic_matrix(g)], "alpha I_w + beta G (co-topic)"
+    if isinstance(family, str):
+        raise ValueError(
+            f"family must be 'co-topic', a word-similarity matrix or a list of basis matrices, got {family!r}"
+        )
+    if isinstance(family, (list, tuple)):
+        if not family:
+            raise ValueError("family: a list of basis matrices needs at least one matrix")
+        return [check_array(f"family[{i}]", B, shape=(g.V1, g.V1)) for i, B in enumerate(family)], "sum_k c_k B_k"
+    arr = np.asarray(family)
+    if arr.shape == (g.n_words, g.n_words):
+        G = np.zeros((g.V1, g.V1))
+        G[1:, 1:] = check_array("family", arr, shape=(g.n_words, g.n_words))
+        return [I_w, G], "alpha I_w + beta G (given)"
+    return [I_w, check_array("family", family, shape=(g.V1, g.V1))], "alpha I_w + beta G (given)"
+
+
+def _check_box(box, k):
+    if box is None:
+        return [FAMILY_BOX] * k
+    arr = np.asarray(box, dtype=float)
+    if arr.shape != (k, 2) or not np.all(np.isfinite(arr)) or not np.all(arr[:, 0] < arr[:, 1]):
+        raise ValueError(
+            f"box must be {k} finite (lo, hi) pairs with lo < hi (one per family coefficient), got {box!r}"
+        )
+    return [tuple(map(float, r)) for r in arr]
+
+
+# ----------------------------------------------------------------------------- objective
+class _Objective:
+    """``S -> (L(S), dL/dS)`` on the exact population loss with frozen ``W``; counts evaluations."""
+
+    def __init__(self, g, mk, W, loss, mask_keys, n_theta, seed):
+        self.args = (W, g, mk)
+        self.kw = dict(mask_keys=mask_keys, loss=loss)
+        if g.prior == "dirichlet":  # common random numbers: one fixed sample of theta
+            self.kw.update(n_theta=n_theta, seed=seed)
+        self.nfev = 0
+
+    def __call__(self, S):
+        self.nfev += 1
+        W, g, mk = self.args
+        r = general_attention_loss_grad(S, W, g, mk, **self.kw)
+        return float(r.loss), r.dS
+
+    def loss(self, S):
+        """The loss alone (no gradient: a third of the work)."""
+        self.nfev += 1
+        W, g, mk = self.args
+        return float(general_attention_loss(S, W, g, mk, **self.kw))
+
+
+def _family_starts(obj, basis, n_grid):
+    """Starting points: the :data:`_N_STARTS` best points of a coarse grid over the first two coefficients."""
+    k = len(basis)
+    if k < 2 or n_grid < 2:
+        return [np.zeros(k)]
+    pts = []
+    for a in np.linspace(*FAMILY_GRID[0], n_grid):
+        for b in np.linspace(*FAMILY_GRID[1], n_grid):
+            c = np.zeros(k)
+            c[:2] = a, b
+            pts.append((obj.loss(_combine(c, basis)), len(pts), c))
+    return [c for _, _, c in sorted(pts, key=lambda t: t[:2])[:_N_STARTS]]
+
+
+def _combine(c, basis):
+    return sum(ck * B for ck, B in zip(c, basis))
+
+
+def _solve_family(obj, basis, box, n_grid, options):
+    def fg(c):
+        L, dS = obj(_combine(c, basis))
+        return L, np.array([float(np.vdot(dS, B)) for B in basis])
+
+    opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 1000, **options}
+    runs = [optimize.minimize(fg, c0, jac=True, method="L-BFGS-B", bounds=box, options=opts)
+            for c0 in _family_starts(obj, basis, n_grid)]  # fmt: skip
+    r = min(runs, key=lambda rr: rr.fun)
+    c = np.asarray(r.x, dtype=float)
+    L, grad = fg(c)
+    lo, hi = np.array(box).T
+    on_lo, on_hi = c <= lo + 1e-6, c >= hi - 1e-6
+    proj = np.where((on_lo & (grad > 0)) | (on_hi & (grad < 0)), 0.0, grad)  # KKT: outward gradient allowed
+    return c, L, proj, bool(np.any(on_lo | on_hi)), r
+
+
+def _solve_free(obj, S0, options):
+    V1 = S0.shape[0]
+
+    def fg(x):
+        L, dS = obj(x.reshape(V1, V1))
+        return L, dS.ravel()
+
+    opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 500, **options}
+    r = optimize.minimize(fg, S0.ravel(), jac=True, method="L-BFGS-B", options=opts)
+    S = np.asarray(r.x, dtype=float).reshape(V1, V1)
+    L, dS = obj(S)
+    return S, L, dS, r
+
+
+# ----------------------------------------------------------------------------- public
+def _validate(g, mk, method, reg, tol, solver, options, loss, n_grid, certify, certify_options, n_theta, seed):
+    _check_general(g)
+    if not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    mk.require_masked_positions("optimal_attention")
+    check_choice("method", method, GENERAL_ATTENTION_METHODS)
+    check_real("reg", reg, low=0.0, high=0.0)
+    loss = check_loss(loss)
+    tol, options = check_contract(method, tol, solver, options, uses_solver=False, uses_options=True, stacklevel=6)
+    if certify is not None or certify_options is not None:
+        raise ValueError("certify / certify_options (interval bounds) are for the paper's (alpha, beta) family; "
+                         "pass certify=None for a GeneralTopicModel")  # fmt: skip
+    n_grid = _N_GRID if n_grid is None else check_int("n_grid", n_grid, low=1)
+    if n_theta is not None:
+        check_int("n_theta", n_theta, low=2)
+    check_int("seed", seed, low=0)
+    return ("lbfgs" if method == "lbfgs" else "family"), tol, options, loss, n_grid
+
+
+def general_optimal_attention(
+    g, mk: Masking, *, method="family", reg=0.0, tol=DEFAULT_TOL, solver=None, options=None, value="stage1",
+    loss="squared", n_grid=None, box=None, family=None, mask_keys=False, n_theta=None, seed=0, x0=None,
+    check_general=True, certify=None, certify_options=None,
+) -> SolveResult:  # fmt: skip
+    """Optimal scores for a general model on the exact population loss (SPEC §11.4).
+
+    Parameters
+    ----------
+    g, mk : GeneralTopicModel, Masking
+    method : {"family", "lbfgs"}
+        ``"family"`` (``"grid"`` is its alias): the best ``S = sum_k c_k B_k`` (default
+        ``alpha I_w + beta G``); ``"lbfgs"``: unrestricted ``S`` by L-BFGS, started at ``x0`` or
+        at the family optimum.
+    value : {"stage1", "block", "identity"} or array (V1, V1)
+        Frozen ``W^V``: the minimum-norm stage-1 ``C Sigma^+`` (:func:`stage1_value_matrix`;
+        ``"block"`` is an alias), the identity on words (``W_00 = 0``) or a given matrix.
+    family : None, "co-topic", array (n_words, n_words) or (V1, V1), or list of (V1, V1) arrays
+        ``G`` of ``alpha I_w + beta G`` (default: :func:`cotopic_matrix`), or the basis matrices.
+    n_grid, box
+        Coarse grid points per axis over ``(alpha, beta) in (-10, 30) x (-20, 20)`` (default 7; L-BFGS-B from the
+        3 best; 1 starts at 0), and the L-BFGS-B bounds of the coefficients (default ``(-60, 60)`` each).
+    mask_keys, loss
+        As in :func:`theorycheck.population.attention_loss`.
+    n_theta, seed
+        Dirichlet law: the loss is the average over one fixed sample of ``n_theta`` proportions
+        drawn with ``seed`` (common random numbers; :func:`theorycheck.population.attention_loss_estimate`).
+    tol, options, reg, solver
+        The shared contract: residual tolerance (gradient max-norm in loss units), L-BFGS-B options
+        (``maxiter``, ...), ``reg`` must be 0, ``solver`` unused.
+
+    Returns
+    -------
+    SolveResult
+        ``x``: the coefficients (family) or ``S`` (lbfgs); ``fun``: the exact loss; residuals
+        ``gradient_norm`` (projected on the box for the family); ``info``: ``S``, ``W``,
+        ``coefficients``, ``alpha``, ``beta`` (family), ``loss_uniform`` (``S = 0``), ``loss_family``,
+        ``family``, ``value_kind``, ``at_boundary``, ``nfev``. Status 0 / 1 (iteration limit) /
+        3 (a coefficient on the box) / 4 (gradient above ``tol``).
+    """
+    kind, tol, options, loss, n_grid = _validate(
+        g, mk, method, reg, tol, solver, options, loss, n_grid, certify, certify_options, n_theta, seed
+    )
+    t0 = time.perf_counter()
+    W, value_kind = _value(g, mk, value)
+    basis, fam_name = _basis(g, family)
+    box = _check_box(box, len(basis))
+    obj = _Objective(g, mk, W, loss, bool(mask_keys), n_theta, seed)
+    c, Lf, grad, at_boundary, r = _solve_family(obj, basis, box, n_grid, options if kind == "family" else {})
+    info = dict(coefficients=c.tolist(), loss_family=Lf, family=fam_name, value_kind=value_kind, W=W)
+    info.update(loss_uniform=obj.loss(np.zeros((g.V1, g.V1))), at_boundary=at_boundary, loss_kind=loss)
+    if len(basis) == 2:
+        info.update(alpha=float(c[0]), beta=float(c[1]))
+    backend = ON_BOUNDARY if at_boundary else (ITERATION_LIMIT if r.status == 1 else SUCCESS)
+    x, L, nit, meth = c, Lf, int(r.nit), "family: grid + L-BFGS-B"
+    S = _combine(c, basis)
+    if kind == "lbfgs":
+        S0 = S if x0 is None else check_array("x0", x0, shape=(g.V1, g.V1))
+        S, L, grad, r = _solve_free(obj, S0, options)
+        x, nit, meth, backend = S, int(r.nit), "unrestricted: L-BFGS", (ITERATION_LIMIT if r.status == 1 else SUCCESS)
+    gnorm = float(np.max(np.abs(grad)))
+    res = SolveResult(x, L, 0, meth, nit=nit, residuals={"gradient_norm": gnorm})
+    res.status, res.message, rel = certify_residuals({"gradient": (gnorm, 1.0)}, tol, backend=backend)
+    info.update(S=S, loss=L, gap_to_uniform=info["loss_uniform"] - L, nfev=obj.nfev, relative_residuals=rel, tol=tol)
+    res.info = info
+    res.time = time.perf_counter() - t0
+    return res
