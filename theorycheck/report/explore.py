@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from .._io import jsonable
 from .._validate import check_int
 from .claims import Claim, ClaimResult
+from .runner import decided_by
 
 __all__ = ["ExploreResult", "explore_claim", "explore_claims", "format_explore", "write_explore_report"]
 
@@ -49,6 +50,7 @@ class ExploreResult:
             if self.result is not None:
                 r = self.result
                 cx.update(expected=jsonable(r.expected), measured=jsonable(r.measured), margin=jsonable(r.margin))
+                cx["decided_by"] = decided_by(r)
         return {
             "id": self.claim.id,
             "preconditions": [d for d, _ in self.claim.preconditions],
@@ -133,7 +135,7 @@ def format_explore(results: list[ExploreResult], *, markdown: bool = False) -> s
     for r in results:
         cx = "" if r.counterexample is None else _fmt_params(r.counterexample)
         if r.counterexample is not None:
-            why = r.error if r.error else f"expected {r.result.expected}, measured {r.result.measured}"
+            why = r.error or f"{decided_by(r.result)}: expected {r.result.expected}, measured {r.result.measured}"
             cx += f" ({why})"
         pre = r.claim.precondition_text() or "-"
         note = r.skipped or cx
