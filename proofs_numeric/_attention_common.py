@@ -38,3 +38,15 @@ def kstar(tm, mk, constants=None):
     r = optimize.minimize_scalar(f, bounds=(lo, hi), method="bounded", options=dict(xatol=1e-12))
     lk = float(r.x) if r.fun <= F[i] else float(x[i])
     return math.exp(lk), f(lk)
+
+
+def p_r_positive(p: dict) -> bool:
+    """Precondition ``p_r > 0`` (random-replacement queries exist; they penalise a very large K)."""
+    return p["p_r"] > 0
+
+
+def paper_masking_domain():
+    """The single configuration p = 0.15 / 0.1 / 0.1 (the SPEC §4.3 table is computed there only)."""
+    from theorycheck.strategies import choices, params
+
+    return params(choices(**{k: (v,) for k, v in PAPER_MASKING.items()}))

@@ -14,6 +14,7 @@ import numpy as np
 
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close
+from theorycheck.strategies import masking_params, model_params, params
 
 from ._attention_common import models
 
@@ -21,7 +22,10 @@ TOL = 1e-12
 
 
 def _pairs(K, v, n=4):
-    """(alpha, beta) with e^alpha + (v-1) e^beta = K, spreading the weight differently."""
+    """(alpha, beta) with e^alpha + (v-1) e^beta = K, spreading the weight differently (v = 1: alpha =
+    log K and several beta, which then scores no pair and must not matter)."""
+    if v == 1:
+        return [(math.log(K), b) for b in np.linspace(-3.0, 3.0, n)]
     out = []
     for frac in np.linspace(0.05, 0.95, n):  # fraction of K on the same word
         a = math.log(frac * K)
@@ -43,10 +47,24 @@ def check(params, inject=None):
         spreads.append(max(vals) - min(vals))
         curve.append((K, vals))
     L_uniform = attention_loss(np.zeros((tm.V1, tm.V1)), W, tm, mk)
-    r1 = compare_close(max(spreads), 0.0, TOL, details={"max_spread_on_level_set": max(spreads)})
-    r2 = compare_close(L_uniform, 1.0 - 1.0 / (tm.tau * tm.v), TOL, details={"L_K_equals_v": L_uniform})
+    r1 = compare_close(
+        max(spreads),
+        0.0,
+        TOL,
+        details={"max_spread_on_level_set": max(spreads)},
+        label="spread of L on a K level set = 0",
+    )
+    r2 = compare_close(
+        L_uniform, 1.0 - 1.0 / (tm.tau * tm.v), TOL, details={"L_K_equals_v": L_uniform}, label="L(K=v) = 1 - 1/(tau v)"
+    )
     res = compare_all([r1, r2])
     return res
+
+
+def domain():
+    """T <= 6, v <= 4, every tau, every masking (p_c != p_r): the general evaluator enumerates every
+    tau-subset, O(C(T, tau) V1^2) per point."""
+    return params(model_params(max_T=6, max_v=4), masking_params())
 
 
 def falsify(params):
@@ -66,4 +84,5 @@ CLAIM = Claim(
         dict(T=6, v=4, tau=2, p_m=0.3, p_c=0.2, p_r=0.2),
     ),
     falsify=falsify,
+    domain=domain,
 )

@@ -24,6 +24,7 @@ from theorycheck.population import (
 )
 from theorycheck.population._symmetry import symmetric_attention_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
+from theorycheck.strategies import choices, masking_params, model_params, params, seeds
 
 from ._attention_common import models
 
@@ -46,16 +47,38 @@ def check(params, inject=None):
     no_bias = attention_loss(S, W, tm, mk, mask_keys=mask_keys)
     scale = max(1.0, abs(dense))
     subs = [
-        compare_close(structured / scale, dense / scale, TOL, details={"structured": structured, "dense": dense}),
-        compare_greater(abs(structured - no_bias), 1e-3, details={"bias_effect": structured - no_bias}),
+        compare_close(
+            structured / scale,
+            dense / scale,
+            TOL,
+            details={"structured": structured, "dense": dense},
+            label="structured = dense (relative)",
+        ),
+        compare_greater(
+            abs(structured - no_bias), 1e-3, details={"bias_effect": structured - no_bias}, label="|L(b) - L(0)| > 1e-3"
+        ),
     ]
     # symmetric model, word-constant bias: a third, independent route
     Ss, Ws = alpha_beta_score_matrix(2.0, 0.5, tm), alpha_beta_value_matrix(tm, mk)
     bs = np.r_[0.4, np.full(tm.n_words, -0.3)]
     sym = symmetric_attention_loss(lambda x: Ss[x], lambda h: Ws @ h, tm, mk, bs, mask_keys=mask_keys)
     gen = attention_loss(Ss, Ws, tm, mk, bs, mask_keys=mask_keys)
-    subs.append(compare_close(gen, sym, TOL * max(1.0, abs(sym)), details={"symmetric_route_error": abs(gen - sym)}))
+    subs.append(
+        compare_close(
+            gen,
+            sym,
+            TOL * max(1.0, abs(sym)),
+            details={"symmetric_route_error": abs(gen - sym)},
+            label="general = symmetric route (word-constant bias)",
+        )
+    )
     return compare_all(subs)
+
+
+def domain():
+    """T <= 5, v <= 3, every tau and masking (p_c != p_r), mask_keys on and off, seeds of the random
+    (S, W, b): the dense evaluator stacks every tau-subset, O(C(T, tau) V1^2) per point."""
+    return params(model_params(max_T=5, max_v=3), masking_params(), seeds(), choices(mask_keys=(False, True)))
 
 
 def falsify(params):
@@ -78,4 +101,5 @@ CLAIM = Claim(
         dict(T=10, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1, mask_keys=False, seed=7),
     ),
     falsify=falsify,
+    domain=domain,
 )

@@ -16,6 +16,7 @@ from theorycheck.population import (
     stage1_block_constants,
 )
 from theorycheck.report.claims import Claim, compare_close
+from theorycheck.strategies import masking_params, model_params, params
 
 from ._attention_common import models
 
@@ -36,9 +37,21 @@ def check(params, inject=None):
             c = alpha_beta_loss(a, b, tm, mk, value)
             errs[f"{value}({a:g},{b:g})"] = abs(g - c)
     worst = max(errs.values())
-    res = compare_close(worst, 0.0, TOL, details={"max_abs_error": worst, "n_points": len(errs)})
+    res = compare_close(
+        worst,
+        0.0,
+        TOL,
+        details={"max_abs_error": worst, "n_points": len(errs)},
+        label="|general - closed form| <= 1e-10",
+    )
     res.expected = "general evaluator == closed form"
     return res
+
+
+def domain():
+    """T <= 6, v <= 4, every tau and masking (p_c != p_r): the general evaluator enumerates every
+    tau-subset, O(C(T, tau) V1^2) per point and 14 points."""
+    return params(model_params(max_T=6, max_v=4), masking_params())
 
 
 def falsify(params):
@@ -62,4 +75,5 @@ CLAIM = Claim(
         dict(T=5, v=3, tau=2, p_m=0.4, p_c=0.2, p_r=0.3),
     ),
     falsify=falsify,
+    domain=domain,
 )

@@ -28,8 +28,9 @@ from theorycheck import Masking, TopicModel
 from theorycheck.population import alpha_beta_loss_logK
 from theorycheck.report.claims import Claim, compare_all, compare_greater
 from theorycheck.solvers import optimal_attention
+from theorycheck.strategies import masking_grid_params, p_c_positive
 
-from ._attention_common import kstar, swapped_constants
+from ._attention_common import kstar, p_r_positive, swapped_constants
 from .attention_asymptotic import route_checks
 
 SEQUENCE = ((100, 10, 10), (1000, 10, 32), (10000, 10, 100), (100000, 10, 316))
@@ -44,17 +45,38 @@ def check(params, inject=None):
         consts = swapped_constants(tm, mk) if inject.get("swap") else None
         K, _ = kstar(tm, mk, constants=consts)
         ratios.append(K / v)
-        subs.append(compare_greater(K / v, 1.0, details={f"ratio[T={T}]": K / v}))
+        subs.append(compare_greater(K / v, 1.0, details={f"ratio[T={T}]": K / v}, label=f"K*/v > 1 [T={T}]"))
         big = np.log(100.0 * v * tau) + np.log(2.0) * np.arange(8)
         steps = float(np.diff(alpha_beta_loss_logK(big, tm, mk, constants=consts)).min())
-        subs.append(compare_greater(steps, 0.0, details={f"min increase beyond 100 v tau[T={T}]": steps}))
+        subs.append(
+            compare_greater(
+                steps,
+                0.0,
+                details={f"min increase beyond 100 v tau[T={T}]": steps},
+                label=f"L increasing beyond K = 100 v tau [T={T}]",
+            )
+        )
         subs += route_checks(tm, mk, (math.log(K), float(big[0])), consts, f"T={T},tau={tau}")
-    for r0, r1 in zip(ratios, ratios[1:]):
-        subs.append(compare_greater(r1, r0))
+    for (T0, *_), r0, r1 in zip(SEQUENCE, ratios, ratios[1:]):
+        subs.append(compare_greater(r1, r0, label=f"K*/v grows along the sequence [after T={T0}]"))
     tm = TopicModel(T=100, v=10, tau=10)
     ident = optimal_attention(tm, mk, value="identity", check_general=False)
-    subs.append(compare_greater(ident.alpha, 0.0, details={"identity_alpha_star[T=100,tau=10]": ident.alpha}))
+    subs.append(
+        compare_greater(
+            ident.alpha,
+            0.0,
+            details={"identity_alpha_star[T=100,tau=10]": ident.alpha},
+            label="identity W^V: alpha* > 0 [T=100,tau=10]",
+        )
+    )
     return compare_all(subs)
+
+
+def domain():
+    """Every masking on a 0.05 grid (p_c != p_r); the sequence (T, tau) up to T = 1e5 is fixed (closed
+    form, O(1) per point). Needs p_c > 0 (else K* = v, SPEC §4.3(a) fact 4) and p_r > 0 (else nothing
+    penalises a very large K)."""
+    return masking_grid_params(step=0.05)
 
 
 def falsify(params):
@@ -74,4 +96,6 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(p_m=0.15, p_c=0.1, p_r=0.1),),
     falsify=falsify,
+    domain=domain,
+    preconditions=(("p_c > 0", p_c_positive), ("p_r > 0", p_r_positive)),
 )
