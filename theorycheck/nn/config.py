@@ -16,9 +16,12 @@ from __future__ import annotations
 import hashlib
 from dataclasses import asdict, dataclass, field, fields, replace
 
+import numpy as np
+
 from .._io import dumps_json
 from .._validate import check_choice, check_int, check_real
 from ..config import Masking, TopicModel
+from ..general_model import GeneralTopicModel, is_general
 from .model_config import ModelConfig
 
 __all__ = ["DataConfig", "OptimConfig", "TrainConfig", "config_hash", "config_diff"]
@@ -65,6 +68,12 @@ class DataConfig(_Validated):
     every step), ``"static"`` (a fixed masked training set visited in epochs, plus a dev set) or
     ``"population"`` (the exact N -> inf population, SPEC §4.0). ``average`` is how the loss
     averages over selected positions: ``"document"`` (theory) or ``"token"`` (official code).
+
+    ``phi``: a general topic-word matrix (SPEC §11), a ``(T, n_words)`` row-stochastic array (stored
+    as nested lists, so the configuration stays JSON); then :meth:`topic_model` is a
+    :class:`~theorycheck.general_model.GeneralTopicModel` with ``prior``, ``tau``, ``alpha`` (a number
+    or a vector of ``T``), ``T`` must equal ``phi``'s row count, ``v`` is not used and
+    ``V1 = n_words + 1``. :meth:`from_model` builds the configuration from a model.
     """
 
     T: int = 10
@@ -80,6 +89,7 @@ class DataConfig(_Validated):
     n_train: int = 10_000
     n_dev: int = 1_000
     average: str = "document"
+    phi: object = None
 
     def _validate(self):
         check_choice("source", self.source, ("fresh", "static", "population"))
@@ -87,7 +97,9 @@ class DataConfig(_Validated):
         self._set("n_train", check_int("n_train", self.n_train, low=1))
         self._set("n_dev", check_int("n_dev", self.n_dev, low=0))
         self._set("N", _check_N(self.N))
-        self.topic_model()  # validates T, v, tau, prior, alpha
+        if self.phi is not None:
+            self._set("phi", _check_phi(self.phi, self.T))
+        self.topic_model()  # validates T, v, tau, prior, alpha (and phi)
         self.masking().require_masked_positions("training")
         if self.source == "population" and self.prior != "uniform-tau":
             raise ValueError(
@@ -95,14 +107,40 @@ class DataConfig(_Validated):
             )
 
     def topic_model(self) -> TopicModel:
+        if self.phi is not None:
+            return GeneralTopicModel(self.phi, prior=self.prior, tau=self.tau, alpha=self.alpha)
         return TopicModel(T=self.T, v=self.v, tau=self.tau, prior=self.prior, alpha=self.alpha)
+
+    @classmethod
+    def from_model(cls, tm, mk: Masking | None = None, **fields) -> DataConfig:
+        """The data configuration of a ``TopicModel`` or ``GeneralTopicModel`` (and ``Masking``), other
+        fields (``N``, ``source``, ...) as keywords."""
+        law = {"tau": tm.tau, "prior": tm.prior, "T": tm.T}
+        law["alpha"] = None if tm.alpha is None else (np.asarray(tm.alpha).tolist() if is_general(tm) else tm.alpha)
+        if is_general(tm):
+            law["phi"] = tm.phi
+        elif isinstance(tm, TopicModel):
+            law["v"] = tm.v
+        else:
+            raise TypeError(f"tm must be a TopicModel or a GeneralTopicModel, got {type(tm).__name__}")
+        if mk is not None:
+            law.update(p_m=mk.p_m, p_c=mk.p_c, p_r=mk.p_r)
+        return cls(**law, **fields)
 
     def masking(self) -> Masking:
         return Masking(p_m=self.p_m, p_c=self.p_c, p_r=self.p_r)
 
     @property
     def V1(self) -> int:
-        return self.T * self.v + 1
+        return self.T * self.v + 1 if self.phi is None else len(self.phi[0]) + 1
+
+
+def _check_phi(phi, T) -> list:
+    """``phi`` validated (:class:`GeneralTopicModel` rules) as nested lists of floats; rows == ``T``."""
+    arr = GeneralTopicModel(phi, tau=1).phi  # validates shape, sign, row sums, unused words
+    if arr.shape[0] != T:
+        raise ValueError(f"T must equal the number of rows of phi ({arr.shape[0]}), got T={T}")
+    return np.asarray(phi, dtype=np.float64).tolist()
 
     @property
     def N_max(self) -> int:
@@ -218,6 +256,8 @@ class TrainConfig(_Validated):
         d = asdict(self)
         d["model"] = self.model.to_dict()
         d["data"]["N"] = list(self.data.N) if isinstance(self.data.N, tuple) else self.data.N
+        if d["data"]["phi"] is None:  # symmetric runs keep the configuration (and hash) they had before phi
+            del d["data"]["phi"]
         return d
 
     @classmethod

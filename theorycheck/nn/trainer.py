@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
+from ..general_model import is_general
+from ._general_probes import GENERAL_PROBES, GeneralReferences
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
 from .data import DataStream
@@ -91,7 +93,8 @@ class Trainer:
     """Runs a :class:`TrainConfig` (validated again here, before any work).
 
     ``probes``: extra :mod:`theorycheck.nn.probes` callables ``(model, ctx) -> dict`` whose keys are
-    logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES`."""
+    logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES` (for a general
+    topic-word matrix ``cfg.data.phi``: :data:`theorycheck.nn._general_probes.GENERAL_PROBES`)."""
 
     def __init__(self, cfg: TrainConfig, out=None, *, probes=(), progress: bool = True, figures=None):
         if not isinstance(cfg, TrainConfig):
@@ -110,11 +113,12 @@ class Trainer:
         self.cfg = cfg
         self.out = None if out is None else Path(out)
         self.progress = progress
-        self.probes = [*DEFAULT_PROBES, *probes]
         self.stream = DataStream(cfg)
         self.tm, self.mk = self.stream.tm, self.stream.mk
+        general = is_general(self.tm)  # SPEC §11: topics of a general model are dominant topics
+        self.probes = [*(GENERAL_PROBES if general else DEFAULT_PROBES), *probes]
         self.model = Transformer(cfg.model, rng=np.random.default_rng([cfg.seed, 0]))
-        self.refs = References(cfg, self.tm, self.mk)
+        self.refs = (GeneralReferences if general else References)(cfg, self.tm, self.mk)
         if cfg.init_W_V == "stage1-optimum":
             for lay in self.model.layers:
                 lay.params["W_V"][...] = self.refs.W_V[None]
