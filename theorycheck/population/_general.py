@@ -177,10 +177,15 @@ class Stage1Factors(NamedTuple):
     Em: np.ndarray
 
 
+#: Relative eigenvalue threshold of the rank-revealing factor of ``M2`` / ``Cov(theta)``.
+RANK_RTOL = 1e-12
+
+
 def _psd_factor(M: np.ndarray) -> np.ndarray:
-    """``L`` with ``M = L L^T`` over the eigenvalues above ``T eps max`` (rank-revealing)."""
+    """``L`` with ``M = L L^T`` over the eigenvalues above ``RANK_RTOL * max`` (rank-revealing)."""
     lam, U = np.linalg.eigh((M + M.T) / 2)
-    keep = lam > M.shape[0] * np.finfo(float).eps * max(lam.max(), 0.0)
+    top = float(lam.max()) if lam.size else 0.0
+    keep = lam > RANK_RTOL * top if top > 0 else np.zeros(lam.shape, dtype=bool)
     return U[:, keep] * np.sqrt(lam[keep])
 
 

@@ -12,6 +12,8 @@ SPEC section                function
                             :func:`value_block_constants` (min-norm constants:
                             ``theorycheck.population.stage1_block_constants``),
                             :func:`minimiser_violation`
+§11.3, §11.5 general phi    the same two solvers dispatch on a ``GeneralTopicModel``
+                            (:class:`LowRankMatrix` results; ``solvers._general*``)
 §4.1 tied embedding Gram    :func:`optimal_embedding_gram`, :func:`closed_form_gram`,
                             :class:`BlockGram`, :func:`embedding_from_gram`,
                             :func:`min_embedding_dim`, :func:`embedding_minimiser_violation`,
@@ -23,6 +25,7 @@ SPEC section                function
 from ._attention import optimal_attention
 from ._certify import STATUS_MESSAGES
 from ._embedding import optimal_embedding_gram
+from ._general import LowRankMatrix
 from ._gram import BlockGram, closed_form_gram, embedding_from_gram, min_embedding_dim
 from ._gram_residuals import embedding_minimiser_violation, identifiable_part
 from ._result import SolveResult
@@ -43,6 +46,7 @@ __all__ = [
     "identifiable_part",
     "optimal_value_matrix",
     "BlockValueMatrix",
+    "LowRankMatrix",
     "minimiser_violation",
     "MinimiserViolation",
     "value_block_constants",

@@ -46,6 +46,7 @@ from .._memory import check_alloc
 from .._threads import small_problem
 from .._validate import check_choice, check_int, check_real, warn_ignored
 from ..config import Masking, TopicModel
+from ..general_model import is_general
 from ..population._embedding_loss import _kernel_threads, embedding_loss_grad
 from ..population._value_loss import value_loss
 from ._certify import (
@@ -58,6 +59,7 @@ from ._certify import (
     cvxpy_status,
     legacy_positional,
 )
+from ._general_gram import general_optimal_embedding_gram
 from ._gram import (
     BlockGram,
     bias_const,
@@ -244,6 +246,10 @@ def optimal_embedding_gram(
     -----
     A positional ``method`` (the old order) is accepted with a ``DeprecationWarning``.
     """
+    if is_general(tm):  # SPEC §11.5
+        return general_optimal_embedding_gram(tm, mk, method=method, reg=reg, tol=tol, solver=solver, options=options,
+                                              d=d, bias=bias, seed=seed, init_scale=init_scale, maxiter=maxiter,
+                                              max_bytes=max_bytes)  # fmt: skip
     reg, tol, options, d, bias, seed, init_scale = _validate(
         tm, mk, method, reg, tol, solver, options, d, bias, seed, init_scale, maxiter, max_bytes
     )

@@ -80,8 +80,10 @@ import numpy as np
 from .._memory import check_alloc
 from .._validate import check_choice, check_real
 from ..config import Masking, TopicModel, token_topic
+from ..general_model import is_general
 from ..population._moments import moments
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status, legacy_positional
+from ._general import general_optimal_value_matrix
 from ._rational import rational_value_result
 from ._result import SolveResult
 from ._value_block import (
@@ -306,6 +308,9 @@ def optimal_value_matrix(
     ``null(Sigma)`` (round-off divided by ``reg``) while the stationarity residual cannot see it; the
     ``error_bound`` says how much is certified. The closed form stays accurate for every ``reg >= 0``.
     """
+    if is_general(tm):  # SPEC §11.3, §11.5
+        return general_optimal_value_matrix(tm, mk, method=method, reg=reg, tol=tol, solver=solver, options=options,
+                                            dense=dense, max_bytes=max_bytes)  # fmt: skip
     reg, tol, options, dense = _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes)
     t0 = time.perf_counter()
     if method == "rational":
