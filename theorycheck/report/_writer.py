@@ -191,7 +191,11 @@ def _summary_text(rows: list[ReportRow], n_claims: int) -> str:
     parts = [f"{len(rows) - n_fail - n_err} passed"]
     parts += [f"{n_fail} failed"] if n_fail else []
     parts += [f"{n_err} raised an error"] if n_err else []
-    return f"{n_claims} claims, {len(rows)} checks: " + ", ".join(parts) + "."
+    return f"{_plural(n_claims, 'claim')}, {_plural(len(rows), 'check')}: " + ", ".join(parts) + "."
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _results(rows, skipped, tiers: dict, n_pass: int, n_cached: int) -> dict:
