@@ -30,7 +30,7 @@ from .._validate import check_int, check_real
 from ..config import Masking
 from ..population._general import general_moments, min_value_loss, stage1_factors
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
-from ._general import LowRankMatrix, svd_range
+from ._general import LowRankMatrix
 from ._result import SolveResult
 
 __all__ = ["general_optimal_embedding_gram", "general_gram_residuals", "general_closed_form_gram"]
@@ -51,8 +51,10 @@ def general_closed_form_gram(g, mk, *, bias: bool = False):
         factor = (F.Y @ V[:, keep]) / np.sqrt(lam[keep])
         return LowRankMatrix(factor, factor), None
     Fc = stage1_factors(g, mk, centred=True)
-    U, _, _ = svd_range(Fc.Y) if Fc.Y.shape[1] else (Fc.Y, None, None)
-    factor = U / math.sqrt(mk.a)
+    U, s, _ = np.linalg.svd(Fc.Y, full_matrices=False)
+    # absolute threshold: Y_c = Phi^T L_c can vanish (identical topics) up to round-off of ||Phi|| ||L_c||
+    scale = np.linalg.norm(g.phi, 2) * (np.linalg.norm(Fc.L, 2) if Fc.L.size else 0.0)
+    factor = U[:, s > max(Fc.Y.shape) * np.finfo(float).eps * scale] / math.sqrt(mk.a)
     G = LowRankMatrix(factor, factor)
     return G, Fc.Ep - G @ Fc.Em
 
@@ -69,7 +71,8 @@ def general_gram_residuals(G, g, mk, b=None) -> tuple[dict, float]:
 
     ``loss_gap = L(G, b) - L*``; ``min_eig`` (0 for a factored ``F F^T``, PSD by construction);
     ``asymmetry``; ``minimiser_violation = ||G X - Y||_F`` (no bias) or
-    ``||G X_c - Y_c||_F + ||G E[m] + b - E[p]||`` (centred factors, bias), scale ``||Y||_F``.
+    ``||G X_c - Y_c||_F + ||G E[m] + b - E[p]||`` (centred factors, bias), scale
+    ``max(||Y||_F, ||E[p]||)``.
     """
     F = stage1_factors(g, mk)
     Fz = stage1_factors(g, mk, centred=True) if b is not None else F
@@ -89,7 +92,7 @@ def general_gram_residuals(G, g, mk, b=None) -> tuple[dict, float]:
         "asymmetry": asym,
         "gram_norm": gnorm,
         "minimiser_violation": viol,
-        "minimiser_violation_rel": viol / max(float(np.linalg.norm(Fz.Y)), 1e-300),
+        "minimiser_violation_rel": viol / max(float(np.linalg.norm(Fz.Y)), float(np.linalg.norm(F.Ep))),
     }
     return res, loss
 
