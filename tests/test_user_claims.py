@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -310,3 +311,28 @@ def test_duplicate_id_names_the_id_and_both_origins(tmp_path):
     assert str((a / "my_claims.py").resolve()) in str(info.value) and str((b / "my_claims.py").resolve()) in str(
         info.value
     )
+
+
+# ----------------------------------------------------------------------------- the README's worked example
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_worked_example_prints_what_the_readme_shows(tmp_path, capsys):
+    text = README.read_text()
+    block = re.search(r"Saved as `my_claims/beats_uniform.py`:\n\n```python\n(.*?)```", text, re.S).group(1)
+    folder = tmp_path / "my_claims"
+    folder.mkdir()
+    (folder / "beats_uniform.py").write_text(block)
+    argv = ["verify", "--claims", str(folder), "--only", "mine", "--explore", "20"]
+    assert main(argv + ["--out", str(tmp_path / "explored")]) == 1
+    (line,) = [x for x in capsys.readouterr().out.splitlines() if x.startswith("REFUTED")]
+    assert line in text  # the README pastes the real output
+    cx = _results(tmp_path / "explored")["mine.beats-uniform"]["counterexample"]["params"]
+    assert (cx["T"], cx["v"], cx["tau"]) == (2, 1, 2)
+    # with the precondition tau < T the statement holds on 20 configurations
+    fixed = block.replace("params\n", "params, tau_below_T\n", 1).replace(
+        "    domain=", '    preconditions=(("tau < T", tau_below_T),),\n    domain=', 1
+    )
+    (folder / "beats_uniform.py").write_text(fixed)
+    assert main(argv + ["--out", str(tmp_path / "fixed")]) == 0
+    assert _results(tmp_path / "fixed")["mine.beats-uniform"]["n_explored"] == 20
