@@ -16,6 +16,8 @@ attention               ``value_loss_grad``
                         ``attention_loss_grad``,     and ``_attention_kernels`` (structured
                         ``AttentionLossGrad``,       squared loss, Numba)
                         ``SetSampledLoss``
+§11.4 any topic-word    ``attention_loss_estimate``, ``_general_attention`` (GeneralTopicModel:
+matrix                  ``LossEstimate``             exact over tau-sets, Dirichlet sampled + SE)
 §4.3 (alpha, beta)      ``alpha_beta_loss``,         ``_alpha_beta`` (closed forms)
 family                  ``alpha_beta_loss_logK``,
                         ``alpha_beta_ce_loss``,
@@ -47,6 +49,7 @@ from ._alpha_beta import (
 from ._attention_loss import AttentionLossGrad, SetSampledLoss, attention_loss, attention_loss_grad
 from ._contexts import PopulationContexts, population_contexts
 from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad
+from ._general_attention import LossEstimate, attention_loss_estimate
 from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
 from ._symmetry import alpha_beta_symmetric_loss, symmetric_attention_loss
 from ._value_loss import value_loss, value_loss_grad
@@ -63,6 +66,8 @@ __all__ = [
     "attention_loss_grad",
     "AttentionLossGrad",
     "SetSampledLoss",
+    "attention_loss_estimate",
+    "LossEstimate",
     "alpha_beta_loss",
     "alpha_beta_loss_logK",
     "alpha_beta_score_matrix",

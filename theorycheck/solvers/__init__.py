@@ -19,6 +19,8 @@ SPEC section                function
                             :func:`min_embedding_dim`, :func:`embedding_minimiser_violation`,
                             :func:`identifiable_part`
 §4.3 (alpha, beta) attention :func:`optimal_attention`
+§11.4 general attention      :func:`general_optimal_attention` (also via ``optimal_attention``),
+                             :func:`cotopic_matrix`, :func:`stage1_value_matrix`
 =========================== =====================================================================
 """
 
@@ -26,6 +28,7 @@ from ._attention import optimal_attention
 from ._certify import STATUS_MESSAGES
 from ._embedding import optimal_embedding_gram
 from ._general import LowRankMatrix
+from ._general_attention import cotopic_matrix, general_optimal_attention, stage1_value_matrix
 from ._gram import BlockGram, closed_form_gram, embedding_from_gram, min_embedding_dim
 from ._gram_residuals import embedding_minimiser_violation, identifiable_part
 from ._result import SolveResult
@@ -37,6 +40,9 @@ __all__ = [
     "SolveResult",
     "STATUS_MESSAGES",
     "optimal_attention",
+    "general_optimal_attention",
+    "cotopic_matrix",
+    "stage1_value_matrix",
     "optimal_embedding_gram",
     "closed_form_gram",
     "BlockGram",

@@ -16,8 +16,8 @@ family of SPEC §4.3 reparametrised (``alpha_sym = alpha + beta``, ``beta_sym = 
 optimum equals :func:`theorycheck.solvers.optimal_attention`'s.
 
 The stage-1 ``W^V`` (``value="stage1"``; ``"block"`` is its alias) is the minimum-norm minimiser
-``C Sigma^+`` of the uniform-attention loss (SPEC §11.2, §11.3), computed here from
-``GeneralTopicModel.theta_moments``.
+``C Sigma^+`` of the uniform-attention loss (SPEC §11.2, §11.3), from
+:func:`theorycheck.solvers.optimal_value_matrix` (closed form).
 """
 
 from __future__ import annotations
@@ -68,28 +68,19 @@ def cotopic_matrix(g) -> np.ndarray:
     return G
 
 
-def stage1_value_matrix(g, mk: Masking) -> np.ndarray:
-    """Minimum-norm stage-1 ``W^V = C Sigma^+`` of the uniform-attention loss (SPEC §11.2, §11.3).
+def stage1_value_matrix(g, mk: Masking, *, max_bytes=None) -> np.ndarray:
+    """Minimum-norm stage-1 ``W^V = C Sigma^+`` of the uniform-attention loss, dense (SPEC §11.2, §11.3).
 
-    ``E[p] = Phi^T mu``, ``E[p p^T] = Phi^T M_2 Phi``, ``c = r u + q e_0``,
-    ``C = a E[pp^T] + E[p] c^T``, ``Sigma = a^2 E[pp^T] + a (E[p] c^T + c E[p]^T) + c c^T``;
-    ``Sigma^+`` from its eigendecomposition (eigenvalues below ``1e-12 max`` dropped).
+    From :func:`theorycheck.solvers.optimal_value_matrix` (``method="closed-form"``, the general
+    model's low-rank closed form ``W° Pi``).
     """
+    from ._value import optimal_value_matrix
+
     _check_general(g)
     if not isinstance(mk, Masking):
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
-    check_alloc("stage1_value_matrix", (6, g.V1, g.V1), alternative="a smaller vocabulary")
-    mu, M2 = g.theta_moments()
-    Phi = g.topic_token_matrix()
-    Ep, Epp = Phi.T @ mu, Phi.T @ M2 @ Phi
-    c = np.zeros(g.V1)
-    c[1:] = mk.r / g.n_words
-    c[0] = mk.q
-    C = mk.a * Epp + np.outer(Ep, c)
-    Sigma = mk.a**2 * Epp + mk.a * (np.outer(Ep, c) + np.outer(c, Ep)) + np.outer(c, c)
-    lam, U = np.linalg.eigh((Sigma + Sigma.T) / 2.0)
-    keep = lam > 1e-12 * max(float(lam.max()), 0.0)
-    return (C @ U[:, keep]) / lam[keep] @ U[:, keep].T
+    res = optimal_value_matrix(g, mk, method="closed-form", dense=True, max_bytes=max_bytes)
+    return np.asarray(res.x, dtype=np.float64)
 
 
 def _check_general(g):
