@@ -20,10 +20,14 @@ def gradient_subchecks(f, x, grad, label, seed=0, n_directions=3, h=1e-5):
     gc = check_gradient(f, x, grad, n_directions=n_directions, h=h, rtol=RTOL, atol=ATOL, seed=seed)
     ratios = [e / (RTOL * (abs(a) + abs(b)) + ATOL) for e, a, b in zip(gc.errors, gc.fd, gc.analytic)]
     worst = float(max(ratios))
-    subs = [compare_close(worst, 0.0, 1.0, details={f"fd_ratio[{label}]": worst})]
+    fd_label = f"{label}: finite differences within tolerance"
+    subs = [compare_close(worst, 0.0, 1.0, label=fd_label, details={f"fd_ratio[{label}]": worst})]
     slopes = [s for s in gc.slopes if not math.isnan(s)]
     if slopes:
-        subs.append(compare_greater(min(slopes), MIN_SLOPE, details={f"taylor_slope[{label}]": min(slopes)}))
+        slope_label = f"{label}: Taylor slope > {MIN_SLOPE}"
+        subs.append(
+            compare_greater(min(slopes), MIN_SLOPE, label=slope_label, details={f"taylor_slope[{label}]": min(slopes)})
+        )
     return subs
 
 

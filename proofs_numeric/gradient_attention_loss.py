@@ -18,21 +18,25 @@ import numpy as np
 from theorycheck import Masking, TopicModel
 from theorycheck.population import attention_loss, attention_loss_grad
 from theorycheck.report.claims import Claim, compare_close
+from theorycheck.strategies import choices, masking_params, model_params, params, seeds
 
 from ._gradient_common import combine, gradient_subchecks
 
 
-def _point(tm, seed):
-    rng = np.random.default_rng(seed)
+def _point(tm, params):
+    """Random ``(S, W, b)``: standard normal entries times ``S_scale`` (1.5), ``W_scale`` (0.7), ``b_scale`` (0.5)."""
+    rng = np.random.default_rng(params["seed"])
     V1 = tm.V1
-    return 1.5 * rng.standard_normal((V1, V1)), 0.7 * rng.standard_normal((V1, V1)), 0.5 * rng.standard_normal(V1)
+    S = params.get("S_scale", 1.5) * rng.standard_normal((V1, V1))
+    W = params.get("W_scale", 0.7) * rng.standard_normal((V1, V1))
+    return S, W, params.get("b_scale", 0.5) * rng.standard_normal(V1)
 
 
 def check(params, inject=None):
     inject = inject or {}
     tm = TopicModel(T=params["T"], v=params["v"], tau=params["tau"])
     mk = Masking(params["p_m"], params["p_c"], params["p_r"])
-    S, W, b = _point(tm, params["seed"])
+    S, W, b = _point(tm, params)
     kw = dict(loss=params["loss"], mask_keys=params["mask_keys"])
     subs = _at(S, W, b, tm, mk, kw, inject) + _at(S, W, None, tm, mk, kw, inject)
     return combine(subs)
@@ -44,12 +48,32 @@ def _at(S, W, bias, tm, mk, kw, inject):
     if inject.get("transpose_dS"):
         dS = dS.T
     tag = f"{kw['loss']},mask_keys={kw['mask_keys']},b={'random' if bias is not None else 'None'}"
-    subs = [compare_close(L, attention_loss(S, W, tm, mk, bias, **kw), 1e-12)]
+    subs = [compare_close(L, attention_loss(S, W, tm, mk, bias, **kw), 1e-12, label=f"loss = attention_loss ({tag})")]
     subs += gradient_subchecks(lambda s: attention_loss(s, W, tm, mk, bias, **kw), S, dS, f"dS,{tag}")
     subs += gradient_subchecks(lambda w: attention_loss(S, w, tm, mk, bias, **kw), W, dW, f"dW,{tag}")
     b0 = np.zeros(tm.V1) if bias is None else bias
     subs += gradient_subchecks(lambda c: attention_loss(S, W, tm, mk, c, **kw), b0, db, f"db,{tag}")
     return subs
+
+
+def _scales():
+    from hypothesis import strategies as st
+
+    def scale(lo, hi):
+        return st.floats(lo, hi, allow_nan=False)
+
+    return st.fixed_dictionaries({"S_scale": scale(0.05, 5.0), "W_scale": scale(0.3, 2.0), "b_scale": scale(0.05, 1.0)})
+
+
+def domain():
+    """T <= 5, v <= 3 (the exact loss averages over C(T, tau) topic sets), every tau and masking
+    (p_c != p_r), seeds, loss "squared" | "ce", mask_keys False | True (random b and b = None at every
+    draw), entry scales S in [0.05, 5], W in [0.3, 2], b in [0.05, 1]: where a central difference
+    (h = 1e-5) resolves every gradient, i.e. its round-off ``eps |L| / h`` stays below the 1e-9 absolute
+    tolerance. (Outside, e.g. W scale 0.03 with b scale 3, the difference of two losses of size ~10
+    loses the tiny dL/dS to round-off: a limit of the finite-difference test, not of the gradient.)"""
+    opts = choices(loss=("squared", "ce"), mask_keys=(False, True))
+    return params(model_params(max_T=5, max_v=3), masking_params(), seeds(), opts, _scales())
 
 
 def falsify(params):
@@ -75,4 +99,5 @@ CLAIM = Claim(
         dict(_BASE, loss="ce", mask_keys=True),
     ),
     falsify=falsify,
+    domain=domain,
 )
