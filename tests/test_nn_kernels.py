@@ -11,6 +11,8 @@ from theorycheck.nn._kernels import (
     bias_softmax_ref,
     gather_softmax,
     gather_softmax_ref,
+    scatter_rows,
+    scatter_rows_ref,
     softmax_bwd,
     softmax_bwd_ref,
 )
@@ -94,3 +96,21 @@ def test_bias_softmax_equals_reference_and_softmax_rows(B, Nq, Nk, seed, scale, 
     np.testing.assert_allclose(A, L.softmax_rows(c * S + logw[:, None, :]), rtol=1e-13, atol=1e-300)
     assert np.all(A[w.sum(axis=1) == 0] == 0.0)
     np.testing.assert_allclose(A.sum(axis=-1)[w.sum(axis=1) > 0], 1.0, rtol=1e-14)
+
+
+@settings(max_examples=30)
+@given(st.integers(1, 8), st.integers(0, 40), st.integers(1, 6), st.integers(0, 2**31))
+def test_scatter_rows_equals_reference_and_the_one_hot_product(n, R, k, seed):
+    """``scatter_rows`` == ``np.add.at`` and, bit for bit, == ``X^T M`` of the one-hot rows ``X``
+    summed in the same (increasing row) order by a sparse product."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=R)
+    valid = rng.random(R) < 0.8
+    M = rng.normal(size=(R, k))
+    out = scatter_rows(idx, valid, M, n)
+    np.testing.assert_allclose(out, scatter_rows_ref(idx, valid, M, n), rtol=1e-14, atol=1e-14)
+    r = np.flatnonzero(valid)
+    X = sp.csr_matrix((np.ones(r.size), (r, idx[r])), shape=(R, n))
+    np.testing.assert_array_equal(out, (X.T.tocsr() @ M))

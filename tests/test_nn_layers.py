@@ -250,3 +250,45 @@ def test_attention_layer_backward_without_input_gradient(attention):
     assert dX is not None and lay.backward(dY, need_dX=False) is None
     for k, g in lay.grads.items():
         np.testing.assert_array_equal(g, first[k])
+
+
+def _packed_case(rng, B, N, d, one_hot):
+    """Random documents with padding at random positions (not keys) and their packed rows."""
+    valid = rng.random((B, N)) < 0.7
+    if one_hot:
+        tokens = np.where(valid, rng.integers(0, d, size=(B, N)), -1)
+        X = L.embedding_forward(np.eye(d), tokens)
+    else:
+        X = rng.normal(size=(B, N, d)) * valid[..., None] + 5.0 * ~valid[..., None]  # padding rows: garbage
+    w = _weights(rng, (B, N)) * valid
+    return X, L.log_weights(w), np.flatnonzero(valid.ravel())
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 3), st.integers(1, 6), st.integers(2, 5), st.booleans(), st.integers(0, 2**31))
+def test_packed_rows_equal_the_padded_position_path(B, N, d, one_hot, seed):
+    """``rows=`` (padding left out of every GEMM): output rows, weight gradients and input gradients
+    equal the full (B, N) position path whose output gradient is zero at padding, to 1e-12."""
+    rng = np.random.default_rng(seed)
+    H, da = 2, 3
+    X, logw, rows = _packed_case(rng, B, N, d, one_hot)
+    W = dict(W_Q=rng.normal(size=(H, da, d)), W_K=rng.normal(size=(H, da, d)), W_V=rng.normal(size=(H, d, d)))
+    full, cfull = L.attention_forward(X, logw, W["W_Q"], W["W_K"], W["W_V"], 0.8)
+    Xp = X.reshape(B * N, d)[rows]
+    packed, cpack = L.attention_forward(Xp, logw, W["W_Q"], W["W_K"], W["W_V"], 0.8, rows=rows)
+    assert packed.shape == (rows.size, d)
+    np.testing.assert_allclose(packed, full.reshape(B * N, d)[rows], rtol=1e-12, atol=1e-12)
+    Gp = rng.normal(size=packed.shape)
+    Gfull = np.zeros((B * N, d))
+    Gfull[rows] = Gp
+    dXf, gf = L.attention_backward(Gfull.reshape(B, N, d), cfull)
+    dXp, gp = L.attention_backward(Gp, cpack)
+    np.testing.assert_allclose(dXp, dXf.reshape(B * N, d)[rows], rtol=1e-12, atol=1e-12)
+    for k in gf:
+        np.testing.assert_allclose(gp[k], gf[k], rtol=1e-12, atol=1e-12)
+
+    def f(p):
+        return np.sum(Gp * L.attention_forward(p["X"], logw, p["W_Q"], p["W_K"], p["W_V"], 0.8, rows=rows)[0])
+
+    if rows.size:
+        check_gradient(f, dict(W, X=Xp), dict(gp, X=dXp)).assert_ok()

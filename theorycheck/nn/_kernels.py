@@ -12,7 +12,8 @@ product ``A * (dA - sum_b dA A)``. In numpy these take a gather of ``S`` and ``l
 about ten passes over ``E x V1`` arrays; the kernels below do one fused pass per row, in float64,
 with the max-shift of log-sum-exp (no ``fastmath``), parallel over rows. Rows without any key
 (``K[g] == 0`` everywhere) give all-zero attention, like the reference. The position path uses
-the same fused row softmax on ``c S + log w`` (:func:`bias_softmax`, ``S`` per document and head).
+the same fused row softmax on ``c S + log w`` (:func:`bias_softmax`, ``S`` per document and head),
+and the weight gradient of one-hot rows ``dW^T = X^T dP`` is a row scatter (:func:`scatter_rows`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ __all__ = [
     "bias_softmax_ref",
     "softmax_bwd",
     "softmax_bwd_ref",
+    "scatter_rows",
+    "scatter_rows_ref",
 ]
 
 
@@ -156,3 +159,33 @@ def softmax_bwd(A, dA, out=None):
 def softmax_bwd_ref(A, dA):
     """Pure numpy reference of :func:`softmax_bwd`."""
     return A * (dA - np.sum(dA * A, axis=-1, keepdims=True))
+
+
+@numba.njit(cache=True, fastmath=False)
+def _scatter_rows(idx, valid, M, out):
+    for r in range(M.shape[0]):
+        if valid[r]:
+            o = out[idx[r]]
+            m = M[r]
+            for j in range(M.shape[1]):
+                o[j] += m[j]
+
+
+def scatter_rows(idx, valid, M, n: int):
+    """``out[t] = sum_{r: valid[r], idx[r] = t} M[r]`` (n, k), summed in increasing ``r``: ``X^T M`` for
+    rows ``X[r] = e_{idx[r]}`` (zero where not ``valid``), e.g. the weight gradient of one-hot inputs."""
+    out = np.zeros((n, M.shape[1]))
+    _scatter_rows(
+        np.ascontiguousarray(idx, dtype=np.int64),
+        np.ascontiguousarray(valid, dtype=np.bool_),
+        np.ascontiguousarray(M, dtype=np.float64),
+        out,
+    )
+    return out
+
+
+def scatter_rows_ref(idx, valid, M, n: int):
+    """Pure numpy reference of :func:`scatter_rows`."""
+    out = np.zeros((n, M.shape[1]))
+    np.add.at(out, idx[valid], M[valid])
+    return out

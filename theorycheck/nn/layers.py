@@ -34,10 +34,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.special import logsumexp, softmax
 
-from ._kernels import bias_softmax, gather_softmax, softmax_bwd, softmax_bwd_ref
+from ._kernels import bias_softmax, gather_softmax, scatter_rows, softmax_bwd, softmax_bwd_ref
 
 __all__ = [
     "LN_EPS",
@@ -171,19 +170,48 @@ def _project(X2, Wcat):
     return P, oh
 
 
-def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None):
+def _padded(M, rows, B: int, N: int):
+    """Rows ``M`` (R, k) placed at the flat positions ``rows`` of a zero ``(B, N, k)`` array
+    (``rows=None``: ``M`` already holds all ``B N`` rows; a view)."""
+    if rows is None:
+        return M.reshape(B, N, -1)
+    out = np.zeros((B * N, M.shape[1]))
+    out[rows] = M
+    return out.reshape(B, N, -1)
+
+
+def _doc_pos(rows, B: int, N: int):
+    """Document and position of each packed row (``rows=None``: all ``B N`` rows)."""
+    flat = np.arange(B * N) if rows is None else rows
+    return flat // N, flat % N
+
+
+def _head_rows(V, H: int, rows, B: int, N: int):
+    """Packed value rows ``V`` (R, H d_v), head-major columns -> ``(B, H N, d_v)``: per document the
+    rows of ``V_1``, then ``V_2``, ... (zero rows at padding)."""
+    dv = V.shape[1] // H
+    out = np.zeros((B, H, N, dv))
+    bi, ni = _doc_pos(rows, B, N)
+    out[bi, :, ni, :] = V.reshape(-1, H, dv)
+    return out.reshape(B, H * N, dv)
+
+
+def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None):
     """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h V_h``.
 
     Position path (``groups=None``): ``X`` (B, N, d), ``log_w`` (B, N) key log-multiplicities,
     ``A_h = softmax_rows(c Q_h K_h^T + log_w)`` per document with ``Q_h = X W_Q[h]^T`` etc.,
     ``out`` (B, N, d); the projections of all heads are one GEMM ``X W_cat^T`` (a row gather when
-    the rows of ``X`` are one-hot). Count path: ``X = (W^E)^T`` (V1, d), ``log_w = log K`` (G, V1);
-    with the token tables ``K_t = W_K[h] W^E`` (paper orientation) the token scores
-    ``S_h = c Q_t^T K_t`` (V1, V1) are gathered per query group, ``A_h`` (E, V1),
+    the rows of ``X`` are one-hot). Packed rows: with ``rows`` (R,) (sorted flat indices into the
+    ``(B, N)`` layout of ``log_w``), ``X`` is ``(R, d)`` and holds only those rows (padding left out
+    of the projections and of the backward's GEMMs; a left-out row must not be a key, i.e.
+    ``log_w = -inf`` there) and ``out`` is ``(R, d)``. Count path: ``X = (W^E)^T`` (V1, d),
+    ``log_w = log K`` (G, V1); with the token tables ``K_t = W_K[h] W^E`` (paper orientation) the
+    token scores ``S_h = c Q_t^T K_t`` (V1, V1) are gathered per query group, ``A_h`` (E, V1),
     ``out = sum_h A_h V_t^T`` (E, d). ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``.
     Returns ``(out, cache)``.
     """
-    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V))
+    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows)
     heads = []
     out = 0.0
     if groups is not None:
@@ -193,28 +221,25 @@ def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None =
             out = out + A @ Vx.T
             heads.append((Kx, Qx, Vx, A))
         return out, dict(cache, heads=heads)
-    B, N, d = X.shape
+    B, N = log_w.shape
     H, da = W_Q.shape[:2]
-    P, cache["one_hot"] = _project(X.reshape(B * N, d), _stacked(W_Q, W_K, W_V))
-    P = P.reshape(B, N, -1)
+    nqk = 2 * H * da
+    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), _stacked(W_Q, W_K, W_V))
+    QK = _padded(P[:, :nqk], rows, B, N)
     S = np.empty((B, N, H, N))
     for h in range(H):
         sq, sk, _ = _slices(W_Q, W_V, h)
-        np.matmul(P[..., sq], _swap(P[..., sk]), out=S[:, :, h, :])
+        np.matmul(QK[..., sq], _swap(QK[..., sk]), out=S[:, :, h, :])
     # softmax_rows(c Q_h K_h^T + log_w) of every head, fused; per query row [A_1 | ... | A_H] (B, N, H N)
     A = bias_softmax(S.reshape(B, N * H, N), log_w, c).reshape(B, N, H * N)
-    Vst = _head_rows(P[..., 2 * H * da :], H)  # (B, H N, d_v): the rows of V_1, then of V_2, ...
+    Vst = _head_rows(P[:, nqk:], H, rows, B, N)  # (B, H N, d_v): the rows of V_1, then of V_2, ...
     A4 = A.reshape(B, N, H, N)
     for h in range(H):
-        sq, sk, sv = _slices(W_Q, W_V, h)
-        heads.append((P[..., sk], P[..., sq], P[..., sv], A4[:, :, h, :]))
-    return A @ Vst, dict(cache, heads=heads, A=A, Vst=Vst)  # sum_h A_h V_h as one product per document
-
-
-def _head_rows(V, H):
-    """``(B, N, H d_v)`` head-major columns -> ``(B, H N, d_v)``: the rows of ``V_1``, then ``V_2``, ..."""
-    B, N, Hd = V.shape
-    return np.ascontiguousarray(V.reshape(B, N, H, Hd // H).transpose(0, 2, 1, 3)).reshape(B, H * N, Hd // H)
+        sq, sk, _ = _slices(W_Q, W_V, h)
+        heads.append((QK[..., sk], QK[..., sq], Vst[:, h * N : (h + 1) * N], A4[:, :, h, :]))
+    out = A @ Vst  # sum_h A_h V_h as one product per document
+    out = out.reshape(X.shape) if rows is None else out.reshape(B * N, -1)[rows]
+    return out, dict(cache, heads=heads, A=A, Vst=Vst)
 
 
 def _start(X, dX_in, need_dX):
@@ -243,13 +268,37 @@ def _count_backward(dout, cache, need_dX, dX_in, grads):
 
 
 def _weight_grads(dP, X2, one_hot):
-    """``dW_cat = dP^T X2`` (``X2`` rows one-hot: ``dP`` rows summed per token, a sparse product)."""
+    """``dW_cat = dP^T X2`` (``X2`` rows one-hot: ``dP`` rows summed per token, a Numba scatter)."""
     if one_hot is None:
         return dP.T @ X2
     idx, valid = one_hot
-    rows = np.flatnonzero(valid)
-    scatter = sp.csr_matrix((np.ones(rows.size), (idx[rows], rows)), shape=(X2.shape[1], X2.shape[0]))
-    return (scatter @ dP).T
+    return scatter_rows(idx, valid, dP, X2.shape[1]).T
+
+
+def _position_dP(dout, cache):
+    """Position path: ``dP = [dQ_1 .. dQ_H | dK_1 .. dK_H | dV_1 .. dV_H]`` (R, H (2 d_a + d_v)),
+    the gradient of the fused projections ``P = X W_cat^T`` at the (packed) rows."""
+    W_Q, W_K, W_V = cache["W"]
+    rows, c = cache["rows"], cache["c"]
+    A, Vst = cache["A"], cache["Vst"]  # (B, N, H N), (B, H N, d_v)
+    B, N = A.shape[:2]
+    H, da = W_Q.shape[:2]
+    dv, nqk = W_V.shape[1], 2 * W_Q.shape[0] * W_Q.shape[1]
+    G = _padded(dout.reshape(-1, dv), rows, B, N)
+    dS = softmax_rows_backward(A.reshape(B, N * H, N), (G @ _swap(Vst)).reshape(B, N * H, N))
+    dS = (c * dS).reshape(B, N, H, N)
+    dQK = np.empty((B, N, nqk))
+    for h, (Kx, Qx, _, _) in enumerate(cache["heads"]):
+        sq, sk, _ = _slices(W_Q, W_V, h)
+        np.matmul(dS[:, :, h, :], Kx, out=dQK[..., sq])
+        np.matmul(_swap(dS[:, :, h, :]), Qx, out=dQK[..., sk])
+    dV = (_swap(A) @ G).reshape(B, H, N, dv)  # dV_h = A_h^T dout per document
+    R = B * N if rows is None else rows.size
+    dP = np.empty((R, nqk + H * dv))
+    dP[:, :nqk] = dQK.reshape(B * N, nqk) if rows is None else dQK.reshape(B * N, nqk)[rows]
+    bi, ni = _doc_pos(rows, B, N)
+    dP[:, nqk:].reshape(R, H, dv)[...] = dV[bi, :, ni, :]
+    return dP
 
 
 def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
@@ -260,34 +309,24 @@ def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
     ``dX = dX_in + sum_h (dV W_V + dQ W_Q + dK W_K)`` (``None`` unless ``need_dX``; ``dX_in``,
     e.g. the residual branch, defaults to 0). The position path collects ``dQ, dK, dV`` of all
     heads in the columns of ``dP`` so that ``dW_cat = dP^T X`` and ``dX = dP W_cat`` are one GEMM
-    each. The count path computes the same in the paper's column orientation (``dW_* = d*_t W^E^T``).
+    each (over the packed rows only, when the forward had ``rows``; ``dout``, ``dX`` then have
+    the packed shape ``(R, d)``). The count path computes the same in the paper's column
+    orientation (``dW_* = d*_t W^E^T``).
     """
     W_Q, W_K, W_V = cache["W"]
     grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
     if cache["groups"] is not None:
         return _count_backward(dout, cache, need_dX, dX_in, grads)
-    X, c = cache["X"], cache["c"]
-    B, N, d = X.shape
-    H, da = W_Q.shape[:2]
-    dv = W_V.shape[1]
-    A, Vst = cache["A"], cache["Vst"]  # (B, N, H N), (B, H N, d_v)
-    dS = softmax_rows_backward(A.reshape(B, N * H, N), (dout @ _swap(Vst)).reshape(B, N * H, N))
-    dS = (c * dS).reshape(B, N, H, N)
-    dP = np.empty((B, N, H * (2 * da + dv)))
-    dP[..., 2 * H * da :] = (_swap(A) @ dout).reshape(B, H, N, dv).transpose(0, 2, 1, 3).reshape(B, N, H * dv)
-    for h, (Kx, Qx, _, _) in enumerate(cache["heads"]):
-        sq, sk, _ = _slices(W_Q, W_V, h)
-        np.matmul(dS[:, :, h, :], Kx, out=dP[..., sq])
-        np.matmul(_swap(dS[:, :, h, :]), Qx, out=dP[..., sk])
-    dP = dP.reshape(B * N, -1)
-    G = _weight_grads(dP, X.reshape(B * N, d), cache["one_hot"])
-    nq = H * da
+    X = cache["X"]
+    dP = _position_dP(dout, cache)
+    G = _weight_grads(dP, X.reshape(-1, X.shape[-1]), cache["one_hot"])
+    nq = W_Q.shape[0] * W_Q.shape[1]
     grads["W_Q"][...] = G[:nq].reshape(W_Q.shape)
     grads["W_K"][...] = G[nq : 2 * nq].reshape(W_K.shape)
     grads["W_V"][...] = G[2 * nq :].reshape(W_V.shape)
     dX = _start(X, dX_in, need_dX)
     if need_dX:
-        dX += (dP @ _stacked(W_Q, W_K, W_V)).reshape(B, N, d)
+        dX += (dP @ _stacked(W_Q, W_K, W_V)).reshape(X.shape)
     return dX, grads
 
 

@@ -43,6 +43,16 @@ from .modules import AttentionLayer, Decoder, Embedding
 __all__ = ["Transformer"]
 
 
+def _packing(batch: PositionBatch):
+    """``(rows, tokens, qrow)`` of the packed position path: the flat indices of the non-padding
+    positions of ``batch.tokens`` (B, N), their tokens, and the packed row of every loss entry."""
+    flat = batch.tokens.ravel()
+    rows = np.flatnonzero(flat >= 0)
+    where = np.full(flat.size, -1, dtype=np.int64)
+    where[rows] = np.arange(rows.size)
+    return rows, flat[rows], where[batch.qdoc * batch.tokens.shape[1] + batch.qpos]
+
+
 class Transformer:
     """Embedding -> ``n_layers`` attention layers -> decoder, with losses (see module docstring).
 
@@ -145,12 +155,13 @@ class Transformer:
             Yq = self.layers[0].forward_counts(Xtok, batch, self._collapsed(batch), need_dX=emb.needs_grad)
             self._cache = ("count", None)
         else:
-            X = emb.forward(batch.tokens)
+            rows, tok, qrow = _packing(batch)
+            X = emb.forward(tok)  # packed rows (R, d): padding never enters a layer
             key_w = batch.key_w
             for lay in self.layers:
-                X = lay.forward(X, key_w)
-            Yq = X[batch.qdoc, batch.qpos]
-            self._cache = ("pos", (X.shape, batch))
+                X = lay.forward(X, key_w, rows=rows)
+            Yq = X[qrow]
+            self._cache = ("pos", (X.shape, tok, qrow))
         return self.decoder.forward(Yq, emb)
 
     def backward(self, dO):
@@ -163,14 +174,14 @@ class Transformer:
             if dXtok is not None:
                 emb.add_table_grad(dXtok.T)
             return
-        shape, batch = info
+        shape, tok, qrow = info
         dX = np.zeros(shape)
-        np.add.at(dX, (batch.qdoc, batch.qpos), dYq)
+        np.add.at(dX, qrow, dYq)
         for i in reversed(range(len(self.layers))):
             # the first layer's input gradient is only needed for a trained embedding
             dX = self.layers[i].backward(dX, need_dX=i > 0 or emb.needs_grad)
         if dX is not None:
-            emb.backward(batch.tokens, dX)
+            emb.backward(tok, dX)
 
     def _collapsed(self, batch) -> bool:
         return isinstance(batch, CountBatch) and self.cfg.attention == "uniform" and not self.cfg.residual

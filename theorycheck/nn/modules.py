@@ -30,6 +30,13 @@ from .model_config import ModelConfig
 __all__ = ["Layer", "Embedding", "AttentionLayer", "Decoder", "init_matrix"]
 
 
+def _unpack(X, rows, B: int, N: int):
+    """Packed rows ``X`` (R, d) at the flat positions ``rows`` of a zero ``(B, N, d)`` array."""
+    out = np.zeros((B * N, X.shape[-1]))
+    out[rows] = X
+    return out.reshape(B, N, -1)
+
+
 def init_matrix(rng, cfg: ModelConfig, shape, scale: float | None = None):
     """Initial entries: ``N(0, s^2)``, ``U(-s, s)`` or 0 (``cfg.init``), ``s = scale or cfg.init_scale``."""
     scale = cfg.init_scale if scale is None else scale
@@ -136,32 +143,49 @@ class AttentionLayer(Layer):
         return layer_norm_backward(self.cache["Yn"], self.cache["inv"], dY) if self.cfg.layer_norm else dY
 
     # ---------------------------------------------------------------- position path
-    def forward(self, X, key_w):
-        """``X`` (B, N, d) rows -> (B, N, d); ``key_w`` (B, N) key multiplicities (bool or float)."""
+    def forward(self, X, key_w, rows=None):
+        """``X`` (B, N, d) rows -> (B, N, d); ``key_w`` (B, N) key multiplicities (bool or float).
+
+        Packed rows: with ``rows`` (R,) (sorted flat indices into ``(B, N)``, e.g. the non-padding
+        positions), ``X`` and the output are ``(R, d)``; rows left out must have key weight 0."""
         P = self.params
         key_w = np.asarray(key_w, dtype=np.float64)
         if self.uniform:
-            Uc, att = uniform_attention_forward(X, key_w, P["W_V"])
-            out = np.broadcast_to(Uc[:, None, :], X.shape)
+            B, N = key_w.shape
+            Xp = X if rows is None else _unpack(X, rows, B, N)
+            Uc, att = uniform_attention_forward(Xp, key_w, P["W_V"])
+            out = np.broadcast_to(Uc[:, None, :], Xp.shape) if rows is None else Uc[rows // N]
         else:
-            out, att = attention_forward(X, log_weights(key_w), P["W_Q"], P["W_K"], P["W_V"], self.c)
+            out, att = attention_forward(X, log_weights(key_w), P["W_Q"], P["W_K"], P["W_V"], self.c, rows=rows)
         R = X + out if self.cfg.residual else np.array(out, order="C")
         Yn, inv = self._post(R)
-        self.cache = dict(att=att, Yn=Yn, inv=inv, X=X)
+        self.cache = dict(att=att, Yn=Yn, inv=inv, X=X, rows=rows)
         return Yn
 
     def backward(self, dY, need_dX: bool = True):
-        """Accumulate parameter gradients; return ``dL/dX`` (B, N, d), or ``None`` when ``need_dX`` is
-        False (the first layer under a frozen embedding: saves the ``dP W_cat`` product)."""
+        """Accumulate parameter gradients; return ``dL/dX`` (the shape of the forward's ``X``), or
+        ``None`` when ``need_dX`` is False (the first layer under a frozen embedding: saves the
+        ``dP W_cat`` product)."""
         dR = self._pre_backward(dY)
-        X = self.cache["X"]
+        X, rows = self.cache["X"], self.cache["rows"]
         dX0 = (dR if self.cfg.residual else np.zeros_like(X)) if need_dX else None
         if self.uniform:
-            dX, grads = uniform_attention_backward(dR.sum(axis=1), self.cache["att"], need_dX=need_dX, dX_in=dX0)
+            dX, grads = self._uniform_backward(dR, rows, need_dX, dX0)
         else:
             dX, grads = attention_backward(dR, self.cache["att"], need_dX=need_dX, dX_in=dX0)
         self._accumulate(grads)
         return dX
+
+    def _uniform_backward(self, dR, rows, need_dX, dX0):
+        if rows is None:
+            return uniform_attention_backward(dR.sum(axis=1), self.cache["att"], need_dX=need_dX, dX_in=dX0)
+        B, N = self.cache["att"]["hbar"].shape
+        dUc = np.zeros((B, dR.shape[-1]))
+        np.add.at(dUc, rows // N, dR)
+        dXp, grads = uniform_attention_backward(dUc, self.cache["att"], need_dX=need_dX)
+        if not need_dX:
+            return None, grads
+        return dX0 + dXp.reshape(B * N, -1)[rows], grads
 
     def attention_maps(self):
         """Attention ``(H, B, Nq, Nk)`` of the last position-path forward."""
