@@ -17,8 +17,12 @@ import numpy as np
 
 from theorycheck.nn import ModelConfig, Transformer, layers, position_batch
 from theorycheck.report.claims import Claim
+from theorycheck.strategies import choices, params, seeds
 
 from ._gradient_common import combine, gradient_subchecks
+
+#: the model of the default check (each key can be set in the parameters)
+ARCH = dict(n_layers=2, n_heads=2, residual=True, layer_norm=True)
 
 
 def _layer_norm_checks(rng, inject):
@@ -81,10 +85,9 @@ def _loss_head_checks(rng):
     return subs
 
 
-def _model_checks(rng, loss):
-    cfg = ModelConfig(V1=7, d=5, d_a=3, n_layers=2, n_heads=2, embedding="trained", decoder="trained",
-                      residual=True, layer_norm=True, loss=loss, count_based="never",
-                      train=("W_E", "W_K", "W_Q", "W_V", "W_dec", "b_dec"))  # fmt: skip
+def _model_checks(rng, loss, arch):
+    cfg = ModelConfig(V1=7, d=5, d_a=3, embedding="trained", decoder="trained", loss=loss, count_based="never",
+                      train=("W_E", "W_K", "W_Q", "W_V", "W_dec", "b_dec"), **arch)  # fmt: skip
     model = Transformer(cfg, seed=1)
     for name in model.trainable_names():
         model.get(name)[...] = 0.7 * rng.standard_normal(model.get(name).shape)
@@ -106,7 +109,9 @@ def _model_checks(rng, loss):
         model.load_state_dict(saved)
         return out
 
-    return gradient_subchecks(f, params, grads, f"Transformer[2 layers, 2 heads, residual, LN, {loss}]")
+    extras = "".join(", " + name for name, on in (("residual", arch["residual"]), ("LN", arch["layer_norm"])) if on)
+    label = f"Transformer[{arch['n_layers']} layers, {arch['n_heads']} heads{extras}, {loss}]"
+    return gradient_subchecks(f, params, grads, label)
 
 
 def check(params, inject=None):
@@ -114,8 +119,17 @@ def check(params, inject=None):
     rng = np.random.default_rng(params["seed"])
     subs = _layer_norm_checks(rng, inject) + _softmax_checks(rng) + _decoder_embedding_checks(rng)
     subs += _attention_checks(rng) + _loss_head_checks(rng)
-    subs += _model_checks(rng, "squared") + _model_checks(rng, "ce")
+    arch = {k: params.get(k, v) for k, v in ARCH.items()}
+    subs += _model_checks(rng, "squared", arch) + _model_checks(rng, "ce", arch)
     return combine(subs)
+
+
+def domain():
+    """Seeds (the random inputs, cotangents, parameters and batch) and the model's architecture:
+    1-3 layers, 1-3 heads, residual and layer norm on or off (V1 = 7, d = 5: one model check in well
+    under a second); both loss heads at every draw."""
+    arch = choices(n_layers=(2, 1, 3), n_heads=(2, 1, 3), residual=(True, False), layer_norm=(True, False))
+    return params(seeds(), arch)
 
 
 def falsify(params):
@@ -134,4 +148,5 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(seed=0),),
     falsify=falsify,
+    domain=domain,
 )

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck import Masking, TopicModel
 from theorycheck.population import embedding_loss, embedding_loss_grad, value_loss, value_loss_grad
 from theorycheck.report.claims import Claim
+from theorycheck.strategies import masking_params, model_params, params, seeds
 
 from ._gradient_common import combine, gradient_subchecks
+from ._stage1 import models
 
 
 def _value_checks(tm, mk, rng, reg, inject):
@@ -37,8 +38,7 @@ def _mu(tm, mk):
     return np.mean([masked_density(tm, mk, s) for s in topic_sets(tm)], axis=0)
 
 
-def _embedding_checks(tm, mk, rng, tied, reg):
-    d = 4
+def _embedding_checks(tm, mk, rng, tied, reg, d=4):
     E, Wd, b = rng.standard_normal((d, tm.V1)), rng.standard_normal((tm.V1, d)), 0.3 * rng.standard_normal(tm.V1)
     kw = dict(b=b, tied=tied, reg=reg, W_dec=None if tied else Wd)
     g = embedding_loss_grad(E, tm, mk, **kw)
@@ -54,12 +54,26 @@ def _embedding_checks(tm, mk, rng, tied, reg):
 
 def check(params, inject=None):
     inject = inject or {}
-    tm = TopicModel(T=params["T"], v=params["v"], tau=params["tau"])
-    mk = Masking(params["p_m"], params["p_c"], params["p_r"])
+    tm, mk = models(params)
     rng = np.random.default_rng(params["seed"])
-    subs = _value_checks(tm, mk, rng, 0.0, inject) + _value_checks(tm, mk, rng, 0.2, inject)
-    subs += _embedding_checks(tm, mk, rng, True, 0.0) + _embedding_checks(tm, mk, rng, False, 0.1)
+    reg, reg_e, d = params.get("reg", 0.2), params.get("reg_embedding", 0.1), params.get("d", 4)
+    subs = _value_checks(tm, mk, rng, 0.0, inject) + _value_checks(tm, mk, rng, reg, inject)
+    subs += _embedding_checks(tm, mk, rng, True, 0.0, d) + _embedding_checks(tm, mk, rng, False, reg_e, d)
     return combine(subs)
+
+
+def _options():
+    from hypothesis import strategies as st
+
+    reg = st.floats(1e-3, 2.0, allow_nan=False)
+    return st.fixed_dictionaries({"reg": reg, "reg_embedding": reg, "d": st.integers(1, 6)})
+
+
+def domain():
+    """T <= 5, v <= 4, every tau and the Dirichlet prior, every masking (p_c != p_r), seeds; L2 weights
+    ``reg`` (value loss; 0 is always checked too) and ``reg_embedding`` (untied) in [1e-3, 2], embedding
+    width 1 <= d <= 6; random bias b at every draw, tied and untied."""
+    return params(model_params(max_T=5, max_v=4, dirichlet=True), masking_params(), seeds(), _options())
 
 
 def falsify(params):
@@ -78,4 +92,5 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(T=4, v=3, tau=2, p_m=0.3, p_c=0.2, p_r=0.25, seed=4),),
     falsify=falsify,
+    domain=domain,
 )
