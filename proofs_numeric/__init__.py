@@ -2,7 +2,9 @@
 
 Every module ``proofs_numeric/<name>.py`` (not starting with ``_``) defines ``CLAIM`` (a
 :class:`theorycheck.report.Claim`) or ``CLAIMS`` (a list of them). :data:`CLAIMS` collects them
-all, sorted by id. Tests parametrise over it; ``theorycheck verify`` runs it.
+all, sorted by id (a claim id defined twice is a ``ValueError`` naming both modules). Tests
+parametrise over it; ``theorycheck verify`` runs it, together with users' claims
+(``verify --claims PATH``) and installed plugins (:mod:`theorycheck.report.discovery`).
 
 A module whose claims cannot run here (an optional extra is missing) registers none and sets
 ``SKIPPED`` to a one-line reason; :data:`SKIPPED` lists those reasons (each once) so that the
@@ -22,20 +24,20 @@ __all__ = ["CLAIMS", "SKIPPED", "get_claim"]
 def _discover() -> tuple[list[Claim], list[str]]:
     found: list[Claim] = []
     skipped: list[str] = []
+    origins: dict[str, str] = {}
     for info in pkgutil.iter_modules(__path__):
         if info.name.startswith("_"):
             continue
         mod = importlib.import_module(f"{__name__}.{info.name}")
-        if hasattr(mod, "CLAIM"):
-            found.append(mod.CLAIM)
-        found.extend(getattr(mod, "CLAIMS", []))
+        mine = ([mod.CLAIM] if hasattr(mod, "CLAIM") else []) + list(getattr(mod, "CLAIMS", []))
+        for c in mine:
+            if c.id in origins:
+                raise ValueError(f"duplicate claim id {c.id!r}: defined in {origins[c.id]} and in {mod.__name__}")
+            origins[c.id] = mod.__name__
+        found.extend(mine)
         reason = getattr(mod, "SKIPPED", None)
         if reason and reason not in skipped:
             skipped.append(reason)
-    ids = [c.id for c in found]
-    dup = {i for i in ids if ids.count(i) > 1}
-    if dup:
-        raise RuntimeError(f"duplicate claim ids: {sorted(dup)}")
     return sorted(found, key=lambda c: c.id), skipped
 
 

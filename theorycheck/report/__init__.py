@@ -4,6 +4,7 @@
   :func:`over_seeds` (EMPIRICAL claims judged over several seeds);
 - :mod:`.runner`: running the checks of a tier, in a process pool or any Executor, with the result cache;
 - :mod:`.cache`: the result cache (keys over the claim's sources, parameters and versions);
+- :mod:`.discovery`: where claims come from (built in, ``verify --claims PATH``, entry points ``theorycheck.claims``);
 - :mod:`._writer`: the console table, ``report.md`` / ``results.json``;
 - :mod:`.plots`: every figure the package draws (data in, Figure out, no mathematics).
 """
@@ -11,7 +12,8 @@
 from ._writer import format_table, select_claims, tier_summary, write_report
 from .cache import CacheWarning, ResultCache, cache_dir
 from .claims import SOURCES, TIERS, Claim, ClaimResult, compare_all, compare_close, compare_greater, over_seeds
-from .runner import ReportRow, default_jobs, run_claims
+from .discovery import ENTRY_POINT_GROUP, ClaimLoadError, collect, load_path
+from .runner import ReportRow, decided_by, default_jobs, run_claims
 
 __all__ = [
     "Claim",
@@ -23,6 +25,11 @@ __all__ = [
     "compare_all",
     "over_seeds",
     "ReportRow",
+    "decided_by",
+    "ClaimLoadError",
+    "ENTRY_POINT_GROUP",
+    "collect",
+    "load_path",
     "run_claims",
     "default_jobs",
     "select_claims",
