@@ -336,3 +336,12 @@ def test_readme_worked_example_prints_what_the_readme_shows(tmp_path, capsys):
     (folder / "beats_uniform.py").write_text(fixed)
     assert main(argv + ["--out", str(tmp_path / "fixed")]) == 0
     assert _results(tmp_path / "fixed")["mine.beats-uniform"]["n_explored"] == 20
+
+
+def test_a_plugin_module_is_hashed_wherever_it_is_installed():
+    """A claim's own module enters the key even from the standard library / site-packages; what it imports
+    from there does not (installed third-party code is covered by the versions in the key)."""
+    from theorycheck.report.cache import SourceHasher
+
+    got = SourceHasher().digests(["json.decoder"])
+    assert "json.decoder" in got and "json.scanner" not in got and "json" not in got
