@@ -12,10 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from proofs_numeric import _realdata_common as common
-from theorycheck.report.claims import Claim, compare_greater
+from theorycheck.report.claims import Claim, by_seed, compare_greater
+
+STATISTICS = ("mean_gap_ci_low", "mean_gap")
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=STATISTICS)
+
+
+def _check_one(params: dict, inject: dict | None = None):
     from theorycheck.realdata import stats as S
     from theorycheck.realdata.pipeline import _nanmean, attention_statistics, cooccurrence_statistics
 
@@ -33,11 +39,12 @@ def check(params: dict, inject: dict | None = None):
         rng=np.random.default_rng(params["seed"]),
     )
     lo, hi = att.mean_gap_ci
-    res = compare_greater(lo, 0.0)
+    res = compare_greater(lo, 0.0, label="CI low of the head-mean same-minus-different attention gap > 0")
     ia, ib, ic = (S.ATTN_CLASSES.index(k) for k in ("same_topic", "different_topic", "top_cooccurring"))
     res.expected = "CI low of head-mean gap > 0"
     res.details = {
         "mean_gap": _nanmean(att.gap),
+        "mean_gap_ci_low": lo,
         "mean_gap_ci": [lo, hi],
         "heads_ci_above_0": int(np.sum(att.gap_ci[..., 0] > 0)),
         "heads_ci_below_0": int(np.sum(att.gap_ci[..., 1] < 0)),
@@ -88,6 +95,8 @@ if common.AVAILABLE:
             spec="SPEC §5.4, §5.5, §6 item 25",
             check=check,
             default_params=(dict(common.DEFAULTS),),
+            full_params=(common.full_params(),),
+            domain=common.domain,
             falsify=falsify,
             group="realdata",  # one worker runs all realdata checks: they share the encoder pass
             cost=25.0,

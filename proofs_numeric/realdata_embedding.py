@@ -12,10 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from proofs_numeric import _realdata_common as common
-from theorycheck.report.claims import Claim, compare_all, compare_greater
+from theorycheck.report.claims import Claim, by_seed, compare_all, compare_greater
+
+STATISTICS = ("cosine_gap_ci_low", "dot_gap_ci_low", "cosine_gap", "dot_gap")
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=STATISTICS)
+
+
+def _check_one(params: dict, inject: dict | None = None):
     from theorycheck.realdata.pipeline import embedding_statistics
 
     prep, _ = common.prepared(params)
@@ -28,12 +34,13 @@ def check(params: dict, inject: dict | None = None):
         g = emb["gap"][metric]
         details[f"{metric}_gap"] = g.mean
         details[f"{metric}_gap_ci"] = [g.ci_low, g.ci_high]
+        details[f"{metric}_gap_ci_low"] = g.ci_low
         for c in ("same_topic", "different_topic", "no_topic"):
             details[f"{metric}_{c}_mean"] = emb[metric][c].mean
             details[f"{metric}_{c}_std"] = emb[metric][c].std
-        subs.append(compare_greater(g.ci_low, 0.0))
+        subs.append(compare_greater(g.ci_low, 0.0, label=f"CI low of the same-minus-different {metric} gap > 0"))
     res = compare_all(subs)
-    res.details = details
+    res.details = dict(details, relative_margin=res.details["relative_margin"])
     res.expected = "CI low of same-minus-different > 0"
     res.data = {"values": values}
     return res
@@ -67,6 +74,8 @@ if common.AVAILABLE:
             spec="SPEC §5.4, §6 item 24",
             check=check,
             default_params=(dict(common.DEFAULTS),),
+            full_params=(common.full_params(),),
+            domain=common.domain,
             falsify=falsify,
             group="realdata",  # one worker runs all realdata checks: they share the encoder pass
             plot=plot,

@@ -10,14 +10,21 @@ Registered only when the optional ``nlp`` extra is installed (see ``_realdata_co
 from __future__ import annotations
 
 import dataclasses
+from functools import partial
 
 import numpy as np
 
 from proofs_numeric import _realdata_common as common
-from theorycheck.report.claims import Claim, compare_greater
+from theorycheck.report.claims import Claim, by_seed, compare_greater
+
+STATISTICS = ("ci_separation",)
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=STATISTICS)
+
+
+def _check_one(params: dict, inject: dict | None = None):
     from theorycheck.realdata.pipeline import specificity_sweep
 
     base = {k: params[k] for k in common.DEFAULTS}
@@ -32,9 +39,11 @@ def check(params: dict, inject: dict | None = None):
         rng=np.random.default_rng(params["seed"]),
     )
     spec, gen = rows[0]["cosine"], rows[1]["cosine"]
-    res = compare_greater(spec["ci_low"], gen["ci_high"])
+    res = compare_greater(
+        spec["ci_low"], gen["ci_high"], label="CI low of the cosine gap (specific) > CI high (general)"
+    )
     res.expected = f"CI low of gap at {params['specific']} > CI high at {params['general']}"
-    res.details = {"rows": rows}
+    res.details = {"rows": rows, "ci_separation": spec["ci_low"] - gen["ci_high"]}
     return res
 
 
@@ -55,6 +64,8 @@ if common.AVAILABLE:
             spec="SPEC §5.4, §6 item 25",
             check=check,
             default_params=(dict(common.DEFAULTS, specific=0.0025, general=0.05),),
+            full_params=(common.full_params(specific=0.0025, general=0.05),),
+            domain=partial(common.domain, specific=0.0025, general=0.05),
             falsify=falsify,
             group="realdata",  # one worker runs all realdata checks: they share the encoder pass
         )

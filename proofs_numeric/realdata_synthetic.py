@@ -14,11 +14,19 @@ Registered only when the optional ``nlp`` extra is installed (see ``_realdata_co
 
 from __future__ import annotations
 
+from functools import partial
+
 from proofs_numeric import _realdata_common as common
-from theorycheck.report.claims import Claim, compare_greater
+from theorycheck.report.claims import Claim, by_seed, compare_greater
+
+STATISTICS = ("signal_difference", "synthetic_signal", "real_signal")
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=STATISTICS)
+
+
+def _check_one(params: dict, inject: dict | None = None):
     from theorycheck.realdata.pipeline import cooccurrence_statistics, synthetic_signal
 
     inject = inject or {}
@@ -28,8 +36,14 @@ def check(params: dict, inject: dict | None = None):
     synth = synthetic_signal(
         params["T"], params["v"], inject.get("alpha", params["alpha"]), params["n_docs"], seed=params["seed"]
     )
-    res = compare_greater(synth["signal"], real["signal"])
-    res.details = {"real": real, "synthetic": synth}
+    res = compare_greater(synth["signal"], real["signal"], label="synthetic co-occurrence signal > Wikipedia signal")
+    res.details = {
+        "real": real,
+        "synthetic": synth,
+        "synthetic_signal": synth["signal"],
+        "real_signal": real["signal"],
+        "signal_difference": synth["signal"] - real["signal"],
+    }
     return res
 
 
@@ -50,6 +64,8 @@ if common.AVAILABLE:
             spec="SPEC §0 (TXT), §5.4",
             check=check,
             default_params=(dict(common.DEFAULTS, T=10, v=10, alpha=0.1, n_docs=400),),
+            full_params=(common.full_params(T=10, v=10, alpha=0.1, n_docs=400),),
+            domain=partial(common.domain, T=10, v=10, alpha=0.1, n_docs=400),
             falsify=falsify,
             group="realdata",  # one worker runs all realdata checks: they share the encoder pass
         )

@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 
+from proofs_numeric._empirical import JUDGED_SEEDS
 from theorycheck.nn import Trainer, preset
 from theorycheck.report.claims import Claim, by_seed, compare_all, compare_greater
+from theorycheck.strategies import params as params_of
+from theorycheck.strategies import seeds
 
 
 def _final(cfg, steps, seed):
@@ -57,6 +60,7 @@ def _check_one(params: dict, inject: dict | None = None):
             compare_greater(
                 ratio,
                 params["min_attention_ratio"],
+                label="same:different-topic attention ratio (frozen embedding) > threshold",
                 details={
                     "attention_ratio_frozen_embedding": ratio,
                     "gram_block_score_frozen_embedding": r_fe["block_score_gram"],
@@ -65,6 +69,7 @@ def _check_one(params: dict, inject: dict | None = None):
             compare_greater(
                 r_fa["block_score_gram"],
                 params["min_gram_block_score"],
+                label="Gram block score (frozen attention) > threshold",
                 details={"gram_block_score_frozen_attention": r_fa["block_score_gram"]},
             ),
         ]
@@ -77,6 +82,16 @@ def falsify(params: dict) -> dict:
     return {"freeze_attention_too": True, "freeze_embedding_too": True}
 
 
+DEFAULT = dict(steps=400, seed=0, min_attention_ratio=1.18, min_gram_block_score=0.9)
+FULL = dict(steps=1000, seeds=JUDGED_SEEDS, min_attention_ratio=1.5, min_gram_block_score=0.9)
+
+
+def domain():
+    """Any seed (init, documents) at the default tier's configuration and thresholds; cost: two
+    400-step runs per draw."""
+    return params_of(seeds(), **{k: v for k, v in DEFAULT.items() if k != "seed"})
+
+
 CLAIM = Claim(
     id="train.compensation",
     statement="Embedding and attention compensate: with a frozen random embedding attention becomes topic-aware; "
@@ -84,8 +99,9 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §0 (secondary summaries: 'the other can compensate')",
     check=check,
-    default_params=(dict(steps=400, seed=0, min_attention_ratio=1.18, min_gram_block_score=0.9),),
-    full_params=(dict(steps=1000, seeds=(0, 1, 2, 3, 4), min_attention_ratio=1.5, min_gram_block_score=0.9),),
+    default_params=(DEFAULT,),
+    full_params=(FULL,),
+    domain=domain,
     cost=30.0,
     falsify=falsify,
 )

@@ -7,23 +7,38 @@ whole training stack (model, population batch, SGD) against the independent refe
 ``C @ pinv(Sigma)`` from the exact moments. Step size ``2/(lambda_min + lambda_max)`` of the
 Hessian ``2 Sigma`` on its range; tolerance 1e-6 relative (Frobenius).
 
-No seed enters this run (W = 0 init, exact population batch, deterministic GD), so one run is its
-whole distribution: ``verify --full`` adds no seeds.
+Seeds. From W = 0 no seed enters the run (exact population batch, deterministic GD): the default
+tier is that one run. What is random in the paper's setting is a *small* init: ``verify --full``
+starts from W^V with entries N(0, s^2), s = ``init_scale`` = 1e-9, drawn by seeds 0-4, and checks the
+same tolerance (GD leaves the init's component in the null space of Sigma untouched, so the limit
+is the min-norm minimizer up to ``s sqrt(V1^2) / ||C Sigma^+||``, far below 1e-6). The tolerance
+1e-6 is a convergence tolerance (a definition, not fitted); calibration seeds 100-104 (not judged)
+are recorded by ``benchmarks/calibrate_empirical.py``.
+
+Domain (``verify --explore``): any T <= 6, v <= 4, tau <= T and masking with p_m >= 0.05, W = 0,
+300 steps (one exact population run of at most 25 contexts x 6 tau-subsets per draw).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from proofs_numeric._empirical import JUDGED_SEEDS
 from theorycheck import Masking, TopicModel
 from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
 from theorycheck.population import moments
-from theorycheck.report.claims import Claim, compare_close
+from theorycheck.report.claims import Claim, by_seed, compare_close
+from theorycheck.strategies import masking_params, model_params, seeds
+from theorycheck.strategies import params as params_of
 
 TOL = 1e-6
 
 
 def check(params: dict, inject: dict | None = None):
+    return by_seed(_check_one, params, inject, statistics=("rel_error",))
+
+
+def _check_one(params: dict, inject: dict | None = None):
     inject = inject or {}
     tm = TopicModel(T=params["T"], v=params["v"], tau=params["tau"])
     mk = Masking(params["p_m"], params["p_c"], params["p_r"])
@@ -32,7 +47,11 @@ def check(params: dict, inject: dict | None = None):
     pos = ev[ev > 1e-10 * ev.max()]
     lr = 2.0 / (pos.min() + pos.max())
     d = DataConfig(T=tm.T, v=tm.v, tau=tm.tau, p_m=mk.p_m, p_c=mk.p_c, p_r=mk.p_r, source="population")
-    m = ModelConfig(V1=tm.V1, attention="uniform", train=("W_V",), init_V="zero", loss="squared")
+    if "init_scale" in params:  # a small random init drawn by the seed (the full tier)
+        init = dict(init="normal", init_scale=params["init_scale"], init_V="same")
+    else:
+        init = dict(init_V="zero")
+    m = ModelConfig(V1=tm.V1, attention="uniform", train=("W_V",), loss="squared", **init)
     cfg = TrainConfig(
         data=d,
         model=m,
@@ -54,6 +73,7 @@ def check(params: dict, inject: dict | None = None):
         rel,
         0.0,
         TOL,
+        label="||W - C pinv(Sigma)|| / ||C pinv(Sigma)|| <= 1e-6",
         details={
             "rel_error": rel,
             "lr": lr,
@@ -75,6 +95,16 @@ def falsify(params: dict) -> dict:
     return {"init_W_V": np.random.default_rng(0).normal(scale=0.1, size=(V1, V1))}
 
 
+DEFAULT = dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, steps=300, seed=0)
+FULL = dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, steps=300, init_scale=1e-9, seeds=JUDGED_SEEDS)
+
+
+def domain():
+    """T <= 6, v <= 4, any tau <= T, masking with p_m >= 0.05, any seed, W = 0 and 300 steps (one
+    exact population run per draw)."""
+    return params_of(model_params(max_T=6, max_v=4), masking_params(min_p_m=0.05), seeds(), steps=300)
+
+
 CLAIM = Claim(
     id="train.stage1-population-min-norm",
     statement=(
@@ -84,6 +114,8 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §4.2, §6 items 9-10",
     check=check,
-    default_params=(dict(T=5, v=4, tau=2, p_m=0.15, p_c=0.1, p_r=0.1, steps=300, seed=0),),
+    default_params=(DEFAULT,),
+    full_params=(FULL,),
+    domain=domain,
     falsify=falsify,
 )

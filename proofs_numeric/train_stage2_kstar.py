@@ -12,22 +12,29 @@ lr 0.05, 400 steps, seed 0) approaches the optimum of :func:`theorycheck.solvers
 Tiers: the default ``verify`` runs the same recipe on the smaller model T = 5, v = 4, tau = 2,
 300 steps, seed 0 (measured K_eff 18.83 against K* = 18.09, loss 0.8662105 < L* = 0.8662474; the
 falsifier gives K_eff 35.3); ``verify --full`` runs the preset's T = v = 10, tau = 3, 400 steps on
-seeds 0-4 with 95% t-intervals of K_eff and the loss. The 10% tolerance predates the multi-seed
-protocol; seeds 100-104 (not judged) on the small model: K_eff 18.833-18.835 (4.1% above K*), loss
-below L* on every seed.
+seeds 0-4 (the W^K, W^Q init) with the fraction passing and 95% t-intervals of K_eff, K_eff / K* and
+the loss.
+
+Calibration (seeds 100-104, never judged; rule ``twice_max_deviation`` of
+:mod:`proofs_numeric._empirical`: tolerance = 2 max |K_eff / K* - 1| rounded up to one digit):
+default tier K_eff / K* = 1.0412, 1.04112, 1.04115, 1.04115, 1.04115 -> K_rtol 0.09 (was 0.10 before
+calibration). The loss bound ``L* + 1e-6`` is the claim's definition (not fitted).
 """
 
 from __future__ import annotations
 
 import dataclasses
 
+from proofs_numeric._empirical import JUDGED_SEEDS
 from theorycheck.nn import Trainer, preset
 from theorycheck.report.claims import Claim, ClaimResult, by_seed, compare_all, compare_close
 from theorycheck.solvers import optimal_attention
+from theorycheck.strategies import params as params_of
+from theorycheck.strategies import seeds
 
 
 def check(params: dict, inject: dict | None = None):
-    return by_seed(_check_one, params, inject, statistics=("K_eff", "loss"))
+    return by_seed(_check_one, params, inject, statistics=("K_eff", "K_eff_over_K_star", "loss"))
 
 
 def _check_one(params: dict, inject: dict | None = None):
@@ -45,10 +52,17 @@ def _check_one(params: dict, inject: dict | None = None):
     opt = optimal_attention(cfg.data.topic_model(), cfg.data.masking(), value="block")
     K_star, L_star = float(opt.K), float(opt.loss)
     K_eff = float(tr.metrics(cfg.steps, loss, 0.0, full=False)["K_eff_median"])
-    details = {"K_eff": K_eff, "K_star": K_star, "loss": loss, "L_star": L_star}
+    details = {"K_eff": K_eff, "K_star": K_star, "K_eff_over_K_star": K_eff / K_star, "loss": loss, "L_star": L_star}
     sub = [
-        compare_close(K_eff / K_star, 1.0, params["K_rtol"], details=details),
-        ClaimResult(loss <= L_star + 1e-6, "<= L* + 1e-6", loss, L_star + 1e-6 - loss, details=details),
+        compare_close(K_eff / K_star, 1.0, params["K_rtol"], details=details, label="K_eff / K* within K_rtol of 1"),
+        ClaimResult(
+            loss <= L_star + 1e-6,
+            "<= L* + 1e-6",
+            loss,
+            L_star + 1e-6 - loss,
+            details=details,
+            label="loss <= L* + 1e-6",
+        ),
     ]
     return compare_all(sub)
 
@@ -56,6 +70,22 @@ def _check_one(params: dict, inject: dict | None = None):
 def falsify(params: dict) -> dict:
     """Stop after 20 steps: Adam has overshot (measured ``K_eff`` 198, loss 0.96228 > L*)."""
     return {"steps": 20}
+
+
+#: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
+#: ``{(tier, threshold): (rule, reference, values per calibration seed)}``.
+CALIBRATION = {
+    ("default", "K_rtol"): ("twice_max_deviation", 1.0, (1.0412, 1.04112, 1.04115, 1.04115, 1.04115)),
+}
+
+DEFAULT = dict(steps=300, seed=0, K_rtol=0.09, T=5, v=4, tau=2)
+FULL = dict(steps=400, seeds=JUDGED_SEEDS, K_rtol=0.10)
+
+
+def domain():
+    """Any seed (the W^K, W^Q init) at the default tier's small model (T = 5, v = 4, tau = 2,
+    300 exact-population Adam steps per draw)."""
+    return params_of(seeds(), **{k: v for k, v in DEFAULT.items() if k != "seed"})
 
 
 CLAIM = Claim(
@@ -67,8 +97,9 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §4.3, §6 item 15",
     check=check,
-    default_params=(dict(steps=300, seed=0, K_rtol=0.10, T=5, v=4, tau=2),),
-    full_params=(dict(steps=400, seeds=(0, 1, 2, 3, 4), K_rtol=0.10),),
+    default_params=(DEFAULT,),
+    full_params=(FULL,),
+    domain=domain,
     cost=5.0,
     falsify=falsify,
 )

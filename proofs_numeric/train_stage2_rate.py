@@ -8,28 +8,44 @@ Setting: one-hot, identity decoder, squared loss, ``scale="none"``, entries N(0,
 SGD, T = 5, v = 4, tau = 2, lr 5 (the ``train.two-stage-ordering`` setting). Measured rate: the
 median of the per-step log growth over the logged steps at which the topic part lies between 10x
 and 50x its initial size (before, the decaying partner mode still contaminates it; after, the
-non-linear regime starts). Tolerance 5% (relative). The L2 runs use ``reg = 0.5`` and ``2`` times
-the threshold (on every trained matrix) and must end with the topic part above ``MIN_REG_GROWTH``
-= 5x / below 1x its initial size.
+non-linear regime starts). Relative tolerance ``RATE_RTOL`` = 2%. The L2 runs use ``reg = 0.5`` and
+``2`` times the threshold (on every trained matrix) and must end with the topic part above
+``MIN_REG_GROWTH`` = 5.1x / below 1x its initial size.
 
 Tiers: the default ``verify`` runs seed 0; ``verify --full`` runs seeds 0-4 (init draws) and reports
-the fraction passing and a 95% t-interval of the measured rate. The prediction is derived, not
-fitted; the 5% tolerance predates the multi-seed protocol (the calibration seeds' rates are within
-0.5% of each other). The 5x growth threshold is calibrated on seeds 100-104 (not judged): their final
-growths under ``reg = 0.5`` x threshold are 9.30 at the smallest (below the former 10x), and the rule "no
-growth (1x) plus half the smallest calibration excess" gives 1 + 8.3/2 = 5.15, rounded down to 5.
+the fraction passing and 95% t-intervals of the measured rate, measured / predicted rate and the
+regularised growth.
+
+Calibration (seeds 100-104, never judged; rules of :mod:`proofs_numeric._empirical`): measured /
+predicted rate 1.00779, 1.00494, 1.00135, 1.00333, 1.00032 -> ``twice_max_deviation`` gives
+RATE_RTOL = 0.02 (was 0.05, set before calibration: too loose); final growth under ``reg = 0.5`` x
+threshold 19.15, 14.35, 9.30, 14.00, 12.85 -> ``halfway`` from the null 1 (no growth) gives
+MIN_REG_GROWTH = 1 + 8.30/2 = 5.1 (was 5, the same rule with a coarser rounding). The prediction
+itself is derived, not fitted; "< 1 with L2 at 2x the threshold" is the claim's definition.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from proofs_numeric._empirical import JUDGED_SEEDS
 from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
 from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, train
 from theorycheck.report.claims import Claim, ClaimResult, by_seed, compare_all, compare_close
+from theorycheck.strategies import params as params_of
+from theorycheck.strategies import seeds
 
 #: Growth factor the ``reg = 0.5`` x threshold run must exceed (calibrated on seeds 100-104, see above).
-MIN_REG_GROWTH = 5.0
+MIN_REG_GROWTH = 5.1
+#: Relative tolerance of measured / predicted rate (calibrated, see the docstring).
+RATE_RTOL = 0.02
+
+#: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
+#: ``{(tier, threshold): (rule, null or reference, values per calibration seed)}``.
+CALIBRATION = {
+    ("default", "rate_rtol"): ("twice_max_deviation", 1.0, (1.00779, 1.00494, 1.00135, 1.00333, 1.00032)),
+    ("default", "min_reg_growth"): ("halfway", 1.0, (19.1484, 14.3506, 9.30209, 13.9963, 12.8464)),
+}
 
 
 def topic_part_curve(params: dict, reg: float = 0.0, scale: str = "none"):
@@ -74,7 +90,10 @@ def measured_rate(steps, vals, lo=10.0, hi=50.0):
 
 
 def check(params: dict, inject: dict | None = None):
-    return by_seed(_check_one, params, inject, statistics=("rate_measured",))
+    stats = ("rate_measured", "rate_ratio") + (
+        ("reg_0.5x_threshold_final_growth",) if params.get("check_reg", True) else ()
+    )
+    return by_seed(_check_one, params, inject, statistics=stats)
 
 
 def _check_one(params: dict, inject: dict | None = None):
@@ -88,8 +107,10 @@ def _check_one(params: dict, inject: dict | None = None):
         compare_close(
             rate / pred.growth_per_step,
             1.0,
-            0.05,
+            params.get("rate_rtol", RATE_RTOL),
+            label="measured / predicted growth rate within rate_rtol of 1",
             details={
+                "rate_ratio": rate / pred.growth_per_step,
                 "rate_measured": rate,
                 "rate_predicted": pred.growth_per_step,
                 "window_logs": n,
@@ -112,6 +133,7 @@ def _check_one(params: dict, inject: dict | None = None):
                     final,
                     (final - g) / g if want_growth else 1.0 - final,
                     details={f"reg_{frac:g}x_threshold_final_growth": final, "reg": reg},
+                    label=f"final topic-part growth with L2 = {frac:g} x sigma_max/2",
                 )
             )
     res = compare_all(subs)
@@ -145,6 +167,16 @@ def plot(results):
     return {"stage2_rate": fig}
 
 
+DEFAULT = dict(T=5, v=4, tau=2, init_scale=0.01, lr=5.0, steps=600, log_every=5, seed=0)
+FULL = dict(T=5, v=4, tau=2, init_scale=0.01, lr=5.0, steps=600, log_every=5, seeds=JUDGED_SEEDS)
+
+
+def domain():
+    """Any seed (the init draw) at the default configuration; cost: three 600-step exact
+    population runs per draw."""
+    return params_of(seeds(), **{k: v for k, v in DEFAULT.items() if k != "seed"})
+
+
 CLAIM = Claim(
     id="train.stage2-onset-rate",
     statement=(
@@ -154,8 +186,9 @@ CLAIM = Claim(
     source="EMPIRICAL",
     spec="SPEC §4.5, §6 items 21-23",
     check=check,
-    default_params=(dict(T=5, v=4, tau=2, init_scale=0.01, lr=5.0, steps=600, log_every=5, seed=0),),
-    full_params=(dict(T=5, v=4, tau=2, init_scale=0.01, lr=5.0, steps=600, log_every=5, seeds=(0, 1, 2, 3, 4)),),
+    default_params=(DEFAULT,),
+    full_params=(FULL,),
+    domain=domain,
     cost=10.0,
     falsify=falsify,
     plot=plot,
