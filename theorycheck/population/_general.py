@@ -122,17 +122,18 @@ def general_expected_pp(g, *, max_bytes=None) -> np.ndarray:
     """``E[p p^T] = Phi^T M2 Phi``, shape ``(V1, V1)`` (SPEC §11.2), O(T n^2)."""
     check_alloc("expected_pp", (g.V1, g.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
     _, M2 = g.theta_moments()
-    out = np.zeros((g.V1, g.V1))
-    out[1:, 1:] = g.phi.T @ (M2 @ g.phi)
-    return out
+    Phi = g.topic_token_matrix()
+    return (Phi.T @ M2) @ Phi
 
 
 def general_moments(g, mk, *, method: str = "closed-form", max_bytes=None):
     """Exact ``(Sigma, C) = (E[m m^T], E[p m^T])``, each ``(V1, V1)`` (SPEC §11.2).
 
-    ``method="closed-form"``: the formulas of the module docstring from ``E[theta]`` and
-    ``E[theta theta^T]``, O(T n^2). ``method="enumerate"``: the average of ``m_S m_S^T`` and
-    ``p_S m_S^T`` over every ``tau``-subset ``S`` (uniform-tau law only), the independent check.
+    ``method="closed-form"``: the formulas of the module docstring from ``E[theta theta^T]``, as
+    ``Sigma = Phi_tilde^T M2 Phi_tilde`` and ``C = Phi^T M2 Phi_tilde`` (``Phi_tilde = a Phi + 1 c^T``,
+    SPEC §11.5; equal to the §11.2 form because ``1^T theta = 1``), O(T n^2). ``method="enumerate"``:
+    the average of ``m_S m_S^T`` and ``p_S m_S^T`` over every ``tau``-subset ``S`` (uniform-tau law
+    only), the independent check.
     """
     if not isinstance(mk, Masking):
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
@@ -147,15 +148,13 @@ def general_moments(g, mk, *, method: str = "closed-form", max_bytes=None):
         P = g.word_density(theta)
         M = a * P + c
         return M.T @ M / len(sets), P.T @ M / len(sets)
-    mu, _ = g.theta_moments()
-    Ep = g.word_density(mu)
-    Epp = general_expected_pp(g, max_bytes=max_bytes)
-    C = a * Epp + np.outer(Ep, c)
-    Sigma = a * a * Epp
-    cross = np.outer(Ep, c)
-    Sigma += a * (cross + cross.T)
-    Sigma += np.outer(c, c)
-    return Sigma, C
+    # the §11.2 formulas folded into two (V1 x T)(T x V1) products: since 1^T theta = 1,
+    # m = Phi_tilde^T theta with Phi_tilde = a Phi + 1 c^T, so Sigma = Phi_tilde^T M2 Phi_tilde and
+    # C = Phi^T M2 Phi_tilde (SPEC §11.5); no V1 x V1 temporaries
+    _, M2 = g.theta_moments()
+    Phi = g.topic_token_matrix()
+    Phi_t = a * Phi + c[None, :]
+    return (Phi_t.T @ M2) @ Phi_t, (Phi.T @ M2) @ Phi_t
 
 
 class Stage1Factors(NamedTuple):
