@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import shlex
 
+from ._cli_model import add_general_model_flags, general_models, wants_general
+
 __all__ = ["_add_model_flags", "_models", "_add_out_flags", "_add_threads_flag", "_command"]
 
 
@@ -20,12 +22,16 @@ def _add_model_flags(p) -> None:
     g.add_argument("--p-m", type=float, default=0.15, help="selection probability (default: %(default)s)")
     g.add_argument("--p-c", type=float, default=0.1, help="keep probability (default: %(default)s)")
     g.add_argument("--p-r", type=float, default=0.1, help="random-word probability (default: %(default)s)")
+    add_general_model_flags(g)  # --topic-word FILE.npy | --model SPEC (SPEC §11)
 
 
 def _models(args):
-    """``(TopicModel, Masking)`` from the shared flags (validated by their constructors)."""
+    """``(TopicModel, Masking)`` from the shared flags (validated by their constructors); a
+    ``GeneralTopicModel`` with ``--topic-word`` or ``--model`` (:mod:`theorycheck._cli_model`)."""
     from .config import Masking, TopicModel
 
+    if wants_general(args):
+        return general_models(args)
     tau = 3 if args.tau is None and args.prior == "uniform-tau" else args.tau
     tm = TopicModel(T=args.T, v=args.v, tau=tau, prior=args.prior, alpha=args.alpha)
     return tm, Masking(p_m=args.p_m, p_c=args.p_c, p_r=args.p_r)

@@ -21,6 +21,8 @@ import sys
 import numpy as np
 
 from ._cli_common import _add_model_flags, _models
+from ._cli_model import model_summary
+from .general_model import is_general
 
 __all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
 
@@ -91,6 +93,8 @@ def _embedding_optimum(res, tm, mk, bias: bool) -> dict:
     from .solvers import embedding_from_gram, min_embedding_dim
 
     opt = _scalars(res.info, skip=("tol", "relative_residuals", "b"))
+    if is_general(tm):  # SPEC §11.5: no block constants; the optimum's scalars only
+        return opt
     opt.update(L_star=tm.min_value_loss(), min_embedding_dim=min_embedding_dim(tm, mk, bias=bias))
     x = res.x
     if x is None or tm.T < 2 or tm.v < 2 or tm.V1 > 2001:
@@ -128,7 +132,7 @@ def solve_summary(problem: str, res, tm, mk, *, bias: bool = False) -> dict:
     return {
         "problem": problem,
         "spec": PROBLEMS[problem][1],
-        "model": tm.to_dict(),
+        "model": model_summary(tm),
         "masking": mk.to_dict(),
         "method": res.method,
         "status": int(res.status),
@@ -166,7 +170,7 @@ def npz_payload(problem: str, res, tm, summary: dict) -> bytes:
     ``status``, ``method``, ``fun``, ``T``, ``v`` and ``resid_<name>`` for every residual."""
     payload = {f"resid_{k}": np.float64(v) for k, v in summary["residuals"].items()}
     payload.update(status=np.int64(res.status), method=np.str_(res.method), fun=np.float64(res.fun))
-    payload.update(problem=np.str_(problem), T=np.float64(tm.T), v=np.float64(tm.v))
+    payload.update(problem=np.str_(problem), T=np.float64(tm.T), v=np.float64(getattr(tm, "v", np.nan)))
     payload.update({k: np.float64(v) for k, v in summary["optimum"].items() if isinstance(v, float)})
     x = res.x
     if problem == "value":
@@ -176,12 +180,12 @@ def npz_payload(problem: str, res, tm, summary: dict) -> bytes:
         elif x is not None:
             payload.update(W=np.asarray(x), structured=False)
     elif problem == "embedding" and x is not None:
-        if hasattr(x, "toarray"):
+        if hasattr(x, "toarray") and hasattr(x, "y"):
             payload.update(x=np.float64(x.x), y=np.float64(x.y), structured=True)
             if tm.V1 <= 2001:
                 payload["G"] = x.toarray()
-        else:
-            payload.update(G=np.asarray(x), structured=False)
+        else:  # a dense Gram, or a general model's LowRankMatrix (SPEC §11.5)
+            payload.update(G=x.toarray() if hasattr(x, "toarray") else np.asarray(x), structured=False)
         if "W_E" in res.info:
             payload["W_E"] = np.asarray(res.info["W_E"])
     elif x is not None:

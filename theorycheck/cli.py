@@ -21,7 +21,9 @@ import sys
 
 from ._cli_common import _add_model_flags, _add_out_flags, _add_threads_flag, _command, _models
 from ._cli_explore import _add_explore_flags, _cmd_explore
+from ._cli_model import general_flags, general_landscape_command, general_train_models, run_general_preset
 from ._cli_solve import _add_solve, _add_solve_flags, _cmd_solve
+from .general_model import is_general
 
 __all__ = ["main", "build_parser"]
 
@@ -112,6 +114,7 @@ def _add_train(sub):
     p.add_argument("--force", action="store_true", help="write into a folder holding files theorycheck did not write")
     p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    _add_model_flags(p)  # used with --model/--topic-word only: the preset's run on a general model (SPEC §11)
     p.set_defaults(func=_cmd_train)
 
 
@@ -127,7 +130,7 @@ def _train_command(args) -> str:
     ):
         if val is not None:
             parts.append(f"{flag} {val}")
-    return " ".join(parts)
+    return " ".join(parts + general_flags(args))
 
 
 def _train_folder(args):
@@ -183,19 +186,15 @@ def _cmd_train(args) -> int:
     if args.out is None:
         raise ValueError("--out is required (the run folder)")
     seeds = _parse_seeds(args.seeds)
+    general = general_train_models(args, seeds)
     out, mark = _train_folder(args)
     try:
-        summary = run_preset(
-            args.preset,
-            out,
-            steps=args.steps,
-            seed=args.seed,
-            seeds=seeds,
-            checkpoint_every=args.checkpoint_every,
-            progress=not args.quiet,
-            resume=args.resume,
-            client=args.scheduler,
-        )
+        kw = {"steps": args.steps, "seed": args.seed, "checkpoint_every": args.checkpoint_every}
+        kw.update(progress=not args.quiet, resume=args.resume)
+        if general:
+            summary = run_general_preset(args.preset, out, *general, **kw)
+        else:
+            summary = run_preset(args.preset, out, seeds=seeds, client=args.scheduler, **kw)
     except (TrainingInterrupted, KeyboardInterrupt) as exc:
         mark()
         where = f"at step {exc.step}" if isinstance(exc, TrainingInterrupted) else "(no checkpoint written)"
@@ -338,7 +337,9 @@ def _add_landscape(sub):
         default="squared",
         help="squared loss or cross-entropy, SPEC §2.2 ('sq' is deprecated) (default: %(default)s)",
     )
-    p.add_argument("--n-grid", type=int, default=201, help="grid points per axis (default: %(default)s)")
+    p.add_argument(
+        "--n-grid", type=int, default=None, help="grid points per axis (default: 201; 15 for --model/--topic-word)"
+    )
     p.add_argument(
         "--sweep",
         choices=("spec", "growth"),
@@ -369,6 +370,9 @@ def _cmd_landscape(args) -> int:
 
     tm, mk = _models(args)
     loss = check_loss(args.loss)
+    if is_general(tm):  # SPEC §11.4: the family S = alpha I_w + beta G (theorycheck._cli_model)
+        return general_landscape_command(args, tm, mk, loss, _command(args))
+    args.n_grid = 201 if args.n_grid is None else args.n_grid
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
     kind = args.sweep or ("spec" if args.scheduler else None)
     rows = None
