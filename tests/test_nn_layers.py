@@ -292,3 +292,36 @@ def test_packed_rows_equal_the_padded_position_path(B, N, d, one_hot, seed):
 
     if rows.size:
         check_gradient(f, dict(W, X=Xp), dict(gp, X=dXp)).assert_ok()
+
+
+@settings(max_examples=25)
+@given(st.integers(1, 3), st.integers(1, 6), st.integers(2, 5), st.booleans(), st.integers(0, 2**31))
+def test_queries_equal_the_full_packed_path_at_those_rows(B, N, d, one_hot, seed):
+    """``queries=`` (only some rows attend; all stay keys and values): the output is the full packed
+    path's at those rows and every gradient equals the full path's with ``dout`` zero elsewhere, to
+    1e-12; finite differences."""
+    rng = np.random.default_rng(seed)
+    H, da = 2, 3
+    X, logw, rows = _packed_case(rng, B, N, d, one_hot)
+    Xp = X.reshape(B * N, d)[rows]
+    queries = np.flatnonzero(rng.random(rows.size) < 0.4)
+    W = dict(W_Q=rng.normal(size=(H, da, d)), W_K=rng.normal(size=(H, da, d)), W_V=rng.normal(size=(H, d, d)))
+    full, cfull = L.attention_forward(Xp, logw, *W.values(), 0.8, rows=rows)
+    out, cq = L.attention_forward(Xp, logw, *W.values(), 0.8, rows=rows, queries=queries)
+    assert out.shape == (queries.size, d)
+    np.testing.assert_allclose(out, full[queries], rtol=1e-12, atol=1e-12)
+    Gq = rng.normal(size=out.shape)
+    Gfull = np.zeros_like(full)
+    Gfull[queries] = Gq
+    dXf, gf = L.attention_backward(Gfull, cfull)
+    dXq, gq = L.attention_backward(Gq, cq)
+    np.testing.assert_allclose(dXq, dXf, rtol=1e-12, atol=1e-12)
+    for k in gf:
+        np.testing.assert_allclose(gq[k], gf[k], rtol=1e-12, atol=1e-12)
+
+    def f(p):
+        o = L.attention_forward(p["X"], logw, p["W_Q"], p["W_K"], p["W_V"], 0.8, rows=rows, queries=queries)[0]
+        return np.sum(Gq * o)
+
+    if queries.size:
+        check_gradient(f, dict(W, X=Xp), dict(gq, X=dXq)).assert_ok()

@@ -82,26 +82,29 @@ def _softmax_row(z, out):
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _bias_softmax(S, logw, c, out):
+def _bias_softmax(S, logw, c, nk, out):
     B, Nq, Nk = S.shape
     for i in numba.prange(B * Nq):
         d = i // Nq
         q = i - d * Nq
         row = out[d, q]
-        for b in range(Nk):
+        n = nk[d]  # keys past the last finite log-weight get weight exactly 0: skipped
+        for b in range(n):
             row[b] = c * S[d, q, b] + logw[d, b]
-        _softmax_row(row, row)
+        _softmax_row(row[:n], row[:n])
+        for b in range(n, Nk):
+            row[b] = 0.0
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _softmax_bwd(A, dA, out):
+def _softmax_bwd(A, dA, scale, out):
     E, V1 = A.shape
     for e in numba.prange(E):
         t = 0.0
         for b in range(V1):
             t += dA[e, b] * A[e, b]
         for b in range(V1):
-            out[e, b] = A[e, b] * (dA[e, b] - t)
+            out[e, b] = scale * (A[e, b] * (dA[e, b] - t))
 
 
 def gather_softmax(S, logK, qtok, ctx):
@@ -129,11 +132,13 @@ def gather_softmax_ref(S, logK, qtok, ctx):
 
 def bias_softmax(S, logw, c):
     """Position-path attention ``A[d, q] = softmax(c S[d, q] + logw[d])`` (B, Nq, Nk) in one fused pass
-    per row (``logw`` (B, Nk) key log-multiplicities; rows without a key give 0)."""
+        per row (``logw`` (B, Nk) key log-multiplicities; rows without a key give 0). Keys after a document's
+    last finite ``logw`` are skipped (their weight is exactly 0: the same numbers, less work on padding)."""
+    logw = np.ascontiguousarray(logw, dtype=np.float64)
+    finite = np.isfinite(logw)
+    nk = np.where(finite.any(axis=1), logw.shape[1] - np.argmax(finite[:, ::-1], axis=1), 0).astype(np.int64)
     out = np.empty(S.shape)
-    _bias_softmax(
-        np.ascontiguousarray(S, dtype=np.float64), np.ascontiguousarray(logw, dtype=np.float64), float(c), out
-    )
+    _bias_softmax(np.ascontiguousarray(S, dtype=np.float64), logw, float(c), nk, out)
     return out
 
 
@@ -146,13 +151,14 @@ def bias_softmax_ref(S, logw, c):
     return e / np.where(s > 0, s, 1.0)
 
 
-def softmax_bwd(A, dA, out=None):
-    """Logit gradient ``A * (dA - sum_b dA A)`` of a row softmax given ``dL/dA`` (may write into ``out``)."""
+def softmax_bwd(A, dA, out=None, scale: float = 1.0):
+    """Logit gradient ``scale * (A * (dA - sum_b dA A))`` of a row softmax given ``dL/dA`` (may write
+    into ``out``; ``scale`` is e.g. the score factor ``c`` of ``softmax(c S)``)."""
     A = np.ascontiguousarray(A, dtype=np.float64)
     dA = np.ascontiguousarray(dA, dtype=np.float64)
     if out is None:
         out = np.empty_like(A)
-    _softmax_bwd(A, dA, out)
+    _softmax_bwd(A, dA, float(scale), out)
     return out
 
 

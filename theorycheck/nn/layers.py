@@ -96,12 +96,12 @@ def softmax_rows(logits):
     return np.where(empty, 0.0, softmax(np.where(empty, 0.0, logits), axis=-1))
 
 
-def softmax_rows_backward(A, dA):
-    """Logit gradient ``A * (dA - sum_b dA A)`` of a row softmax (Numba kernel, rows of any stack)."""
+def softmax_rows_backward(A, dA, scale: float = 1.0):
+    """Logit gradient ``scale * A * (dA - sum_b dA A)`` of a row softmax (Numba kernel, rows of any stack)."""
     if A.ndim < 2 or A.shape != dA.shape:
-        return softmax_bwd_ref(A, dA)
+        return scale * softmax_bwd_ref(A, dA)
     n = A.shape[-1]
-    return softmax_bwd(A.reshape(-1, n), dA.reshape(-1, n)).reshape(A.shape)
+    return softmax_bwd(A.reshape(-1, n), dA.reshape(-1, n), scale=scale).reshape(A.shape)
 
 
 # ---------------------------------------------------------------------------- embedding
@@ -139,17 +139,6 @@ def _stacked(W_Q, W_K, W_V):
     return np.concatenate([W_Q.reshape(-1, d), W_K.reshape(-1, d), W_V.reshape(-1, d)])
 
 
-def _slices(W_Q, W_V, h):
-    """Column ranges of head ``h``'s ``Q``, ``K``, ``V`` in ``P = X W_cat^T`` (:func:`_stacked`)."""
-    H, da = W_Q.shape[:2]
-    dv = W_V.shape[1]
-    return (
-        slice(h * da, (h + 1) * da),
-        slice((H + h) * da, (H + h + 1) * da),
-        slice(2 * H * da + h * dv, 2 * H * da + (h + 1) * dv),
-    )
-
-
 def _one_hot_rows(X2):
     """``(index, valid)`` if every row of ``X2`` is a unit vector or zero (one-hot embeddings), else ``None``."""
     idx = X2.argmax(axis=1)
@@ -170,33 +159,45 @@ def _project(X2, Wcat):
     return P, oh
 
 
-def _padded(M, rows, B: int, N: int):
-    """Rows ``M`` (R, k) placed at the flat positions ``rows`` of a zero ``(B, N, k)`` array
-    (``rows=None``: ``M`` already holds all ``B N`` rows; a view)."""
-    if rows is None:
-        return M.reshape(B, N, -1)
-    out = np.zeros((B * N, M.shape[1]))
-    out[rows] = M
-    return out.reshape(B, N, -1)
+class _Rows:
+    """Packed rows at flat positions ``rows`` (sorted) of a padded ``(B, N)`` layout (``rows=None``:
+    all ``B N`` rows); ``pad`` places packed rows in a zero ``(B, N, k)`` array, ``take`` reads them back."""
+
+    def __init__(self, B: int, N: int, rows=None):
+        self.B, self.N, self.rows = B, N, rows
+        flat = np.arange(B * N) if rows is None else rows
+        self.bi, self.ni = flat // N, flat % N
+
+    def pad(self, M):
+        if self.rows is None:
+            return M.reshape(self.B, self.N, M.shape[1])
+        out = np.zeros((self.B * self.N, M.shape[1]))
+        out[self.rows] = M
+        return out.reshape(self.B, self.N, M.shape[1])
+
+    def take(self, M3):
+        M2 = M3.reshape(self.B * self.N, M3.shape[-1])
+        return M2 if self.rows is None else M2[self.rows]
+
+    def subset(self, idx):
+        """The rows ``idx`` (sorted packed indices) in their own padded layout ``(B, max per document)``."""
+        b = self.bi[idx]
+        counts = np.bincount(b, minlength=self.B)
+        n = int(counts.max()) if counts.size else 0
+        slot = np.arange(b.size) - (np.cumsum(counts) - counts)[b]
+        return _Rows(self.B, n, b * n + slot)
 
 
-def _doc_pos(rows, B: int, N: int):
-    """Document and position of each packed row (``rows=None``: all ``B N`` rows)."""
-    flat = np.arange(B * N) if rows is None else rows
-    return flat // N, flat % N
-
-
-def _head_rows(V, H: int, rows, B: int, N: int):
+def _head_rows(V, H: int, lay: _Rows):
     """Packed value rows ``V`` (R, H d_v), head-major columns -> ``(B, H N, d_v)``: per document the
     rows of ``V_1``, then ``V_2``, ... (zero rows at padding)."""
     dv = V.shape[1] // H
-    out = np.zeros((B, H, N, dv))
-    bi, ni = _doc_pos(rows, B, N)
-    out[bi, :, ni, :] = V.reshape(-1, H, dv)
-    return out.reshape(B, H * N, dv)
+    out = np.zeros((lay.B, H, lay.N, dv))
+    out[lay.bi, :, lay.ni, :] = V.reshape(-1, H, dv)
+    return out.reshape(lay.B, H * lay.N, dv)
 
 
-def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None):
+def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None, queries=None):
     """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h V_h``.
 
     Position path (``groups=None``): ``X`` (B, N, d), ``log_w`` (B, N) key log-multiplicities,
@@ -205,10 +206,13 @@ def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None =
     the rows of ``X`` are one-hot). Packed rows: with ``rows`` (R,) (sorted flat indices into the
     ``(B, N)`` layout of ``log_w``), ``X`` is ``(R, d)`` and holds only those rows (padding left out
     of the projections and of the backward's GEMMs; a left-out row must not be a key, i.e.
-    ``log_w = -inf`` there) and ``out`` is ``(R, d)``. Count path: ``X = (W^E)^T`` (V1, d),
-    ``log_w = log K`` (G, V1); with the token tables ``K_t = W_K[h] W^E`` (paper orientation) the
-    token scores ``S_h = c Q_t^T K_t`` (V1, V1) are gathered per query group, ``A_h`` (E, V1),
-    ``out = sum_h A_h V_t^T`` (E, d). ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``.
+    ``log_w = -inf`` there) and ``out`` is ``(R, d)``. Queries: with ``queries`` (sorted indices into
+    the rows of ``X``) only those rows attend (e.g. the last layer, whose output is read at the loss
+    entries only) and ``out`` is ``(len(queries), d)``; every row stays a key and a value.
+    Count path: ``X = (W^E)^T`` (V1, d), ``log_w = log K`` (G, V1); with the token tables
+    ``K_t = W_K[h] W^E`` (paper orientation) the token scores ``S_h = c Q_t^T K_t`` (V1, V1) are
+    gathered per query group, ``A_h`` (E, V1), ``out = sum_h A_h V_t^T`` (E, d).
+    ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``.
     Returns ``(out, cache)``.
     """
     cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows)
@@ -223,23 +227,25 @@ def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None =
         return out, dict(cache, heads=heads)
     B, N = log_w.shape
     H, da = W_Q.shape[:2]
-    nqk = 2 * H * da
+    nq = H * da
     P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), _stacked(W_Q, W_K, W_V))
-    QK = _padded(P[:, :nqk], rows, B, N)
-    S = np.empty((B, N, H, N))
+    kl = _Rows(B, N, rows)  # key / value rows: every row of X
+    ql = kl if queries is None else kl.subset(queries)  # query rows
+    Qp = ql.pad(P[:, :nq] if queries is None else P[queries, :nq])
+    Kp = kl.pad(P[:, nq : 2 * nq])
+    S = np.empty((B, ql.N, H, N))
     for h in range(H):
-        sq, sk, _ = _slices(W_Q, W_V, h)
-        np.matmul(QK[..., sq], _swap(QK[..., sk]), out=S[:, :, h, :])
-    # softmax_rows(c Q_h K_h^T + log_w) of every head, fused; per query row [A_1 | ... | A_H] (B, N, H N)
-    A = bias_softmax(S.reshape(B, N * H, N), log_w, c).reshape(B, N, H * N)
-    Vst = _head_rows(P[:, nqk:], H, rows, B, N)  # (B, H N, d_v): the rows of V_1, then of V_2, ...
-    A4 = A.reshape(B, N, H, N)
+        np.matmul(Qp[..., h * da : (h + 1) * da], _swap(Kp[..., h * da : (h + 1) * da]), out=S[:, :, h, :])
+    # softmax_rows(c Q_h K_h^T + log_w) of every head, fused; per query row [A_1 | ... | A_H] (B, Nq, H N)
+    A = bias_softmax(S.reshape(B, ql.N * H, N), log_w, c).reshape(B, ql.N, H * N)
+    Vst = _head_rows(P[:, 2 * nq :], H, kl)  # (B, H N, d_v): the rows of V_1, then of V_2, ...
+    A4 = A.reshape(B, ql.N, H, N)
     for h in range(H):
-        sq, sk, _ = _slices(W_Q, W_V, h)
-        heads.append((QK[..., sk], QK[..., sq], Vst[:, h * N : (h + 1) * N], A4[:, :, h, :]))
-    out = A @ Vst  # sum_h A_h V_h as one product per document
-    out = out.reshape(X.shape) if rows is None else out.reshape(B * N, -1)[rows]
-    return out, dict(cache, heads=heads, A=A, Vst=Vst)
+        hs = slice(h * da, (h + 1) * da)
+        heads.append((Kp[..., hs], Qp[..., hs], Vst[:, h * N : (h + 1) * N], A4[:, :, h, :]))
+    out = ql.take(A @ Vst)  # sum_h A_h V_h as one product per document
+    out = out.reshape(X.shape) if rows is None and queries is None else out
+    return out, dict(cache, heads=heads, A=A, Vst=Vst, kl=kl, ql=ql, queries=queries)
 
 
 def _start(X, dX_in, need_dX):
@@ -278,26 +284,30 @@ def _weight_grads(dP, X2, one_hot):
 def _position_dP(dout, cache):
     """Position path: ``dP = [dQ_1 .. dQ_H | dK_1 .. dK_H | dV_1 .. dV_H]`` (R, H (2 d_a + d_v)),
     the gradient of the fused projections ``P = X W_cat^T`` at the (packed) rows."""
-    W_Q, W_K, W_V = cache["W"]
-    rows, c = cache["rows"], cache["c"]
-    A, Vst = cache["A"], cache["Vst"]  # (B, N, H N), (B, H N, d_v)
-    B, N = A.shape[:2]
+    W_Q, W_V = cache["W"][0], cache["W"][2]
+    kl, ql, queries = cache["kl"], cache["ql"], cache["queries"]
+    A, Vst = cache["A"], cache["Vst"]  # (B, Nq, H N), (B, H N, d_v)
+    B, N, Nq = kl.B, kl.N, ql.N
     H, da = W_Q.shape[:2]
-    dv, nqk = W_V.shape[1], 2 * W_Q.shape[0] * W_Q.shape[1]
-    G = _padded(dout.reshape(-1, dv), rows, B, N)
-    dS = softmax_rows_backward(A.reshape(B, N * H, N), (G @ _swap(Vst)).reshape(B, N * H, N))
-    dS = (c * dS).reshape(B, N, H, N)
-    dQK = np.empty((B, N, nqk))
+    dv, nq = W_V.shape[1], H * da
+    G = ql.pad(dout.reshape(-1, dv))
+    dS = softmax_rows_backward(A.reshape(B, Nq * H, N), (G @ _swap(Vst)).reshape(B, Nq * H, N), cache["c"])
+    dS = dS.reshape(B, Nq, H, N)
+    dQ, dK = np.empty((B, Nq, nq)), np.empty((B, N, nq))
     for h, (Kx, Qx, _, _) in enumerate(cache["heads"]):
-        sq, sk, _ = _slices(W_Q, W_V, h)
-        np.matmul(dS[:, :, h, :], Kx, out=dQK[..., sq])
-        np.matmul(_swap(dS[:, :, h, :]), Qx, out=dQK[..., sk])
+        hs = slice(h * da, (h + 1) * da)
+        np.matmul(dS[:, :, h, :], Kx, out=dQ[..., hs])
+        np.matmul(_swap(dS[:, :, h, :]), Qx, out=dK[..., hs])
     dV = (_swap(A) @ G).reshape(B, H, N, dv)  # dV_h = A_h^T dout per document
-    R = B * N if rows is None else rows.size
-    dP = np.empty((R, nqk + H * dv))
-    dP[:, :nqk] = dQK.reshape(B * N, nqk) if rows is None else dQK.reshape(B * N, nqk)[rows]
-    bi, ni = _doc_pos(rows, B, N)
-    dP[:, nqk:].reshape(R, H, dv)[...] = dV[bi, :, ni, :]
+    R = kl.bi.size
+    dP = np.empty((R, 2 * nq + H * dv))
+    if queries is None:
+        dP[:, :nq] = ql.take(dQ)
+    else:
+        dP[:, :nq] = 0.0
+        dP[queries, :nq] = ql.take(dQ)
+    dP[:, nq : 2 * nq] = kl.take(dK)
+    dP[:, 2 * nq :].reshape(R, H, dv)[...] = dV[kl.bi, :, kl.ni, :]
     return dP
 
 

@@ -158,8 +158,14 @@ class Transformer:
             rows, tok, qrow = _packing(batch)
             X = emb.forward(tok)  # packed rows (R, d): padding never enters a layer
             key_w = batch.key_w
-            for lay in self.layers:
+            for lay in self.layers[:-1]:
                 X = lay.forward(X, key_w, rows=rows)
+            last = self.layers[-1]
+            if last.uniform:
+                X = last.forward(X, key_w, rows=rows)
+            else:  # the last layer computes only the rows the decoder reads
+                uq, qrow = np.unique(qrow, return_inverse=True)
+                X = last.forward(X, key_w, rows=rows, queries=uq)
             Yq = X[qrow]
             self._cache = ("pos", (X.shape, tok, qrow))
         return self.decoder.forward(Yq, emb)

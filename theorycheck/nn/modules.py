@@ -143,23 +143,29 @@ class AttentionLayer(Layer):
         return layer_norm_backward(self.cache["Yn"], self.cache["inv"], dY) if self.cfg.layer_norm else dY
 
     # ---------------------------------------------------------------- position path
-    def forward(self, X, key_w, rows=None):
+    def forward(self, X, key_w, rows=None, queries=None):
         """``X`` (B, N, d) rows -> (B, N, d); ``key_w`` (B, N) key multiplicities (bool or float).
 
         Packed rows: with ``rows`` (R,) (sorted flat indices into ``(B, N)``, e.g. the non-padding
-        positions), ``X`` and the output are ``(R, d)``; rows left out must have key weight 0."""
+        positions), ``X`` and the output are ``(R, d)``; rows left out must have key weight 0.
+        ``queries`` (sorted indices into the rows of ``X``, softmax attention only): only those rows
+        are computed (output ``(len(queries), d)``), e.g. the last layer's rows read by the decoder."""
         P = self.params
         key_w = np.asarray(key_w, dtype=np.float64)
         if self.uniform:
+            if queries is not None:
+                raise ValueError("queries= needs softmax attention")
             B, N = key_w.shape
             Xp = X if rows is None else _unpack(X, rows, B, N)
             Uc, att = uniform_attention_forward(Xp, key_w, P["W_V"])
             out = np.broadcast_to(Uc[:, None, :], Xp.shape) if rows is None else Uc[rows // N]
         else:
-            out, att = attention_forward(X, log_weights(key_w), P["W_Q"], P["W_K"], P["W_V"], self.c, rows=rows)
-        R = X + out if self.cfg.residual else np.array(out, order="C")
+            W = (P["W_Q"], P["W_K"], P["W_V"])
+            out, att = attention_forward(X, log_weights(key_w), *W, self.c, rows=rows, queries=queries)
+        Xq = X if queries is None else X[queries]
+        R = Xq + out if self.cfg.residual else np.array(out, order="C")
         Yn, inv = self._post(R)
-        self.cache = dict(att=att, Yn=Yn, inv=inv, X=X, rows=rows)
+        self.cache = dict(att=att, Yn=Yn, inv=inv, X=X, rows=rows, queries=queries)
         return Yn
 
     def backward(self, dY, need_dX: bool = True):
@@ -167,8 +173,12 @@ class AttentionLayer(Layer):
         ``None`` when ``need_dX`` is False (the first layer under a frozen embedding: saves the
         ``dP W_cat`` product)."""
         dR = self._pre_backward(dY)
-        X, rows = self.cache["X"], self.cache["rows"]
-        dX0 = (dR if self.cfg.residual else np.zeros_like(X)) if need_dX else None
+        X, rows, queries = self.cache["X"], self.cache["rows"], self.cache["queries"]
+        dX0 = None
+        if need_dX:
+            dX0 = np.zeros_like(X)
+            if self.cfg.residual:
+                dX0[... if queries is None else queries] = dR
         if self.uniform:
             dX, grads = self._uniform_backward(dR, rows, need_dX, dX0)
         else:
