@@ -1,4 +1,5 @@
-"""``theorycheck verify --explore N [--seed S]``: claims over their domain (:mod:`theorycheck.report.explore`)."""
+"""``theorycheck verify --explore N [--seed S]``: claims over their domain (:mod:`theorycheck.report.explore`);
+``--claims PATH`` (users' claim modules, :mod:`theorycheck.report.discovery`) and ``--list``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,23 @@ def _add_explore_flags(p):
         help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample",
     )
     p.add_argument("--seed", type=int, default=0, help="seed of --explore (same seed, same configurations)")
+    p.add_argument(
+        "--claims",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also run your claim modules: a .py file defining CLAIM or CLAIMS, or a folder of them (repeatable)",
+    )
+
+
+def _list_claims(claims, registry) -> int:
+    """``verify --list``: one tab-separated line per claim; a user's or plugin's claim ends with its origin."""
+    for c in claims:
+        dom = "domain" if c.domain is not None else "no domain"
+        pre = c.precondition_text() or "-"
+        where = f"\tfrom {registry.origins[c.id]}" if c.id in registry.external else ""
+        print(f"{c.id}\t{c.source}\t{c.statement}\t[{dom}; preconditions: {pre}]{where}")
+    return 0
 
 
 def _cmd_explore(args, claims) -> int:

@@ -20,7 +20,7 @@ import shlex
 import sys
 
 from ._cli_common import _add_model_flags, _add_out_flags, _add_threads_flag, _command, _models
-from ._cli_explore import _add_explore_flags, _cmd_explore
+from ._cli_explore import _add_explore_flags, _cmd_explore, _list_claims
 from ._cli_model import general_flags, general_landscape_command, general_train_models, run_general_preset
 from ._cli_solve import _add_solve, _add_solve_flags, _cmd_solve
 from .general_model import is_general
@@ -33,13 +33,6 @@ def _add_verify(sub):
     p = sub.add_parser("verify", help="run every registered claim and write the report")
     _add_out_flags(p, "theorycheck-report", "report folder")
     p.add_argument("--only", default=None, help="comma-separated globs/substrings of claim ids")
-    p.add_argument(
-        "--claims",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="also run your claim modules: a .py file defining CLAIM or CLAIMS, or a folder of them (repeatable)",
-    )
     p.add_argument("--list", action="store_true", help="list claim ids and exit")
     p.add_argument("--no-figures", action="store_true", help="skip PNG figures")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -65,12 +58,7 @@ def _cmd_verify(args) -> int:
     registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
     claims, skipped = select_claims(registry.claims, args.only), registry.skipped
     if args.list:
-        for c in claims:
-            dom = "domain" if c.domain is not None else "no domain"
-            pre = c.precondition_text() or "-"
-            where = f"\tfrom {registry.origins[c.id]}" if c.id in registry.external else ""
-            print(f"{c.id}\t{c.source}\t{c.statement}\t[{dom}; preconditions: {pre}]{where}")
-        return 0
+        return _list_claims(claims, registry)
     if args.explore is not None:
         return _cmd_explore(args, claims)
     jobs = default_jobs() if args.jobs is None else check_int("--jobs", args.jobs, low=1)
