@@ -1,4 +1,4 @@
-"""Statistics of trained or optimal objects, training dynamics, loss landscapes.
+"""Statistics of trained or optimal objects, training dynamics, loss landscapes, phase diagrams.
 
 ============================  =====================================================
 SPEC section                  module / function
@@ -7,9 +7,29 @@ SPEC section                  module / function
 §5.1 (attention classes)      :func:`stats.attention_class_averages`, :func:`stats.effective_K`
 §4.5, §5.2 (two stages)       :func:`stats.detect_stages`, :func:`dynamics.stage2_onset`
 §4.3 (landscape, sweeps)      :func:`landscape.alpha_beta_grid`, :func:`landscape.asymptotic_sweep`
+§11.6 (any topic-word matrix) :func:`topic_structure.matrix_topic_stats`,
+                              :func:`topic_structure.attention_preference`
+§11.6 (phase diagrams)        :func:`phase.phase_diagram`, :func:`phase.find_boundary`,
+                              :func:`phase.diagram_boundaries`
 ============================  =====================================================
 """
 
-from . import dynamics, landscape, stats
+from . import dynamics, landscape, phase, stats, topic_structure
+from .phase import PhaseDiagram, diagram_boundaries, find_boundary, phase_diagram
+from .topic_structure import TopicStructure, attention_preference, matrix_topic_stats, topic_gap
 
-__all__ = ["stats", "dynamics", "landscape"]
+__all__ = [
+    "stats",
+    "dynamics",
+    "landscape",
+    "phase",
+    "topic_structure",
+    "PhaseDiagram",
+    "phase_diagram",
+    "find_boundary",
+    "diagram_boundaries",
+    "TopicStructure",
+    "matrix_topic_stats",
+    "topic_gap",
+    "attention_preference",
+]

@@ -1,0 +1,208 @@
+"""Phase diagrams: what the paper's conclusions become for overlapping and Zipfian topics (SPEC §11.6).
+
+One point of a diagram is a :class:`~theorycheck.general_model.GeneralTopicModel` of ``T`` topics of
+``v`` words with ``tau`` topics per document (uniform-tau law) built by
+
+- ``kind="overlap"``: :meth:`GeneralTopicModel.overlapping` with mixing ``x = eps`` in [0, 1];
+- ``kind="zipf"``: :meth:`GeneralTopicModel.zipf` with exponent ``x = s >= 0``;
+
+with the word labels of the construction (word ``w`` in topic ``(w - 1) // v``; it is every word's
+dominant topic except at ``eps = 1``, where the topics are identical and every word ties). At each
+point (:func:`phase_point`) the exact objects are computed: the minimum-norm stage-1 ``W^V``
+(:func:`theorycheck.solvers.optimal_value_matrix`), the minimum-norm tied Gram
+(:func:`theorycheck.solvers.optimal_embedding_gram`), the optimal ``S = alpha I_w + beta G`` scores
+(:func:`theorycheck.solvers.optimal_attention`) and their statistics
+(:mod:`theorycheck.analysis.topic_structure`).
+
+Sweeps take a :class:`concurrent.futures.Executor` or a Dask client (as
+:func:`theorycheck.analysis.landscape.asymptotic_sweep`); each task is a pure function of its
+arguments, so every executor returns the serial result bit for bit. :func:`find_boundary` bisects
+on the exact objects for the ``x`` where a statistic crosses a level.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import NamedTuple
+
+import numpy as np
+
+from .._validate import check_choice, check_int, check_real
+from ..config import Masking
+from ..general_model import GeneralTopicModel
+from .landscape import _map
+from .topic_structure import attention_preference, matrix_topic_stats
+
+__all__ = [
+    "PhaseDiagram",
+    "KINDS",
+    "STATISTICS",
+    "phase_model",
+    "phase_point",
+    "phase_diagram",
+    "find_boundary",
+    "diagram_boundaries",
+]
+
+KINDS = ("overlap", "zipf")
+#: Statistic names of a point: value / gram ``gap``, ``correlation``, ``energy``; attention.
+MATRIX_STATISTICS = tuple(f"{o}_{s}" for o in ("value", "gram") for s in ("gap", "correlation", "energy"))
+ATTENTION_STATISTICS = ("attention_preference", "attention_alpha", "attention_beta")
+STATISTICS = MATRIX_STATISTICS + ATTENTION_STATISTICS
+
+
+class PhaseDiagram(NamedTuple):
+    """``data[name][i, j]`` is statistic ``name`` at ``x = values[i]``, ``tau = taus[j]``."""
+
+    kind: str
+    values: np.ndarray
+    taus: np.ndarray
+    T: int
+    v: int
+    masking: dict
+    data: dict
+
+
+def _check_kind_x(kind, x):
+    check_choice("kind", kind, KINDS)
+    return check_real("eps" if kind == "overlap" else "s", x, low=0.0, high=1.0 if kind == "overlap" else 50.0)
+
+
+def phase_model(kind: str, x: float, T: int, v: int, tau: int) -> tuple[GeneralTopicModel, np.ndarray]:
+    """``(g, labels)``: the model at ``x`` (module docstring) and the construction's word labels."""
+    x = _check_kind_x(kind, x)
+    g = (
+        GeneralTopicModel.overlapping(T, v, eps=x, tau=tau)
+        if kind == "overlap"
+        else GeneralTopicModel.zipf(T, v, x, tau=tau)
+    )
+    return g, np.repeat(np.arange(T), v)
+
+
+def phase_point(job) -> dict:
+    """All statistics at one point; ``job = (kind, x, T, v, tau, masking dict, attention: bool)``.
+
+    Attention statistics are NaN when ``attention`` is False. Also ``attention_status``.
+    """
+    from ..solvers import optimal_attention, optimal_embedding_gram, optimal_value_matrix
+
+    kind, x, T, v, tau, mkd, attention = job
+    g, z = phase_model(kind, x, T, v, tau)
+    mk = Masking(**mkd)
+    out = {}
+    for name, M in (
+        ("value", optimal_value_matrix(g, mk, method="closed-form").x),
+        ("gram", optimal_embedding_gram(g, mk, method="closed-form").x),
+    ):
+        st = matrix_topic_stats(M, g, topics=z)
+        out.update({f"{name}_gap": st.gap, f"{name}_correlation": st.correlation, f"{name}_energy": st.energy})
+    out.update({k: math.nan for k in ATTENTION_STATISTICS}, attention_status=-1)
+    if attention:
+        r = optimal_attention(g, mk)
+        out.update(
+            attention_preference=attention_preference(r.info["S"], g, mk, topics=z),
+            attention_alpha=float(r.info["alpha"]),
+            attention_beta=float(r.info["beta"]),
+            attention_status=int(r.status),
+        )
+    return out
+
+
+def _validate(kind, values, T, v, taus, mk):
+    check_choice("kind", kind, KINDS)
+    T = check_int("T", T, low=2, high=12)
+    v = check_int("v", v, low=2, high=50)
+    vals = np.asarray(values, dtype=float)
+    if vals.ndim != 1 or vals.size < 1:
+        raise ValueError(f"values must be a non-empty 1-d sequence, got shape {vals.shape}")
+    for x in vals:
+        _check_kind_x(kind, x)
+    taus = np.arange(1, T + 1) if taus is None else np.asarray(taus)
+    for t in np.atleast_1d(taus).tolist():
+        check_int("taus[]", t, low=1, high=T)
+    mk = Masking() if mk is None else mk
+    if not isinstance(mk, Masking):
+        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    mk.require_masked_positions("phase_diagram")
+    return vals, T, v, np.atleast_1d(taus).astype(np.int64), mk
+
+
+def phase_diagram(kind: str, values, *, T: int = 4, v: int = 3, taus=None, mk: Masking | None = None,
+                  attention: bool = True, executor=None, client=None, progress=False) -> PhaseDiagram:  # fmt: skip
+    """Every statistic over ``values x taus`` (default ``taus = 1..T``); SPEC §11.6.
+
+    ``T`` in [2, 12] and ``v`` in [2, 50] (the attention optimum enumerates ``C(T, tau)`` sets of
+    ``V1 x V1`` arrays per loss evaluation). ``executor``/``client`` as in
+    :func:`theorycheck.analysis.landscape.asymptotic_sweep`; ``progress`` shows a tqdm bar.
+    """
+    vals, T, v, taus, mk = _validate(kind, values, T, v, taus, mk)
+    jobs = [(kind, float(x), T, v, int(t), mk.to_dict(), bool(attention)) for x in vals for t in taus]
+    rows = _map(phase_point, jobs, executor, client, f"phase[{kind}]" if progress else None)
+    names = list(rows[0])
+    data = {n: np.array([r[n] for r in rows], dtype=float).reshape(vals.size, taus.size) for n in names}
+    return PhaseDiagram(kind, vals, taus, T, v, mk.to_dict(), data)
+
+
+def _stat(kind, x, T, v, tau, mk, stat):
+    attention = stat in ATTENTION_STATISTICS
+    return phase_point((kind, float(x), T, v, tau, mk.to_dict(), attention))[stat]
+
+
+def find_boundary(kind: str, stat: str, lo: float, hi: float, *, T: int, v: int, tau: int,
+                  mk: Masking | None = None, level: float = 0.0, xtol: float = 1e-4, max_iter: int = 60):  # fmt: skip
+    """The ``x`` in ``[lo, hi]`` where ``stat - level`` changes sign, by bisection on the exact objects.
+
+    Returns ``(x_star, (f(lo), f(hi)))`` with ``x_star`` the midpoint of the final bracket (width
+    ``<= xtol``), or ``nan`` when ``f(lo)`` and ``f(hi)`` lie on the same side of ``level`` (no
+    crossing detected; a crossing pair inside is not excluded). ``f(x) - level == 0`` exactly
+    counts as the side of ``hi``.
+    """
+    check_choice("stat", stat, STATISTICS)
+    lo, hi = _check_kind_x(kind, lo), _check_kind_x(kind, hi)
+    if not lo < hi:
+        raise ValueError(f"lo must be < hi, got lo={lo}, hi={hi}")
+    xtol = check_real("xtol", xtol, low=1e-12)
+    max_iter = check_int("max_iter", max_iter, low=1)
+    level = check_real("level", level)
+    _validate(kind, [lo, hi], T, v, [tau], mk)
+    mk = Masking() if mk is None else mk
+    f_lo, f_hi = (_stat(kind, x, T, v, tau, mk, stat) - level for x in (lo, hi))
+    if (f_lo >= 0) == (f_hi >= 0):
+        return math.nan, (f_lo + level, f_hi + level)
+    a, b, fa = lo, hi, f_lo
+    for _ in range(max_iter):
+        if b - a <= xtol:
+            break
+        mid = 0.5 * (a + b)
+        fm = _stat(kind, mid, T, v, tau, mk, stat) - level
+        if (fm >= 0) == (fa >= 0):
+            a, fa = mid, fm
+        else:
+            b = mid
+    return 0.5 * (a + b), (f_lo + level, f_hi + level)
+
+
+def diagram_boundaries(diagram: PhaseDiagram, stat: str, *, level: float = 0.0, xtol: float = 1e-3,
+                       refine: bool = True) -> np.ndarray:  # fmt: skip
+    """Per ``tau``: the first ``x`` where ``stat - level`` changes sign along ``values`` (NaN if none).
+
+    The crossing is bracketed by consecutive grid points and refined by :func:`find_boundary`
+    (``refine=False``: the bracket's midpoint).
+    """
+    check_choice("stat", stat, STATISTICS)
+    F = diagram.data[stat] - level
+    mk = Masking(**diagram.masking)
+    out = np.full(diagram.taus.size, math.nan)
+    for j, tau in enumerate(diagram.taus):
+        side = F[:, j] >= 0
+        flips = np.flatnonzero(side[1:] != side[:-1])
+        if flips.size == 0 or np.isnan(F[:, j]).any():
+            continue
+        i = int(flips[0])
+        a, b = float(diagram.values[i]), float(diagram.values[i + 1])
+        if refine:
+            out[j] = find_boundary(diagram.kind, stat, a, b, T=diagram.T, v=diagram.v, tau=int(tau), mk=mk,
+                                   level=level, xtol=xtol)[0]  # fmt: skip
+        else:
+            out[j] = 0.5 * (a + b)
+    return out
