@@ -57,7 +57,7 @@ def halfway(values, null: float) -> float:
     excess = min(vals) - null
     if excess <= 0:
         raise ValueError(f"halfway: the smallest calibration value {min(vals)} does not beat the null {null}")
-    return null + _round_sig(excess / 2, 2, up=False)
+    return float(f"{null + _round_sig(excess / 2, 2, up=False):.12g}")
 
 
 def twice_max_deviation(values, reference: float = 1.0) -> float:

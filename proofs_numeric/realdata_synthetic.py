@@ -10,6 +10,11 @@ This compares the topic signal *available in the data*, which an MLM-trained mod
 follows (SPEC §4.0: the uniform-attention optimum is a function of co-occurrence moments); it
 is not a comparison of two trained models.
 Registered only when the optional ``nlp`` extra is installed (see ``_realdata_common``).
+
+Seeds: the default ``verify`` judges seed 0; ``verify --full`` judges seeds 0-4, where a seed draws
+the LDA fit, the window sample, the bootstrap resamples (and the synthetic documents), see
+``_realdata_common``; the threshold is the claim's definition (nothing fitted); calibration seeds
+100-104 are recorded by ``benchmarks/calibrate_empirical.py``.
 """
 
 from __future__ import annotations

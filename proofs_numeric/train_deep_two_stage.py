@@ -8,7 +8,7 @@ T = v = 10, N ~ U[100, 150], fresh minibatches of 16), seed 0, 600 steps. Curves
 :func:`theorycheck.nn.stage_curves`: the norm of all value matrices together, and the largest
 per-layer growth factor of ``||W_K,l||_F ||W_Q,l||_F``. Must hold:
 
-1. in the first 30 steps ``||W^V||`` grows at least 2.5-fold while no layer's
+1. in the first 30 steps ``||W^V||`` grows at least ``MIN_V_GROWTH`` = 1.93-fold while no layer's
    ``||W_K|| ||W_Q||`` grows by more than 1.5 (measured 3.20 and 1.30; seed 1: 2.81 and 1.14);
 2. stage 2 (some layer's ``||W_K|| ||W_Q||`` above 10x its initial value, the norm rule of
    :func:`theorycheck.analysis.stats.detect_stages`) is reached within the 600 steps, at least 10 times
@@ -17,10 +17,13 @@ per-layer growth factor of ``||W_K,l||_F ||W_Q,l||_F``. Must hold:
 Tiers: the default ``verify`` trains the first 60 steps on seed 0 and checks part 1 only (the
 falsifier breaks part 1); stage 2 needs about 470 steps, so part 2 runs in ``verify --full``: 600
 steps on seeds 0-4, with the fraction of seeds passing and 95% t-intervals of both growth factors
-and of the stage-2 step. The thresholds 2.5 and 1.5 were set on seeds 0 and 1 before the multi-seed
-protocol; checked afterwards on seeds 100-104 (not judged) at 60 steps: ||W^V|| growth 2.88-3.19,
-largest ||W_K|| ||W_Q|| growth 1.14-1.32, all inside both thresholds (the 600-step part 2 is not yet
-checked on separate seeds).
+and of the stage-2 step. Thresholds, calibrated on seeds 100-104 (never judged; :mod:`proofs_numeric._empirical`): the
+``||W^V||`` growth by step 30 was 2.998, 3.192, 3.002, 3.063, 2.879 -> ``halfway`` from the null 1 (no
+growth) gives ``MIN_V_GROWTH`` = 1.93 (was 2.5, set on seeds 0 and 1; the same step-30 values hold in
+both tiers). "Near its init" (``MAX_KQ_GROWTH`` = 1.5) is a definition, not fitted; the calibration
+seeds' largest growths were 1.144, 1.257, 1.159, 1.298, 1.321. ``MIN_STAGE2_OVER_EARLY`` (stage 2
+later than 10x the early step) is the claim's "much later"; see ``CALIBRATION`` for its calibration
+status.
 
 Topic-aware attention is *not* part of the claim: in this model the first layer's attention stays
 uniform and second-layer heads turn away from the query's topic (see the README).
@@ -38,7 +41,7 @@ from theorycheck.strategies import params as params_of
 from theorycheck.strategies import seeds
 
 #: Part 1: ``||W^V||`` growth by the early step must reach this (calibrated, see the docstring).
-MIN_V_GROWTH = 2.5
+MIN_V_GROWTH = 1.93
 #: Part 1: "W^K, W^Q near their init" means no layer's ``||W_K|| ||W_Q||`` grew by more than this (definition).
 MAX_KQ_GROWTH = 1.5
 #: Part 2: stage 2 must start later than this multiple of the early step (calibrated).
@@ -131,6 +134,13 @@ def plot(results):
         for i, r in enumerate(results)
     }
 
+
+#: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
+#: ``{(tier, threshold): (rule, null, values per calibration seed)}``.
+CALIBRATION = {
+    ("default", "min_V_growth"): ("halfway", 1.0, (2.99805, 3.19185, 3.00158, 3.06296, 2.87883)),
+    ("default", "max_KQ_growth"): ("definition", 1.5, (1.14355, 1.25693, 1.15895, 1.29826, 1.32123)),
+}
 
 DEFAULT = dict(steps=60, log_every=10, early_step=30, seed=0, stage2=False)
 FULL = dict(steps=600, log_every=10, early_step=30, seeds=JUDGED_SEEDS)

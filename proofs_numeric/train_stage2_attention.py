@@ -9,7 +9,8 @@ Falsification uses the theory itself: with an identity W^V (``W_00 = 0``) the op
 
 Tiers: the default ``verify`` runs seed 0; ``verify --full`` runs seeds 0-4 (init and documents) and
 reports the fraction passing and a 95% t-interval of the same/different attention ratio. No fitted
-threshold: the comparison is a strict inequality (seeds 100-104: ratios 4.59-4.61).
+threshold: the comparison is a strict inequality (calibration seeds 100-104, never judged: ratios
+4.6105, 4.6020, 4.5853, 4.6109, 4.5912).
 """
 
 from __future__ import annotations
@@ -75,6 +76,12 @@ def falsify(params: dict) -> dict:
     """Identity W^V instead of the block-wise stage-1 optimum."""
     return {"identity_W_V": True}
 
+
+#: Calibration runs on seeds 100-104 (never judged): the threshold (ratio > 1, a strict inequality) is the
+#: claim's definition, nothing is fitted: ``{(tier, threshold): ("definition", value, values per seed)}``.
+CALIBRATION = {
+    ("default", "ratio > 1"): ("definition", 1.0, (4.6105, 4.60195, 4.58526, 4.61085, 4.59122)),
+}
 
 DEFAULT = dict(T=5, v=4, tau=2, steps=300, n_docs=50, N=50, seed=0)
 FULL = dict(T=5, v=4, tau=2, steps=300, n_docs=50, N=50, seeds=JUDGED_SEEDS)
