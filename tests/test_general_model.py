@@ -122,3 +122,18 @@ def test_word_density_and_dominant_topic():
     np.testing.assert_array_equal(g.dominant_topic(), [0, 0, 1])
     with pytest.raises(ValueError, match="last dimension T=2"):
         g.word_density([1.0])
+
+
+@given(
+    T=st.integers(1, 6),
+    v=st.integers(1, 9),
+    s=st.floats(0.0, 2.0),
+    eps=st.floats(0.0, 1.0),
+)
+def test_construction_is_idempotent(T, v, s, eps):
+    """A normalised phi is kept bit for bit: to_dict -> from_dict gives an equal model (no last-bit drift)."""
+    for g in (tc.GeneralTopicModel.zipf(T, v, s, tau=1), tc.GeneralTopicModel.overlapping(T, v, eps, tau=T)):
+        h = tc.GeneralTopicModel.from_dict(g.to_dict())
+        assert h == g
+        assert np.array_equal(tc.GeneralTopicModel(h.phi, tau=h.tau).phi, g.phi)
+        assert np.abs(g.phi.sum(axis=1) - 1.0).max() <= 8 * np.finfo(float).eps * g.n_words

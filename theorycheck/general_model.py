@@ -64,7 +64,11 @@ def _check_phi(phi) -> np.ndarray:
             f"phi: every word must have positive probability in some topic; words (1-based tokens) "
             f"{(unused[:5] + 1).tolist()} are in no topic"
         )
-    arr = arr / arr.sum(axis=1, keepdims=True)
+    # Renormalise only rows off by more than rounding, so that an already normalised phi (e.g. from
+    # ``to_dict``) is kept bit for bit and construction is idempotent.
+    sums = arr.sum(axis=1, keepdims=True)
+    off = np.abs(sums - 1.0) > 8 * np.finfo(np.float64).eps * arr.shape[1]
+    arr = np.where(off, arr / sums, arr)
     arr.setflags(write=False)
     return arr
 

@@ -16,8 +16,11 @@ attention               ``value_loss_grad``
                         ``attention_loss_grad``,     and ``_attention_kernels`` (structured
                         ``AttentionLossGrad``,       squared loss, Numba)
                         ``SetSampledLoss``
+§11.2 any topic-word    ``moments``, ``masked_density``,  ``_general`` (GeneralTopicModel: the
+matrix: moments, losses ``value_loss(_grad)``,       public functions dispatch; rank-T factors)
+                        ``embedding_loss(_grad)``    and ``_general_embedding``
 §11.4 any topic-word    ``attention_loss_estimate``, ``_general_attention`` (GeneralTopicModel:
-matrix                  ``LossEstimate``             exact over tau-sets, Dirichlet sampled + SE)
+matrix: attention       ``LossEstimate``             exact over tau-sets, Dirichlet sampled + SE)
 §4.3 (alpha, beta)      ``alpha_beta_loss``,         ``_alpha_beta`` (closed forms)
 family                  ``alpha_beta_loss_logK``,
                         ``alpha_beta_ce_loss``,
