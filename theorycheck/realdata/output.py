@@ -31,7 +31,8 @@ def _check_serialisable(x):
 def write_realdata(
     result: RealDataResult, out, *, figures: bool = True, force: bool = False, command: str = "theorycheck realdata"
 ) -> Path:
-    """Write ``results.json`` and ``figures/*.png`` into ``out`` atomically (temporary folder, rename).
+    """Write ``results.json``, ``figures/*.png`` and ``theory_gap.md`` (the theory-vs-MiniLM table of
+    :mod:`.theory`) into ``out`` atomically (temporary folder, rename).
 
     If anything fails, the temporary folder is removed and an existing ``out`` is left untouched.
     ``results.json`` follows the package JSON policy (non-finite floats, e.g. an empty pair
@@ -64,9 +65,19 @@ def write_realdata(
             }
             if result.summary.get("specificity"):
                 figs["embedding_specificity"] = plots.specificity_gap(result.summary["specificity"])
+            if "theory" in result.values:
+                figs["theory_similarity"] = plots.theory_similarity(
+                    result.values["theory"], result.summary["theory"]["table"]
+                )
             for name, fig in figs.items():
                 fig.savefig(tmp / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
                 plt.close(fig)
                 names.append(f"figures/{name}.png")
-        write_json(tmp / "results.json", dict(result.summary, figures=names))
+        tables = []
+        if result.summary.get("theory"):
+            from .theory import format_theory_table
+
+            (tmp / "theory_gap.md").write_text(format_theory_table(result.summary["theory"]))
+            tables.append("theory_gap.md")
+        write_json(tmp / "results.json", dict(result.summary, figures=names, tables=tables))
     return out

@@ -2,7 +2,8 @@
 
 corpus -> content words -> seeded LDA -> word topics -> token ids -> (embedding statistics,
 attention statistics over windows of the corpus run through the numpy encoder, co-occurrence
-comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with planted topics.
+comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with planted topics
++ the exact embedding optimum at the fitted topics beside MiniLM (:mod:`.theory`, SPEC §11.5).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from .corpus import Corpus, content_words, read_text_folder, stop_words, wikiped
 from .encoder import NumpyBert
 from .mapping import TokenTopics, map_to_tokens
 from .output import write_realdata
+from .theory import theory_comparison
 from .tokenizer import WordPieceTokenizer
 from .topics import BACKENDS, METHODS, assign_topics, fit_lda
 
@@ -456,6 +458,9 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     t = time.perf_counter()
     synth = synthetic_signal(cfg.synth_T, cfg.synth_v, cfg.synth_alpha, cfg.synth_docs, seed=cfg.seed)
     timing["synthetic_s"] = time.perf_counter() - t
+
+    theory = theory_comparison(prep, n_boot=cfg.n_boot, seed=cfg.seed)  # own random stream (SPEC §11.5)
+    timing.update(theory.timing)
     timing["total_s"] = time.perf_counter() - t0
 
     E = prep.model.word_embeddings.astype(np.float64)
@@ -472,8 +477,8 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
             "lift_synthetic": synth,
         }
     )
-    summary = _summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing)
-    return RealDataResult(cfg, summary, att, {"embedding": values})
+    summary = dict(_summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing), theory=theory.summary)
+    return RealDataResult(cfg, summary, att, {"embedding": values, "theory": theory.figure})
 
 
 def _summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing) -> dict:

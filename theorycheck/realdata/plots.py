@@ -9,7 +9,13 @@ import numpy as np
 
 from ..report._plotstyle import colorbar, figure, log_axis
 
-__all__ = ["attention_gap_heatmap", "attention_class_lines", "similarity_distributions", "specificity_gap"]
+__all__ = [
+    "attention_gap_heatmap",
+    "attention_class_lines",
+    "similarity_distributions",
+    "specificity_gap",
+    "theory_similarity",
+]
 
 
 def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: same topic - different topic"):
@@ -96,4 +102,37 @@ def specificity_gap(rows: list):
     ax.set_xlabel("top fraction of each topic's words given the topic")
     ax.set_ylabel("same topic - different topic")
     ax.legend(fontsize=7)
+    return fig
+
+
+def theory_similarity(data: dict, table: list):
+    """Cosine similarity of topic tokens sorted by topic: the exact optimum of the tied embedding model at
+    the fitted topics (left) and the pretrained embeddings (middle), topic boundaries drawn; right: the
+    same-minus-different-topic cosine gap with its bootstrap CI for each source (``data`` and ``table``
+    from :func:`theorycheck.realdata.theory.theory_comparison`)."""
+    names = list(data["cosine"])
+    fig = figure(4.0 * len(names) + 3.0, 4.2)
+    axes = fig.subplots(1, len(names) + 1, width_ratios=[4.0] * len(names) + [2.2])
+    n = data["n_words"]
+    for ax, name in zip(axes, names):
+        C = np.asarray(data["cosine"][name], dtype=float)
+        off = C[~np.eye(n, dtype=bool)]
+        lo, hi = np.quantile(off, [0.01, 0.99]) if off.size else (-1.0, 1.0)
+        im = ax.imshow(C, cmap="viridis", vmin=lo, vmax=hi, interpolation="nearest")
+        for b in data["boundaries"]:
+            ax.axhline(b - 0.5, color="w", lw=0.3)
+            ax.axvline(b - 0.5, color="w", lw=0.3)
+        colorbar(fig, im, ax, label="cosine")
+        ax.set_title(f"{name}: {n} topic tokens sorted by topic", fontsize=9)
+        ax.set_xticks([])
+        ax.set_yticks([])
+    ax = axes[-1]
+    for k, r in enumerate(table):
+        c = r["cosine"]
+        ax.errorbar([k], [c["gap"]], yerr=[[c["gap"] - c["ci_low"]], [c["ci_high"] - c["gap"]]], marker="o", capsize=4)
+    ax.axhline(0.0, color="k", lw=0.6, ls=":")
+    ax.set_xticks(range(len(table)))
+    ax.set_xticklabels([r["source"] for r in table])
+    ax.set_xlim(-0.6, len(table) - 0.4)
+    ax.set_ylabel("cosine: same topic - different topic (95% CI)")
     return fig
