@@ -32,7 +32,8 @@ def _panel(fig, ax, diagram, stat, level, boundary):
         for j in range(n_t):
             z = Z[i, j]
             txt = "n/a" if not np.isfinite(z) else (f"{z:.2g}" if abs(z) >= 1e-3 else ("0" if z == 0 else f"{z:.0e}"))
-            ax.text(i, j, txt, ha="center", va="center", fontsize=7, color="k")
+            dark = np.isfinite(z) and abs(z) > 0.6 * lim
+            ax.text(i, j, txt, ha="center", va="center", fontsize=8, color="w" if dark else "k")
     if boundary is not None and np.isfinite(boundary).any():
         ok = np.isfinite(boundary)
         pos = np.interp(boundary[ok], diagram.values, np.arange(n_x))

@@ -1,0 +1,188 @@
+"""Shared code of the ``general.*`` claims: what the paper's conclusions become for overlapping and
+Zipfian topics (SPEC §11.6). Grids of exact objects with their statistics, the planted errors, the
+claims' data (plain arrays, cacheable) and their phase-diagram figures.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import strategies as st
+
+from theorycheck import Masking
+from theorycheck.analysis.phase import STATISTICS, PhaseDiagram, phase_model
+from theorycheck.analysis.topic_structure import attention_preference, matrix_topic_stats
+from theorycheck.strategies import masking_grid_params, params
+
+__all__ = [
+    "masking",
+    "labels",
+    "structure_grid",
+    "attention_grid",
+    "as_data",
+    "plot_stat",
+    "structure_domain",
+    "attention_domain",
+    "p_r_positive",
+    "family_preference_closed_form",
+]
+
+
+def masking(p: dict) -> Masking:
+    return Masking(p["p_m"], p["p_c"], p["p_r"])
+
+
+def labels(g, z, inject):
+    """The construction's labels, or (planted error) the interleaved layout ``w % T`` instead of ``w // v``."""
+    return np.arange(g.n_words) % g.T if inject.get("layout") else z
+
+
+def structure_grid(kind: str, p: dict, inject: dict) -> dict:
+    """``{stat: (n_values, n_taus) array}`` of the value / Gram statistics (closed-form optima)."""
+    from theorycheck.solvers import optimal_embedding_gram, optimal_value_matrix
+
+    mk, vals, taus = masking(p), p["values"], p["taus"]
+    out = {s: np.full((len(vals), len(taus)), np.nan) for s in STATISTICS if not s.startswith("attention")}
+    for i, x in enumerate(vals):
+        for j, tau in enumerate(taus):
+            g, z = phase_model(kind, x, p["T"], p["v"], tau)
+            z = labels(g, z, inject)
+            for name, solve in (("value", optimal_value_matrix), ("gram", optimal_embedding_gram)):
+                s = matrix_topic_stats(solve(g, mk, method="closed-form").x, g, topics=z)
+                out[f"{name}_gap"][i, j], out[f"{name}_correlation"][i, j] = s.gap, s.correlation
+                out[f"{name}_energy"][i, j] = s.energy
+    return out
+
+
+def attention_grid(kind: str, p: dict, inject: dict) -> dict:
+    """Optimal ``alpha I_w + beta G`` scores on the grid: preference, coefficients, status, loss gain."""
+    from theorycheck.solvers import optimal_attention
+
+    mk, vals, taus = masking(p), p["values"], p["taus"]
+    names = ("attention_preference", "attention_alpha", "attention_beta", "attention_status", "attention_gain")
+    out = {s: np.full((len(vals), len(taus)), np.nan) for s in names}
+    for i, x in enumerate(vals):
+        for j, tau in enumerate(taus):
+            g, z = phase_model(kind, x, p["T"], p["v"], tau)
+            r = optimal_attention(g, mk)
+            S = -r.info["S"] if inject.get("negate") else r.info["S"]
+            out["attention_preference"][i, j] = attention_preference(S, g, mk, topics=z)
+            out["attention_alpha"][i, j], out["attention_beta"][i, j] = r.info["alpha"], r.info["beta"]
+            out["attention_status"][i, j], out["attention_gain"][i, j] = r.status, r.info["gap_to_uniform"]
+    return out
+
+
+def as_data(kind: str, p: dict, grid: dict, **extra) -> dict:
+    """Flat, cacheable ``ClaimResult.data``: the grid axes and every statistic array."""
+    d = {"kind": kind, "values": np.asarray(p["values"], float), "taus": np.asarray(p["taus"], np.int64)}
+    d.update(T=p["T"], v=p["v"], p_m=p["p_m"], p_c=p["p_c"], p_r=p["p_r"])
+    d.update({f"stat_{k}": np.asarray(v, float) for k, v in grid.items()})
+    d.update(extra)
+    return d
+
+
+def plot_stat(results, stat: str, *, level: float = 0.0, title: str, boundary_key: str | None = None) -> dict:
+    """One phase-diagram figure per result (parameter set) of ``stat`` over (x, tau)."""
+    from theorycheck.report._plots_general import phase_heatmaps
+
+    figs = {}
+    for k, r in enumerate(results):
+        d = r.data
+        if not d or f"stat_{stat}" not in d:
+            continue
+        mk = {"p_m": d["p_m"], "p_c": d["p_c"], "p_r": d["p_r"]}
+        data = {n[5:]: np.asarray(v, float) for n, v in d.items() if n.startswith("stat_")}
+        diag = PhaseDiagram(d["kind"], np.asarray(d["values"]), np.asarray(d["taus"]), d["T"], d["v"], mk, data)
+        b = None if boundary_key is None or boundary_key not in d else [np.asarray(d[boundary_key], float)]
+        figs[f"{stat}_{d['kind']}_T{d['T']}_v{d['v']}" + (f"_{k}" if k else "")] = phase_heatmaps(
+            [diag], stat, level=level, boundaries=b, title=title
+        )
+    return figs
+
+
+def p_r_positive(p: dict) -> bool:
+    """Precondition ``p_r > 0`` (random replacements: every query word has context of both classes)."""
+    return p["p_r"] > 0
+
+
+def structure_domain(kind: str, values):
+    """T in 2..6, v in 2..5, every tau, a masking grid with ``a >= 0.05`` (closed forms: cheap)."""
+    grid = st.integers(2, 6).flatmap(
+        lambda T: st.fixed_dictionaries(
+            {"T": st.just(T), "v": st.integers(2, 5), "taus": st.just(tuple(range(1, T + 1)))}
+        )
+    )
+    return params(grid, masking_grid_params(step=0.05, min_p_m=0.05), values=tuple(values))
+
+
+def attention_domain(values, max_T: int = 4):
+    """T in 3..max_T, v in 2..3, taus 2..T-1 (each point solves the exact attention optimum)."""
+    grid = st.integers(3, max_T).flatmap(
+        lambda T: st.fixed_dictionaries({"T": st.just(T), "v": st.integers(2, 3), "taus": st.just(tuple(range(2, T)))})
+    )
+    return params(grid, masking_grid_params(step=0.05, min_p_m=0.05), values=tuple(values))
+
+
+def family_preference_closed_form(alpha_sym, beta, T, v, tau, mk) -> float:
+    """Paper's model, (alpha, beta) family: ``(K/v - 1)[w_in/Z + w_out/Z'] / (p_c + p_r)`` (SPEC §11.6, §4.3)."""
+    K = np.exp(alpha_sym) + (v - 1) * np.exp(beta)
+    n = T * v
+    rho, eta = mk.a / (tau * v) + mk.r / n, mk.r / n
+    Z, Zp = 1 + rho * (K - v), 1 + eta * (K - v)
+    w_in, w_out = mk.p_c + mk.p_r * tau / T, mk.p_r * (T - tau) / T
+    return float((K / v - 1) * (w_in / Z + w_out / Zp) / (mk.p_c + mk.p_r))
+
+
+# ----------------------------------------------------------------------------- overlap structure (DERIVED)
+OVERLAP_TOL = 1e-9
+
+
+def overlap_structure_check(p: dict, inject: dict | None, obj: str):
+    """``obj`` in {"value", "gram"}: gap = 1/(a v), correlation = 1 for eps < 1 and tau < T; 0 otherwise;
+    the bisection of correlation = 1/2 on [1/2, 1] ends within ``xtol`` of eps = 1 (SPEC §11.6).
+
+    Grids stop at eps = 0.999 below 1: the Gram's closed form ``Y (X^T Y)^+ Y^T`` loses accuracy like
+    ``u / (1 - eps)^2`` (``X^T Y`` has eigenvalues ``~ (1 - eps)^2``), beyond 1e-9 for ``1 - eps < 1e-4``.
+    """
+    from theorycheck.analysis.phase import find_boundary
+    from theorycheck.report.claims import compare_all, compare_close, compare_greater
+
+    inject = inject or {}
+    mk, T, v = masking(p), p["T"], p["v"]
+    grid = structure_grid("overlap", p, inject)
+    eps, taus = np.asarray(p["values"], float), np.asarray(p["taus"])
+    on = (eps[:, None] < 1.0) & (taus[None, :] < T)
+    gap_av, corr = grid[f"{obj}_gap"] * mk.a * v, grid[f"{obj}_correlation"]
+    err_on = float(np.max(np.abs(np.where(on, np.r_[gap_av] - 1.0, 0.0)))) if on.any() else 0.0
+    err_corr = float(np.max(np.abs(np.where(on, corr - 1.0, corr))))
+    err_off = float(np.max(np.abs(np.where(on, 0.0, gap_av))))
+    xtol = 1e-6
+    x_star, _ = find_boundary("overlap", f"{obj}_correlation", 0.5, 1.0, T=T, v=v, tau=1, mk=mk, level=0.5, xtol=xtol)
+    subs = [
+        compare_close(err_on, 0.0, OVERLAP_TOL, label="a v gap = 1 (eps < 1, tau < T)",
+                      details={"max |a v gap - 1|": err_on, "1/(a v)": 1.0 / (mk.a * v)}),
+        compare_close(err_corr, 0.0, OVERLAP_TOL, label="correlation = 1 (eps < 1, tau < T), 0 otherwise",
+                      details={"max correlation error": err_corr}),
+        compare_close(err_off, 0.0, OVERLAP_TOL, label="gap = 0 (eps = 1 or tau = T)",
+                      details={"max |a v gap| (eps = 1 or tau = T)": err_off}),
+        compare_greater(x_star, 1.0 - 2 * xtol, label="bisection: structure lost only at eps = 1",
+                        details={"eps* (correlation = 1/2)": x_star}),
+    ]  # fmt: skip
+    res = compare_all(subs)
+    # drawn boundary: the bisected eps* on every tau < T (the derivation makes it tau-independent)
+    res.data = as_data("overlap", p, grid, boundary=np.where(taus < T, x_star, np.nan))
+    return res
+
+
+def overlap_falsify(params: dict) -> dict:
+    """Planted layout error: words labelled ``w % T`` (interleaved) instead of ``w // v`` (contiguous topics)."""
+    return {"layout": True}
+
+
+OVERLAP_DEFAULT = (
+    dict(T=4, v=3, taus=(1, 2, 3, 4), values=(0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0), p_m=0.15, p_c=0.1, p_r=0.1),
+    dict(T=3, v=2, taus=(1, 2, 3), values=(0.0, 0.5, 0.999, 1.0), p_m=0.5, p_c=0.0, p_r=0.3),
+)
+OVERLAP_FULL = (
+    dict(T=8, v=6, taus=tuple(range(1, 9)), values=tuple(np.round(np.linspace(0, 1, 21), 6)), p_m=0.15, p_c=0.1,
+         p_r=0.1),
+)  # fmt: skip
