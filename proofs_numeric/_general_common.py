@@ -186,3 +186,79 @@ OVERLAP_FULL = (
     dict(T=8, v=6, taus=tuple(range(1, 9)), values=tuple(np.round(np.linspace(0, 1, 21), 6)), p_m=0.15, p_c=0.1,
          p_r=0.1),
 )  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- attention (EMPIRICAL)
+def attention_check(kind: str, p: dict, inject: dict | None):
+    """Sign of the same-topic preference of the optimal ``alpha I_w + beta G`` scores on a grid (SPEC §11.6)."""
+    from theorycheck.report.claims import compare_all, compare_close, compare_greater
+
+    inject = inject or {}
+    mk, T, v = masking(p), p["T"], p["v"]
+    grid = attention_grid(kind, p, inject)
+    x, taus = np.asarray(p["values"], float), np.asarray(p["taus"])
+    pref = grid["attention_preference"]
+    mid = (taus >= 2) & (taus <= T - 1)
+    subs = [compare_greater(float(pref[:, mid].min()), 0.0, label="preference > 0 (2 <= tau <= T-1)",
+                            details={"min preference (2 <= tau < T)": float(pref[:, mid].min())})]  # fmt: skip
+    one = taus == 1
+    if one.any() and (x > 0).any():
+        p1 = pref[np.ix_(x > 0, one)]
+        if kind == "overlap":  # the paper's indifference at tau = 1 (K* = v) is broken towards same-topic
+            subs.append(compare_greater(float(p1.min()), 0.0, label="tau = 1: preference > 0 for eps > 0"))
+        else:  # Zipf breaks it the other way: the conclusion is lost at tau = 1
+            subs.append(compare_greater(-float(p1.max()), 0.0, label="tau = 1: preference < 0 for s > 0"))
+    if kind == "overlap" and (x == 0).any():  # eps = 0 is the paper's model: the (alpha, beta) closed form
+        i0 = int(np.flatnonzero(x == 0)[0])
+        cf = [family_preference_closed_form(grid["attention_alpha"][i0, j] + grid["attention_beta"][i0, j],
+                                            grid["attention_beta"][i0, j], T, v, int(t), mk)
+              for j, t in enumerate(taus)]  # fmt: skip
+        sgn = -1.0 if inject.get("negate") else 1.0  # closed form of the optimum itself (unaffected by the plant)
+        err = float(np.max(np.abs(sgn * pref[i0] - np.array(cf)) / np.maximum(1.0, np.abs(cf))))
+        subs.append(compare_close(err, 0.0, 1e-9, label="eps = 0: preference == (alpha, beta) closed form"))
+    bad = int(np.sum(grid["attention_status"] != 0))
+    subs.append(compare_close(bad, 0, 0.5, label="every attention optimum certified (status 0)"))
+    res = compare_all(subs)
+    res.data = as_data(kind, p, grid)
+    return res
+
+
+def attention_falsify(params: dict) -> dict:
+    """Planted sign error: the scores are used negated (a maximised instead of minimised loss, or S -> -S)."""
+    return {"negate": True}
+
+
+# ----------------------------------------------------------------------------- Zipf structure (EMPIRICAL)
+ZIPF_LEVEL = 0.5
+ZIPF_CLAIMED_S = 2.0
+
+
+def zipf_structure_check(p: dict, inject: dict | None):
+    """Gap > 0 on the whole grid (tau < T), block correlation > 1/2 for s <= 2, and the bisected s* where
+    the W^V block correlation falls to 1/2 lies beyond s = 2 (SPEC §11.6)."""
+    from theorycheck.analysis.phase import find_boundary
+    from theorycheck.report.claims import compare_all, compare_greater
+
+    inject = inject or {}
+    mk, T, v = masking(p), p["T"], p["v"]
+    grid = structure_grid("zipf", p, inject)
+    s, taus = np.asarray(p["values"], float), np.asarray(p["taus"])
+    on, low = taus < T, s <= ZIPF_CLAIMED_S
+    subs = []
+    for obj in ("value", "gram"):
+        g_min = float(grid[f"{obj}_gap"][:, on].min())
+        c_min = float(grid[f"{obj}_correlation"][np.ix_(low, on)].min())
+        subs.append(compare_greater(g_min, 0.0, label=f"{obj}: gap > 0 (every s, tau < T)"))
+        subs.append(compare_greater(c_min, ZIPF_LEVEL, label=f"{obj}: correlation > 1/2 (s <= 2, tau < T)"))
+    corr = grid["value_correlation"][:, 0]
+    below = np.flatnonzero(corr < ZIPF_LEVEL)
+    s_star = float(s[-1])  # a lower bound when the grid never falls below the level
+    if below.size and below[0] > 0:
+        lo, hi = float(s[below[0] - 1]), float(s[below[0]])
+        s_star = find_boundary("zipf", "value_correlation", lo, hi, T=T, v=v, tau=int(taus[0]), mk=mk,
+                               level=ZIPF_LEVEL, xtol=1e-4)[0]  # fmt: skip
+    subs.append(compare_greater(s_star, ZIPF_CLAIMED_S, label="bisection: W^V correlation = 1/2 only beyond s = 2",
+                                details={"s* (W^V correlation = 1/2)": s_star}))  # fmt: skip
+    res = compare_all(subs)
+    res.data = as_data("zipf", p, grid, boundary=np.where(on, s_star if below.size else np.nan, np.nan))
+    return res
