@@ -16,6 +16,16 @@ loss is ``(1/|M|) sum_{i in M} l_i`` and the estimate averages it over documents
 Stratification: with the uniform-tau prior and ``C(T, tau)`` small, documents cycle through
 every topic set (equal strata) and the standard error is the stratified one,
 ``SE^2 = sum_s var_s / (n_s K^2)`` over the ``K`` strata.
+
+General topic-word matrices (SPEC §11.1, §11.4): a
+:class:`~theorycheck.general_model.GeneralTopicModel` takes the same path. Its documents come from
+:func:`theorycheck.sampling.sample_documents` (``theta`` from the document law, words from
+``p_theta = Phi^T theta``), are masked by :func:`theorycheck.sampling.mask_documents` (random
+replacements uniform over the ``n_words`` words) and evaluated by the same kernel; the uniform-tau law
+is stratified over its topic sets as above, the Dirichlet law draws ``theta`` afresh per document. As
+``N -> inf`` the estimate tends to :func:`theorycheck.population.attention_loss` of the general model
+with an ``O(1/N)`` bias (the query's own token among the keys, the fluctuation of the empirical
+context around ``m_theta``, the conditioning on a selected position).
 """
 
 from __future__ import annotations
@@ -30,6 +40,7 @@ from scipy.special import softmax
 from ._memory import check_alloc, resolve_max_bytes
 from ._validate import check_array, check_int, check_rng
 from .config import Masking, TopicModel, check_models
+from .general_model import GeneralTopicModel, is_general
 from .population._moments import topic_sets as _all_topic_sets
 from .sampling import _check_length, check_sample_size, mask_documents, sample_documents
 
@@ -137,7 +148,7 @@ def doc_losses(batch, S, W, b=None, *, mask_keys: bool = False) -> np.ndarray:
 def mc_attention_loss(
     S,
     W,
-    tm: TopicModel,
+    tm: TopicModel | GeneralTopicModel,
     mk: Masking,
     *,
     N,
@@ -149,6 +160,7 @@ def mc_attention_loss(
     stratify: bool = True,
     batch_size: int = 4096,
     max_bytes=None,
+    richardson: bool = False,
 ) -> MCEstimate:
     """Monte Carlo estimate of the finite-N squared MLM loss of the one-layer one-hot model (SPEC §2.2, §3.1).
 
@@ -159,6 +171,10 @@ def mc_attention_loss(
 
     Parameters
     ----------
+    tm : TopicModel or GeneralTopicModel
+        The paper's model, or any topic-word matrix (SPEC §11.1; module docstring).
+    mk : Masking
+        ``p_m > 0``.
     S : array_like, shape (V1, V1)
         Scores; ``S[a, b]`` is the score of key token ``b`` for query token ``a``. ``S = 0`` is
         uniform attention.
@@ -180,19 +196,36 @@ def mc_attention_loss(
     max_bytes : int, optional
         Memory limit (default ``$THEORYCHECK_MAX_BYTES`` or half the available memory) for one batch
         of documents and the per-document arrays; above it a ``ValueError`` before any draw.
+    richardson : bool
+        Estimate the ``N -> inf`` loss instead (``N`` an int): documents of length ``2N`` are drawn,
+        each scored on all ``2N`` positions (``l_2N``) and on its first ``N`` (``l_N``, same masking),
+        and the estimate averages ``2 l_2N - l_N``. Since ``E l_N = L + B/N + O(1/N^2)`` the ``O(1/N)``
+        bias cancels (Richardson), leaving ``O(1/N^2)``; the standard error is that of the combined
+        per-document values (same documents: common random numbers). A document with no selected
+        position among its first ``N`` (probability ``(1 - p_m)^N``) uses ``l_2N`` for ``l_N``.
 
     Returns
     -------
     MCEstimate
         Documents are conditioned on at least one selected position.
     """
-    check_models(tm, mk)
+    if is_general(tm):  # SPEC §11.1, §11.4: the same sampler, masking and kernel (module docstring)
+        if not isinstance(mk, Masking):
+            raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    else:
+        check_models(tm, mk)
     mk.require_masked_positions("mc_attention_loss")
     S = check_array("S", S, shape=(tm.V1, tm.V1))
     W = check_array("W", W, shape=(tm.V1, tm.V1))
     b = np.zeros(tm.V1) if b is None else check_array("b", b, shape=(tm.V1,))
     n_docs = check_int("n_docs", n_docs, low=2)
     batch_size = check_int("batch_size", batch_size, low=1)
+    half = None
+    if richardson:
+        if isinstance(N, (tuple, list)):
+            raise ValueError(f"N must be an int (one length, doubled) with richardson=True, got {N!r}")
+        half = check_int("N", N, low=1)
+        N = 2 * half
     _check_mc_size(tm, N, n_docs, batch_size, max_bytes)
     rng = check_rng(rng, seed)
 
@@ -206,10 +239,21 @@ def mc_attention_loss(
         sets = None if strata is None else all_sets[strata[start:stop]]
         docs = sample_documents(tm, stop - start, N, rng=rng, topic_sets=sets, max_bytes=max_bytes)
         batch = mask_documents(docs, tm, mk, rng=rng, at_least_one=True, max_bytes=max_bytes)
-        losses[start:stop] = _doc_losses_nb(batch.inputs, batch.selected, batch.targets, S, W, b, bool(mask_keys))
+        losses[start:stop] = _batch_losses(batch, S, W, b, bool(mask_keys), half)
     if strata is None:
         return MCEstimate(float(losses.mean()), float(losses.std(ddof=1) / math.sqrt(n_docs)), n_docs)
     return _stratified(losses, strata, n_docs)
+
+
+def _batch_losses(batch, S, W, b, mask_keys, half):
+    """Per-document losses of a masked batch; with ``half`` the Richardson values ``2 l_2N - l_N``,
+    ``l_N`` on the first ``half`` positions (``l_2N`` where those hold no selected position)."""
+    full = _doc_losses_nb(batch.inputs, batch.selected, batch.targets, S, W, b, mask_keys)
+    if half is None:
+        return full
+    cut = [np.ascontiguousarray(a[:, :half]) for a in (batch.inputs, batch.selected, batch.targets)]
+    part = _doc_losses_nb(*cut, S, W, b, mask_keys)
+    return 2.0 * full - np.where(np.isnan(part), full, part)
 
 
 def _check_mc_size(tm, N, n_docs, batch_size, max_bytes):
