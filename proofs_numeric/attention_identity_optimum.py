@@ -7,6 +7,18 @@ each at half a unit of its last printed digit. The first form of the spec printe
 the optimum is alpha* = 4.71046 (gradient ~1e-10; SPEC §8 item 7): the claim reports that
 discrepancy as a finding in its details (first-form value, recomputed, difference) instead of
 widening the tolerance.
+
+Preconditions found by ``verify --explore`` (a finding: the statement is false without them):
+
+- ``p_c > 0``: with only [MASK] queries (p_c = p_r = 0) the scores never matter (minimal
+  counterexample T = 2, v = 1, tau = 1, p_c = p_r = 0: alpha* = -5, any value is optimal);
+- beta* <= 0 is NOT a property of every configuration: with few topics the optimum puts positive
+  extra weight on the other same-topic words. T = 2, v = 3, tau = 1, p = 0.05/0.05/0.05 gives
+  beta* = +0.394 (certified, status 0); the paper's masking 0.15/0.1/0.1 gives beta* = +0.109 at
+  T = 2, v = 2, tau = 1 and +0.019 at T = 3, v = 3, tau = 2; T = 10, v = 2, tau = 3,
+  p = 0.05/0.05/0.05 gives +1.8e-4. It holds at the SPEC configurations (T = v = 10, tau = 3 and
+  T = 100), which the default configurations check. The domain therefore explores e^alpha* > v and
+  the solver's certificate (``beta_nonpositive=False``); e^alpha* > v held at every point tried.
 """
 
 from __future__ import annotations
@@ -17,6 +29,7 @@ from theorycheck.population import alpha_beta_loss
 from theorycheck.population._symmetry import alpha_beta_symmetric_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention
+from theorycheck.strategies import masking_grid_params, model_params, p_c_positive, params
 
 from ._attention_common import models
 from .attention_asymptotic import ROUTE_TOL
@@ -33,19 +46,33 @@ def check(params, inject=None):
     res_opt = optimal_attention(tm, mk, value=inject.get("value", "identity"))
     a, b, L = res_opt.alpha, res_opt.beta, res_opt.loss
     subs = [
-        compare_greater(a, math.log(tm.v), details={"alpha_star": a}),
-        compare_greater(1e-12, b, details={"beta_star": b}),  # beta* <= 0
+        compare_greater(a, math.log(tm.v), details={"alpha_star": a}, label="e^alpha* > v"),
         # certified (0) or on the search box (3: beta* -> -inf) counts as 0 / 1, anything else as 2
-        compare_greater(1.5, _status_rank(res_opt.status), details={"solver_status": res_opt.status}),
+        compare_greater(
+            1.5,
+            _status_rank(res_opt.status),
+            details={"solver_status": res_opt.status},
+            label="solver certified (status 0 or 3)",
+        ),
     ]
+    if params.get("beta_nonpositive", True):  # the paper's regime only (module docstring)
+        subs.insert(1, compare_greater(1e-12, b, details={"beta_star": b}, label="beta* <= 0"))
     if "alpha_spec" in params:
-        subs.append(compare_close(a, params["alpha_spec"], 5e-5 + 1e-12))
-        subs.append(compare_close(b, params["beta_spec"], 5e-5 + 1e-12))
-        subs.append(compare_close(L, params["L_spec"], 5e-7 + 1e-12))
-        subs.append(compare_close(res_opt.loss_uniform, params["L0_spec"], 5e-7 + 1e-12))
+        subs.append(compare_close(a, params["alpha_spec"], 5e-5 + 1e-12, label="alpha* = §4.3(b)"))
+        subs.append(compare_close(b, params["beta_spec"], 5e-5 + 1e-12, label="beta* = §4.3(b)"))
+        subs.append(compare_close(L, params["L_spec"], 5e-7 + 1e-12, label="L* = §4.3(b)"))
+        subs.append(compare_close(res_opt.loss_uniform, params["L0_spec"], 5e-7 + 1e-12, label="L(0, 0) = §4.3(b)"))
     if math.isfinite(b):  # independent route at the optimum (topic-permutation symmetry, one set)
         closed, sym = alpha_beta_loss(a, b, tm, mk, "identity"), alpha_beta_symmetric_loss(a, b, tm, mk, "identity")
-        subs.append(compare_close(closed, sym, ROUTE_TOL, details={"route_error[identity]": abs(closed - sym)}))
+        subs.append(
+            compare_close(
+                closed,
+                sym,
+                ROUTE_TOL,
+                details={"route_error[identity]": abs(closed - sym)},
+                label="closed form = symmetric route at the optimum",
+            )
+        )
     res = compare_all(subs)
     if "alpha_first_form" in params:
         a0 = params["alpha_first_form"]
@@ -76,6 +103,12 @@ def plot(results):
     return figs
 
 
+def domain():
+    """T <= 30, v <= 10, every tau, maskings on a 0.05 grid (p_c != p_r), without the beta* <= 0
+    sub-check (false outside the paper's regime, module docstring); closed form + 2-d solver, O(1)."""
+    return params(model_params(max_T=30, max_v=10), masking_grid_params(step=0.05), beta_nonpositive=False)
+
+
 def falsify(params):
     """Evaluate the block W^V instead: its canonical optimum alpha* = beta* = log(K*/v) > 0 fails both."""
     return {"value": "block"}
@@ -84,8 +117,8 @@ def falsify(params):
 CLAIM = Claim(
     id="attention.identity-optimum",
     statement=(
-        "Identity W^V: optimal attention has e^alpha* > v and beta* <= 0 (T=v=10, tau=3: alpha*=4.7105, beta*=-0.1503, "
-        "L*=0.892836)"
+        "Identity W^V, p_c > 0: optimal attention has e^alpha* > v; beta* <= 0 in the paper's regime (not for few "
+        "topics) (T=v=10, tau=3: alpha*=4.7105, beta*=-0.1503, L*=0.892836)"
     ),
     source="DERIVED",
     spec="SPEC §4.3(b), §6 item 18, §8 item 7",
@@ -108,4 +141,6 @@ CLAIM = Claim(
     ),
     falsify=falsify,
     plot=plot,
+    domain=domain,
+    preconditions=(("p_c > 0", p_c_positive),),
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from theorycheck.analysis.dynamics import stage2_onset
 from theorycheck.report.claims import Claim, compare_all, compare_close
+from theorycheck.strategies import masking_grid_params, model_params, params
 
 from ._attention_common import models
 
@@ -25,22 +26,35 @@ def check(params, inject=None):
     de = stage2_onset(tm, mk, method="dense", W_V=None if W_V is None else W_V(tm))
     sig = {"sigma_closed_form": cf.sigma_max, "sigma_dense": de.sigma_max}
     if cf.sigma_max > 0:  # relative agreement
-        subs = [compare_close(de.sigma_max / cf.sigma_max, 1.0, 1e-8, details=sig)]
+        subs = [
+            compare_close(de.sigma_max / cf.sigma_max, 1.0, 1e-8, details=sig, label="sigma_dense / sigma_closed = 1")
+        ]
     else:  # tau = 1: no first-order drive at all
-        subs = [compare_close(de.sigma_max, 0.0, 1e-12, details=sig)]
+        subs = [compare_close(de.sigma_max, 0.0, 1e-12, details=sig, label="sigma_dense = 0")]
     if 1 < tm.tau < tm.T:
-        subs.append(compare_close(de.multiplicity, tm.T - 1, 0.0, details={"multiplicity": de.multiplicity}))
+        subs.append(
+            compare_close(
+                de.multiplicity, tm.T - 1, 0.0, details={"multiplicity": de.multiplicity}, label="rank of dL/dS = T - 1"
+            )
+        )
         subs.append(
             compare_close(
                 de.topic_alignment if de.topic_alignment is not None else 0.0,
                 1.0,
                 1e-9,
                 details={"topic_alignment": de.topic_alignment},
+                label="singular vectors = topic contrasts",
             )
         )
     res = compare_all(subs)
     res.details.update(sigma_max=cf.sigma_max)
     return res
+
+
+def domain():
+    """T <= 8, v <= 4, every tau, maskings on a 0.05 grid (p_c != p_r): the dense gradient enumerates
+    every tau-subset, O(C(T, tau) V1^3) per point."""
+    return params(model_params(max_T=8, max_v=4), masking_grid_params(step=0.05))
 
 
 def falsify(params):
@@ -73,4 +87,5 @@ CLAIM = Claim(
         dict(T=6, v=5, tau=1, p_m=0.15, p_c=0.1, p_r=0.1),
     ),
     falsify=falsify,
+    domain=domain,
 )
