@@ -8,12 +8,15 @@ query's own word included as in the paper's ``K/v``, minus that on different-top
 preference > 0 for 2 <= tau <= T - 1 at every eps < 1 of the grid; at tau = 1, where the paper's model
 is indifferent (``K* = v``, preference 0), overlap makes it positive; at eps = 0 the measured
 preference equals the (alpha, beta) closed form of the optimum (an independent route); every optimum
-is certified. tau = T (one document law: the optimum is not identified) is left out.
+is certified. tau = T (one document law: the optimum is not identified) is left out. Needs p_c > 0
+(explore: with p_c = 0, T = 3, tau = 2, p_m = 0.05 the optimum's preference is -1.7e-9, i.e. it
+vanishes: no kept word tells the query its own topic) and p_r > 0.
 """
 
 from __future__ import annotations
 
 from theorycheck.report.claims import Claim
+from theorycheck.strategies import p_c_positive
 
 from ._general_common import attention_check, attention_domain, attention_falsify, p_r_positive, plot_stat
 
@@ -48,6 +51,6 @@ CLAIM = Claim(
     falsify=attention_falsify,
     plot=plot,
     domain=domain,
-    preconditions=(("p_r > 0", p_r_positive),),
+    preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)),
     cost=4.0,
 )

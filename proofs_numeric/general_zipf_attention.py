@@ -10,6 +10,7 @@ conclusion does not hold (the boundary is s* = 0).
 from __future__ import annotations
 
 from theorycheck.report.claims import Claim
+from theorycheck.strategies import p_c_positive
 
 from ._general_common import attention_check, attention_domain, attention_falsify, p_r_positive, plot_stat
 
@@ -44,6 +45,6 @@ CLAIM = Claim(
     falsify=attention_falsify,
     plot=plot,
     domain=domain,
-    preconditions=(("p_r > 0", p_r_positive),),
+    preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)),
     cost=4.0,
 )
