@@ -64,3 +64,10 @@ def trained_embedding_zero_mask(tm, mk, d, *, seed=0, init_scale=1.0) -> np.ndar
 def perturb(W: np.ndarray, eps: float, seed: int = 12345) -> np.ndarray:
     """``W + eps * N(0, 1)`` (used by ``falsify`` to leave the minimiser set)."""
     return W + eps * np.random.default_rng(seed).standard_normal(W.shape)
+
+
+def with_dim(strategy, *, extra=(0, 3), key="d"):
+    """Add ``key = T + k`` (k drawn in ``extra``, shrinking to ``extra[0]``) to a strategy of params dicts."""
+    from hypothesis import strategies as st
+
+    return st.tuples(strategy, st.integers(*extra)).map(lambda t: {**t[0], key: t[0]["T"] + t[1]})

@@ -23,8 +23,9 @@ from theorycheck.analysis.stats import own_minus_other_block_sums
 from theorycheck.population import embedding_loss, moments
 from theorycheck.report.claims import Claim, compare_close
 from theorycheck.solvers import closed_form_gram, embedding_from_gram
+from theorycheck.strategies import masking_grid_params, model_params, params, tau_below_T
 
-from ._embedding_common import perturb, trained_embedding
+from ._embedding_common import perturb, trained_embedding, with_dim
 
 TOL = 1e-5
 
@@ -66,6 +67,7 @@ def check(params: dict, inject: dict | None = None):
         errs[worst],
         0.0,
         TOL,
+        label="max |a (own - other) - 1| <= 1e-5",
         details={
             "max_rel_error": errs[worst],
             "n_maskings": len(errs),
@@ -84,6 +86,18 @@ def check(params: dict, inject: dict | None = None):
     res.expected = "a (own - other) = 1 (every word, topic, masking)"
     res.measured = errs[worst]
     return res
+
+
+def _as_grids(p: dict) -> dict:
+    out = {k: v for k, v in p.items() if k not in ("p_m", "p_c")}
+    return {**out, "p_m_grid": (p["p_m"],), "p_c_grid": (p["p_c"],)}
+
+
+def domain():
+    """T <= 5, v <= 3, every tau, one masking per draw on a 0.05 grid (p_c != p_r), d = T..T+2:
+    one L-BFGS run on the exact loss and one eigendecomposition of Sigma per point."""
+    base = params(model_params(max_T=5, max_v=3), masking_grid_params(step=0.05, max_p_m=0.95)).map(_as_grids)
+    return with_dim(base, extra=(0, 2))
 
 
 def falsify(params: dict) -> dict:
@@ -121,4 +135,6 @@ CLAIM = Claim(
     ),
     falsify=falsify,
     plot=plot,
+    domain=domain,
+    preconditions=(("tau < T", tau_below_T),),
 )

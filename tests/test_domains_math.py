@@ -109,3 +109,13 @@ def test_masking_grid_params_values():
     prop()
     with pytest.raises(ValueError, match="step"):
         masking_grid_params(step=0.0)
+
+
+def test_embedding_block_sum_identity_needs_tau_below_T():
+    """Without tau < T the smallest single-law case tau = T = 2 refutes the 1/a identity."""
+    claim = get_claim("embedding.block-sum-identity")
+    out = explore_claim(claim, 20, seed=0, preconditions=())
+    assert out.verdict == "REFUTED"
+    cx = out.counterexample
+    assert (cx["T"], cx["v"], cx["tau"], cx["d"]) == (2, 1, 2, 2)
+    assert out.result.label == "max |a (own - other) - 1| <= 1e-5"
