@@ -1,5 +1,6 @@
 """nn/_kernels.py: the fused Numba kernels of the count path == their numpy references; the softmax
-backward kernel == finite differences (check_gradient)."""
+backward kernel == finite differences (check_gradient); the per-document attention kernel == a
+plain loop over documents and heads, its backward == finite differences."""
 
 import numpy as np
 from hypothesis import given, settings
@@ -9,6 +10,8 @@ from theorycheck.diagnostics import check_gradient
 from theorycheck.nn._kernels import (
     bias_softmax,
     bias_softmax_ref,
+    doc_attention,
+    doc_attention_backward,
     gather_softmax,
     gather_softmax_ref,
     scatter_rows,
@@ -114,3 +117,67 @@ def test_scatter_rows_equals_reference_and_the_one_hot_product(n, R, k, seed):
     r = np.flatnonzero(valid)
     X = sp.csr_matrix((np.ones(r.size), (r, idx[r])), shape=(R, n))
     np.testing.assert_array_equal(out, (X.T.tocsr() @ M))
+
+
+def _doc_attention_loop(P, logw, start, H, da, c, queries):
+    """Reference of ``doc_attention``: per document and head, ``softmax(c Q K^T + logw) V`` in numpy."""
+    from theorycheck.nn.layers import softmax_rows
+
+    nq = H * da
+    dv = (P.shape[1] - 2 * nq) // H
+    qrows = np.arange(P.shape[0]) if queries is None else queries
+    out = np.zeros((qrows.size, dv))
+    for d in range(start.size - 1):
+        keys = np.arange(start[d], start[d + 1])
+        sel = np.flatnonzero((qrows >= start[d]) & (qrows < start[d + 1]))
+        for h in range(H):
+            Q = P[qrows[sel], h * da : (h + 1) * da]
+            K = P[keys, nq + h * da : nq + (h + 1) * da]
+            V = P[keys, 2 * nq + h * dv : 2 * nq + (h + 1) * dv]
+            out[sel] += softmax_rows(c * Q @ K.T + logw[keys]) @ V
+    return out
+
+
+@settings(max_examples=30)
+@given(
+    st.lists(st.integers(1, 7), min_size=1, max_size=4),
+    st.integers(1, 3),
+    st.integers(1, 3),
+    st.integers(1, 4),
+    st.integers(0, 2**31),
+    st.sampled_from([1.0, 100.0]),
+    st.booleans(),
+)
+def test_doc_attention_equals_a_loop_over_documents_and_finite_differences(sizes, H, da, dv, seed, scale, subset):
+    """Documents of different lengths, dead keys (log-weight -inf; a document may have none alive),
+    scores up to ~1e4, all rows or a subset as queries: == the per-document numpy loop to 1e-12;
+    the backward == finite differences of ``sum(G * out)`` in ``P``."""
+    rng = np.random.default_rng(seed)
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    R = int(start[-1])
+    P = scale * rng.normal(size=(R, H * (2 * da + dv)))
+    w = rng.random(R) * (rng.random(R) < 0.8)
+    logw = np.full(R, -np.inf)
+    np.log(w, out=logw, where=w > 0)
+    queries = np.flatnonzero(rng.random(R) < 0.5) if subset else None
+    c = float(rng.uniform(0.1, 1.0))
+    out, Aflat, idx = doc_attention(P, logw, start, H, da, c, queries=queries)
+    np.testing.assert_allclose(out, _doc_attention_loop(P, logw, start, H, da, c, queries), rtol=1e-12, atol=1e-12)
+    maps = idx.maps(Aflat)
+    assert np.all((maps >= 0) & (maps <= 1))
+    G = rng.normal(size=out.shape)
+    dP = doc_attention_backward(P, Aflat, idx, G, da, c)
+    if scale == 1.0:
+
+        def f(p):
+            return float(np.sum(G * doc_attention(p, logw, start, H, da, c, queries=queries)[0]))
+
+        check_gradient(f, P, dP, seed=seed).assert_ok()
+
+
+def test_doc_attention_example():
+    """One document of two rows, one head, d_a = d_v = 1: scores 0 and log 3 -> weights 1/4, 3/4."""
+    P = np.array([[1.0, 0.0, 10.0], [1.0, np.log(3.0), 20.0]])  # [Q | K | V]
+    out, Aflat, _ = doc_attention(P, np.zeros(2), np.array([0, 2]), 1, 1, 1.0)
+    np.testing.assert_allclose(out[:, 0], [17.5, 17.5], rtol=1e-15)
+    np.testing.assert_allclose(Aflat, [0.25, 0.75, 0.25, 0.75], rtol=1e-15)

@@ -30,6 +30,9 @@ __all__ = [
     "softmax_bwd_ref",
     "scatter_rows",
     "scatter_rows_ref",
+    "DocAttention",
+    "doc_attention",
+    "doc_attention_backward",
 ]
 
 
@@ -195,3 +198,146 @@ def scatter_rows_ref(idx, valid, M, n: int):
     out = np.zeros((n, M.shape[1]))
     np.add.at(out, idx[valid], M[valid])
     return out
+
+
+# ---------------------------------------------------------------------------- per-document attention
+@numba.njit(cache=True, fastmath=False)
+def _doc_values(P, r0, n, H, vo0, dv):
+    """The values of one document's rows stacked by head, ``[V_1; ...; V_H]`` (H n, d_v), contiguous."""
+    Vst = np.empty((H * n, dv))
+    for h in range(H):
+        for j in range(n):
+            src = P[r0 + j]
+            dst = Vst[h * n + j]
+            for k in range(dv):
+                dst[k] = src[vo0 + h * dv + k]
+    return Vst
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _doc_attention_fwd(P, logw, start, qrows, qstart, aoff, H, da, dv, c, Aflat, out):
+    nq = H * da
+    for d in numba.prange(start.shape[0] - 1):
+        r0 = start[d]
+        n = start[d + 1] - r0
+        q0, q1 = qstart[d], qstart[d + 1]
+        if q1 == q0:
+            continue
+        Ad = Aflat[aoff[d] : aoff[d + 1]].reshape((q1 - q0, H * n))
+        for qi in range(q0, q1):
+            q = qrows[qi]
+            for h in range(H):
+                a = Ad[qi - q0, h * n : (h + 1) * n]
+                for j in range(n):
+                    if logw[r0 + j] == -np.inf:
+                        a[j] = -np.inf
+                        continue
+                    s = 0.0
+                    for k in range(da):
+                        s += P[q, h * da + k] * P[r0 + j, nq + h * da + k]
+                    a[j] = c * s + logw[r0 + j]
+                _softmax_row(a, a)
+        if n > 0:
+            np.dot(Ad, _doc_values(P, r0, n, H, 2 * nq, dv), out[q0:q1])
+        else:
+            out[q0:q1] = 0.0
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _doc_attention_bwd(P, Aflat, G, start, qrows, qstart, aoff, H, da, dv, c, dP):
+    nq = H * da
+    for d in numba.prange(start.shape[0] - 1):
+        r0 = start[d]
+        n = start[d + 1] - r0
+        q0, q1 = qstart[d], qstart[d + 1]
+        if q1 == q0 or n == 0:
+            continue
+        Ad = Aflat[aoff[d] : aoff[d + 1]].reshape((q1 - q0, H * n))
+        Gd = G[q0:q1]
+        Vst = _doc_values(P, r0, n, H, 2 * nq, dv)
+        dS = np.dot(Gd, Vst.T)  # dA (nq_d, H n), then the logit gradient in place
+        dVst = np.dot(Ad.T, Gd)  # (H n, d_v)
+        for h in range(H):
+            for j in range(n):
+                src = dVst[h * n + j]
+                dst = dP[r0 + j]
+                for k in range(dv):
+                    dst[2 * nq + h * dv + k] = src[k]
+        for qi in range(q0, q1):
+            q = qrows[qi]
+            for h in range(H):
+                a = Ad[qi - q0, h * n : (h + 1) * n]
+                x = dS[qi - q0, h * n : (h + 1) * n]
+                t = 0.0
+                for j in range(n):
+                    t += x[j] * a[j]
+                for j in range(n):
+                    x[j] = c * (a[j] * (x[j] - t))
+                for j in range(n):
+                    w = x[j]
+                    if w == 0.0:
+                        continue
+                    for k in range(da):
+                        dP[q, h * da + k] += w * P[r0 + j, nq + h * da + k]
+                        dP[r0 + j, nq + h * da + k] += w * P[q, h * da + k]
+
+
+class DocAttention:
+    """Index of packed documents for :func:`doc_attention`: ``start`` (B + 1,) row offsets, the query
+    rows ``qrows`` (every row, or the sorted ``queries``) with per-document offsets ``qstart`` and the
+    offsets ``aoff`` of each document's attention block ``(n_queries, H n)`` in the flat store."""
+
+    def __init__(self, start, H: int, queries=None):
+        self.start = np.ascontiguousarray(start, dtype=np.int64)
+        if queries is None:
+            self.qrows, self.qstart = np.arange(self.start[-1], dtype=np.int64), self.start
+        else:
+            self.qrows = np.ascontiguousarray(queries, dtype=np.int64)
+            self.qstart = np.searchsorted(self.qrows, self.start).astype(np.int64)
+        self.H = H
+        sizes = np.diff(self.qstart) * H * np.diff(self.start)
+        self.aoff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+
+    def maps(self, Aflat):
+        """The attention ``(Rq, H, n_max)`` (``[q, h, j]``: key ``start[d] + j`` of the query's document)."""
+        n = np.diff(self.start)
+        out = np.zeros((self.qrows.size, self.H, int(n.max()) if n.size else 0))
+        for d in range(n.size):
+            q0, q1 = self.qstart[d], self.qstart[d + 1]
+            out[q0:q1, :, : n[d]] = Aflat[self.aoff[d] : self.aoff[d + 1]].reshape(q1 - q0, self.H, n[d])
+        return out
+
+
+def doc_attention(P, logw, start, H: int, da: int, c: float, queries=None):
+    """Softmax attention of packed documents, fused per document (Numba, parallel over documents).
+
+    ``P`` (R, H (2 d_a + d_v)) holds the projections ``[Q_1 .. Q_H | K_1 .. K_H | V_1 .. V_H]`` of the
+    packed rows; document ``d`` owns rows ``start[d]:start[d+1]``; ``logw`` (R,) the rows'
+    key log-multiplicities (``-inf``: not a key). For each query row ``q`` (every row, or the sorted
+    ``queries``) of document ``d`` and head ``h`` (SPEC §3.1, row form):
+    ``A_h[q, j] = softmax_j(c Q_h[q] . K_h[j] + logw[j])`` over the rows ``j`` of ``d`` and
+    ``out[q] = sum_h sum_j A_h[q, j] V_h[j]`` (one product ``[A_1 .. A_H] [V_1; ..; V_H]`` per
+    document). Returns ``(out (Rq, d_v), Aflat, index)`` (:class:`DocAttention`; ``index.maps(Aflat)``
+    unpacks the attention)."""
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    idx = DocAttention(start, H, queries)
+    dv = (P.shape[1] - 2 * H * da) // H
+    Aflat = np.empty(int(idx.aoff[-1]))
+    out = np.empty((idx.qrows.size, dv))
+    lw = np.ascontiguousarray(logw, dtype=np.float64)
+    _doc_attention_fwd(P, lw, idx.start, idx.qrows, idx.qstart, idx.aoff, H, da, dv, float(c), Aflat, out)
+    return out, Aflat, idx
+
+
+def doc_attention_backward(P, Aflat, idx, G, da: int, c: float):
+    """Gradient of :func:`doc_attention` w.r.t. ``P`` given ``G = dL/dout`` (Rq, d_v): with
+    ``dA_h[q, j] = G[q] . V_h[j]`` and ``dS = c A_h (dA_h - sum_j A_h dA_h)``,
+    ``dQ_h[q] = sum_j dS[q, j] K_h[j]``, ``dK_h[j] = sum_q dS[q, j] Q_h[q]``,
+    ``dV_h[j] = sum_q A_h[q, j] G[q]``, laid out like ``P`` (R, H (2 d_a + d_v))."""
+    P = np.ascontiguousarray(P, dtype=np.float64)
+    H = idx.H
+    dv = (P.shape[1] - 2 * H * da) // H
+    dP = np.zeros(P.shape)
+    G = np.ascontiguousarray(G, dtype=np.float64)
+    _doc_attention_bwd(P, Aflat, G, idx.start, idx.qrows, idx.qstart, idx.aoff, H, da, dv, float(c), dP)
+    return dP

@@ -36,7 +36,15 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import logsumexp, softmax
 
-from ._kernels import bias_softmax, gather_softmax, scatter_rows, softmax_bwd, softmax_bwd_ref
+from ._kernels import (
+    bias_softmax,
+    doc_attention,
+    doc_attention_backward,
+    gather_softmax,
+    scatter_rows,
+    softmax_bwd,
+    softmax_bwd_ref,
+)
 
 __all__ = [
     "LN_EPS",
@@ -197,7 +205,23 @@ def _head_rows(V, H: int, lay: _Rows):
     return out.reshape(lay.B, H * lay.N, dv)
 
 
-def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None, queries=None):
+def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
+    """Position path through the per-document Numba kernel :func:`~theorycheck.nn._kernels.doc_attention`
+    (no padded copies; the numpy route below is its reference)."""
+    B, N = log_w.shape
+    H, da = W_Q.shape[:2]
+    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), _stacked(W_Q, W_K, W_V))
+    flat = np.arange(B * N) if rows is None else rows
+    start = np.searchsorted(flat // N, np.arange(B + 1))
+    out, A, idx = doc_attention(P, log_w.reshape(-1)[flat], start, H, da, c, queries=queries)
+    if rows is None and queries is None:
+        out = out.reshape(X.shape)
+    return out, dict(cache, fused=(P, A, idx), queries=queries)
+
+
+def attention_forward(
+    X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None, queries=None, fused=None
+):
     """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h V_h``.
 
     Position path (``groups=None``): ``X`` (B, N, d), ``log_w`` (B, N) key log-multiplicities,
@@ -213,9 +237,13 @@ def attention_forward(X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None =
     ``K_t = W_K[h] W^E`` (paper orientation) the token scores ``S_h = c Q_t^T K_t`` (V1, V1) are
     gathered per query group, ``A_h`` (E, V1), ``out = sum_h A_h V_t^T`` (E, d).
     ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``.
+    ``fused`` (position path): the per-document Numba kernel (default when ``rows`` is given) or the
+    padded numpy route (``False``; the reference, and the one that keeps per-head maps in the cache).
     Returns ``(out, cache)``.
     """
-    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows)
+    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows, fused=None)
+    if groups is None and (rows is not None if fused is None else fused):
+        return _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache)
     heads = []
     out = 0.0
     if groups is not None:
@@ -328,7 +356,11 @@ def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
     if cache["groups"] is not None:
         return _count_backward(dout, cache, need_dX, dX_in, grads)
     X = cache["X"]
-    dP = _position_dP(dout, cache)
+    if cache["fused"] is None:
+        dP = _position_dP(dout, cache)
+    else:
+        P, A, idx = cache["fused"]
+        dP = doc_attention_backward(P, A, idx, dout.reshape(-1, W_V.shape[1]), W_Q.shape[1], cache["c"])
     G = _weight_grads(dP, X.reshape(-1, X.shape[-1]), cache["one_hot"])
     nq = W_Q.shape[0] * W_Q.shape[1]
     grads["W_Q"][...] = G[:nq].reshape(W_Q.shape)
