@@ -11,12 +11,15 @@
 ``--topic-word FILE.npy``: a ``(T, n_words)`` row-stochastic array saved with ``numpy.save``
 (``--T``, ``--v`` not used). Errors name the flag. Also here: the general-model path of
 ``theorycheck train`` (a preset's run with its data replaced by the general model) and of
-``theorycheck landscape`` (the exact loss over the family ``S = alpha I + beta G``).
+``theorycheck landscape`` (the exact loss over the family ``S = alpha I + beta G``, written by the
+symmetric landscape's :func:`theorycheck.analysis.landscape.write_landscape`).
 """
 
 from __future__ import annotations
 
 import numpy as np
+
+from .analysis.landscape import family_scores
 
 __all__ = [
     "add_general_model_flags",
@@ -26,7 +29,7 @@ __all__ = [
     "model_summary",
     "retarget_config",
     "family_scores",
-    "general_landscape",
+    "general_landscape_command",
 ]
 
 _KEYS = {"paper": (), "overlapping": ("eps", "n_shared"), "zipf": ("s",), "unequal": ("sizes",)}
@@ -157,84 +160,6 @@ def retarget_config(cfg, tm, mk):
     return cfg.replace(data=data, model=ModelConfig.from_dict(m))
 
 
-def family_scores(alpha: float, beta: float, G: np.ndarray) -> np.ndarray:
-    """``S = alpha I_W + beta G`` (``I_W``: identity on the words, 0 for [MASK]), the family of
-    :func:`theorycheck.solvers.optimal_attention` for a general model (SPEC §11.4)."""
-    S = beta * G
-    idx = np.arange(1, G.shape[0])
-    S[idx, idx] += alpha
-    return S
-
-
-def general_landscape(g, mk, *, value: str, loss: str, n_grid: int, alpha=(-5.0, 12.0), beta=(-8.0, 8.0), W=None):
-    """Exact ``L(alpha, beta)`` of ``S = alpha I_W + beta G`` on a grid (SPEC §11.4), ``G`` the co-topic
-    word similarity (unit diagonal) of ``optimal_attention``'s default family.
-
-    ``W``: the frozen value matrix (default: ``value="block"`` the min-norm stage-1 ``C Sigma^+``
-    of the general moments, SPEC §11.3; ``"identity"``: identity on the words). Dirichlet laws are
-    averaged over sampled theta (seed 0) by :func:`theorycheck.population.attention_loss`.
-    Returns ``(alphas, betas, L)`` with ``L[i, j] = L(alphas[i], betas[j])``.
-    """
-    from .population import attention_loss
-    from .solvers._general_attention import cotopic_matrix, stage1_value_matrix
-
-    if W is None:
-        if value == "block":
-            W = stage1_value_matrix(g, mk)
-        else:
-            W = np.eye(g.V1)
-            W[0, 0] = 0.0
-    G = cotopic_matrix(g)
-    alphas, betas = np.linspace(*alpha, n_grid), np.linspace(*beta, n_grid)
-    kw = {"loss": loss} if g.prior == "uniform-tau" else {"loss": loss, "seed": 0}
-    L = np.array([[attention_loss(family_scores(a, b, G), W, g, mk, **kw) for b in betas] for a in alphas])
-    return alphas, betas, L
-
-
-def write_general_landscape(g, mk, out, *, value, loss, n_grid, command="theorycheck landscape") -> dict:
-    """``grid.npz`` (alpha, beta, L, G) and ``optimum.json``: the grid argmin, the uniform-attention loss and
-    :func:`theorycheck.solvers.optimal_attention`'s optimum in the same family."""
-    import io
-
-    from ._io import atomic_write_bytes, write_json, write_marker
-    from .solvers import optimal_attention
-    from .solvers._general_attention import cotopic_matrix
-
-    out.mkdir(parents=True, exist_ok=True)
-    alphas, betas, L = general_landscape(g, mk, value=value, loss=loss, n_grid=n_grid)
-    i, j = np.unravel_index(int(np.nanargmin(L)), L.shape)
-    buf = io.BytesIO()
-    np.savez(buf, alpha=alphas, beta=betas, L=L, G=cotopic_matrix(g))
-    atomic_write_bytes(out / "grid.npz", buf.getvalue())
-    info = {
-        "model": model_summary(g),
-        "masking": mk.to_dict(),
-        "family": "S = alpha I_w + beta G, G = co-topic cosine similarity of words (SPEC §11.4)",
-        "value": value,
-        "loss_kind": loss,
-        "alpha": float(alphas[i]),
-        "beta": float(betas[j]),
-        "loss": float(L[i, j]),
-        "loss_uniform": float(
-            general_landscape(g, mk, value=value, loss=loss, n_grid=1, alpha=(0, 0), beta=(0, 0))[2][0, 0]
-        ),
-        "at_boundary": bool(i in (0, n_grid - 1) or j in (0, n_grid - 1)),
-        "n_grid": n_grid,
-    }
-    res = optimal_attention(g, mk, value="stage1" if value == "block" else value, loss=loss)
-    info["solver"] = {
-        "alpha": float(res.x[0]),
-        "beta": float(res.x[1]),
-        "loss": float(res.fun),
-        "status": int(res.status),
-    }
-    info["status"] = int(res.status)
-    info["same_topic_preferred"] = bool(info["solver"]["beta"] > 0)
-    write_json(out / "optimum.json", info)
-    write_marker(out, command=command, files=["grid.npz", "optimum.json"])
-    return info
-
-
 def general_flags(args) -> list[str]:
     """The model flags of a general-model command line (for the resume command of ``train``)."""
     if not wants_general(args):
@@ -283,20 +208,24 @@ def general_train_models(args, seeds) -> tuple:
 
 
 def general_landscape_command(args, tm, mk, loss, command: str) -> int:
-    """``theorycheck landscape`` for a general model: :func:`write_general_landscape` into ``--out``."""
+    """``theorycheck landscape`` for a general model: the shared
+    :func:`theorycheck.analysis.landscape.write_landscape` (grid.npz, landscape.png, optimum.json) into ``--out``."""
     from ._io import prepare_output_dir
     from ._validate import check_int
+    from .analysis.landscape import GENERAL_N_GRID, write_landscape
 
     if args.sweep is not None:
         raise ValueError("--sweep is for the paper's model; drop it with --model/--topic-word")
-    n_grid = check_int("--n-grid", 15 if args.n_grid is None else args.n_grid, low=1)
+    n_grid = check_int("--n-grid", GENERAL_N_GRID if args.n_grid is None else args.n_grid, low=2, high=5000)
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
-    info = write_general_landscape(tm, mk, out, value=args.value, loss=loss, n_grid=n_grid, command=command)
+    info = write_landscape(
+        tm, mk, out, value=args.value, n_grid=n_grid, loss=loss, force=args.force, command=command
+    )  # fmt: skip
     sol = info["solver"]
     print(
         f"general model, W^V={args.value}, loss={loss}, S = alpha I + beta G: grid alpha={info['alpha']:.6g} "
         f"beta={info['beta']:.6g} L={info['loss']:.8f}; solver alpha*={sol['alpha']:.6g} beta*={sol['beta']:.6g} "
         f"L*={sol['loss']:.8f} L(uniform)={info['loss_uniform']:.8f} status={info['status']}"
     )
-    print(f"written {out}/grid.npz, optimum.json")
+    print(f"written {out}/grid.npz, landscape.png, optimum.json")
     return 0 if info["status"] == 0 else 1

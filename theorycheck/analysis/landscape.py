@@ -6,6 +6,14 @@ certified solver :func:`theorycheck.solvers.optimal_attention`; the finite-docum
 the Monte Carlo estimator :func:`theorycheck.montecarlo.mc_attention_loss` and the exact
 N -> inf evaluator :func:`theorycheck.population.attention_loss`.
 
+General topic-word matrices (SPEC §11.4): :func:`alpha_beta_grid`, :func:`write_landscape` and
+:func:`finite_n_gap` also take a :class:`~theorycheck.general_model.GeneralTopicModel`. The family is
+then ``S = alpha I_w + beta G`` (``G`` the co-topic word similarity,
+:func:`theorycheck.solvers.cotopic_matrix`), each grid point the exact
+:func:`theorycheck.population.attention_loss` (no closed form), the optimum
+:func:`theorycheck.solvers.optimal_attention`'s family optimum; the files and the figure are those of
+the symmetric landscape (one writer, one plotting function).
+
 Sweeps take a :class:`concurrent.futures.Executor` (``executor.map`` is all that is used):
 ``None`` runs serially in this process; pass a ``ProcessPoolExecutor``, or a Dask
 ``distributed.Client`` / scheduler address (``client=``, or directly as ``executor``) to run on a
@@ -22,6 +30,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int, check_loss, check_real
 from ..config import Masking, TopicModel
+from ..general_model import GeneralTopicModel, is_general
 from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
 
 __all__ = [
@@ -30,8 +39,10 @@ __all__ = [
     "K_curve",
     "asymptotic_sweep",
     "DEFAULT_SWEEP",
+    "GENERAL_N_GRID",
     "growth_configs",
     "finite_n_gap",
+    "family_scores",
     "write_landscape",
 ]
 
@@ -47,6 +58,10 @@ DEFAULT_SWEEP = (
     (10000, 10, 100),
     (100000, 10, 300),
 )
+
+
+#: Default grid points per axis of a general model's landscape (each point one exact attention_loss).
+GENERAL_N_GRID = 31
 
 
 class LandscapeGrid(NamedTuple):
@@ -73,7 +88,7 @@ def _axis(name, spec):
 
 
 def alpha_beta_grid(
-    tm: TopicModel,
+    tm: TopicModel | GeneralTopicModel,
     mk: Masking,
     value: str = "block",
     *,
@@ -83,14 +98,52 @@ def alpha_beta_grid(
 ) -> LandscapeGrid:
     """Closed-form ``L(alpha, beta)`` of SPEC §4.3 on a grid (:func:`theorycheck.population.alpha_beta_loss`).
 
-    ``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: ``"squared"`` or ``"ce"``.
+    ``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: ``"squared"`` or ``"ce"``. A general model:
+    the exact loss of ``S = alpha I_w + beta G`` at every point (:func:`general_grid`, SPEC §11.4).
     """
     check_choice("value", value, VALUES)
     loss = check_loss(loss)
     A = _axis("alpha", alpha)
     B = _axis("beta", beta)
+    if is_general(tm):
+        return general_grid(tm, mk, value, A, B, loss)
     L = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, value, loss=loss))
     return LandscapeGrid(A, B, L, value)
+
+
+def family_scores(alpha: float, beta: float, G: np.ndarray) -> np.ndarray:
+    """``S = alpha I_w + beta G`` (``I_w``: identity on the words, 0 for [MASK]), the default family of
+    :func:`theorycheck.solvers.optimal_attention` for a general model (SPEC §11.4)."""
+    S = beta * np.asarray(G, dtype=float)
+    idx = np.arange(1, S.shape[0])
+    S[idx, idx] += alpha
+    return S
+
+
+def general_value_matrix(g, mk: Masking, value: str) -> np.ndarray:
+    """Frozen ``W^V`` of a general landscape: ``"block"`` the min-norm stage-1 ``C Sigma^+`` (SPEC §11.3,
+    :func:`theorycheck.solvers.stage1_value_matrix`), ``"identity"`` the identity on words (``W_00 = 0``)."""
+    from ..solvers import stage1_value_matrix
+
+    if value == "block":
+        return stage1_value_matrix(g, mk)
+    W = np.eye(g.V1)
+    W[0, 0] = 0.0
+    return W
+
+
+def general_grid(g, mk: Masking, value: str, alpha, beta, loss: str = "squared") -> LandscapeGrid:
+    """Exact ``L[i, j] = L(alpha[i] I_w + beta[j] G)`` for a general model (SPEC §11.4): ``G`` the co-topic
+    similarity (:func:`theorycheck.solvers.cotopic_matrix`), ``W^V`` from :func:`general_value_matrix`,
+    :func:`theorycheck.population.attention_loss` per point (Dirichlet: over one fixed sample of theta,
+    seed 0, common to every point)."""
+    from ..population import attention_loss
+    from ..solvers import cotopic_matrix
+
+    W, G = general_value_matrix(g, mk, value), cotopic_matrix(g)
+    kw = {"loss": loss} if g.prior == "uniform-tau" else {"loss": loss, "seed": 0}
+    L = np.array([[attention_loss(family_scores(a, b, G), W, g, mk, **kw) for b in beta] for a in alpha])
+    return LandscapeGrid(np.asarray(alpha, float), np.asarray(beta, float), L, value)
 
 
 def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001), loss: str = "squared"):
@@ -187,7 +240,8 @@ def _gap_one(job):
     from ..montecarlo import mc_attention_loss
 
     S, W, tmd, mkd, N, n_docs, seed, mask_keys = job
-    tm, mk = TopicModel(**tmd), Masking(**mkd)
+    tm = GeneralTopicModel.from_dict(tmd) if "phi" in tmd else TopicModel(**tmd)
+    mk = Masking(**mkd)
     est = mc_attention_loss(S, W, tm, mk, N=N, n_docs=n_docs, seed=seed, mask_keys=mask_keys)
     return est.mean, est.stderr
 
@@ -195,7 +249,7 @@ def _gap_one(job):
 def finite_n_gap(
     S,
     W,
-    tm: TopicModel,
+    tm: TopicModel | GeneralTopicModel,
     mk: Masking,
     Ns,
     *,
@@ -213,13 +267,15 @@ def finite_n_gap(
     independent child seed of ``seed``. The gap is expected to be ``O(1/N)`` (the query's own
     token among the keys, the fluctuation of the empirical context around ``m_S``, and the
     conditioning on at least one selected position). ``executor``/``client`` as in
-    :func:`asymptotic_sweep`.
+    :func:`asymptotic_sweep`. A general model (SPEC §11.4): the exact loss of the general path
+    (Dirichlet: over sampled theta, seed ``seed``) and documents from its ``phi``.
     """
     from ..population._attention_loss import attention_loss
 
     Ns = [check_int("N", n, low=2) for n in Ns]
     n_docs = check_int("n_docs", n_docs, low=2)
-    exact = attention_loss(S, W, tm, mk, mask_keys=mask_keys)
+    kw = {"seed": seed} if is_general(tm) and tm.prior == "dirichlet" else {}
+    exact = attention_loss(S, W, tm, mk, mask_keys=mask_keys, **kw)
     seeds = np.random.SeedSequence(seed).spawn(len(Ns))
     S = np.asarray(S, float)
     W = np.asarray(W, float)
@@ -233,12 +289,12 @@ def finite_n_gap(
 
 
 def write_landscape(
-    tm: TopicModel,
+    tm: TopicModel | GeneralTopicModel,
     mk: Masking,
     out,
     *,
     value: str = "block",
-    n_grid: int = 201,
+    n_grid: int | None = None,
     alpha=None,
     beta=None,
     loss: str = "squared",
@@ -251,20 +307,45 @@ def write_landscape(
     ``sweep``: rows of :func:`asymptotic_sweep`, written as ``sweep.json`` (``{"rows": [...]}``).
 
     ``L(alpha, beta)`` and ``L(K)`` are the SPEC §4.3 closed forms; the optimum is the certified
-    :func:`theorycheck.solvers.optimal_attention`. The folder ``out`` is written atomically and
+    :func:`theorycheck.solvers.optimal_attention`. ``n_grid`` points per axis (default 201; for a general
+    model, whose points are exact evaluations, :data:`GENERAL_N_GRID`). The folder ``out`` is written atomically and
     replaced only if it is new, empty or theorycheck's own (``force``: written into, other files
     kept; :func:`theorycheck._io.atomic_directory`). ``optimum.json`` follows the package JSON
     policy (non-finite -> ``null``). Returns the optimum dict.
+
+    A general model (SPEC §11.4; :func:`_general_landscape`): ``grid.npz`` holds alpha, beta, L and ``G``;
+    ``optimum.json`` the grid argmin (``alpha, beta, loss``), ``loss_uniform``, ``at_boundary`` (grid argmin
+    on the grid's edge) and the solver's family optimum under ``solver``; the figure marks the solver's
+    optimum. ``sweep`` is for the paper's model only.
     """
-    from .._io import atomic_directory, prepare_output_dir, write_json
-    from ..report import plots
+    from .._io import prepare_output_dir
+
+    general = is_general(tm)
+    n_grid = check_int("n_grid", (GENERAL_N_GRID if general else 201) if n_grid is None else n_grid, low=2, high=5000)
+    if general and sweep is not None:
+        raise ValueError("sweep is for the paper's model (TopicModel); drop it for a GeneralTopicModel")
+    prepare_output_dir(out, force=force)  # before any work
+    build = _general_landscape if general else _symmetric_landscape
+    arrays, fig_kw, info = build(tm, mk, value, n_grid, alpha, beta, loss)
+    _write_landscape_files(out, force, command, arrays, fig_kw, info, sweep, value, mk)
+    return info
+
+
+def _grid_axes(a0, b0, n_grid, alpha, beta):
+    """Default axes: alpha over (-5, 12), beta over (-8, 8), widened to hold the optimum ``(a0, b0)``."""
+    a0 = a0 if math.isfinite(a0) else 0.0
+    b0 = b0 if math.isfinite(b0) else 0.0
+    alpha = alpha or (min(-5.0, a0 - 5.0), max(12.0, a0 + 5.0), n_grid)
+    beta = beta or (min(-8.0, b0 - 4.0), max(8.0, b0 + 4.0), n_grid)
+    return alpha, beta
+
+
+def _symmetric_landscape(tm, mk, value, n_grid, alpha, beta, loss):
+    """Arrays, figure arguments and optimum record of the paper's model (SPEC §4.3 closed forms)."""
     from ..solvers._attention import optimal_attention
 
-    n_grid = check_int("n_grid", n_grid, low=2, high=5000)
-    prepare_output_dir(out, force=force)  # before any work
     opt = optimal_attention(tm, mk, value=value, loss=loss)
-    a0 = opt.alpha if math.isfinite(opt.alpha) else 0.0
-    alpha = alpha or (min(-5.0, a0 - 5.0), max(12.0, a0 + 5.0), n_grid)
+    alpha = alpha or _grid_axes(opt.alpha, 0.0, n_grid, None, None)[0]
     beta = beta or (-8.0, 8.0, n_grid)
     g = alpha_beta_grid(tm, mk, value, alpha=alpha, beta=beta, loss=loss)
     lk, Lk = K_curve(
@@ -282,21 +363,81 @@ def write_landscape(
         value=value,
         loss_function=loss,
     )
+    arrays = dict(alpha=g.alpha, beta=g.beta, L=g.L, **(dict(logK=lk, L_K=Lk) if block else {}))
+    fig_kw = dict(
+        alpha=g.alpha,
+        beta=g.beta,
+        L=g.L,
+        optimum=(opt.alpha, opt.beta),
+        value=value,
+        logK=lk if block else None,
+        L_K=Lk if block else None,
+        K_star=opt.K if block else None,
+        title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}, loss={loss}",
+    )
+    return arrays, fig_kw, info
+
+
+def _general_landscape(g, mk, value, n_grid, alpha, beta, loss):
+    """Arrays, figure arguments and optimum record of a general model (SPEC §11.4; :func:`write_landscape`)."""
+    from ..solvers import cotopic_matrix, optimal_attention
+
+    res = optimal_attention(g, mk, value="stage1" if value == "block" else value, loss=loss)
+    sol = {"alpha": float(res.x[0]), "beta": float(res.x[1]), "loss": float(res.fun), "status": int(res.status)}
+    alpha, beta = _grid_axes(sol["alpha"], sol["beta"], n_grid, alpha, beta)
+    grid = alpha_beta_grid(g, mk, value, alpha=alpha, beta=beta, loss=loss)
+    i, j = np.unravel_index(int(np.nanargmin(grid.L)), grid.L.shape)
+    info = {
+        "model": {
+            "general": True,
+            "T": g.T,
+            "n_words": g.n_words,
+            "prior": g.prior,
+            "tau": g.tau,
+            "alpha": None if g.alpha is None else g.alpha.tolist(),
+        },  # fmt: skip
+        "masking": mk.to_dict(),
+        "family": "S = alpha I_w + beta G, G = co-topic cosine similarity of words (SPEC §11.4)",
+        "value": value,
+        "loss_kind": loss,
+        "alpha": float(grid.alpha[i]),
+        "beta": float(grid.beta[j]),
+        "loss": float(grid.L[i, j]),
+        "loss_uniform": float(res.info["loss_uniform"]),
+        "at_boundary": bool(i in (0, grid.L.shape[0] - 1) or j in (0, grid.L.shape[1] - 1)),
+        "n_grid": int(max(grid.L.shape)),
+        "solver": sol,
+        "status": sol["status"],
+        "same_topic_preferred": bool(sol["beta"] > 0),
+    }
+    arrays = dict(alpha=grid.alpha, beta=grid.beta, L=grid.L, G=cotopic_matrix(g))
+    law = f"tau={g.tau}" if g.prior == "uniform-tau" else "Dirichlet"
+    fig_kw = dict(
+        alpha=grid.alpha,
+        beta=grid.beta,
+        L=grid.L,
+        optimum=(sol["alpha"], sol["beta"]),
+        value=value,
+        title=f"general phi: T={g.T}, n_words={g.n_words}, {law}, W^V={value}, loss={loss}\nS = alpha I + beta G",
+        xlabel="beta (co-topic similarity G)",
+    )
+    return arrays, fig_kw, info
+
+
+def _write_landscape_files(out, force, command, arrays, fig_kw, info, sweep, value, mk):
+    """``grid.npz``, ``landscape.png`` (:func:`theorycheck.report.plots.attention_landscape`), ``optimum.json``
+    and ``sweep.json`` into ``out``, atomically."""
+    from .._io import atomic_directory, write_json
+    from ..report import plots
+
+    fig_kw = dict(fig_kw)
+    xlabel = fig_kw.pop("xlabel", None)
     with atomic_directory(out, force=force, command=command) as tmp:
-        np.savez(tmp / "grid.npz", alpha=g.alpha, beta=g.beta, L=g.L, **(dict(logK=lk, L_K=Lk) if block else {}))
-        fig = plots.attention_landscape(
-            g.alpha,
-            g.beta,
-            g.L,
-            optimum=(opt.alpha, opt.beta),
-            value=value,
-            logK=lk if block else None,
-            L_K=Lk if block else None,
-            K_star=opt.K if block else None,
-            title=f"T={tm.T}, v={tm.v}, tau={tm.tau}, W^V={value}, loss={loss}",
-        )
+        np.savez(tmp / "grid.npz", **arrays)
+        fig = plots.attention_landscape(**fig_kw)
+        if xlabel is not None:
+            fig.axes[0].set_xlabel(xlabel)
         fig.savefig(tmp / "landscape.png", dpi=110, format="png")
         write_json(tmp / "optimum.json", info, sort_keys=True)
         if sweep is not None:
             write_json(tmp / "sweep.json", {"value": value, "mk": mk.to_dict(), "rows": list(sweep)}, sort_keys=True)
-    return info

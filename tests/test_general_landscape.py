@@ -1,0 +1,124 @@
+"""The attention landscape of a GeneralTopicModel (SPEC §11.4): ``S = alpha I_w + beta G`` on a grid, written by the
+same writer and figure as the paper's landscape (grid.npz, landscape.png, optimum.json); finite-N gaps."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import matplotlib.image as mpimg
+import numpy as np
+import pytest
+
+import theorycheck as tc
+from theorycheck import cli
+from theorycheck.analysis.landscape import alpha_beta_grid, family_scores, finite_n_gap, write_landscape
+from theorycheck.general_model import GeneralTopicModel as G
+from theorycheck.population import alpha_beta_loss, attention_loss
+from theorycheck.solvers import cotopic_matrix, optimal_value_matrix
+
+MK = tc.Masking(0.3, 0.2, 0.1)
+
+
+def _dense(W):
+    return W.toarray() if hasattr(W, "toarray") else np.asarray(W)
+
+
+def test_family_scores_by_hand():
+    Gm = np.arange(16.0).reshape(4, 4)
+    S = family_scores(2.0, 0.5, Gm)
+    expected = 0.5 * Gm + 2.0 * np.diag([0.0, 1.0, 1.0, 1.0])
+    np.testing.assert_array_equal(S, expected)
+    assert Gm[1, 1] == 5.0  # the input is not modified
+
+
+@pytest.mark.parametrize("value", ["block", "identity"])
+def test_general_grid_is_the_exact_loss(value):
+    g = G.zipf(3, 2, 1.2, tau=2)
+    grid = alpha_beta_grid(g, MK, value, alpha=(-2.0, 4.0, 3), beta=(-1.0, 3.0, 4))
+    W = _dense(optimal_value_matrix(g, MK).x) if value == "block" else np.diag([0.0] + [1.0] * g.n_words)
+    Gm = cotopic_matrix(g)
+    assert grid.L.shape == (3, 4) and grid.value == value
+    for i, a in enumerate(grid.alpha):
+        for j, b in enumerate(grid.beta):
+            S = np.zeros((g.V1, g.V1))
+            S[1:, 1:] = a * np.eye(g.n_words) + b * Gm[1:, 1:]
+            assert grid.L[i, j] == pytest.approx(attention_loss(S, W, g, MK), rel=1e-12)
+
+
+@pytest.mark.parametrize("value", ["block", "identity"])
+def test_paper_model_through_the_general_grid_is_the_closed_form(value):
+    """For the paper's model G is the within-topic all-ones block, so alpha I_w + beta G is the SPEC §4.3
+    family at (alpha + beta, beta): the general grid equals the closed form alpha_beta_loss."""
+    tm = tc.TopicModel(T=4, v=3, tau=2)
+    grid = alpha_beta_grid(G.from_topic_model(tm), MK, value, alpha=(-3.0, 6.0, 4), beta=(-2.0, 4.0, 3))
+    closed = alpha_beta_loss(grid.alpha[:, None] + grid.beta[None, :], grid.beta[None, :], tm, MK, value)
+    np.testing.assert_allclose(grid.L, closed, rtol=1e-11, atol=1e-12)
+
+
+def _png_ok(path: Path) -> np.ndarray:
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    img = mpimg.imread(path)
+    assert img.ndim == 3 and img.shape[0] > 300 and img.shape[1] > 400
+    assert np.ptp(img[..., :3]) > 0.5  # not blank
+    return img
+
+
+def test_write_landscape_general(tmp_path):
+    g = G.overlapping(3, 2, eps=0.2, tau=2)
+    info = write_landscape(g, MK, tmp_path / "land", n_grid=9)
+    out = tmp_path / "land"
+    assert {"grid.npz", "landscape.png", "optimum.json", ".theorycheck.json"} <= {p.name for p in out.iterdir()}
+    _png_ok(out / "landscape.png")
+    z = np.load(out / "grid.npz")
+    np.testing.assert_array_equal(z["G"], cotopic_matrix(g))
+    assert z["L"].shape == (9, 9)
+    assert json.loads((out / "optimum.json").read_text()) == json.loads(json.dumps(info))
+    i, j = np.unravel_index(np.argmin(z["L"]), z["L"].shape)
+    assert (info["alpha"], info["beta"], info["loss"]) == (z["alpha"][i], z["beta"][j], z["L"][i, j])
+    sol = info["solver"]
+    assert sol["loss"] <= info["loss"] + 1e-12  # the solver's family optimum beats the grid
+    assert z["alpha"][0] <= sol["alpha"] <= z["alpha"][-1] and z["beta"][0] <= sol["beta"] <= z["beta"][-1]
+    W = _dense(optimal_value_matrix(g, MK).x)
+    assert info["loss_uniform"] == pytest.approx(attention_loss(np.zeros((g.V1, g.V1)), W, g, MK), rel=1e-12)
+    assert info["same_topic_preferred"] == (sol["beta"] > 0) and info["model"]["n_words"] == 6
+
+
+def test_write_landscape_general_dirichlet_and_errors(tmp_path):
+    g = G.zipf(2, 3, 1.0, prior="dirichlet", alpha=0.5)
+    info = write_landscape(g, MK, tmp_path / "d", n_grid=3, alpha=(-1.0, 1.0, 3), beta=(-1.0, 1.0, 3))
+    assert info["model"]["prior"] == "dirichlet" and np.isfinite(info["loss"])
+    _png_ok(tmp_path / "d" / "landscape.png")
+    with pytest.raises(ValueError, match="sweep"):
+        write_landscape(g, MK, tmp_path / "e", sweep=[])
+    with pytest.raises(ValueError, match="n_grid"):
+        write_landscape(g, MK, tmp_path / "e", n_grid=1)
+    assert not (tmp_path / "e").exists()  # refused before any work
+
+
+def test_cli_landscape_general_writes_the_figure(tmp_path, capsys):
+    out = tmp_path / "cli"
+    argv = ["landscape", "--model", "zipf:s=1.1", "--T", "3", "--v", "2", "--tau", "2", "--n-grid", "5"]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+    assert "landscape.png" in capsys.readouterr().out
+    _png_ok(out / "landscape.png")
+    assert np.load(out / "grid.npz")["L"].shape == (5, 5)
+
+
+def test_finite_n_gap_general():
+    g = G.unequal([2, 3], tau=1)
+    Wv = _dense(optimal_value_matrix(g, MK).x)
+    S = family_scores(1.0, 0.5, cotopic_matrix(g))
+    res = finite_n_gap(S, Wv, g, MK, [20, 40], n_docs=3000, seed=3)
+    assert res["exact"] == pytest.approx(attention_loss(S, Wv, g, MK), rel=1e-12)
+    assert np.all(res["gap"] > 2 * res["stderr"])  # the O(1/N) bias is positive and resolved here
+    assert np.all(np.abs(res["gap"]) < 3.0 / res["N"])
+
+
+def test_cli_modules_use_the_public_solver_names():
+    """The general CLI paths import cotopic_matrix / stage1_value_matrix from the theorycheck.solvers facade."""
+    root = Path(tc.__file__).parent
+    for name in ("_cli_model.py", "_cli_solve.py"):
+        assert not re.search(r"solvers\._", (root / name).read_text()), name
+    assert {"cotopic_matrix", "stage1_value_matrix"} <= set(tc.solvers.__all__)
