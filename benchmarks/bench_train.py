@@ -72,17 +72,26 @@ def _with_form(cfg, count_based: str) -> ModelConfig:
     return ModelConfig.from_dict({**cfg.model.to_dict(), "count_based": count_based})
 
 
+#: Timed passes over the batches per row; the row reports their median.
+REPEATS = 3
+
+
 def _timed(step, batches):
-    """Steps per second of ``step`` over ``batches`` after one warm-up step, and the losses."""
+    """Median over :data:`REPEATS` passes of the steps per second of ``step`` over ``batches`` (after
+    one warm-up step), and the losses of the first pass."""
     step(batches[0])
-    t0 = time.perf_counter()
-    losses = [step(mb) for mb in batches]
-    return len(batches) / (time.perf_counter() - t0), losses
+    rates, first = [], None
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        losses = [step(mb) for mb in batches]
+        rates.append(len(batches) / (time.perf_counter() - t0))
+        first = losses if first is None else first
+    return float(np.median(rates)), first
 
 
-def _numpy_steps_per_s(cfg, batches, count_based: str):
-    """Our model, one step = ``make_batch`` + forward + backward + the preset's optimizer, one thread
-    (BLAS and Numba)."""
+def _numpy_steps_per_s(cfg, batches, count_based: str, threads: int = 1):
+    """Our model, one step = ``make_batch`` + forward + backward + the preset's optimizer, ``threads``
+    threads for BLAS and Numba (the per-document kernels run in parallel over documents)."""
     import numba
 
     mc = _with_form(cfg, count_based)
@@ -100,9 +109,9 @@ def _numpy_steps_per_s(cfg, batches, count_based: str):
         return loss
 
     n_numba = numba.get_num_threads()
-    numba.set_num_threads(1)
+    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        with threadpool_limits(1):
+        with threadpool_limits(threads):
             return _timed(step, batches)
     finally:
         numba.set_num_threads(n_numba)
@@ -134,9 +143,10 @@ def _equivalence(name, cfg, mb):
 
 
 def _model_rows(name, cfg, batches, has_torch: bool):
-    """JSON rows ``{model, implementation, threads, dtype, steps_per_s, ...}`` of one model table."""
+    """JSON rows ``{model, implementation, threads, dtype, steps_per_s, ...}`` of one model table: our
+    merged / count form at 1 and 2 threads, one row per position, torch at 1 and 2 threads."""
     first = "numpy token counts" if cfg.model.n_layers == 1 else "numpy merged tokens"
-    runs = [(first, 1, "float64", "auto"), ("numpy positions", 1, "float64", "never")]
+    runs = [(first, 1, "float64", "auto"), (first, 2, "float64", "auto"), ("numpy positions", 1, "float64", "never")]
     if has_torch:
         import torch
 
@@ -146,7 +156,7 @@ def _model_rows(name, cfg, batches, has_torch: bool):
         if form is None:
             sps, losses = _torch_steps_per_s(cfg, batches, dt, threads)
         else:
-            sps, losses = _numpy_steps_per_s(cfg, batches, form)
+            sps, losses = _numpy_steps_per_s(cfg, batches, form, threads)
         rows.append(
             dict(model=name, implementation=impl, threads=threads, dtype=dt, steps_per_s=sps, loss_last=losses[-1])
         )
@@ -168,12 +178,15 @@ def _print_model_table(name, cfg, rows):
     print_table(headers, [[r[k] for k in keys] for r in rows])
     torch_rows = [r for r in rows if r["implementation"].startswith("torch")]
     if torch_rows:
+        ours = max(
+            (r for r in rows if r["implementation"] == rows[0]["implementation"]), key=lambda r: r["steps_per_s"]
+        )
         best = max(torch_rows, key=lambda r: r["steps_per_s"])
-        ratio = rows[0]["steps_per_s"] / best["steps_per_s"]
+        ratio = ours["steps_per_s"] / best["steps_per_s"]
         verdict = "reached" if ratio >= GOAL else "NOT reached"
         print(
-            f"numpy merged vs the fastest torch setting ({best['dtype']}, {best['threads']} thr): "
-            f"{ratio:.2f}x (goal >= {GOAL:g}x: {verdict})"
+            f"fastest numpy merged ({ours['threads']} thr) vs the fastest torch setting ({best['dtype']}, "
+            f"{best['threads']} thr): {ratio:.2f}x (goal >= {GOAL:g}x: {verdict})"
         )
 
 
