@@ -122,3 +122,89 @@ def test_cli_modules_use_the_public_solver_names():
     for name in ("_cli_model.py", "_cli_solve.py"):
         assert not re.search(r"solvers\._", (root / name).read_text()), name
     assert {"cotopic_matrix", "stage1_value_matrix"} <= set(tc.solvers.__all__)
+
+
+# ------------------------------------------------------------------------- train: preset learning rates (SPEC §11.7)
+def _stage1_cfg(g, mk, lr, steps):
+    from theorycheck._cli_model import retarget_config
+    from theorycheck.nn import OptimConfig, preset
+
+    return retarget_config(preset("stage1-population"), g, mk).replace(
+        optim=OptimConfig("sgd", lr=lr), steps=steps, log_every=1, eval_every=steps, checkpoint_every=steps
+    )
+
+
+def test_sgd_curvature_is_the_value_loss_hessian():
+    """lambda_max(H) = 2 lambda_max(Sigma): the second difference of value_loss along the top eigenvector
+    (Sigma built independently from theta_moments, SPEC §11.5: Sigma = Phi~^T M2 Phi~)."""
+    from theorycheck._cli_model import sgd_curvature
+    from theorycheck.population import value_loss
+
+    g, mk = G.zipf(3, 3, 1.0, tau=2), tc.Masking()
+    a, c = mk.a, np.concatenate([[mk.q], np.full(g.n_words, mk.r / g.n_words)])
+    Pt = a * g.topic_token_matrix() + c[None, :]
+    Sigma = Pt.T @ g.theta_moments()[1] @ Pt
+    lam, vecs = np.linalg.eigh(Sigma)
+    lam_H, what = sgd_curvature(g, mk, _stage1_cfg(g, mk, 1.0, 1).model)
+    assert what == "W_V" and lam_H == pytest.approx(2 * lam[-1], rel=1e-12)
+    D = np.zeros((g.V1, g.V1))
+    D[2] = vecs[:, -1]  # one output row along the top eigenvector: ||D||_F = 1
+    W0 = np.random.default_rng(0).normal(size=(g.V1, g.V1))
+    t = 1e-2
+    second = (value_loss(W0 + t * D, g, mk) + value_loss(W0 - t * D, g, mk) - 2 * value_loss(W0, g, mk)) / t**2
+    assert second == pytest.approx(lam_H, rel=1e-7)
+
+
+def test_stable_lr_bound_separates_convergence_from_divergence(tmp_path):
+    """The nn's stage-1 population SGD converges just below 2/lambda_max(H) and diverges just above it."""
+    from theorycheck._cli_model import sgd_curvature
+    from theorycheck.nn import train
+
+    g, mk = G.from_topic_model(tc.TopicModel(T=3, v=3, tau=2)), tc.Masking()
+    bound = 2.0 / sgd_curvature(g, mk, _stage1_cfg(g, mk, 1.0, 1).model)[0]
+    losses = {}
+    for f in (0.95, 1.05):
+        res = train(_stage1_cfg(g, mk, f * bound, 80), progress=False)
+        losses[f] = [r["loss"] for r in res.history if "loss" in r]
+    assert losses[0.95][-1] == pytest.approx(1.0 - np.trace(g.phi @ g.phi.T @ g.theta_moments()[1]), abs=1e-6)
+    assert losses[1.05][-1] > 10 * losses[1.05][0]
+
+
+def test_scale_preset_lr_rule():
+    from theorycheck._cli_model import retarget_config, scale_preset_lr
+    from theorycheck.nn import preset
+
+    mk = tc.Masking()
+    small = G.zipf(3, 3, 1.0, tau=2)
+    paper = G.from_topic_model(tc.TopicModel(T=10, v=10, tau=3))
+    wide = G.overlapping(10, 20, eps=0.3, tau=3)  # smaller lambda_max(Sigma) than the paper's size
+    recs = {}
+    for name in ("stage1-population", "two-stage", "embedding", "stage2-population"):
+        base = preset(name)
+        for key, g in (("small", small), ("paper", paper), ("wide", wide)):
+            cfg, rec = scale_preset_lr(base, retarget_config(base, g, mk))
+            assert cfg.optim.lr == rec["lr"]
+            recs[name, key] = rec
+    for name in ("stage1-population", "two-stage", "embedding"):
+        assert recs[name, "paper"]["lr"] == pytest.approx(preset(name).optim.lr, rel=1e-12)  # the preset's own model
+        small_rec = recs[name, "small"]
+        assert small_rec["lr"] < small_rec["stable_lr"] < small_rec["preset_lr"]  # scaled below the bound
+        ratio = small_rec["lr"] * 2 / small_rec["stable_lr"]
+        assert ratio == pytest.approx(small_rec["preset_lr"] * 2 / small_rec["preset_stable_lr"], rel=1e-12)
+    assert recs["stage1-population", "wide"]["lr"] > 40.0  # exact rule: raised with the bound
+    assert recs["two-stage", "wide"]["lr"] == 30.0  # near-init bound only: never raised
+    assert recs["stage2-population", "small"] == {
+        "preset_lr": 0.05, "lr": 0.05, "rule": "unchanged (no SGD squared-loss curvature bound; SPEC §11.7)"
+    }  # fmt: skip
+
+
+def test_cli_train_stage1_preset_on_a_small_general_model(tmp_path, capsys):
+    """`stage1-population` (lr 40 at V1 = 101) diverged at V1 = 10; with the scaled rate it reaches C Sigma^+."""
+    out = tmp_path / "run"
+    argv = ["train", "--preset", "stage1-population", "--model", "paper", "--T", "3", "--v", "3", "--tau", "2"]
+    assert cli.main([*argv, "--steps", "60", "--out", str(out), "--quiet", "--no-figures"]) == 0
+    summary = json.loads((out / "summary.json").read_text())
+    row = summary["runs"][0]
+    assert row["lr"]["lr"] < row["lr"]["stable_lr"] < 40.0 == row["lr"]["preset_lr"]
+    assert json.loads((out / "config.json").read_text())["optim"]["lr"] == row["lr"]["lr"]
+    assert row["final"]["dist_W_V_opt"] < 1e-6  # geometric convergence: 1e-7 after 60 steps

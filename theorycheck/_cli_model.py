@@ -28,6 +28,8 @@ __all__ = [
     "parse_model_spec",
     "model_summary",
     "retarget_config",
+    "sgd_curvature",
+    "scale_preset_lr",
     "family_scores",
     "general_landscape_command",
 ]
@@ -160,6 +162,70 @@ def retarget_config(cfg, tm, mk):
     return cfg.replace(data=data, model=ModelConfig.from_dict(m))
 
 
+def sgd_curvature(tm, mk, model) -> tuple[float, str] | None:
+    """Largest eigenvalue ``lambda_max(H)`` of the population Hessian that bounds plain SGD on ``model``
+    (squared loss, SPEC §11.7), and what it is of; ``None`` where no bound is derived (cross-entropy,
+    other trained parameters).
+
+    - ``W^V`` trained (uniform attention: the stage-1 value model; softmax attention: its ``W^V`` block
+      at a small-score init): ``L(W) = tr(W Sigma W^T) - 2 tr(W C^T) + 1 + reg ||W||^2`` has the
+      Hessian ``2 (Sigma + reg I) (x) I``, so ``lambda_max(H) = 2 (lambda_max(Sigma) + reg)``
+      (``Sigma`` from :func:`theorycheck.population.moments`).
+    - ``W^E`` of the tied model with ``W^V = I``: ``L = E||W_E^T W_E m - e_x||^2``; at a Gram ``G`` the
+      loss's second variation along ``delta`` is ``<dG, dG Sigma>`` with ``dG = W_E^T delta + delta^T W_E``,
+      ``||dG||_F <= 2 sqrt(lambda_max(G)) ||delta||_F``: ``lambda_max(H) <= 8 lambda_max(Sigma) lambda_max(G*)``
+      at the min-norm optimum ``G*`` (:func:`theorycheck.solvers.optimal_embedding_gram`).
+    """
+    from .population import moments
+    from .solvers import optimal_embedding_gram
+
+    if model.loss != "squared":
+        return None
+    train = set(model.train)
+    if "W_V" not in train and not (train == {"W_E"} and model.decoder == "tied"):
+        return None
+    lam = float(np.linalg.eigvalsh(moments(tm, mk)[0])[-1])
+    if "W_V" in train:
+        return 2.0 * (lam + model.reg), "W_V"
+    G = optimal_embedding_gram(tm, mk).x
+    G = G.toarray() if hasattr(G, "toarray") else np.asarray(G)
+    return 8.0 * lam * float(np.linalg.eigvalsh(G)[-1]) + 2.0 * model.reg, "W_E"
+
+
+def scale_preset_lr(preset_cfg, cfg):
+    """``cfg`` (the preset ``preset_cfg`` retargeted to a general model) with its SGD learning rate scaled
+    so that ``lr * lambda_max(H)`` keeps the preset's value (SPEC §11.7; :func:`sgd_curvature`), and a
+    record of the rule. The presets' rates are tuned at the paper's size (``V1 = 101``), where
+    ``lr * lambda_max(H) / 2`` is 0.89 (stage-1 SGD, lr 40 against ``2/lambda_max(H) = 45.2``); a small
+    general model has a larger ``lambda_max(Sigma)`` and the preset's rate would diverge.
+
+    The stage-1 value model alone (``W^V`` the only trained matrix, uniform attention: ``H`` is the
+    whole, constant Hessian) is scaled by the curvature ratio both ways; otherwise the bound holds
+    near the init or the optimum only and the rate is only lowered (``min(1, ratio)``). Adam and the
+    cross-entropy presets keep their rate (Adam's step does not scale with the curvature).
+    """
+    lr = float(cfg.optim.lr)
+    rec = {"preset_lr": lr, "lr": lr, "rule": "unchanged (no SGD squared-loss curvature bound; SPEC §11.7)"}
+    if cfg.optim.name != "sgd":
+        return cfg, rec
+    ours = sgd_curvature(cfg.data.topic_model(), cfg.data.masking(), cfg.model)
+    if ours is None:
+        return cfg, rec
+    ref = sgd_curvature(preset_cfg.data.topic_model(), preset_cfg.data.masking(), preset_cfg.model)
+    ratio = ref[0] / ours[0]
+    exact = set(cfg.model.train) == {"W_V"} and cfg.model.attention == "uniform"
+    factor = ratio if exact else min(1.0, ratio)
+    rec.update(
+        lr=lr * factor,
+        stable_lr=2.0 / ours[0],
+        preset_stable_lr=2.0 / ref[0],
+        rule=f"lr x lambda_max(H) of {ours[1]} kept at the preset's value"
+        + ("" if exact else ", never raised")
+        + " (SPEC §11.7)",
+    )
+    return cfg.replace(optim=cfg.optim.replace(lr=rec["lr"])), rec
+
+
 def general_flags(args) -> list[str]:
     """The model flags of a general-model command line (for the resume command of ``train``)."""
     if not wants_general(args):
@@ -175,7 +241,8 @@ def general_flags(args) -> list[str]:
 
 def run_general_preset(name, out, tm, mk, *, steps=None, seed=None, checkpoint_every=None, progress=True, resume=False):
     """Train one run of the preset ``name`` on the general model ``tm`` (masking ``mk``) into ``out``
-    (:func:`retarget_config`); grid presets are refused. Returns a ``run_preset``-shaped summary."""
+    (:func:`retarget_config`; an SGD rate scaled by :func:`scale_preset_lr`, recorded as the run's ``lr``);
+    grid presets are refused. Returns a ``run_preset``-shaped summary."""
     from ._io import write_json
     from .nn import train
     from .nn.presets import preset
@@ -187,10 +254,11 @@ def run_general_preset(name, out, tm, mk, *, steps=None, seed=None, checkpoint_e
     changes = {
         k: v for k, v in (("steps", steps), ("seed", seed), ("checkpoint_every", checkpoint_every)) if v is not None
     }
-    cfg = retarget_config(cfg, tm, mk).replace(**changes)
-    res = train(cfg, out, progress=progress, resume=resume)
+    run_cfg, lr = scale_preset_lr(cfg, retarget_config(cfg, tm, mk).replace(**changes))
+    res = train(run_cfg, out, progress=progress, resume=resume)
     nV, nKQ = stage_curves(res.history) if res.history else ([], [])
     row = {"run": name, "steps": res.steps, "final": res.final, "stages": res.stages, "model": model_summary(tm)}
+    row["lr"] = lr
     row["norm_W_V_first_last"] = [nV[0], nV[-1]] if nV else None
     row["norm_KQ_first_last"] = [nKQ[0], nKQ[-1]] if nKQ else None
     summary = {"preset": name, "runs": [row]}
