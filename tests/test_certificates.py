@@ -246,12 +246,23 @@ def test_lower_bound_never_exceeds_the_loss_on_a_grid(T, v, tau_frac, p, value):
     assert math.isfinite(cert.gap) and cert.n_boxes <= (60 if value == "block" else 40) + 1
 
 
-def test_identity_certificate_brackets_the_solver():
+def test_identity_certificate_brackets_the_solver_mpmath_engine():
     tm, mk = PAPER
-    cert = interval_certificate(tm, mk, "identity", box=((3.0, 7.0), (-3.0, 2.0)), tol=1e-6, max_boxes=300)
+    box = ((3.0, 7.0), (-3.0, 2.0))
+    cert = interval_certificate(tm, mk, "identity", box=box, tol=1e-6, max_boxes=300, engine="mpmath")
     sol = tc.solvers.optimal_attention(tm, mk, value="identity", loss=SQ)
     assert cert.lower <= sol.fun <= cert.upper + cert.gap
-    assert cert.gap < 1e-3
+    assert cert.gap < 1e-3 and cert.info["engine"] == "mpmath"
+
+
+def test_identity_certificate_at_the_paper_configuration():
+    tm, mk = PAPER
+    cert = interval_certificate(tm, mk, "identity", tol=1e-9)  # numpy engine, default box
+    sol = tc.solvers.optimal_attention(tm, mk, value="identity", loss=SQ)
+    assert cert.converged and 0.0 <= cert.gap <= 1e-9 and cert.info["engine"] == "numpy"
+    assert cert.lower <= sol.fun <= cert.lower + 2e-9  # the solver is certified optimal to 2e-9
+    (alo, ahi), (blo, bhi) = cert.argmin
+    assert alo <= sol.alpha <= ahi and blo <= sol.beta <= bhi
 
 
 def test_offset_moves_the_bounds():
