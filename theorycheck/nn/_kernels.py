@@ -214,6 +214,18 @@ def _doc_values(P, r0, n, H, vo0, dv):
     return Vst
 
 
+@numba.njit(cache=True, fastmath=False)
+def _rows_block(P, rows, col0, width):
+    """``P[rows, col0 : col0 + width]`` as a contiguous array."""
+    out = np.empty((rows.shape[0], width))
+    for i in range(rows.shape[0]):
+        src = P[rows[i]]
+        dst = out[i]
+        for k in range(width):
+            dst[k] = src[col0 + k]
+    return out
+
+
 @numba.njit(cache=True, parallel=True, fastmath=False)
 def _doc_attention_fwd(P, logw, start, qrows, qstart, aoff, H, da, dv, c, Aflat, out):
     nq = H * da
@@ -224,18 +236,15 @@ def _doc_attention_fwd(P, logw, start, qrows, qstart, aoff, H, da, dv, c, Aflat,
         if q1 == q0:
             continue
         Ad = Aflat[aoff[d] : aoff[d + 1]].reshape((q1 - q0, H * n))
-        for qi in range(q0, q1):
-            q = qrows[qi]
-            for h in range(H):
-                a = Ad[qi - q0, h * n : (h + 1) * n]
+        keys = np.arange(r0, r0 + n)
+        lw = logw[r0 : r0 + n]
+        for h in range(H):
+            S = np.dot(_rows_block(P, qrows[q0:q1], h * da, da), _rows_block(P, keys, nq + h * da, da).T)
+            for i in range(q1 - q0):
+                a = Ad[i, h * n : (h + 1) * n]
+                s = S[i]
                 for j in range(n):
-                    if logw[r0 + j] == -np.inf:
-                        a[j] = -np.inf
-                        continue
-                    s = 0.0
-                    for k in range(da):
-                        s += P[q, h * da + k] * P[r0 + j, nq + h * da + k]
-                    a[j] = c * s + logw[r0 + j]
+                    a[j] = c * s[j] + lw[j]  # -inf log-weight: not a key, weight exactly 0
                 _softmax_row(a, a)
         if n > 0:
             np.dot(Ad, _doc_values(P, r0, n, H, 2 * nq, dv), out[q0:q1])
@@ -254,8 +263,7 @@ def _doc_attention_bwd(P, Aflat, G, start, qrows, qstart, aoff, H, da, dv, c, dP
             continue
         Ad = Aflat[aoff[d] : aoff[d + 1]].reshape((q1 - q0, H * n))
         Gd = G[q0:q1]
-        Vst = _doc_values(P, r0, n, H, 2 * nq, dv)
-        dS = np.dot(Gd, Vst.T)  # dA (nq_d, H n), then the logit gradient in place
+        dA = np.dot(Gd, _doc_values(P, r0, n, H, 2 * nq, dv).T)  # (nq_d, H n)
         dVst = np.dot(Ad.T, Gd)  # (H n, d_v)
         for h in range(H):
             for j in range(n):
@@ -263,23 +271,28 @@ def _doc_attention_bwd(P, Aflat, G, start, qrows, qstart, aoff, H, da, dv, c, dP
                 dst = dP[r0 + j]
                 for k in range(dv):
                     dst[2 * nq + h * dv + k] = src[k]
-        for qi in range(q0, q1):
-            q = qrows[qi]
-            for h in range(H):
-                a = Ad[qi - q0, h * n : (h + 1) * n]
-                x = dS[qi - q0, h * n : (h + 1) * n]
+        keys = np.arange(r0, r0 + n)
+        for h in range(H):
+            dS = np.empty((q1 - q0, n))
+            for i in range(q1 - q0):
+                a = Ad[i, h * n : (h + 1) * n]
+                x = dA[i, h * n : (h + 1) * n]
                 t = 0.0
                 for j in range(n):
                     t += x[j] * a[j]
                 for j in range(n):
-                    x[j] = c * (a[j] * (x[j] - t))
-                for j in range(n):
-                    w = x[j]
-                    if w == 0.0:
-                        continue
-                    for k in range(da):
-                        dP[q, h * da + k] += w * P[r0 + j, nq + h * da + k]
-                        dP[r0 + j, nq + h * da + k] += w * P[q, h * da + k]
+                    dS[i, j] = c * (a[j] * (x[j] - t))
+            Qh = _rows_block(P, qrows[q0:q1], h * da, da)
+            dQ = np.dot(dS, _rows_block(P, keys, nq + h * da, da))
+            dK = np.dot(dS.T, Qh)
+            for i in range(q1 - q0):
+                dst = dP[qrows[q0 + i]]
+                for k in range(da):
+                    dst[h * da + k] += dQ[i, k]
+            for j in range(n):
+                dst = dP[r0 + j]
+                for k in range(da):
+                    dst[nq + h * da + k] += dK[j, k]
 
 
 class DocAttention:
