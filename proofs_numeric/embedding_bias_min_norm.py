@@ -16,6 +16,7 @@ import numpy as np
 
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_embedding_gram
+from theorycheck.strategies import masking_grid_params, model_params, params, tau_below_T
 
 from ._embedding_common import models
 
@@ -31,26 +32,34 @@ def check(params: dict, inject: dict | None = None):
     G_f[1:, 1:] = np.where(topics[:, None] == topics[None, :], x, y)
     u = np.r_[0.0, np.full(tm.n_words, 1.0 / tm.n_words)]
     cv = optimal_embedding_gram(tm, mk, method="cvxpy", bias=True)
+    b_err = float(np.max(np.abs(cv.b - u)))
     subs = [
         compare_close(
-            cv.x,
-            G_f,
+            float(np.max(np.abs(cv.x - G_f))),
+            0.0,
             1e-6,
             details={
                 "cvxpy_status": cv.status,
                 "duality_gap": cv.residuals["duality_gap"],
                 "loss_gap": cv.residuals["loss_gap"],
             },
+            label="max |G (SDP) - formula| <= 1e-6",
         ),
-        compare_close(cv.b, u, 1e-6, details={"bias_error": float(np.max(np.abs(cv.b - u)))}),
-        compare_close(int(np.sum(np.linalg.eigvalsh(cv.x) > 1e-6)), T - 1, 0.5),
+        compare_close(b_err, 0.0, 1e-6, details={"bias_error": b_err}, label="max |b - u| <= 1e-6"),
+        compare_close(int(np.sum(np.linalg.eigvalsh(cv.x) > 1e-6)), T - 1, 0.5, label="rank G = T - 1"),
     ]
     if "quoted" in params:
-        subs.append(compare_close([x, y], params["quoted"], 5e-4, details={"x": x, "y": y}))
+        err_q = float(np.max(np.abs(np.subtract([x, y], params["quoted"]))))
+        subs.append(compare_close(err_q, 0.0, 5e-4, details={"x": x, "y": y}, label="max |(x, y) - SPEC GD| <= 5e-4"))
     res = compare_all(subs)
-    res.expected = f"x = {x:.6g}, y = {y:.6g}, b = u, rank T-1"
-    res.measured = f"max|G_cvxpy - formula| = {subs[0].details['abs_error']:.3g}"
+    res.details.update(x=x, y=y)
     return res
+
+
+def domain():
+    """T <= 5, v <= 3, every tau, maskings on a 0.05 grid (p_c != p_r): one semidefinite program on
+    V1 <= 16 per draw."""
+    return params(model_params(max_T=5, max_v=3), masking_grid_params(step=0.05))
 
 
 def falsify(params: dict) -> dict:
@@ -72,4 +81,6 @@ CLAIM = Claim(
         dict(T=4, v=3, tau=1, p_m=0.4, p_c=0.2, p_r=0.3),
     ),
     falsify=falsify,
+    domain=domain,
+    preconditions=(("tau < T", tau_below_T),),
 )

@@ -17,6 +17,7 @@ import numpy as np
 from theorycheck.population import embedding_loss, moments
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import min_embedding_dim, optimal_embedding_gram
+from theorycheck.strategies import masking_grid_params, model_params, params, tau_below_T
 
 from ._embedding_common import lbfgs_embedding, models
 
@@ -40,15 +41,29 @@ def check(params: dict, inject: dict | None = None):
     gap_low = embedding_loss(lbfgs_embedding(tm, mk, tm.T - 1), tm, mk) - L_star
     bias_ok = optimal_embedding_gram(tm, mk, method="factorized", d=tm.T - 1, seed=0, bias=True)
     subs = [
-        compare_close(gap_ok, 0.0, 1e-8, details={"d": d_min, "gap_at_d": gap_ok}),
-        compare_greater(bound, 0.0, details={"eckart_young_bound": bound, "sigma_T": float(s[tm.T - 1])}),
-        compare_greater(gap_low - bound + 1e-10, 0.0, details={"gap_at_T_minus_1": gap_low}),
+        compare_close(gap_ok, 0.0, 1e-8, details={"d": d_min, "gap_at_d": gap_ok}, label="loss gap at d = T <= 1e-8"),
+        compare_greater(
+            bound,
+            0.0,
+            details={"eckart_young_bound": bound, "sigma_T": float(s[tm.T - 1])},
+            label="Eckart-Young bound sigma_T^2 > 0",
+        ),
+        compare_greater(
+            gap_low + 1e-10,
+            bound,
+            details={"gap_at_T_minus_1": gap_low},
+            label="loss gap at d = T-1 (+1e-10) > sigma_T^2",
+        ),
     ]
     res = compare_all(subs)
     res.details["bias_gap_at_T_minus_1"] = bias_ok.fun - L_star
-    res.expected = f"gap(d=T) = 0, gap(d=T-1) >= sigma_T^2 = {bound:.4g} > 0"
-    res.measured = f"gap(d={d_min}) = {gap_ok:.2g}, gap(d=T-1) = {gap_low:.4g}"
     return res
+
+
+def domain():
+    """T <= 6, v <= 4, every tau, maskings on a 0.05 grid (p_c != p_r): three L-BFGS runs on the exact
+    loss (V1 <= 25) and one SVD per draw."""
+    return params(model_params(max_T=6, max_v=4), masking_grid_params(step=0.05))
 
 
 def falsify(params: dict) -> dict:
@@ -70,4 +85,6 @@ CLAIM = Claim(
         dict(T=6, v=3, tau=3, p_m=0.4, p_c=0.2, p_r=0.3),
     ),
     falsify=falsify,
+    domain=domain,
+    preconditions=(("tau < T", tau_below_T),),
 )

@@ -6,7 +6,8 @@ could not be read (SPEC §4.1, [INF]). We check it on the tied model's optima th
 reaches (L-BFGS from a small init on the exact population loss) and on the minimum-norm optimum,
 with the paper's pair classes (distinct tokens; [MASK] excluded). It is NOT a property of every
 minimiser: adding ``c P_w`` (within-topic zero-mean projector, a direction the loss ignores) keeps
-the loss optimal and reverses the sign for c > v(x - y) = 1/a; ``falsify`` does exactly that.
+the loss optimal and reverses the sign for c > v(x - y) = 1/a; ``falsify`` does exactly that. Needs ``tau < T``: with a
+single document law the min-norm Gram is constant on words (no topic structure, gap 0).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import numpy as np
 from theorycheck.analysis.stats import embedding_topic_stats
 from theorycheck.report.claims import Claim, compare_greater
 from theorycheck.solvers import closed_form_gram, embedding_from_gram
+from theorycheck.strategies import masking_grid_params, model_params, params, seeds, tau_below_T
 
-from ._embedding_common import models, trained_embedding
+from ._embedding_common import models, trained_embedding, with_dim
 
 
 def check(params: dict, inject: dict | None = None):
@@ -38,10 +40,16 @@ def check(params: dict, inject: dict | None = None):
         gaps[f"{name}.gap_cos"] = s.gap_cos
         gaps[f"{name}.same_topic_dot"] = s.same_topic_dot
         gaps[f"{name}.diff_topic_dot"] = s.diff_topic_dot
-    worst = min(v for k, v in gaps.items() if "gap" in k)
-    res = compare_greater(worst, 0.0, details=gaps)
-    res.expected = "same-topic - different-topic > 0 (dot and cosine)"
-    return res
+    name, worst = min(((k, v) for k, v in gaps.items() if "gap" in k), key=lambda kv: kv[1])
+    kind = "inner product" if name.endswith("dot") else "cosine"
+    return compare_greater(worst, 0.0, details=gaps, label=f"{name.split('.')[0]} same - different topic {kind} > 0")
+
+
+def domain():
+    """T <= 6, 2 <= v <= 4 (the same-topic distinct-token class needs v >= 2), every tau, maskings on a 0.05
+    grid (p_c != p_r), d = T..T+3, any init seed: one L-BFGS run on the exact loss (V1 <= 25) per draw."""
+    base = params(model_params(max_T=6, min_v=2, max_v=4), masking_grid_params(step=0.05), seeds(max_seed=1000))
+    return with_dim(base, extra=(0, 3))
 
 
 def falsify(params: dict) -> dict:
@@ -63,4 +71,6 @@ CLAIM = Claim(
         dict(T=6, v=4, tau=2, p_m=0.4, p_c=0.3, p_r=0.3, d=8),
     ),
     falsify=falsify,
+    domain=domain,
+    preconditions=(("tau < T", tau_below_T),),
 )
