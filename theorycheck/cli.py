@@ -326,7 +326,7 @@ def _add_landscape(sub):
         help="squared loss or cross-entropy, SPEC §2.2 ('sq' is deprecated) (default: %(default)s)",
     )
     p.add_argument(
-        "--n-grid", type=int, default=None, help="grid points per axis (default: 201; 15 for --model/--topic-word)"
+        "--n-grid", type=int, default=None, help="grid points per axis (default: 201; 31 for --model/--topic-word)"
     )
     p.add_argument(
         "--sweep",
