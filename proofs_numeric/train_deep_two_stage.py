@@ -25,6 +25,12 @@ seeds' largest growths were 1.144, 1.257, 1.159, 1.298, 1.321. ``MIN_STAGE2_OVER
 later than 10x the early step) is the claim's "much later"; see ``CALIBRATION`` for its calibration
 status.
 
+Finding (``verify --explore``): the claim does not hold for every seed. Seed 2548 (a random draw of
+the domain; the judged seeds 0-4 and calibration seeds 100-104 all pass part 1) has an SGD spike
+between steps 10 and 20: ``||W^V||`` jumps from 1.6x to 65x its init and layer 1's
+``||W_K|| ||W_Q||`` grows 32x by step 30, so part 1 fails. The domain is left over all seeds (not
+narrowed to hide it); how often such spikes occur (lr 1 from this init) is not yet measured.
+
 Topic-aware attention is *not* part of the claim: in this model the first layer's attention stays
 uniform and second-layer heads turn away from the query's topic (see the README).
 """

@@ -4,7 +4,7 @@ with W^V frozen at the stage-1 optimum, training W^K, W^Q from a small random in
 lr 0.05, 400 steps, seed 0) approaches the optimum of :func:`theorycheck.solvers.optimal_attention`:
 
 1. the median effective same-topic weight ``K_eff`` (:func:`theorycheck.analysis.stats.effective_K`) of
-   the trained scores is within 10% of ``K*`` (measured 72.5 against K* = 70.05);
+   the trained scores is within ``K_rtol`` (calibrated below: 8%) of ``K*`` (measured 72.5 against K* = 70.05);
 2. the exact population loss is at most ``L* + 1e-6``. It is in fact *below* ``L*`` (0.9617266 <
    0.9617702): unrestricted scores may also raise the [MASK]-key score, which the (alpha, beta)
    family fixes at 0 (the finding tested in ``tests/test_train_crosscheck.py``).
@@ -18,7 +18,8 @@ the loss.
 Calibration (seeds 100-104, never judged; rule ``twice_max_deviation`` of
 :mod:`proofs_numeric._empirical`: tolerance = 2 max |K_eff / K* - 1| rounded up to one digit):
 default tier K_eff / K* = 1.0412, 1.04112, 1.04115, 1.04115, 1.04115 -> K_rtol 0.09 (was 0.10 before
-calibration). The loss bound ``L* + 1e-6`` is the claim's definition (not fitted).
+calibration); full tier (T = v = 10, tau = 3) K_eff / K* = 1.03518, 1.03515, 1.03519, 1.03511, 1.03513 -> K_rtol 0.08
+(was 0.10). The loss bound ``L* + 1e-6`` is the claim's definition (not fitted).
 """
 
 from __future__ import annotations
@@ -76,10 +77,11 @@ def falsify(params: dict) -> dict:
 #: ``{(tier, threshold): (rule, reference, values per calibration seed)}``.
 CALIBRATION = {
     ("default", "K_rtol"): ("twice_max_deviation", 1.0, (1.0412, 1.04112, 1.04115, 1.04115, 1.04115)),
+    ("full", "K_rtol"): ("twice_max_deviation", 1.0, (1.03518, 1.03515, 1.03519, 1.03511, 1.03513)),
 }
 
 DEFAULT = dict(steps=300, seed=0, K_rtol=0.09, T=5, v=4, tau=2)
-FULL = dict(steps=400, seeds=JUDGED_SEEDS, K_rtol=0.10)
+FULL = dict(steps=400, seeds=JUDGED_SEEDS, K_rtol=0.08)
 
 
 def domain():
@@ -91,7 +93,7 @@ def domain():
 CLAIM = Claim(
     id="train.stage2-approaches-Kstar",
     statement=(
-        "Training W^K, W^Q with W^V frozen at the stage-1 optimum reaches K_eff within 10% of the solver's K* and a "
+        "Training W^K, W^Q with W^V frozen at the stage-1 optimum reaches K_eff within 8-9% of the solver's K* and a "
         "loss no worse than L*"
     ),
     source="EMPIRICAL",
