@@ -155,7 +155,12 @@ def test_cli_realdata_end_to_end(tmp_path, capsys):
     for w in wins:
         toks = [tok.id_to_token(i) for i, ok in zip(w.ids, w.valid) if ok]
         assert "the" not in toks and not any(t.startswith("##") or t == "un" for t in toks)
-    assert "tokens" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "tokens" in printed
+    # the console names the theory-vs-MiniLM gaps of results.json (one line per source)
+    assert [r["source"] for r in res["theory"]["table"]] == ["theory", "MiniLM"]
+    for r in res["theory"]["table"]:
+        assert f"gap, {r['source']:6s}: dot {r['dot']['gap']:.4g} [{r['dot']['ci_low']:.4g}" in printed
 
 
 def test_cli_realdata_unreadable_corpus(tmp_path, capsys):

@@ -306,6 +306,13 @@ def _print_realdata_summary(s: dict) -> None:
         f"co-occurrence topic signal log(lift same/different): real {c['lift_real']['signal']:.3f}, "
         f"synthetic LDA {c['lift_synthetic']['signal']:.3f}"
     )
+    for r in s.get("theory", {}).get("table", []):
+        print(
+            f"same-minus-different topic gap, {r['source']:6s}: "
+            + "  ".join(
+                f"{m} {r[m]['gap']:.4g} [{r[m]['ci_low']:.4g}, {r[m]['ci_high']:.4g}]" for m in ("dot", "cosine")
+            )
+        )
     t = s["timing"]
     print(
         f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s"
