@@ -63,25 +63,30 @@ class CountBatch:
     _P_q: object = field(default=None, repr=False)
 
     def __post_init__(self):
-        G, V1 = self.K.shape
-        E = self.ctx.shape[0]
-        ones = np.ones(E)
-        self._P_ctx = sp.csr_matrix((ones, (self.ctx, np.arange(E))), shape=(G, E))
-        self._P_q = sp.csr_matrix((ones, (self.qtok, np.arange(E))), shape=(V1, E))
         self._collapsed = None
+
+    def _scatter(self, which: str):
+        """The sparse ``(G, E)`` context (``which="ctx"``) or ``(V1, E)`` query-token scatter matrix,
+        built on first use (a merged batch that only goes to positions never needs them)."""
+        attr = "_P_ctx" if which == "ctx" else "_P_q"
+        if getattr(self, attr) is None:
+            E = self.ctx.shape[0]
+            idx, n = (self.ctx, self.K.shape[0]) if which == "ctx" else (self.qtok, self.K.shape[1])
+            setattr(self, attr, sp.csr_matrix((np.ones(E), (idx, np.arange(E))), shape=(n, E)))
+        return getattr(self, attr)
 
     @property
     def groups(self) -> Groups:
         """Query groups for the count path of :func:`theorycheck.nn.layers.attention_forward`."""
-        return Groups(qtok=self.qtok, ctx=self.ctx, P_q=self._P_q)
+        return Groups(qtok=self.qtok, ctx=self.ctx, P_q=self._scatter("q"))
 
     def context_sum(self, A):
         """Rows of ``A`` (E, ...) summed per context, shape (G, ...)."""
-        return self._P_ctx @ A
+        return self._scatter("ctx") @ A
 
     def token_sum(self, A):
         """Rows of ``A`` (E, ...) summed per query token, shape (V1, ...)."""
-        return self._P_q @ A
+        return self._scatter("q") @ A
 
     def to_positions(self) -> PositionBatch:
         """The same batch as a :class:`PositionBatch` with one row per distinct token of a context.
@@ -123,7 +128,8 @@ class CountBatch:
         the loss is linear in the targets, so groups of one context merge exactly.
         """
         if self._collapsed is None:
-            self._collapsed = (np.asarray(self._P_ctx @ self.Y), np.asarray(self._P_ctx @ self.weight))
+            P = self._scatter("ctx")
+            self._collapsed = (np.asarray(P @ self.Y), np.asarray(P @ self.weight))
         return self._collapsed
 
 
