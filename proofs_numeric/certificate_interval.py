@@ -10,6 +10,14 @@ table value L* = 0.961770 to its printed digits. For the identity W^V (two varia
 neighbourhood ``alpha in [3, 7], beta in [-3, 2]`` of the SPEC §4.3(b) optimum and the gap is reported
 (at most 2e-3 with a 300-box budget: the two-variable
 bound converges slowly along the shallow beta valley; it is a lower bound at any budget).
+
+Precondition found by ``verify --explore`` (a finding about ``interval_certificate``, not about the
+solver): for the block W^V, ``interval_certificate`` builds the stage-1 constants ``(A, B0, gamma)``
+from the informative formula of SPEC §4.2 for every configuration, while at ``tau = T`` (constant
+context) the minimum-norm ``W^V`` is the rank-one ``u mu^T / ||mu||^2`` with ``A = B0``
+(``stage1_block_constants``). The certificate then bounds a different loss: minimal counterexample
+T = 2, v = 1, tau = 2, p = 0.05/0.05/0 gives certified ``[0.475045, 0.475045]`` while the solver's
+(and the closed form's) optimum is 0.5. The claim therefore requires ``tau < T``.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from __future__ import annotations
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention
 from theorycheck.solvers._interval import interval_certificate
-from theorycheck.strategies import masking_grid_params, model_params, params
+from theorycheck.strategies import masking_grid_params, model_params, params, tau_below_T
 
 from ._stage1 import SPEC_MASKING, models
 
@@ -104,4 +112,5 @@ CLAIM = Claim(
     ),
     falsify=falsify,
     domain=domain,
+    preconditions=(("tau < T (the certificate's stage-1 W^V constants are the informative case)", tau_below_T),),
 )
