@@ -226,3 +226,14 @@ def test_x0_only_steers_the_search():
     good = I.interval_certificate(tm, mk, "identity", box=box, tol=1e-9)
     far = I.interval_certificate(tm, mk, "identity", box=box, tol=1e-9, x0=(7.5, 3.5))
     assert far.lower <= good.upper and good.lower <= far.upper
+
+
+@pytest.mark.parametrize("engine", ["numpy", "mpmath"])
+@pytest.mark.parametrize("T,v", [(2, 1), (4, 3)])
+def test_block_at_tau_equal_T_uses_the_constant_context_value_matrix(T, v, engine):
+    # tau = T: W^V = u mu^T / ||mu||^2 (SPEC §4.2 constant context); the loss is flat in log K
+    tm, mk = tc.TopicModel(T=T, v=v, tau=T), tc.Masking()
+    cert = I.interval_certificate(tm, mk, "block", box=((-6.0, 10.0),), tol=1e-9, engine=engine)
+    F = alpha_beta_loss_logK(np.linspace(-6.0, 10.0, 801), tm, mk)
+    assert cert.lower <= float(np.min(F)) + 1e-15 and cert.gap <= 1e-9
+    assert abs(cert.lower - tm.min_value_loss()) <= 1e-9  # SPEC §4.0: 1 - 1/(tau v)

@@ -47,7 +47,7 @@ from mpmath import iv
 
 from .._validate import check_choice, check_int, check_real
 from ..config import Masking, TopicModel, check_models
-from ._rational import rational_masking
+from ._rational import rational_masking, rational_value_constants
 
 __all__ = ["IntervalCertificate", "interval_certificate", "interval_loss", "DEFAULT_BOXES"]
 
@@ -144,9 +144,8 @@ def _setup(tm: TopicModel, mk: Masking, value: str, constants=None, make=None) -
     c = dict(rho=rho, eta=eta, q=q, D_in=1 - rho * v, D_out=1 - eta * v)
     c.update(p_mask=1 - e["p_c"] - e["p_r"], p_c=e["p_c"], p_r=e["p_r"])
     if value == "block":
-        if constants is None:  # stage-1 minimum-norm constants, informative formula (as stage1_block_constants)
-            B0 = -(r * (a + r) + T * v * q * q) / (a * v * T * ((a + r) ** 2 + T * v * q * q))
-            constants = (B0 + 1 / (a * v), B0, q * (T * v * B0 + 1 / a) / (a + r))
+        if constants is None:  # stage-1 minimum-norm constants, exact (informative or constant-context case)
+            constants = rational_value_constants(tm, mk)[:3]
         A, B0, gamma = (Fraction(x) for x in constants)
         c.update(B0=B0, gamma=gamma, d=A - B0)
     return {k: (make or _iv)(x) for k, x in c.items()} | {"eta_zero": eta == 0}
