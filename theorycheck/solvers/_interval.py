@@ -32,6 +32,11 @@ box with the smallest lower bound is bisected along its widest side until
 current upper bound cannot hold a minimiser and are discarded; the hull of the boxes left with
 ``lower <= upper`` encloses every global minimiser in the search box (``argmin``).
 
+Engines: the above is ``engine="mpmath"`` (the scalar reference). The default ``engine="numpy"``
+(:mod:`._interval_vec`) evaluates the same formulas on arrays of boxes with outward-rounded float
+intervals, adds a second-order bound at the float minimiser (interval Hessian) and bounds all open
+boxes of a round at once; it falls back to mpmath when a constant leaves the float range.
+
 Scope: squared loss, uniform-tau prior, the search box only (the loss at the box's edges is part
 of the bound, the loss outside is not).
 """
