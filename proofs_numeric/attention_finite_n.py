@@ -5,7 +5,17 @@ Finite documents are simulated by an independent code path (``theorycheck.montec
 sampled topic sets and words, BERT masking, attention over the actual positions, the query's own
 position among the keys). The claim: the gap ``L_MC(N) - L(inf)`` scales like 1/N, i.e.
 ``N * gap`` at N = 400 equals ``N * gap`` at N = 50 within 4 combined standard errors plus 25%
-(room for the O(1/N^2) term).
+(room for the O(1/N^2) term), with or without masked keys (``mask_keys``).
+
+Precondition found by ``verify --explore``: with ``mask_keys`` a document whose every position is
+selected and not kept has no visible key (probability ``(1 - a)^N``), which decays exponentially, not
+like 1/N; when ``1 - a`` is large it dominates the gap at N = 50. Minimal counterexample: T = 2, v = 1,
+tau = 1, p_m = 0.95, p_c = p_r = 0, alpha = beta = 0: exact loss 180.97, Monte Carlo 167.23 at N = 50
+(0.95^50 = 7.7% of documents without a key) and 180.97 at N = 400, so N gap is -687 at N = 50 and 2e-9
+at N = 400. The same holds for documents without a selected position (probability ``(1 - p_m)^N``, conditioned
+away): T = 2, v = 1, tau = 1, p_m = 0.05, p_c = 0.85, alpha = 4 gives N gap 0.00316 at N = 50 and
+0.00144 at N = 400. The claim's 1/N scaling therefore needs ``(1 - p_m)^50 <= 1e-6`` and, when keys
+are masked, ``(1 - a)^50 <= 1e-6``.
 
 That first check cannot tell 1/N from 1/N^2 decay. The second configuration (``kind="exact"``) is
 sharp: at each of several fixed N the Monte Carlo mean must equal the exact finite-N expectation
@@ -24,10 +34,15 @@ from theorycheck.finite_exact import exact_finite_loss
 from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close
+from theorycheck.strategies import choices, masking_grid_params, model_params, params, seeds
 
 from ._attention_common import models
 
 NS = (50, 400)
+#: rounding floor of a loss value: where every document has the same loss (T = 2, v = 1, tau = 1, found by
+#: ``verify --explore``) the standard error is 0 and the gap is rounding (4e-15, i.e. 1.6e-12 for N gap at N = 400);
+#: the tolerances add ROUND to a loss and N * ROUND to N gap
+ROUND = 1e-13
 
 
 def _random_point(tm, seed):
@@ -48,8 +63,9 @@ def check_exact(params, inject):
             compare_close(
                 est.mean,
                 exact,
-                4.0 * est.stderr,
+                4.0 * est.stderr + ROUND,
                 details={f"E_N[N={N}]": exact, f"mc[N={N}]": est.mean, f"z[N={N}]": (est.mean - exact) / est.stderr},
+                label=f"Monte Carlo = exact E_N at N = {N} (4 SE)",
             )
         )
     res = compare_all(subs)
@@ -64,12 +80,13 @@ def check(params, inject=None):
     tm, mk = models(params)
     S = alpha_beta_score_matrix(params["alpha"], params["beta"], tm)
     W = alpha_beta_value_matrix(tm, mk)
-    g = finite_n_gap(S, W, tm, mk, NS, n_docs=params["n_docs"], seed=params["seed"])
+    mask_keys = params.get("mask_keys", False)
+    g = finite_n_gap(S, W, tm, mk, NS, n_docs=params["n_docs"], seed=params["seed"], mask_keys=mask_keys)
     exact = g["exact"] + inject.get("exact_shift", 0.0)
     gap = g["mc"] - exact
     ng = np.array(NS) * gap
     se = np.array(NS) * g["stderr"]
-    tol = 4.0 * float(np.hypot(*se)) + 0.25 * abs(ng[0])
+    tol = 4.0 * float(np.hypot(*se)) + 0.25 * abs(ng[0]) + NS[1] * ROUND
     res = compare_close(
         ng[1],
         ng[0],
@@ -80,9 +97,32 @@ def check(params, inject=None):
             "exact": float(exact),
             "mc_400": float(g["mc"][1]),
         },
+        label="N gap at N = 400 = N gap at N = 50 (4 SE + 25%)",
     )
     res.data["gap"] = (np.array(NS), gap, g["stderr"])
     return res
+
+
+def visible_keys_likely(p: dict) -> bool:
+    """Precondition: exponentially rare documents are negligible at N = 50 (module docstring): without a
+    selected position, ``(1 - p_m)^50 <= 1e-6``, and with ``mask_keys`` without a visible key,
+    ``(1 - a)^50 <= 1e-6`` (``a = 1 - p_m (1 - p_c)``)."""
+    if (1.0 - p["p_m"]) ** NS[0] > 1e-6:  # documents without a selected position (conditioned away)
+        return False
+    return not p.get("mask_keys", False) or (p["p_m"] * (1.0 - p["p_c"])) ** NS[0] <= 1e-6
+
+
+def domain():
+    """Either kind on small models, maskings on a 0.05 grid (p_c != p_r), any seed. O(1/N) kind: T <= 4,
+    v <= 3, (alpha, beta) on a grid, with or without masked keys, 3000 documents at N = 50 and 400.
+    Exact kind: T <= 3, v <= 2 (at most 48^3 enumerated documents), N = 2, 3, 20000 documents each."""
+    ab = choices(alpha=(0.0, 1.0, 2.0, 4.0), beta=(0.0, -1.0, 1.0), mask_keys=(False, True))
+    grid = masking_grid_params(step=0.05)
+    gap_kind = params(model_params(max_T=4, max_v=3), grid, ab, seeds(max_seed=1000), n_docs=3000)
+    exact_kind = params(
+        model_params(max_T=3, max_v=2), grid, seeds(max_seed=1000), kind="exact", Ns=(2, 3), n_docs=20000
+    )
+    return gap_kind | exact_kind
 
 
 def falsify(params):
@@ -116,4 +156,6 @@ CLAIM = Claim(
     ),
     falsify=falsify,
     plot=plot,
+    domain=domain,
+    preconditions=(("(1 - p_m)^50 <= 1e-6 and, with mask_keys, (1 - a)^50 <= 1e-6", visible_keys_likely),),
 )

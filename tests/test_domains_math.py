@@ -119,3 +119,72 @@ def test_embedding_block_sum_identity_needs_tau_below_T():
     cx = out.counterexample
     assert (cx["T"], cx["v"], cx["tau"], cx["d"]) == (2, 1, 2, 2)
     assert out.result.label == "max |a (own - other) - 1| <= 1e-5"
+
+
+NEW_DOMAINS = (
+    "attention.finite-n",
+    "certificate.interval",
+    "certificate.rational",
+    "embedding.bias-min-norm",
+    "embedding.gd-small-init",
+    "embedding.min-dim",
+    "embedding.min-norm-gram",
+    "embedding.same-topic-larger",
+    "embedding.zero-mask-block-sums",
+)
+
+
+def test_every_math_claim_has_a_documented_domain():
+    """Every attention/certificate/dynamics/embedding claim declares a domain whose docstring states its bound."""
+    ids = {c.id for c in MATH}
+    assert set(NEW_DOMAINS) <= ids
+    missing = [c.id for c in MATH if c.domain is None]
+    assert not missing, missing
+    undocumented = [c.id for c in MATH if not (c.domain.__doc__ or "").strip()]
+    assert not undocumented, undocumented
+
+
+@pytest.mark.parametrize(
+    ("claim_id", "label"),
+    [
+        ("embedding.bias-min-norm", "max |G (SDP) - formula| <= 1e-6"),
+        ("embedding.min-norm-gram", "rank G = T"),
+    ],
+)
+def test_embedding_optima_need_tau_below_T(claim_id, label):
+    """Without tau < T the single-law case refutes the generic block form: the minimal tau = T = 2, v = 1."""
+    claim = get_claim(claim_id)
+    assert [d for d, _ in claim.preconditions] == ["tau < T"]
+    out = explore_claim(claim, 20, seed=0, preconditions=())
+    assert out.verdict == "REFUTED"
+    cx = out.counterexample
+    assert (cx["T"], cx["v"], cx["tau"]) == (2, 1, 2)
+    assert (cx["p_m"], cx["p_c"], cx["p_r"]) == (0.05, 0.0, 0.0)
+    assert out.result.label == label
+    assert not claim.satisfies(cx)
+
+
+def test_zero_mask_block_sums_skips_stalled_lbfgs():
+    """The explore finding: from the large init at d = T, L-BFGS seed 0 stalls (loss gap 1/9) at T = 3, v = 3,
+    tau = 1, p = 0.05/0/0; the claim measures only certified minimisers, and its check passes there."""
+    from proofs_numeric._embedding_common import trained_embedding_zero_mask
+    from proofs_numeric.embedding_zero_mask_block_sums import GAP_TOL, _certified_minimisers
+    from theorycheck import Masking, TopicModel
+    from theorycheck.population import embedding_loss
+
+    tm, mk = TopicModel(T=3, v=3, tau=1), Masking(0.05, 0.0, 0.0)
+    stalled = trained_embedding_zero_mask(tm, mk, 3, seed=0, init_scale=1.0)
+    assert embedding_loss(stalled, tm, mk) - tm.min_value_loss() > 0.1
+    (W,) = _certified_minimisers(tm, mk, 3, 1)
+    assert embedding_loss(W, tm, mk) - tm.min_value_loss() <= GAP_TOL
+    params = dict(T=3, v=3, tau=1, p_m=0.05, p_c=0.0, p_r=0.0, d=3, n_inits=1)
+    assert get_claim("embedding.zero-mask-block-sums").run(params).passed
+
+
+def test_certificate_interval_needs_tau_below_T():
+    """The explore finding: at tau = T the interval certificate bounds another loss (informative-case W^V
+    constants), so the claim's precondition excludes it; below T the same small model passes."""
+    claim = get_claim("certificate.interval")
+    cx = dict(T=2, v=1, tau=2, p_m=0.05, p_c=0.05, p_r=0.0, value="block", tol=1e-9, max_boxes=2000, max_gap=2e-9)
+    assert not claim.satisfies(cx)
+    assert claim.run({**cx, "T": 3}).passed
