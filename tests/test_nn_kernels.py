@@ -181,3 +181,31 @@ def test_doc_attention_example():
     out, Aflat, _ = doc_attention(P, np.zeros(2), np.array([0, 2]), 1, 1, 1.0)
     np.testing.assert_allclose(out[:, 0], [17.5, 17.5], rtol=1e-15)
     np.testing.assert_allclose(Aflat, [0.25, 0.75, 0.25, 0.75], rtol=1e-15)
+
+
+@settings(max_examples=20)
+@given(st.lists(st.integers(1, 6), min_size=1, max_size=3), st.integers(1, 3), st.integers(1, 4), st.integers(0, 2**31))
+def test_doc_attention_shared_values_keeps_heads_apart(sizes, H, dv, seed):
+    """``shared_values``: one value block for every head, heads side by side: head ``h``'s block ==
+    the summed kernel run with only head ``h`` (its own Q, K and that V); backward == finite differences."""
+    rng = np.random.default_rng(seed)
+    da = 2
+    start = np.concatenate([[0], np.cumsum(sizes)])
+    R = int(start[-1])
+    QK, V = rng.normal(size=(R, 2 * H * da)), rng.normal(size=(R, dv))
+    logw = np.log(rng.integers(1, 3, size=R).astype(float))
+    queries = np.flatnonzero(rng.random(R) < 0.6)
+    P = np.concatenate([QK, V], axis=1)
+    out, Aflat, idx = doc_attention(P, logw, start, H, da, 0.9, queries=queries, shared_values=True)
+    assert out.shape == (queries.size, H * dv)
+    for h in range(H):
+        Ph = np.concatenate([QK[:, h * da : (h + 1) * da], QK[:, (H + h) * da : (H + h + 1) * da], V], axis=1)
+        ref = doc_attention(Ph, logw, start, 1, da, 0.9, queries=queries)[0]
+        np.testing.assert_allclose(out[:, h * dv : (h + 1) * dv], ref, rtol=1e-12, atol=1e-12)
+    G = rng.normal(size=out.shape)
+    dP = doc_attention_backward(P, Aflat, idx, G, da, 0.9)
+
+    def f(p):
+        return float(np.sum(G * doc_attention(p, logw, start, H, da, 0.9, queries=queries, shared_values=True)[0]))
+
+    check_gradient(f, P, dP, seed=seed).assert_ok()

@@ -215,6 +215,44 @@ def _doc_values(P, r0, n, H, vo0, dv):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _values_fwd(Ad, P, r0, n, H, vo, dv, shared, out):
+    """``out = [A_1 .. A_H] [V_1; ..; V_H]`` (summed heads), or with ``shared`` (one value block
+    ``V = P[:, vo : vo + d_v]`` for every head) the heads side by side ``out = [A_1 V | .. | A_H V]``."""
+    if n == 0:
+        out[:] = 0.0
+        return
+    if not shared:
+        np.dot(Ad, _doc_values(P, r0, n, H, vo, dv), out)
+        return
+    V = _doc_values(P, r0, n, 1, vo, dv)
+    for h in range(H):
+        Y = np.dot(np.ascontiguousarray(Ad[:, h * n : (h + 1) * n]), V)
+        out[:, h * dv : (h + 1) * dv] = Y
+
+
+@numba.njit(cache=True, fastmath=False)
+def _values_bwd(Ad, Gd, P, r0, n, H, vo, dv, shared, dP):
+    """Backward of :func:`_values_fwd`: writes (``shared``: accumulates over heads) ``dV`` into the
+    value columns of ``dP`` and returns ``dA = [G V_1^T | .. | G V_H^T]`` (``shared``: ``G_h V^T``)."""
+    if not shared:
+        dA = np.dot(Gd, _doc_values(P, r0, n, H, vo, dv).T)
+        dV = np.dot(Ad.T, Gd)  # (H n, d_v)
+        for h in range(H):
+            for j in range(n):
+                dP[r0 + j, vo + h * dv : vo + (h + 1) * dv] = dV[h * n + j]
+        return dA
+    V = _doc_values(P, r0, n, 1, vo, dv)
+    dA = np.empty((Ad.shape[0], H * n))
+    for h in range(H):
+        Gh = np.ascontiguousarray(Gd[:, h * dv : (h + 1) * dv])
+        dA[:, h * n : (h + 1) * n] = np.dot(Gh, V.T)
+        dV = np.dot(np.ascontiguousarray(Ad[:, h * n : (h + 1) * n]).T, Gh)
+        for j in range(n):
+            dP[r0 + j, vo : vo + dv] += dV[j]
+    return dA
+
+
+@numba.njit(cache=True, fastmath=False)
 def _rows_block(P, rows, col0, width):
     """``P[rows, col0 : col0 + width]`` as a contiguous array."""
     out = np.empty((rows.shape[0], width))
@@ -227,7 +265,7 @@ def _rows_block(P, rows, col0, width):
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _doc_attention_fwd(P, logw, start, qrows, qstart, aoff, H, da, dv, c, Aflat, out):
+def _doc_attention_fwd(P, logw, start, qrows, qstart, aoff, H, da, dv, shared, c, Aflat, out):
     nq = H * da
     for d in numba.prange(start.shape[0] - 1):
         r0 = start[d]
@@ -246,14 +284,11 @@ def _doc_attention_fwd(P, logw, start, qrows, qstart, aoff, H, da, dv, c, Aflat,
                 for j in range(n):
                     a[j] = c * s[j] + lw[j]  # -inf log-weight: not a key, weight exactly 0
                 _softmax_row(a, a)
-        if n > 0:
-            np.dot(Ad, _doc_values(P, r0, n, H, 2 * nq, dv), out[q0:q1])
-        else:
-            out[q0:q1] = 0.0
+        _values_fwd(Ad, P, r0, n, H, 2 * nq, dv, shared, out[q0:q1])
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _doc_attention_bwd(P, Aflat, G, start, qrows, qstart, aoff, H, da, dv, c, dP):
+def _doc_attention_bwd(P, Aflat, G, start, qrows, qstart, aoff, H, da, dv, shared, c, dP):
     nq = H * da
     for d in numba.prange(start.shape[0] - 1):
         r0 = start[d]
@@ -262,15 +297,7 @@ def _doc_attention_bwd(P, Aflat, G, start, qrows, qstart, aoff, H, da, dv, c, dP
         if q1 == q0 or n == 0:
             continue
         Ad = Aflat[aoff[d] : aoff[d + 1]].reshape((q1 - q0, H * n))
-        Gd = G[q0:q1]
-        dA = np.dot(Gd, _doc_values(P, r0, n, H, 2 * nq, dv).T)  # (nq_d, H n)
-        dVst = np.dot(Ad.T, Gd)  # (H n, d_v)
-        for h in range(H):
-            for j in range(n):
-                src = dVst[h * n + j]
-                dst = dP[r0 + j]
-                for k in range(dv):
-                    dst[2 * nq + h * dv + k] = src[k]
+        dA = _values_bwd(Ad, G[q0:q1], P, r0, n, H, 2 * nq, dv, shared, dP)  # (nq_d, H n)
         keys = np.arange(r0, r0 + n)
         for h in range(H):
             dS = np.empty((q1 - q0, n))
@@ -307,7 +334,7 @@ class DocAttention:
         else:
             self.qrows = np.ascontiguousarray(queries, dtype=np.int64)
             self.qstart = np.searchsorted(self.qrows, self.start).astype(np.int64)
-        self.H = H
+        self.H, self.shared = H, False
         sizes = np.diff(self.qstart) * H * np.diff(self.start)
         self.aoff = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
 
@@ -321,7 +348,7 @@ class DocAttention:
         return out
 
 
-def doc_attention(P, logw, start, H: int, da: int, c: float, queries=None):
+def doc_attention(P, logw, start, H: int, da: int, c: float, queries=None, shared_values: bool = False):
     """Softmax attention of packed documents, fused per document (Numba, parallel over documents).
 
     ``P`` (R, H (2 d_a + d_v)) holds the projections ``[Q_1 .. Q_H | K_1 .. K_H | V_1 .. V_H]`` of the
@@ -330,27 +357,37 @@ def doc_attention(P, logw, start, H: int, da: int, c: float, queries=None):
     ``queries``) of document ``d`` and head ``h`` (SPEC §3.1, row form):
     ``A_h[q, j] = softmax_j(c Q_h[q] . K_h[j] + logw[j])`` over the rows ``j`` of ``d`` and
     ``out[q] = sum_h sum_j A_h[q, j] V_h[j]`` (one product ``[A_1 .. A_H] [V_1; ..; V_H]`` per
-    document). Returns ``(out (Rq, d_v), Aflat, index)`` (:class:`DocAttention`; ``index.maps(Aflat)``
-    unpacks the attention)."""
+    document). With ``shared_values`` the last ``d_v`` columns of ``P`` are one value block ``V`` for
+    every head and the heads are not summed: ``out[q] = [sum_j A_1[q, j] V[j] | .. | A_H ..]`` (Rq, H d_v)
+    (e.g. ``V = X``, the projection by ``W^V_h`` applied afterwards, to the query rows only).
+    Returns ``(out, Aflat, index)`` (:class:`DocAttention`; ``index.maps(Aflat)`` unpacks the attention)."""
     P = np.ascontiguousarray(P, dtype=np.float64)
     idx = DocAttention(start, H, queries)
-    dv = (P.shape[1] - 2 * H * da) // H
+    dv = _value_width(P, H, da, shared_values)
     Aflat = np.empty(int(idx.aoff[-1]))
-    out = np.empty((idx.qrows.size, dv))
+    out = np.empty((idx.qrows.size, dv * (H if shared_values else 1)))
     lw = np.ascontiguousarray(logw, dtype=np.float64)
-    _doc_attention_fwd(P, lw, idx.start, idx.qrows, idx.qstart, idx.aoff, H, da, dv, float(c), Aflat, out)
+    args = (H, da, dv, bool(shared_values), float(c))
+    _doc_attention_fwd(P, lw, idx.start, idx.qrows, idx.qstart, idx.aoff, *args, Aflat, out)
+    idx.shared = bool(shared_values)
     return out, Aflat, idx
+
+
+def _value_width(P, H, da, shared):
+    return P.shape[1] - 2 * H * da if shared else (P.shape[1] - 2 * H * da) // H
 
 
 def doc_attention_backward(P, Aflat, idx, G, da: int, c: float):
     """Gradient of :func:`doc_attention` w.r.t. ``P`` given ``G = dL/dout`` (Rq, d_v): with
     ``dA_h[q, j] = G[q] . V_h[j]`` and ``dS = c A_h (dA_h - sum_j A_h dA_h)``,
     ``dQ_h[q] = sum_j dS[q, j] K_h[j]``, ``dK_h[j] = sum_q dS[q, j] Q_h[q]``,
-    ``dV_h[j] = sum_q A_h[q, j] G[q]``, laid out like ``P`` (R, H (2 d_a + d_v))."""
+    ``dV_h[j] = sum_q A_h[q, j] G[q]``, laid out like ``P`` (R, H (2 d_a + d_v)); with shared values
+    (``G`` (Rq, H d_v) per head) ``dV[j] = sum_h sum_q A_h[q, j] G_h[q]``."""
     P = np.ascontiguousarray(P, dtype=np.float64)
     H = idx.H
-    dv = (P.shape[1] - 2 * H * da) // H
+    dv = _value_width(P, H, da, idx.shared)
     dP = np.zeros(P.shape)
     G = np.ascontiguousarray(G, dtype=np.float64)
-    _doc_attention_bwd(P, Aflat, G, idx.start, idx.qrows, idx.qstart, idx.aoff, H, da, dv, float(c), dP)
+    args = (H, da, dv, idx.shared, float(c))
+    _doc_attention_bwd(P, Aflat, G, idx.start, idx.qrows, idx.qstart, idx.aoff, *args, dP)
     return dP

@@ -207,16 +207,53 @@ def _head_rows(V, H: int, lay: _Rows):
 
 def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
     """Position path through the per-document Numba kernel :func:`~theorycheck.nn._kernels.doc_attention`
-    (no padded copies; the numpy route below is its reference)."""
+    (no padded copies; the numpy route below is its reference). With ``queries`` (fewer query rows
+    than keys) the values are applied after the attention, ``out = sum_h (A_h X) W_V[h]^T``: the
+    ``W^V`` products then run over the query rows only, not over every key row."""
     B, N = log_w.shape
     H, da = W_Q.shape[:2]
-    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), _stacked(W_Q, W_K, W_V))
+    X2 = X.reshape(-1, X.shape[-1])
+    late = queries is not None
+    P, cache["one_hot"] = _project(X2, _stacked(W_Q, W_K, W_V[:0] if late else W_V))
+    if late:
+        P = np.concatenate([P, X2], axis=1)  # [Q | K | X]: X is the one value block of every head
     flat = np.arange(B * N) if rows is None else rows
     start = np.searchsorted(flat // N, np.arange(B + 1))
-    out, A, idx = doc_attention(P, log_w.reshape(-1)[flat], start, H, da, c, queries=queries)
+    out, A, idx = doc_attention(P, log_w.reshape(-1)[flat], start, H, da, c, queries=queries, shared_values=late)
+    Y = None
+    if late:  # out = [A_1 X | .. | A_H X] (Rq, H d) -> sum_h (A_h X) W_V[h]^T
+        Y, out = out, out @ np.swapaxes(W_V, 1, 2).reshape(-1, W_V.shape[1])
     if rows is None and queries is None:
         out = out.reshape(X.shape)
-    return out, dict(cache, fused=(P, A, idx), queries=queries)
+    return out, dict(cache, fused=(P, A, idx, Y), queries=queries)
+
+
+def _fused_backward(dout, cache, need_dX, dX_in, grads):
+    """Backward of :func:`_fused_forward` (``Y = [A_1 X | .. | A_H X]`` when the values came after:
+    ``dW_V[h] = dout^T Y_h``, the kernel gets ``dY_h = dout W_V[h]`` and returns ``dX`` in its value
+    columns)."""
+    W_Q, W_K, W_V = cache["W"]
+    P, A, idx, Y = cache["fused"]
+    X = cache["X"]
+    X2 = X.reshape(-1, X.shape[-1])
+    nq, d = W_Q.shape[0] * W_Q.shape[1], W_V.shape[1]
+    dout = dout.reshape(-1, d)
+    if Y is not None:
+        grads["W_V"][...] = (dout.T @ Y).reshape(d, -1, d).swapaxes(0, 1)
+        dout = dout @ np.concatenate(list(W_V), axis=1)  # [dout W_V[0] | .. | dout W_V[H-1]]
+    dP = doc_attention_backward(P, A, idx, dout, W_Q.shape[1], cache["c"])
+    dPw = dP if Y is None else dP[:, : 2 * nq]
+    G = _weight_grads(dPw, X2, cache["one_hot"])
+    grads["W_Q"][...] = G[:nq].reshape(W_Q.shape)
+    grads["W_K"][...] = G[nq : 2 * nq].reshape(W_K.shape)
+    if Y is None:
+        grads["W_V"][...] = G[2 * nq :].reshape(W_V.shape)
+    dX = _start(X, dX_in, need_dX)
+    if need_dX:
+        dX += (dPw @ _stacked(W_Q, W_K, W_V[:0] if Y is not None else W_V)).reshape(X.shape)
+        if Y is not None:
+            dX += dP[:, 2 * nq :].reshape(X.shape)
+    return dX, grads
 
 
 def attention_forward(
@@ -355,12 +392,10 @@ def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
     grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
     if cache["groups"] is not None:
         return _count_backward(dout, cache, need_dX, dX_in, grads)
+    if cache["fused"] is not None:
+        return _fused_backward(dout, cache, need_dX, dX_in, grads)
     X = cache["X"]
-    if cache["fused"] is None:
-        dP = _position_dP(dout, cache)
-    else:
-        P, A, idx = cache["fused"]
-        dP = doc_attention_backward(P, A, idx, dout.reshape(-1, W_V.shape[1]), W_Q.shape[1], cache["c"])
+    dP = _position_dP(dout, cache)
     G = _weight_grads(dP, X.reshape(-1, X.shape[-1]), cache["one_hot"])
     nq = W_Q.shape[0] * W_Q.shape[1]
     grads["W_Q"][...] = G[:nq].reshape(W_Q.shape)
