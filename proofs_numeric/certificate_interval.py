@@ -10,13 +10,10 @@ certified optimal to that accuracy); the certified gap ``upper - lower`` is at m
 table value L* = 0.961770 to its printed digits. For the identity W^V (two variables, the default box
 ``alpha in [-10, 40], beta in [-40, 20]`` of ``optimal_attention``) the same 2e-9 bounds hold.
 
-Precondition found by ``verify --explore`` (a finding about ``interval_certificate``, not about the
-solver): for the block W^V, ``interval_certificate`` builds the stage-1 constants ``(A, B0, gamma)``
-from the informative formula of SPEC §4.2 for every configuration, while at ``tau = T`` (constant
-context) the minimum-norm ``W^V`` is the rank-one ``u mu^T / ||mu||^2`` with ``A = B0``
-(``stage1_block_constants``). The certificate then bounds a different loss: minimal counterexample
-T = 2, v = 1, tau = 2, p = 0.05/0.05/0 gives certified ``[0.475045, 0.475045]`` while the solver's
-(and the closed form's) optimum is 0.5. The claim therefore requires ``tau < T``.
+Found by ``verify --explore`` and fixed in ``interval_certificate`` (commit deeae47): at ``tau = T``
+(constant context) the certificate used the informative-case stage-1 constants and bounded another
+loss (T = 2, v = 1, tau = 2, p = 0.05/0.05/0: certified 0.475045 against the optimum 0.5). The domain
+keeps ``tau = T`` so that this case stays explored.
 """
 
 from __future__ import annotations
@@ -24,7 +21,7 @@ from __future__ import annotations
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention
 from theorycheck.solvers._interval import interval_certificate
-from theorycheck.strategies import masking_grid_params, model_params, params, tau_below_T
+from theorycheck.strategies import masking_grid_params, model_params, params
 
 from ._stage1 import SPEC_MASKING, models
 
@@ -110,5 +107,4 @@ CLAIM = Claim(
     ),
     falsify=falsify,
     domain=domain,
-    preconditions=(("tau < T (the certificate's stage-1 W^V constants are the informative case)", tau_below_T),),
 )

@@ -181,10 +181,10 @@ def test_zero_mask_block_sums_skips_stalled_lbfgs():
     assert get_claim("embedding.zero-mask-block-sums").run(params).passed
 
 
-def test_certificate_interval_needs_tau_below_T():
-    """The explore finding: at tau = T the interval certificate bounds another loss (informative-case W^V
-    constants), so the claim's precondition excludes it; below T the same small model passes."""
+def test_certificate_interval_at_tau_equal_T():
+    """The explore finding (fixed in interval_certificate): at tau = T the certificate bounds the
+    constant-context loss, so the minimal counterexample T = 2, v = 1, tau = 2 now passes."""
     claim = get_claim("certificate.interval")
     cx = dict(T=2, v=1, tau=2, p_m=0.05, p_c=0.05, p_r=0.0, value="block", tol=1e-9, max_boxes=2000, max_gap=2e-9)
-    assert not claim.satisfies(cx)
-    assert claim.run({**cx, "T": 3}).passed
+    assert claim.satisfies(cx)
+    assert claim.run(cx).passed
