@@ -11,8 +11,8 @@ per-layer growth factor of ``||W_K,l||_F ||W_Q,l||_F``. Must hold:
 1. in the first 30 steps ``||W^V||`` grows at least ``MIN_V_GROWTH`` = 1.93-fold while no layer's
    ``||W_K|| ||W_Q||`` grows by more than 1.5 (measured 3.20 and 1.30; seed 1: 2.81 and 1.14);
 2. stage 2 (some layer's ``||W_K|| ||W_Q||`` above 10x its initial value, the norm rule of
-   :func:`theorycheck.analysis.stats.detect_stages`) is reached within the 600 steps, at least 10 times
-   later than step 30 (measured step 470 for seeds 0 and 1), and after stage 1 ends.
+   :func:`theorycheck.analysis.stats.detect_stages`) is reached within the 600 steps, more than
+   ``MIN_STAGE2_OVER_EARLY`` = 8 times later than step 30 (measured step 470 for seeds 0 and 1), and after stage 1 ends.
 
 Tiers: the default ``verify`` trains the first 60 steps on seed 0 and checks part 1 only (the
 falsifier breaks part 1); stage 2 needs about 470 steps, so part 2 runs in ``verify --full``: 600
@@ -21,9 +21,9 @@ and of the stage-2 step. Thresholds, calibrated on seeds 100-104 (never judged; 
 ``||W^V||`` growth by step 30 was 2.998, 3.192, 3.002, 3.063, 2.879 -> ``halfway`` from the null 1 (no
 growth) gives ``MIN_V_GROWTH`` = 1.93 (was 2.5, set on seeds 0 and 1; the same step-30 values hold in
 both tiers). "Near its init" (``MAX_KQ_GROWTH`` = 1.5) is a definition, not fitted; the calibration
-seeds' largest growths were 1.144, 1.257, 1.159, 1.298, 1.321. ``MIN_STAGE2_OVER_EARLY`` (stage 2
-later than 10x the early step) is the claim's "much later"; see ``CALIBRATION`` for its calibration
-status.
+seeds' largest growths were 1.144, 1.257, 1.159, 1.298, 1.321. ``MIN_STAGE2_OVER_EARLY``: stage 2 started at
+16, 15, 18.6667, 16, 16.3333 x the early step (600 steps) -> ``halfway`` from the null 1 (stage 2
+together with stage 1) gives 8 (was 10, set on seeds 0 and 1).
 
 Finding (``verify --explore``): the claim does not hold for every seed. Seed 2548 (a random draw of
 the domain; the judged seeds 0-4 and calibration seeds 100-104 all pass part 1) has an SGD spike
@@ -51,7 +51,7 @@ MIN_V_GROWTH = 1.93
 #: Part 1: "W^K, W^Q near their init" means no layer's ``||W_K|| ||W_Q||`` grew by more than this (definition).
 MAX_KQ_GROWTH = 1.5
 #: Part 2: stage 2 must start later than this multiple of the early step (calibrated).
-MIN_STAGE2_OVER_EARLY = 10.0
+MIN_STAGE2_OVER_EARLY = 8.0
 
 
 def run(params: dict, inject: dict | None = None):
@@ -146,6 +146,7 @@ def plot(results):
 CALIBRATION = {
     ("default", "min_V_growth"): ("halfway", 1.0, (2.99805, 3.19185, 3.00158, 3.06296, 2.87883)),
     ("default", "max_KQ_growth"): ("definition", 1.5, (1.14355, 1.25693, 1.15895, 1.29826, 1.32123)),
+    ("full", "min_stage2_over_early"): ("halfway", 1.0, (16, 15, 18.6667, 16, 16.3333)),
 }
 
 DEFAULT = dict(steps=60, log_every=10, early_step=30, seed=0, stage2=False)
