@@ -14,7 +14,7 @@ import numpy as np
 
 from ._validate import check_choice, check_int, check_prob, check_real
 
-__all__ = ["TopicModel", "Masking", "PRIORS", "check_models", "token_topic"]
+__all__ = ["TopicModel", "Masking", "PRIORS", "check_models", "require_symmetric", "token_topic"]
 
 PRIORS = ("uniform-tau", "dirichlet")
 
@@ -232,3 +232,17 @@ def check_models(tm, mk=_NOT_GIVEN) -> None:
         raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
     if mk is not _NOT_GIVEN and not isinstance(mk, Masking):
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+
+
+def require_symmetric(tm, where: str, alternative: str) -> None:
+    """Raise ``TypeError`` if ``tm`` is a ``GeneralTopicModel``: ``where`` is symmetric-only by nature
+    (closed forms of the paper's disjoint, equal, uniform topics); the message names ``alternative``,
+    the function to use for any topic-word matrix (SPEC §11). Other types are left to
+    :func:`check_models`."""
+    from .general_model import is_general  # lazy: general_model imports this module
+
+    if is_general(tm):
+        raise TypeError(
+            f"{where} needs the paper's symmetric TopicModel (disjoint topics of v equally likely words), "
+            f"got a GeneralTopicModel; for any topic-word matrix use {alternative} (SPEC §11)"
+        )

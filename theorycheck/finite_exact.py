@@ -31,7 +31,7 @@ from scipy.special import softmax
 
 from ._memory import check_alloc
 from ._validate import check_array, check_int
-from .config import Masking, TopicModel, check_models
+from .config import Masking, TopicModel, check_models, require_symmetric
 from .population._moments import topic_sets
 
 __all__ = ["exact_finite_loss", "MAX_DOCUMENTS"]
@@ -84,6 +84,11 @@ def exact_finite_loss(S, W, tm: TopicModel, mk: Masking, N: int, b=None) -> floa
     b : array_like, shape (V1,), optional
         Decoder bias.
     """
+    require_symmetric(
+        tm,
+        "exact_finite_loss",
+        "montecarlo.mc_attention_loss(S, W, g, mk, N=N, n_docs=...) (Monte Carlo with a standard error)",
+    )
     check_models(tm, mk)
     if tm.prior != "uniform-tau":
         raise ValueError("exact_finite_loss needs prior='uniform-tau'")

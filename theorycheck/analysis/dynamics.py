@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import check_choice, check_loss, check_real
-from ..config import Masking, TopicModel, check_models
+from ..config import Masking, TopicModel, check_models, require_symmetric
 
 __all__ = ["Stage2Onset", "stage2_onset", "topic_contrast_basis"]
 
@@ -112,6 +112,7 @@ class Stage2Onset:
 def topic_contrast_basis(tm: TopicModel) -> np.ndarray:
     """Orthonormal basis (``V1 x (T-1)``) of the vectors constant on each topic's words, summing to
     zero, and zero on [MASK]: the directions in which attention first grows (module docstring)."""
+    require_symmetric(tm, "topic_contrast_basis", "analysis.topic_structure.word_topics(g) (dominant topics)")
     check_models(tm)
     B = np.zeros((tm.V1, tm.T))
     for t in range(tm.T):
@@ -201,6 +202,11 @@ def stage2_onset(
     mask_keys : bool
         Official-code key masking (``"dense"`` only).
     """
+    require_symmetric(
+        tm,
+        "stage2_onset",
+        "the SVD of population.attention_loss_grad(np.zeros((V1, V1)), solvers.stage1_value_matrix(g, mk), g, mk).dS",
+    )
     check_models(tm, mk)
     check_choice("method", method, ("closed-form", "dense"))
     loss = check_loss(loss)

@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._validate import check_array, check_int, check_real
-from ..config import TopicModel, check_models, token_topic
+from ..config import TopicModel, check_models, require_symmetric, token_topic
 
 __all__: list[str] = []
 
@@ -95,6 +95,11 @@ def embedding_topic_stats(W_E, tm: TopicModel) -> EmbeddingTopicStats:
         ``T < 2`` or ``v < 2`` (a pair class would be empty), a zero word embedding (cosine
         undefined), wrong shape or non-finite entries.
     """
+    require_symmetric(
+        tm,
+        "embedding_topic_stats",
+        "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)",
+    )
     W_E = _check_embedding(W_E, tm, "embedding_topic_stats")
     T, v = tm.T, tm.v
     if T < 2 or v < 2:
@@ -132,6 +137,9 @@ def topic_block_sums(W_E, tm: TopicModel) -> np.ndarray:
 
     Computed as ``W_E^T (W_E [1_1 .. 1_T])`` in ``O(d V1 T)`` without forming the Gram matrix.
     """
+    require_symmetric(
+        tm, "topic_block_sums", "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)"
+    )
     W_E = _check_embedding(W_E, tm, "topic_block_sums")
     topic_vecs = W_E[:, 1:].reshape(W_E.shape[0], tm.T, tm.v).sum(axis=2)  # (d, T)
     return W_E.T @ topic_vecs
@@ -151,6 +159,11 @@ def own_minus_other_block_sums(W_E, tm: TopicModel) -> np.ndarray:
     ValueError
         ``T < 2`` (no other topic), wrong shape or non-finite entries.
     """
+    require_symmetric(
+        tm,
+        "own_minus_other_block_sums",
+        "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)",
+    )
     W_E = _check_embedding(W_E, tm, "own_minus_other_block_sums")
     if tm.T < 2:
         raise ValueError(f"own_minus_other_block_sums needs T >= 2 (an other topic), got T={tm.T}")

@@ -87,7 +87,8 @@ class References:
             self._K_star = None
             mc = self.cfg.model
             if (
-                self.cfg.init_W_V == "stage1-optimum"
+                isinstance(self.tm, TopicModel)  # K* is the symmetric (alpha, beta) family's (SPEC §4.3)
+                and self.cfg.init_W_V == "stage1-optimum"
                 and "W_V" not in mc.train
                 and mc.loss == "squared"
                 and not mc.mask_keys

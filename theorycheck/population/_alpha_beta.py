@@ -22,7 +22,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
-from ..config import Masking, TopicModel, check_models, token_topic
+from ..config import Masking, TopicModel, check_models, require_symmetric, token_topic
 
 __all__ = [
     "alpha_beta_loss",
@@ -90,6 +90,11 @@ def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, f
     With ``T = 1`` there are no cross-topic entries and ``B0`` is reported as 0.
     Needs ``p_m > 0``; any prior.
     """
+    require_symmetric(
+        tm,
+        "stage1_block_constants",
+        "solvers.optimal_value_matrix(g, mk) (a LowRankMatrix) or solvers.stage1_value_matrix(g, mk)",
+    )
     check_models(tm, mk)
     mk.require_masked_positions("the stage-1 value problem")
     a, r, q = mk.a, mk.r, mk.q
@@ -156,6 +161,7 @@ def alpha_beta_value_matrix(
     :func:`block_token_matrix`. ``"identity"``: identity on words, ``W_00 = 0``.
     ``max_bytes``: memory limit of the dense array (:func:`theorycheck._memory.check_alloc`).
     """
+    require_symmetric(tm, "alpha_beta_value_matrix", "solvers.stage1_value_matrix(g, mk)")
     _check(tm, mk, value)
     if value == "identity":
         check_alloc("alpha_beta_value_matrix", (tm.V1, tm.V1), max_bytes=max_bytes, alternative=_VALUE_ALTERNATIVE)
@@ -181,6 +187,9 @@ def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_by
     ``S[x, x] = alpha`` for words, ``S[x, y] = beta`` for distinct words of one topic, 0 else.
     ``max_bytes``: memory limit of the dense array (:func:`theorycheck._memory.check_alloc`).
     """
+    require_symmetric(
+        tm, "alpha_beta_score_matrix", "analysis.landscape.family_scores(alpha, beta, solvers.cotopic_matrix(g))"
+    )
     check_models(tm)
     alpha = check_real("alpha", alpha)
     beta = check_real("beta", beta)
@@ -384,6 +393,11 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     random and equal); for identity a same-topic other word; another in-document topic; an
     out-of-document topic. Cost O(1) per point.
     """
+    require_symmetric(
+        tm,
+        "alpha_beta_loss",
+        "attention_loss(S, W, g, mk) with S = analysis.landscape.family_scores(alpha, beta, solvers.cotopic_matrix(g))",
+    )
     _check(tm, mk, value)
     loss = check_loss(loss)
     al = _as_float_array("alpha", alpha)
@@ -405,6 +419,11 @@ def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None, l
     ``constants``: optional ``(A, B0, gamma)`` of another block-constant ``W^V`` (row 0 zero);
     default the stage-1 minimum-norm constants.
     """
+    require_symmetric(
+        tm,
+        "alpha_beta_loss_logK",
+        "analysis.landscape.alpha_beta_grid(g, mk) or solvers.general_optimal_attention(g, mk)",
+    )
     _check(tm, mk)
     loss = check_loss(loss)
     lk = _as_float_array("logK", logK)
@@ -425,6 +444,7 @@ def alpha_beta_ce_loss(
     calls :func:`theorycheck.population.attention_loss` with ``loss="ce"`` (softmax over all V1
     outputs, including [MASK]). Scalar ``alpha``, ``beta``; cost O(C(T, tau) V1^3).
     """
+    require_symmetric(tm, "alpha_beta_ce_loss", "attention_loss(S, W, g, mk, loss='ce')")
     _check(tm, mk, value)
     from ._attention_loss import attention_loss
 

@@ -22,6 +22,8 @@ import numpy as np
 
 from .._memory import check_alloc
 from ..config import check_models
+from ..general_model import is_general
+from ._general import _check_mk
 from ._moments import masked_density, topic_density, topic_sets
 
 __all__ = ["PopulationContexts", "population_contexts"]
@@ -51,8 +53,15 @@ class PopulationContexts:
 
 
 def population_contexts(tm, mk, *, mask_keys: bool = False) -> PopulationContexts:
-    """Contexts, query groups and target weights of the exact population (see the module docstring)."""
-    check_models(tm, mk)
+    """Contexts, query groups and target weights of the exact population (see the module docstring).
+
+    A :class:`~theorycheck.general_model.GeneralTopicModel` (uniform-tau law) has the same contexts with
+    ``p_S = phi^T 1_S / tau`` and ``u = 1_W / n_words`` (SPEC §11.1): every density below dispatches.
+    """
+    if is_general(tm):  # SPEC §11.1
+        _check_mk(mk, "population_batch")
+    else:
+        check_models(tm, mk)
     if not isinstance(mask_keys, (bool, np.bool_)):
         raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
     mk.require_masked_positions("population_batch")

@@ -42,7 +42,7 @@ from scipy.special import logsumexp, softmax
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
-from ..config import Masking, TopicModel, check_models, token_topic
+from ..config import Masking, TopicModel, check_models, require_symmetric, token_topic
 from ._moments import masked_density, topic_density
 
 __all__ = ["symmetric_attention_loss", "alpha_beta_symmetric_loss", "alpha_beta_score_row", "block_value_apply"]
@@ -92,6 +92,9 @@ def symmetric_attention_loss(
     The caller guarantees the invariance of ``S`` and ``W`` under topic and within-topic word
     permutations; it is not checked (it would cost ``O(V1^2)``).
     """
+    require_symmetric(
+        tm, "symmetric_attention_loss", "attention_loss(S, W, g, mk) or attention_loss_estimate(S, W, g, mk)"
+    )
     check_models(tm, mk)
     if tm.prior != "uniform-tau":
         raise ValueError("symmetric_attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
@@ -169,6 +172,9 @@ def alpha_beta_symmetric_loss(
     ``value="block"``: the stage-1 constants (:func:`theorycheck.population.stage1_block_constants`)
     or ``constants=(A, B0, gamma)``; ``"identity"``: identity on words, ``W_00 = 0``.
     """
+    require_symmetric(
+        tm, "alpha_beta_symmetric_loss", "attention_loss(S, W, g, mk) or analysis.landscape.alpha_beta_grid(g, mk)"
+    )
     check_choice("value", value, ("block", "identity"))
     if value == "identity":
         apply = _identity_apply

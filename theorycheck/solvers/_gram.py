@@ -14,8 +14,10 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_array, check_int, check_real
-from ..config import Masking, TopicModel, check_models
+from ..config import Masking, TopicModel, check_models, require_symmetric
+from ..general_model import is_general
 from ..population._alpha_beta import block_token_matrix
+from ._general_gram import general_optimal_embedding_gram
 from ._symmetric import TokenMatrixShape
 
 __all__ = [
@@ -154,6 +156,9 @@ def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> Bloc
     ``tr G >= T/a + T gamma`` with ``1_W^T G 1_W = T v (1/a + T gamma) >= 0``, i.e.
     ``gamma >= -1/(a T)``; equality gives the block form above.
     """
+    require_symmetric(
+        tm, "closed_form_gram", "solvers.optimal_embedding_gram(g, mk) (the min-norm Gram as a LowRankMatrix)"
+    )
     check_embedding_models(tm, mk, "closed_form_gram")
     a, r, T, v = mk.a, mk.r, tm.T, tm.v
     if bias:
@@ -291,5 +296,11 @@ def min_embedding_dim(tm: TopicModel, mk: Masking, *, bias: bool = False) -> int
     densities ``p_t = 1_t / v`` forces ``rank G >= T``. With a free bias (``bias=True``): ``T - 1``
     (``G (m_t - m_s) = p_t - p_s`` for ``T - 1`` independent differences), and 0 with a single
     document law (the bias alone is optimal).
+
+    A :class:`~theorycheck.general_model.GeneralTopicModel`: the rank of its min-norm Gram
+    ``Y (X^T Y)^+ Y^T`` (SPEC §11.5), which equals ``rank span{p_theta}`` (every minimiser has
+    ``G m_theta = p_theta``, and the min-norm Gram's range lies in that of ``Y``).
     """
+    if is_general(tm):  # SPEC §11.5
+        return int(general_optimal_embedding_gram(tm, mk, bias=bias).info["rank"])
     return closed_form_gram(tm, mk, bias=bias).rank()

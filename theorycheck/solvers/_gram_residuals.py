@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_array
-from ..config import Masking, TopicModel
+from ..config import Masking, TopicModel, require_symmetric
 from ..population._embedding_loss import _kernel_threads
 from ..population._moments import moments
 from ..population._value_loss import value_loss, value_loss_grad
@@ -89,6 +89,11 @@ def embedding_minimiser_violation(W_E, tm: TopicModel, mk: Masking, *, W_dec=Non
         Max absolute violation of the identities (0 for an exact minimiser; the loss excess
         is quadratic in it).
     """
+    require_symmetric(
+        tm,
+        "embedding_minimiser_violation",
+        "embedding_loss(W_E, g, mk) - solvers.optimal_embedding_gram(g, mk).fun (the loss gap)",
+    )
     from ..population._embedding_loss import _validate as _validate_loss
 
     check_embedding_models(tm, mk, "embedding_minimiser_violation")
@@ -108,6 +113,11 @@ def identifiable_part(G, tm: TopicModel, mk: Masking, *, bias: bool = False) -> 
     With ``bias=True`` the relevant span is that of the centred densities ``m_S - mu``
     (covariance ``Sigma - mu mu^T``).
     """
+    require_symmetric(
+        tm,
+        "identifiable_part",
+        "solvers.optimal_embedding_gram(g, mk) (the min-norm Gram) and moments(g, mk) (the range of Sigma)",
+    )
     check_embedding_models(tm, mk, "identifiable_part")
     G = check_array("G", G, shape=(tm.V1, tm.V1))
     Sigma, _ = _moments_for(tm, mk, bias)

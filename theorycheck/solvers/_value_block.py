@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import check_real
-from ..config import Masking, TopicModel, check_models
+from ..config import Masking, TopicModel, check_models, require_symmetric
 from ..population._alpha_beta import block_token_matrix, stage1_block_constants, stage1_constant_context
 from ._symmetric import TokenMatrixShape, TopicSym
 
@@ -116,6 +116,11 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
     reduced ridge quadratic (:func:`_ridge_constants`), ``case = "ridge"``.
     With ``T = 1`` there are no cross-topic entries and ``B0`` is reported as 0.
     """
+    require_symmetric(
+        tm,
+        "value_block_constants",
+        "solvers.optimal_value_matrix(g, mk) (a LowRankMatrix) or solvers.stage1_value_matrix(g, mk)",
+    )
     check_stage1_models(tm, mk)
     reg = check_real("reg", reg, low=0.0)
     if reg > 0.0:

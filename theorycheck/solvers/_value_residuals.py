@@ -22,7 +22,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_array
-from ..config import Masking, TopicModel, token_topic
+from ..config import Masking, TopicModel, require_symmetric, token_topic
 from ..population._alpha_beta import stage1_constant_context
 from ..population._value_loss import value_loss_grad
 from ._value_block import BlockValueMatrix, block_hat, check_stage1_models, hat_moments, predicted_min_loss
@@ -133,6 +133,11 @@ def minimiser_violation(W, tm: TopicModel, mk: Masking, b=None, *, max_bytes=Non
     max_bytes : int, optional
         Memory limit for the ``(V1, T)`` block-sum arrays of a :class:`BlockValueMatrix`.
     """
+    require_symmetric(
+        tm,
+        "minimiser_violation",
+        "value_loss_grad(W, g, mk) (zero at a minimiser) or solvers.optimal_value_matrix(g, mk).residuals",
+    )
     check_stage1_models(tm, mk)
     T, v, V1, n = tm.T, tm.v, tm.V1, tm.n_words
     if isinstance(W, BlockValueMatrix):
