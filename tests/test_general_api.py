@@ -538,3 +538,28 @@ def test_every_table_entry_is_a_public_model_taker():
     takers = {id(getattr(o, "__func__", o)) for o in _public_model_takers().values()}
     for name in [*_BY_NAME, *NOT_MODEL_TAKERS]:
         assert id(_resolve(name)) in takers, name
+
+
+# ----------------------------------------------------------------------------- training probes
+LAYOUT_PROBES = ("value_structure", "embedding_structure", "effective_K", "attention_classes")
+
+
+def _general_probe_context():
+    from theorycheck.nn import ModelConfig, TrainConfig, Trainer
+
+    mc = ModelConfig(V1=G_OVERLAP.V1, attention="softmax", loss="squared")
+    cfg = TrainConfig(data=DataConfig.from_model(G_OVERLAP, MK, source="population"), model=mc, steps=2)
+    tr = Trainer(cfg, progress=False)
+    return tr, probes.ProbeContext(0, 1.0, 0.01, True, cfg, tr.tm, tr.mk, tr.stream, tr.refs)
+
+
+def test_layout_probes_refuse_a_general_run_and_the_trainer_uses_its_own():
+    """The built-in probes read the (T, v) layout (``cfg.data.v``, 10 by default for a general model):
+    on a general run they refuse instead of classifying every word into topic 0; the Trainer probes a
+    general model with its dominant-topic probes, none of which is a layout probe."""
+    tr, ctx = _general_probe_context()
+    for name in LAYOUT_PROBES:
+        with pytest.raises(TypeError, match=rf"probes\.{name} needs the paper's symmetric TopicModel.*nn\.Trainer"):
+            getattr(probes, name)(tr.model, ctx)
+        assert getattr(probes, name) not in tr.probes
+    assert probes.norms(tr.model, ctx)["norm_W_V"] >= 0.0

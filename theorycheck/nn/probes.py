@@ -18,10 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import stats
-from ..config import Masking, TopicModel
+from ..config import Masking, TopicModel, require_symmetric
 from .config import TrainConfig
 from .data import DataStream
 from .model_config import ModelConfig
+
+#: what a GeneralTopicModel run uses instead of the layout-based probes below (SPEC §11)
+_GENERAL = "nn.train / nn.Trainer, which probe a general model by dominant topics (nn._general_probes)"
 
 __all__ = [
     "ProbeContext",
@@ -163,6 +166,7 @@ def grad_norms(model, ctx) -> dict:
 
 def value_structure(model, ctx) -> dict:
     """Block score and contrast of ``W^V`` (layer 0, head 0; one-hot, T > 1), SPEC §4.2."""
+    require_symmetric(ctx.tm, "probes.value_structure", _GENERAL)
     if ctx.cfg.model.embedding != "one-hot" or ctx.cfg.data.T <= 1:
         return {}
     V, v = model.layers[0].params["W_V"][0], ctx.cfg.data.v
@@ -172,6 +176,7 @@ def value_structure(model, ctx) -> dict:
 def embedding_structure(model, ctx) -> dict:
     """Block score/contrast of the Gram ``W_E^T W_E`` and its distance to the min-norm Gram, whole
     and up to the loss's flat directions (``identifiable_part``, SPEC §4.1)."""
+    require_symmetric(ctx.tm, "probes.embedding_structure", _GENERAL)
     if model.embedding.one_hot or ctx.cfg.data.T <= 1:
         return {}
     W_E, v = model.embedding.params["W_E"], ctx.cfg.data.v
@@ -197,6 +202,7 @@ def value_distance(model, ctx) -> dict:
 
 def effective_K(model, ctx) -> dict:
     """Median effective ``K`` of the score matrix (layer 0, head 0) and its distance to ``K*`` (SPEC §4.3)."""
+    require_symmetric(ctx.tm, "probes.effective_K", _GENERAL)
     if ctx.cfg.model.attention != "softmax" or ctx.cfg.data.T <= 1:
         return {}
     rec = {"K_eff_median": float(np.median(stats.effective_K(model.score_matrix(), ctx.cfg.data.v)))}
@@ -212,6 +218,7 @@ def attention_classes(model, ctx) -> dict:
     multi-layer/multi-head softmax models add the same-topic : different-topic ratio of every head
     (``attn_topic_ratio_heads``, layer-major, pairs classified by input tokens as in the official
     ``inspect_result.py``) and its maximum."""
+    require_symmetric(ctx.tm, "probes.attention_classes", _GENERAL)
     toks = ctx.stream.eval_tokens() if ctx.full else None
     if toks is None:
         return {}
