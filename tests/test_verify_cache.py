@@ -161,3 +161,26 @@ def test_over_seeds_fraction_and_t_interval():
     assert over_seeds(one, {"seeds": [2, 3]}).passed
     with pytest.raises(ValueError, match="seeds"):
         over_seeds(one, {"seeds": []})
+
+
+def test_a_cache_hit_keeps_the_deciding_label(tmp_path):
+    """The row of a cached check names the same deciding sub-check as the fresh run; an entry written
+    before labels were stored still loads (with no label)."""
+    from theorycheck.report import Claim
+    from theorycheck.report.claims import compare_all, compare_close, compare_greater
+
+    def check(params, inject=None):
+        return compare_all([compare_greater(2.0, 0.0, label="first > 0"), compare_close(1.0, 1.01, 0.02, label="x")])
+
+    c = Claim("zz.label", "s", "DERIVED", "t", check, ({},), lambda p: {})
+    cache = ResultCache(tmp_path / "cache")
+    fresh = run_claims([c], progress=False, cache=cache)[0]
+    hit = run_claims([c], progress=False, cache=cache)[0]
+    assert fresh.result.label == "x" and hit.cached is not None and hit.result.label == "x"
+    (path,) = (tmp_path / "cache").glob("verify/*.json")
+    entry = json.loads(path.read_text())
+    del entry["result"]["label"]
+    entry["digest"] = _digest(entry["result"])
+    path.write_text(json.dumps(entry))
+    old = run_claims([c], progress=False, cache=cache)[0]
+    assert old.cached is not None and old.result.label == "" and old.verdict == "PASS"

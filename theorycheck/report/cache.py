@@ -235,7 +235,9 @@ def _digest(encoded) -> str:
     return hashlib.sha256(json.dumps(encoded, sort_keys=True, allow_nan=False).encode()).hexdigest()
 
 
-_RESULT_FIELDS = ("passed", "expected", "measured", "margin", "tolerance", "params", "details", "data")
+_RESULT_FIELDS = ("passed", "expected", "measured", "margin", "tolerance", "params", "details", "data", "label")
+#: Fields an entry written before they existed may lack (the ClaimResult default is used).
+_OPTIONAL_FIELDS = ("label",)
 
 
 class ResultCache:
@@ -263,7 +265,7 @@ class ResultCache:
             if entry.get("digest") != _digest(entry["result"]):
                 raise ValueError("content does not match its checksum")
             r = _decode(entry["result"])
-            res = ClaimResult(**{k: r[k] for k in _RESULT_FIELDS})
+            res = ClaimResult(**{k: r[k] for k in _RESULT_FIELDS if k in r or k not in _OPTIONAL_FIELDS})
             margin = float(res.margin)
             if res.passed != bool(r["passed"]) or (res.passed and not margin >= 0) or (not res.passed and margin > 0):
                 raise ValueError("stored verdict disagrees with its margin")
