@@ -14,6 +14,11 @@ with the max-shift of log-sum-exp (no ``fastmath``), parallel over rows. Rows wi
 (``K[g] == 0`` everywhere) give all-zero attention, like the reference. The position path uses
 the same fused row softmax on ``c S + log w`` (:func:`bias_softmax`, ``S`` per document and head),
 and the weight gradient of one-hot rows ``dW^T = X^T dP`` is a row scatter (:func:`scatter_rows`).
+On packed rows (documents contiguous, no padding) :func:`doc_attention` and
+:func:`doc_attention_backward` do a whole document's attention in one task, parallel over
+documents: scores, softmax and ``[A_1 .. A_H] [V_1; ..; V_H]`` forward, and ``dA``, the softmax
+backward, ``dQ, dK, dV`` backward, with the products as small BLAS calls on contiguous per-document
+blocks (the padded numpy route of :func:`theorycheck.nn.layers.attention_forward` is the reference).
 """
 
 from __future__ import annotations

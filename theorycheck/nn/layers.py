@@ -18,7 +18,11 @@ The same functions serve both evaluation paths of :class:`theorycheck.nn.Transfo
   attention; the projections of all heads are one GEMM ``X W_cat^T`` (a row gather when the rows
   of ``X`` are one-hot), the heads' attention rows are stored side by side ``[A_1 | ... | A_H]``
   so that ``sum_h A_h V_h`` is one product per document, and the backward collects ``dQ, dK, dV``
-  of all heads in ``dP`` (``dW_cat = dP^T X``, ``dX = dP W_cat``: one GEMM each);
+  of all heads in ``dP`` (``dW_cat = dP^T X``, ``dX = dP W_cat``: one GEMM each); on packed rows
+  the per-document part (scores, softmax, ``A V``, and their backward) is one Numba kernel parallel
+  over documents (:func:`~theorycheck.nn._kernels.doc_attention`; ``fused=False`` keeps the padded
+  numpy products as its reference), and when only some rows attend (``queries``, the last layer)
+  ``W^V`` is applied after the attention, to those rows only;
 - **count path** (one-layer, no positional encoding): ``X`` is the token table ``(W^E)^T``,
   shape ``(V1, d)``; the token scores ``S = c Q K^T`` are computed once and a query group
   ``e`` (context ``ctx[e]``, query token ``qtok[e]``) attends with
