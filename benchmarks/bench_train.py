@@ -27,10 +27,11 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from contextlib import contextmanager
 
 import numpy as np
 from _common import print_table, write_json
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from theorycheck.nn import ModelConfig, Trainer, Transformer, make_batch, make_optimizer, preset
 from theorycheck.sampling import mask_documents, sample_documents
@@ -111,10 +112,29 @@ def _numpy_steps_per_s(cfg, batches, count_based: str, threads: int = 1):
     n_numba = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        with threadpool_limits(threads):
+        with threadpool_limits(threads), _kernel_blas_serial():
             return _timed(step, batches)
     finally:
         numba.set_num_threads(n_numba)
+
+
+@contextmanager
+def _kernel_blas_serial():
+    """SciPy's OpenBLAS (the one Numba's ``np.dot`` calls inside the per-document kernels) at one
+    thread: those products are tiny and already run in parallel over documents; a second BLAS thread
+    per call only adds a hand-off to each of them."""
+    import scipy.linalg.cython_blas  # noqa: F401  (loads the library Numba's np.dot calls)
+
+    ctl = ThreadpoolController()
+    libs = [lib for lib in ctl.lib_controllers if "scipy" in os.path.basename(os.path.dirname(lib.filepath))]
+    prev = [lib.num_threads for lib in libs]
+    for lib in libs:
+        lib.set_num_threads(1)
+    try:
+        yield
+    finally:
+        for lib, n in zip(libs, prev):
+            lib.set_num_threads(n)
 
 
 def _torch_steps_per_s(cfg, batches, dtype: str, threads: int):
