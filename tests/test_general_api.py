@@ -20,6 +20,7 @@ takes a model must be added here, i.e. must either work or refuse clearly.
 from __future__ import annotations
 
 import inspect
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, fields, is_dataclass
@@ -33,7 +34,6 @@ from theorycheck.analysis import dynamics, landscape, stats
 from theorycheck.analysis import topic_structure as ts
 from theorycheck.config import token_topic
 from theorycheck.nn import probes
-from theorycheck.nn._general_data import general_population_batch
 from theorycheck.nn.config import DataConfig
 
 GM = tc.GeneralTopicModel
@@ -194,10 +194,30 @@ def _check_landscape(info, g, mk, tmp_path):
     assert opt["solver"]["loss"] <= min(opt["loss"], opt["loss_uniform"]) + 1e-12
 
 
+def _population_batch_ref(g, mk):
+    """Contexts and query groups straight from SPEC §11.1, by loops (independent of the package): topic set
+    ``S`` -> key density ``m = a p_S + r u + q e_0``; query [MASK] -> ``p_mask p_S``, query word ``w`` ->
+    ``(p_r / n) p_S + p_c p_S(w) e_w``, all over ``C(T, tau)``; zero-weight groups dropped."""
+    Phi, n = g.topic_token_matrix(), g.n_words
+    sets = list(itertools.combinations(range(g.T), g.tau))
+    K, ctx, qtok, Y = [], [], [], []
+    for c, topics in enumerate(sets):
+        p = Phi[list(topics)].sum(axis=0) / len(topics)
+        K.append(mk.a * p + np.concatenate([[mk.q], np.full(n, mk.r / n)]))
+        for x in range(g.V1):
+            y = (1.0 - mk.p_c - mk.p_r) * p if x == 0 else (mk.p_r / n) * p
+            if x > 0:
+                y[x] += mk.p_c * p[x]
+            if y.sum() > 0:
+                ctx.append(c), qtok.append(x), Y.append(y / len(sets))
+    Y = np.array(Y)
+    return {"K": np.array(K), "ctx": np.array(ctx), "qtok": np.array(qtok), "weight": Y.sum(axis=1), "Y": Y}
+
+
 def _check_population_batch(b, g, mk):
-    ref = general_population_batch(g, mk)
+    ref = _population_batch_ref(g, mk)
     for name in ("K", "ctx", "qtok", "weight", "Y"):
-        np.testing.assert_allclose(getattr(b, name), getattr(ref, name), atol=1e-15)
+        np.testing.assert_allclose(getattr(b, name), ref[name], atol=1e-15)
     # the batch's total target weight is the masked fraction's: every selected position counted once
     assert b.weight.sum() == pytest.approx(1.0, abs=1e-12)
 
