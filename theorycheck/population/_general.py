@@ -78,19 +78,26 @@ def _check_topic_set(g, topics) -> np.ndarray:
     return S
 
 
-def general_topic_density(g, topics=None, *, theta=None) -> np.ndarray:
-    """``p_theta = Phi^T theta``, shape ``(V1,)`` (SPEC §11.1); ``theta = 1_S / |S|`` for a topic set ``S``."""
+def topic_mixture(model, topics=None, theta=None) -> np.ndarray:
+    """The document's topic mixture, shape ``(T,)``: ``theta = 1_S / |S|`` for a topic set ``S``, or the given
+    ``theta`` validated (non-negative, summing to 1); exactly one of the two (SPEC §1.1, §11.1).
+    ``model``: a ``TopicModel`` or a ``GeneralTopicModel`` (only ``T``, ``tau`` and ``prior`` are read)."""
     if (topics is None) == (theta is None):
         raise ValueError("pass exactly one of topics (a topic set) or theta (a topic mixture)")
     if theta is None:
-        S = _check_topic_set(g, topics)
-        th = np.zeros(g.T)
+        S = _check_topic_set(model, topics)
+        th = np.zeros(model.T)
         th[S] = 1.0 / S.size
-    else:
-        th = check_array("theta", theta, shape=(g.T,))
-        if np.any(th < 0) or abs(th.sum() - 1.0) > 1e-9:
-            raise ValueError("theta must be non-negative and sum to 1")
-    return g.word_density(th)
+        return th
+    th = check_array("theta", theta, shape=(model.T,))
+    if np.any(th < 0) or abs(th.sum() - 1.0) > 1e-9:
+        raise ValueError("theta must be non-negative and sum to 1")
+    return th
+
+
+def general_topic_density(g, topics=None, *, theta=None) -> np.ndarray:
+    """``p_theta = Phi^T theta``, shape ``(V1,)`` (SPEC §11.1); ``theta = 1_S / |S|`` for a topic set ``S``."""
+    return g.word_density(topic_mixture(g, topics, theta))
 
 
 def _c_vector(g, mk) -> np.ndarray:
@@ -108,13 +115,18 @@ def general_masked_density(g, mk, topics=None, *, theta=None) -> np.ndarray:
 
 
 def general_topic_sets(g, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.ndarray:
-    """All ``tau``-subsets in lexicographic order, shape ``(C(T, tau), tau)`` (uniform-tau law only)."""
+    """All ``tau``-subsets in lexicographic order, shape ``(C(T, tau), tau)`` (uniform-tau law only).
+
+    ``g``: a ``GeneralTopicModel`` or a ``TopicModel`` (only ``T``, ``tau``, ``prior`` are read)."""
     if g.prior != "uniform-tau":
         raise ValueError("topic_sets needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)")
     max_sets = check_int("max_sets", max_sets, low=1)
     n = g.n_topic_sets
     if n > max_sets:
-        raise ValueError(f"C(T={g.T}, tau={g.tau}) = {n} topic sets exceeds max_sets={max_sets}; use the closed form")
+        raise ValueError(
+            f"C(T={g.T}, tau={g.tau}) = {n} topic sets exceeds max_sets={max_sets}; "
+            "use a closed form or sample topic sets"
+        )
     return np.array(list(itertools.combinations(range(g.T), g.tau)), dtype=np.int64).reshape(n, g.tau)
 
 

@@ -12,20 +12,20 @@ with ``p_S = (1/(tau v)) sum_{t in S} 1_t``, ``u = 1_W/(T v)`` and ``(a, r, q)``
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 
 from .._memory import check_alloc
-from .._validate import check_array, check_choice, check_int
+from .._validate import check_choice
 from ..config import Masking, TopicModel, check_models
 from ..general_model import is_general
 from ._general import (
+    MAX_ENUMERATED_SETS,
     general_expected_pp,
     general_masked_density,
     general_moments,
     general_topic_density,
     general_topic_sets,
+    topic_mixture,
 )
 
 __all__ = [
@@ -37,30 +37,10 @@ __all__ = [
     "MAX_ENUMERATED_SETS",
 ]
 
-#: Largest number of topic sets that :func:`topic_sets` will materialise by default.
-MAX_ENUMERATED_SETS = 200_000
-
 _ALTERNATIVE = (
     "the structured routes: value_loss / value_loss_grad (block sums, no moment matrix), "
     "optimal_value_matrix(method='closed-form') (a BlockValueMatrix) or alpha_beta_loss (closed form)"
 )
-
-
-def _check_topic_set(tm: TopicModel, topics) -> np.ndarray:
-    S = np.asarray(topics)
-    if S.ndim != 1 or S.size == 0:
-        raise ValueError(f"topics must be a non-empty 1-d sequence of topic indices, got shape {S.shape}")
-    if not np.issubdtype(S.dtype, np.integer):
-        if not np.all(np.isfinite(S)) or np.any(S != np.round(S)):
-            raise ValueError(f"topics must be integers in [0, {tm.T - 1}], got {topics!r}")
-        S = S.astype(np.int64)
-    if S.min() < 0 or S.max() >= tm.T:
-        raise ValueError(f"topics must be integers in [0, {tm.T - 1}], got {topics!r}")
-    if np.unique(S).size != S.size:
-        raise ValueError(f"topics must be distinct, got {topics!r}")
-    if tm.prior == "uniform-tau" and S.size != tm.tau:
-        raise ValueError(f"topics must contain exactly tau={tm.tau} topics, got {S.size}")
-    return S
 
 
 def topic_density(tm: TopicModel, topics=None, *, theta=None) -> np.ndarray:
@@ -72,16 +52,7 @@ def topic_density(tm: TopicModel, topics=None, *, theta=None) -> np.ndarray:
     if is_general(tm):  # SPEC §11.2
         return general_topic_density(tm, topics, theta=theta)
     check_models(tm)
-    if (topics is None) == (theta is None):
-        raise ValueError("pass exactly one of topics (a topic set) or theta (a topic mixture)")
-    if theta is None:
-        S = _check_topic_set(tm, topics)
-        th = np.zeros(tm.T)
-        th[S] = 1.0 / S.size
-    else:
-        th = check_array("theta", theta, shape=(tm.T,))
-        if np.any(th < 0) or abs(th.sum() - 1.0) > 1e-9:
-            raise ValueError("theta must be non-negative and sum to 1")
+    th = topic_mixture(tm, topics, theta)
     p = np.zeros(tm.V1)
     p[1:] = np.repeat(th / tm.v, tm.v)
     return p
@@ -118,19 +89,9 @@ def topic_sets(tm: TopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.nda
 
     Raises ``ValueError`` if there are more than ``max_sets`` of them.
     """
-    if is_general(tm):  # SPEC §11.2
-        return general_topic_sets(tm, max_sets=max_sets)
-    check_models(tm)
-    if tm.prior != "uniform-tau":
-        raise ValueError("topic_sets needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)")
-    max_sets = check_int("max_sets", max_sets, low=1)
-    n = tm.n_topic_sets
-    if n > max_sets:
-        raise ValueError(
-            f"C(T={tm.T}, tau={tm.tau}) = {n} topic sets exceeds max_sets={max_sets}; "
-            "use a closed form or sample topic sets"
-        )
-    return np.array(list(itertools.combinations(range(tm.T), tm.tau)), dtype=np.int64).reshape(n, tm.tau)
+    if not is_general(tm):  # the enumeration reads only T, tau and the law (SPEC §11.2 for a general model)
+        check_models(tm)
+    return general_topic_sets(tm, max_sets=max_sets)
 
 
 def expected_pp(tm: TopicModel, *, max_bytes=None) -> np.ndarray:
