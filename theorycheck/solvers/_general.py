@@ -35,6 +35,7 @@ from ..config import Masking
 from ..population._general import general_moments, min_value_loss, stage1_factors
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
 from ._result import SolveResult
+from ._value_residuals import value_checks
 
 __all__ = ["LowRankMatrix", "general_optimal_value_matrix", "general_value_residuals", "svd_range"]
 
@@ -169,14 +170,6 @@ def general_value_residuals(W, g, mk, reg: float, F=None) -> dict:
     return res
 
 
-def _checks(res: dict) -> dict:
-    checks = {"stationarity": (res["stationarity_rel"], 1.0)}
-    if "loss_gap" in res:
-        checks["loss_gap"] = (res["loss_gap"], 1.0)
-        checks["range_violation"] = (res["range_violation_rel"], 1.0)
-    return checks
-
-
 def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
     if not isinstance(mk, Masking):
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
@@ -232,7 +225,7 @@ def general_optimal_value_matrix(
         status, message, _ = certify({}, tol, backend=backend, detail=detail)
         return SolveResult(None, math.nan, status, method, message, 0, elapsed, {}, info)
     res = general_value_residuals(W, g, mk, reg, F)
-    status, message, rel = certify(_checks(res), tol, backend=backend, detail=detail)
+    status, message, rel = certify(value_checks(res), tol, backend=backend, detail=detail)
     info.update(reg=reg, tol=tol, relative_residuals=rel, predicted_min_loss=min_value_loss(g, mk), general=True)
     cert = {"error_bound": res["error_bound"]} if reg > 0.0 else None
     return SolveResult(W, res["objective"], status, method, message, 0, elapsed, res, info, cert)
