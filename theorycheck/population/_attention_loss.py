@@ -93,19 +93,26 @@ class AttentionLossGrad(NamedTuple):
 
 
 # ----------------------------------------------------------------------------- validation
+def _check_arrays(S, W, b, V1, mask_keys, max_bytes):
+    """``max_bytes``, ``mask_keys`` and the ``(V1, V1)`` scores / values and ``(V1,)`` bias of an attention loss
+    (either model kind); returns ``S, W, b, mask_keys`` as float arrays and a bool."""
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    if not isinstance(mask_keys, (bool, np.bool_)):
+        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
+    S = check_array("S", S, shape=(V1, V1))
+    W = check_array("W", W, shape=(V1, V1))
+    b = None if b is None else check_array("b", b, shape=(V1,))
+    return S, W, b, bool(mask_keys)
+
+
 def _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes):
     check_models(tm, mk)
     if tm.prior != "uniform-tau":
         raise ValueError("attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
     mk.require_masked_positions("attention_loss")
     loss = check_loss(loss)
-    if max_bytes is not None:
-        resolve_max_bytes(max_bytes)
-    if not isinstance(mask_keys, (bool, np.bool_)):
-        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
-    S = check_array("S", S, shape=(tm.V1, tm.V1))
-    W = check_array("W", W, shape=(tm.V1, tm.V1))
-    b = None if b is None else check_array("b", b, shape=(tm.V1,))
+    S, W, b, mask_keys = _check_arrays(S, W, b, tm.V1, mask_keys, max_bytes)
     if n_sets is not None:
         n_sets = check_int("n_sets", n_sets, low=2)
     elif tm.n_topic_sets > MAX_ENUMERATED_SETS:
@@ -113,7 +120,7 @@ def _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes):
             f"C(T={tm.T}, tau={tm.tau}) = {tm.n_topic_sets} topic sets exceeds {MAX_ENUMERATED_SETS}; "
             "pass n_sets to sample topic sets"
         )
-    return S, W, b, bool(mask_keys), n_sets, loss
+    return S, W, b, mask_keys, n_sets, loss
 
 
 def _context(tm, mk, mask_keys):

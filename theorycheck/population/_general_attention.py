@@ -33,11 +33,19 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._memory import check_alloc, resolve_max_bytes
-from .._validate import check_array, check_int, check_loss, check_rng
+from .._memory import check_alloc
+from .._validate import check_int, check_loss, check_rng
 from ..config import Masking, TopicModel
 from ..general_model import GeneralTopicModel, is_general
-from ._attention_loss import _CHUNK_BYTES, _DENSE_ARRAYS, AttentionLossGrad, SetSampledLoss, _dense_laws, _sample_sets
+from ._attention_loss import (
+    _CHUNK_BYTES,
+    _DENSE_ARRAYS,
+    AttentionLossGrad,
+    SetSampledLoss,
+    _check_arrays,
+    _dense_laws,
+    _sample_sets,
+)
 from ._moments import MAX_ENUMERATED_SETS
 
 __all__ = [
@@ -79,13 +87,7 @@ def _validate(S, W, g, mk, b, mask_keys, n_sets, n_theta, loss, max_bytes):
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
     mk.require_masked_positions("attention_loss")
     loss = check_loss(loss)
-    if max_bytes is not None:
-        resolve_max_bytes(max_bytes)
-    if not isinstance(mask_keys, (bool, np.bool_)):
-        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
-    S = check_array("S", S, shape=(g.V1, g.V1))
-    W = check_array("W", W, shape=(g.V1, g.V1))
-    b = None if b is None else check_array("b", b, shape=(g.V1,))
+    S, W, b, mask_keys = _check_arrays(S, W, b, g.V1, mask_keys, max_bytes)
     if g.prior == "uniform-tau":
         if n_theta is not None:
             raise ValueError("n_theta is for prior='dirichlet'; with prior='uniform-tau' pass n_sets to sample sets")
@@ -102,7 +104,7 @@ def _validate(S, W, g, mk, b, mask_keys, n_sets, n_theta, loss, max_bytes):
         n_theta = DEFAULT_N_THETA if n_theta is None else check_int("n_theta", n_theta, low=2)
     check_alloc("attention_loss (general dense path)", (_DENSE_ARRAYS, g.V1, g.V1), max_bytes=max_bytes,
                 alternative=_ALTERNATIVE)  # fmt: skip
-    return S, W, b, bool(mask_keys), n_sets, n_theta, loss
+    return S, W, b, mask_keys, n_sets, n_theta, loss
 
 
 def _thetas(g, n_sets, n_theta, rng, seed, max_bytes):
