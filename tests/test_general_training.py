@@ -166,6 +166,19 @@ def test_dominant_topic_probes_equal_the_builtin_ones_on_the_paper_model():
     assert np.allclose(topic_attention_ratio(np.zeros((tm.V1, tm.V1)), labels), 1.0)
 
 
+def test_attention_class_averages_labels_refused_when_ambiguous_or_short():
+    """stats.attention_class_averages takes exactly one of v and labels; labels must cover every token."""
+    A, toks = np.full((1, 2, 2), 0.5), np.array([[1, 4]])
+    with pytest.raises(ValueError, match="exactly one of v"):
+        stats.attention_class_averages(A, toks)
+    with pytest.raises(ValueError, match="exactly one of v"):
+        stats.attention_class_averages(A, toks, 2, labels=[-1, 0, 0, 1, 1])
+    with pytest.raises(ValueError, match="labels must be 1-d"):
+        stats.attention_class_averages(A, toks, labels=[-1, 0, 0, 1])
+    got = stats.attention_class_averages(A, toks, labels=[-1, 0, 0, 1, 1], normalise=True)
+    assert got["same_word"] == 1.0 and got["diff_topic"] == 1.0 and np.isnan(got["same_topic"])
+
+
 def test_two_stage_dynamic_on_overlapping_topics():
     """Joint W^K, W^Q, W^V training from N(0, 0.01^2) on the exact population of overlapping topics
     (T=4, v=3, eps=0.1, tau=2; SGD lr 4, the two-stage preset's setting scaled to V1=13): ||W^V||

@@ -189,7 +189,7 @@ __all__ += [
 ]
 
 
-def attention_class_averages(A, tokens, v: int, *, normalise: bool = False) -> dict:
+def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool = False, labels=None) -> dict:
     """Average attention over ordered position pairs in three classes (official ``inspect_result.py``).
 
     For every document ``b`` and every pair (query ``i``, key ``j``) of non-padding positions the
@@ -204,8 +204,11 @@ def attention_class_averages(A, tokens, v: int, *, normalise: bool = False) -> d
         Attention of query ``i`` (axis 1) on key ``j`` (axis 2); rows sum to 1 over valid keys.
     tokens : int array_like, shape (B, N)
         Tokens, ``-1`` for padding.
-    v : int
-        Words per topic (``topic(w) = (w - 1) // v``).
+    v : int, optional
+        Words per topic (``topic(w) = (w - 1) // v``, the paper's layout).
+    labels : int array_like, shape (V1,), optional
+        Instead of ``v``: the topic of word ``w`` is ``labels[w]`` (a general model's
+        ``token_topics()``, SPEC §11.1). Exactly one of ``v`` and ``labels``.
     normalise : bool
         Length-normalise: use ``n_b A[b, i, j]`` with ``n_b`` the number of non-padding positions
         of document ``b`` (every position a key), so uniform attention gives 1 in every class
@@ -222,14 +225,21 @@ def attention_class_averages(A, tokens, v: int, *, normalise: bool = False) -> d
     """
     A = np.asarray(A, dtype=float)
     tok = np.asarray(tokens)
-    v = check_int("v", v, low=1)
+    if (v is None) == (labels is None):
+        raise ValueError("pass exactly one of v (words per topic) or labels (the topic of each token)")
     if A.ndim != 3 or A.shape[:2] != tok.shape or A.shape[1] != A.shape[2]:
         raise ValueError(f"A must have shape (B, N, N) matching tokens {tok.shape}, got {A.shape}")
     valid = tok >= 0
     if normalise:
         A = A * valid.sum(axis=1)[:, None, None]
     word = tok >= 1
-    top = np.where(word, token_topic(tok, v), -1)
+    if labels is None:
+        top = np.where(word, token_topic(tok, check_int("v", v, low=1)), -1)
+    else:
+        lab = np.asarray(labels)
+        if lab.ndim != 1 or (tok.size and lab.size <= tok.max()):
+            raise ValueError(f"labels must be 1-d with an entry for every token (up to {tok.max()}), got {lab.shape}")
+        top = np.where(word, lab[np.where(valid, tok, 0)], -1)
     pair_valid = valid[:, :, None] & valid[:, None, :]
     both_words = word[:, :, None] & word[:, None, :]
     same_tok = (tok[:, :, None] == tok[:, None, :]) | np.eye(tok.shape[1], dtype=bool)[None]

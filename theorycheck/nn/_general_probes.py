@@ -22,6 +22,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from ..analysis import stats
 from .probes import References, dev_loss, grad_norms, norms, value_distance
 
 __all__ = [
@@ -62,24 +63,11 @@ def label_block_stats(M, labels) -> tuple[float, float]:
 
 
 def label_class_averages(A, tokens, labels) -> dict:
-    """Length-normalised attention class averages (:func:`theorycheck.analysis.stats.attention_class_averages`
-    with ``normalise=True``) with the topic of token ``w`` given by ``labels[w]``."""
-    A = np.asarray(A, dtype=float)
-    tok = np.asarray(tokens)
-    valid = tok >= 0
-    A = A * valid.sum(axis=1)[:, None, None]
-    word = tok >= 1
-    top = np.where(word, np.asarray(labels)[np.where(valid, tok, 0)], -1)
-    pair_valid = valid[:, :, None] & valid[:, None, :]
-    both_words = word[:, :, None] & word[:, None, :]
-    same_tok = (tok[:, :, None] == tok[:, None, :]) | np.eye(tok.shape[1], dtype=bool)[None]
-    same_top = top[:, :, None] == top[:, None, :]
-    classes = {
-        "same_word": pair_valid & same_tok,
-        "same_topic": pair_valid & both_words & same_top & ~same_tok,
-        "diff_topic": pair_valid & both_words & ~same_top,
-    }
-    return {k: (float(A[m].sum() / m.sum()) if m.any() else float("nan")) for k, m in classes.items()}
+    """Length-normalised attention class averages ``same_word``, ``same_topic``, ``diff_topic``
+    (:func:`theorycheck.analysis.stats.attention_class_averages` with ``normalise=True``) with the topic of
+    token ``w`` given by ``labels[w]``."""
+    st = stats.attention_class_averages(A, tokens, normalise=True, labels=labels)
+    return {k: st[k] for k in ("same_word", "same_topic", "diff_topic")}
 
 
 def topic_attention_ratio(S, labels) -> np.ndarray:
