@@ -9,6 +9,12 @@ the calibrated threshold, the threshold the claim uses now) is printed and merge
 
     python benchmarks/calibrate_empirical.py                 # every claim (long: full tiers included)
     python benchmarks/calibrate_empirical.py --only train.compensation --tier default
+    python benchmarks/calibrate_empirical.py --rate --only train.deep-4x4-two-stage --tier default
+
+``--rate`` measures instead how often a fraction claim's per-seed statement fails: its per-seed
+check on ``RATE_SEEDS`` (1000-1019, neither judged nor calibration), the seeds failing, the
+failure fraction with its Clopper-Pearson 95% interval and the probability that the claim's
+``k``-of-``n`` rule refutes a block at that rate; stored under ``"failure_rates"``.
 """
 
 from __future__ import annotations
@@ -21,7 +27,14 @@ import json
 import time
 from pathlib import Path
 
-from proofs_numeric._empirical import CALIBRATION_SEEDS, halfway, twice_max_deviation
+from proofs_numeric._empirical import (
+    CALIBRATION_SEEDS,
+    RATE_SEEDS,
+    clopper_pearson,
+    false_refutation_probability,
+    halfway,
+    twice_max_deviation,
+)
 from theorycheck import _io
 from theorycheck.report.claims import over_seeds
 
@@ -188,16 +201,67 @@ def calibrate(claim_id: str, tier: str, seeds=CALIBRATION_SEEDS) -> dict:
     return out
 
 
-def merge(entries: list[dict], path: Path = OUT) -> dict:
+#: Fraction claims whose per-seed failure rate ``--rate`` measures: claim id -> (module, tiers, statistics).
+RATE_SPECS = {
+    "train.deep-4x4-two-stage": (
+        "train_deep_two_stage",
+        ("default", "full"),
+        ("V_growth_early", "KQ_growth_early"),
+    ),
+}
+
+
+def _claim_module(claim_id: str, specs: dict):
+    mod = importlib.import_module(f"proofs_numeric.{specs[claim_id][0]}")
+    claim = next(c for c in (getattr(mod, "CLAIMS", None) or [mod.CLAIM]) if c.id == claim_id)
+    return mod, claim
+
+
+def rate_entry(claim_id: str, tier: str, seeds, passed, per_seed_stats: dict, n: int, k: int) -> dict:
+    """The ``"failure_rates"`` entry of one claim and tier from its per-seed outcomes ``passed``."""
+    seeds = [int(s) for s in seeds]
+    fails = [s for s, ok in zip(seeds, passed, strict=True) if not ok]
+    rate = len(fails) / len(seeds)
+    ci = clopper_pearson(len(fails), len(seeds))
+    return {
+        "claim": claim_id,
+        "tier": tier,
+        "seeds": seeds,
+        "passed_per_seed": [bool(ok) for ok in passed],
+        "failing_seeds": fails,
+        "failure_fraction": rate,
+        "failure_ci95_clopper_pearson": ci,
+        "per_seed": per_seed_stats,
+        "block": {"n": n, "k": k},
+        "false_refutation_probability": false_refutation_probability(n, k, rate),
+        "false_refutation_probability_at_ci_high": false_refutation_probability(n, k, ci[1]),
+    }
+
+
+def measure_rate(claim_id: str, tier: str, seeds=RATE_SEEDS) -> dict:
+    """Run the claim's per-seed check ``_check_one`` on ``seeds`` at ``tier``'s configuration."""
+    mod, claim = _claim_module(claim_id, RATE_SPECS)
+    stats = RATE_SPECS[claim_id][2]
+    params = {k: v for k, v in tier_params(claim, tier).items() if k != "min_passing"}
+    t0 = time.perf_counter()
+    res = over_seeds(mod._check_one, dict(params, seeds=tuple(seeds)), statistics=stats)
+    per_seed = {s: res.details[f"{s}_per_seed"] for s in stats}
+    e = rate_entry(claim_id, tier, seeds, res.details["passed_per_seed"], per_seed, mod.BLOCK_SEEDS, mod.MIN_PASSING)
+    e["params"] = _io.jsonable(params)
+    e["seconds"] = time.perf_counter() - t0
+    return e
+
+
+def merge(entries: list[dict], path: Path = OUT, key: str = "results") -> dict:
     """Merge ``entries`` into ``path`` (under a file lock: several calibrations may run at once)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     with open(path.with_suffix(".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         data = json.loads(path.read_text()) if path.exists() else {}
         data.setdefault("calibration_seeds", list(CALIBRATION_SEEDS))
-        data.setdefault("results", {})
+        data.setdefault(key, {})
         for e in entries:
-            data["results"][f"{e['claim']}[{e['tier']}]"] = e
+            data[key][f"{e['claim']}[{e['tier']}]"] = e
         _io.write_json(path, data)
     return data
 
@@ -206,7 +270,10 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="*", help="glob of claim ids")
     ap.add_argument("--tier", choices=("default", "full", "all"), default="all")
+    ap.add_argument("--rate", action="store_true", help="measure per-seed failure rates on RATE_SEEDS instead")
     args = ap.parse_args(argv)
+    if args.rate:
+        return main_rate(args)
     for cid, (_, tiers) in SPECS.items():
         if not fnmatch.fnmatch(cid, args.only) and args.only not in cid:
             continue
@@ -222,6 +289,25 @@ def main(argv=None) -> int:
                     f"{t['calibrated']:.4g} (claim uses {t['in_claim']}); all pass: {e['all_seeds_pass']}",
                     flush=True,
                 )
+    return 0
+
+
+def main_rate(args) -> int:
+    for cid, (_, tiers, _) in RATE_SPECS.items():
+        if not fnmatch.fnmatch(cid, args.only) and args.only not in cid:
+            continue
+        for tier in tiers:
+            if args.tier not in ("all", tier):
+                continue
+            e = measure_rate(cid, tier)
+            merge([e], key="failure_rates")
+            lo, hi = e["failure_ci95_clopper_pearson"]
+            print(
+                f"{cid}[{tier}]: fails on {len(e['failing_seeds'])} of {len(e['seeds'])} seeds {e['failing_seeds']}, "
+                f"fraction {e['failure_fraction']:.3g}, 95% CI [{lo:.3g}, {hi:.3g}]; a {e['block']['k']}-of-"
+                f"{e['block']['n']} block is falsely refuted with probability {e['false_refutation_probability']:.3g}",
+                flush=True,
+            )
     return 0
 
 

@@ -21,13 +21,33 @@ Rules (one per kind of threshold):
 - ``"definition"``: thresholds that *define* the claim's words (a strict inequality, a CI above 0,
   "stage 2 = 10x growth", "near its init = within 50%", a convergence tolerance) are not fitted;
   the calibration seeds are run to show they pass and their values are recorded.
+
+Fraction claims. A per-seed statement that fails on some seeds (an SGD spike, say) is restated as
+"holds on at least ``k`` of ``n`` seeds" and judged by :func:`at_least_k_of_n`. Its failure rate is
+measured on :data:`RATE_SEEDS` (neither judged nor calibration; ``calibrate_empirical.py --rate``),
+reported with a Clopper-Pearson interval (:func:`clopper_pearson`), and ``n``, ``k`` are chosen so
+that :func:`false_refutation_probability` (a correct claim refuted by one block) is small at that
+rate; the claim's docstring states the number.
 """
 
 from __future__ import annotations
 
 import math
 
-__all__ = ["CALIBRATION_SEEDS", "JUDGED_SEEDS", "halfway", "twice_max_deviation"]
+import numpy as np
+
+from theorycheck.report.claims import ClaimResult, over_seeds
+
+__all__ = [
+    "CALIBRATION_SEEDS",
+    "JUDGED_SEEDS",
+    "RATE_SEEDS",
+    "at_least_k_of_n",
+    "clopper_pearson",
+    "false_refutation_probability",
+    "halfway",
+    "twice_max_deviation",
+]
 
 #: Seeds the EMPIRICAL claims are judged on (``verify --full``; the default tier uses seed 0).
 JUDGED_SEEDS = (0, 1, 2, 3, 4)
@@ -73,3 +93,118 @@ def twice_max_deviation(values, reference: float = 1.0) -> float:
         raise ValueError("reference must be nonzero")
     dev = max(abs(v / reference - 1.0) for v in vals)
     return _round_sig(2.0 * dev, 1, up=True) if dev > 0 else 0.0
+
+
+#: Seeds on which the failure rate of a per-seed statement is measured (``benchmarks/calibrate_empirical.py
+#: --rate``); never judged, disjoint from :data:`JUDGED_SEEDS` and :data:`CALIBRATION_SEEDS`.
+RATE_SEEDS = tuple(range(1000, 1020))
+
+
+def clopper_pearson(successes: int, n: int, level: float = 0.95) -> list:
+    """Exact (Clopper-Pearson) ``level`` interval ``[low, high]`` of a binomial proportion ``successes / n``.
+
+    ``low = Beta_{(1-level)/2}(x, n-x+1)`` (0 if x = 0), ``high = Beta_{(1+level)/2}(x+1, n-x)`` (1 if x = n).
+
+    >>> [round(b, 4) for b in clopper_pearson(1, 21)]
+    [0.0012, 0.2382]
+    """
+    from scipy import stats
+
+    n = _check_count("n", n, low=1)
+    x = _check_count("successes", successes, low=0)
+    if x > n:
+        raise ValueError(f"successes must be in [0, n = {n}], got {successes!r}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    ci = stats.binomtest(x, n).proportion_ci(confidence_level=level, method="exact")
+    return [float(ci.low), float(ci.high)]
+
+
+def false_refutation_probability(n: int, k: int, fail_rate: float) -> float:
+    """Probability that a block of ``n`` independent seeds has fewer than ``k`` passing seeds when each
+    seed fails with probability ``fail_rate``: ``P[Bin(n, 1 - fail_rate) < k] = sum_{j < k} C(n, j) q^j (1-q)^(n-j)``
+    with ``q = 1 - fail_rate``, i.e. the chance that the ``k``-of-``n`` rule refutes a claim that holds
+    at that per-seed rate.
+
+    >>> round(false_refutation_probability(5, 4, 0.05), 6)
+    0.022593
+    """
+    from scipy import stats
+
+    n = _check_count("n", n, low=1)
+    k = _check_count("k", k, low=1)
+    if k > n:
+        raise ValueError(f"k must be in [1, n = {n}], got {k!r}")
+    if not 0 <= fail_rate <= 1:
+        raise ValueError(f"fail_rate must be in [0, 1], got {fail_rate!r}")
+    return float(stats.binom.cdf(k - 1, n, 1.0 - fail_rate))
+
+
+def _check_count(name: str, value, *, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
+        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
+    return int(value)
+
+
+def at_least_k_of_n(check_one, params: dict, inject=None, *, statistics=()) -> ClaimResult:
+    """Judge a fraction claim "the per-seed statement holds on at least ``k`` of ``n`` seeds".
+
+    ``params["seeds"]`` lists the ``n`` seeds, ``params["min_passing"]`` is ``k`` (``1 <= k <= n``);
+    ``check_one(dict(params, seed=s), inject)`` checks one seed (as in :func:`over_seeds`, whose
+    fraction, per-seed values and t-intervals are kept in ``details``). Passes iff at least ``k``
+    seeds pass. The deciding seed is the ``k``-th best (seeds ordered by pass, then relative margin):
+    its expected and measured values, margin and label are reported, so ``margin >= 0`` iff the
+    claim holds. ``details`` add ``min_passing``, ``n_passed``, ``deciding_seed``, the worst seed and
+    its margin, and ``fraction_ci95``, the Clopper-Pearson interval (:func:`clopper_pearson`) of the
+    per-seed pass rate.
+    """
+    seeds = [int(s) for s in params.get("seeds", ())]
+    if not seeds:
+        raise ValueError("params['seeds'] must list at least one seed")
+    k = params.get("min_passing")
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= len(seeds):
+        raise ValueError(f"params['min_passing'] must be an integer in [1, {len(seeds)}] (the seeds given), got {k!r}")
+    results: list[ClaimResult] = []
+
+    def capture(p, inj):
+        results.append(check_one(p, inj))
+        return results[-1]
+
+    agg = over_seeds(
+        capture, {key: v for key, v in params.items() if key != "min_passing"}, inject, statistics=statistics
+    )
+    order = sorted(range(len(seeds)), key=lambda i: (results[i].passed, _rel_margin(results[i])), reverse=True)
+    dec, worst = results[order[k - 1]], results[order[-1]]
+    n_passed = sum(r.passed for r in results)
+    details = dict(agg.details)
+    details.update(
+        min_passing=int(k),
+        n_passed=int(n_passed),
+        fraction_ci95=clopper_pearson(n_passed, len(seeds)),
+        deciding_seed=seeds[order[k - 1]],
+        worst_seed=seeds[order[-1]],
+        worst_margin=float(worst.margin),
+        worst_label=worst.label,
+        relative_margin=_rel_margin(dec),
+    )
+    label = f"{k}-th best of {len(seeds)} seeds (>= {k} must pass): {dec.label}".rstrip(": ")
+    return ClaimResult(
+        passed=n_passed >= k and dec.passed,
+        expected=dec.expected,
+        measured=dec.measured,
+        margin=dec.margin,
+        tolerance=dec.tolerance,
+        details=details,
+        data=agg.data,
+        label=label,
+    )
+
+
+def _rel_margin(r: ClaimResult) -> float:
+    """The scale-free margin ``compare_all`` records, else the margin itself."""
+    m = r.details.get("relative_margin", r.margin)
+    try:
+        m = float(m)
+    except (TypeError, ValueError):
+        return -math.inf
+    return -math.inf if math.isnan(m) else m

@@ -14,10 +14,14 @@ per-layer growth factor of ``||W_K,l||_F ||W_Q,l||_F``. Must hold:
    :func:`theorycheck.analysis.stats.detect_stages`) is reached within the 600 steps, more than
    ``MIN_STAGE2_OVER_EARLY`` = 8 times later than step 30 (measured step 470 for seeds 0 and 1), and after stage 1 ends.
 
-Tiers: the default ``verify`` trains the first 60 steps on seed 0 and checks part 1 only (the
-falsifier breaks part 1); stage 2 needs about 470 steps, so part 2 runs in ``verify --full``: 600
-steps on seeds 0-4, with the fraction of seeds passing and 95% t-intervals of both growth factors
-and of the stage-2 step. Thresholds, calibrated on seeds 100-104 (never judged; :mod:`proofs_numeric._empirical`): the
+Tiers: the default ``verify`` trains the first 60 steps on seed 0 and checks part 1 on that one
+seed (a smoke check of the per-seed statement; the falsifier breaks part 1); stage 2 needs about
+470 steps, so part 2 runs in ``verify --full``: 600 steps on the block of seeds 0-4, at least 3 of
+which must pass both parts, with the fraction of seeds passing, its Clopper-Pearson interval and
+95% t-intervals of both growth factors and of the stage-2 step. ``verify --explore`` draws a block
+start ``s`` and checks part 1 (60 steps) on seeds ``s .. s+4``, at least 3 passing.
+
+Thresholds, calibrated on seeds 100-104 (never judged; :mod:`proofs_numeric._empirical`): the
 ``||W^V||`` growth by step 30 was 2.998, 3.192, 3.002, 3.063, 2.879 -> ``halfway`` from the null 1 (no
 growth) gives ``MIN_V_GROWTH`` = 1.93 (was 2.5, set on seeds 0 and 1; the same step-30 values hold in
 both tiers). "Near its init" (``MAX_KQ_GROWTH`` = 1.5) is a definition, not fitted; the calibration
@@ -25,11 +29,25 @@ seeds' largest growths were 1.144, 1.257, 1.159, 1.298, 1.321. ``MIN_STAGE2_OVER
 16, 15, 18.6667, 16, 16.3333 x the early step (600 steps) -> ``halfway`` from the null 1 (stage 2
 together with stage 1) gives 8 (was 10, set on seeds 0 and 1).
 
-Finding (``verify --explore``): the claim does not hold for every seed. Seed 2548 (a random draw of
-the domain; the judged seeds 0-4 and calibration seeds 100-104 all pass part 1) has an SGD spike
-between steps 10 and 20: ``||W^V||`` jumps from 1.6x to 65x its init and layer 1's
-``||W_K|| ||W_Q||`` grows 32x by step 30, so part 1 fails. The domain is left over all seeds (not
-narrowed to hide it); how often such spikes occur (lr 1 from this init) is not yet measured.
+Fraction claim (the per-seed statement does not hold on every seed). ``verify --explore`` found
+seed 2548 where SGD at lr 1 spikes between steps 10 and 20: the loss jumps (to about 6x its initial
+value at step 15), ``||W^V||`` jumps to 54x its init and layer 1's ``||W_K|| ||W_Q||`` to 32x by step
+30, and the norms then stay frozen. The failure rate was measured on ``RATE_SEEDS`` 1000-1019
+(neither judged nor calibration; ``benchmarks/calibrate_empirical.py --rate``, recorded under
+``"failure_rates"`` in ``benchmarks/results/calibration.json``; 2548, found by search, is not
+counted): part 1 fails on 1 of 20 seeds (1002: a smaller spike, ``||W^V||`` 16.8x and
+``||W_K|| ||W_Q||`` 4.6x by step 30), fraction 0.05, Clopper-Pearson 95% interval [0.0013, 0.249];
+part 1 or part 2 fails on 2 of 20 (1002, and 1007 whose stage 2 is not reached within 600 steps),
+fraction 0.10, interval [0.012, 0.317]. The claim is therefore stated over blocks of
+``BLOCK_SEEDS`` = 5 consecutive seeds, at least ``MIN_PASSING`` = 3 of which pass
+(:func:`proofs_numeric._empirical.at_least_k_of_n`; the reported row is the 3rd best seed). A block
+whose seeds fail independently at the measured rate is refuted with probability
+``P[Bin(5, 1 - p) < 3]`` = 0.0012 (part 1, p = 0.05) and 0.0086 (both parts, p = 0.10)
+(:func:`proofs_numeric._empirical.false_refutation_probability`); at the upper ends of the intervals
+0.10 and 0.19. 4 of 5 was rejected: 0.023 per block at p = 0.05, i.e. about 0.37 that one of the 20
+blocks of ``verify --explore 20`` refutes a claim that holds at that rate (0.023 with 3 of 5). No
+mechanism-level precondition is claimed: the spikes are SGD instabilities at lr 1 whose cause
+(curvature at the spike) is not measured here.
 
 Topic-aware attention is *not* part of the claim: in this model the first layer's attention stays
 uniform and second-layer heads turn away from the query's topic (see the README).
@@ -39,7 +57,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from proofs_numeric._empirical import JUDGED_SEEDS
+from proofs_numeric._empirical import JUDGED_SEEDS, at_least_k_of_n
 from theorycheck.analysis.stats import detect_stages
 from theorycheck.nn import OptimConfig, Trainer, preset, stage_curves
 from theorycheck.report.claims import Claim, ClaimResult, by_seed, compare_all, compare_greater
@@ -52,6 +70,10 @@ MIN_V_GROWTH = 1.93
 MAX_KQ_GROWTH = 1.5
 #: Part 2: stage 2 must start later than this multiple of the early step (calibrated).
 MIN_STAGE2_OVER_EARLY = 8.0
+#: Fraction rule: the claim is judged on blocks of this many consecutive seeds ...
+BLOCK_SEEDS = 5
+#: ... of which at least this many must pass (chosen from the failure rate on RATE_SEEDS, see the docstring).
+MIN_PASSING = 3
 
 
 def run(params: dict, inject: dict | None = None):
@@ -71,7 +93,11 @@ def run(params: dict, inject: dict | None = None):
 
 
 def check(params: dict, inject: dict | None = None):
+    """One seed (``seed``): the per-seed statement; a block (``seeds``, ``min_passing``): at least
+    ``min_passing`` of the seeds pass (:func:`proofs_numeric._empirical.at_least_k_of_n`)."""
     stats = ("V_growth_early", "KQ_growth_early") + (("stage2_over_early",) if params.get("stage2", True) else ())
+    if "min_passing" in params:
+        return at_least_k_of_n(_check_one, params, inject, statistics=stats)
     return by_seed(_check_one, params, inject, statistics=stats)
 
 
@@ -150,19 +176,26 @@ CALIBRATION = {
 }
 
 DEFAULT = dict(steps=60, log_every=10, early_step=30, seed=0, stage2=False)
-FULL = dict(steps=600, log_every=10, early_step=30, seeds=JUDGED_SEEDS)
+FULL = dict(steps=600, log_every=10, early_step=30, seeds=JUDGED_SEEDS, min_passing=MIN_PASSING)
+
+
+def seed_block(start: dict) -> dict:
+    """``{"seed": s}`` -> the block ``{"seeds": (s, ..., s + BLOCK_SEEDS - 1), "min_passing": MIN_PASSING}``."""
+    s = int(start["seed"])
+    return {"seeds": tuple(range(s, s + BLOCK_SEEDS)), "min_passing": MIN_PASSING}
 
 
 def domain():
-    """Any seed (init, documents) at the default tier's configuration (part 1, 60 steps of the
-    4 x 4 model per draw)."""
-    return params_of(seeds(), **{k: v for k, v in DEFAULT.items() if k != "seed"})
+    """Any block of ``BLOCK_SEEDS`` consecutive seeds (init, documents) at the default tier's
+    configuration (part 1, 60 steps of the 4 x 4 model per seed), at least ``MIN_PASSING`` passing."""
+    return params_of(seeds().map(seed_block), **{k: v for k, v in DEFAULT.items() if k != "seed"})
 
 
 CLAIM = Claim(
     id="train.deep-4x4-two-stage",
-    statement="4-layer x 4-head transformer, SGD from small init: ||W^V|| grows first while every layer's "
-    "W^K, W^Q stay near their init; some layer's W^K, W^Q grow 10x only much later",
+    statement="4-layer x 4-head transformer, SGD (lr 1) from small init, in at least 3 of every 5 seeds: "
+    "||W^V|| grows first while every layer's W^K, W^Q stay near their init; some layer's W^K, W^Q grow 10x "
+    "only much later (an SGD spike breaks it on some seeds)",
     source="EMPIRICAL",
     spec="SPEC §5.3 (Figure 5), §4.5",
     check=check,

@@ -51,6 +51,4 @@ def test_empirical_claims_run_five_seeds_under_full():
     seeded = [c for c in CLAIMS if c.source == "EMPIRICAL" and "seed" in c.default_params[0]]
     assert seeded
     for c in seeded:
-        if c.id.startswith("realdata.") or c.id == "train.stage1-population-min-norm":
-            continue  # see the report: realdata seeds not yet wired; stage1-population has no random input
         assert any(len(p.get("seeds", ())) >= 5 for p in c.full_params), c.id

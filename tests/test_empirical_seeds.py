@@ -9,11 +9,22 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from scipy import stats
 
 import proofs_numeric
 from proofs_numeric import _empirical
-from proofs_numeric._empirical import CALIBRATION_SEEDS, JUDGED_SEEDS, halfway, twice_max_deviation
+from proofs_numeric._empirical import (
+    CALIBRATION_SEEDS,
+    JUDGED_SEEDS,
+    RATE_SEEDS,
+    at_least_k_of_n,
+    clopper_pearson,
+    false_refutation_probability,
+    halfway,
+    twice_max_deviation,
+)
 from theorycheck.report.claims import ClaimResult, compare_greater, over_seeds
 
 CALIBRATION_JSON = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "calibration.json"
@@ -114,3 +125,129 @@ def test_over_seeds_passes_when_every_seed_passes():
     res = over_seeds(_synthetic_check, {"seeds": (0, 1, 2, 4, 5)}, statistics=("stat",))
     assert res.passed and res.details["fraction_passed"] == 1.0
     assert res.margin == pytest.approx(0.5)
+
+
+# --- fraction claims: "the per-seed statement holds on at least k of n seeds" -------------------------
+
+
+def _failing_on(bad):
+    """A per-seed check failing exactly on the seeds in ``bad`` (margin ``-1 - s``), else margin ``s + 0.5``."""
+
+    def check_one(params, inject=None):
+        s = params["seed"]
+        return compare_greater(-1.0 - s if s in bad else s + 0.5, 0.0, label="value > 0", details={"stat": 1.0 * s})
+
+    return check_one
+
+
+def test_rate_seeds_are_neither_judged_nor_calibration_seeds():
+    assert len(RATE_SEEDS) >= 20
+    assert not set(RATE_SEEDS) & (set(JUDGED_SEEDS) | set(CALIBRATION_SEEDS))
+
+
+@pytest.mark.parametrize("n, k", [(5, 3), (5, 4), (7, 5), (3, 1)])
+def test_k_of_n_passes_with_one_failing_seed_when_k_allows_it_and_fails_with_n_minus_k_plus_one(n, k):
+    seeds = tuple(range(10, 10 + n))
+    one_bad = at_least_k_of_n(_failing_on({seeds[2]}), {"seeds": seeds, "min_passing": k}, statistics=("stat",))
+    assert one_bad.passed and one_bad.margin >= 0 and one_bad.details["n_passed"] == n - 1
+    too_many = set(seeds[: n - k + 1])
+    res = at_least_k_of_n(_failing_on(too_many), {"seeds": seeds, "min_passing": k})
+    assert not res.passed and res.margin < 0 and res.details["n_passed"] == k - 1
+    # the same check under over_seeds (every seed must pass) fails on the single bad seed
+    assert not over_seeds(_failing_on({seeds[2]}), {"seeds": seeds}).passed
+
+
+@given(bad=st.sets(st.integers(0, 7)), k=st.integers(1, 8))
+def test_k_of_n_passes_iff_at_least_k_seeds_pass_and_reports_the_kth_best_seed(bad, k):
+    seeds = tuple(range(8))
+    res = at_least_k_of_n(_failing_on(bad), {"seeds": seeds, "min_passing": k})
+    n_pass = 8 - len(bad)
+    assert res.passed == (n_pass >= k)
+    assert (res.margin >= 0) == res.passed
+    # k-th best: passing seeds by decreasing margin (s + 0.5), then failing ones by decreasing margin (-1 - s)
+    ranked = sorted(set(seeds) - bad, reverse=True) + sorted(bad)
+    assert res.details["deciding_seed"] == ranked[k - 1]
+    assert res.details["worst_seed"] == ranked[-1]
+    assert res.details["n_passed"] == n_pass and res.details["fraction_passed"] == pytest.approx(n_pass / 8)
+    assert res.label.startswith(f"{k}-th best of 8 seeds")
+
+
+def test_k_of_n_keeps_the_over_seeds_statistics_and_adds_a_clopper_pearson_interval():
+    seeds = (0, 1, 2, 3, 4)
+    res = at_least_k_of_n(_failing_on({3}), {"seeds": seeds, "min_passing": 4}, statistics=("stat",))
+    ref = over_seeds(_failing_on({3}), {"seeds": seeds}, statistics=("stat",))
+    for key in ("stat_ci95", "stat_mean", "margin_ci95", "passed_per_seed", "measured_per_seed"):
+        assert res.details[key] == ref.details[key]
+    lo, hi = res.details["fraction_ci95"]
+    # exact interval: the tails at the endpoints are each 2.5%
+    assert stats.binom.sf(3, 5, lo) == pytest.approx(0.025, rel=1e-9)
+    assert stats.binom.cdf(4, 5, hi) == pytest.approx(0.025, rel=1e-9)
+
+
+@pytest.mark.parametrize(
+    "params, match",
+    [
+        ({"seeds": (0, 1, 2), "min_passing": 4}, r"min_passing.*\[1, 3\]"),
+        ({"seeds": (0, 1, 2), "min_passing": 0}, r"min_passing.*\[1, 3\]"),
+        ({"seeds": (0, 1, 2), "min_passing": 2.0}, "min_passing"),
+        ({"seeds": (0, 1, 2)}, "min_passing"),
+        ({"seeds": (), "min_passing": 1}, "at least one seed"),
+    ],
+)
+def test_k_of_n_refuses_bad_parameters(params, match):
+    with pytest.raises(ValueError, match=match):
+        at_least_k_of_n(_failing_on(set()), params)
+
+
+def test_clopper_pearson_endpoints_and_edges():
+    for x, n in [(1, 20), (2, 20), (0, 20), (20, 20), (7, 11)]:
+        lo, hi = clopper_pearson(x, n)
+        assert 0 <= lo <= x / n <= hi <= 1
+        if x > 0:
+            assert stats.binom.sf(x - 1, n, lo) == pytest.approx(0.025, rel=1e-8)
+        else:
+            assert lo == 0
+        if x < n:
+            assert stats.binom.cdf(x, n, hi) == pytest.approx(0.025, rel=1e-8)
+        else:
+            assert hi == 1
+    with pytest.raises(ValueError, match="successes"):
+        clopper_pearson(3, 2)
+    with pytest.raises(ValueError, match="level"):
+        clopper_pearson(1, 2, level=1.5)
+
+
+@given(n=st.integers(1, 12), data=st.data(), p=st.floats(0, 1))
+def test_false_refutation_probability_is_the_binomial_sum(n, data, p):
+    k = data.draw(st.integers(1, n))
+    q = 1 - p
+    direct = sum(math.comb(n, j) * q**j * p ** (n - j) for j in range(k))
+    assert false_refutation_probability(n, k, p) == pytest.approx(direct, abs=1e-12)
+
+
+def test_false_refutation_probability_refuses_bad_input():
+    with pytest.raises(ValueError, match="k must be"):
+        false_refutation_probability(5, 6, 0.1)
+    with pytest.raises(ValueError, match="fail_rate"):
+        false_refutation_probability(5, 3, -0.1)
+    with pytest.raises(ValueError, match="n must be"):
+        false_refutation_probability(0, 1, 0.1)
+
+
+def test_deep_two_stage_is_a_three_of_five_block_claim_whose_rate_is_recorded():
+    from proofs_numeric import train_deep_two_stage as deep
+
+    assert deep.FULL["seeds"] == JUDGED_SEEDS and deep.FULL["min_passing"] == deep.MIN_PASSING == 3
+    assert deep.BLOCK_SEEDS == len(JUDGED_SEEDS) == 5
+    assert deep.seed_block({"seed": 7}) == {"seeds": (7, 8, 9, 10, 11), "min_passing": 3}
+    if not CALIBRATION_JSON.exists():
+        pytest.skip("benchmarks/results/calibration.json not present")
+    rates = json.loads(CALIBRATION_JSON.read_text()).get("failure_rates", {})
+    for tier in ("default", "full"):
+        e = rates[f"train.deep-4x4-two-stage[{tier}]"]
+        assert e["seeds"] == list(RATE_SEEDS)
+        n_fail = len(e["failing_seeds"])
+        assert e["failure_ci95_clopper_pearson"] == pytest.approx(clopper_pearson(n_fail, len(RATE_SEEDS)))
+        p = false_refutation_probability(5, 3, e["failure_fraction"])
+        assert e["false_refutation_probability"] == pytest.approx(p)
+        assert p < 0.01  # the block rule rarely refutes a claim holding at the measured rate
