@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from _general_strategies import general_models
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.special import logsumexp, roots_jacobi, softmax
@@ -21,28 +22,6 @@ from theorycheck.population._general_attention import attention_loss_estimate
 from theorycheck.sampling import Documents, MaskedBatch, mask_documents
 from theorycheck.solvers._general_attention import cotopic_matrix, stage1_value_matrix
 from theorycheck.strategies import maskings, topic_models
-
-
-# ----------------------------------------------------------------------------- strategies
-@st.composite
-def general_models(draw, max_T=4, max_v=3, prior="uniform-tau"):
-    """Random Dirichlet rows, overlapping (eps / shared words), Zipfian and unequal topics."""
-    T = draw(st.integers(2, max_T))
-    v = draw(st.integers(1, max_v))
-    law = dict(tau=draw(st.integers(1, T))) if prior == "uniform-tau" else dict(prior="dirichlet")
-    if prior == "dirichlet":
-        law["alpha"] = draw(st.lists(st.floats(0.2, 3.0), min_size=T, max_size=T))
-    kind = draw(st.sampled_from(["random", "eps", "shared", "zipf", "unequal"]))
-    if kind == "random":
-        rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-        return G(rng.dirichlet(np.full(T * v, 0.7), size=T), **law)
-    if kind == "eps":
-        return G.overlapping(T, v, eps=draw(st.floats(0.0, 1.0)), **law)
-    if kind == "shared":
-        return G.overlapping(T, v, n_shared=draw(st.integers(0, v)), **law)
-    if kind == "zipf":
-        return G.zipf(T, v, draw(st.floats(0.0, 2.0)), **law)
-    return G.unequal(draw(st.lists(st.integers(1, 3), min_size=T, max_size=T)), **law)
 
 
 def _rand(V1, seed, scale=1.0):

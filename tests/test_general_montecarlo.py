@@ -14,6 +14,7 @@ import math
 
 import numpy as np
 import pytest
+from _general_strategies import general_models
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,27 +25,6 @@ from theorycheck.population import attention_loss
 from theorycheck.population._general_attention import attention_loss_estimate
 
 N, N_DOCS = 50, 4000
-
-
-@st.composite
-def general_models(draw, max_T=3, max_v=3):
-    """Random Dirichlet rows, overlapping (eps / shared words), Zipfian, unequal, the paper's model."""
-    T = draw(st.integers(2, max_T))
-    v = draw(st.integers(1, max_v))
-    law = dict(tau=draw(st.integers(1, T)))
-    kind = draw(st.sampled_from(["random", "eps", "shared", "zipf", "unequal", "paper"]))
-    if kind == "random":
-        rng = np.random.default_rng(draw(st.integers(0, 2**16)))
-        return G(rng.dirichlet(np.full(T * v, 0.7), size=T), **law)
-    if kind == "eps":
-        return G.overlapping(T, v, eps=draw(st.floats(0.0, 1.0)), **law)
-    if kind == "shared":
-        return G.overlapping(T, v, n_shared=draw(st.integers(0, v)), **law)
-    if kind == "zipf":
-        return G.zipf(T, v, draw(st.floats(0.0, 2.0)), **law)
-    if kind == "unequal":
-        return G.unequal(draw(st.lists(st.integers(1, 3), min_size=T, max_size=T)), **law)
-    return G.from_topic_model(tc.TopicModel(T=T, v=v, **law))
 
 
 maskings = st.builds(
@@ -61,7 +41,7 @@ def _params(V1, seed):
 
 
 @settings(max_examples=12)
-@given(g=general_models(), mk=maskings, seed=st.integers(0, 2**16), mask_keys=st.booleans())
+@given(g=general_models(max_T=3, paper=True), mk=maskings, seed=st.integers(0, 2**16), mask_keys=st.booleans())
 def test_richardson_estimate_equals_exact_loss(g, mk, seed, mask_keys):
     S, W, b = _params(g.V1, seed)
     exact = attention_loss(S, W, g, mk, b, mask_keys=mask_keys)

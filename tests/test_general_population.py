@@ -7,6 +7,7 @@ import itertools
 
 import numpy as np
 import pytest
+from _general_strategies import constructed_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,14 +39,7 @@ def general_models(draw, max_T=4, max_v=4):
         rng = np.random.default_rng(draw(st.integers(0, 2**16)))
         phi = rng.dirichlet(np.full(T * v, draw(st.floats(0.3, 3.0))), size=T) + 1e-3
         return GM(phi / phi.sum(axis=1, keepdims=True), **law)
-    if kind == "eps":
-        return GM.overlapping(T, v, eps=draw(st.floats(0.0, 1.0)), **law)
-    if kind == "shared":
-        return GM.overlapping(T, v, n_shared=draw(st.integers(0, v)), **law)
-    if kind == "zipf":
-        return GM.zipf(T, v, draw(st.floats(0.0, 2.0)), **law)
-    sizes = draw(st.lists(st.integers(1, max_v), min_size=T, max_size=T))
-    return GM.unequal(sizes, **law)
+    return constructed_model(draw, kind, T, v, law, max_size=max_v)
 
 
 def _rand(shape, seed, scale=1.0):

@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 import pytest
+from _general_strategies import constructed_model
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import stats as sps
@@ -24,7 +25,7 @@ Z = 5.0  # |z| bound per coordinate (two-sided tail 6e-7 per test coordinate)
 @st.composite
 def general_models(draw, max_T=5, max_words=12):
     """Random general models: Dirichlet rows with some zeros, or a constructor with drawn parameters."""
-    kind = draw(st.sampled_from(["random", "overlapping", "shared", "zipf", "unequal"]))
+    kind = draw(st.sampled_from(["random", "eps", "shared", "zipf", "unequal"]))
     T = draw(st.integers(1 if kind != "shared" else 2, max_T))
     law = draw(st.sampled_from(["uniform-tau", "dirichlet"]))
     kw = {"prior": "dirichlet", "alpha": draw(st.floats(0.05, 3.0))} if law == "dirichlet" else {}
@@ -37,13 +38,7 @@ def general_models(draw, max_T=5, max_words=12):
         phi = rng.dirichlet(np.full(n, 0.7), size=T) * (rng.random((T, n)) < 0.7)
         phi[np.arange(n) % T, np.arange(n)] += 0.1  # every word in some topic, every row non-zero
         return GeneralTopicModel(phi / phi.sum(axis=1, keepdims=True), **kw)
-    if kind == "overlapping":
-        return GeneralTopicModel.overlapping(T, v, eps=draw(st.floats(0.0, 1.0)), **kw)
-    if kind == "shared":
-        return GeneralTopicModel.overlapping(T, v, n_shared=draw(st.integers(0, v)), **kw)
-    if kind == "zipf":
-        return GeneralTopicModel.zipf(T, v, draw(st.floats(0.0, 2.0)), **kw)
-    return GeneralTopicModel.unequal(draw(st.lists(st.integers(1, 4), min_size=T, max_size=T)), **kw)
+    return constructed_model(draw, kind, T, v, kw, max_size=4)
 
 
 @settings(max_examples=40)
