@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from theorycheck import Masking
 from theorycheck.analysis.phase import STATISTICS, PhaseDiagram, phase_model
 from theorycheck.analysis.topic_structure import attention_preference, matrix_topic_stats
+from theorycheck.report.claims import Claim
 from theorycheck.strategies import masking_grid_params, params
 
 __all__ = [
@@ -24,6 +25,10 @@ __all__ = [
     "attention_domain",
     "p_r_positive",
     "family_preference_closed_form",
+    "overlap_claim",
+    "overlap_domain",
+    "overlap_plot",
+    "attention_claim",
 ]
 
 
@@ -192,6 +197,25 @@ OVERLAP_FULL = (
 )  # fmt: skip
 
 
+def overlap_domain():
+    """The overlap-structure claims' domain: :func:`structure_domain` on eps in {0, 0.4, 0.8, 0.999, 1}."""
+    return structure_domain("overlap", (0.0, 0.4, 0.8, 0.999, 1.0))
+
+
+def overlap_plot(results, obj: str, title: str) -> dict:
+    """Phase diagram of the ``obj`` ("value" / "gram") block correlation with the bisected boundary."""
+    return plot_stat(results, f"{obj}_correlation", boundary_key="boundary", title=title)
+
+
+def overlap_claim(*, id: str, statement: str, spec: str, check, plot) -> Claim:
+    """The :class:`Claim` of an overlap-structure row (DERIVED, :data:`OVERLAP_DEFAULT` / :data:`OVERLAP_FULL`,
+    the layout plant, :func:`overlap_domain`). ``check`` and ``plot`` stay module-level functions of the
+    claim's own module (its origin, its cache key, picklable)."""
+    return Claim(id=id, statement=statement, source="DERIVED", spec=spec, check=check,
+                 default_params=OVERLAP_DEFAULT, full_params=OVERLAP_FULL, falsify=overlap_falsify, plot=plot,
+                 domain=overlap_domain, cost=0.5)  # fmt: skip
+
+
 # ----------------------------------------------------------------------------- attention (EMPIRICAL)
 def attention_check(kind: str, p: dict, inject: dict | None):
     """Sign of the same-topic preference of the optimal ``alpha I_w + beta G`` scores on a grid (SPEC §11.6)."""
@@ -230,6 +254,21 @@ def attention_check(kind: str, p: dict, inject: dict | None):
 def attention_falsify(params: dict) -> dict:
     """Planted sign error: the scores are used negated (a maximised instead of minimised loss, or S -> -S)."""
     return {"negate": True}
+
+
+def attention_claim(*, id: str, statement: str, check, domain, plot, values, full_values) -> Claim:
+    """The :class:`Claim` of an attention-preference row (EMPIRICAL, SPEC §11.6, §11.4, §4.3): default grid
+    T = 4, v = 3, taus 1..3 over ``values``, full grid T = 5, taus 1..4 over ``full_values``, the paper's masking,
+    the sign plant, preconditions p_r > 0 and p_c > 0. ``check``, ``domain`` and ``plot`` stay module-level
+    functions of the claim's own module (its origin, its cache key, picklable)."""
+    from theorycheck.strategies import p_c_positive
+
+    mk = dict(p_m=0.15, p_c=0.1, p_r=0.1)
+    return Claim(id=id, statement=statement, source="EMPIRICAL", spec="SPEC §11.6, §11.4, §4.3", check=check,
+                 default_params=(dict(T=4, v=3, taus=(1, 2, 3), values=tuple(values), **mk),),
+                 full_params=(dict(T=5, v=3, taus=(1, 2, 3, 4), values=tuple(full_values), **mk),),
+                 falsify=attention_falsify, plot=plot, domain=domain,
+                 preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)), cost=4.0)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- Zipf structure (EMPIRICAL)

@@ -15,10 +15,7 @@ vanishes: no kept word tells the query its own topic) and p_r > 0.
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim
-from theorycheck.strategies import p_c_positive
-
-from ._general_common import attention_check, attention_domain, attention_falsify, p_r_positive, plot_stat
+from ._general_common import attention_check, attention_claim, attention_domain, plot_stat
 
 EPS = (0.0, 0.3, 0.6, 0.9)
 
@@ -35,22 +32,15 @@ def plot(results):
     return plot_stat(results, "attention_preference", title="optimal alpha I + beta G under overlap: preference")
 
 
-CLAIM = Claim(
+CLAIM = attention_claim(
     id="general.overlap-attention-preference",
     statement=(
         "With topics mixed with the uniform word law (eps < 1), the optimal alpha I + beta G scores keep a positive "
         "same-topic attention preference for 2 <= tau <= T-1, and overlap turns tau = 1's indifference positive"
     ),
-    source="EMPIRICAL",
-    spec="SPEC §11.6, §11.4, §4.3",
     check=check,
-    default_params=(dict(T=4, v=3, taus=(1, 2, 3), values=EPS, p_m=0.15, p_c=0.1, p_r=0.1),),
-    full_params=(
-        dict(T=5, v=3, taus=(1, 2, 3, 4), values=(0.0, 0.2, 0.4, 0.6, 0.8, 0.95), p_m=0.15, p_c=0.1, p_r=0.1),
-    ),  # fmt: skip
-    falsify=attention_falsify,
-    plot=plot,
     domain=domain,
-    preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)),
-    cost=4.0,
+    plot=plot,
+    values=EPS,
+    full_values=(0.0, 0.2, 0.4, 0.6, 0.8, 0.95),
 )

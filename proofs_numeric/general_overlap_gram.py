@@ -12,49 +12,25 @@ level 1/2 on the exact objects ends at eps = 1.
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim
-
-from ._general_common import (
-    OVERLAP_DEFAULT,
-    OVERLAP_FULL,
-    overlap_falsify,
-    overlap_structure_check,
-    plot_stat,
-    structure_domain,
-)
+from ._general_common import overlap_claim, overlap_plot, overlap_structure_check
 
 
 def check(params: dict, inject: dict | None = None):
     return overlap_structure_check(params, inject, "gram")
 
 
-def domain():
-    return structure_domain("overlap", (0.0, 0.4, 0.8, 0.999, 1.0))
-
-
 def plot(results):
-    return plot_stat(
-        results,
-        "gram_correlation",
-        boundary_key="boundary",
-        title="min-norm tied Gram under overlap: block correlation",
-    )
+    return overlap_plot(results, "gram", "min-norm tied Gram under overlap: block correlation")
 
 
-CLAIM = Claim(
+CLAIM = overlap_claim(
     id="general.overlap-gram-structure",
     statement=(
         "For topics mixed with the uniform word law (weight eps), the min-norm tied Gram has same-topic minus "
         "different-topic gap exactly 1/(a v) and block correlation 1 for every eps < 1 and tau < T; it loses the "
         "structure only at eps = 1 (identical topics) and at tau = T"
     ),
-    source="DERIVED",
     spec="SPEC §11.6, §11.5, §4.1",
     check=check,
-    default_params=OVERLAP_DEFAULT,
-    full_params=OVERLAP_FULL,
-    falsify=overlap_falsify,
     plot=plot,
-    domain=domain,
-    cost=0.5,
 )

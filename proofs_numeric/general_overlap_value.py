@@ -10,49 +10,25 @@ over a grid of eps x tau; the bisection of the correlation level 1/2 on the exac
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim
-
-from ._general_common import (
-    OVERLAP_DEFAULT,
-    OVERLAP_FULL,
-    overlap_falsify,
-    overlap_structure_check,
-    plot_stat,
-    structure_domain,
-)
+from ._general_common import overlap_claim, overlap_plot, overlap_structure_check
 
 
 def check(params: dict, inject: dict | None = None):
     return overlap_structure_check(params, inject, "value")
 
 
-def domain():
-    return structure_domain("overlap", (0.0, 0.4, 0.8, 0.999, 1.0))
-
-
 def plot(results):
-    return plot_stat(
-        results,
-        "value_correlation",
-        boundary_key="boundary",
-        title="min-norm stage-1 W^V under overlap: block correlation",
-    )
+    return overlap_plot(results, "value", "min-norm stage-1 W^V under overlap: block correlation")
 
 
-CLAIM = Claim(
+CLAIM = overlap_claim(
     id="general.overlap-value-structure",
     statement=(
         "For topics mixed with the uniform word law (weight eps), the min-norm stage-1 W^V has same-topic minus "
         "different-topic gap exactly 1/(a v) and block correlation 1 for every eps < 1 and tau < T; it loses the "
         "structure only at eps = 1 (identical topics) and at tau = T"
     ),
-    source="DERIVED",
     spec="SPEC §11.6, §11.5, §4.2",
     check=check,
-    default_params=OVERLAP_DEFAULT,
-    full_params=OVERLAP_FULL,
-    falsify=overlap_falsify,
     plot=plot,
-    domain=domain,
-    cost=0.5,
 )

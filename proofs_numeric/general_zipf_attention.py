@@ -9,10 +9,7 @@ conclusion does not hold (the boundary is s* = 0).
 
 from __future__ import annotations
 
-from theorycheck.report.claims import Claim
-from theorycheck.strategies import p_c_positive
-
-from ._general_common import attention_check, attention_domain, attention_falsify, p_r_positive, plot_stat
+from ._general_common import attention_check, attention_claim, attention_domain, plot_stat
 
 S_GRID = (0.0, 0.5, 1.0, 2.0)
 
@@ -29,22 +26,15 @@ def plot(results):
     return plot_stat(results, "attention_preference", title="optimal alpha I + beta G, Zipfian topics: preference")
 
 
-CLAIM = Claim(
+CLAIM = attention_claim(
     id="general.zipf-attention-preference",
     statement=(
         "With Zipfian words (s in [0, 2]), the optimal alpha I + beta G scores keep a positive same-topic attention "
         "preference for 2 <= tau <= T-1, but at tau = 1 the preference is negative for every s > 0"
     ),
-    source="EMPIRICAL",
-    spec="SPEC §11.6, §11.4, §4.3",
     check=check,
-    default_params=(dict(T=4, v=3, taus=(1, 2, 3), values=S_GRID, p_m=0.15, p_c=0.1, p_r=0.1),),
-    full_params=(
-        dict(T=5, v=3, taus=(1, 2, 3, 4), values=(0.0, 0.25, 0.5, 1.0, 1.5, 2.0), p_m=0.15, p_c=0.1, p_r=0.1),
-    ),  # fmt: skip
-    falsify=attention_falsify,
-    plot=plot,
     domain=domain,
-    preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)),
-    cost=4.0,
+    plot=plot,
+    values=S_GRID,
+    full_values=(0.0, 0.25, 0.5, 1.0, 1.5, 2.0),
 )
