@@ -56,43 +56,16 @@ def check(params: dict, inject: dict | None = None):
     cf = closed_form_gram(tm, mk)
     rel_value = _rel(value_block_constants(tm, mk)[:3], (A, B0, gamma))
     rel_gram = _rel((cf.x, cf.y), (x, y))
-    parts = [
-        compare_close(
-            float(value_err),
-            0.0,
-            0.0,
-            details={"value_exact_error": str(value_err)},
-            label="C Sigma^+ = §4.2 block (exact)",
-        ),
-        compare_close(
-            float(gram_err),
-            0.0,
-            0.0,
-            details={"gram_exact_error": str(gram_err)},
-            label="min-trace Gram = §4.1 D3 (exact)",
-        ),
-        compare_close(
-            float(not opt.certified), 0.0, 0.0, details={"value_checks": opt.checks}, label="C Sigma^+ certified"
-        ),
-        compare_close(
-            float(not gram.certified), 0.0, 0.0, details={"gram_checks": gram.checks}, label="Gram certified PSD"
-        ),
-        compare_close(float(opt.loss - (1 - Fraction(1, tm.tau * v))), 0.0, 0.0, label="L* = 1 - 1/(tau v)"),
-        compare_close(
-            rel_value,
-            0.0,
-            FLOAT_RTOL,
-            details={"value_float_rel_error": rel_value},
-            label="float (A, B0, gamma) rel error <= 1e-14",
-        ),
-        compare_close(
-            rel_gram,
-            0.0,
-            FLOAT_RTOL,
-            details={"gram_float_rel_error": rel_gram},
-            label="float (x, y) rel error <= 1e-14",
-        ),
-    ]
+    rows = (  # (measured, tolerance, details, label): each must be 0 within its tolerance
+        (float(value_err), 0.0, {"value_exact_error": str(value_err)}, "C Sigma^+ = §4.2 block (exact)"),
+        (float(gram_err), 0.0, {"gram_exact_error": str(gram_err)}, "min-trace Gram = §4.1 D3 (exact)"),
+        (float(not opt.certified), 0.0, {"value_checks": opt.checks}, "C Sigma^+ certified"),
+        (float(not gram.certified), 0.0, {"gram_checks": gram.checks}, "Gram certified PSD"),
+        (float(opt.loss - (1 - Fraction(1, tm.tau * v))), 0.0, {}, "L* = 1 - 1/(tau v)"),
+        (rel_value, FLOAT_RTOL, {"value_float_rel_error": rel_value}, "float (A, B0, gamma) rel error <= 1e-14"),
+        (rel_gram, FLOAT_RTOL, {"gram_float_rel_error": rel_gram}, "float (x, y) rel error <= 1e-14"),
+    )
+    parts = [compare_close(m, 0.0, tol, details=d, label=lab) for m, tol, d, lab in rows]
     res = compare_all(parts)
     res.details.update(case=case, A=str(A), B0=str(B0), gamma=str(gamma), x=str(x), y=str(y), rank=opt.rank_sigma)
     return res
