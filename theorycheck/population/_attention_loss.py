@@ -106,6 +106,18 @@ def _check_arrays(S, W, b, V1, mask_keys, max_bytes):
     return S, W, b, bool(mask_keys)
 
 
+def _check_n_sets(model, n_sets, hint: str):
+    """``n_sets`` (an int >= 2: sampled topic sets), or ``None`` when the ``C(T, tau)`` topic sets of the
+    uniform-tau law can be enumerated (at most :data:`MAX_ENUMERATED_SETS`; above it ``hint`` says what to do)."""
+    if n_sets is not None:
+        return check_int("n_sets", n_sets, low=2)
+    if model.n_topic_sets > MAX_ENUMERATED_SETS:
+        raise ValueError(
+            f"C(T={model.T}, tau={model.tau}) = {model.n_topic_sets} topic sets exceeds {MAX_ENUMERATED_SETS}; {hint}"
+        )
+    return None
+
+
 def _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes):
     check_models(tm, mk)
     if tm.prior != "uniform-tau":
@@ -113,14 +125,7 @@ def _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes):
     mk.require_masked_positions("attention_loss")
     loss = check_loss(loss)
     S, W, b, mask_keys = _check_arrays(S, W, b, tm.V1, mask_keys, max_bytes)
-    if n_sets is not None:
-        n_sets = check_int("n_sets", n_sets, low=2)
-    elif tm.n_topic_sets > MAX_ENUMERATED_SETS:
-        raise ValueError(
-            f"C(T={tm.T}, tau={tm.tau}) = {tm.n_topic_sets} topic sets exceeds {MAX_ENUMERATED_SETS}; "
-            "pass n_sets to sample topic sets"
-        )
-    return S, W, b, mask_keys, n_sets, loss
+    return S, W, b, mask_keys, _check_n_sets(tm, n_sets, "pass n_sets to sample topic sets"), loss
 
 
 def _context(tm, mk, mask_keys):

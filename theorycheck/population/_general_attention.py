@@ -43,10 +43,10 @@ from ._attention_loss import (
     AttentionLossGrad,
     SetSampledLoss,
     _check_arrays,
+    _check_n_sets,
     _dense_laws,
     _sample_sets,
 )
-from ._moments import MAX_ENUMERATED_SETS
 
 __all__ = [
     "LossEstimate",
@@ -91,13 +91,9 @@ def _validate(S, W, g, mk, b, mask_keys, n_sets, n_theta, loss, max_bytes):
     if g.prior == "uniform-tau":
         if n_theta is not None:
             raise ValueError("n_theta is for prior='dirichlet'; with prior='uniform-tau' pass n_sets to sample sets")
-        if n_sets is not None:
-            n_sets = check_int("n_sets", n_sets, low=2)
-        elif g.n_topic_sets > MAX_ENUMERATED_SETS:
-            raise ValueError(
-                f"C(T={g.T}, tau={g.tau}) = {g.n_topic_sets} topic sets exceeds {MAX_ENUMERATED_SETS}; "
-                "pass n_sets (and seed) to average over sampled topic sets with a standard error"
-            )
+        n_sets = _check_n_sets(
+            g, n_sets, "pass n_sets (and seed) to average over sampled topic sets with a standard error"
+        )
     else:
         if n_sets is not None:
             raise ValueError("n_sets is for prior='uniform-tau'; with prior='dirichlet' pass n_theta")
