@@ -187,7 +187,8 @@ def at_least_k_of_n(check_one, params: dict, inject=None, *, statistics=()) -> C
         worst_label=worst.label,
         relative_margin=_rel_margin(dec),
     )
-    label = f"{k}-th best of {len(seeds)} seeds (>= {k} must pass): {dec.label}".rstrip(": ")
+    rank = f"{_ordinal(k)} best of {len(seeds)} seeds, >= {k} must pass"
+    label = f"{dec.label} ({rank}: seed {seeds[order[k - 1]]})" if dec.label else rank
     return ClaimResult(
         passed=n_passed >= k and dec.passed,
         expected=dec.expected,
@@ -198,6 +199,12 @@ def at_least_k_of_n(check_one, params: dict, inject=None, *, statistics=()) -> C
         data=agg.data,
         label=label,
     )
+
+
+def _ordinal(k: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ..., ``11th``, ``12th``, ``13th``, ``21st``."""
+    suffix = "th" if 10 <= k % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(k % 10, "th")
+    return f"{k}{suffix}"
 
 
 def _rel_margin(r: ClaimResult) -> float:

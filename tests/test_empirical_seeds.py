@@ -169,7 +169,12 @@ def test_k_of_n_passes_iff_at_least_k_seeds_pass_and_reports_the_kth_best_seed(b
     assert res.details["deciding_seed"] == ranked[k - 1]
     assert res.details["worst_seed"] == ranked[-1]
     assert res.details["n_passed"] == n_pass and res.details["fraction_passed"] == pytest.approx(n_pass / 8)
-    assert res.label.startswith(f"{k}-th best of 8 seeds")
+    assert res.label == f"value > 0 ({_empirical._ordinal(k)} best of 8 seeds, >= {k} must pass: seed {ranked[k - 1]})"
+
+
+def test_ordinals():
+    got = [_empirical._ordinal(k) for k in (1, 2, 3, 4, 11, 12, 13, 21, 22, 23, 101, 111)]
+    assert got == ["1st", "2nd", "3rd", "4th", "11th", "12th", "13th", "21st", "22nd", "23rd", "101st", "111th"]
 
 
 def test_k_of_n_keeps_the_over_seeds_statistics_and_adds_a_clopper_pearson_interval():
