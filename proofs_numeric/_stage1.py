@@ -6,6 +6,7 @@ import numpy as np
 
 from theorycheck import Masking, TopicModel
 from theorycheck._threads import numba_threads
+from theorycheck.report.claims import compare_close
 
 SPEC_MASKING = dict(p_m=0.15, p_c=0.1, p_r=0.1)
 
@@ -65,3 +66,21 @@ def binomial_z(counts, n, p) -> np.ndarray:
         tail = 2.0 * np.minimum(stats.binom.sf(kr - 1, n, pr), stats.binom.cdf(kr, n, pr))
         z[rare] = stats.norm.isf(np.minimum(1.0, tail) / 2.0)
     return z.reshape(shape)
+
+
+def compare_worst(measured, expected, tol: float, *, label: str = "", **kw):
+    """:func:`compare_close` judged on the entry farthest from its expected value, so the row is numbers.
+
+    For arrays, ``i = argmax |measured - expected|`` (after broadcasting) and the result compares
+    ``measured[i]`` with ``expected[i]``: its margin ``tol - |measured[i] - expected[i]|`` is bit-identical
+    to :func:`compare_close` on the whole arrays (the same maximum), but ``expected`` and ``measured``
+    are the deciding entry's numbers instead of ``"array(shape)"``; the label gains ``" (worst entry)"``.
+    Empty arrays and arrays with a non-finite entry (a failure either way) go to :func:`compare_close` unchanged.
+    """
+    m, e = np.broadcast_arrays(np.asarray(measured, dtype=float), np.asarray(expected, dtype=float))
+    if m.size == 0 or not (np.all(np.isfinite(m)) and np.all(np.isfinite(e))):
+        return compare_close(measured, expected, tol, label=label, **kw)
+    i = int(np.argmax(np.abs(m - e)))
+    if m.size > 1:
+        label = f"{label} (worst entry)" if label else "worst entry"
+    return compare_close(float(m.flat[i]), float(e.flat[i]), tol, label=label, **kw)

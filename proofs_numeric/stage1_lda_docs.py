@@ -56,8 +56,6 @@ def check(params: dict, inject: dict | None = None):
         compare_close(z_sum, 0.0, 5.0, label="|z| of sum ||c - N theta||^2 vs sum N (1 - ||theta||^2)"),
     ]
     res = compare_all(parts)
-    res.expected = f"N in [{lo},{hi}] uniform; theta ~ Dir({alpha}); tokens ~ theta"
-    res.measured = f"p_len={p_len:.3g}, p_KS={p_ks:.3g}, z(E||theta||^2)={z_s2:.2f}, z(spread)={z_sum:.2f}"
     res.details.update(
         p_lengths=p_len,
         p_ks_theta1=p_ks,
