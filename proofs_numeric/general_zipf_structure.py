@@ -28,6 +28,8 @@ def check(params: dict, inject: dict | None = None):
 
 
 def domain():
+    """T in 2..6, v in 2..5, every tau, s in 0..8, masking on a 0.05 grid with a >= 0.05 (closed forms:
+    cheap)."""
     return structure_domain("zipf", S_GRID)
 
 
