@@ -44,10 +44,11 @@ def _check_one(params: dict, inject: dict | None = None):
         rng=np.random.default_rng(params["seed"]),
     )
     spec, gen = rows[0]["cosine"], rows[1]["cosine"]
+    specific, general = params["specific"], params["general"]
     res = compare_greater(
         spec["ci_low"],
         gen["ci_high"],
-        label=f"CI low of the cosine gap (top {params['specific']:g}) > CI high (top {params['general']:g})",
+        label=f"CI low of the cosine gap (top {100 * specific:g}%) > CI high (top {100 * general:g}%)",
     )
     res.details = {"rows": rows, "ci_separation": spec["ci_low"] - gen["ci_high"]}
     return res
