@@ -8,6 +8,11 @@ on a shared machine several BLAS pools oversubscribe the cores. Hence:
   entered with :func:`blas_threads`; the library default elsewhere.
 - **Numba**: every core (Numba's own default) for the parallel kernels; one thread for tiny
   repeated calls, entered with :func:`numba_threads`.
+- **BLAS called from Numba kernels** (``np.dot`` inside a parallel loop goes to SciPy's BLAS,
+  which Numba loads through ``scipy.linalg.cython_blas``): always one thread, whatever else is
+  asked (:func:`kernel_blas_serial`); those kernels are already parallel, and a second BLAS pool
+  under every Numba worker oversubscribes the cores (measured: a 490 x 101 x 532 product ran
+  ~10x slower with SciPy's OpenBLAS at 2 threads under 2 Numba threads).
 - **The user's choice wins**: ``--threads N`` on every command, or the environment variable
   ``THEORYCHECK_THREADS=N``, sets both to ``N`` for the whole process (:func:`configure`) and
   replaces the "one thread" defaults above. Child processes inherit it through the environment.
@@ -20,7 +25,16 @@ from contextlib import contextmanager
 
 from ._validate import check_int
 
-__all__ = ["ENV_VAR", "requested", "configure", "blas_threads", "numba_threads", "small_problem", "thread_info"]
+__all__ = [
+    "ENV_VAR",
+    "requested",
+    "configure",
+    "blas_threads",
+    "numba_threads",
+    "small_problem",
+    "kernel_blas_serial",
+    "thread_info",
+]
 
 #: Environment variable read by :func:`requested` (an integer >= 1).
 ENV_VAR = "THEORYCHECK_THREADS"
@@ -122,6 +136,45 @@ def small_problem(size: int, threshold: int, *, blas: bool = False, numba: bool 
             if numba:
                 stack.enter_context(numba_threads(n or 1))
         yield
+
+
+_kernel_blas: dict = {}
+
+
+def _kernel_blas_controllers():
+    """threadpoolctl controllers of the BLAS that Numba's ``np.dot`` calls (SciPy's), found once."""
+    if "libs" not in _kernel_blas:
+        import scipy.linalg.cython_blas  # noqa: F401  (loads the library Numba's np.dot calls)
+        from threadpoolctl import ThreadpoolController
+
+        ctl = ThreadpoolController()
+        libs = [
+            lib
+            for lib in ctl.lib_controllers
+            if lib.user_api == "blas" and "scipy" in os.path.basename(os.path.dirname(lib.filepath))
+        ]
+        _kernel_blas["libs"] = libs
+    return _kernel_blas["libs"]
+
+
+@contextmanager
+def kernel_blas_serial():
+    """SciPy's BLAS (the one Numba kernels call) at one thread inside the block; restored on exit.
+
+    Cheap when already serial (one ``get_num_threads`` call per library), so kernels can enter it
+    on every call. NumPy's own BLAS is not touched. With a BLAS that SciPy shares with NumPy
+    (e.g. a system build), both are serial inside the block."""
+    changed = []
+    for lib in _kernel_blas_controllers():
+        n = lib.num_threads
+        if n != 1:
+            lib.set_num_threads(1)
+            changed.append((lib, n))
+    try:
+        yield
+    finally:
+        for lib, n in changed:
+            lib.set_num_threads(n)
 
 
 def thread_info() -> dict:

@@ -26,6 +26,8 @@ from __future__ import annotations
 import numba
 import numpy as np
 
+from .._threads import kernel_blas_serial
+
 __all__ = [
     "gather_softmax",
     "gather_softmax_ref",
@@ -38,6 +40,11 @@ __all__ = [
     "DocAttention",
     "doc_attention",
     "doc_attention_backward",
+    "ROW_BLOCK",
+    "matmul_rows",
+    "matmul_tn",
+    "matmul_rows_ref",
+    "matmul_tn_ref",
 ]
 
 
@@ -373,7 +380,8 @@ def doc_attention(P, logw, start, H: int, da: int, c: float, queries=None, share
     out = np.empty((idx.qrows.size, dv * (H if shared_values else 1)))
     lw = np.ascontiguousarray(logw, dtype=np.float64)
     args = (H, da, dv, bool(shared_values), float(c))
-    _doc_attention_fwd(P, lw, idx.start, idx.qrows, idx.qstart, idx.aoff, *args, Aflat, out)
+    with kernel_blas_serial():
+        _doc_attention_fwd(P, lw, idx.start, idx.qrows, idx.qstart, idx.aoff, *args, Aflat, out)
     idx.shared = bool(shared_values)
     return out, Aflat, idx
 
@@ -394,5 +402,88 @@ def doc_attention_backward(P, Aflat, idx, G, da: int, c: float):
     dP = np.zeros(P.shape)
     G = np.ascontiguousarray(G, dtype=np.float64)
     args = (H, da, dv, idx.shared, float(c))
-    _doc_attention_bwd(P, Aflat, G, idx.start, idx.qrows, idx.qstart, idx.aoff, *args, dP)
+    with kernel_blas_serial():
+        _doc_attention_bwd(P, Aflat, G, idx.start, idx.qrows, idx.qstart, idx.aoff, *args, dP)
     return dP
+
+
+# ---------------------------------------------------------------------------- row-parallel products
+#: Rows per task of :func:`matmul_rows` and :func:`matmul_tn`. Fixed (not derived from the thread
+#: count), so that every result is the same bits on any number of threads.
+ROW_BLOCK = 128
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _matmul_rows(A, B, blk, out):
+    R = A.shape[0]
+    for t in numba.prange((R + blk - 1) // blk):
+        r0 = t * blk
+        r1 = min(R, r0 + blk)
+        np.dot(A[r0:r1], B, out[r0:r1])
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _matmul_tn(A, B, blk, out):
+    R = A.shape[0]
+    nb = (R + blk - 1) // blk
+    parts = np.empty((nb, A.shape[1], B.shape[1]))
+    for t in numba.prange(nb):
+        r0 = t * blk
+        r1 = min(R, r0 + blk)
+        np.dot(A[r0:r1].T, B[r0:r1], parts[t])
+    out[:] = 0.0
+    for t in range(nb):  # fixed order: the same sum on any thread count
+        out += parts[t]
+
+
+def _f64(M):
+    """``M`` as float64, C- or F-contiguous (a copy only when it is neither)."""
+    M = np.asarray(M, dtype=np.float64)
+    return M if (M.flags.c_contiguous or M.flags.f_contiguous) else np.ascontiguousarray(M)
+
+
+def matmul_rows(A, B):
+    """``A @ B`` (R, n) with the rows of ``A`` in blocks of :data:`ROW_BLOCK`, one single-threaded
+    BLAS call per block, the blocks in parallel (Numba threads; BLAS serial inside them).
+
+    Row ``r`` of the result is always computed by the same BLAS call on the same block, so the
+    result does not depend on the thread count. ``B`` may be a transposed view (no copy);
+    :func:`matmul_rows_ref` is the numpy reference."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    B = _f64(B)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[1] != B.shape[0]:
+        raise ValueError(f"matmul_rows needs (R, k) @ (k, n) arrays, got {A.shape} and {B.shape}")
+    out = np.empty((A.shape[0], B.shape[1]))
+    if A.shape[0] == 0 or A.shape[1] == 0 or B.shape[1] == 0:
+        out[...] = 0.0
+        return out
+    with kernel_blas_serial():
+        _matmul_rows(A, B, ROW_BLOCK, out)
+    return out
+
+
+def matmul_tn(A, B):
+    """``A^T @ B`` (k, n) for ``A`` (R, k), ``B`` (R, n): the sum over rows split into blocks of
+    :data:`ROW_BLOCK` rows, one BLAS call per block in parallel (Numba threads), the partial
+    products added in block order (the same bits on any thread count). E.g. a weight gradient
+    ``dW = dP^T X`` over many rows. :func:`matmul_tn_ref` is the numpy reference."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    B = np.ascontiguousarray(B, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or A.shape[0] != B.shape[0]:
+        raise ValueError(f"matmul_tn needs (R, k) and (R, n) arrays, got {A.shape} and {B.shape}")
+    out = np.zeros((A.shape[1], B.shape[1]))
+    if A.shape[0] == 0 or A.shape[1] == 0 or B.shape[1] == 0:
+        return out
+    with kernel_blas_serial():
+        _matmul_tn(A, B, ROW_BLOCK, out)
+    return out
+
+
+def matmul_rows_ref(A, B):
+    """Pure numpy reference of :func:`matmul_rows`."""
+    return np.asarray(A, dtype=np.float64) @ np.asarray(B, dtype=np.float64)
+
+
+def matmul_tn_ref(A, B):
+    """Pure numpy reference of :func:`matmul_tn`."""
+    return np.asarray(A, dtype=np.float64).T @ np.asarray(B, dtype=np.float64)

@@ -45,6 +45,8 @@ from ._kernels import (
     doc_attention,
     doc_attention_backward,
     gather_softmax,
+    matmul_rows,
+    matmul_tn,
     scatter_rows,
     softmax_bwd,
     softmax_bwd_ref,
@@ -161,10 +163,11 @@ def _one_hot_rows(X2):
 
 
 def _project(X2, Wcat):
-    """``P = X2 W_cat^T`` (one GEMM); for one-hot rows the same numbers as a row gather of ``W_cat^T``."""
+    """``P = X2 W_cat^T`` (one row-parallel GEMM, :func:`~theorycheck.nn._kernels.matmul_rows`); for
+    one-hot rows the same numbers as a row gather of ``W_cat^T``."""
     oh = _one_hot_rows(X2)
     if oh is None:
-        return X2 @ Wcat.T, None
+        return matmul_rows(X2, Wcat.T), None
     idx, valid = oh
     P = np.ascontiguousarray(Wcat.T)[idx]
     P[~valid] = 0.0
@@ -254,7 +257,7 @@ def _fused_backward(dout, cache, need_dX, dX_in, grads):
         grads["W_V"][...] = G[2 * nq :].reshape(W_V.shape)
     dX = _start(X, dX_in, need_dX)
     if need_dX:
-        dX += (dPw @ _stacked(W_Q, W_K, W_V[:0] if Y is not None else W_V)).reshape(X.shape)
+        dX += matmul_rows(dPw, _stacked(W_Q, W_K, W_V[:0] if Y is not None else W_V)).reshape(X.shape)
         if Y is not None:
             dX += dP[:, 2 * nq :].reshape(X.shape)
     return dX, grads
@@ -343,9 +346,10 @@ def _count_backward(dout, cache, need_dX, dX_in, grads):
 
 
 def _weight_grads(dP, X2, one_hot):
-    """``dW_cat = dP^T X2`` (``X2`` rows one-hot: ``dP`` rows summed per token, a Numba scatter)."""
+    """``dW_cat = dP^T X2`` (row blocks in parallel, :func:`~theorycheck.nn._kernels.matmul_tn`; ``X2``
+    rows one-hot: ``dP`` rows summed per token, a Numba scatter)."""
     if one_hot is None:
-        return dP.T @ X2
+        return matmul_tn(dP, X2)
     idx, valid = one_hot
     return scatter_rows(idx, valid, dP, X2.shape[1]).T
 

@@ -28,6 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
+from .._threads import blas_threads
 from ..general_model import is_general
 from ._general_probes import GENERAL_PROBES, GeneralReferences
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
@@ -211,7 +212,7 @@ class Trainer:
         end = self.cfg.steps if stop_at is None else min(self.cfg.steps, stop_at)
         bar = self._progress_bar()
         try:
-            with _SignalGuard() as guard:
+            with _SignalGuard() as guard, blas_threads():
                 self._loop(end, log, bar, guard)
         finally:
             if bar is not None:
