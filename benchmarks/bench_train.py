@@ -27,11 +27,9 @@ from __future__ import annotations
 import argparse
 import os
 import time
-from contextlib import contextmanager
 
 import numpy as np
 from _common import print_table, write_json
-from threadpoolctl import ThreadpoolController, threadpool_limits
 
 from theorycheck.nn import ModelConfig, Trainer, Transformer, make_batch, make_optimizer, preset
 from theorycheck.sampling import mask_documents, sample_documents
@@ -90,12 +88,16 @@ def _timed(step, batches):
     return float(np.median(rates)), first
 
 
-def _numpy_steps_per_s(cfg, batches, count_based: str, threads: int = 1, blas_threads: int | None = None):
-    """Our model, one step = ``make_batch`` + forward + backward + the preset's optimizer, ``threads``
-    Numba threads (the per-document kernels run in parallel over documents) and ``blas_threads``
-    (default ``threads``) BLAS threads. Numba 2 / BLAS 1 is its own row: OpenBLAS's worker threads
-    keep spinning after each GEMM and take the cores from Numba's workers when both run 2 threads."""
+def _numpy_steps_per_s(cfg, batches, count_based: str, threads: int = 1):
+    """Our model, one step = ``make_batch`` + forward + backward + the preset's optimizer, with
+    ``threads`` Numba threads and one BLAS thread, as :class:`~theorycheck.nn.Trainer` runs it: the
+    large products are row-parallel Numba kernels (:func:`theorycheck.nn._kernels.matmul_rows`)
+    and the per-document attention runs in parallel over documents, each calling a serial BLAS.
+    (A multi-threaded BLAS next to Numba's threads halved the rate: OpenBLAS's workers keep
+    spinning after each product and take the cores from Numba's.)"""
     import numba
+
+    from theorycheck._threads import blas_threads
 
     mc = _with_form(cfg, count_based)
     model = Transformer(mc, seed=0)
@@ -114,29 +116,10 @@ def _numpy_steps_per_s(cfg, batches, count_based: str, threads: int = 1, blas_th
     n_numba = numba.get_num_threads()
     numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
     try:
-        with threadpool_limits(threads if blas_threads is None else blas_threads), _kernel_blas_serial():
+        with blas_threads(1):
             return _timed(step, batches)
     finally:
         numba.set_num_threads(n_numba)
-
-
-@contextmanager
-def _kernel_blas_serial():
-    """SciPy's OpenBLAS (the one Numba's ``np.dot`` calls inside the per-document kernels) at one
-    thread: those products are tiny and already run in parallel over documents; a second BLAS thread
-    per call only adds a hand-off to each of them."""
-    import scipy.linalg.cython_blas  # noqa: F401  (loads the library Numba's np.dot calls)
-
-    ctl = ThreadpoolController()
-    libs = [lib for lib in ctl.lib_controllers if "scipy" in os.path.basename(os.path.dirname(lib.filepath))]
-    prev = [lib.num_threads for lib in libs]
-    for lib in libs:
-        lib.set_num_threads(1)
-    try:
-        yield
-    finally:
-        for lib, n in zip(libs, prev):
-            lib.set_num_threads(n)
 
 
 def _torch_steps_per_s(cfg, batches, dtype: str, threads: int):
@@ -170,7 +153,6 @@ def _model_rows(name, cfg, batches, has_torch: bool):
     first = "numpy token counts" if cfg.model.n_layers == 1 else "numpy merged tokens"
     runs = [
         (first, 1, 1, "float64", "auto"),
-        (first, 2, 2, "float64", "auto"),
         (first, 2, 1, "float64", "auto"),
         ("numpy positions", 1, 1, "float64", "never"),
     ]
@@ -185,7 +167,7 @@ def _model_rows(name, cfg, batches, has_torch: bool):
         if form is None:
             sps, losses = _torch_steps_per_s(cfg, batches, dt, threads)
         else:
-            sps, losses = _numpy_steps_per_s(cfg, batches, form, threads, blas)
+            sps, losses = _numpy_steps_per_s(cfg, batches, form, threads)
         rows.append(
             dict(
                 model=name,

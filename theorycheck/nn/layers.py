@@ -45,6 +45,8 @@ from ._kernels import (
     doc_attention,
     doc_attention_backward,
     gather_softmax,
+    layer_norm_rows,
+    layer_norm_rows_backward,
     matmul_rows,
     matmul_tn,
     scatter_rows,
@@ -67,6 +69,8 @@ __all__ = [
     "uniform_attention_backward",
     "layer_norm_forward",
     "layer_norm_backward",
+    "layer_norm_ref",
+    "layer_norm_backward_ref",
     "decoder_forward",
     "decoder_backward",
     "squared_loss",
@@ -457,15 +461,29 @@ def uniform_attention_backward(dUc, cache, need_dX: bool = True, dX_in=None):
 
 # ---------------------------------------------------------------------------- layer norm
 def layer_norm_forward(R):
-    """Post-LN without gain/bias: ``y = (r - mean r) / sqrt(var r + eps)`` per row. Returns ``(y, inv)``."""
+    """Post-LN without gain/bias: ``y = (r - mean r) / sqrt(var r + eps)`` per row. Returns ``(y, inv)``.
+
+    One fused Numba pass per row (:func:`~theorycheck.nn._kernels.layer_norm_rows`); the numpy
+    reference is :func:`layer_norm_ref`."""
+    return layer_norm_rows(R, LN_EPS)
+
+
+def layer_norm_backward(Yn, inv, dY):
+    """``dL/dr = inv (dy - mean(dy) - y mean(dy * y))`` per row (Numba kernel; reference
+    :func:`layer_norm_backward_ref`)."""
+    return layer_norm_rows_backward(Yn, inv, dY)
+
+
+def layer_norm_ref(R):
+    """Pure numpy reference of :func:`layer_norm_forward`."""
     mu = R.mean(axis=-1, keepdims=True)
     xc = R - mu
     inv = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + LN_EPS)
     return xc * inv, inv
 
 
-def layer_norm_backward(Yn, inv, dY):
-    """``dL/dr = inv (dy - mean(dy) - y mean(dy * y))`` per row."""
+def layer_norm_backward_ref(Yn, inv, dY):
+    """Pure numpy reference of :func:`layer_norm_backward`."""
     return inv * (dY - dY.mean(axis=-1, keepdims=True) - Yn * np.mean(dY * Yn, axis=-1, keepdims=True))
 
 
