@@ -2,7 +2,10 @@
 backward kernel == finite differences (check_gradient); the per-document attention kernel == a
 plain loop over documents and heads, its backward == finite differences."""
 
+import re
+
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -209,3 +212,203 @@ def test_doc_attention_shared_values_keeps_heads_apart(sizes, H, dv, seed):
         return float(np.sum(G * doc_attention(p, logw, start, H, da, 0.9, queries=queries, shared_values=True)[0]))
 
     check_gradient(f, P, dP, seed=seed).assert_ok()
+
+
+# ---------------------------------------------------------------------------- row-parallel products
+def _rounding_bound(A, B):
+    """Elementwise bound ``1e-13 |A| |B|`` on the rounding difference of two orders of summation
+    (the reduction length is at most 400 here: 400 eps ~ 9e-14)."""
+    return 1e-13 * (np.abs(A) @ np.abs(B))
+
+
+def _bits(M):
+    return np.ascontiguousarray(M).view(np.int64)
+
+
+def _at_numba_threads(n, fn, *args):
+    """``fn(*args)`` with Numba at ``n`` threads (the previous count restored)."""
+    import numba
+
+    old = numba.get_num_threads()
+    numba.set_num_threads(n)
+    try:
+        return fn(*args)
+    finally:
+        numba.set_num_threads(old)
+
+
+def _two_numba_threads() -> bool:
+    import numba
+
+    return numba.config.NUMBA_NUM_THREADS >= 2
+
+
+def _in_a_two_thread_process(call: str):
+    """Run ``call`` (a function of this module, as source) in a fresh process whose Numba pool has 2
+    threads (under ``pytest -n`` the pool here has 1 and cannot grow); its assertions fail the test."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "NUMBA_NUM_THREADS": "2", "OPENBLAS_NUM_THREADS": "1"}
+    code = f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); import test_nn_kernels as t; t.{call}"
+    res = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert res.returncode == 0, res.stderr[-3000:]
+
+
+def _check_matmuls_thread_invariant(A, B, Bt_view):
+    """``matmul_rows(A, Bt_view)`` and ``matmul_tn(A, B)``: the same bits at 1 and 2 Numba threads."""
+    from theorycheck.nn._kernels import matmul_rows, matmul_tn
+
+    for fn, args in ((matmul_rows, (A, Bt_view)), (matmul_tn, (A, B))):
+        one = _at_numba_threads(1, fn, *args)
+        two = _at_numba_threads(2, fn, *args)
+        np.testing.assert_array_equal(_bits(one), _bits(two))
+
+
+@settings(max_examples=30)
+@given(
+    st.integers(0, 400),
+    st.integers(0, 40),
+    st.integers(0, 40),
+    st.integers(0, 2**31),
+    st.booleans(),
+)
+def test_matmul_rows_and_tn_equal_references_and_are_thread_invariant(R, k, n, seed, transposed):
+    """``matmul_rows(A, B)`` == ``A @ B`` and ``matmul_tn(A, C)`` == ``A^T C`` to rounding
+    (``1e-13 |A||B|`` elementwise), for ``B`` C-contiguous or a transposed (F-contiguous) view, any
+    ``R`` (zero, below, at and above multiples of ROW_BLOCK = 128) and zero-size ``k``, ``n``; the
+    same bits on 1 and 2 Numba threads."""
+    from theorycheck.nn._kernels import matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref
+
+    rng = np.random.default_rng(seed)
+    A = rng.normal(size=(R, k))
+    B = rng.normal(size=(n, k)).T if transposed else rng.normal(size=(k, n))
+    C = rng.normal(size=(R, n))
+    out = matmul_rows(A, B)
+    assert out.shape == (R, n) and out.dtype == np.float64
+    assert np.all(np.abs(out - matmul_rows_ref(A, B)) <= _rounding_bound(A, B))
+    out = matmul_tn(A, C)
+    assert out.shape == (k, n) and out.dtype == np.float64
+    assert np.all(np.abs(out - matmul_tn_ref(A, C)) <= _rounding_bound(A.T, C))
+    if _two_numba_threads():
+        _check_matmuls_thread_invariant(A, C, B)
+
+
+def _check_r300(seed: int = 0):
+    """R = 300 = 128 + 128 + 44 rows: == the references; every row block of ``matmul_rows`` is the
+    same bits as the product of that block alone; ``matmul_tn`` is the same bits as the per-block
+    products added in block order; at 1 and 2 Numba threads (when the pool has 2)."""
+    from theorycheck.nn._kernels import ROW_BLOCK, matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref
+
+    assert ROW_BLOCK == 128
+    rng = np.random.default_rng(seed)
+    A, B, C = rng.normal(size=(300, 37)), rng.normal(size=(23, 37)).T, rng.normal(size=(300, 29))
+    assert B.flags.f_contiguous and not B.flags.c_contiguous
+    out = matmul_rows(A, B)
+    assert np.all(np.abs(out - matmul_rows_ref(A, B)) <= _rounding_bound(A, B))
+    blocks = [(0, 128), (128, 256), (256, 300)]
+    for r0, r1 in blocks:
+        np.testing.assert_array_equal(_bits(out[r0:r1]), _bits(matmul_rows(A[r0:r1].copy(), B)))
+    tn = matmul_tn(A, C)
+    assert np.all(np.abs(tn - matmul_tn_ref(A, C)) <= _rounding_bound(A.T, C))
+    summed = np.zeros((37, 29))
+    for r0, r1 in blocks:
+        summed += matmul_tn(A[r0:r1].copy(), C[r0:r1].copy())
+    np.testing.assert_array_equal(_bits(tn), _bits(summed))
+    if _two_numba_threads():
+        _check_matmuls_thread_invariant(A, C, B)
+
+
+def test_matmul_r300_blocks_fixed_and_thread_invariant():
+    _check_r300()
+    if not _two_numba_threads():
+        _in_a_two_thread_process("_check_r300()")
+
+
+@pytest.mark.parametrize("R, k, n", [(0, 3, 4), (5, 0, 4), (5, 3, 0), (0, 0, 0), (0, 3, 0)])
+def test_matmul_zero_size_dimensions(R, k, n):
+    """Empty products: the right shapes, zeros where the reduction is empty."""
+    from theorycheck.nn._kernels import matmul_rows, matmul_tn
+
+    A, B, C = np.ones((R, k)), np.ones((k, n)), np.ones((R, n))
+    out = matmul_rows(A, B)
+    assert out.shape == (R, n) and np.all(out == float(k))
+    out = matmul_rows(A, np.ones((n, k)).T)
+    assert out.shape == (R, n) and np.all(out == float(k))
+    out = matmul_tn(A, C)
+    assert out.shape == (k, n) and np.all(out == float(R))
+
+
+@pytest.mark.parametrize(
+    "fn, a, b",
+    [
+        ("matmul_rows", (3, 4), (5, 2)),
+        ("matmul_rows", (4,), (4, 2)),
+        ("matmul_rows", (3, 4), (4, 2, 1)),
+        ("matmul_tn", (3, 4), (5, 2)),
+        ("matmul_tn", (3,), (3, 2)),
+        ("matmul_tn", (3, 4), (3, 2, 2)),
+    ],
+)
+def test_matmul_wrong_shapes_name_them(fn, a, b):
+    from theorycheck.nn import _kernels
+
+    with pytest.raises(ValueError, match=rf"{fn} needs .*got {re.escape(str(a))} and {re.escape(str(b))}"):
+        getattr(_kernels, fn)(np.ones(a), np.ones(b))
+
+
+def _position_path_loss_and_grads(count_based: str):
+    """Loss and gradients of the ``deep-4x4`` preset on one sampled batch, in the batch form of
+    ``count_based`` (``"auto"``: merged tokens; ``"never"``: one row per position), at 1 and 2 Numba
+    threads; also the largest row count ``matmul_rows`` saw (the kernel is on the path)."""
+    import theorycheck.nn.layers as L
+    from theorycheck.nn import ModelConfig, Transformer, make_batch, preset
+    from theorycheck.sampling import mask_documents, sample_documents
+
+    cfg = preset("deep-4x4")
+    mc = ModelConfig.from_dict({**cfg.model.to_dict(), "count_based": count_based})
+    tm, mk = cfg.data.topic_model(), cfg.data.masking()
+    rng = np.random.default_rng(0)
+    mb = mask_documents(sample_documents(tm, cfg.batch_size, cfg.data.N, rng=rng), tm, mk, rng=rng)
+    batch = make_batch(mc, mb.inputs, mb.selected, mb.targets, average=cfg.data.average)
+    model = Transformer(mc, seed=0)
+    rows = []
+    real = L.matmul_rows
+
+    def spy(A, B):
+        rows.append(np.shape(A)[0])
+        return real(A, B)
+
+    def run():
+        model.zero_grad()
+        loss = model.loss_and_grad(batch)
+        return loss, {n: model.grad(n).copy() for n in model.trainable_names()}
+
+    L.matmul_rows = spy
+    try:
+        return _at_numba_threads(1, run), _at_numba_threads(2, run), max(rows, default=0)
+    finally:
+        L.matmul_rows = real
+
+
+def _check_position_path(count_based: str):
+    (l1, g1), (l2, g2), rows = _position_path_loss_and_grads(count_based)
+    assert rows > 128, rows  # several row blocks of matmul_rows
+    assert np.isfinite(l1) and np.float64(l1).tobytes() == np.float64(l2).tobytes(), (l1, l2)
+    assert g1.keys() == g2.keys() and {"W_K", "W_Q", "W_V"} <= {n.rsplit(".", 1)[-1] for n in g1}
+    for name in g1:
+        assert np.any(g1[name] != 0), name
+        np.testing.assert_array_equal(_bits(g1[name]), _bits(g2[name]), err_msg=name)
+
+
+@pytest.mark.parametrize("count_based", ["auto", "never"])
+def test_deep_preset_loss_and_gradients_bitwise_on_1_and_2_numba_threads(count_based):
+    """``deep-4x4`` (4 layers x 4 heads, residual + layer norm) on one batch of 16 documents, merged
+    tokens (as trained) and one row per position: loss and every gradient the same bits at 1 and 2
+    Numba threads (in a 2-thread subprocess when this process's pool has 1)."""
+    if _two_numba_threads():
+        _check_position_path(count_based)
+    else:
+        _in_a_two_thread_process(f"_check_position_path({count_based!r})")

@@ -144,3 +144,38 @@ def test_resume_needs_a_folder_and_a_checkpoint(tmp_path):
 def test_figures_keyword_is_deprecated():
     with pytest.warns(DeprecationWarning, match="write_figures"):
         Trainer(_cfg(), progress=False, figures=False)
+
+
+@pytest.mark.parametrize("requested, outside, expected", [(None, 2, 1), ("2", 1, 2)])
+def test_training_loop_runs_at_the_policy_blas_thread_count_and_restores_it(requested, outside, expected, monkeypatch):
+    """A probe reads every BLAS library's thread count (threadpoolctl) at each logged step: 1 inside
+    the loop by default even when BLAS was at 2 before, the user's THEORYCHECK_THREADS=2 when set
+    (BLAS at 1 before); the counts before the run are back after it."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from theorycheck import _threads
+
+    monkeypatch.setitem(_threads._state, "threads", None)
+    if requested is None:
+        monkeypatch.delenv(_threads.ENV_VAR, raising=False)
+    else:
+        monkeypatch.setenv(_threads.ENV_VAR, requested)
+
+    def blas_counts():
+        return [d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"]
+
+    seen = []
+
+    def probe(model, ctx):
+        seen.append((ctx.step, blas_counts()))
+        return {}
+
+    with threadpool_limits(limits=outside, user_api="blas"):
+        before = blas_counts()
+        if not before or set(before) != {outside}:
+            pytest.skip(f"BLAS cannot be set to {outside} threads here: {before}")
+        Trainer(_cfg(), probes=[probe], progress=False).run()
+        after = blas_counts()
+    assert [s for s, _ in seen] == [0, 2, 4, 5]
+    assert all(set(counts) == {expected} and len(counts) == len(before) for _, counts in seen)
+    assert after == before

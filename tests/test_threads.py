@@ -118,3 +118,104 @@ def _record(calls, item):
 
     calls.append(item)
     return nullcontext()
+
+
+def _counts_by_path():
+    """``{filepath: num_threads}`` of every BLAS library (read afresh by threadpoolctl)."""
+    return {d["filepath"]: d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"}
+
+
+@pytest.fixture
+def scipy_blas_at_two():
+    """SciPy's BLAS (the libraries ``kernel_blas_serial`` controls) set to 2 threads for the test,
+    the previous counts restored afterwards (the test environment may pin BLAS to 1)."""
+    libs = _threads._kernel_blas_controllers()
+    if not libs:
+        pytest.skip("no SciPy BLAS visible to threadpoolctl")
+    before = [lib.num_threads for lib in libs]
+    try:
+        for lib in libs:
+            lib.set_num_threads(2)
+        if any(lib.num_threads != 2 for lib in libs):
+            pytest.skip("SciPy's BLAS cannot run 2 threads here")
+        yield {lib.filepath for lib in libs}
+    finally:
+        for lib, n in zip(libs, before):
+            lib.set_num_threads(n)
+
+
+def test_kernel_blas_serial_finds_only_scipys_blas():
+    import scipy.linalg.cython_blas  # noqa: F401
+
+    libs = _threads._kernel_blas_controllers()
+    assert libs, "SciPy's BLAS (loaded by scipy.linalg.cython_blas) not found"
+    assert all(lib.user_api == "blas" and "scipy" in os.path.basename(os.path.dirname(lib.filepath)) for lib in libs)
+    assert {lib.filepath for lib in libs} <= set(_counts_by_path())
+
+
+def test_kernel_blas_serial_one_thread_inside_restored_after(scipy_blas_at_two, no_request, monkeypatch):
+    """SciPy's BLAS at 2 -> 1 inside the block (even with THEORYCHECK_THREADS=2: always serial), the
+    other BLAS libraries (NumPy's own) untouched, 2 again after the block."""
+    monkeypatch.setenv(_threads.ENV_VAR, "2")
+    before = _counts_by_path()
+    assert all(before[p] == 2 for p in scipy_blas_at_two)
+    with _threads.kernel_blas_serial():
+        inside = _counts_by_path()
+    assert all(inside[p] == 1 for p in scipy_blas_at_two)
+    assert {p: n for p, n in inside.items() if p not in scipy_blas_at_two} == {
+        p: n for p, n in before.items() if p not in scipy_blas_at_two
+    }
+    assert _counts_by_path() == before
+
+
+def test_kernel_blas_serial_restores_on_exception(scipy_blas_at_two):
+    before = _counts_by_path()
+    with pytest.raises(KeyError, match="boom"):
+        with _threads.kernel_blas_serial():
+            assert all(_counts_by_path()[p] == 1 for p in scipy_blas_at_two)
+            raise KeyError("boom")
+    assert _counts_by_path() == before
+
+
+def test_kernel_blas_serial_is_a_no_op_when_already_serial(monkeypatch):
+    """Already at 1 (and nested inside itself): no ``set_num_threads`` call, nothing changed on exit."""
+    libs = _threads._kernel_blas_controllers()
+    if not libs:
+        pytest.skip("no SciPy BLAS visible to threadpoolctl")
+    before = [lib.num_threads for lib in libs]
+    try:
+        for lib in libs:
+            lib.set_num_threads(1)
+        calls = []
+        for lib in libs:
+            monkeypatch.setattr(lib, "set_num_threads", lambda n, lib=lib: calls.append((lib.filepath, n)))
+        counts = _counts_by_path()
+        with _threads.kernel_blas_serial():
+            with _threads.kernel_blas_serial():
+                assert _counts_by_path() == counts
+        assert calls == [] and _counts_by_path() == counts
+    finally:
+        monkeypatch.undo()
+        for lib, n in zip(libs, before):
+            lib.set_num_threads(n)
+
+
+def test_kernel_blas_serial_nested_restores_the_outer_count(scipy_blas_at_two):
+    """The inner block sees 1 already and changes nothing; the outer one restores 2."""
+    with _threads.kernel_blas_serial():
+        with _threads.kernel_blas_serial():
+            assert all(_counts_by_path()[p] == 1 for p in scipy_blas_at_two)
+        assert all(_counts_by_path()[p] == 1 for p in scipy_blas_at_two)
+    assert all(_counts_by_path()[p] == 2 for p in scipy_blas_at_two)
+
+
+def test_matmul_kernels_leave_the_blas_count_as_they_found_it(scipy_blas_at_two):
+    """``matmul_rows`` / ``matmul_tn`` enter ``kernel_blas_serial``: SciPy's count is 2 again after them."""
+    import numpy as np
+
+    from theorycheck.nn._kernels import matmul_rows, matmul_tn
+
+    before = _counts_by_path()
+    A = np.ones((300, 5))
+    assert np.all(matmul_rows(A, np.ones((5, 3))) == 5.0) and np.all(matmul_tn(A, A) == 300.0)
+    assert _counts_by_path() == before
