@@ -177,6 +177,32 @@ def test_layer_norm_backward_matches_finite_differences(n, d, seed):
     ).assert_ok()
 
 
+@settings(max_examples=30)
+@given(
+    st.lists(st.integers(0, 5), min_size=1, max_size=3),
+    st.integers(1, 130),
+    st.floats(-1e4, 1e4),
+    st.integers(0, 2**31),
+)
+def test_layer_norm_kernel_equals_the_numpy_reference(lead, d, shift, seed):
+    """The Numba layer norm (forward and backward) == the numpy reference to rounding, on any
+    leading shape (zero rows included) and rows with a large common offset (the centring is exact)."""
+    rng = np.random.default_rng(seed)
+    R = rng.normal(size=(*lead, d)) * rng.uniform(0.01, 100.0) + shift
+    G = rng.normal(size=R.shape)
+    Y, inv = L.layer_norm_forward(R)
+    Yr, invr = L.layer_norm_ref(R)
+    assert Y.shape == R.shape and inv.shape == (*lead, 1)
+    np.testing.assert_allclose(Y, Yr, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(inv, invr, rtol=1e-9)
+    np.testing.assert_allclose(
+        L.layer_norm_backward(Y, inv, G),
+        L.layer_norm_backward_ref(Yr, invr, G),
+        rtol=1e-9,
+        atol=1e-9 * np.max(invr, initial=1.0),
+    )
+
+
 @settings(max_examples=20)
 @given(st.integers(2, 6), st.integers(1, 4), st.integers(0, 2**31))
 def test_embedding_backward_matches_finite_differences(V1, d, seed):
@@ -345,3 +371,21 @@ def test_fused_kernel_equals_the_numpy_route(B, N, d, one_hot, subset, seed):
     np.testing.assert_allclose(dX1, dX0, rtol=1e-12, atol=1e-12)
     for k in g0:
         np.testing.assert_allclose(g1[k], g0[k], rtol=1e-12, atol=1e-12)
+
+
+@settings(max_examples=40)
+@given(st.lists(st.floats(0.0, 1e4), min_size=0, max_size=40), st.integers(1, 6))
+def test_balanced_groups_is_a_partition_within_the_lpt_bound(cost, n_groups):
+    """Every document in exactly one group, at most ``n_groups`` groups, and the heaviest group
+    within one document's cost of the mean load (the greedy bound: a group only grows while it is
+    the lightest)."""
+    from theorycheck.nn._kernels import balanced_groups
+
+    cost = np.array(cost)
+    order, gstart = balanced_groups(cost, n_groups)
+    assert sorted(order.tolist()) == list(range(cost.size))
+    assert gstart[0] == 0 and gstart[-1] == cost.size and np.all(np.diff(gstart) >= 0)
+    assert len(gstart) - 1 == max(1, min(n_groups, cost.size))
+    loads = [cost[order[a:b]].sum() for a, b in zip(gstart[:-1], gstart[1:])]
+    if cost.size:
+        assert max(loads) <= cost.sum() / len(loads) + cost.max() + 1e-9
