@@ -23,6 +23,8 @@ blocks (the padded numpy route of :func:`theorycheck.nn.layers.attention_forward
 
 from __future__ import annotations
 
+import heapq
+
 import numba
 import numpy as np
 
@@ -316,6 +318,7 @@ def _doc_bwd(d, P, Aflat, G, start, qrows, qstart, aoff, H, da, dv, shared, c, d
     r0 = start[d]
     n = start[d + 1] - r0
     q0, q1 = qstart[d], qstart[d + 1]
+    dP[r0 : r0 + n] = 0.0  # the document's rows of dP (every row of P belongs to one document)
     if q1 == q0 or n == 0:
         return
     Ad = Aflat[aoff[d] : aoff[d + 1]].reshape((q1 - q0, H * n))
@@ -358,16 +361,17 @@ def balanced_groups(cost, n_groups: int):
     of the document kernels runs one group, so two threads get equal work even when document
     sizes differ (the cost of a document grows like its rows squared); which thread computes a
     document does not change its numbers."""
-    cost = np.asarray(cost, dtype=np.float64)
-    n_groups = max(1, min(int(n_groups), cost.size))
-    load = np.zeros(n_groups)
+    cost = np.asarray(cost, dtype=np.float64).tolist()  # plain floats: a few microseconds per call
+    n_groups = max(1, min(int(n_groups), len(cost)))
+    heap = [(0.0, g) for g in range(n_groups)]  # (load, group): the lightest on top, ties by index
     members: list[list[int]] = [[] for _ in range(n_groups)]
-    for d in np.argsort(-cost, kind="stable"):
-        g = int(np.argmin(load))
-        members[g].append(int(d))
-        load[g] += cost[d]
+    for d in sorted(range(len(cost)), key=lambda i: -cost[i]):  # stable: equal costs keep their order
+        load, g = heapq.heappop(heap)
+        members[g].append(d)
+        heapq.heappush(heap, (load + cost[d], g))
     order = np.array([d for m in members for d in m], dtype=np.int64)
-    gstart = np.concatenate([[0], np.cumsum([len(m) for m in members])]).astype(np.int64)
+    gstart = np.zeros(n_groups + 1, dtype=np.int64)
+    np.cumsum([len(m) for m in members], out=gstart[1:])
     return order, gstart
 
 
@@ -439,7 +443,9 @@ def doc_attention_backward(P, Aflat, idx, G, da: int, c: float):
     P = np.ascontiguousarray(P, dtype=np.float64)
     H = idx.H
     dv = _value_width(P, H, da, idx.shared)
-    dP = np.zeros(P.shape)
+    dP = np.empty(P.shape)  # zeroed per document by the kernel
+    dP[: idx.start[0]] = 0.0
+    dP[idx.start[-1] :] = 0.0
     G = np.ascontiguousarray(G, dtype=np.float64)
     args = (H, da, dv, idx.shared, float(c))
     with kernel_blas_serial():

@@ -159,6 +159,8 @@ def _stacked(W_Q, W_K, W_V):
 
 def _one_hot_rows(X2):
     """``(index, valid)`` if every row of ``X2`` is a unit vector or zero (one-hot embeddings), else ``None``."""
+    if X2.shape[0] and np.count_nonzero(X2[0]) > 1:  # quick reject (dense rows, e.g. after a layer norm)
+        return None
     idx = X2.argmax(axis=1)
     val = X2[np.arange(X2.shape[0]), idx]
     if not np.all((val == 1.0) | (val == 0.0)) or np.count_nonzero(X2) != np.count_nonzero(val):
@@ -225,7 +227,8 @@ def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
     H, da = W_Q.shape[:2]
     X2 = X.reshape(-1, X.shape[-1])
     late = queries is not None
-    P, cache["one_hot"] = _project(X2, _stacked(W_Q, W_K, W_V[:0] if late else W_V))
+    Wst = _stacked(W_Q, W_K, W_V[:0] if late else W_V)
+    P, cache["one_hot"] = _project(X2, Wst)
     if late:
         P = np.concatenate([P, X2], axis=1)  # [Q | K | X]: X is the one value block of every head
     flat = np.arange(B * N) if rows is None else rows
@@ -236,7 +239,7 @@ def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
         Y, out = out, out @ np.swapaxes(W_V, 1, 2).reshape(-1, W_V.shape[1])
     if rows is None and queries is None:
         out = out.reshape(X.shape)
-    return out, dict(cache, fused=(P, A, idx, Y), queries=queries)
+    return out, dict(cache, fused=(P, A, idx, Y), queries=queries, Wst=Wst)
 
 
 def _fused_backward(dout, cache, need_dX, dX_in, grads):
@@ -261,7 +264,7 @@ def _fused_backward(dout, cache, need_dX, dX_in, grads):
         grads["W_V"][...] = G[2 * nq :].reshape(W_V.shape)
     dX = _start(X, dX_in, need_dX)
     if need_dX:
-        dX += matmul_rows(dPw, _stacked(W_Q, W_K, W_V[:0] if Y is not None else W_V)).reshape(X.shape)
+        dX += matmul_rows(dPw, cache["Wst"]).reshape(X.shape)
         if Y is not None:
             dX += dP[:, 2 * nq :].reshape(X.shape)
     return dX, grads
