@@ -278,7 +278,7 @@ def _check_matmuls_thread_invariant(A, B, Bt_view):
 def test_matmul_rows_and_tn_equal_references_and_are_thread_invariant(R, k, n, seed, transposed):
     """``matmul_rows(A, B)`` == ``A @ B`` and ``matmul_tn(A, C)`` == ``A^T C`` to rounding
     (``1e-13 |A||B|`` elementwise), for ``B`` C-contiguous or a transposed (F-contiguous) view, any
-    ``R`` (zero, below, at and above multiples of ROW_BLOCK = 128) and zero-size ``k``, ``n``; the
+    ``R`` (zero, one block below MIN_BLOCK_ROWS = 128, two or more above) and zero-size ``k``, ``n``; the
     same bits on 1 and 2 Numba threads."""
     from theorycheck.nn._kernels import matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref
 
@@ -297,25 +297,33 @@ def test_matmul_rows_and_tn_equal_references_and_are_thread_invariant(R, k, n, s
 
 
 def _check_r300(seed: int = 0):
-    """R = 300 = 128 + 128 + 44 rows: == the references; every row block of ``matmul_rows`` is the
-    same bits as the product of that block alone; ``matmul_tn`` is the same bits as the per-block
-    products added in block order; at 1 and 2 Numba threads (when the pool has 2)."""
-    from theorycheck.nn._kernels import ROW_BLOCK, matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref
+    """R = 300 rows = two blocks of 150 (:func:`row_blocks`): == the references; every row block of
+    ``matmul_rows`` is the same bits as the one-block kernel on that block alone; ``matmul_tn`` is
+    the same bits as the per-block products added in block order; at 1 and 2 Numba threads (when
+    the pool has 2)."""
+    from theorycheck.nn import _kernels as K
+    from theorycheck.nn._kernels import matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref, row_blocks
 
-    assert ROW_BLOCK == 128
+    assert row_blocks(300).tolist() == [0, 150, 300]
+    assert row_blocks(127).tolist() == [0, 127] and row_blocks(1100).tolist() == [0, 183, 366, 550, 733, 916, 1100]
     rng = np.random.default_rng(seed)
     A, B, C = rng.normal(size=(300, 37)), rng.normal(size=(23, 37)).T, rng.normal(size=(300, 29))
     assert B.flags.f_contiguous and not B.flags.c_contiguous
     out = matmul_rows(A, B)
     assert np.all(np.abs(out - matmul_rows_ref(A, B)) <= _rounding_bound(A, B))
-    blocks = [(0, 128), (128, 256), (256, 300)]
+    blocks = [(0, 150), (150, 300)]
+    one = np.array([0, 150], dtype=np.int64)  # a single block of 150 rows
     for r0, r1 in blocks:
-        np.testing.assert_array_equal(_bits(out[r0:r1]), _bits(matmul_rows(A[r0:r1].copy(), B)))
+        alone = np.empty((150, 23))
+        K._matmul_rows(A[r0:r1].copy(), B, one, alone)
+        np.testing.assert_array_equal(_bits(out[r0:r1]), _bits(alone))
     tn = matmul_tn(A, C)
     assert np.all(np.abs(tn - matmul_tn_ref(A, C)) <= _rounding_bound(A.T, C))
     summed = np.zeros((37, 29))
     for r0, r1 in blocks:
-        summed += matmul_tn(A[r0:r1].copy(), C[r0:r1].copy())
+        part = np.empty((37, 29))
+        K._matmul_tn(A[r0:r1].copy(), C[r0:r1].copy(), one, part)
+        summed += part
     np.testing.assert_array_equal(_bits(tn), _bits(summed))
     if _two_numba_threads():
         _check_matmuls_thread_invariant(A, C, B)

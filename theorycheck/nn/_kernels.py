@@ -45,7 +45,8 @@ __all__ = [
     "doc_attention_backward",
     "layer_norm_rows",
     "layer_norm_rows_backward",
-    "ROW_BLOCK",
+    "MIN_BLOCK_ROWS",
+    "row_blocks",
     "matmul_rows",
     "matmul_tn",
     "matmul_rows_ref",
@@ -519,28 +520,33 @@ def layer_norm_rows_backward(Y, inv, dY):
 
 
 # ---------------------------------------------------------------------------- row-parallel products
-#: Rows per task of :func:`matmul_rows` and :func:`matmul_tn`. Fixed (not derived from the thread
-#: count), so that every result is the same bits on any number of threads.
-ROW_BLOCK = 128
+#: Below this many rows :func:`matmul_rows` and :func:`matmul_tn` make one BLAS call.
+MIN_BLOCK_ROWS = 128
+
+
+def row_blocks(R: int) -> np.ndarray:
+    """Row boundaries of the tasks of :func:`matmul_rows` and :func:`matmul_tn`: one block below
+    :data:`MIN_BLOCK_ROWS` rows, else ``2 ceil(R / 512)`` blocks of equal size (+-1): about 250
+    rows per BLAS call, an even number of tasks for two or four threads. A function of ``R``
+    only, never of the thread count, so every result is the same bits on any number of threads."""
+    R = int(R)
+    n = 1 if R < MIN_BLOCK_ROWS else 2 * ((R + 511) // 512)
+    return (np.arange(n + 1, dtype=np.int64) * R) // n
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _matmul_rows(A, B, blk, out):
-    R = A.shape[0]
-    for t in numba.prange((R + blk - 1) // blk):
-        r0 = t * blk
-        r1 = min(R, r0 + blk)
+def _matmul_rows(A, B, bounds, out):
+    for t in numba.prange(bounds.shape[0] - 1):
+        r0, r1 = bounds[t], bounds[t + 1]
         np.dot(A[r0:r1], B, out[r0:r1])
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _matmul_tn(A, B, blk, out):
-    R = A.shape[0]
-    nb = (R + blk - 1) // blk
+def _matmul_tn(A, B, bounds, out):
+    nb = bounds.shape[0] - 1
     parts = np.empty((nb, A.shape[1], B.shape[1]))
     for t in numba.prange(nb):
-        r0 = t * blk
-        r1 = min(R, r0 + blk)
+        r0, r1 = bounds[t], bounds[t + 1]
         np.dot(A[r0:r1].T, B[r0:r1], parts[t])
     out[:] = 0.0
     for t in range(nb):  # fixed order: the same sum on any thread count
@@ -554,7 +560,7 @@ def _f64(M):
 
 
 def matmul_rows(A, B):
-    """``A @ B`` (R, n) with the rows of ``A`` in blocks of :data:`ROW_BLOCK`, one single-threaded
+    """``A @ B`` (R, n) with the rows of ``A`` in the blocks of :func:`row_blocks`, one single-threaded
     BLAS call per block, the blocks in parallel (Numba threads; BLAS serial inside them).
 
     Row ``r`` of the result is always computed by the same BLAS call on the same block, so the
@@ -569,13 +575,13 @@ def matmul_rows(A, B):
         out[...] = 0.0
         return out
     with kernel_blas_serial():
-        _matmul_rows(A, B, ROW_BLOCK, out)
+        _matmul_rows(A, B, row_blocks(A.shape[0]), out)
     return out
 
 
 def matmul_tn(A, B):
-    """``A^T @ B`` (k, n) for ``A`` (R, k), ``B`` (R, n): the sum over rows split into blocks of
-    :data:`ROW_BLOCK` rows, one BLAS call per block in parallel (Numba threads), the partial
+    """``A^T @ B`` (k, n) for ``A`` (R, k), ``B`` (R, n): the sum over rows split into the blocks of
+    :func:`row_blocks`, one BLAS call per block in parallel (Numba threads), the partial
     products added in block order (the same bits on any thread count). E.g. a weight gradient
     ``dW = dP^T X`` over many rows. :func:`matmul_tn_ref` is the numpy reference."""
     A = np.ascontiguousarray(A, dtype=np.float64)
@@ -586,7 +592,7 @@ def matmul_tn(A, B):
     if A.shape[0] == 0 or A.shape[1] == 0 or B.shape[1] == 0:
         return out
     with kernel_blas_serial():
-        _matmul_tn(A, B, ROW_BLOCK, out)
+        _matmul_tn(A, B, row_blocks(A.shape[0]), out)
     return out
 
 
