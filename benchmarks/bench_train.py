@@ -31,6 +31,7 @@ import time
 import numpy as np
 from _common import print_table, write_json
 
+from theorycheck._alloc import keep_large_allocations
 from theorycheck.nn import ModelConfig, Trainer, Transformer, make_batch, make_optimizer, preset
 from theorycheck.sampling import mask_documents, sample_documents
 
@@ -265,6 +266,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="fewer timed steps, no two-stage table")
     args = ap.parse_args(argv)
+    # as Trainer.run does: large work arrays reused, not re-mapped each step; process-wide, so
+    # the torch rows run under the same allocator settings (theorycheck._alloc)
+    print(f"glibc mmap/trim thresholds raised (theorycheck._alloc): {keep_large_allocations()}")
     try:
         import torch  # noqa: F401
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .._alloc import keep_large_allocations
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
 from .._threads import blas_threads
 from ..general_model import is_general
@@ -208,6 +209,7 @@ class Trainer:
         if resume and self.out is None:
             raise ValueError("resume=True needs a run folder (out)")
         t0 = time.perf_counter()
+        keep_large_allocations()  # work arrays reused, not re-mapped each step (theorycheck._alloc)
         log = self._open_folder(resume) if self.out is not None else None
         end = self.cfg.steps if stop_at is None else min(self.cfg.steps, stop_at)
         bar = self._progress_bar()
