@@ -20,8 +20,11 @@ class SGD:
         self.cfg = cfg
         self.state: dict[str, np.ndarray] = {}
         self.t = 0
+        self._scratch: dict[str, np.ndarray] = {}  # reused buffers for ``lr * m`` (not state)
 
     def step(self, params: dict, grads: dict, lr: float):
+        """One update in place: ``lr * m`` goes through a reused buffer (no temporary per step;
+        skipped for ``lr == 1``, where it is ``m`` exactly)."""
         mom = self.cfg.momentum
         self.t += 1
         for n, p in params.items():
@@ -31,7 +34,12 @@ class SGD:
                 buf *= mom
                 buf += g
                 g = buf
-            p -= lr * g
+            if lr != 1.0:
+                tmp = self._scratch.get(n)
+                if tmp is None or tmp.shape != g.shape:
+                    tmp = self._scratch[n] = np.empty(g.shape)
+                g = np.multiply(g, lr, out=tmp)
+            p -= g
 
     def state_dict(self) -> dict:
         return {"t": self.t, **{f"m/{k}": v.copy() for k, v in self.state.items()}}
