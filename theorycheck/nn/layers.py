@@ -127,6 +127,8 @@ def embedding_forward(table, tokens):
     """``X[b, i] = W^E e_{tokens[b, i]}`` (rows, shape ``tokens.shape + (d,)``); padding ``-1`` gives 0.
 
     ``table`` is ``W^E`` (``d x V1``, SPEC §3.1)."""
+    if tokens.size and tokens.min() >= 0:  # no padding (e.g. packed rows): a plain row gather
+        return table.T[tokens]
     return np.where((tokens >= 0)[..., None], table.T[np.maximum(tokens, 0)], 0.0)
 
 
@@ -242,7 +244,7 @@ def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
     return out, dict(cache, fused=(P, A, idx, Y), queries=queries, Wst=Wst)
 
 
-def _fused_backward(dout, cache, need_dX, dX_in, grads):
+def _fused_backward(dout, cache, need_dX, dX_in, dX_in_rows):
     """Backward of :func:`_fused_forward` (``Y = [A_1 X | .. | A_H X]`` when the values came after:
     ``dW_V[h] = dout^T Y_h``, the kernel gets ``dY_h = dout W_V[h]`` and returns ``dX`` in its value
     columns)."""
@@ -253,21 +255,52 @@ def _fused_backward(dout, cache, need_dX, dX_in, grads):
     nq, d = W_Q.shape[0] * W_Q.shape[1], W_V.shape[1]
     dout = dout.reshape(-1, d)
     if Y is not None:
-        grads["W_V"][...] = (dout.T @ Y).reshape(d, -1, d).swapaxes(0, 1)
+        dW_V = (dout.T @ Y).reshape(d, -1, d).swapaxes(0, 1)
         dout = dout @ np.concatenate(list(W_V), axis=1)  # [dout W_V[0] | .. | dout W_V[H-1]]
     dP = doc_attention_backward(P, A, idx, dout, W_Q.shape[1], cache["c"])
     dPw = dP if Y is None else dP[:, : 2 * nq]
-    G = _weight_grads(dPw, X2, cache["one_hot"])
-    grads["W_Q"][...] = G[:nq].reshape(W_Q.shape)
-    grads["W_K"][...] = G[nq : 2 * nq].reshape(W_K.shape)
-    if Y is None:
-        grads["W_V"][...] = G[2 * nq :].reshape(W_V.shape)
-    dX = _start(X, dX_in, need_dX)
-    if need_dX:
-        dX += matmul_rows(dPw, cache["Wst"]).reshape(X.shape)
-        if Y is not None:
-            dX += dP[:, 2 * nq :].reshape(X.shape)
+    grads = _split_grads(_weight_grads(dPw, X2, cache["one_hot"]), W_Q, W_K, W_V if Y is None else None)
+    if Y is not None:
+        grads["W_V"] = dW_V
+    if not need_dX:
+        return None, grads
+    dX = matmul_rows(dPw, cache["Wst"]).reshape(X.shape)
+    _add_in(dX, dX_in, dX_in_rows)
+    if Y is not None:
+        dX += dP[:, 2 * nq :].reshape(X.shape)
     return dX, grads
+
+
+def _split_grads(G, W_Q, W_K, W_V=None):
+    """``dW_cat`` (rows as :func:`_stacked`) split into ``{"W_Q", "W_K", "W_V"}`` (views of ``G``
+    when it is contiguous; ``W_V=None``: no value block)."""
+    nq = W_Q.shape[0] * W_Q.shape[1]
+    grads = {"W_Q": G[:nq].reshape(W_Q.shape), "W_K": G[nq : 2 * nq].reshape(W_K.shape)}
+    if W_V is not None:
+        grads["W_V"] = G[2 * nq :].reshape(W_V.shape)
+    return grads
+
+
+def _add_in(dX, dX_in, dX_in_rows=None):
+    """``dX += dX_in`` in place (into the rows ``dX_in_rows`` of ``dX`` viewed as ``(R, d)`` when
+    given: sorted distinct indices); ``dX_in=None`` adds nothing. ``M + dX_in`` rounds as
+    ``dX_in + M``, so adding the upstream gradient after a product gives the same bits as before it."""
+    if dX_in is None:
+        return dX
+    if dX_in_rows is None:
+        dX += dX_in
+    else:
+        dX.reshape(-1, dX.shape[-1])[dX_in_rows] += dX_in
+    return dX
+
+
+def _full_in(X, dX_in, dX_in_rows):
+    """``dX_in`` given at the rows ``dX_in_rows`` as a full array shaped like ``X`` (zeros elsewhere)."""
+    if dX_in is None or dX_in_rows is None:
+        return dX_in
+    full = np.zeros(X.shape)
+    full.reshape(-1, X.shape[-1])[dX_in_rows] = dX_in
+    return full
 
 
 def attention_forward(
@@ -391,35 +424,32 @@ def _position_dP(dout, cache):
     return dP
 
 
-def attention_backward(dout, cache, need_dX: bool = True, dX_in=None):
+def attention_backward(dout, cache, need_dX: bool = True, dX_in=None, dX_in_rows=None):
     """Gradients of :func:`attention_forward`: ``(dX, {"W_Q", "W_K", "W_V"})``, each ``(H, ...)``.
 
     Per head, with ``dS`` the logit gradient (summed over query groups of one token on the count
     path): ``dV = A^T dout``, ``dQ = dS K``, ``dK = dS^T Q``, ``dW_* = d*^T X`` and
     ``dX = dX_in + sum_h (dV W_V + dQ W_Q + dK W_K)`` (``None`` unless ``need_dX``; ``dX_in``,
-    e.g. the residual branch, defaults to 0). The position path collects ``dQ, dK, dV`` of all
-    heads in the columns of ``dP`` so that ``dW_cat = dP^T X`` and ``dX = dP W_cat`` are one GEMM
-    each (over the packed rows only, when the forward had ``rows``; ``dout``, ``dX`` then have
-    the packed shape ``(R, d)``). The count path computes the same in the paper's column
-    orientation (``dW_* = d*_t W^E^T``).
+    e.g. the residual branch, defaults to 0; with ``dX_in_rows`` (sorted distinct indices into the
+    rows of ``X``) ``dX_in`` holds those rows only, e.g. the residual of the query rows). The
+    position path collects ``dQ, dK, dV`` of all heads in the columns of ``dP`` so that
+    ``dW_cat = dP^T X`` and ``dX = dP W_cat`` are one GEMM each (over the packed rows only, when
+    the forward had ``rows``; ``dout``, ``dX`` then have the packed shape ``(R, d)``). The count
+    path computes the same in the paper's column orientation (``dW_* = d*_t W^E^T``).
     """
     W_Q, W_K, W_V = cache["W"]
-    grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
     if cache["groups"] is not None:
-        return _count_backward(dout, cache, need_dX, dX_in, grads)
+        grads = {k: np.zeros_like(W) for k, W in (("W_Q", W_Q), ("W_K", W_K), ("W_V", W_V))}
+        return _count_backward(dout, cache, need_dX, _full_in(cache["X"], dX_in, dX_in_rows), grads)
     if cache["fused"] is not None:
-        return _fused_backward(dout, cache, need_dX, dX_in, grads)
+        return _fused_backward(dout, cache, need_dX, dX_in, dX_in_rows)
     X = cache["X"]
     dP = _position_dP(dout, cache)
-    G = _weight_grads(dP, X.reshape(-1, X.shape[-1]), cache["one_hot"])
-    nq = W_Q.shape[0] * W_Q.shape[1]
-    grads["W_Q"][...] = G[:nq].reshape(W_Q.shape)
-    grads["W_K"][...] = G[nq : 2 * nq].reshape(W_K.shape)
-    grads["W_V"][...] = G[2 * nq :].reshape(W_V.shape)
-    dX = _start(X, dX_in, need_dX)
-    if need_dX:
-        dX += (dP @ _stacked(W_Q, W_K, W_V)).reshape(X.shape)
-    return dX, grads
+    grads = _split_grads(_weight_grads(dP, X.reshape(-1, X.shape[-1]), cache["one_hot"]), W_Q, W_K, W_V)
+    if not need_dX:
+        return None, grads
+    dX = (dP @ _stacked(W_Q, W_K, W_V)).reshape(X.shape)
+    return _add_in(dX, dX_in, dX_in_rows), grads
 
 
 def uniform_attention_forward(X, w, W_V):
@@ -516,9 +546,23 @@ def squared_loss(O, Y, weight):
 
 
 def ce_loss(O, Y, weight):
-    """``sum_e sum_x Y[e, x] (-log softmax(o_e)_x)`` (SPEC §2.2) and ``dL/dO = w softmax(o) - Y``."""
-    loss = float(np.sum(weight * logsumexp(O, axis=1)) - np.sum(O * Y))
-    return loss, weight[:, None] * softmax(O, axis=1) - Y
+    """``sum_e sum_x Y[e, x] (-log softmax(o_e)_x)`` (SPEC §2.2) and ``dL/dO = w softmax(o) - Y``.
+
+    One pass of exponentials serves both: with ``m = max_x o_x`` and ``s = sum_x e^{o_x - m}``,
+    ``logsumexp(o) = m + log s`` and ``softmax(o) = e^{o - m} / s`` (the operations of
+    ``scipy.special.softmax``). Rows with a non-finite maximum go through scipy."""
+    m = O.max(axis=1, keepdims=True)
+    if not np.all(np.isfinite(m)):
+        loss = float(np.sum(weight * logsumexp(O, axis=1)) - np.sum(O * Y))
+        return loss, weight[:, None] * softmax(O, axis=1) - Y
+    ex = np.exp(O - m)
+    s = ex.sum(axis=1, keepdims=True)
+    lse = np.log(s[:, 0]) + m[:, 0]
+    loss = float(np.sum(weight * lse) - np.sum(O * Y))
+    ex /= s
+    ex *= weight[:, None]
+    ex -= Y
+    return loss, ex
 
 
 def loss_head(O, Y, weight, kind: str):

@@ -158,16 +158,18 @@ class Transformer:
             rows, tok, qrow = _packing(batch)
             X = emb.forward(tok)  # packed rows (R, d): padding never enters a layer
             key_w = batch.key_w
+            log_w = None if self.cfg.attention == "uniform" else log_weights(key_w)  # shared by the layers
             for lay in self.layers[:-1]:
-                X = lay.forward(X, key_w, rows=rows)
+                X = lay.forward(X, key_w, rows=rows, log_w=log_w)
             last = self.layers[-1]
             if last.uniform:
                 X = last.forward(X, key_w, rows=rows)
             else:  # the last layer computes only the rows the decoder reads
                 uq, qrow = np.unique(qrow, return_inverse=True)
-                X = last.forward(X, key_w, rows=rows, queries=uq)
+                X = last.forward(X, key_w, rows=rows, queries=uq, log_w=log_w)
             Yq = X[qrow]
-            self._cache = ("pos", (X.shape, tok, qrow))
+            distinct = not last.uniform and uq.size == qrow.size  # each loss entry reads its own row
+            self._cache = ("pos", (X.shape, tok, qrow, distinct))
         return self.decoder.forward(Yq, emb)
 
     def backward(self, dO):
@@ -180,9 +182,16 @@ class Transformer:
             if dXtok is not None:
                 emb.add_table_grad(dXtok.T)
             return
-        shape, tok, qrow = info
-        dX = np.zeros(shape)
-        np.add.at(dX, qrow, dYq)
+        shape, tok, qrow, distinct = info
+        if distinct and qrow.size == shape[0]:  # every row read once: a permutation of dYq
+            dX = np.empty(shape)
+            dX[qrow] = dYq
+        else:
+            dX = np.zeros(shape)
+            if distinct:
+                dX[qrow] = dYq
+            else:
+                np.add.at(dX, qrow, dYq)
         for i in reversed(range(len(self.layers))):
             # the first layer's input gradient is only needed for a trained embedding
             dX = self.layers[i].backward(dX, need_dX=i > 0 or emb.needs_grad)

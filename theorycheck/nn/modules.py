@@ -143,13 +143,14 @@ class AttentionLayer(Layer):
         return layer_norm_backward(self.cache["Yn"], self.cache["inv"], dY) if self.cfg.layer_norm else dY
 
     # ---------------------------------------------------------------- position path
-    def forward(self, X, key_w, rows=None, queries=None):
+    def forward(self, X, key_w, rows=None, queries=None, log_w=None):
         """``X`` (B, N, d) rows -> (B, N, d); ``key_w`` (B, N) key multiplicities (bool or float).
 
         Packed rows: with ``rows`` (R,) (sorted flat indices into ``(B, N)``, e.g. the non-padding
         positions), ``X`` and the output are ``(R, d)``; rows left out must have key weight 0.
         ``queries`` (sorted indices into the rows of ``X``, softmax attention only): only those rows
-        are computed (output ``(len(queries), d)``), e.g. the last layer's rows read by the decoder."""
+        are computed (output ``(len(queries), d)``), e.g. the last layer's rows read by the decoder.
+        ``log_w``: ``log_weights(key_w)`` if the caller has it (one array for all layers of a pass)."""
         P = self.params
         key_w = np.asarray(key_w, dtype=np.float64)
         if self.uniform:
@@ -161,9 +162,16 @@ class AttentionLayer(Layer):
             out = np.broadcast_to(Uc[:, None, :], Xp.shape) if rows is None else Uc[rows // N]
         else:
             W = (P["W_Q"], P["W_K"], P["W_V"])
-            out, att = attention_forward(X, log_weights(key_w), *W, self.c, rows=rows, queries=queries)
+            log_w = log_weights(key_w) if log_w is None else log_w
+            out, att = attention_forward(X, log_w, *W, self.c, rows=rows, queries=queries)
         Xq = X if queries is None else X[queries]
-        R = Xq + out if self.cfg.residual else np.array(out, order="C")
+        if not self.cfg.residual:
+            R = np.ascontiguousarray(out)
+        elif self.uniform:
+            R = Xq + out
+        else:  # a fresh array from attention_forward: the residual is added in place
+            R = out
+            R += Xq
         Yn, inv = self._post(R)
         self.cache = dict(att=att, Yn=Yn, inv=inv, X=X, rows=rows, queries=queries)
         return Yn
@@ -173,29 +181,28 @@ class AttentionLayer(Layer):
         ``None`` when ``need_dX`` is False (the first layer under a frozen embedding: saves the
         ``dP W_cat`` product)."""
         dR = self._pre_backward(dY)
-        X, rows, queries = self.cache["X"], self.cache["rows"], self.cache["queries"]
-        dX0 = None
-        if need_dX:
-            dX0 = np.zeros_like(X)
-            if self.cfg.residual:
-                dX0[... if queries is None else queries] = dR
+        rows, queries = self.cache["rows"], self.cache["queries"]
+        res = dR if need_dX and self.cfg.residual else None  # the residual branch's dL/dX (read only)
         if self.uniform:
-            dX, grads = self._uniform_backward(dR, rows, need_dX, dX0)
+            dX, grads = self._uniform_backward(dR, rows, need_dX, res)
         else:
-            dX, grads = attention_backward(dR, self.cache["att"], need_dX=need_dX, dX_in=dX0)
+            dX, grads = attention_backward(dR, self.cache["att"], need_dX=need_dX, dX_in=res, dX_in_rows=queries)
         self._accumulate(grads)
         return dX
 
-    def _uniform_backward(self, dR, rows, need_dX, dX0):
+    def _uniform_backward(self, dR, rows, need_dX, res):
         if rows is None:
-            return uniform_attention_backward(dR.sum(axis=1), self.cache["att"], need_dX=need_dX, dX_in=dX0)
+            return uniform_attention_backward(dR.sum(axis=1), self.cache["att"], need_dX=need_dX, dX_in=res)
         B, N = self.cache["att"]["hbar"].shape
         dUc = np.zeros((B, dR.shape[-1]))
         np.add.at(dUc, rows // N, dR)
         dXp, grads = uniform_attention_backward(dUc, self.cache["att"], need_dX=need_dX)
         if not need_dX:
             return None, grads
-        return dX0 + dXp.reshape(B * N, -1)[rows], grads
+        dX = dXp.reshape(B * N, -1)[rows]
+        if res is not None:
+            dX += res
+        return dX, grads
 
     def attention_maps(self):
         """Attention ``(H, B, Nq, Nk)`` of the last position-path forward."""
