@@ -156,7 +156,24 @@ def _stacked(W_Q, W_K, W_V):
     """``[W_Q[0]; ...; W_Q[H-1]; W_K[0]; ...; W_V[H-1]]`` (``H (2 d_a + d_v) x d``): every head's
     projections as the rows of one matrix, so that ``P = X W_cat^T`` is one GEMM."""
     d = W_Q.shape[-1]
+    cat = _shared_base(d, W_Q, W_K, W_V)
+    if cat is not None:  # already stacked in memory (e.g. the views of an AttentionLayer): no copy
+        return cat
     return np.concatenate([W_Q.reshape(-1, d), W_K.reshape(-1, d), W_V.reshape(-1, d)])
+
+
+def _shared_base(d, *blocks):
+    """The rows of one C-contiguous ``(n, d)`` array that ``blocks`` (C-contiguous views of it) fill
+    one after the other from its first row, or ``None``."""
+    base = blocks[0].base
+    if base is None or base.ndim != 2 or base.shape[1] != d or not base.flags.c_contiguous:
+        return None
+    addr = base.ctypes.data
+    for b in blocks:
+        if b.base is not base or not b.flags.c_contiguous or b.ctypes.data != addr or b.dtype != base.dtype:
+            return None
+        addr += b.nbytes
+    return base[: (addr - base.ctypes.data) // (d * base.itemsize)]
 
 
 def _one_hot_rows(X2):

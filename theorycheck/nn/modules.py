@@ -133,7 +133,21 @@ class AttentionLayer(Layer):
         else:
             WV = init_matrix(rng, cfg, (H, d, d))
         self._add_param("W_V", WV, "W_V" in cfg.train)
+        self._share_buffer()
         self.c = cfg.score_factor
+
+    def _share_buffer(self):
+        """Store ``W_Q, W_K, W_V`` as consecutive views of one ``(H (2 d_a + d), d)`` array, the
+        stacked ``W_cat`` of the position path (:func:`~theorycheck.nn.layers.attention_forward`
+        then reads it without a copy). The values do not change; updates must stay in place."""
+        P = self.params
+        d = P["W_V"].shape[-1]
+        blocks = [P[k].reshape(-1, d) for k in ("W_Q", "W_K", "W_V")]
+        cat = np.concatenate(blocks)
+        r0 = 0
+        for k, b in zip(("W_Q", "W_K", "W_V"), blocks):
+            P[k] = cat[r0 : r0 + b.shape[0]].reshape(P[k].shape)
+            r0 += b.shape[0]
 
     def _post(self, R):
         """Optional post-LN of the residual stream ``R``."""
