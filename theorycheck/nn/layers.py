@@ -168,12 +168,12 @@ def _shared_base(d, *blocks):
     base = blocks[0].base
     if base is None or base.ndim != 2 or base.shape[1] != d or not base.flags.c_contiguous:
         return None
-    addr = base.ctypes.data
+    addr = first = base.__array_interface__["data"][0]
     for b in blocks:
-        if b.base is not base or not b.flags.c_contiguous or b.ctypes.data != addr or b.dtype != base.dtype:
+        if b.base is not base or not b.flags.c_contiguous or b.__array_interface__["data"][0] != addr:
             return None
         addr += b.nbytes
-    return base[: (addr - base.ctypes.data) // (d * base.itemsize)]
+    return base[: (addr - first) // (d * base.itemsize)]
 
 
 def _one_hot_rows(X2):
@@ -187,10 +187,11 @@ def _one_hot_rows(X2):
     return idx, val == 1.0
 
 
-def _project(X2, Wcat):
+def _project(X2, Wcat, tokens=None):
     """``P = X2 W_cat^T`` (one row-parallel GEMM, :func:`~theorycheck.nn._kernels.matmul_rows`); for
-    one-hot rows the same numbers as a row gather of ``W_cat^T``."""
-    oh = _one_hot_rows(X2)
+    one-hot rows the same numbers as a row gather of ``W_cat^T``. ``tokens`` (the caller knows that
+    row ``r`` of ``X2`` is ``e_{tokens[r]}``, 0 for ``-1``) replaces the one-hot test."""
+    oh = _one_hot_rows(X2) if tokens is None else (np.maximum(tokens, 0), tokens >= 0)
     if oh is None:
         return matmul_rows(X2, Wcat.T), None
     idx, valid = oh
@@ -247,7 +248,7 @@ def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
     X2 = X.reshape(-1, X.shape[-1])
     late = queries is not None
     Wst = _stacked(W_Q, W_K, W_V[:0] if late else W_V)
-    P, cache["one_hot"] = _project(X2, Wst)
+    P, cache["one_hot"] = _project(X2, Wst, cache.pop("tokens"))
     if late:
         P = np.concatenate([P, X2], axis=1)  # [Q | K | X]: X is the one value block of every head
     flat = np.arange(B * N) if rows is None else rows
@@ -321,7 +322,7 @@ def _full_in(X, dX_in, dX_in_rows):
 
 
 def attention_forward(
-    X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None, queries=None, fused=None
+    X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None, queries=None, fused=None, tokens=None
 ):
     """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h V_h``.
 
@@ -340,9 +341,11 @@ def attention_forward(
     ``W_Q, W_K`` have shape ``(H, d_a, d)``, ``W_V`` ``(H, d, d)``.
     ``fused`` (position path): the per-document Numba kernel (default when ``rows`` is given) or the
     padded numpy route (``False``; the reference, and the one that keeps per-head maps in the cache).
+    ``tokens`` (position path, optional): the rows of ``X`` are the unit vectors ``e_{tokens[r]}``
+    (0 for ``-1``; a one-hot embedding), which spares the test for one-hot rows.
     Returns ``(out, cache)``.
     """
-    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows, fused=None)
+    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows, fused=None, tokens=tokens)
     if groups is None and (rows is not None if fused is None else fused):
         return _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache)
     heads = []
@@ -357,7 +360,7 @@ def attention_forward(
     B, N = log_w.shape
     H, da = W_Q.shape[:2]
     nq = H * da
-    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), _stacked(W_Q, W_K, W_V))
+    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), _stacked(W_Q, W_K, W_V), cache.pop("tokens"))
     kl = _Rows(B, N, rows)  # key / value rows: every row of X
     ql = kl if queries is None else kl.subset(queries)  # query rows
     Qp = ql.pad(P[:, :nq] if queries is None else P[queries, :nq])

@@ -159,14 +159,16 @@ class Transformer:
             X = emb.forward(tok)  # packed rows (R, d): padding never enters a layer
             key_w = batch.key_w
             log_w = None if self.cfg.attention == "uniform" else log_weights(key_w)  # shared by the layers
+            hint = dict(tokens=tok) if emb.one_hot else {}  # the first layer's rows are one-hot
             for lay in self.layers[:-1]:
-                X = lay.forward(X, key_w, rows=rows, log_w=log_w)
+                X = lay.forward(X, key_w, rows=rows, log_w=log_w, **hint)
+                hint = {}
             last = self.layers[-1]
             if last.uniform:
                 X = last.forward(X, key_w, rows=rows)
             else:  # the last layer computes only the rows the decoder reads
                 uq, qrow = np.unique(qrow, return_inverse=True)
-                X = last.forward(X, key_w, rows=rows, queries=uq, log_w=log_w)
+                X = last.forward(X, key_w, rows=rows, queries=uq, log_w=log_w, **hint)
             Yq = X[qrow]
             distinct = not last.uniform and uq.size == qrow.size  # each loss entry reads its own row
             self._cache = ("pos", (X.shape, tok, qrow, distinct))

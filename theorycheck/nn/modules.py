@@ -157,14 +157,15 @@ class AttentionLayer(Layer):
         return layer_norm_backward(self.cache["Yn"], self.cache["inv"], dY) if self.cfg.layer_norm else dY
 
     # ---------------------------------------------------------------- position path
-    def forward(self, X, key_w, rows=None, queries=None, log_w=None):
+    def forward(self, X, key_w, rows=None, queries=None, log_w=None, tokens=None):
         """``X`` (B, N, d) rows -> (B, N, d); ``key_w`` (B, N) key multiplicities (bool or float).
 
         Packed rows: with ``rows`` (R,) (sorted flat indices into ``(B, N)``, e.g. the non-padding
         positions), ``X`` and the output are ``(R, d)``; rows left out must have key weight 0.
         ``queries`` (sorted indices into the rows of ``X``, softmax attention only): only those rows
         are computed (output ``(len(queries), d)``), e.g. the last layer's rows read by the decoder.
-        ``log_w``: ``log_weights(key_w)`` if the caller has it (one array for all layers of a pass)."""
+        ``log_w``: ``log_weights(key_w)`` if the caller has it (one array for all layers of a pass);
+        ``tokens``: the rows of ``X`` are one-hot ``e_{tokens[r]}`` (see ``attention_forward``)."""
         P = self.params
         key_w = np.asarray(key_w, dtype=np.float64)
         if self.uniform:
@@ -177,7 +178,7 @@ class AttentionLayer(Layer):
         else:
             W = (P["W_Q"], P["W_K"], P["W_V"])
             log_w = log_weights(key_w) if log_w is None else log_w
-            out, att = attention_forward(X, log_w, *W, self.c, rows=rows, queries=queries)
+            out, att = attention_forward(X, log_w, *W, self.c, rows=rows, queries=queries, tokens=tokens)
         Xq = X if queries is None else X[queries]
         if not self.cfg.residual:
             R = np.ascontiguousarray(out)
