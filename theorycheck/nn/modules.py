@@ -115,7 +115,8 @@ class Embedding(Layer):
 class AttentionLayer(Layer):
     """One layer of ``H`` summed heads, optional residual and post-LN (SPEC §3.1).
 
-    ``params``: ``W_K``, ``W_Q`` of shape ``(H, d_a, d)`` and ``W_V`` of shape ``(H, d, d)``.
+    ``params``: ``W_K``, ``W_Q`` of shape ``(H, d_a, d)`` and ``W_V`` of shape ``(H, d, d)``, views of
+    one stacked ``(H (2 d_a + d), d)`` array ``[W_Q; W_K; W_V]`` (update them in place).
     """
 
     def __init__(self, cfg: ModelConfig, rng):
