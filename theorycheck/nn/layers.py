@@ -156,24 +156,7 @@ def _stacked(W_Q, W_K, W_V):
     """``[W_Q[0]; ...; W_Q[H-1]; W_K[0]; ...; W_V[H-1]]`` (``H (2 d_a + d_v) x d``): every head's
     projections as the rows of one matrix, so that ``P = X W_cat^T`` is one GEMM."""
     d = W_Q.shape[-1]
-    cat = _shared_base(d, W_Q, W_K, W_V)
-    if cat is not None:  # already stacked in memory (e.g. the views of an AttentionLayer): no copy
-        return cat
     return np.concatenate([W_Q.reshape(-1, d), W_K.reshape(-1, d), W_V.reshape(-1, d)])
-
-
-def _shared_base(d, *blocks):
-    """The rows of one C-contiguous ``(n, d)`` array that ``blocks`` (C-contiguous views of it) fill
-    one after the other from its first row, or ``None``."""
-    base = blocks[0].base
-    if base is None or base.ndim != 2 or base.shape[1] != d or not base.flags.c_contiguous:
-        return None
-    addr = first = base.__array_interface__["data"][0]
-    for b in blocks:
-        if b.base is not base or not b.flags.c_contiguous or b.__array_interface__["data"][0] != addr:
-            return None
-        addr += b.nbytes
-    return base[: (addr - first) // (d * base.itemsize)]
 
 
 def _one_hot_rows(X2):
@@ -247,7 +230,11 @@ def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
     H, da = W_Q.shape[:2]
     X2 = X.reshape(-1, X.shape[-1])
     late = queries is not None
-    Wst = _stacked(W_Q, W_K, W_V[:0] if late else W_V)
+    Wst = cache.pop("W_cat")
+    if Wst is None:
+        Wst = _stacked(W_Q, W_K, W_V[:0] if late else W_V)
+    elif late:
+        Wst = Wst[: 2 * H * da]
     P, cache["one_hot"] = _project(X2, Wst, cache.pop("tokens"))
     if late:
         P = np.concatenate([P, X2], axis=1)  # [Q | K | X]: X is the one value block of every head
@@ -322,7 +309,18 @@ def _full_in(X, dX_in, dX_in_rows):
 
 
 def attention_forward(
-    X, log_w, W_Q, W_K, W_V, c: float, groups: Groups | None = None, rows=None, queries=None, fused=None, tokens=None
+    X,
+    log_w,
+    W_Q,
+    W_K,
+    W_V,
+    c: float,
+    groups: Groups | None = None,
+    rows=None,
+    queries=None,
+    fused=None,
+    tokens=None,
+    W_cat=None,
 ):
     """Softmax attention summed over heads (SPEC §3.1): ``out = sum_h A_h V_h``.
 
@@ -342,10 +340,12 @@ def attention_forward(
     ``fused`` (position path): the per-document Numba kernel (default when ``rows`` is given) or the
     padded numpy route (``False``; the reference, and the one that keeps per-head maps in the cache).
     ``tokens`` (position path, optional): the rows of ``X`` are the unit vectors ``e_{tokens[r]}``
-    (0 for ``-1``; a one-hot embedding), which spares the test for one-hot rows.
+    (0 for ``-1``; a one-hot embedding), which spares the test for one-hot rows. ``W_cat`` (position
+    path, optional): the caller's array of the rows ``[W_Q; W_K; W_V]`` (``H (2 d_a + d) x d``, the
+    values of ``_stacked(W_Q, W_K, W_V)``), used without a copy.
     Returns ``(out, cache)``.
     """
-    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows, fused=None, tokens=tokens)
+    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows, fused=None, tokens=tokens, W_cat=W_cat)
     if groups is None and (rows is not None if fused is None else fused):
         return _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache)
     heads = []
@@ -360,7 +360,8 @@ def attention_forward(
     B, N = log_w.shape
     H, da = W_Q.shape[:2]
     nq = H * da
-    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), _stacked(W_Q, W_K, W_V), cache.pop("tokens"))
+    Wst = _stacked(W_Q, W_K, W_V) if W_cat is None else W_cat
+    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), Wst, cache.pop("tokens"))
     kl = _Rows(B, N, rows)  # key / value rows: every row of X
     ql = kl if queries is None else kl.subset(queries)  # query rows
     Qp = ql.pad(P[:, :nq] if queries is None else P[queries, :nq])

@@ -138,9 +138,11 @@ class AttentionLayer(Layer):
         self.c = cfg.score_factor
 
     def _share_buffer(self):
-        """Store ``W_Q, W_K, W_V`` as consecutive views of one ``(H (2 d_a + d), d)`` array, the
-        stacked ``W_cat`` of the position path (:func:`~theorycheck.nn.layers.attention_forward`
-        then reads it without a copy). The values do not change; updates must stay in place."""
+        """Store ``W_Q, W_K, W_V`` as consecutive views of one ``(H (2 d_a + d), d)`` array ``_cat``,
+        the stacked ``W_cat`` of the position path (given to
+        :func:`~theorycheck.nn.layers.attention_forward`, which then makes no copy). The values do
+        not change; updates must stay in place (a replaced array is noticed: then ``W_cat`` is not
+        passed)."""
         P = self.params
         d = P["W_V"].shape[-1]
         blocks = [P[k].reshape(-1, d) for k in ("W_Q", "W_K", "W_V")]
@@ -149,6 +151,12 @@ class AttentionLayer(Layer):
         for k, b in zip(("W_Q", "W_K", "W_V"), blocks):
             P[k] = cat[r0 : r0 + b.shape[0]].reshape(P[k].shape)
             r0 += b.shape[0]
+        self._cat = cat
+
+    def _stacked(self):
+        """``[W_Q; W_K; W_V]`` as one array if the parameters are still the views of ``_cat``, else ``None``."""
+        P, cat = self.params, self._cat
+        return cat if P["W_Q"].base is cat and P["W_K"].base is cat and P["W_V"].base is cat else None
 
     def _post(self, R):
         """Optional post-LN of the residual stream ``R``."""
@@ -179,7 +187,9 @@ class AttentionLayer(Layer):
         else:
             W = (P["W_Q"], P["W_K"], P["W_V"])
             log_w = log_weights(key_w) if log_w is None else log_w
-            out, att = attention_forward(X, log_w, *W, self.c, rows=rows, queries=queries, tokens=tokens)
+            out, att = attention_forward(
+                X, log_w, *W, self.c, rows=rows, queries=queries, tokens=tokens, W_cat=self._stacked()
+            )
         Xq = X if queries is None else X[queries]
         if not self.cfg.residual:
             R = np.ascontiguousarray(out)
