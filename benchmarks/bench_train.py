@@ -27,6 +27,7 @@ from __future__ import annotations
 import argparse
 import os
 import time
+from contextlib import contextmanager
 
 import numpy as np
 from _common import print_table, write_json
@@ -36,7 +37,7 @@ from theorycheck.nn import ModelConfig, Trainer, Transformer, make_batch, make_o
 from theorycheck.sampling import mask_documents, sample_documents
 
 #: (full run, --quick) timed steps per implementation of each model table.
-N_STEPS = {"official-demo": (30, 10), "one-layer": (30, 10), "deep-4x4": (8, 3)}
+N_STEPS = {"official-demo": (30, 10), "one-layer": (30, 10), "deep-4x4": (12, 6)}
 EQUIV_RTOL = 1e-9
 GOAL = 5.0
 
@@ -76,20 +77,15 @@ def _with_form(cfg, count_based: str) -> ModelConfig:
 REPEATS = 3
 
 
-def _timed(step, batches):
-    """Median over :data:`REPEATS` passes of the steps per second of ``step`` over ``batches`` (after
-    one warm-up step), and the losses of the first pass."""
-    step(batches[0])
-    rates, first = [], None
-    for _ in range(REPEATS):
-        t0 = time.perf_counter()
-        losses = [step(mb) for mb in batches]
-        rates.append(len(batches) / (time.perf_counter() - t0))
-        first = losses if first is None else first
-    return float(np.median(rates)), first
+class _Runner:
+    """One row of a table: ``step(mb) -> loss`` and ``settings()``, a context manager that puts the
+    thread counts of the row in force (entered around every timed pass)."""
+
+    def __init__(self, step, settings):
+        self.step, self.settings = step, settings
 
 
-def _numpy_steps_per_s(cfg, batches, count_based: str, threads: int = 1):
+def _numpy_runner(cfg, count_based: str, threads: int = 1) -> _Runner:
     """Our model, one step = ``make_batch`` + forward + backward + the preset's optimizer, with
     ``threads`` Numba threads and one BLAS thread, as :class:`~theorycheck.nn.Trainer` runs it: the
     large products are row-parallel Numba kernels (:func:`theorycheck.nn._kernels.matmul_rows`)
@@ -114,28 +110,67 @@ def _numpy_steps_per_s(cfg, batches, count_based: str, threads: int = 1):
         opt.step(params, grads, cfg.optim.lr)
         return loss
 
-    n_numba = numba.get_num_threads()
-    numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
-    try:
-        with blas_threads(1):
-            return _timed(step, batches)
-    finally:
-        numba.set_num_threads(n_numba)
+    @contextmanager
+    def settings():
+        n_numba = numba.get_num_threads()
+        numba.set_num_threads(min(threads, numba.config.NUMBA_NUM_THREADS))
+        try:
+            with blas_threads(1):
+                yield
+        finally:
+            numba.set_num_threads(n_numba)
+
+    return _Runner(step, settings)
 
 
-def _torch_steps_per_s(cfg, batches, dtype: str, threads: int):
+def _torch_runner(cfg, dtype: str, threads: int) -> _Runner:
     """The PyTorch reference (full N x N attention) from the same initial parameters."""
     import torch
     from _torch_models import TorchTransformer
 
     state = Transformer(cfg.model, seed=0).state_dict()
     tmodel = TorchTransformer(cfg.model, state, optim=cfg.optim, average=cfg.data.average, dtype=dtype)
-    n_prev = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        return _timed(lambda mb: tmodel.step(mb.inputs, mb.selected, mb.targets), batches)
-    finally:
-        torch.set_num_threads(n_prev)
+
+    @contextmanager
+    def settings():
+        n_prev = torch.get_num_threads()
+        torch.set_num_threads(threads)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(n_prev)
+
+    return _Runner(lambda mb: tmodel.step(mb.inputs, mb.selected, mb.targets), settings)
+
+
+def _timed_interleaved(runners, batches):
+    """``[(median steps/s, losses of the first pass), ...]``, one per runner: after one warm-up step
+    each, :data:`REPEATS` rounds in which every runner times one pass over ``batches`` in turn.
+    Interleaving the rows (instead of timing each row's passes back to back) exposes every row
+    to the same drift of a shared machine's speed, so the ratios between rows are fairer."""
+    for r in runners:
+        with r.settings():
+            r.step(batches[0])
+    rates = [[] for _ in runners]
+    first = [None for _ in runners]
+    for _ in range(REPEATS):
+        for i, r in enumerate(runners):
+            with r.settings():
+                t0 = time.perf_counter()
+                losses = [r.step(mb) for mb in batches]
+                rates[i].append(len(batches) / (time.perf_counter() - t0))
+            first[i] = losses if first[i] is None else first[i]
+    return [(float(np.median(rt)), f) for rt, f in zip(rates, first)]
+
+
+def _measure(cfg, batches, runs):
+    """Steps per second and first-pass losses of the rows ``runs`` = ``(implementation, threads,
+    blas, dtype, form)`` (``form`` None: torch), timed interleaved (:func:`_timed_interleaved`)."""
+    runners = [
+        _torch_runner(cfg, dt, threads) if form is None else _numpy_runner(cfg, form, threads)
+        for _, threads, _, dt, form in runs
+    ]
+    return _timed_interleaved(runners, batches)
 
 
 def _equivalence(name, cfg, mb):
@@ -164,11 +199,7 @@ def _model_rows(name, cfg, batches, has_torch: bool):
             (f"torch {torch.__version__} positions", t, t, dt, None) for t in (1, 2) for dt in ("float32", "float64")
         ]
     rows = []
-    for impl, threads, blas, dt, form in runs:
-        if form is None:
-            sps, losses = _torch_steps_per_s(cfg, batches, dt, threads)
-        else:
-            sps, losses = _numpy_steps_per_s(cfg, batches, form, threads)
+    for (impl, threads, blas, dt, _), (sps, losses) in zip(runs, _measure(cfg, batches, runs)):
         rows.append(
             dict(
                 model=name,

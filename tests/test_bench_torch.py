@@ -174,8 +174,14 @@ def test_bad_input_is_refused_with_the_parameter_name():
 
 def test_benchmark_quick_rows(monkeypatch, tmp_path):
     """The table builder yields one row per implementation with the JSON keys of ``train.json``."""
-    monkeypatch.setattr(bench_train, "_numpy_steps_per_s", lambda cfg, b, form, t: (10.0 * t + (form == "auto"), [1.0]))
-    monkeypatch.setattr(bench_train, "_torch_steps_per_s", lambda cfg, b, dt, t: (2.0 if t == 1 else 4.0, [1.0]))
+
+    def fake_measure(cfg, batches, runs):
+        return [
+            ((2.0 if t == 1 else 4.0) if form is None else 10.0 * t + (form == "auto"), [1.0])
+            for _, t, _, _, form in runs
+        ]
+
+    monkeypatch.setattr(bench_train, "_measure", fake_measure)
     rows = bench_train._model_rows("deep-4x4", bench_train.preset("deep-4x4"), [], True)
     assert len(rows) == 7
     assert {"model", "implementation", "threads", "blas_threads", "dtype", "steps_per_s"} <= set(rows[0])
@@ -185,3 +191,31 @@ def test_benchmark_quick_rows(monkeypatch, tmp_path):
         ("numpy positions", 1, 1),
     ]
     assert [r["merged_speedup"] for r in rows] == [1.0, 11 / 21, 11 / 10, 5.5, 5.5, 2.75, 2.75]
+
+
+def test_timed_rows_are_interleaved_and_report_the_median(monkeypatch):
+    """Every row warms up once, then each of the REPEATS rounds times one pass of every row in
+    turn (A B A B ..., never A A B B), inside that row's settings; a row reports the median rate."""
+    from contextlib import contextmanager
+
+    log = []
+    clock = iter(np.arange(0.0, 1000.0, 0.5))  # each perf_counter call advances 0.5 s
+
+    def runner(name):
+        @contextmanager
+        def settings():
+            log.append(("enter", name))
+            yield
+            log.append(("exit", name))
+
+        return bench_train._Runner(lambda mb: log.append((name, mb)) or 1.0, settings)
+
+    monkeypatch.setattr(bench_train.time, "perf_counter", lambda: next(clock))
+    monkeypatch.setattr(bench_train, "REPEATS", 3)
+    out = bench_train._timed_interleaved([runner("A"), runner("B")], ["m1", "m2"])
+    passes = [e[0] for e in log if e[0] in ("A", "B")]
+    assert passes[:2] == ["A", "B"]  # warm-up: one step each
+    assert passes[2:] == ["A", "A", "B", "B"] * 3  # rounds: a pass (2 batches) of A, then of B
+    assert all(log[i][0] == "enter" for i in range(len(log)) if i == 0 or log[i - 1][0] == "exit")
+    assert [r for r, _ in out] == [4.0, 4.0]  # 2 steps in 0.5 s each time
+    assert [f for _, f in out] == [[1.0, 1.0], [1.0, 1.0]]
