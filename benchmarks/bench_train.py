@@ -88,7 +88,7 @@ class _Runner:
 def _numpy_runner(cfg, count_based: str, threads: int = 1) -> _Runner:
     """Our model, one step = ``make_batch`` + forward + backward + the preset's optimizer, with
     ``threads`` Numba threads and one BLAS thread, as :class:`~theorycheck.nn.Trainer` runs it: the
-    large products are row-parallel Numba kernels (:func:`theorycheck.nn._kernels.matmul_rows`)
+    large products are row-parallel Numba kernels (:func:`theorycheck.nn._dense_kernels.matmul_rows`)
     and the per-document attention runs in parallel over documents, each calling a serial BLAS.
     (A multi-threaded BLAS next to Numba's threads halved the rate: OpenBLAS's workers keep
     spinning after each product and take the cores from Numba's.)"""

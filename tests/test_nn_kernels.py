@@ -259,7 +259,7 @@ def _in_a_two_thread_process(call: str):
 
 def _check_matmuls_thread_invariant(A, B, Bt_view):
     """``matmul_rows(A, Bt_view)`` and ``matmul_tn(A, B)``: the same bits at 1 and 2 Numba threads."""
-    from theorycheck.nn._kernels import matmul_rows, matmul_tn
+    from theorycheck.nn._dense_kernels import matmul_rows, matmul_tn
 
     for fn, args in ((matmul_rows, (A, Bt_view)), (matmul_tn, (A, B))):
         one = _at_numba_threads(1, fn, *args)
@@ -280,7 +280,7 @@ def test_matmul_rows_and_tn_equal_references_and_are_thread_invariant(R, k, n, s
     (``1e-13 |A||B|`` elementwise), for ``B`` C-contiguous or a transposed (F-contiguous) view, any
     ``R`` (zero, one block below MIN_BLOCK_ROWS = 128, two or more above) and zero-size ``k``, ``n``; the
     same bits on 1 and 2 Numba threads."""
-    from theorycheck.nn._kernels import matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref
+    from theorycheck.nn._dense_kernels import matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref
 
     rng = np.random.default_rng(seed)
     A = rng.normal(size=(R, k))
@@ -301,8 +301,8 @@ def _check_r300(seed: int = 0):
     ``matmul_rows`` is the same bits as the one-block kernel on that block alone; ``matmul_tn`` is
     the same bits as the per-block products added in block order; at 1 and 2 Numba threads (when
     the pool has 2)."""
-    from theorycheck.nn import _kernels as K
-    from theorycheck.nn._kernels import matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref, row_blocks
+    from theorycheck.nn import _dense_kernels as K
+    from theorycheck.nn._dense_kernels import matmul_rows, matmul_rows_ref, matmul_tn, matmul_tn_ref, row_blocks
 
     assert row_blocks(300).tolist() == [0, 150, 300]
     assert row_blocks(127).tolist() == [0, 127] and row_blocks(1100).tolist() == [0, 183, 366, 550, 733, 916, 1100]
@@ -338,7 +338,7 @@ def test_matmul_r300_blocks_fixed_and_thread_invariant():
 @pytest.mark.parametrize("R, k, n", [(0, 3, 4), (5, 0, 4), (5, 3, 0), (0, 0, 0), (0, 3, 0)])
 def test_matmul_zero_size_dimensions(R, k, n):
     """Empty products: the right shapes, zeros where the reduction is empty."""
-    from theorycheck.nn._kernels import matmul_rows, matmul_tn
+    from theorycheck.nn._dense_kernels import matmul_rows, matmul_tn
 
     A, B, C = np.ones((R, k)), np.ones((k, n)), np.ones((R, n))
     out = matmul_rows(A, B)
@@ -361,10 +361,10 @@ def test_matmul_zero_size_dimensions(R, k, n):
     ],
 )
 def test_matmul_wrong_shapes_name_them(fn, a, b):
-    from theorycheck.nn import _kernels
+    from theorycheck.nn import _dense_kernels
 
     with pytest.raises(ValueError, match=rf"{fn} needs .*got {re.escape(str(a))} and {re.escape(str(b))}"):
-        getattr(_kernels, fn)(np.ones(a), np.ones(b))
+        getattr(_dense_kernels, fn)(np.ones(a), np.ones(b))
 
 
 def _position_path_loss_and_grads(count_based: str):

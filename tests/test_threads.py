@@ -213,7 +213,7 @@ def test_matmul_kernels_leave_the_blas_count_as_they_found_it(scipy_blas_at_two)
     """``matmul_rows`` / ``matmul_tn`` enter ``kernel_blas_serial``: SciPy's count is 2 again after them."""
     import numpy as np
 
-    from theorycheck.nn._kernels import matmul_rows, matmul_tn
+    from theorycheck.nn._dense_kernels import matmul_rows, matmul_tn
 
     before = _counts_by_path()
     A = np.ones((300, 5))

@@ -38,20 +38,29 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.special import logsumexp, softmax
+from scipy.special import softmax
 
+from ._dense_kernels import matmul_rows, matmul_tn
 from ._kernels import (
     bias_softmax,
     doc_attention,
     doc_attention_backward,
     gather_softmax,
-    layer_norm_rows,
-    layer_norm_rows_backward,
-    matmul_rows,
-    matmul_tn,
     scatter_rows,
     softmax_bwd,
     softmax_bwd_ref,
+)
+from .rowwise import (
+    LN_EPS,
+    ce_loss,
+    decoder_backward,
+    decoder_forward,
+    layer_norm_backward,
+    layer_norm_backward_ref,
+    layer_norm_forward,
+    layer_norm_ref,
+    loss_head,
+    squared_loss,
 )
 
 __all__ = [
@@ -77,9 +86,6 @@ __all__ = [
     "ce_loss",
     "loss_head",
 ]
-
-#: Layer-norm epsilon (BERT's value).
-LN_EPS = 1e-5
 
 
 @dataclass(frozen=True)
@@ -171,7 +177,7 @@ def _one_hot_rows(X2):
 
 
 def _project(X2, Wcat, tokens=None):
-    """``P = X2 W_cat^T`` (one row-parallel GEMM, :func:`~theorycheck.nn._kernels.matmul_rows`); for
+    """``P = X2 W_cat^T`` (one row-parallel GEMM, :func:`~theorycheck.nn._dense_kernels.matmul_rows`); for
     one-hot rows the same numbers as a row gather of ``W_cat^T``. ``tokens`` (the caller knows that
     row ``r`` of ``X2`` is ``e_{tokens[r]}``, 0 for ``-1``) replaces the one-hot test."""
     oh = _one_hot_rows(X2) if tokens is None else (np.maximum(tokens, 0), tokens >= 0)
@@ -407,7 +413,7 @@ def _count_backward(dout, cache, need_dX, dX_in, grads):
 
 
 def _weight_grads(dP, X2, one_hot):
-    """``dW_cat = dP^T X2`` (row blocks in parallel, :func:`~theorycheck.nn._kernels.matmul_tn`; ``X2``
+    """``dW_cat = dP^T X2`` (row blocks in parallel, :func:`~theorycheck.nn._dense_kernels.matmul_tn`; ``X2``
     rows one-hot: ``dP`` rows summed per token, a Numba scatter)."""
     if one_hot is None:
         return matmul_tn(dP, X2)
@@ -511,81 +517,3 @@ def uniform_attention_backward(dUc, cache, need_dX: bool = True, dX_in=None):
     dX = _start(X, dX_in, True)
     dX += hbar[:, :, None] * (dUc @ W_V.sum(axis=0))[:, None, :]
     return dX, grads
-
-
-# ---------------------------------------------------------------------------- layer norm
-def layer_norm_forward(R):
-    """Post-LN without gain/bias: ``y = (r - mean r) / sqrt(var r + eps)`` per row. Returns ``(y, inv)``.
-
-    One fused Numba pass per row (:func:`~theorycheck.nn._kernels.layer_norm_rows`); the numpy
-    reference is :func:`layer_norm_ref`."""
-    return layer_norm_rows(R, LN_EPS)
-
-
-def layer_norm_backward(Yn, inv, dY):
-    """``dL/dr = inv (dy - mean(dy) - y mean(dy * y))`` per row (Numba kernel; reference
-    :func:`layer_norm_backward_ref`)."""
-    return layer_norm_rows_backward(Yn, inv, dY)
-
-
-def layer_norm_ref(R):
-    """Pure numpy reference of :func:`layer_norm_forward`."""
-    mu = R.mean(axis=-1, keepdims=True)
-    xc = R - mu
-    inv = 1.0 / np.sqrt(np.mean(xc * xc, axis=-1, keepdims=True) + LN_EPS)
-    return xc * inv, inv
-
-
-def layer_norm_backward_ref(Yn, inv, dY):
-    """Pure numpy reference of :func:`layer_norm_backward`."""
-    return inv * (dY - dY.mean(axis=-1, keepdims=True) - Yn * np.mean(dY * Yn, axis=-1, keepdims=True))
-
-
-# ---------------------------------------------------------------------------- decoder
-def decoder_forward(Y, W_dec, b):
-    """Outputs ``o = W^dec y + b^dec`` per row (``W_dec`` (V1, d), or ``None`` for the identity)."""
-    return Y + b if W_dec is None else Y @ W_dec.T + b
-
-
-def decoder_backward(dO, Y, W_dec, tied: bool = False):
-    """``(dL/dY, dW, db_dec)``: ``dO W^dec``, the matrix gradient and the column sums of ``dO``.
-
-    The matrix gradient is ``dL/dW^dec = dO^T Y`` (``None`` for the identity decoder); with
-    ``tied=True`` (``W^dec = (W^E)^T``) it is returned for ``W^E`` instead: ``Y^T dO`` (``d x V1``).
-    """
-    db = dO.sum(axis=0)
-    if W_dec is None:
-        return dO, None, db
-    return dO @ W_dec, (Y.T @ dO if tied else dO.T @ Y), db
-
-
-# ---------------------------------------------------------------------------- loss heads
-def squared_loss(O, Y, weight):
-    """``sum_e sum_x Y[e, x] ||o_e - e_x||^2`` with ``weight = Y.sum(1)`` (SPEC §2.2) and ``dL/dO``."""
-    loss = float(np.sum(weight * (np.sum(O * O, axis=1) + 1.0)) - 2.0 * np.sum(O * Y))
-    return loss, 2.0 * weight[:, None] * O - 2.0 * Y
-
-
-def ce_loss(O, Y, weight):
-    """``sum_e sum_x Y[e, x] (-log softmax(o_e)_x)`` (SPEC §2.2) and ``dL/dO = w softmax(o) - Y``.
-
-    One pass of exponentials serves both: with ``m = max_x o_x`` and ``s = sum_x e^{o_x - m}``,
-    ``logsumexp(o) = m + log s`` and ``softmax(o) = e^{o - m} / s`` (the operations of
-    ``scipy.special.softmax``). Rows with a non-finite maximum go through scipy."""
-    m = O.max(axis=1, keepdims=True)
-    if not np.all(np.isfinite(m)):
-        loss = float(np.sum(weight * logsumexp(O, axis=1)) - np.sum(O * Y))
-        return loss, weight[:, None] * softmax(O, axis=1) - Y
-    ex = np.exp(O - m)
-    s = ex.sum(axis=1, keepdims=True)
-    lse = np.log(s[:, 0]) + m[:, 0]
-    loss = float(np.sum(weight * lse) - np.sum(O * Y))
-    ex /= s
-    ex *= weight[:, None]
-    ex -= Y
-    return loss, ex
-
-
-def loss_head(O, Y, weight, kind: str):
-    """:func:`squared_loss` (``kind="squared"``) or :func:`ce_loss` (``"ce"``)."""
-    return squared_loss(O, Y, weight) if kind == "squared" else ce_loss(O, Y, weight)
