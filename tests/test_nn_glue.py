@@ -177,12 +177,6 @@ def test_count_batch_equals_the_add_at_reference_bitwise(case, mask_keys, averag
     np.testing.assert_array_equal(cb.weight, Y.sum(axis=1))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="batches.py:242 np.bincount(inv * V1 + tg, weights=..., minlength=E * V1) returns int64 "
-    "for an empty index array (numpy 2.4.6), so with no selected position Y and weight are int64 "
-    "(the replaced np.zeros((E, V1)) was float64); e.g. cb.Y /= 2 then raises a casting error",
-)
 def test_count_batch_without_selection_keeps_float_targets():
     """No selected position (E = 0): ``Y`` (0, V1) and ``weight`` (0,) stay float64 as before."""
     cb = count_batch(np.array([[1, 2, -1]]), np.zeros((1, 3), dtype=bool), np.array([[1, 1, -1]]), 3)
@@ -409,12 +403,6 @@ def test_in_place_steps_reach_the_stacked_buffer(count_based):
         _assert_same(_loss_grads(model, batch), _loss_grads(fresh, batch))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="copy.deepcopy / pickle copy W_Q, W_K, W_V as separate arrays: AttentionLayer's stacked "
-    "buffer is no longer shared (AttentionLayer._stacked() -> None, W_cat concatenated every "
-    "forward); results stay correct, the saving of d161ac0/f98a829 is lost",
-)
 def test_copies_keep_the_stacked_buffer():
     model = Transformer(_deep_cfg(), seed=0)
     for clone in (copy.deepcopy(model), pickle.loads(pickle.dumps(model))):

@@ -170,6 +170,8 @@ def test_training_loop_runs_at_the_policy_blas_thread_count_and_restores_it(requ
         seen.append((ctx.step, blas_counts()))
         return {}
 
+    with threadpool_limits(limits=expected, user_api="blas"):
+        attainable = blas_counts()  # a library started with a smaller pool (e.g. torch's) stays below
     with threadpool_limits(limits=outside, user_api="blas"):
         before = blas_counts()
         if not before or set(before) != {outside}:
@@ -177,5 +179,6 @@ def test_training_loop_runs_at_the_policy_blas_thread_count_and_restores_it(requ
         Trainer(_cfg(), probes=[probe], progress=False).run()
         after = blas_counts()
     assert [s for s, _ in seen] == [0, 2, 4, 5]
-    assert all(set(counts) == {expected} and len(counts) == len(before) for _, counts in seen)
+    assert expected in attainable
+    assert all(counts == attainable for _, counts in seen)
     assert after == before

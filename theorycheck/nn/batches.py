@@ -239,7 +239,8 @@ def count_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, 
     uniq, inv = np.unique(code, return_inverse=True)
     E = uniq.size
     # Y[inv[i], tg[i]] += w: bincount adds in the order of i, as np.add.at did (the same sums)
-    Y = np.bincount(inv * V1 + tg, weights=w_doc[d_idx], minlength=E * V1).reshape(E, V1)
+    Y = np.bincount(inv * V1 + tg, weights=w_doc[d_idx], minlength=E * V1).astype(np.float64, copy=False)
+    Y = Y.reshape(E, V1)  # (float64 also when nothing is selected: bincount of no index is int64)
     return CountBatch(
         K=K, ctx=(uniq // V1).astype(np.int64), qtok=(uniq % V1).astype(np.int64), weight=Y.sum(axis=1), Y=Y
     )

@@ -153,6 +153,11 @@ class AttentionLayer(Layer):
             r0 += b.shape[0]
         self._cat = cat
 
+    def __setstate__(self, state):
+        """Copies (``copy.deepcopy``, ``pickle``) share one stacked buffer again (:meth:`_share_buffer`)."""
+        self.__dict__.update(state)
+        self._share_buffer()
+
     def _stacked(self):
         """``[W_Q; W_K; W_V]`` as one array if the parameters are still the views of ``_cat``, else ``None``."""
         P, cat = self.params, self._cat
