@@ -225,6 +225,31 @@ def _doc_values(P, r0, n, H, vo0, dv):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _cols(M, c0, k):
+    """``M[:, c0 : c0 + k]`` as a contiguous array (explicit loops: Numba compiles array-slice
+    assignment and ``ascontiguousarray`` of 2-d slices slowly, seconds per call site)."""
+    out = np.empty((M.shape[0], k))
+    for i in range(M.shape[0]):
+        for j in range(k):
+            out[i, j] = M[i, c0 + j]
+    return out
+
+
+@numba.njit(cache=True, fastmath=False)
+def _put(dst, r0, c0, src, add):
+    """``dst[r0 : r0 + m, c0 : c0 + k] = src`` (``add``: ``+=``), ``src`` (m, k), in loops."""
+    for i in range(src.shape[0]):
+        d = dst[r0 + i]
+        s = src[i]
+        if add:
+            for j in range(src.shape[1]):
+                d[c0 + j] += s[j]
+        else:
+            for j in range(src.shape[1]):
+                d[c0 + j] = s[j]
+
+
+@numba.njit(cache=True, fastmath=False)
 def _values_fwd(Ad, P, r0, n, H, vo, dv, shared, out):
     """``out = [A_1 .. A_H] [V_1; ..; V_H]`` (summed heads), or with ``shared`` (one value block
     ``V = P[:, vo : vo + d_v]`` for every head) the heads side by side ``out = [A_1 V | .. | A_H V]``."""
@@ -236,8 +261,7 @@ def _values_fwd(Ad, P, r0, n, H, vo, dv, shared, out):
         return
     V = _doc_values(P, r0, n, 1, vo, dv)
     for h in range(H):
-        Y = np.dot(np.ascontiguousarray(Ad[:, h * n : (h + 1) * n]), V)
-        out[:, h * dv : (h + 1) * dv] = Y
+        _put(out, 0, h * dv, np.dot(_cols(Ad, h * n, n), V), False)
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -248,17 +272,14 @@ def _values_bwd(Ad, Gd, P, r0, n, H, vo, dv, shared, dP):
         dA = np.dot(Gd, _doc_values(P, r0, n, H, vo, dv).T)
         dV = np.dot(Ad.T, Gd)  # (H n, d_v)
         for h in range(H):
-            for j in range(n):
-                dP[r0 + j, vo + h * dv : vo + (h + 1) * dv] = dV[h * n + j]
+            _put(dP, r0, vo + h * dv, dV[h * n : (h + 1) * n], False)
         return dA
     V = _doc_values(P, r0, n, 1, vo, dv)
     dA = np.empty((Ad.shape[0], H * n))
     for h in range(H):
-        Gh = np.ascontiguousarray(Gd[:, h * dv : (h + 1) * dv])
-        dA[:, h * n : (h + 1) * n] = np.dot(Gh, V.T)
-        dV = np.dot(np.ascontiguousarray(Ad[:, h * n : (h + 1) * n]).T, Gh)
-        for j in range(n):
-            dP[r0 + j, vo : vo + dv] += dV[j]
+        Gh = _cols(Gd, h * dv, dv)
+        _put(dA, 0, h * n, np.dot(Gh, V.T), False)
+        _put(dP, r0, vo, np.dot(_cols(Ad, h * n, n).T, Gh), True)
     return dA
 
 
