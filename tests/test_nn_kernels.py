@@ -420,3 +420,27 @@ def test_deep_preset_loss_and_gradients_bitwise_on_1_and_2_numba_threads(count_b
         _check_position_path(count_based)
     else:
         _in_a_two_thread_process(f"_check_position_path({count_based!r})")
+
+
+@settings(max_examples=30)
+@given(st.integers(0, 600), st.integers(0, 30), st.integers(0, 30), st.integers(0, 30), st.integers(0, 2**31))
+def test_matmul_rows_tn_is_both_products_bitwise(R, k, n, m, seed):
+    """``matmul_rows_tn(A, B, C)`` == ``(matmul_rows(A, B), matmul_tn(A, C))`` bit for bit: the same
+    BLAS calls on the same row blocks, in one parallel pass."""
+    from theorycheck.nn._dense_kernels import matmul_rows, matmul_rows_tn, matmul_tn
+
+    rng = np.random.default_rng(seed)
+    A, B, C = rng.normal(size=(R, k)), rng.normal(size=(k, n)), rng.normal(size=(R, m))
+    out, out_tn = matmul_rows_tn(A, B, C)
+    assert out.shape == (R, n) and out_tn.shape == (k, m)
+    np.testing.assert_array_equal(_bits(out), _bits(matmul_rows(A, B)))
+    np.testing.assert_array_equal(_bits(out_tn), _bits(matmul_tn(A, C)))
+
+
+def test_matmul_rows_tn_wrong_shapes_name_them():
+    from theorycheck.nn._dense_kernels import matmul_rows_tn
+
+    with pytest.raises(ValueError, match=r"matmul_rows_tn needs .*got \(3, 4\), \(5, 2\) and \(3, 1\)"):
+        matmul_rows_tn(np.ones((3, 4)), np.ones((5, 2)), np.ones((3, 1)))
+    with pytest.raises(ValueError, match=r"got \(3, 4\), \(4, 2\) and \(2, 1\)"):
+        matmul_rows_tn(np.ones((3, 4)), np.ones((4, 2)), np.ones((2, 1)))

@@ -21,6 +21,7 @@ __all__ = [
     "row_blocks",
     "matmul_rows",
     "matmul_tn",
+    "matmul_rows_tn",
     "matmul_rows_ref",
     "matmul_tn_ref",
 ]
@@ -166,6 +167,45 @@ def matmul_tn(A, B):
     with kernel_blas_serial():
         _matmul_tn(A, B, row_blocks(A.shape[0]), out)
     return out
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _matmul_rows_tn(A, B, C, bounds, out, out_tn):
+    nb = bounds.shape[0] - 1
+    parts = np.empty((nb, A.shape[1], C.shape[1]))
+    for t in numba.prange(nb):
+        r0, r1 = bounds[t], bounds[t + 1]
+        np.dot(A[r0:r1], B, out[r0:r1])
+        np.dot(A[r0:r1].T, C[r0:r1], parts[t])
+    out_tn[:] = 0.0
+    for t in range(nb):  # fixed order, as in _matmul_tn
+        out_tn += parts[t]
+
+
+def matmul_rows_tn(A, B, C):
+    """``(A @ B, A^T @ C)`` for ``A`` (R, k), ``B`` (k, n), ``C`` (R, m) in one parallel pass over the
+    row blocks of ``A`` (:func:`row_blocks`): each block is read once, while it is in cache, by the
+    same two BLAS calls that :func:`matmul_rows` and :func:`matmul_tn` make on it, so the results
+    are the same bits as theirs (and as on any thread count); one parallel region instead of two.
+    E.g. a backward pass: ``dX = dP W_cat`` and ``dW_cat = dP^T X``."""
+    A = np.ascontiguousarray(A, dtype=np.float64)
+    B = _f64(B)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    if A.ndim != 2 or B.ndim != 2 or C.ndim != 2 or A.shape[1] != B.shape[0] or A.shape[0] != C.shape[0]:
+        raise ValueError(
+            f"matmul_rows_tn needs (R, k), (k, n) and (R, m) arrays, got {A.shape}, {B.shape} and {C.shape}"
+        )
+    out = np.zeros((A.shape[0], B.shape[1]))
+    out_tn = np.zeros((A.shape[1], C.shape[1]))
+    if 0 in A.shape or B.shape[1] == 0 or C.shape[1] == 0:
+        if A.shape[0] and B.shape[1]:
+            out = matmul_rows(A, B)
+        if A.shape[1] and C.shape[1]:
+            out_tn = matmul_tn(A, C)
+        return out, out_tn
+    with kernel_blas_serial():
+        _matmul_rows_tn(A, B, C, row_blocks(A.shape[0]), out, out_tn)
+    return out, out_tn
 
 
 def matmul_rows_ref(A, B):

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import softmax
 
-from ._dense_kernels import matmul_rows, matmul_tn
+from ._dense_kernels import matmul_rows, matmul_rows_tn, matmul_tn
 from ._kernels import (
     bias_softmax,
     doc_attention,
@@ -269,13 +269,15 @@ def _fused_backward(dout, cache, need_dX, dX_in, dX_in_rows):
         dW_V = (dout.T @ Y).reshape(d, -1, d).swapaxes(0, 1)
         dout = dout @ np.concatenate(list(W_V), axis=1)  # [dout W_V[0] | .. | dout W_V[H-1]]
     dP = doc_attention_backward(P, A, idx, dout, W_Q.shape[1], cache["c"])
-    dPw = dP if Y is None else dP[:, : 2 * nq]
-    grads = _split_grads(_weight_grads(dPw, X2, cache["one_hot"]), W_Q, W_K, W_V if Y is None else None)
+    dPw = dP if Y is None else np.ascontiguousarray(dP[:, : 2 * nq])
+    one_pass = need_dX and cache["one_hot"] is None  # dX = dP W_cat and dW_cat = dP^T X together
+    dX, G = matmul_rows_tn(dPw, cache["Wst"], X2) if one_pass else (None, _weight_grads(dPw, X2, cache["one_hot"]))
+    grads = _split_grads(G, W_Q, W_K, W_V if Y is None else None)
     if Y is not None:
         grads["W_V"] = dW_V
     if not need_dX:
         return None, grads
-    dX = matmul_rows(dPw, cache["Wst"]).reshape(X.shape)
+    dX = (matmul_rows(dPw, cache["Wst"]) if dX is None else dX).reshape(X.shape)
     _add_in(dX, dX_in, dX_in_rows)
     if Y is not None:
         dX += dP[:, 2 * nq :].reshape(X.shape)
@@ -413,8 +415,7 @@ def _count_backward(dout, cache, need_dX, dX_in, grads):
 
 
 def _weight_grads(dP, X2, one_hot):
-    """``dW_cat = dP^T X2`` (row blocks in parallel, :func:`~theorycheck.nn._dense_kernels.matmul_tn`; ``X2``
-    rows one-hot: ``dP`` rows summed per token, a Numba scatter)."""
+    """``dW_cat = dP^T X2`` (:func:`~theorycheck.nn._dense_kernels.matmul_tn`; one-hot ``X2``: a scatter)."""
     if one_hot is None:
         return matmul_tn(dP, X2)
     idx, valid = one_hot
