@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import numba
 import pytest
@@ -125,23 +126,30 @@ def _counts_by_path():
     return {d["filepath"]: d["num_threads"] for d in threadpool_info() if d["user_api"] == "blas"}
 
 
-@pytest.fixture
-def scipy_blas_at_two():
-    """SciPy's BLAS (the libraries ``kernel_blas_serial`` controls) set to 2 threads for the test,
-    the previous counts restored afterwards (the test environment may pin BLAS to 1)."""
+@contextmanager
+def _scipy_blas_at(n: int):
+    """SciPy's BLAS (the libraries ``kernel_blas_serial`` controls) at ``n`` threads inside the block
+    (skips the test if that is impossible here), the previous counts restored afterwards."""
     libs = _threads._kernel_blas_controllers()
     if not libs:
         pytest.skip("no SciPy BLAS visible to threadpoolctl")
     before = [lib.num_threads for lib in libs]
     try:
         for lib in libs:
-            lib.set_num_threads(2)
-        if any(lib.num_threads != 2 for lib in libs):
-            pytest.skip("SciPy's BLAS cannot run 2 threads here")
-        yield {lib.filepath for lib in libs}
-    finally:
-        for lib, n in zip(libs, before):
             lib.set_num_threads(n)
+        if any(lib.num_threads != n for lib in libs):
+            pytest.skip(f"SciPy's BLAS cannot run {n} threads here")
+        yield libs
+    finally:
+        for lib, k in zip(libs, before):
+            lib.set_num_threads(k)
+
+
+@pytest.fixture
+def scipy_blas_at_two():
+    """SciPy's BLAS at 2 threads for the test (the test environment may pin BLAS to 1)."""
+    with _scipy_blas_at(2) as libs:
+        yield {lib.filepath for lib in libs}
 
 
 def test_kernel_blas_serial_finds_only_scipys_blas():
@@ -179,25 +187,16 @@ def test_kernel_blas_serial_restores_on_exception(scipy_blas_at_two):
 
 def test_kernel_blas_serial_is_a_no_op_when_already_serial(monkeypatch):
     """Already at 1 (and nested inside itself): no ``set_num_threads`` call, nothing changed on exit."""
-    libs = _threads._kernel_blas_controllers()
-    if not libs:
-        pytest.skip("no SciPy BLAS visible to threadpoolctl")
-    before = [lib.num_threads for lib in libs]
-    try:
-        for lib in libs:
-            lib.set_num_threads(1)
+    with _scipy_blas_at(1) as libs:
         calls = []
-        for lib in libs:
-            monkeypatch.setattr(lib, "set_num_threads", lambda n, lib=lib: calls.append((lib.filepath, n)))
-        counts = _counts_by_path()
-        with _threads.kernel_blas_serial():
+        with monkeypatch.context() as mp:
+            for lib in libs:
+                mp.setattr(lib, "set_num_threads", lambda n, lib=lib: calls.append((lib.filepath, n)))
+            counts = _counts_by_path()
             with _threads.kernel_blas_serial():
-                assert _counts_by_path() == counts
+                with _threads.kernel_blas_serial():
+                    assert _counts_by_path() == counts
         assert calls == [] and _counts_by_path() == counts
-    finally:
-        monkeypatch.undo()
-        for lib, n in zip(libs, before):
-            lib.set_num_threads(n)
 
 
 def test_kernel_blas_serial_nested_restores_the_outer_count(scipy_blas_at_two):

@@ -195,14 +195,10 @@ def matmul_rows_tn(A, B, C):
         raise ValueError(
             f"matmul_rows_tn needs (R, k), (k, n) and (R, m) arrays, got {A.shape}, {B.shape} and {C.shape}"
         )
-    out = np.zeros((A.shape[0], B.shape[1]))
-    out_tn = np.zeros((A.shape[1], C.shape[1]))
-    if 0 in A.shape or B.shape[1] == 0 or C.shape[1] == 0:
-        if A.shape[0] and B.shape[1]:
-            out = matmul_rows(A, B)
-        if A.shape[1] and C.shape[1]:
-            out_tn = matmul_tn(A, C)
-        return out, out_tn
+    if 0 in (A.shape[0], A.shape[1], B.shape[1], C.shape[1]):  # empty products: nothing to fuse
+        return matmul_rows(A, B), matmul_tn(A, C)
+    out = np.empty((A.shape[0], B.shape[1]))
+    out_tn = np.empty((A.shape[1], C.shape[1]))
     with kernel_blas_serial():
         _matmul_rows_tn(A, B, C, row_blocks(A.shape[0]), out, out_tn)
     return out, out_tn

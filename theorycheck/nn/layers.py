@@ -227,7 +227,7 @@ def _head_rows(V, H: int, lay: _Rows):
     return out.reshape(lay.B, H * lay.N, dv)
 
 
-def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
+def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache, tokens=None, W_cat=None):
     """Position path through the per-document Numba kernel :func:`~theorycheck.nn._kernels.doc_attention`
     (no padded copies; the numpy route below is its reference). With ``queries`` (fewer query rows
     than keys) the values are applied after the attention, ``out = sum_h (A_h X) W_V[h]^T``: the
@@ -236,12 +236,11 @@ def _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache):
     H, da = W_Q.shape[:2]
     X2 = X.reshape(-1, X.shape[-1])
     late = queries is not None
-    Wst = cache.pop("W_cat")
-    if Wst is None:
+    if W_cat is None:
         Wst = _stacked(W_Q, W_K, W_V[:0] if late else W_V)
-    elif late:
-        Wst = Wst[: 2 * H * da]
-    P, cache["one_hot"] = _project(X2, Wst, cache.pop("tokens"))
+    else:
+        Wst = W_cat[: 2 * H * da] if late else W_cat
+    P, cache["one_hot"] = _project(X2, Wst, tokens)
     if late:
         P = np.concatenate([P, X2], axis=1)  # [Q | K | X]: X is the one value block of every head
     flat = np.arange(B * N) if rows is None else rows
@@ -353,9 +352,9 @@ def attention_forward(
     values of ``_stacked(W_Q, W_K, W_V)``), used without a copy.
     Returns ``(out, cache)``.
     """
-    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows, fused=None, tokens=tokens, W_cat=W_cat)
+    cache = dict(X=X, c=c, groups=groups, W=(W_Q, W_K, W_V), rows=rows, fused=None)
     if groups is None and (rows is not None if fused is None else fused):
-        return _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache)
+        return _fused_forward(X, log_w, W_Q, W_K, W_V, c, rows, queries, cache, tokens, W_cat)
     heads = []
     out = 0.0
     if groups is not None:
@@ -369,7 +368,7 @@ def attention_forward(
     H, da = W_Q.shape[:2]
     nq = H * da
     Wst = _stacked(W_Q, W_K, W_V) if W_cat is None else W_cat
-    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), Wst, cache.pop("tokens"))
+    P, cache["one_hot"] = _project(X.reshape(-1, X.shape[-1]), Wst, tokens)
     kl = _Rows(B, N, rows)  # key / value rows: every row of X
     ql = kl if queries is None else kl.subset(queries)  # query rows
     Qp = ql.pad(P[:, :nq] if queries is None else P[queries, :nq])

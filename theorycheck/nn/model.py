@@ -185,15 +185,12 @@ class Transformer:
                 emb.add_table_grad(dXtok.T)
             return
         shape, tok, qrow, distinct = info
-        if distinct and qrow.size == shape[0]:  # every row read once: a permutation of dYq
+        if distinct:  # every output row read by exactly one loss entry: a permutation of dYq
             dX = np.empty(shape)
             dX[qrow] = dYq
         else:
             dX = np.zeros(shape)
-            if distinct:
-                dX[qrow] = dYq
-            else:
-                np.add.at(dX, qrow, dYq)
+            np.add.at(dX, qrow, dYq)
         for i in reversed(range(len(self.layers))):
             # the first layer's input gradient is only needed for a trained embedding
             dX = self.layers[i].backward(dX, need_dX=i > 0 or emb.needs_grad)
