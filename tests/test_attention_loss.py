@@ -265,6 +265,45 @@ def test_group_quadratic_forms_across_column_blocks(T, v):
     _check_group_quad(T, v, 7)
 
 
+def _group_quad_plain(E, M, T, v):
+    """``Q`` by the kernel's summation order written plainly: per query ``x`` and group ``k`` a zero
+    vector plus one axpy ``u += E[x, i] M[i, lo:]`` per row ``i`` of the group, then ``u *= E[x, lo:]``
+    and left-to-right group sums; IEEE operations one at a time (numpy ufuncs, Python floats)."""
+    V1 = E.shape[0]
+    Q = np.full((V1, T + 1, T + 1), np.nan)
+    for x in range(V1):
+        for k in range(T + 1):
+            lo = 0 if k == 0 else 1 + (k - 1) * v
+            hi = 1 if k == 0 else lo + v
+            u = np.zeros(V1 - lo)
+            for i in range(lo, hi):
+                u = u + E[x, i] * M[i, lo:]
+            u = u * E[x, lo:]
+            groups = [[0]] + [list(range(1 + t * v, 1 + (t + 1) * v)) for t in range(T)]
+            for l in range(k, T + 1):
+                acc = 0.0
+                for j in groups[l]:
+                    acc += float(u[j - lo])
+                Q[x, k, l] = Q[x, l, k] = acc
+    return Q
+
+
+@pytest.mark.parametrize("T,v", [(3, 1), (2, 4), (3, 5), (2, 7), (4, 2), (1, 9), (2, 12)])
+def test_group_quad_register_blocking_keeps_the_bits(T, v):
+    """The kernel's blocking (four rows of ``M`` per pass over ``u``, two query rows per load of
+    ``M``, odd tiles, remainders of 1-3 rows) changes no bit: it equals the plain axpy order."""
+    from theorycheck.population._attention_kernels import _group_quad_nb, _group_quad_serial_nb
+
+    V1 = T * v + 1
+    rng = np.random.default_rng(T * 100 + v)
+    E = rng.random((V1, V1))
+    A = rng.normal(size=(V1, V1))
+    M = A.T @ A
+    plain = _group_quad_plain(E, M, T, v)
+    np.testing.assert_array_equal(_group_quad_serial_nb(E, M, T, v), plain)
+    np.testing.assert_array_equal(_group_quad_nb(E, M, T, v), plain)
+
+
 def test_group_lin_kernels_equal_numpy():
     from theorycheck.population._attention_kernels import _group_lin_nb, _group_lin_ref, _group_lin_serial_nb
 
