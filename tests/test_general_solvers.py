@@ -133,6 +133,28 @@ def test_gram_closed_form_equals_sdp(name, bias):
         assert tc.population.embedding_loss(W_E, g, MK, **kw) == pytest.approx(_L_star(g), abs=1e-12)
 
 
+@pytest.mark.parametrize("T,v", [(5, 1), (3, 2), (4, 3), (6, 1)])
+@pytest.mark.parametrize("mk", [tc.Masking(p_m=1.0, p_c=0.8835595021016558, p_r=0.0), MK])
+def test_gram_with_bias_is_zero_for_a_single_topic_law(T, v, mk):
+    """tau = T: every document holds every topic, ``Cov(theta) = M2 - mu mu^T = 0`` exactly, the bias
+    alone fits the constant target ``E[p]`` and the least-norm Gram is 0. The subtraction leaves
+    round-off of ``~1e-18`` (hypothesis found T = 5, v = 1 with ``p_c = 0.88``), which must not count
+    as a direction: the general solver once returned a rank-one Gram of trace 1.13 here (the same loss,
+    not the least norm). Checked against the symmetric closed form and the SDP."""
+    tm = tc.TopicModel(T=T, v=v, tau=T)
+    g = GM.from_topic_model(tm)
+    for G_g in (
+        tc.solvers.optimal_embedding_gram(g, mk, bias=True),
+        tc.solvers.optimal_embedding_gram(g, mk, method="cvxpy", bias=True),
+    ):
+        assert G_g.success, G_g.message
+        np.testing.assert_array_equal(_dense(G_g.x), 0.0)
+        np.testing.assert_allclose(G_g.info["b"], g.word_density(g.theta_moments()[0]), atol=1e-15)
+    G_s = tc.solvers.optimal_embedding_gram(tm, mk, bias=True)
+    assert G_s.info["rank"] == 0 and tc.solvers.optimal_embedding_gram(g, mk, bias=True).info["rank"] == 0
+    assert tc.solvers.optimal_embedding_gram(g, mk, bias=True).fun == pytest.approx(G_s.fun, abs=1e-12)
+
+
 def test_gram_formula_and_ranks():
     """G* = Phi^T (a Phi Phi^T + (r/n) J)^{-1} Phi for tau < T and independent topics (SPEC §11.5)."""
     g = MODELS["random-tau2"]

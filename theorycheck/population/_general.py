@@ -192,10 +192,13 @@ class Stage1Factors(NamedTuple):
 RANK_RTOL = 1e-12
 
 
-def _psd_factor(M: np.ndarray) -> np.ndarray:
-    """``L`` with ``M = L L^T`` over the eigenvalues above ``RANK_RTOL * max`` (rank-revealing)."""
+def _psd_factor(M: np.ndarray, ref: float = 0.0) -> np.ndarray:
+    """``L`` with ``M = L L^T`` over the eigenvalues above ``RANK_RTOL * max(lambda_max(M), ref)``
+    (rank-revealing). ``ref``: the scale of the arrays ``M`` was computed from, e.g. ``||M2||`` for
+    ``Cov(theta) = M2 - mu mu^T``, whose round-off (``~ eps ||M2||``) is no direction of the data even
+    when it is all there is (a single topic law: ``Cov(theta) = 0`` exactly)."""
     lam, U = np.linalg.eigh((M + M.T) / 2)
-    top = float(lam.max()) if lam.size else 0.0
+    top = max(float(lam.max()) if lam.size else 0.0, ref)
     keep = lam > RANK_RTOL * top if top > 0 else np.zeros(lam.shape, dtype=bool)
     return U[:, keep] * np.sqrt(lam[keep])
 
@@ -204,7 +207,7 @@ def stage1_factors(g, mk, *, centred: bool = False) -> Stage1Factors:
     """The factors of SPEC §11.5 in O(n T^2); ``centred=True`` factors ``Cov(theta)`` instead of ``M2``
     (then ``X X^T = Sigma - E[m] E[m]^T``, ``Y X^T = C - E[p] E[m]^T``, the free-bias problem)."""
     mu, M2 = g.theta_moments()
-    L = _psd_factor(M2 - np.outer(mu, mu) if centred else M2)
+    L = _psd_factor(M2 - np.outer(mu, mu), ref=float(np.linalg.norm(M2, 2))) if centred else _psd_factor(M2)
     Phi = g.topic_token_matrix()
     Y = Phi.T @ L
     X = mk.a * Y + np.outer(_c_vector(g, mk), L.sum(axis=0))
