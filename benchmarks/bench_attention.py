@@ -12,7 +12,8 @@ block products ``E_k M_k`` (2 V1^3; the current kernel executes about half of th
 structured evaluator's time: how many dgemm-speed machines the structure replaces.
 
 Before/after (second table): the structured kernels of commit ``BASELINE_COMMIT`` (read with
-``git show``, compiled in this process) against the current ones on the same inputs, in one run:
+``git show``, compiled in this process) against the current ones on the same inputs, in one run
+(the four timings of a configuration interleaved, best of 7 rounds):
 the whole structured evaluation and the ``O(V1^3)`` group-quadratic-form kernel alone, whose
 executed flops are ``2 V1^3`` before and ``~V1^3 + 2 V1^2`` after (only the upper triangle of the
 symmetric ``Q[x]``; the rate column counts the flops each version executes), each against numpy's
@@ -25,7 +26,7 @@ import math
 import time
 
 import numpy as np
-from _common import best_time, print_table, write_json
+from _common import best_time, best_times_interleaved, print_table, write_json
 
 import theorycheck as tc
 from theorycheck.montecarlo import mc_attention_loss
@@ -90,10 +91,14 @@ def before_after(rng, mk):
         E, M = kernels._score_tables(S, T, v)["E"], W.T @ W
         err = abs(old.structured_sq(*args).mean() / kernels.structured_sq(*args).mean() - 1.0)
         g = gemm_rate(V1, rng)
-        t_old = best_time(lambda: old.structured_sq(*args), repeat=3, min_time=0.02)
-        t_new = best_time(lambda: kernels.structured_sq(*args), repeat=3, min_time=0.02)
-        q_old = best_time(lambda: old._group_quad_nb(E, M, T, v), repeat=3, min_time=0.02)
-        q_new = best_time(lambda: kernels._group_quad_nb(E, M, T, v), repeat=3, min_time=0.02)
+        t_old, t_new, q_old, q_new = best_times_interleaved(
+            [
+                lambda: old.structured_sq(*args),
+                lambda: kernels.structured_sq(*args),
+                lambda: old._group_quad_nb(E, M, T, v),
+                lambda: kernels._group_quad_nb(E, M, T, v),
+            ]
+        )
         fl_old, fl_new = 2.0 * V1**3 + 2.0 * V1**2 * (T + 1), quad_flops(V1, T, v)
         rows.append([f"T={T} v={v} tau={tau}", V1, g / 1e9, t_old * 1e3, t_new * 1e3, t_old / t_new, err,
                      fl_old / q_old / 1e9, fl_new / q_new / 1e9, fl_old / q_old / g, fl_new / q_new / g,
