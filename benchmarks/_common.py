@@ -14,41 +14,34 @@ from theorycheck import _io
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
+def _sample(fn, min_time: float) -> float:
+    """Mean wall time of ``fn()`` over as many calls as fit in ``min_time`` (at least one)."""
+    n = 0
+    t0 = time.perf_counter()
+    while True:
+        fn()
+        n += 1
+        el = time.perf_counter() - t0
+        if el >= min_time:
+            return el / n
+
+
 def best_time(fn, *, repeat: int = 5, min_time: float = 0.05) -> float:
     """Best-of-``repeat`` wall time of ``fn()``; each sample loops until ``min_time`` elapsed."""
     fn()  # warm-up (JIT, caches)
-    best = float("inf")
-    for _ in range(repeat):
-        n = 0
-        t0 = time.perf_counter()
-        while True:
-            fn()
-            n += 1
-            el = time.perf_counter() - t0
-            if el >= min_time:
-                break
-        best = min(best, el / n)
-    return best
+    return min(_sample(fn, min_time) for _ in range(repeat))
 
 
 def best_times_interleaved(fns, *, rounds: int = 7, min_time: float = 0.02) -> list[float]:
     """Best wall time of each ``fn()`` in ``fns`` over ``rounds`` rounds in which every function takes
-    one sample (:func:`best_time` with ``repeat=1``) in turn: a shared machine's drift then hits every
+    one sample (:func:`_sample`) in turn: a shared machine's drift then hits every
     function alike, so their ratios are fairer than from back-to-back timings."""
     for fn in fns:
         fn()  # warm-up (JIT, caches)
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for i, fn in enumerate(fns):
-            n = 0
-            t0 = time.perf_counter()
-            while True:
-                fn()
-                n += 1
-                el = time.perf_counter() - t0
-                if el >= min_time:
-                    break
-            best[i] = min(best[i], el / n)
+            best[i] = min(best[i], _sample(fn, min_time))
     return best
 
 
