@@ -26,7 +26,9 @@ finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
 
 
 def _encloses(iv_, exact) -> bool:
-    return Fraction(float(iv_.lo)) <= exact <= Fraction(float(iv_.hi))
+    """``lo <= exact <= hi`` in exact rationals (an infinite end bounds nothing on its side; NaN fails)."""
+    lo, hi = float(iv_.lo), float(iv_.hi)
+    return (lo == -math.inf or Fraction(lo) <= exact) and (hi == math.inf or exact <= Fraction(hi))
 
 
 # ----------------------------------------------------------------------------- single operations
@@ -44,6 +46,22 @@ def test_operations_enclose_the_exact_rational_result(a, b, c, d):
         assert Fraction(s.lo.item()) ** 2 <= Fraction(x.lo.item()) and Fraction(s.hi.item()) ** 2 >= Fraction(
             x.hi.item()
         )
+
+
+def test_overflowing_operations_give_infinite_bounds_without_warnings():
+    """1 / a subnormal overflows to inf, inf * 0 is NaN: both are bounds (``-inf`` / ``+inf``), and the
+    operations raise no floating-point warning (the test suite turns warnings from theorycheck into
+    errors; hypothesis found ``1 / [-1, -2.2e-311]`` raising one)."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = V.IVec(-1.0, -2.225073858507e-311).recip()
+        q = V.IVec(0.0) / V.IVec(-1.0, -2.225073858507e-311)
+        big = V.IVec(1e308) * V.IVec(10.0) + V.IVec(1e308)
+    assert r.lo == -math.inf and float(r.hi) == pytest.approx(-1.0) and r.hi > -1.0  # [-inf, -1 + ulp]
+    assert _encloses(q, Fraction(0)) and not np.isnan(q.lo) and not np.isnan(q.hi)
+    assert big.lo == np.finfo(float).max and big.hi == math.inf  # 1e309 is past the largest float
 
 
 def test_exact_constants_and_zero_containing_division():

@@ -72,7 +72,9 @@ def _nan_hi(x):
 
 
 class IVec:
-    """Arrays of intervals ``[lo, hi]`` with outward rounding (module docstring)."""
+    """Arrays of intervals ``[lo, hi]`` with outward rounding (module docstring). The operations run
+    with numpy's floating-point warnings off: an overflow to ``inf`` or a ``0 * inf`` made ``-inf`` /
+    ``+inf`` is a valid outward bound, not an error (e.g. ``1 / [-1, -2.2e-311]`` is ``[-inf, -1]``)."""
 
     __slots__ = ("lo", "hi")
 
@@ -88,6 +90,7 @@ class IVec:
         with np.errstate(all="ignore"):
             return 0.5 * self.lo + 0.5 * self.hi
 
+    @_quiet
     def __add__(self, o):
         o = _coerce(o)
         if o is None:
@@ -99,6 +102,7 @@ class IVec:
     def __neg__(self):
         return IVec(-self.hi, -self.lo)
 
+    @_quiet
     def __sub__(self, o):
         o = _coerce(o)
         if o is None:
@@ -108,6 +112,7 @@ class IVec:
     def __rsub__(self, o):
         return (-self) + o
 
+    @_quiet
     def __mul__(self, o):
         o = _coerce(o)
         if o is None:
@@ -119,6 +124,7 @@ class IVec:
 
     __rmul__ = __mul__
 
+    @_quiet
     def recip(self):
         """``1 / x``; the whole line where the interval holds 0."""
         ok = (self.lo > 0) | (self.hi < 0)
@@ -133,17 +139,20 @@ class IVec:
     def __rtruediv__(self, o):
         return self.recip() * o
 
+    @_quiet
     def sq(self):
         """``x^2`` (exact range: 0 when the interval holds 0)."""
         l2, h2 = self.lo * self.lo, self.hi * self.hi
         lo = np.where(self.lo >= 0, l2, np.where(self.hi <= 0, h2, 0.0))
         return IVec(np.maximum(_dn(lo), 0.0), _up(np.maximum(l2, h2)))
 
+    @_quiet
     def exp(self):
         """``e^x`` with the widening stated in the module docstring."""
         lo = np.maximum(_dn(np.exp(self.lo) * (1.0 - _EXP_REL)), 0.0)
         return IVec(lo, _up(np.exp(self.hi) * (1.0 + _EXP_REL) + _EXP_ABS))
 
+    @_quiet
     def sqrt(self):
         return IVec(_dn(np.sqrt(np.maximum(self.lo, 0.0))), _up(np.sqrt(self.hi)))
 
