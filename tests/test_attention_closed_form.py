@@ -6,7 +6,7 @@ import math
 import mpmath as mp
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
@@ -99,10 +99,16 @@ big = st.floats(-1e4, 1e4, allow_nan=False)
 
 @settings(max_examples=40)
 @given(topic_models(max_T=12, max_v=6), maskings(), big, big, st.sampled_from(["block", "identity"]))
+@example(tc.TopicModel(T=11, v=3, tau=1), tc.Masking(p_m=0.25, p_c=0.0, p_r=0.5), 0.0, 8197.0, "identity")
+@example(tc.TopicModel(T=5, v=1, tau=3), tc.Masking(p_m=0.79, p_c=0.49, p_r=0.21), 0.548, 10000.9, "identity")
+@example(tc.TopicModel(T=6, v=4, tau=2), tc.Masking(p_m=0.5, p_c=0.2, p_r=0.3), 9999.0, -3.0, "block")
 def test_closed_form_equals_mpmath_up_to_1e4(tm, mk, a, b, value):
+    """Relative 1e-14 at |alpha|, |beta| up to 1e4: the weights e^alpha / Z, e^beta / Z are formed from
+    logs shifted by max(alpha, beta, 0) (forming log Z ~ 1e4 first lost ~1e4 ulp: 4.6e-13 in the first
+    example, found by hypothesis's random profile; the second: beta is unused when v = 1)."""
     got = alpha_beta_loss(a, b, tm, mk, value)
     assert math.isfinite(got)
-    assert got == pytest.approx(float(_mp_loss(a, b, tm, mk, value)), abs=2e-13, rel=1e-13)
+    assert got == pytest.approx(float(_mp_loss(a, b, tm, mk, value)), abs=1e-15, rel=1e-14)
 
 
 def test_no_nan_on_a_large_grid():

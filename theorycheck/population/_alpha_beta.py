@@ -274,8 +274,14 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="squared", deriv=False):
     p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
     lr, le = _log(rho), _log(eta)
 
-    def ex(lnum, logZ):  # exp(lnum - logZ) with log 0 = -inf -> 0 (no inf * 0)
-        return np.exp(lnum - logZ)
+    # Shifted logs: with m = max(log K, 0), logZs = log Z - m = logaddexp(log D - m, log rho + (log K - m))
+    # is O(1) where the query topic dominates, so the weights exp(log num - m - logZs) keep full
+    # relative accuracy at log K ~ 1e4 (forming log Z ~ 1e4 first and subtracting it loses ~1e4 ulp).
+    m = np.maximum(logK, 0.0)
+    xK = logK - m  # exact: 0 or log K
+
+    def ex(lnum, logZs):  # exp(lnum - m - logZs) with log 0 = -inf -> 0 (no inf * 0)
+        return np.exp((lnum - m) - logZs)
 
     def query_class(logZ, H1, others, h0, counts, target):
         """``(ell, ell')`` of one query class: ``H1`` the query topic's weight, ``others`` the
@@ -290,8 +296,8 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="squared", deriv=False):
 
     with np.errstate(divide="ignore", invalid="ignore"):
         # in-document query (topic t1 in S): Z = D + rho K, D = 1 - rho v >= 0
-        logZ = np.logaddexp(_log(D_in), lr + logK)
-        H1 = ex(lr + logK, logZ)
+        logZ = np.logaddexp(_log(D_in) - m, lr + xK)  # log Z - m
+        H1 = np.exp(lr + xK - logZ)
         Ho = ex(_log(rho * v), logZ) if tau > 1 else 0.0  # unused (weight 0) when tau = 1
         Hout = ex(_log(eta * v), logZ)
         h0 = ex(_log(q), logZ)
@@ -300,8 +306,8 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="squared", deriv=False):
         l_other, dl_other = query_class(logZ, H1, [Ho, Hout], h0, counts, 1) if tau > 1 else (0.0, 0.0)
         # out-of-document query (topic t1 not in S): Z' = D' + eta K
         if tau < T and p_r > 0:
-            logZp = np.logaddexp(_log(D_out), le + logK)
-            H1p = ex(le + logK, logZp)
+            logZp = np.logaddexp(_log(D_out) - m, le + xK)  # log Z' - m
+            H1p = np.exp(le + xK - logZp)
             Hin = ex(_log(rho * v), logZp)
             Houtp = ex(_log(eta * v), logZp)
             h0p = ex(_log(q), logZp)
@@ -325,25 +331,29 @@ def _identity_loss(al, be, tm, mk, loss="squared"):
     p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
     lr, le = _log(rho), _log(eta)
     with np.errstate(divide="ignore", invalid="ignore"):
-        logK = al if v == 1 else np.logaddexp(al, math.log(v - 1) + be)
+        # shifted logs (as in _block_loss_logK): m = max(alpha, beta, 0), logZ = log Z - m is O(1)
+        # where the scores dominate, so e^alpha / Z and e^beta / Z keep full relative accuracy at 1e4
+        m = np.maximum(al if v == 1 else np.maximum(al, be), 0.0)  # v = 1: no other word, beta unused
+        xa, xb = al - m, be - m
+        xK = xa if v == 1 else np.logaddexp(xa, math.log(v - 1) + xb)  # log K - m
         # in-document query: h = rho e^alpha / Z (the query word), rho e^beta / Z (v-1 words of its
         # topic), rho / Z (other document words), eta / Z (outside words), q / Z ([MASK], output 0)
-        logZ = np.logaddexp(_log(D_in), lr + logK)
-        h_a = np.exp(lr + al - logZ)
-        h_b = np.exp(lr + be - logZ) if v > 1 else 0.0
-        h_in = np.exp(lr - logZ)
-        groups = [(1, h_a), (v - 1, h_b), ((tau - 1) * v, h_in), ((T - tau) * v, np.exp(le - logZ))]
+        logZ = np.logaddexp(_log(D_in) - m, lr + xK)
+        h_a = np.exp(lr + xa - logZ)
+        h_b = np.exp(lr + xb - logZ) if v > 1 else 0.0
+        h_in = np.exp((lr - m) - logZ)
+        groups = [(1, h_a), (v - 1, h_b), ((tau - 1) * v, h_in), ((T - tau) * v, np.exp((le - m) - logZ))]
         l_xw = _ell(loss, groups, h_a)
         l_xs = _ell(loss, groups, h_b) if v > 1 else 0.0
         l_xin = _ell(loss, groups, h_in) if tau > 1 else 0.0
         if tau < T and p_r > 0:
-            logZp = np.logaddexp(_log(D_out), le + logK)
-            h_inp = np.exp(lr - logZp)
+            logZp = np.logaddexp(_log(D_out) - m, le + xK)  # log Z' - m
+            h_inp = np.exp((lr - m) - logZp)
             groups = [
-                (1, np.exp(le + al - logZp)),
-                (v - 1, np.exp(le + be - logZp) if v > 1 else 0.0),
+                (1, np.exp(le + xa - logZp)),
+                (v - 1, np.exp(le + xb - logZp) if v > 1 else 0.0),
                 (tau * v, h_inp),
-                ((T - tau - 1) * v, np.exp(le - logZp)),
+                ((T - tau - 1) * v, np.exp((le - m) - logZp)),
             ]
             l_out = _ell(loss, groups, h_inp)
         else:
