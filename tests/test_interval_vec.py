@@ -223,6 +223,20 @@ def test_constants_beyond_float_range_fall_back_to_mpmath():
     assert cert.lower <= float(np.min(F)) + 1e-15
 
 
+@pytest.mark.parametrize("value, box", [("block", ((-6.0, 10.0),)), ("identity", ((-4.0, 8.0), (-6.0, 4.0)))])
+@pytest.mark.parametrize("max_boxes", [1, 2, 3, 10, 11])
+def test_box_budget_is_respected_by_both_engines(value, box, max_boxes):
+    """``n_boxes <= max_boxes`` for the numpy engine and the mpmath fallback (a subnormal masking
+    probability puts the constants beyond float range); the mpmath loop once split a box with one
+    evaluation left and reported max_boxes + 1 (found by hypothesis's random profile: 4001 of 4000)."""
+    tm = tc.TopicModel(T=3, v=3, tau=1)
+    for mk, engine in ((tc.Masking(0.15, 0.1, 0.1), "numpy"), (tc.Masking(0.0674, 5e-324, 0.0674), "mpmath")):
+        cert = I.interval_certificate(tm, mk, value, box=box, tol=1e-12, max_boxes=max_boxes)
+        assert cert.info["engine"].startswith(engine)
+        assert 1 <= cert.n_boxes <= max_boxes
+        assert cert.lower <= cert.upper
+
+
 @pytest.mark.parametrize(
     "kw, exc, match",
     [

@@ -485,7 +485,7 @@ def _branch_and_bound(box, tm, cst, value, off, tol, max_boxes):
     """Best-first bisection; returns ``(heap of (lower, seq, box, smear), upper, x_best, n_boxes)``."""
     lower, upper, x_best, smear, box = _bound(box, tm, cst, value, off)
     heap, n_boxes, seq = [(lower, 0, box, smear)], 1, 1
-    while n_boxes < max_boxes and upper - heap[0][0] > tol:
+    while n_boxes + 2 <= max_boxes and upper - heap[0][0] > tol:  # a split evaluates two children
         entry = heapq.heappop(heap)
         left, right, width = _split(entry[2], entry[3])
         if width <= 1e-14 * max(1.0, max(abs(lo) + abs(hi) for lo, hi in entry[2])):
