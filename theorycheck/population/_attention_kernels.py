@@ -406,6 +406,10 @@ STRUCTURED_MAX_ENTRIES = 40_000_000
 PARALLEL_THRESHOLD = 2_000_000
 
 
+#: The exp-free weights of the per-set kernel divide by ``m >= min(eta, q)``: below this density the
+#: log-sum-exp path runs instead (``1 / m`` would overflow for a subnormal ``eta``, e.g. ``p_r ~ 1e-308``).
+FAST_MIN_DENSITY = 1e-290
+
 #: The tables of :func:`_precompute`, in the argument order of :func:`_x_partials_nb`.
 _TABLES = (
     "s", "smax", "lamg", "maxlamw", "fast", "Ez", "Ezl", "Q", "Qlam", "qll", "Lin", "LinL",
@@ -424,7 +428,7 @@ def structured_sq(S, W, b, sets, topic, context, masking, T, v, *, fast=True, ma
     ``topic``: the topic of every token (``TopicModel.token_topics()``, -1 for [MASK]);
     ``context = (rho, eta, q)``: the context density on in-document words, out-of-document words
     and [MASK]; ``masking = (p_mask, p_c, p_r)``. ``fast`` uses weights relative to the row
-    maximum without exponentials in the inner loop (needs ``eta, q > 0``).
+    maximum without exponentials in the inner loop (needs ``eta, q > FAST_MIN_DENSITY``).
     """
     V1 = S.shape[0]
     check_alloc(
@@ -435,7 +439,7 @@ def structured_sq(S, W, b, sets, topic, context, masking, T, v, *, fast=True, ma
     )
     rho, eta, q = context
     pc = _precompute(S, W, b, T, v)
-    pc["fast"] = bool(fast and eta > 0 and q > 0)
+    pc["fast"] = bool(fast and eta > FAST_MIN_DENSITY and q > FAST_MIN_DENSITY)
     work = len(sets) * V1 * (sets.shape[1] ** 2 + 4 * sets.shape[1])
     kernel = _structured_sq_nb if work >= PARALLEL_THRESHOLD else _structured_sq_serial_nb
     return kernel(sets, topic, tuple(pc[k] for k in _TABLES), rho, eta, q, *masking, T, v)
