@@ -97,8 +97,11 @@ def certify(checks: dict, tol: float, *, backend: int = SUCCESS, detail: str = "
     (status, message, relative) : (int, str, dict)
     """
     rel = {name: _relative(v, s) for name, (v, s) in checks.items()}
-    nonfinite = [n for n, r in rel.items() if not math.isfinite(r)]
-    failed = [n for n, r in rel.items() if math.isfinite(r) and r > tol]
+    # non-finite: a NaN / inf residual or scale; a finite residual over a tiny scale whose quotient
+    # overflows to inf is a failed residual check (inf > tol), not a non-finite residual
+    nonfinite = [n for n, (v, s) in checks.items() if not (math.isfinite(float(v)) and math.isfinite(float(s)))]
+    nonfinite += [n for n, r in rel.items() if math.isnan(r) and n not in nonfinite]
+    failed = [n for n, r in rel.items() if n not in nonfinite and r > tol]
     if backend != SUCCESS:
         status = backend
     else:
