@@ -66,7 +66,9 @@ class Stage2Onset:
     multiplicity : int
         Number of singular values within ``1e-9 sigma_max`` of it (``T - 1`` at the block optimum;
         0 when ``sigma_max = 0``; for ``"dense"`` a top singular value below
-        ``1e-15 max(1, ||W_V||_F)`` counts as 0).
+        ``1e-15 max(1, ||W_V||_F)`` counts as 0, and the count resolves a repeated value only when
+        the SVD's round-off, ~1e-15, is below ``1e-9 sigma_max``, i.e. ``sigma_max >~ 1e-6``; the
+        closed form's count is exact).
     score_factor, reg, lr : float
         The settings used (``lr`` may be ``None``).
     rate : float
