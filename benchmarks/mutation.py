@@ -76,7 +76,7 @@ MUTANTS = (
       "B0 = (r * (a + r) + n * q * q) / (a * n * ((a + r) ** 2 + n * q * q))", "wrong sign of the stage-1 B0"),
     M("stage1-gamma", "theorycheck/population/_alpha_beta.py", "gamma = q * (n * B0 + 1.0 / a) / (a + r)",
       "gamma = q * (n * B0 + 1.0 / a) / (a + r + q)", "wrong denominator of the stage-1 gamma"),
-    M("topic-rule", "theorycheck/config.py", "return np.where(tokens == 0, -1, (tokens - 1) // v)",
+    M("topic-rule", "theorycheck/models/layout.py", "return np.where(tokens == 0, -1, (tokens - 1) // v)",
       "return np.where(tokens == 0, -1, tokens // v)", "off-by-one in the layout's topic rule"),
     M("gram-x", "theorycheck/solvers/_gram.py", "x = (1.0 / (a * v)) * (1.0 - r / (T * (a + r)))",
       "x = (1.0 / (a * v)) * (1.0 - r / (T * (a + r + 1e-3)))", "Gram closed form x off by ~1e-4"),

@@ -1,4 +1,4 @@
-"""Hypothesis strategies of :class:`~theorycheck.general_model.GeneralTopicModel` shared by the
+"""Hypothesis strategies of :class:`~theorycheck.models.GeneralTopicModel` shared by the
 ``tests/test_general_*.py`` files (SPEC §11.1): random topic-word rows and the constructors
 (overlapping by eps or by shared words, Zipfian, unequal topic sizes).
 
@@ -11,7 +11,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.general_model import GeneralTopicModel as G
+from theorycheck.models import GeneralTopicModel as G
 
 __all__ = ["general_models", "constructed_model", "CONSTRUCTORS"]
 

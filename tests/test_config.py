@@ -95,7 +95,7 @@ def test_dirichlet_min_loss_paper_value():
 
 
 def test_token_topic_is_the_layout_rule(tm_small):
-    from theorycheck.config import token_topic
+    from theorycheck.models import token_topic
 
     tokens = np.arange(tm_small.V1)
     expected = np.array([-1] + [(w - 1) // tm_small.v for w in range(1, tm_small.V1)])

@@ -32,7 +32,7 @@ import theorycheck as tc
 from theorycheck import finite_exact, montecarlo, sampling
 from theorycheck.analysis import dynamics, landscape, stats
 from theorycheck.analysis import topic_structure as ts
-from theorycheck.config import token_topic
+from theorycheck.models import token_topic
 from theorycheck.nn import probes
 from theorycheck.nn.config import DataConfig
 
@@ -413,8 +413,11 @@ NOT_MODEL_TAKERS = {
     "nn.ProbeContext": "a record the Trainer builds; a general run builds it with GeneralReferences "
     "(tests/test_general_training.py)",
     "nn.probes.ProbeContext": "as nn.ProbeContext",
-    "config.check_models": "the symmetric-only validator itself (its message names the general alternatives)",
-    "config.require_symmetric": "the refusal helper itself",
+    "models.check_models": "the symmetric-only validator itself (its message names the general alternatives)",
+    "models.require_symmetric": "the refusal helper itself",
+    "models.is_general": "the type predicate itself (transitional)",
+    "models.GeneralTopicModel.from_topic_model": "a constructor copying any model's phi and law "
+    "(tests/test_general_model.py)",
 }
 
 
@@ -499,7 +502,7 @@ FACADES = {
     "nn": tc.nn,
     "nn.probes": probes,
     "diagnostics": __import__("theorycheck.diagnostics", fromlist=["x"]),
-    "config": tc.config,
+    "models": tc.models,
 }
 _MODEL_PARAMS = ("tm", "g")
 
@@ -550,7 +553,7 @@ def test_every_public_function_taking_a_model_is_in_the_table():
     missing = sorted(n for n, obj in takers.items() if id(getattr(obj, "__func__", obj)) not in listed)
     assert not missing, (
         "public functions taking a topic model without an entry in tests/test_general_api.py TABLE "
-        "(make each work on a GeneralTopicModel or refuse it with config.require_symmetric): " + ", ".join(missing)
+        "(make each work on a GeneralTopicModel or refuse it with models.require_symmetric): " + ", ".join(missing)
     )
 
 

@@ -14,7 +14,7 @@ from scipy.special import logsumexp, roots_jacobi, softmax
 
 import theorycheck as tc
 from theorycheck.diagnostics import check_gradient
-from theorycheck.general_model import GeneralTopicModel as G
+from theorycheck.models import GeneralTopicModel as G
 from theorycheck.montecarlo import _stratified, doc_losses
 from theorycheck.population import attention_loss, attention_loss_grad
 from theorycheck.population._alpha_beta import alpha_beta_value_matrix

@@ -11,7 +11,7 @@ import pytest
 import theorycheck as tc
 from theorycheck import cli
 from theorycheck._cli_model import family_scores, general_models, parse_model_spec
-from theorycheck.general_model import GeneralTopicModel
+from theorycheck.models import GeneralTopicModel
 
 UNIFORM = {"prior": "uniform-tau", "tau": 2}
 

@@ -14,7 +14,7 @@ import pytest
 import theorycheck as tc
 from theorycheck import cli
 from theorycheck.analysis.landscape import alpha_beta_grid, family_scores, finite_n_gap, write_landscape
-from theorycheck.general_model import GeneralTopicModel as G
+from theorycheck.models import GeneralTopicModel as G
 from theorycheck.population import alpha_beta_loss, attention_loss
 from theorycheck.solvers import cotopic_matrix, optimal_value_matrix
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.general_model import ROW_SUM_TOL, is_general
+from theorycheck.models import ROW_SUM_TOL, is_general
 
 GM = tc.GeneralTopicModel
 
@@ -86,8 +86,9 @@ def test_constructor_values():
         GM.overlapping(3, 2, n_shared=3, tau=2)
     with pytest.raises(ValueError, match="sizes"):
         GM.unequal([2, 0], tau=1)
+    assert GM.from_topic_model(g) == g  # any topic model: a plain copy with the same phi and law
     with pytest.raises(TypeError, match="TopicModel"):
-        GM.from_topic_model(g)
+        GM.from_topic_model("not a model")
 
 
 def test_theta_moments_uniform_tau_equal_enumeration():

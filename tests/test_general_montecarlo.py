@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.general_model import GeneralTopicModel as G
+from theorycheck.models import GeneralTopicModel as G
 from theorycheck.montecarlo import MCEstimate, mc_attention_loss
 from theorycheck.population import attention_loss
 from theorycheck.population._general_attention import attention_loss_estimate

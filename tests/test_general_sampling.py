@@ -16,7 +16,7 @@ from scipy import stats as sps
 
 import theorycheck as tc
 from theorycheck._general_sampling import draw_words
-from theorycheck.general_model import GeneralTopicModel
+from theorycheck.models import GeneralTopicModel
 from theorycheck.sampling import PAD, mask_documents, sample_documents, token_counts
 
 Z = 5.0  # |z| bound per coordinate (two-sided tail 6e-7 per test coordinate)

@@ -9,7 +9,7 @@ import pytest
 
 import theorycheck as tc
 from theorycheck.analysis import stats
-from theorycheck.general_model import GeneralTopicModel
+from theorycheck.models import GeneralTopicModel
 from theorycheck.nn import ModelConfig
 from theorycheck.nn._general_data import general_population_batch
 from theorycheck.nn._general_probes import label_block_stats, label_class_averages, topic_attention_ratio

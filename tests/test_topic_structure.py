@@ -16,7 +16,7 @@ from theorycheck.analysis.topic_structure import (
     topic_gap,
     word_topics,
 )
-from theorycheck.general_model import GeneralTopicModel
+from theorycheck.models import GeneralTopicModel
 from theorycheck.population import stage1_block_constants
 
 MK = tc.Masking()

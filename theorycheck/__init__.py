@@ -13,11 +13,10 @@ Subpackages: :mod:`~theorycheck.population` (N -> inf objects), :mod:`~theoryche
 (claims and the verification report), :mod:`~theorycheck.realdata` (optional ``nlp`` extra).
 """
 
-from . import analysis, population, solvers
+from . import analysis, models, population, solvers
 from ._validate import TheorycheckWarning
 from .analysis import dynamics, landscape, stats
-from .config import Masking, TopicModel
-from .general_model import GeneralTopicModel
+from .models import GeneralTopicModel, Masking, TopicModel
 
 __version__ = "0.1.0"
 

@@ -28,7 +28,7 @@ def _add_model_flags(p) -> None:
 def _models(args):
     """``(TopicModel, Masking)`` from the shared flags (validated by their constructors); a
     ``GeneralTopicModel`` with ``--topic-word`` or ``--model`` (:mod:`theorycheck._cli_model`)."""
-    from .config import Masking, TopicModel
+    from .models import Masking, TopicModel
 
     if wants_general(args):
         return general_models(args)

@@ -75,8 +75,7 @@ def _number(flag, key, text, kind):
 
 def parse_model_spec(text: str, *, T: int, v: int, law: dict):
     """The general model of a ``--model`` string (module docstring)."""
-    from .config import TopicModel
-    from .general_model import GeneralTopicModel
+    from .models import GeneralTopicModel, TopicModel
 
     kind, _, rest = str(text).partition(":")
     if kind not in _KEYS:
@@ -118,8 +117,7 @@ def _load_phi(path: str) -> np.ndarray:
 
 def general_models(args):
     """``(GeneralTopicModel, Masking)`` from ``--topic-word`` or ``--model`` and the shared flags."""
-    from .config import Masking
-    from .general_model import GeneralTopicModel
+    from .models import GeneralTopicModel, Masking
 
     if args.topic_word is not None and args.model_spec is not None:
         raise ValueError("pass --topic-word or --model, not both")
@@ -139,7 +137,7 @@ def general_models(args):
 
 def model_summary(tm) -> dict:
     """JSON summary of a model: ``to_dict()`` of the paper's model; the shape and law of a general one."""
-    from .general_model import is_general
+    from .models import is_general
 
     if not is_general(tm):
         return tm.to_dict()

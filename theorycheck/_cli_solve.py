@@ -22,7 +22,7 @@ import numpy as np
 
 from ._cli_common import _add_model_flags, _models
 from ._cli_model import model_summary
-from .general_model import is_general
+from .models import is_general
 
 __all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
 

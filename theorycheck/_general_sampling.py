@@ -1,4 +1,4 @@
-"""Finite documents from a :class:`~theorycheck.general_model.GeneralTopicModel` (SPEC §11.1).
+"""Finite documents from a :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.1).
 
 A document draws its topic proportions ``theta`` from the document law (``theta = 1_S / tau`` for a
 uniformly random ``tau``-subset ``S``, or ``theta ~ Dir(alpha)``), then each of its ``N`` words

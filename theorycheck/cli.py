@@ -23,7 +23,7 @@ from ._cli_common import _add_model_flags, _add_out_flags, _add_threads_flag, _c
 from ._cli_explore import _add_explore_flags, _cmd_explore, _list_claims
 from ._cli_model import general_flags, general_landscape_command, general_train_models, run_general_preset
 from ._cli_solve import _add_solve, _add_solve_flags, _cmd_solve
-from .general_model import is_general
+from .models import is_general
 
 __all__ = ["main", "build_parser"]
 

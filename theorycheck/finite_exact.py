@@ -31,7 +31,7 @@ from scipy.special import softmax
 
 from ._memory import check_alloc
 from ._validate import check_array, check_int
-from .config import Masking, TopicModel, check_models, require_symmetric
+from .models import Masking, TopicModel, check_models, require_symmetric
 from .population._moments import topic_sets
 
 __all__ = ["exact_finite_loss", "MAX_DOCUMENTS"]

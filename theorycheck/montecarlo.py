@@ -18,7 +18,7 @@ every topic set (equal strata) and the standard error is the stratified one,
 ``SE^2 = sum_s var_s / (n_s K^2)`` over the ``K`` strata.
 
 General topic-word matrices (SPEC §11.1, §11.4): a
-:class:`~theorycheck.general_model.GeneralTopicModel` takes the same path. Its documents come from
+:class:`~theorycheck.models.GeneralTopicModel` takes the same path. Its documents come from
 :func:`theorycheck.sampling.sample_documents` (``theta`` from the document law, words from
 ``p_theta = Phi^T theta``), are masked by :func:`theorycheck.sampling.mask_documents` (random
 replacements uniform over the ``n_words`` words) and evaluated by the same kernel; the uniform-tau law
@@ -39,8 +39,7 @@ from scipy.special import softmax
 
 from ._memory import check_alloc, resolve_max_bytes
 from ._validate import check_array, check_int, check_rng
-from .config import Masking, TopicModel, check_models
-from .general_model import GeneralTopicModel, is_general
+from .models import GeneralTopicModel, Masking, TopicModel, check_models, is_general
 from .population._moments import topic_sets as _all_topic_sets
 from .sampling import _check_length, check_sample_size, mask_documents, sample_documents
 

@@ -14,8 +14,7 @@ import numpy as np
 from ._general_sampling import sample_general_documents
 from ._memory import check_alloc, resolve_max_bytes
 from ._validate import check_int, check_rng
-from .config import Masking, TopicModel, check_models
-from .general_model import is_general
+from .models import Masking, TopicModel, check_models, is_general
 
 __all__ = [
     "Documents",
@@ -118,7 +117,7 @@ def sample_documents(
     -------
     Documents
 
-    A :class:`~theorycheck.general_model.GeneralTopicModel` is sampled by
+    A :class:`~theorycheck.models.GeneralTopicModel` is sampled by
     :func:`theorycheck._general_sampling.sample_general_documents` (SPEC §11.1; words ``1 .. n_words``).
     """
     if is_general(tm):

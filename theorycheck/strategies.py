@@ -31,7 +31,7 @@ import numpy as np
 from hypothesis import strategies as st
 
 from ._validate import check_int, check_prob
-from .config import Masking, TopicModel
+from .models import Masking, TopicModel
 
 __all__ = [
     "topic_models",

@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .._validate import check_choice, check_loss, check_real
-from ..config import Masking, TopicModel, check_models, require_symmetric
+from ..models import Masking, TopicModel, check_models, require_symmetric
 
 __all__ = ["Stage2Onset", "stage2_onset", "topic_contrast_basis"]
 

@@ -7,7 +7,7 @@ the Monte Carlo estimator :func:`theorycheck.montecarlo.mc_attention_loss` and t
 N -> inf evaluator :func:`theorycheck.population.attention_loss`.
 
 General topic-word matrices (SPEC §11.4): :func:`alpha_beta_grid`, :func:`write_landscape` and
-:func:`finite_n_gap` also take a :class:`~theorycheck.general_model.GeneralTopicModel`. The family is
+:func:`finite_n_gap` also take a :class:`~theorycheck.models.GeneralTopicModel`. The family is
 then ``S = alpha I_w + beta G`` (``G`` the co-topic word similarity,
 :func:`theorycheck.solvers.cotopic_matrix`), each grid point the exact
 :func:`theorycheck.population.attention_loss` (no closed form), the optimum
@@ -29,8 +29,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validate import check_choice, check_int, check_loss, check_real
-from ..config import Masking, TopicModel, require_symmetric
-from ..general_model import GeneralTopicModel, is_general
+from ..models import GeneralTopicModel, Masking, TopicModel, is_general, require_symmetric
 from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
 
 __all__ = [

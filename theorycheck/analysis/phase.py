@@ -1,6 +1,6 @@
 """Phase diagrams: what the paper's conclusions become for overlapping and Zipfian topics (SPEC §11.6).
 
-One point of a diagram is a :class:`~theorycheck.general_model.GeneralTopicModel` of ``T`` topics of
+One point of a diagram is a :class:`~theorycheck.models.GeneralTopicModel` of ``T`` topics of
 ``v`` words with ``tau`` topics per document (uniform-tau law) built by
 
 - ``kind="overlap"``: :meth:`GeneralTopicModel.overlapping` with mixing ``x = eps`` in [0, 1];
@@ -28,8 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .._validate import check_choice, check_int, check_real
-from ..config import Masking
-from ..general_model import GeneralTopicModel
+from ..models import GeneralTopicModel, Masking
 from .landscape import _map
 from .topic_structure import attention_preference, matrix_topic_stats
 

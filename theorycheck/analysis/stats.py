@@ -2,7 +2,7 @@
 
 Two blocks: embedding statistics (SPEC §4.1) and training statistics (attention classes,
 block scores, two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a
-:class:`~theorycheck.config.TopicModel`) and
+:class:`~theorycheck.models.TopicModel`) and
 return small dataclasses or arrays. No optimisation happens here.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from .._validate import check_array, check_int, check_real
-from ..config import TopicModel, check_models, require_symmetric, token_topic
+from ..models import TopicModel, check_models, require_symmetric, token_topic
 
 __all__: list[str] = []
 

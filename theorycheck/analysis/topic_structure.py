@@ -1,7 +1,7 @@
 """Topic structure of a matrix over tokens and of attention scores, for ANY topic-word matrix (SPEC §11.6).
 
 Words carry a topic label ``z_w`` (by default each word's dominant topic,
-:meth:`~theorycheck.general_model.GeneralTopicModel.dominant_topic`). For a ``(V1, V1)`` matrix ``M``
+:meth:`~theorycheck.models.GeneralTopicModel.dominant_topic`). For a ``(V1, V1)`` matrix ``M``
 over tokens (a value matrix ``W^V`` or an embedding Gram; only its word block ``M[1:, 1:]`` is used)
 the statistics are, over the word pairs ``P`` (off-diagonal pairs ``w != w'`` by default, every pair
 with ``include_diagonal=True``):
@@ -32,8 +32,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_array, check_int
-from ..config import Masking
-from ..general_model import is_general
+from ..models import Masking, is_general
 
 __all__ = [
     "TopicStructure",

@@ -1,4 +1,4 @@
-"""Exact population batch of a :class:`~theorycheck.general_model.GeneralTopicModel` (SPEC §11.1, §11.4).
+"""Exact population batch of a :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.1, §11.4).
 
 A thin name for :func:`theorycheck.nn.batches.population_batch`, whose contexts
 (:func:`theorycheck.population.population_contexts`) dispatch on the model: for a general model
@@ -17,7 +17,7 @@ Dirichlet law has a continuum of mixtures).
 
 from __future__ import annotations
 
-from ..config import Masking
+from ..models import Masking
 
 __all__ = ["general_population_batch"]
 

@@ -20,8 +20,7 @@ import numpy as np
 
 from .._io import dumps_json
 from .._validate import check_choice, check_int, check_real
-from ..config import Masking, TopicModel
-from ..general_model import GeneralTopicModel, is_general
+from ..models import GeneralTopicModel, Masking, TopicModel, is_general
 from .model_config import ModelConfig
 
 __all__ = ["DataConfig", "OptimConfig", "TrainConfig", "config_hash", "config_diff"]
@@ -71,7 +70,7 @@ class DataConfig(_Validated):
 
     ``phi``: a general topic-word matrix (SPEC §11), a ``(T, n_words)`` row-stochastic array (stored
     as nested lists, so the configuration stays JSON); then :meth:`topic_model` is a
-    :class:`~theorycheck.general_model.GeneralTopicModel` with ``prior``, ``tau``, ``alpha`` (a number
+    :class:`~theorycheck.models.GeneralTopicModel` with ``prior``, ``tau``, ``alpha`` (a number
     or a vector of ``T``), ``T`` must equal ``phi``'s row count, ``v`` is not used and
     ``V1 = n_words + 1``. :meth:`from_model` builds the configuration from a model.
     """

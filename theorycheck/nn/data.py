@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..general_model import is_general
+from ..models import is_general
 from ..sampling import MaskedBatch, mask_documents, sample_documents
 from ._general_data import general_population_batch
 from .batches import make_batch, population_batch

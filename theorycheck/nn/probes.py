@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..analysis import stats
-from ..config import Masking, TopicModel, require_symmetric
+from ..models import Masking, TopicModel, require_symmetric
 from .config import TrainConfig
 from .data import DataStream
 from .model_config import ModelConfig

@@ -30,7 +30,7 @@ import numpy as np
 from .._alloc import keep_large_allocations
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
 from .._threads import blas_threads
-from ..general_model import is_general
+from ..models import is_general
 from ._general_probes import GENERAL_PROBES, GeneralReferences
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig

@@ -22,7 +22,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
-from ..config import Masking, TopicModel, check_models, require_symmetric, token_topic
+from ..models import Masking, TopicModel, check_models, require_symmetric, token_topic
 
 __all__ = [
     "alpha_beta_loss",

@@ -44,8 +44,7 @@ from scipy.special import logsumexp, softmax
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_int, check_loss, check_rng
-from ..config import Masking, TopicModel, check_models
-from ..general_model import is_general
+from ..models import Masking, TopicModel, check_models, is_general
 from ._attention_kernels import STRUCTURED_MAX_ENTRIES, structured_sq
 from ._moments import MAX_ENUMERATED_SETS, topic_sets
 
@@ -314,7 +313,7 @@ def attention_loss(
         available memory); above it a ``ValueError`` names the closed-form alternatives.
 
     n_theta : int, optional
-        :class:`~theorycheck.general_model.GeneralTopicModel` with the Dirichlet law only: number of
+        :class:`~theorycheck.models.GeneralTopicModel` with the Dirichlet law only: number of
         sampled topic proportions (SPEC §11.4; :func:`attention_loss_estimate` gives the standard error).
 
     A ``GeneralTopicModel`` ``tm`` is dispatched to :func:`._general_attention.general_attention_loss`

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import check_alloc
-from ..config import check_models
-from ..general_model import is_general
+from ..models import check_models, is_general
 from ._general import _check_mk
 from ._moments import masked_density, topic_density, topic_sets
 
@@ -55,7 +54,7 @@ class PopulationContexts:
 def population_contexts(tm, mk, *, mask_keys: bool = False) -> PopulationContexts:
     """Contexts, query groups and target weights of the exact population (see the module docstring).
 
-    A :class:`~theorycheck.general_model.GeneralTopicModel` (uniform-tau law) has the same contexts with
+    A :class:`~theorycheck.models.GeneralTopicModel` (uniform-tau law) has the same contexts with
     ``p_S = phi^T 1_S / tau`` and ``u = 1_W / n_words`` (SPEC §11.1): every density below dispatches.
     """
     if is_general(tm):  # SPEC §11.1

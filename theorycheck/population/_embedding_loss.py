@@ -31,8 +31,7 @@ import numpy as np
 from .._memory import check_alloc, resolve_max_bytes
 from .._threads import small_problem
 from .._validate import check_array, check_real
-from ..config import Masking, TopicModel, check_models
-from ..general_model import is_general
+from ..models import Masking, TopicModel, check_models, is_general
 from ._general_embedding import general_embedding_loss, general_embedding_loss_grad
 from ._moments import moments
 from ._value_loss import _VALUE_GRAD_ARRAYS, value_loss, value_loss_grad

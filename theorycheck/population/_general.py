@@ -1,8 +1,8 @@
-"""Exact population objects of a :class:`~theorycheck.general_model.GeneralTopicModel` (SPEC §11.1-§11.2).
+"""Exact population objects of a :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.1-§11.2).
 
 Any row-stochastic topic-word matrix ``phi`` (``Phi``: its ``(T, V1)`` token form, column 0 = 0) and
 either document law. With ``mu = E[theta]``, ``M2 = E[theta theta^T]`` (closed forms,
-:meth:`~theorycheck.general_model.GeneralTopicModel.theta_moments`) and ``c = r u + q e_0``
+:meth:`~theorycheck.models.GeneralTopicModel.theta_moments`) and ``c = r u + q e_0``
 (``u = 1_W / n``), SPEC §11.2:
 
 .. math::
@@ -30,7 +30,7 @@ import numpy as np
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_choice, check_int, check_real
-from ..config import Masking
+from ..models import Masking
 
 __all__ = [
     "general_topic_density",

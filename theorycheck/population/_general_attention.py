@@ -1,6 +1,6 @@
 """Exact N -> inf attention loss for ANY topic-word matrix (SPEC §11.4).
 
-For a :class:`~theorycheck.general_model.GeneralTopicModel` the loss of SPEC §4.3 holds with the
+For a :class:`~theorycheck.models.GeneralTopicModel` the loss of SPEC §4.3 holds with the
 topic-set density ``p_S`` replaced by the document's word law ``p_theta = Phi^T theta`` and the
 random-replacement law ``u = 1_W / n`` (``n`` words). Per document law ``theta``:
 
@@ -35,8 +35,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_int, check_loss, check_rng
-from ..config import Masking, TopicModel
-from ..general_model import GeneralTopicModel, is_general
+from ..models import GeneralTopicModel, Masking, TopicModel, is_general
 from ._attention_loss import (
     _CHUNK_BYTES,
     _DENSE_ARRAYS,

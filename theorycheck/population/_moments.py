@@ -6,7 +6,7 @@ In the limit N -> inf the empirical token distribution of a masked document with
 .. math::  m_S = a\\, p_S + r\\, u + q\\, e_0,
 
 with ``p_S = (1/(tau v)) sum_{t in S} 1_t``, ``u = 1_W/(T v)`` and ``(a, r, q)`` from
-:class:`~theorycheck.config.Masking`. The exact moments used by every uniform-attention loss are
+:class:`~theorycheck.models.Masking`. The exact moments used by every uniform-attention loss are
 ``Sigma = E[m_S m_S^T]`` and ``C = E[p_S m_S^T]`` (shape ``(V1, V1)``).
 """
 
@@ -16,8 +16,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_choice
-from ..config import Masking, TopicModel, check_models
-from ..general_model import is_general
+from ..models import Masking, TopicModel, check_models, is_general
 from ._general import (
     MAX_ENUMERATED_SETS,
     general_expected_pp,

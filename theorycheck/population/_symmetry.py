@@ -42,7 +42,7 @@ from scipy.special import logsumexp, softmax
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
-from ..config import Masking, TopicModel, check_models, require_symmetric, token_topic
+from ..models import Masking, TopicModel, check_models, require_symmetric, token_topic
 from ._moments import masked_density, topic_density
 
 __all__ = ["symmetric_attention_loss", "alpha_beta_symmetric_loss", "alpha_beta_score_row", "block_value_apply"]

@@ -28,8 +28,7 @@ import numpy as np
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_real
-from ..config import Masking, TopicModel, check_models
-from ..general_model import is_general
+from ..models import Masking, TopicModel, check_models, is_general
 from ._general import general_value_loss, general_value_loss_grad
 from ._moments import moments
 

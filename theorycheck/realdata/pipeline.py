@@ -168,7 +168,7 @@ def synthetic_signal(T: int, v: int, alpha: float, n_docs: int, *, seed: int = 0
     Documents from :func:`theorycheck.sampling.sample_documents` (Dirichlet(alpha) prior,
     N uniform in [100, 150], SPEC §1.2); word ``w`` belongs to topic ``(w - 1) // v``.
     """
-    from ..config import TopicModel
+    from ..models import TopicModel
     from ..sampling import sample_documents
 
     tm = TopicModel(T=T, v=v, prior="dirichlet", alpha=alpha)

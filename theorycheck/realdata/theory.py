@@ -35,8 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import check_int, check_real
-from ..config import Masking
-from ..general_model import GeneralTopicModel
+from ..models import GeneralTopicModel, Masking
 from . import stats as S
 from .mapping import TokenTopics
 from .topics import TopicFit

@@ -35,8 +35,7 @@ import numpy as np
 from scipy import optimize
 
 from .._validate import check_choice, check_int, check_loss, check_real
-from ..config import Masking, TopicModel
-from ..general_model import is_general
+from ..models import Masking, TopicModel, is_general
 from ..population._alpha_beta import (
     _check,
     alpha_beta_loss,

@@ -45,8 +45,7 @@ import numpy as np
 from .._memory import check_alloc
 from .._threads import small_problem
 from .._validate import check_choice, check_int, check_real, warn_ignored
-from ..config import Masking, TopicModel
-from ..general_model import is_general
+from ..models import Masking, TopicModel, is_general
 from ..population._embedding_loss import _kernel_threads, embedding_loss_grad
 from ..population._value_loss import value_loss
 from ._certify import (

@@ -1,4 +1,4 @@
-"""Stage-1 ``W^V`` for a :class:`~theorycheck.general_model.GeneralTopicModel` (SPEC §11.3, §11.5).
+"""Stage-1 ``W^V`` for a :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.3, §11.5).
 
 The loss is ``L(W) = tr(W Sigma W^T) - 2 tr(W C^T) + 1`` with ``Sigma = X X^T``, ``C = Y X^T``
 (rank-``rho`` factors, :func:`theorycheck.population._general.stage1_factors`). Three routes:
@@ -31,7 +31,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_real
-from ..config import Masking
+from ..models import Masking
 from ..population._general import general_moments, min_value_loss, stage1_factors
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
 from ._result import SolveResult

@@ -1,7 +1,7 @@
 """Optimal attention scores for ANY topic-word matrix (SPEC §11.4), on the exact population loss.
 
 Two searches, both minimising :func:`theorycheck.population.attention_loss` of a
-:class:`~theorycheck.general_model.GeneralTopicModel` with a frozen value matrix ``W^V``:
+:class:`~theorycheck.models.GeneralTopicModel` with a frozen value matrix ``W^V``:
 
 - ``method="family"`` (default): the best scores in a linear family ``S(c) = sum_k c_k B_k`` the
   user gives, by default ``S = alpha I_w + beta G`` with ``I_w`` the identity on words (0 on
@@ -29,8 +29,7 @@ from scipy import optimize
 
 from .._memory import check_alloc
 from .._validate import check_array, check_choice, check_int, check_loss, check_real
-from ..config import Masking
-from ..general_model import is_general
+from ..models import Masking, is_general
 from ..population._general_attention import general_attention_loss, general_attention_loss_grad
 from ._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, check_contract
 from ._certify import certify as certify_residuals

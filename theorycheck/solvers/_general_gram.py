@@ -1,4 +1,4 @@
-"""Minimum-norm tied embedding Gram for a :class:`~theorycheck.general_model.GeneralTopicModel` (SPEC §11.5).
+"""Minimum-norm tied embedding Gram for a :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.5).
 
 Tied decoder, uniform attention, ``W^V = I``, squared loss, N -> inf: ``L(G) = value_loss(G, g, mk, b)``
 over PSD ``G = (W^E)^T W^E``. With the factors ``Sigma = X X^T``, ``C = Y X^T`` of SPEC §11.5
@@ -27,7 +27,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_int, check_real
-from ..config import Masking
+from ..models import Masking
 from ..population._general import general_moments, min_value_loss, stage1_factors
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
 from ._general import LowRankMatrix

@@ -14,8 +14,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_array, check_int, check_real
-from ..config import Masking, TopicModel, check_models, require_symmetric
-from ..general_model import is_general
+from ..models import Masking, TopicModel, check_models, is_general, require_symmetric
 from ..population._alpha_beta import block_token_matrix
 from ._general_gram import general_optimal_embedding_gram
 from ._symmetric import TokenMatrixShape
@@ -297,7 +296,7 @@ def min_embedding_dim(tm: TopicModel, mk: Masking, *, bias: bool = False) -> int
     (``G (m_t - m_s) = p_t - p_s`` for ``T - 1`` independent differences), and 0 with a single
     document law (the bias alone is optimal).
 
-    A :class:`~theorycheck.general_model.GeneralTopicModel`: the rank of its min-norm Gram
+    A :class:`~theorycheck.models.GeneralTopicModel`: the rank of its min-norm Gram
     ``Y (X^T Y)^+ Y^T`` (SPEC §11.5), which equals ``rank span{p_theta}`` (every minimiser has
     ``G m_theta = p_theta``, and the min-norm Gram's range lies in that of ``Y``).
     """

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_array
-from ..config import Masking, TopicModel, require_symmetric
+from ..models import Masking, TopicModel, require_symmetric
 from ..population._embedding_loss import _kernel_threads
 from ..population._moments import moments
 from ..population._value_loss import value_loss, value_loss_grad

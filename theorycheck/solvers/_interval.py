@@ -51,7 +51,7 @@ from fractions import Fraction
 from mpmath import iv
 
 from .._validate import check_choice, check_int, check_real
-from ..config import Masking, TopicModel, check_models
+from ..models import Masking, TopicModel, check_models
 from ._rational import rational_masking, rational_value_constants
 
 __all__ = ["IntervalCertificate", "interval_certificate", "interval_loss", "DEFAULT_BOXES"]

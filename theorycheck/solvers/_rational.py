@@ -38,7 +38,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..config import Masking, TopicModel, check_models
+from ..models import Masking, TopicModel, check_models
 
 __all__ = [
     "MAX_V1",

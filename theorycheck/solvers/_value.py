@@ -79,8 +79,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_real
-from ..config import Masking, TopicModel, token_topic
-from ..general_model import is_general
+from ..models import Masking, TopicModel, is_general, token_topic
 from ..population._moments import moments
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status, legacy_positional
 from ._general import general_optimal_value_matrix

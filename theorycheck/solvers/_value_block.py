@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._validate import check_real
-from ..config import Masking, TopicModel, check_models, require_symmetric
+from ..models import Masking, TopicModel, check_models, require_symmetric
 from ..population._alpha_beta import block_token_matrix, stage1_block_constants, stage1_constant_context
 from ._symmetric import TokenMatrixShape, TopicSym
 

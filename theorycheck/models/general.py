@@ -1,37 +1,33 @@
-"""A topic model with ANY topic-word matrix (SPEC §11): overlapping, unequal and Zipfian topics.
+"""The topic model (SPEC §11): any topic-word matrix; overlapping, unequal and Zipfian topics.
 
-The paper's model (:class:`~theorycheck.config.TopicModel`) has ``T`` disjoint topics of ``v``
-equally likely words. :class:`GeneralTopicModel` keeps its document law (a uniform random
-``tau``-subset of topics, or Dirichlet topic proportions) and token layout (0 = [MASK], words
-``1 .. n_words``, ``V1 = n_words + 1``) but lets the topic-word matrix be any row-stochastic
-``phi`` of shape ``(T, n_words)``:
+:class:`GeneralTopicModel` is the one topic-model type every function accepts. It has the paper's
+document law (a uniform random ``tau``-subset of topics, or Dirichlet topic proportions) and token
+layout (0 = [MASK], words ``1 .. n_words``, ``V1 = n_words + 1``) with any row-stochastic ``phi``
+of shape ``(T, n_words)``:
 
 .. math::  p_\\theta = \\phi^\\top \\theta \\quad (\\text{over the words}),\\qquad
            \\theta = \\tfrac{1}{\\tau} 1_S \\ (\\text{uniform-}\\tau)\\ \\text{or}\\ \\theta \\sim
            \\mathrm{Dir}(\\alpha).
 
 Everything the population theory needs from the document law is ``E[theta]`` and
-``E[theta theta^T]`` (:meth:`GeneralTopicModel.theta_moments`), in closed form for both laws.
+``E[theta theta^T]`` (:meth:`GeneralTopicModel.theta_moments`), in closed form for both laws. The
+paper's symmetric model is the subclass :class:`~theorycheck.models.TopicModel`.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import FrozenInstanceError
 
 import numpy as np
 
-from ._validate import check_choice, check_int, check_real
-from .config import PRIORS, TopicModel
+from .._validate import check_choice, check_int, check_real
+from .layout import MAX_TOKENS, PRIORS
 
-__all__ = ["GeneralTopicModel", "ROW_SUM_TOL", "is_general"]
+__all__ = ["GeneralTopicModel", "ROW_SUM_TOL"]
 
 #: Largest allowed ``|sum_w phi[t, w] - 1|`` for a row of ``phi``; rows are then renormalised exactly.
 ROW_SUM_TOL = 1e-8
-
-
-def is_general(tm) -> bool:
-    """True iff ``tm`` is a :class:`GeneralTopicModel`."""
-    return isinstance(tm, GeneralTopicModel)
 
 
 def _check_phi(phi) -> np.ndarray:
@@ -109,31 +105,42 @@ class GeneralTopicModel:
 
     def __init__(self, phi, prior: str = "uniform-tau", tau: int | None = None, alpha=None):
         check_choice("prior", prior, PRIORS)
-        self._phi = _check_phi(phi)
+        object.__setattr__(self, "_phi", _check_phi(phi))
         T = self._phi.shape[0]
         if prior == "uniform-tau":
             if tau is None:
                 raise ValueError(f"tau is required for prior='uniform-tau' (an integer in [1, T={T}])")
             if alpha is not None:
                 raise ValueError("alpha is only used with prior='dirichlet'; pass alpha=None")
-            self._tau = check_int("tau", tau, low=1, high=T)
-            self._alpha = None
+            object.__setattr__(self, "_tau", check_int("tau", tau, low=1, high=T))
+            object.__setattr__(self, "_alpha", None)
         else:
             if tau is not None:
                 raise ValueError("tau is not used with prior='dirichlet'; pass tau=None")
             if alpha is None:
                 raise ValueError("alpha is required for prior='dirichlet' (a number > 0 or a vector of T numbers > 0)")
-            self._tau = None
-            self._alpha = _check_alpha(alpha, T)
-        self._prior = prior
-        if self._phi.shape[1] + 1 > 2**31 - 1:
+            object.__setattr__(self, "_tau", None)
+            object.__setattr__(self, "_alpha", _check_alpha(alpha, T))
+        object.__setattr__(self, "_prior", prior)
+        if self._phi.shape[1] + 1 > MAX_TOKENS:
             raise ValueError(f"n_words must be < 2**31 - 1, got {self._phi.shape[1]}")
+
+    def __setattr__(self, name, value):
+        raise FrozenInstanceError(f"cannot assign to field {name!r}: {type(self).__name__} is immutable")
+
+    def __delattr__(self, name):
+        raise FrozenInstanceError(f"cannot delete field {name!r}: {type(self).__name__} is immutable")
 
     # ----- attributes -----------------------------------------------------------------
     phi = property(lambda self: self._phi, doc="Topic-word matrix, shape ``(T, n_words)`` (read-only).")
     prior = property(lambda self: self._prior, doc="``'uniform-tau'`` or ``'dirichlet'``.")
     tau = property(lambda self: self._tau, doc="Topics per document (uniform-tau prior), else None.")
     alpha = property(lambda self: self._alpha, doc="Dirichlet concentration vector ``(T,)``, else None.")
+    concentration = property(
+        lambda self: self._alpha,
+        doc="Dirichlet concentration as a vector ``(T,)`` for every model type (``alpha`` of the paper's "
+        "model is a number), else None.",
+    )
     T = property(lambda self: self._phi.shape[0], doc="Number of topics.")
     n_words = property(lambda self: self._phi.shape[1], doc="Number of words.")
     V1 = property(lambda self: self._phi.shape[1] + 1, doc="Number of tokens including [MASK].")
@@ -148,7 +155,7 @@ class GeneralTopicModel:
         return f"GeneralTopicModel(T={self.T}, n_words={self.n_words}, prior={self._prior!r}, {law})"
 
     def __eq__(self, other) -> bool:
-        if not isinstance(other, GeneralTopicModel):
+        if type(other) is not type(self):
             return NotImplemented
         same_alpha = (self._alpha is None and other._alpha is None) or (
             self._alpha is not None and other._alpha is not None and np.array_equal(self._alpha, other._alpha)
@@ -180,14 +187,14 @@ class GeneralTopicModel:
             M2 = np.full((T, T), off)
             np.fill_diagonal(M2, 1.0 / (tau * T))
             return np.full(T, 1.0 / T), M2
-        a = self._alpha
+        a = self.concentration
         a0 = float(a.sum())
         return a / a0, (np.outer(a, a) + np.diag(a)) / (a0 * (a0 + 1.0))
 
     def topic_token_matrix(self) -> np.ndarray:
         """``Phi`` of shape ``(T, V1)``: row ``t`` is topic t's word law over tokens (column 0, [MASK], is 0)."""
         out = np.zeros((self.T, self.V1))
-        out[:, 1:] = self._phi
+        out[:, 1:] = self.phi
         return out
 
     def word_density(self, theta) -> np.ndarray:
@@ -196,13 +203,13 @@ class GeneralTopicModel:
         if th.shape[-1:] != (self.T,):
             raise ValueError(f"theta must have last dimension T={self.T}, got shape {th.shape}")
         out = np.zeros(th.shape[:-1] + (self.V1,))
-        out[..., 1:] = th @ self._phi
+        out[..., 1:] = th @ self.phi
         return out
 
     # ----- word topics ----------------------------------------------------------------
     def dominant_topic(self) -> np.ndarray:
         """Each word's most likely topic ``argmax_t phi[t, w]`` (ties: the smallest t), shape ``(n_words,)``."""
-        return np.argmax(self._phi, axis=0)
+        return np.argmax(self.phi, axis=0)
 
     def token_topics(self) -> np.ndarray:
         """Dominant topic of every token ``0 .. V1-1`` (``-1`` for [MASK]); matches ``TopicModel.token_topics``."""
@@ -210,12 +217,15 @@ class GeneralTopicModel:
 
     # ----- constructors ----------------------------------------------------------------
     @classmethod
-    def from_topic_model(cls, tm: TopicModel) -> GeneralTopicModel:
-        """The paper's model exactly: ``phi[t] = 1_{topic t} / v`` with the same document law."""
-        if not isinstance(tm, TopicModel):
-            raise TypeError(f"tm must be a TopicModel, got {type(tm).__name__}")
-        phi = np.kron(np.eye(tm.T), np.full((1, tm.v), 1.0 / tm.v))
-        return cls(phi, prior=tm.prior, tau=tm.tau, alpha=tm.alpha)
+    def from_topic_model(cls, tm: GeneralTopicModel) -> GeneralTopicModel:
+        """A plain :class:`GeneralTopicModel` with ``tm``'s ``phi`` and document law (``phi`` materialised).
+
+        For the paper's model ``phi[t] = 1_{topic t} / v``: the generic routes then run on it, with
+        none of the paper model's closed-form fast paths (the reference they are tested against).
+        """
+        if not isinstance(tm, GeneralTopicModel):
+            raise TypeError(f"tm must be a TopicModel or a GeneralTopicModel, got {type(tm).__name__}")
+        return GeneralTopicModel(tm.phi, prior=tm.prior, tau=tm.tau, alpha=tm.concentration)
 
     @classmethod
     def overlapping(
@@ -236,7 +246,7 @@ class GeneralTopicModel:
         base = np.kron(np.eye(T), np.full((1, v), 1.0 / v))
         if eps is not None:
             eps = check_real("eps", eps, low=0.0, high=1.0)
-            return cls((1.0 - eps) * base + eps / (T * v), **law)
+            return GeneralTopicModel((1.0 - eps) * base + eps / (T * v), **law)
         if T < 2:
             raise ValueError(f"n_shared needs T >= 2 topics (a neighbour to share with), got T={T}")
         n_shared = check_int("n_shared", n_shared, low=0, high=v)
@@ -244,7 +254,7 @@ class GeneralTopicModel:
         for t in range(T):
             nb = (t + 1) % T
             support[t, nb * v : nb * v + n_shared] = 1.0
-        return cls(support / support.sum(axis=1, keepdims=True), **law)
+        return GeneralTopicModel(support / support.sum(axis=1, keepdims=True), **law)
 
     @classmethod
     def zipf(cls, T: int, v: int, s: float, **law) -> GeneralTopicModel:
@@ -253,7 +263,7 @@ class GeneralTopicModel:
         v = check_int("v", v, low=1)
         s = check_real("s", s, low=0.0)
         w = np.arange(1, v + 1, dtype=np.float64) ** (-s)
-        return cls(np.kron(np.eye(T), (w / w.sum())[None, :]), **law)
+        return GeneralTopicModel(np.kron(np.eye(T), (w / w.sum())[None, :]), **law)
 
     @classmethod
     def unequal(cls, sizes, **law) -> GeneralTopicModel:
@@ -266,7 +276,7 @@ class GeneralTopicModel:
         for t, s in enumerate(sizes):
             phi[t, start : start + s] = 1.0 / s
             start += s
-        return cls(phi, **law)
+        return GeneralTopicModel(phi, **law)
 
     @classmethod
     def from_lda(cls, fit, *, prior: str = "dirichlet", tau=None, alpha=0.1, floor: float = 0.0) -> GeneralTopicModel:
@@ -290,8 +300,8 @@ class GeneralTopicModel:
         if np.any(rows <= 0):
             raise ValueError("fit: every topic needs a positive total weight")
         if prior == "dirichlet":
-            return cls(w / rows, prior=prior, alpha=alpha)
-        return cls(w / rows, prior=prior, tau=tau)
+            return GeneralTopicModel(w / rows, prior=prior, alpha=alpha)
+        return GeneralTopicModel(w / rows, prior=prior, tau=tau)
 
     # ----- serialisation ---------------------------------------------------------------
     def to_dict(self) -> dict:
