@@ -25,6 +25,7 @@ __all__ = [
     "Masking",
     "GeneralTopicModel",
     "TheorycheckWarning",
+    "models",
     "population",
     "solvers",
     "analysis",
