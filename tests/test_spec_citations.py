@@ -1,11 +1,11 @@
 """Every ``SPEC §X.Y`` citation in the code, the claims, the tests and the README resolves to a
-numbered section of ``proofs_numeric/SPEC.md`` (the repository's own math reference)."""
+numbered section of ``theorycheck/SPEC.md`` (the repository's own math reference)."""
 
 import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SPEC = ROOT / "proofs_numeric" / "SPEC.md"
+SPEC = ROOT / "theorycheck" / "SPEC.md"
 
 
 def _sections() -> set[str]:
