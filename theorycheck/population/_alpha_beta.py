@@ -23,6 +23,7 @@ import numpy as np
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
 from ..models import Masking, TopicModel, check_models, require_symmetric, token_topic
+from ._attention_loss import attention_loss
 
 __all__ = [
     "alpha_beta_loss",
@@ -456,8 +457,6 @@ def alpha_beta_ce_loss(
     """
     require_symmetric(tm, "alpha_beta_ce_loss", "attention_loss(S, W, g, mk, loss='ce')")
     _check(tm, mk, value)
-    from ._attention_loss import attention_loss
-
     S = alpha_beta_score_matrix(alpha, beta, tm)
     W = alpha_beta_value_matrix(tm, mk, value)
     return attention_loss(S, W, tm, mk, mask_keys=mask_keys, loss="ce")

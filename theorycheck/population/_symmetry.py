@@ -43,6 +43,7 @@ from scipy.special import logsumexp, softmax
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
 from ..models import Masking, TopicModel, check_models, require_symmetric, token_topic
+from ._alpha_beta import stage1_block_constants
 from ._moments import masked_density, topic_density
 
 __all__ = ["symmetric_attention_loss", "alpha_beta_symmetric_loss", "alpha_beta_score_row", "block_value_apply"]
@@ -179,8 +180,6 @@ def alpha_beta_symmetric_loss(
     if value == "identity":
         apply = _identity_apply
     else:
-        from ._alpha_beta import stage1_block_constants
-
         A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
         if not all(math.isfinite(float(c)) for c in (A, B0, gamma)):
             raise ValueError(f"constants must be three finite numbers (A, B0, gamma), got {constants!r}")
