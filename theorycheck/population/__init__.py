@@ -21,8 +21,8 @@ uniform attention       ``value_loss_grad``          paper's model; rank-T facto
                         ``attention_loss_grad``,     dense path over topic sets or document
                         ``attention_loss_estimate``, laws, reference) and ``_attention_kernels``
                         ``AttentionLossGrad``,       (structured squared loss, Numba)
-                        ``SetSampledLoss``,
-                        ``LossEstimate``
+                        ``SetSampledLoss``,          ``_attention_dense`` (dense evaluator
+                        ``LossEstimate``             per document law, both routes)
 §4.3 (alpha, beta)      ``alpha_beta_loss``,         ``_alpha_beta`` (closed forms, paper's
 family                  ``alpha_beta_loss_logK``,    model only)
                         ``alpha_beta_ce_loss``,
