@@ -39,7 +39,7 @@ from theorycheck.population import (
     attention_loss_grad,
     topic_sets,
 )
-from theorycheck.population._attention_loss import _context, _dense_sets
+from theorycheck.population._attention_dense import _context, _dense_sets
 
 #: The last commit with the previous structured kernels (the "before" column).
 BASELINE_COMMIT = "6170a39"

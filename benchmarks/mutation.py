@@ -52,7 +52,7 @@ class Mutant:
 
 M = Mutant
 MUTANTS = (
-    M("centring", "theorycheck/population/_attention_loss.py",
+    M("centring", "theorycheck/population/_attention_dense.py",
       'grads[0] += (H * (dH - np.einsum("nxy,nxy->nx", H, dH)[:, :, None])).sum(axis=0)',
       "grads[0] += (H * dH).sum(axis=0)", "softmax-centring term dropped from attention_loss_grad dS"),
     M("structured-bias", "theorycheck/population/_attention_kernels.py",
@@ -88,11 +88,11 @@ MUTANTS = (
       "Sigma[0, 0] += q  # c c^T", "Sigma: [MASK]-[MASK] entry q instead of q^2"),
     M("identity-class", "theorycheck/population/_alpha_beta.py", "+ (p_c + p_r / (T * v)) * l_xw",
       "+ (p_c + p_r / T) * l_xw", "identity closed form: wrong probability of the same-word query class"),
-    M("context-eta", "theorycheck/population/_attention_loss.py",
+    M("context-eta", "theorycheck/population/_attention_dense.py",
       "return mk.a / (tau * v) + mk.r / (T * v), mk.r / (T * v), mk.q",
       "return mk.a / (tau * v) + mk.r / (T * v), mk.r / (tau * v), mk.q",
       "general evaluator: wrong out-of-document context density"),
-    M("ce-omega", "theorycheck/population/_attention_loss.py",
+    M("ce-omega", "theorycheck/population/_attention_dense.py",
       'per_set = np.einsum("nx,nx->n", omega, logsumexp(O, axis=2)) - np.einsum("nxy,nxy->n", OT, O)',
       'per_set = np.einsum("nx->n", logsumexp(O, axis=2)) - np.einsum("nxy,nxy->n", OT, O)',
       "cross-entropy attention loss: query-law weight dropped from the log-partition term"),

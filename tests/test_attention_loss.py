@@ -19,7 +19,8 @@ from theorycheck.population import (
     topic_sets,
     value_loss,
 )
-from theorycheck.population._attention_loss import _attention_loss_ref, _dense_sets
+from theorycheck.population._attention_dense import _dense_sets
+from theorycheck.population._attention_loss import _attention_loss_ref
 from theorycheck.strategies import maskings, topic_models
 
 
@@ -198,13 +199,13 @@ def test_dirichlet_prior_rejected():
 
 
 def test_parallel_and_serial_kernels_agree():
+    from theorycheck.population._attention_dense import _context
     from theorycheck.population._attention_kernels import (
         _TABLES,
         _precompute,
         _structured_sq_nb,
         _structured_sq_serial_nb,
     )
-    from theorycheck.population._attention_loss import _context
 
     tm, mk = tc.TopicModel(T=7, v=3, tau=3), tc.Masking()
     S, W, b = _draw(tm, 9)

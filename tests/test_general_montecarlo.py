@@ -21,8 +21,7 @@ from hypothesis import strategies as st
 import theorycheck as tc
 from theorycheck.models import GeneralTopicModel as G
 from theorycheck.montecarlo import MCEstimate, mc_attention_loss
-from theorycheck.population import attention_loss
-from theorycheck.population._general_attention import attention_loss_estimate
+from theorycheck.population import attention_loss, attention_loss_estimate
 
 N, N_DOCS = 50, 4000
 

@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.diagnostics import check_gradient
-from theorycheck.population._general import _value_loss_dense_ref, min_value_loss, stage1_factors
+from theorycheck.population._moments import stage1_factors
+from theorycheck.population._value_loss import _value_loss_dense_ref, min_value_loss
 from theorycheck.strategies import maskings, topic_models
 
 GM = tc.GeneralTopicModel

@@ -24,7 +24,7 @@ from theorycheck.population import (
     alpha_beta_value_matrix,
     attention_loss,
 )
-from theorycheck.population._attention_loss import _dense_sets
+from theorycheck.population._attention_dense import _dense_sets
 from theorycheck.population._symmetry import (
     alpha_beta_score_row,
     alpha_beta_symmetric_loss,

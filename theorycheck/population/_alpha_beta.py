@@ -23,6 +23,7 @@ import numpy as np
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
 from ..models import Masking, TopicModel, check_models, require_symmetric, token_topic
+from ._attention_loss import _attention_loss
 
 __all__ = [
     "alpha_beta_loss",
@@ -97,6 +98,11 @@ def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, f
     )
     check_models(tm, mk)
     mk.require_masked_positions("the stage-1 value problem")
+    return _stage1_constants(tm, mk)
+
+
+def _stage1_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, float]:
+    """The body of :func:`stage1_block_constants` (arguments trusted: the paper's model, ``p_m > 0``)."""
     a, r, q = mk.a, mk.r, mk.q
     T, v = tm.T, tm.v
     n = T * v
@@ -163,12 +169,17 @@ def alpha_beta_value_matrix(
     """
     require_symmetric(tm, "alpha_beta_value_matrix", "solvers.stage1_value_matrix(g, mk)")
     _check(tm, mk, value)
+    return _value_matrix(tm, mk, value, constants, max_bytes)
+
+
+def _value_matrix(tm, mk, value, constants, max_bytes) -> np.ndarray:
+    """The body of :func:`alpha_beta_value_matrix` (arguments trusted)."""
     if value == "identity":
         check_alloc("alpha_beta_value_matrix", (tm.V1, tm.V1), max_bytes=max_bytes, alternative=_VALUE_ALTERNATIVE)
         W = np.eye(tm.V1)
         W[0, 0] = 0.0
         return W
-    A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
+    A, B0, gamma = _stage1_constants(tm, mk) if constants is None else constants
     return block_token_matrix(
         tm.T,
         tm.v,
@@ -191,8 +202,11 @@ def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_by
         tm, "alpha_beta_score_matrix", "analysis.landscape.family_scores(alpha, beta, solvers.cotopic_matrix(g))"
     )
     check_models(tm)
-    alpha = check_real("alpha", alpha)
-    beta = check_real("beta", beta)
+    return _score_matrix(check_real("alpha", alpha), check_real("beta", beta), tm, max_bytes)
+
+
+def _score_matrix(alpha: float, beta: float, tm, max_bytes) -> np.ndarray:
+    """The body of :func:`alpha_beta_score_matrix` (arguments trusted)."""
     return block_token_matrix(
         tm.T,
         tm.v,
@@ -269,7 +283,7 @@ def _block_loss_logK(logK, tm, mk, constants=None, loss="squared", deriv=False):
     T, v, tau = tm.T, tm.v, tm.tau
     rho, eta, q = _densities(tm, mk)
     D_in, D_out = _rest(tm, rho, eta, q)
-    A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
+    A, B0, gamma = _stage1_constants(tm, mk) if constants is None else constants
     d = A - B0
     p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
     lr, le = _log(rho), _log(eta)
@@ -456,8 +470,8 @@ def alpha_beta_ce_loss(
     """
     require_symmetric(tm, "alpha_beta_ce_loss", "attention_loss(S, W, g, mk, loss='ce')")
     _check(tm, mk, value)
-    from ._attention_loss import attention_loss
-
-    S = alpha_beta_score_matrix(alpha, beta, tm)
-    W = alpha_beta_value_matrix(tm, mk, value)
-    return attention_loss(S, W, tm, mk, mask_keys=mask_keys, loss="ce")
+    if not isinstance(mask_keys, (bool, np.bool_)):
+        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
+    S = _score_matrix(check_real("alpha", alpha), check_real("beta", beta), tm, None)
+    W = _value_matrix(tm, mk, value, None, None)
+    return _attention_loss(tm, S, W, mk, None, bool(mask_keys), None, None, None, None, "ce", None)

@@ -19,12 +19,28 @@ corresponding joint law of the target,
 ``omega_S(0) = 1 - p_c - p_r``, ``(omega t)_S(0) = (1 - p_c - p_r) p_S``; for a word x,
 ``omega_S(x) = p_c p_S(x) + p_r/(T v)`` and ``(omega t)_S(x) = p_c p_S(x) e_x + (p_r/(Tv)) p_S``.
 
-Three implementations, tested against each other:
+For any :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.4) the same formula holds per
+document law ``theta`` with ``p_S`` replaced by ``p_theta = Phi^T theta`` and ``u = 1_W / n``:
+
+.. math::
+    \\ell(\\theta) = \\sum_x \\Big[\\omega_\\theta(x) \\|o_\\theta(x)\\|^2
+        - 2\\, (\\omega t)_\\theta(x)^T o_\\theta(x) + \\omega_\\theta(x)\\Big],\\qquad
+    L = E_\\theta[\\ell(\\theta)],
+
+``omega_theta(w) = p_c p_theta(w) + p_r / n``, ``(omega t)_theta(w, .) = p_c p_theta(w) e_w +
+(p_r / n) p_theta``: the exact average over all ``C(T, tau)`` sets (uniform-tau), over ``n_sets``
+sampled sets, or over ``n_theta`` i.i.d. draws ``theta ~ Dir(alpha)`` (Dirichlet; ``seed`` or ``rng``
+required) with the standard error ``sd(ell(theta_i)) / sqrt(n)`` (:func:`attention_loss_estimate`).
+
+The loss and its gradient are ``functools.singledispatch`` functions: the generic route (any
+model, the dense path over document laws) is the base, the paper's
+:class:`~theorycheck.models.TopicModel` registers the structured route. On the paper's model three
+implementations are tested against each other:
 
 - the structured squared loss (the default; :mod:`._attention_kernels`): the context density
   takes three values, so per query token everything reduces to sums over the ``T + 1`` token
   groups, ``O(V1^3)`` once and then ``O(V1 tau^2)`` per topic set in Numba;
-- ``_dense_sets``: stacks the attention matrices ``H_S`` of a chunk of topic sets and forms
+- ``_dense_sets`` (:mod:`._attention_dense`): stacks the attention matrices ``H_S`` of a chunk of topic sets and forms
   ``O = H W^T`` with one large GEMM; it also gives the cross-entropy loss and the exact gradients
   with respect to ``S``, ``W`` and ``b`` (used by :func:`attention_loss_grad`);
 - ``_attention_loss_ref``: a plain loop over topic sets, query tokens and targets.
@@ -36,6 +52,7 @@ the structured alternative.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
@@ -44,18 +61,27 @@ from scipy.special import logsumexp, softmax
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_int, check_loss, check_rng
-from ..models import Masking, TopicModel, check_models, is_general
+from ..models import GeneralTopicModel, Masking, TopicModel, check_models
+from ._attention_dense import _DENSE_ARRAYS, _context, _dense_sets, _per_theta
 from ._attention_kernels import STRUCTURED_MAX_ENTRIES, structured_sq
-from ._moments import MAX_ENUMERATED_SETS, topic_sets
+from ._moments import MAX_ENUMERATED_SETS, _enumerate_sets, masked_density, topic_density, topic_sets
 
-__all__ = ["attention_loss", "attention_loss_grad", "AttentionLossGrad", "SetSampledLoss", "LOSSES"]
+__all__ = [
+    "attention_loss",
+    "attention_loss_grad",
+    "attention_loss_estimate",
+    "AttentionLossGrad",
+    "SetSampledLoss",
+    "LossEstimate",
+    "LOSSES",
+    "DEFAULT_N_THETA",
+]
 
 #: Loss names (``"sq"`` is accepted with a ``DeprecationWarning``, see :func:`theorycheck._validate.check_loss`).
 LOSSES = ("squared", "ce")
-_CHUNK_BYTES = 48 * 2**20
-#: ``V1 x V1`` arrays alive at once in the dense path with one topic set per chunk
-#: (scores, attention, outputs, targets, output gradient, ``dH``, softmax temporaries, ``dS``, ``dW``).
-_DENSE_ARRAYS = 10
+#: Default number of sampled topic proportions for the Dirichlet law.
+DEFAULT_N_THETA = 4096
+_GENERIC_ALTERNATIVE = "a smaller model, or value_loss (uniform attention) for large vocabularies"
 _ALTERNATIVE = (
     "alpha_beta_loss / alpha_beta_loss_logK (closed forms of the (alpha, beta) family), value_loss "
     "(uniform attention, block sums) or attention_loss(loss='squared') without gradients (structured path)"
@@ -91,6 +117,19 @@ class AttentionLossGrad(NamedTuple):
     db: np.ndarray
 
 
+class LossEstimate(NamedTuple):
+    """The attention loss with its error: ``value`` (exact when ``exact``), ``stderr`` and ``n``.
+
+    ``n`` is the number of averaged document laws (topic sets or sampled ``theta``); ``stderr`` is
+    0 for the exact enumeration of the uniform-tau law, else ``sd(ell) / sqrt(n)`` (SPEC §11.4).
+    """
+
+    value: float
+    stderr: float
+    n: int
+    exact: bool
+
+
 # ----------------------------------------------------------------------------- validation
 def _check_arrays(S, W, b, V1, mask_keys, max_bytes):
     """``max_bytes``, ``mask_keys`` and the ``(V1, V1)`` scores / values and ``(V1,)`` bias of an attention loss
@@ -117,22 +156,28 @@ def _check_n_sets(model, n_sets, hint: str):
     return None
 
 
-def _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes):
-    check_models(tm, mk)
-    if tm.prior != "uniform-tau":
-        raise ValueError("attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
+def _validate(S, W, tm, mk, b, mask_keys, loss, max_bytes):
+    """The arguments shared by both routes (the model types are checked by the caller)."""
     mk.require_masked_positions("attention_loss")
     loss = check_loss(loss)
     S, W, b, mask_keys = _check_arrays(S, W, b, tm.V1, mask_keys, max_bytes)
-    return S, W, b, mask_keys, _check_n_sets(tm, n_sets, "pass n_sets to sample topic sets"), loss
+    return S, W, b, mask_keys, loss
 
 
-def _context(tm, mk, mask_keys):
-    """Context densities ``(rho, eta, q)``: in-document word, out-of-document word, [MASK]."""
-    T, v, tau = tm.T, tm.v, tm.tau
-    if mask_keys:
-        return 1.0 / (tau * v), 0.0, 0.0
-    return mk.a / (tau * v) + mk.r / (T * v), mk.r / (T * v), mk.q
+def _paper_counts(tm, n_sets, n_theta):
+    """The paper's model: uniform-tau law only, ``n_sets`` (or ``None``: every set), no ``n_theta``."""
+    _no_n_theta(n_theta)
+    if tm.prior != "uniform-tau":
+        raise ValueError("attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
+    return _check_n_sets(tm, n_sets, "pass n_sets to sample topic sets")
+
+
+def _no_n_theta(n_theta):
+    if n_theta is not None:
+        raise ValueError(
+            "n_theta (sampled Dirichlet topic proportions) needs a GeneralTopicModel with prior='dirichlet' "
+            "(GeneralTopicModel.from_topic_model(tm)); for a TopicModel pass n_sets"
+        )
 
 
 def _sample_sets(tm, n, rng):
@@ -145,7 +190,7 @@ def _get_sets(tm, n_sets, rng, seed, max_bytes):
     if n_sets is None:
         if rng is not None or seed is not None:
             raise ValueError("rng/seed are only used with n_sets (sampled topic sets); pass n_sets or drop rng/seed")
-        return topic_sets(tm)
+        return _enumerate_sets(tm)
     rng = check_rng(rng, seed)
     # the draw keys (n_sets x T), the sets and the per-set partial sums of the kernels
     check_alloc("attention_loss(n_sets=...): sampled topic sets", (n_sets, tm.T + 64), max_bytes=max_bytes,
@@ -172,101 +217,117 @@ def _check_dense(tm, what, max_bytes):
     check_alloc(what, (_DENSE_ARRAYS, tm.V1, tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
 
 
-def _set_laws(st, tm, mk, mask_keys):
-    """For a chunk of topic sets ``st``: ``(logm, omega, OT)``.
-
-    ``logm[n]``: log context density; ``omega[n, x]``: probability that the query shows ``x``;
-    ``OT[n, x, :]``: the joint law of (query shows ``x``, target) (module docstring).
-    """
-    V1, T, v, tau = tm.V1, tm.T, tm.v, tm.tau
-    rho, eta, q = _context(tm, mk, mask_keys)
-    p_mask, p_c, p_r = mk.p_mask, mk.p_c, mk.p_r
-    nc = len(st)
-    inset = np.zeros((nc, T), bool)
-    inset[np.arange(nc)[:, None], st] = True
-    inword = np.repeat(inset, v, axis=1)  # (nc, Tv)
-    pS = np.zeros((nc, V1))
-    pS[:, 1:] = inword / (tau * v)
-    with np.errstate(divide="ignore"):
-        logm = np.empty((nc, V1))
-        logm[:, 0] = np.log(q)
-        logm[:, 1:] = np.where(inword, np.log(rho), np.log(eta))
-    omega = np.empty((nc, V1))
-    omega[:, 0] = p_mask
-    omega[:, 1:] = p_c * pS[:, 1:] + p_r / (T * v)
-    OT = np.empty((nc, V1, V1))
-    OT[:, 0, :] = p_mask * pS
-    OT[:, 1:, :] = (p_r / (T * v)) * pS[:, None, :]
-    words = np.arange(1, V1)
-    OT[:, words, words] += p_c * pS[:, 1:]
-    return logm, omega, OT
-
-
-def _dense_chunk(S, W, bvec, st, tm, mk, mask_keys, loss, grads):
-    """Per-set losses of the chunk ``st``; adds the summed gradients to ``grads = [dS, dW, db]`` if given."""
-    logm, omega, OT = _set_laws(st, tm, mk, mask_keys)
-    return _dense_laws(S, W, bvec, logm, omega, OT, loss, grads)
-
-
-def _dense_laws(S, W, bvec, logm, omega, OT, loss, grads):
-    """Per-document losses from the laws ``(logm, omega, OT)`` of :func:`_set_laws` (any document law, SPEC §11.4).
-
-    Adds the summed gradients to ``grads = [dS, dW, db]`` if given.
-    """
-    nc, V1 = omega.shape
-    H = softmax(S[None, :, :] + logm[:, None, :], axis=2)  # attention of every query token, per set
-    O = (H.reshape(nc * V1, V1) @ W.T).reshape(nc, V1, V1) + bvec
-    if loss == "squared":
-        per_set = np.einsum("nx,nxy,nxy->n", omega, O, O) - 2.0 * np.einsum("nxy,nxy->n", OT, O) + 1.0
+# ----------------------------------------------------------------------------- generic route (SPEC §11.4)
+def _generic_counts(g, n_sets, n_theta, max_bytes):
+    """Any model: ``n_sets`` (uniform-tau) or ``n_theta`` (Dirichlet, default :data:`DEFAULT_N_THETA`) and the
+    dense path's memory."""
+    if g.prior == "uniform-tau":
+        if n_theta is not None:
+            raise ValueError("n_theta is for prior='dirichlet'; with prior='uniform-tau' pass n_sets to sample sets")
+        n_sets = _check_n_sets(
+            g, n_sets, "pass n_sets (and seed) to average over sampled topic sets with a standard error"
+        )
     else:
-        per_set = np.einsum("nx,nx->n", omega, logsumexp(O, axis=2)) - np.einsum("nxy,nxy->n", OT, O)
-    if grads is not None:
-        if loss == "squared":
-            Gr = 2.0 * (omega[:, :, None] * O - OT)
-        else:
-            Gr = omega[:, :, None] * softmax(O, axis=2) - OT
-        Hf = H.reshape(nc * V1, V1)
-        Gf = Gr.reshape(nc * V1, V1)
-        grads[1] += Gf.T @ Hf
-        grads[2] += Gf.sum(axis=0)
-        dH = (Gf @ W).reshape(nc, V1, V1)
-        grads[0] += (H * (dH - np.einsum("nxy,nxy->nx", H, dH)[:, :, None])).sum(axis=0)
-    return per_set
+        if n_sets is not None:
+            raise ValueError("n_sets is for prior='uniform-tau'; with prior='dirichlet' pass n_theta")
+        n_theta = DEFAULT_N_THETA if n_theta is None else check_int("n_theta", n_theta, low=2)
+    check_alloc("attention_loss (general dense path)", (_DENSE_ARRAYS, g.V1, g.V1), max_bytes=max_bytes,
+                alternative=_GENERIC_ALTERNATIVE)  # fmt: skip
+    return n_sets, n_theta
 
 
-def _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="squared", want_grad=False):
-    """Per-set losses (and summed gradients) by stacking ``H_S`` for chunks of sets (GEMM-bound).
+def _thetas(g, n_sets, n_theta, rng, seed, max_bytes):
+    """Document laws ``theta`` (n, T) and whether they are sampled."""
+    if g.prior == "uniform-tau" and n_sets is None:
+        if rng is not None or seed is not None:
+            raise ValueError("rng/seed are only used with n_sets (sampled topic sets); pass n_sets or drop rng/seed")
+        sets = _enumerate_sets(g)
+        sampled = False
+    else:
+        if rng is None and seed is None:
+            raise ValueError("seed (or rng) is required to sample document laws (n_sets / n_theta), for a "
+                             "deterministic value; e.g. seed=0")  # fmt: skip
+        rng = check_rng(rng, seed)
+        n = n_sets if n_sets is not None else n_theta
+        check_alloc("attention_loss: sampled document laws", (n, 2 * g.T + 64), max_bytes=max_bytes,
+                    alternative="a smaller n_sets / n_theta (the standard error falls as 1/sqrt(n))")  # fmt: skip
+        if g.prior == "dirichlet":
+            return rng.dirichlet(g.concentration, size=n_theta), True
+        sets = _sample_sets(g, n_sets, rng)
+        sampled = True
+    theta = np.zeros((len(sets), g.T))
+    theta[np.arange(len(sets))[:, None], sets] = 1.0 / g.tau
+    return theta, sampled
 
-    Returns ``(per_set (n,), dS, dW, db)`` where the gradients are sums over the given sets
-    (``None`` unless ``want_grad``). No validation and no memory check (the callers do both).
-    """
-    V1 = tm.V1
-    loss = check_loss(loss)
-    bvec = np.zeros(V1) if b is None else b
-    grads = [np.zeros((V1, V1)), np.zeros((V1, V1)), np.zeros(V1)] if want_grad else None
-    chunk = max(1, _CHUNK_BYTES // (8 * V1 * V1))
-    per_set = np.concatenate(
-        [
-            _dense_chunk(S, W, bvec, sets[c0 : c0 + chunk], tm, mk, mask_keys, loss, grads)
-            for c0 in range(0, len(sets), chunk)
-        ]
+
+def _estimate(per, sampled):
+    n = len(per)
+    se = float(per.std(ddof=1) / math.sqrt(n)) if sampled else 0.0
+    return LossEstimate(float(per.mean()), se, n, not sampled)
+
+
+def _run_generic(g, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes, want_grad):
+    """The generic route on validated arguments: ``(n_sets, LossEstimate, grads or None)``."""
+    n_sets, n_theta = _generic_counts(g, n_sets, n_theta, max_bytes)
+    theta, sampled = _thetas(g, n_sets, n_theta, rng, seed, max_bytes)
+    per, grads = _per_theta(S, W, b, theta, g, mk, mask_keys, loss, want_grad)
+    return n_sets, _estimate(per, sampled), grads
+
+
+@functools.singledispatch
+def _attention_loss(tm: GeneralTopicModel, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes):
+    """Generic route (SPEC §11.4): the dense path over the document laws; a float, or a
+    :class:`SetSampledLoss` when ``n_sets`` samples topic sets."""
+    n_sets, est, _ = _run_generic(tm, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes, False)
+    if n_sets is not None:
+        return SetSampledLoss(est.value, est.stderr, est.n)
+    return est.value
+
+
+@functools.singledispatch
+def _attention_loss_grad(tm: GeneralTopicModel, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes):
+    """Generic route (SPEC §4.3, §11.4): the averages of the per-law gradients of the dense path."""
+    n_sets, est, (dS, dW, db) = _run_generic(
+        tm, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes, True
     )
-    return (per_set, *grads) if want_grad else (per_set, None, None, None)
+    n = est.n
+    value = SetSampledLoss(est.value, est.stderr, n) if n_sets is not None else est.value
+    return AttentionLossGrad(value, dS / n, dW / n, db / n)
+
+
+# ----------------------------------------------------------------------------- paper's model (SPEC §4.3)
+@_attention_loss.register
+def _(tm: TopicModel, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes):
+    """Paper's model: the structured squared loss (Numba group sums), else the dense path over topic sets."""
+    n_sets = _paper_counts(tm, n_sets, n_theta)
+    structured = loss == "squared" and tm.V1 * (tm.T + 1) ** 2 <= STRUCTURED_MAX_ENTRIES
+    if not structured:
+        what = "attention_loss (dense path)" if loss == "squared" else "attention_loss(loss='ce')"
+        _check_dense(tm, what, max_bytes)
+    sets = _get_sets(tm, n_sets, rng, seed, max_bytes)
+    if structured:
+        per_set = _structured_sq(S, W, b, sets, tm, mk, mask_keys, max_bytes=max_bytes)
+    else:  # cross-entropy, or group tables too large: memory-bounded dense path (O(V1^3) per set)
+        per_set = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss=loss)[0]
+    return _finish(per_set, n_sets)
+
+
+@_attention_loss_grad.register
+def _(tm: TopicModel, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes):
+    """Paper's model: the dense path over topic sets (stacked GEMMs)."""
+    n_sets = _paper_counts(tm, n_sets, n_theta)
+    _check_dense(tm, "attention_loss_grad", max_bytes)
+    sets = _get_sets(tm, n_sets, rng, seed, max_bytes)
+    per_set, dS, dW, db = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss=loss, want_grad=True)
+    n = len(sets)
+    return AttentionLossGrad(_finish(per_set, n_sets), dS / n, dW / n, db / n)
 
 
 # ----------------------------------------------------------------------------- public
-def _no_n_theta(n_theta):
-    if n_theta is not None:
-        raise ValueError(
-            "n_theta (sampled Dirichlet topic proportions) needs a GeneralTopicModel with prior='dirichlet' "
-            "(GeneralTopicModel.from_topic_model(tm)); for a TopicModel pass n_sets"
-        )
-
-
 def attention_loss(
     S,
     W,
-    tm: TopicModel,
+    tm: GeneralTopicModel,
     mk: Masking,
     b=None,
     *,
@@ -278,7 +339,7 @@ def attention_loss(
     max_bytes=None,
     n_theta=None,
 ):
-    """Exact infinite-document MLM loss of the one-layer one-hot attention model (SPEC §4.3).
+    """Exact infinite-document MLM loss of the one-layer one-hot attention model (SPEC §4.3, §11.4).
 
     .. math::
         L = \\frac{1}{\\binom{T}{\\tau}} \\sum_S \\sum_{x} \\Big[\\omega_S(x) \\|o_S(x)\\|^2
@@ -292,8 +353,8 @@ def attention_loss(
         [MASK] query). Any finite values (log-sum-exp inside).
     W : array_like, shape (V1, V1)
         Value matrix ``W^V`` (decoder ``W^dec = I``).
-    tm, mk : TopicModel, Masking
-        uniform-tau prior, ``p_m > 0``.
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+        ``p_m > 0``; the paper's model: uniform-tau prior.
     b : array_like, shape (V1,), optional
         Decoder bias.
     mask_keys : bool
@@ -316,43 +377,31 @@ def attention_loss(
         :class:`~theorycheck.models.GeneralTopicModel` with the Dirichlet law only: number of
         sampled topic proportions (SPEC §11.4; :func:`attention_loss_estimate` gives the standard error).
 
-    A ``GeneralTopicModel`` ``tm`` is dispatched to :func:`._general_attention.general_attention_loss`
-    (SPEC §11.4: the same formula with ``p_S`` replaced by ``p_theta = Phi^T theta``).
+    Any model runs the generic route (SPEC §11.4: the same formula with ``p_S`` replaced by
+    ``p_theta = Phi^T theta``, the dense path over document laws); the paper's model its structured
+    route (SPEC §4.3), chosen by the dispatcher.
 
     Returns
     -------
-    float, or :class:`SetSampledLoss` ``(mean, stderr, n_sets)`` when ``n_sets`` is given.
+    float, or :class:`SetSampledLoss` ``(mean, stderr, n_sets)`` when ``n_sets`` is given (a general
+    Dirichlet model: the estimate's value; :func:`attention_loss_estimate` gives its standard error).
 
     Notes
     -----
-    Squared loss: ``O(V1^3)`` dense products once, then ``O(V1 tau^2)`` per topic set (Numba); its
+    The paper's model, squared loss: ``O(V1^3)`` dense products once, then ``O(V1 tau^2)`` per topic set (Numba); its
     group tables hold ``V1 (T+1)^2`` entries, and above :data:`STRUCTURED_MAX_ENTRIES` the dense
     path is used instead. Cross-entropy needs every output coordinate: ``O(V1^3)`` per topic set
     (stacked GEMMs).
     """
-    if is_general(tm):  # SPEC §11.4
-        from ._general_attention import general_attention_loss
-
-        kw = dict(mask_keys=mask_keys, n_sets=n_sets, n_theta=n_theta, rng=rng, seed=seed, loss=loss)
-        return general_attention_loss(S, W, tm, mk, b, **kw, max_bytes=max_bytes)
-    _no_n_theta(n_theta)
-    S, W, b, mask_keys, n_sets, loss = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes)
-    structured = loss == "squared" and tm.V1 * (tm.T + 1) ** 2 <= STRUCTURED_MAX_ENTRIES
-    if not structured:
-        what = "attention_loss (dense path)" if loss == "squared" else "attention_loss(loss='ce')"
-        _check_dense(tm, what, max_bytes)
-    sets = _get_sets(tm, n_sets, rng, seed, max_bytes)
-    if structured:
-        per_set = _structured_sq(S, W, b, sets, tm, mk, mask_keys, max_bytes=max_bytes)
-    else:  # cross-entropy, or group tables too large: memory-bounded dense path (O(V1^3) per set)
-        per_set = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss=loss)[0]
-    return _finish(per_set, n_sets)
+    check_models(tm, mk, general=True)
+    S, W, b, mask_keys, loss = _validate(S, W, tm, mk, b, mask_keys, loss, max_bytes)
+    return _attention_loss(tm, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes)
 
 
 def attention_loss_grad(
     S,
     W,
-    tm: TopicModel,
+    tm: GeneralTopicModel,
     mk: Masking,
     b=None,
     *,
@@ -364,15 +413,17 @@ def attention_loss_grad(
     max_bytes=None,
     n_theta=None,
 ) -> AttentionLossGrad:
-    """Loss and exact gradients ``(L, dL/dS, dL/dW, dL/db)`` of :func:`attention_loss` (SPEC §4.3).
+    """Loss and exact gradients ``(L, dL/dS, dL/dW, dL/db)`` of :func:`attention_loss` (SPEC §4.3, §11.4).
 
     .. math::
         \\partial_{o_S(x)} L = 2(\\omega_S(x) o_S(x) - (\\omega t)_S(x)) \\ \\text{(squared)},\\quad
         \\partial_W L = \\sum G^T H,\\quad \\partial_b L = \\sum G,\\quad
         \\partial_{S[x,:]} L = \\sum_S h \\odot (W^T g - (h^T W^T g) 1),
 
-    averaged over topic sets (stacked GEMMs, ``O(V1^3)`` per set). With ``n_sets`` the returned
-    loss is a :class:`SetSampledLoss` and the gradients are the unbiased sample averages.
+    averaged over topic sets (stacked GEMMs, ``O(V1^3)`` per set) or document laws (a general model).
+    With ``n_sets`` the returned loss is a :class:`SetSampledLoss` and the gradients are the unbiased
+    sample averages (sampled laws: the exact gradient of the sampled average, deterministic for a
+    fixed ``seed``).
     ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``). Arguments as in
     :func:`attention_loss`.
 
@@ -381,18 +432,44 @@ def attention_loss_grad(
     AttentionLossGrad
         ``(loss, dS, dW, db)``, a named tuple.
     """
-    if is_general(tm):  # SPEC §11.4
-        from ._general_attention import general_attention_loss_grad
+    check_models(tm, mk, general=True)
+    S, W, b, mask_keys, loss = _validate(S, W, tm, mk, b, mask_keys, loss, max_bytes)
+    return _attention_loss_grad(tm, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes)
 
-        kw = dict(mask_keys=mask_keys, n_sets=n_sets, n_theta=n_theta, rng=rng, seed=seed, loss=loss)
-        return general_attention_loss_grad(S, W, tm, mk, b, **kw, max_bytes=max_bytes)
-    _no_n_theta(n_theta)
-    S, W, b, mask_keys, n_sets, loss = _validate(S, W, tm, mk, b, mask_keys, n_sets, loss, max_bytes)
-    _check_dense(tm, "attention_loss_grad", max_bytes)
-    sets = _get_sets(tm, n_sets, rng, seed, max_bytes)
-    per_set, dS, dW, db = _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss=loss, want_grad=True)
-    n = len(sets)
-    return AttentionLossGrad(_finish(per_set, n_sets), dS / n, dW / n, db / n)
+
+def attention_loss_estimate(
+    S, W, tm, mk: Masking, b=None, *, mask_keys=False, n_sets=None, n_theta=None, rng=None, seed=None,
+    loss="squared", max_bytes=None,
+) -> LossEstimate:  # fmt: skip
+    """The attention loss of SPEC §11.4 with its standard error, for any document law.
+
+    .. math:: \\hat L = \\frac{1}{n} \\sum_{i=1}^n \\ell(\\theta_i),\\qquad
+              \\mathrm{SE} = \\mathrm{sd}(\\ell(\\theta_i)) / \\sqrt{n}
+
+    Parameters
+    ----------
+    S, W, b, mask_keys, loss, max_bytes
+        As in :func:`theorycheck.population.attention_loss`.
+    tm : GeneralTopicModel (or the paper's TopicModel)
+        Always the generic route (the paper's model too: its ``phi`` is materialised).
+    mk : Masking
+        ``p_m > 0``.
+    n_sets : int, optional
+        Uniform-tau: average over ``n_sets >= 2`` sampled topic sets instead of all ``C(T, tau)``
+        (required above 200000 sets).
+    n_theta : int, optional
+        Dirichlet: number of i.i.d. ``theta ~ Dir(alpha)`` (default :data:`DEFAULT_N_THETA`).
+    rng, seed
+        Randomness of the samples; required whenever the laws are sampled.
+
+    Returns
+    -------
+    LossEstimate
+        ``(value, stderr, n, exact)``; ``stderr = 0`` and ``exact = True`` for the enumeration.
+    """
+    check_models(tm, mk, general=True)
+    S, W, b, mask_keys, loss = _validate(S, W, tm, mk, b, mask_keys, loss, max_bytes)
+    return _run_generic(tm, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, max_bytes, False)[1]
 
 
 def _attention_loss_ref(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys=False, loss="squared", sets=None):
@@ -401,8 +478,6 @@ def _attention_loss_ref(S, W, tm: TopicModel, mk: Masking, b=None, *, mask_keys=
     ``L = mean_S sum_{x', w} P(x', w | S) ell(W h(x') + b, w)`` with
     ``P(0, w) = p_mask p_S(w)``, ``P(w, w) += p_c p_S(w)``, ``P(x', w) += p_r p_S(w) / (T v)``.
     """
-    from ._moments import masked_density, topic_density
-
     loss = check_loss(loss)
     S = np.asarray(S, float)
     W = np.asarray(W, float)

@@ -21,9 +21,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._memory import check_alloc
-from ..models import check_models, is_general
-from ._general import _check_mk
-from ._moments import masked_density, topic_density, topic_sets
+from ..models import GeneralTopicModel, Masking, check_models
+from ._moments import _enumerate_sets, _masked_density, _set_mixture, _topic_density
 
 __all__ = ["PopulationContexts", "population_contexts"]
 
@@ -51,24 +50,23 @@ class PopulationContexts:
     Y: np.ndarray
 
 
-def population_contexts(tm, mk, *, mask_keys: bool = False) -> PopulationContexts:
+def population_contexts(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool = False) -> PopulationContexts:
     """Contexts, query groups and target weights of the exact population (see the module docstring).
 
-    A :class:`~theorycheck.models.GeneralTopicModel` (uniform-tau law) has the same contexts with
-    ``p_S = phi^T 1_S / tau`` and ``u = 1_W / n_words`` (SPEC §11.1): every density below dispatches.
+    Any topic model with the uniform-tau law: a :class:`~theorycheck.models.GeneralTopicModel` has
+    the same contexts with ``p_S = Phi^T 1_S / tau`` and ``u = 1_W / n_words`` (SPEC §11.1); the
+    densities dispatch on the model (:mod:`._moments`).
     """
-    if is_general(tm):  # SPEC §11.1
-        _check_mk(mk, "population_batch")
-    else:
-        check_models(tm, mk)
+    check_models(tm, mk, general=True)
     if not isinstance(mask_keys, (bool, np.bool_)):
         raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
     mk.require_masked_positions("population_batch")
-    sets = topic_sets(tm)
+    sets = _enumerate_sets(tm)
     n, V1, nw = len(sets), tm.V1, tm.n_words
     check_alloc("population contexts (topic sets x V1 x V1 targets)", (n, V1, V1))
-    P = np.stack([topic_density(tm, S) for S in sets])
-    K = P.copy() if mask_keys else np.stack([masked_density(tm, mk, S) for S in sets])
+    thetas = [_set_mixture(tm.T, S) for S in sets]
+    P = np.stack([_topic_density(tm, th) for th in thetas])
+    K = P.copy() if mask_keys else np.stack([_masked_density(tm, mk, th) for th in thetas])
     Y = np.zeros((n, V1, V1))
     Y[:, 0, :] = mk.p_mask * P
     Y[:, 1:, :] = (mk.p_r / nw) * P[:, None, :]

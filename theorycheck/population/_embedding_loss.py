@@ -8,8 +8,10 @@ linear map
     M = W^{dec} W^E \\quad\\text{(untied decoder)}, \\qquad
     M = (W^E)^T W^E = G \\quad\\text{(tied decoder, } W^{dec} = (W^E)^T),
 
-so the loss is exactly ``value_loss(M, tm, mk, b)`` plus the L2 term. The gradient is the chain
-rule on top of :func:`theorycheck.population.value_loss_grad` (``D = dL/dM``):
+so the loss is exactly ``value_loss(M, tm, mk, b)`` plus the L2 term, for any topic model: the
+model-specific work is the value loss of ``M``, dispatched on the model (the paper's model: block
+sums, SPEC §4.0; any :class:`~theorycheck.models.GeneralTopicModel`: the rank-T factors, SPEC §11.5).
+The gradient is the chain rule on top of :func:`theorycheck.population.value_loss_grad` (``D = dL/dM``):
 
 .. math::
     \\text{tied: } \\partial_{W^E} L = W^E (D + D^T) + 2\\lambda W^E, \\qquad
@@ -18,7 +20,8 @@ rule on top of :func:`theorycheck.population.value_loss_grad` (``D = dL/dM``):
 
 The regulariser is ``reg * ||W^E||_F^2`` (tied) or ``reg * (||W^E||_F^2 + ||W^dec||_F^2)``
 (untied), on the trained matrices (DESIGN.md conventions). Cost: one ``V1 x V1`` product
-``M`` (``O(V1^2 d)``) plus the ``O(V1^2)`` block-sum evaluation of ``value_loss_grad``.
+``M`` (``O(V1^2 d)``) plus the evaluation of ``value_loss_grad`` (``O(V1^2)`` block sums on the
+paper's model, ``O(V1^2 T)`` otherwise).
 ``_embedding_loss_ref`` is the independent dense-moment reference.
 """
 
@@ -31,10 +34,9 @@ import numpy as np
 from .._memory import check_alloc, resolve_max_bytes
 from .._threads import small_problem
 from .._validate import check_array, check_real
-from ..models import Masking, TopicModel, check_models, is_general
-from ._general_embedding import general_embedding_loss, general_embedding_loss_grad
+from ..models import GeneralTopicModel, Masking, TopicModel, check_models
 from ._moments import moments
-from ._value_loss import _VALUE_GRAD_ARRAYS, value_loss, value_loss_grad
+from ._value_loss import _grad_arrays, _value_loss, _value_loss_grad
 
 __all__ = ["embedding_loss", "embedding_loss_grad", "EmbeddingLossGrad", "effective_map"]
 
@@ -73,7 +75,8 @@ class EmbeddingLossGrad(NamedTuple):
 
 
 def _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes=None, n_dense=1):
-    check_models(tm, mk)
+    """The arguments of :func:`embedding_loss` besides the model types (checked by the caller) and the
+    ``n_dense`` dense ``V1 x V1`` arrays against ``max_bytes``."""
     if max_bytes is not None:
         resolve_max_bytes(max_bytes)
     mk.require_masked_positions("embedding_loss")
@@ -98,13 +101,18 @@ def _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes=None, n_dense=1):
     return W_E, W_dec, b, bool(tied), reg
 
 
+def _penalty(W_E, W_dec, tied: bool) -> float:
+    """``||W^E||_F^2`` (tied) or ``||W^E||_F^2 + ||W^dec||_F^2`` (untied)."""
+    return float(np.sum(W_E * W_E)) + (0.0 if tied else float(np.sum(W_dec * W_dec)))
+
+
 def effective_map(W_E, W_dec=None, *, tied: bool = True) -> np.ndarray:
     """``M = (W^E)^T W^E`` (tied) or ``M = W^dec W^E`` (untied); shape ``(V1, V1)``. No validation."""
     return W_E.T @ W_E if tied else W_dec @ W_E
 
 
 def embedding_loss(
-    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
+    W_E, tm: GeneralTopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
 ) -> float:
     """Exact population squared MLM loss of the embedding model (SPEC §4.0, §4.1).
 
@@ -117,7 +125,7 @@ def embedding_loss(
     ----------
     W_E : array_like, shape (d, V1)
         Token embeddings; column ``i`` is the embedding ``E_i`` of token ``i`` (0 = [MASK]).
-    tm, mk : TopicModel, Masking
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
         ``mk.p_m > 0``.
     W_dec : array_like, shape (V1, d), optional
         Untied decoder; required iff ``tied=False``.
@@ -137,18 +145,16 @@ def embedding_loss(
         Minimum ``1 - E||p||^2`` at ``reg = 0`` (if ``d`` is large enough, see
         :func:`theorycheck.solvers.min_embedding_dim`).
     """
-    if is_general(tm):  # SPEC §11.2
-        return general_embedding_loss(W_E, tm, mk, W_dec=W_dec, b=b, tied=tied, reg=reg, max_bytes=max_bytes)
+    check_models(tm, mk, general=True)
     W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes)
     M = effective_map(W_E, W_dec, tied=tied)
     with _kernel_threads(tm.V1):
-        loss = value_loss(M, tm, mk, b=b)
-    pen = float(np.sum(W_E * W_E)) + (0.0 if tied else float(np.sum(W_dec * W_dec)))
-    return loss + reg * pen
+        loss = _value_loss(tm, M, mk, b, 0.0)
+    return loss + reg * _penalty(W_E, W_dec, tied)
 
 
 def embedding_loss_grad(
-    W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
+    W_E, tm: GeneralTopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
 ) -> EmbeddingLossGrad:
     """Loss and gradients of :func:`embedding_loss` by the chain rule on ``value_loss_grad``.
 
@@ -166,21 +172,18 @@ def embedding_loss_grad(
         ``(loss, dW_E (d, V1), dW_dec (V1, d) or None, db (V1,))``. ``max_bytes`` as in
         :func:`embedding_loss` (here for ``M`` and the dense gradient arrays).
     """
-    if is_general(tm):  # SPEC §11.2
-        return general_embedding_loss_grad(W_E, tm, mk, W_dec=W_dec, b=b, tied=tied, reg=reg, max_bytes=max_bytes)
-    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes, n_dense=1 + _VALUE_GRAD_ARRAYS)
+    check_models(tm, mk, general=True)
+    W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes, n_dense=1 + _grad_arrays(tm))
     M = effective_map(W_E, W_dec, tied=tied)
     with _kernel_threads(tm.V1):
-        loss, D, db = value_loss_grad(M, tm, mk, b=b, max_bytes=max_bytes)
+        loss, D, db = _value_loss_grad(tm, M, mk, b, 0.0, max_bytes)
     if tied:
         dW_E = W_E @ (D + D.T) + 2.0 * reg * W_E
         dW_dec = None
-        pen = float(np.sum(W_E * W_E))
     else:
         dW_E = W_dec.T @ D + 2.0 * reg * W_E
         dW_dec = D @ W_E.T + 2.0 * reg * W_dec
-        pen = float(np.sum(W_E * W_E)) + float(np.sum(W_dec * W_dec))
-    return EmbeddingLossGrad(loss + reg * pen, dW_E, dW_dec, db)
+    return EmbeddingLossGrad(loss + reg * _penalty(W_E, W_dec, tied), dW_E, dW_dec, db)
 
 
 def _embedding_loss_ref(W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0):

@@ -1,31 +1,37 @@
-"""Infinite-document densities and exact second moments (SPEC §1.1, §2.1, §4.0).
+"""Infinite-document densities and exact second moments (SPEC §1.1, §2.1, §4.0, §11.1, §11.2, §11.5).
 
-In the limit N -> inf the empirical token distribution of a masked document with topic set
-``S`` is
+For any topic model (a :class:`~theorycheck.models.GeneralTopicModel`, topic-word matrix ``phi``,
+``Phi`` its ``(T, V1)`` token form with column 0 = 0) the limit N -> inf word law of a document with
+topic mixture ``theta`` is ``p_theta = Phi^T theta`` and that of its masked context is
 
-.. math::  m_S = a\\, p_S + r\\, u + q\\, e_0,
+.. math::  m_\\theta = a\\, p_\\theta + c, \\qquad c = r u + q e_0,\\quad u = 1_W / n
 
-with ``p_S = (1/(tau v)) sum_{t in S} 1_t``, ``u = 1_W/(T v)`` and ``(a, r, q)`` from
-:class:`~theorycheck.models.Masking`. The exact moments used by every uniform-attention loss are
-``Sigma = E[m_S m_S^T]`` and ``C = E[p_S m_S^T]`` (shape ``(V1, V1)``).
+(``(a, r, q)`` from :class:`~theorycheck.models.Masking`, ``n`` words). With ``mu = E[theta]`` and
+``M2 = E[theta theta^T]`` (:meth:`~theorycheck.models.GeneralTopicModel.theta_moments`), SPEC §11.2:
+
+.. math::
+    E[p] = \\Phi^T \\mu, \\quad E[p p^T] = \\Phi^T M_2 \\Phi, \\quad
+    C = a E[pp^T] + E[p] c^T, \\quad \\Sigma = a^2 E[pp^T] + a (E[p] c^T + c E[p]^T) + c c^T.
+
+Every formula is one ``functools.singledispatch`` function: the generic route (any model, SPEC
+§11.2) is the base, and the paper's :class:`~theorycheck.models.TopicModel` registers its closed
+form (SPEC §1.1, §4.0: ``p_S = (1/(tau v)) sum_{t in S} 1_t``, ``E[pp^T] = (s_same - s_diff) B +
+s_diff J``; no ``phi`` is materialised). The public functions validate their arguments once and
+call the dispatcher. :func:`stage1_factors` gives the rank-``rho`` factors ``Sigma = X X^T``,
+``C = Y X^T`` of SPEC §11.5 used by the generic value loss and the generic solvers.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+from typing import NamedTuple
+
 import numpy as np
 
 from .._memory import check_alloc
-from .._validate import check_choice
-from ..models import Masking, TopicModel, check_models, is_general
-from ._general import (
-    MAX_ENUMERATED_SETS,
-    general_expected_pp,
-    general_masked_density,
-    general_moments,
-    general_topic_density,
-    general_topic_sets,
-    topic_mixture,
-)
+from .._validate import check_array, check_choice, check_int
+from ..models import GeneralTopicModel, Masking, TopicModel, check_models
 
 __all__ = [
     "masked_density",
@@ -33,36 +39,143 @@ __all__ = [
     "topic_sets",
     "expected_pp",
     "moments",
+    "stage1_factors",
+    "Stage1Factors",
     "MAX_ENUMERATED_SETS",
 ]
+
+#: Largest number of topic sets :func:`topic_sets` materialises by default.
+MAX_ENUMERATED_SETS = 200_000
+
+#: Relative eigenvalue threshold of the rank-revealing factor of ``M2`` / ``Cov(theta)``.
+RANK_RTOL = 1e-12
 
 _ALTERNATIVE = (
     "the structured routes: value_loss / value_loss_grad (block sums, no moment matrix), "
     "optimal_value_matrix(method='closed-form') (a BlockValueMatrix) or alpha_beta_loss (closed form)"
 )
+_GENERIC_ALTERNATIVE = (
+    "value_loss / value_loss_grad (from the rank-T factors, no moment matrix) or "
+    "optimal_value_matrix(method='closed-form') (a factored matrix)"
+)
 
 
-def topic_density(tm: TopicModel, topics=None, *, theta=None) -> np.ndarray:
-    """Ground-truth word distribution of a document, shape ``(V1,)`` (entry 0 is 0).
+# ----------------------------------------------------------------------------- document laws
+def _check_topic_set(tm, topics) -> np.ndarray:
+    S = np.asarray(topics)
+    if S.ndim != 1 or S.size == 0:
+        raise ValueError(f"topics must be a non-empty 1-d sequence of topic indices, got shape {S.shape}")
+    if not np.issubdtype(S.dtype, np.integer):
+        if not np.all(np.isfinite(S)) or np.any(S != np.round(S)):
+            raise ValueError(f"topics must be integers in [0, {tm.T - 1}], got {topics!r}")
+        S = S.astype(np.int64)
+    if S.min() < 0 or S.max() >= tm.T:
+        raise ValueError(f"topics must be integers in [0, {tm.T - 1}], got {topics!r}")
+    if np.unique(S).size != S.size:
+        raise ValueError(f"topics must be distinct, got {topics!r}")
+    if tm.prior == "uniform-tau" and S.size != tm.tau:
+        raise ValueError(f"topics must contain exactly tau={tm.tau} topics, got {S.size}")
+    return S
 
-    Either a topic set ``topics`` (``p_S = (1/(|S| v)) sum_{t in S} 1_t``) or a topic mixture
-    ``theta`` (length T, non-negative, summing to 1; ``p_theta(w) = theta_{t(w)} / v``).
+
+def _set_mixture(T: int, S) -> np.ndarray:
+    """``theta = 1_S / |S|``, shape ``(T,)`` (``S`` trusted: distinct topic indices)."""
+    th = np.zeros(T)
+    th[S] = 1.0 / len(S)
+    return th
+
+
+def topic_mixture(tm, topics=None, theta=None) -> np.ndarray:
+    """The document's topic mixture, shape ``(T,)``: ``theta = 1_S / |S|`` for a topic set ``S``, or the given
+    ``theta`` validated (non-negative, summing to 1); exactly one of the two (SPEC §1.1, §11.1).
+    Only ``T``, ``tau`` and ``prior`` of the model are read."""
+    if (topics is None) == (theta is None):
+        raise ValueError("pass exactly one of topics (a topic set) or theta (a topic mixture)")
+    if theta is None:
+        return _set_mixture(tm.T, _check_topic_set(tm, topics))
+    th = check_array("theta", theta, shape=(tm.T,))
+    if np.any(th < 0) or abs(th.sum() - 1.0) > 1e-9:
+        raise ValueError("theta must be non-negative and sum to 1")
+    return th
+
+
+def _c_vector(tm, mk) -> np.ndarray:
+    """``c = r u + q e_0`` with ``u = 1_W / n`` (SPEC §11.1)."""
+    c = np.full(tm.V1, mk.r / tm.n_words)
+    c[0] = mk.q
+    return c
+
+
+def _enumerate_sets(tm, max_sets: int = MAX_ENUMERATED_SETS) -> np.ndarray:
+    """All ``tau``-subsets in lexicographic order (the body of :func:`topic_sets`; ``max_sets`` trusted)."""
+    if tm.prior != "uniform-tau":
+        raise ValueError("topic_sets needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)")
+    n = tm.n_topic_sets
+    if n > max_sets:
+        raise ValueError(
+            f"C(T={tm.T}, tau={tm.tau}) = {n} topic sets exceeds max_sets={max_sets}; "
+            "use a closed form or sample topic sets"
+        )
+    return np.array(list(itertools.combinations(range(tm.T), tm.tau)), dtype=np.int64).reshape(n, tm.tau)
+
+
+def topic_sets(tm: GeneralTopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.ndarray:
+    """All ``tau``-subsets of the topics in lexicographic order, shape ``(C(T, tau), tau)`` (uniform-tau law).
+
+    One route for every model (only ``T``, ``tau`` and the law are read). Raises ``ValueError`` if
+    there are more than ``max_sets`` of them.
     """
-    if is_general(tm):  # SPEC §11.2
-        return general_topic_density(tm, topics, theta=theta)
-    check_models(tm)
-    th = topic_mixture(tm, topics, theta)
+    check_models(tm, general=True)
+    return _enumerate_sets(tm, check_int("max_sets", max_sets, low=1))
+
+
+# ----------------------------------------------------------------------------- densities
+@functools.singledispatch
+def _topic_density(tm: GeneralTopicModel, th: np.ndarray) -> np.ndarray:
+    """Generic route (SPEC §11.1): ``p_theta = Phi^T theta``."""
+    return tm.word_density(th)
+
+
+@_topic_density.register
+def _(tm: TopicModel, th: np.ndarray) -> np.ndarray:
+    """Paper's model (SPEC §1.1): ``p_theta(w) = theta_{t(w)} / v``."""
     p = np.zeros(tm.V1)
     p[1:] = np.repeat(th / tm.v, tm.v)
     return p
 
 
-def masked_density(tm: TopicModel, mk: Masking, topics=None, *, theta=None) -> np.ndarray:
+def topic_density(tm: GeneralTopicModel, topics=None, *, theta=None) -> np.ndarray:
+    """Ground-truth word distribution of a document, shape ``(V1,)`` (entry 0 is 0; SPEC §1.1, §11.1).
+
+    Either a topic set ``topics`` (``p_S = Phi^T 1_S / |S|``; the paper's model:
+    ``(1/(|S| v)) sum_{t in S} 1_t``) or a topic mixture ``theta`` (length T, non-negative, summing
+    to 1; ``p_theta = Phi^T theta``).
+    """
+    check_models(tm, general=True)
+    return _topic_density(tm, topic_mixture(tm, topics, theta))
+
+
+@functools.singledispatch
+def _masked_density(tm: GeneralTopicModel, mk: Masking, th: np.ndarray) -> np.ndarray:
+    """Generic route (SPEC §11.1): ``m_theta = a p_theta + c``."""
+    return mk.a * _topic_density(tm, th) + _c_vector(tm, mk)
+
+
+@_masked_density.register
+def _(tm: TopicModel, mk: Masking, th: np.ndarray) -> np.ndarray:
+    """Paper's model (SPEC §2.1): ``a p_S`` plus ``r / (T v)`` on the words and ``q`` on [MASK]."""
+    m = mk.a * _topic_density(tm, th)
+    m[1:] += mk.r / tm.n_words
+    m[0] += mk.q
+    return m
+
+
+def masked_density(tm: GeneralTopicModel, mk: Masking, topics=None, *, theta=None) -> np.ndarray:
     """Limit empirical token distribution of a masked document, ``m_S = a p_S + r u + q e_0``.
 
     Parameters
     ----------
-    tm, mk : TopicModel, Masking
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
     topics : sequence of int, optional
         The document's topic set ``S`` (0-based topic indices, ``|S| = tau``).
     theta : array_like, shape (T,), optional
@@ -71,38 +184,25 @@ def masked_density(tm: TopicModel, mk: Masking, topics=None, *, theta=None) -> n
     Returns
     -------
     m : ndarray, shape (V1,)
-        Non-negative, sums to 1, ``m[0] = q``. SPEC §2.1.
+        Non-negative, sums to 1, ``m[0] = q``. SPEC §2.1, §11.1.
     """
-    if is_general(tm):  # SPEC §11.2
-        return general_masked_density(tm, mk, topics, theta=theta)
-    check_models(tm, mk)
-    p = topic_density(tm, topics, theta=theta)
-    m = mk.a * p
-    m[1:] += mk.r / tm.n_words
-    m[0] += mk.q
-    return m
+    check_models(tm, mk, general=True)
+    return _masked_density(tm, mk, topic_mixture(tm, topics, theta))
 
 
-def topic_sets(tm: TopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) -> np.ndarray:
-    """All ``tau``-subsets of the topics in lexicographic order, shape ``(C(T, tau), tau)``.
+# ----------------------------------------------------------------------------- second moments
+@functools.singledispatch
+def _expected_pp(tm: GeneralTopicModel, max_bytes) -> np.ndarray:
+    """Generic route (SPEC §11.2): ``E[p p^T] = Phi^T M2 Phi``, O(T n^2)."""
+    check_alloc("expected_pp", (tm.V1, tm.V1), max_bytes=max_bytes, alternative=_GENERIC_ALTERNATIVE)
+    _, M2 = tm.theta_moments()
+    Phi = tm.topic_token_matrix()
+    return (Phi.T @ M2) @ Phi
 
-    Raises ``ValueError`` if there are more than ``max_sets`` of them.
-    """
-    if not is_general(tm):  # the enumeration reads only T, tau and the law (SPEC §11.2 for a general model)
-        check_models(tm)
-    return general_topic_sets(tm, max_sets=max_sets)
 
-
-def expected_pp(tm: TopicModel, *, max_bytes=None) -> np.ndarray:
-    """``E[p p^T]`` over the document law, shape ``(V1, V1)`` (closed form, SPEC §1.1).
-
-    ``E[p p^T] = (s_same - s_diff) B + s_diff J`` with ``B`` the within-topic all-ones blocks and
-    ``J`` the all-ones matrix on words (see :meth:`TopicModel.pair_moments`). The one dense array is
-    checked against ``max_bytes`` first (:func:`theorycheck._memory.check_alloc`).
-    """
-    if is_general(tm):  # SPEC §11.2
-        return general_expected_pp(tm, max_bytes=max_bytes)
-    check_models(tm)
+@_expected_pp.register
+def _(tm: TopicModel, max_bytes) -> np.ndarray:
+    """Paper's model (SPEC §1.1): ``(s_same - s_diff) B + s_diff J`` written block by block."""
     check_alloc("expected_pp", (tm.V1, tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
     s_same, s_diff = tm.pair_moments()
     out = np.zeros((tm.V1, tm.V1))
@@ -114,38 +214,51 @@ def expected_pp(tm: TopicModel, *, max_bytes=None) -> np.ndarray:
     return out
 
 
-def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form", max_bytes=None):
-    """Exact moments ``(Sigma, C) = (E[m_S m_S^T], E[p_S m_S^T])``, each ``(V1, V1)``.
+def expected_pp(tm: GeneralTopicModel, *, max_bytes=None) -> np.ndarray:
+    """``E[p p^T]`` over the document law, shape ``(V1, V1)`` (SPEC §1.1, §11.2).
 
-    Closed form (SPEC §4.0), with ``c = r u + q e_0``:
-
-    .. math::
-        C = a E[p p^T] + u c^T,\\qquad
-        \\Sigma = a^2 E[p p^T] + a (u c^T + c u^T) + c c^T.
-
-    Parameters
-    ----------
-    method : {"closed-form", "enumerate"}
-        ``"enumerate"`` averages over every ``tau``-subset (uniform-tau prior only, at most
-        :data:`MAX_ENUMERATED_SETS` sets); it is the independent check of the closed form.
-    max_bytes : int, optional
-        Memory limit for the two dense ``V1 x V1`` results (plus the ``C(T, tau) x V1`` topic-set
-        matrices of ``"enumerate"``); default ``$THEORYCHECK_MAX_BYTES`` or half the available
-        memory. Above it a ``ValueError`` names the structured alternatives.
-
-    Notes
-    -----
-    The structured solvers never call it: ``value_loss`` works from block sums and
-    ``optimal_value_matrix(method="closed-form")`` returns a ``BlockValueMatrix``.
+    Any model: ``Phi^T M2 Phi``; the paper's model: ``E[p p^T] = (s_same - s_diff) B + s_diff J``
+    with ``B`` the within-topic all-ones blocks and ``J`` the all-ones matrix on words (see
+    :meth:`TopicModel.pair_moments`). The one dense array is checked against ``max_bytes`` first
+    (:func:`theorycheck._memory.check_alloc`).
     """
-    if is_general(tm):  # SPEC §11.2
-        return general_moments(tm, mk, method=method, max_bytes=max_bytes)
-    check_models(tm, mk)
-    check_choice("method", method, ("closed-form", "enumerate"))
+    check_models(tm, general=True)
+    return _expected_pp(tm, max_bytes)
+
+
+@functools.singledispatch
+def _moments(tm: GeneralTopicModel, mk: Masking, method: str, max_bytes):
+    """Generic route (SPEC §11.2, §11.5).
+
+    ``"closed-form"``: since ``1^T theta = 1``, ``m = Phi_tilde^T theta`` with ``Phi_tilde = a Phi + 1 c^T``,
+    so ``Sigma = Phi_tilde^T M2 Phi_tilde`` and ``C = Phi^T M2 Phi_tilde`` (two ``(V1 x T)(T x V1)``
+    products, no ``V1 x V1`` temporaries). ``"enumerate"``: the average of ``m_S m_S^T`` and
+    ``p_S m_S^T`` over every ``tau``-subset ``S`` (uniform-tau law only), the independent check.
+    """
+    check_alloc("moments: Sigma and C", (2, tm.V1, tm.V1), max_bytes=max_bytes, alternative=_GENERIC_ALTERNATIVE)
+    a, c = mk.a, _c_vector(tm, mk)
+    if method == "enumerate":
+        sets = _enumerate_sets(tm)
+        check_alloc("moments(method='enumerate')", (2, len(sets), tm.V1), max_bytes=max_bytes,
+                    alternative=_GENERIC_ALTERNATIVE)  # fmt: skip
+        theta = np.zeros((len(sets), tm.T))
+        np.put_along_axis(theta, sets, 1.0 / tm.tau, axis=1)
+        P = tm.word_density(theta)
+        M = a * P + c
+        return M.T @ M / len(sets), P.T @ M / len(sets)
+    _, M2 = tm.theta_moments()
+    Phi = tm.topic_token_matrix()
+    Phi_t = a * Phi + c[None, :]
+    return (Phi_t.T @ M2) @ Phi_t, (Phi.T @ M2) @ Phi_t
+
+
+@_moments.register
+def _(tm: TopicModel, mk: Masking, method: str, max_bytes):
+    """Paper's model (SPEC §4.0): the closed form block by block, or the enumeration of the topic sets."""
     check_alloc("moments: Sigma and C", (2, tm.V1, tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
     if method == "closed-form":
         return _moments_closed_form(tm, mk, max_bytes)
-    sets = topic_sets(tm)
+    sets = _enumerate_sets(tm)
     check_alloc("moments(method='enumerate')", (2, len(sets), tm.V1), max_bytes=max_bytes, alternative=_ALTERNATIVE)
     a, r, q = mk.a, mk.r, mk.q
     P = np.zeros((len(sets), tm.V1))
@@ -159,7 +272,7 @@ def moments(tm: TopicModel, mk: Masking, *, method: str = "closed-form", max_byt
     return M.T @ M / n, P.T @ M / n
 
 
-def _moments_closed_form(tm, mk, max_bytes):
+def _moments_closed_form(tm: TopicModel, mk: Masking, max_bytes):
     """The closed form of :func:`moments` with the two results as the only ``V1 x V1`` arrays.
 
     ``u = 1_W / (T v)`` and ``c = r u + q e_0`` take one value on the words, so every rank-one term
@@ -171,7 +284,7 @@ def _moments_closed_form(tm, mk, max_bytes):
     cw = r * uw  # c on a word; c[0] = q
     c = np.full(tm.V1, cw)
     c[0] = q
-    Sigma = expected_pp(tm, max_bytes=max_bytes)
+    Sigma = _expected_pp(tm, max_bytes)
     C = a * Sigma
     C[1:, :] += uw * c  # u c^T (row 0 of u c^T is zero)
     Sigma *= a * a
@@ -183,3 +296,82 @@ def _moments_closed_form(tm, mk, max_bytes):
     Sigma[1:, 0] += cw * q
     Sigma[1:, 1:] += cw * cw
     return Sigma, C
+
+
+def moments(tm: GeneralTopicModel, mk: Masking, *, method: str = "closed-form", max_bytes=None):
+    """Exact moments ``(Sigma, C) = (E[m_S m_S^T], E[p_S m_S^T])``, each ``(V1, V1)`` (SPEC §4.0, §11.2).
+
+    Closed form, with ``c = r u + q e_0``:
+
+    .. math::
+        C = a E[p p^T] + E[p] c^T,\\qquad
+        \\Sigma = a^2 E[p p^T] + a (E[p] c^T + c E[p]^T) + c c^T
+
+    (the paper's model: ``E[p] = u``, SPEC §4.0, block by block; any model: SPEC §11.2, from
+    ``E[theta theta^T]`` in O(T n^2)).
+
+    Parameters
+    ----------
+    method : {"closed-form", "enumerate"}
+        ``"enumerate"`` averages over every ``tau``-subset (uniform-tau prior only, at most
+        :data:`MAX_ENUMERATED_SETS` sets); it is the independent check of the closed form.
+    max_bytes : int, optional
+        Memory limit for the two dense ``V1 x V1`` results (plus the ``C(T, tau) x V1`` topic-set
+        matrices of ``"enumerate"``); default ``$THEORYCHECK_MAX_BYTES`` or half the available
+        memory. Above it a ``ValueError`` names the structured alternatives.
+
+    Notes
+    -----
+    The structured solvers never call it: ``value_loss`` works from block sums (or the rank-T
+    factors of :func:`stage1_factors`) and ``optimal_value_matrix(method="closed-form")`` returns a
+    structured matrix.
+    """
+    check_models(tm, mk, general=True)
+    check_choice("method", method, ("closed-form", "enumerate"))
+    return _moments(tm, mk, method, max_bytes)
+
+
+# ----------------------------------------------------------------------------- rank factors (SPEC §11.5)
+class Stage1Factors(NamedTuple):
+    """Rank-``rho`` factors of the moments (SPEC §11.5): ``Sigma = X X^T``, ``C = Y X^T``.
+
+    Attributes
+    ----------
+    X, Y : ndarray, shape (V1, rho)
+        ``X = Phi_tilde^T L``, ``Y = Phi^T L`` with ``M2 = L L^T`` (``Phi_tilde = a Phi + 1 c^T``).
+    L : ndarray, shape (T, rho)
+    Ep, Em : ndarray, shape (V1,)
+        ``E[p]`` and ``E[m] = a E[p] + c``.
+    """
+
+    X: np.ndarray
+    Y: np.ndarray
+    L: np.ndarray
+    Ep: np.ndarray
+    Em: np.ndarray
+
+
+def _psd_factor(M: np.ndarray, ref: float = 0.0) -> np.ndarray:
+    """``L`` with ``M = L L^T`` over the eigenvalues above ``RANK_RTOL * max(lambda_max(M), ref)``
+    (rank-revealing). ``ref``: the scale of the arrays ``M`` was computed from, e.g. ``||M2||`` for
+    ``Cov(theta) = M2 - mu mu^T``, whose round-off (``~ eps ||M2||``) is no direction of the data even
+    when it is all there is (a single topic law: ``Cov(theta) = 0`` exactly)."""
+    lam, U = np.linalg.eigh((M + M.T) / 2)
+    top = max(float(lam.max()) if lam.size else 0.0, ref)
+    keep = lam > RANK_RTOL * top if top > 0 else np.zeros(lam.shape, dtype=bool)
+    return U[:, keep] * np.sqrt(lam[keep])
+
+
+def stage1_factors(g: GeneralTopicModel, mk: Masking, *, centred: bool = False) -> Stage1Factors:
+    """The factors of SPEC §11.5 in O(n T^2) for any model (no validation: internal callers pass checked models).
+
+    ``centred=True`` factors ``Cov(theta)`` instead of ``M2`` (then ``X X^T = Sigma - E[m] E[m]^T``,
+    ``Y X^T = C - E[p] E[m]^T``, the free-bias problem).
+    """
+    mu, M2 = g.theta_moments()
+    L = _psd_factor(M2 - np.outer(mu, mu), ref=float(np.linalg.norm(M2, 2))) if centred else _psd_factor(M2)
+    Phi = g.topic_token_matrix()
+    Y = Phi.T @ L
+    X = mk.a * Y + np.outer(_c_vector(g, mk), L.sum(axis=0))
+    Ep = g.word_density(mu)
+    return Stage1Factors(X, Y, L, Ep, mk.a * Ep + _c_vector(g, mk))

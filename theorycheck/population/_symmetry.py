@@ -43,7 +43,8 @@ from scipy.special import logsumexp, softmax
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
 from ..models import Masking, TopicModel, check_models, require_symmetric, token_topic
-from ._moments import masked_density, topic_density
+from ._alpha_beta import _stage1_constants
+from ._moments import _masked_density, _set_mixture, _topic_density
 
 __all__ = ["symmetric_attention_loss", "alpha_beta_symmetric_loss", "alpha_beta_score_row", "block_value_apply"]
 
@@ -64,6 +65,14 @@ def _query_term(x, score_row, value_apply, logm, p, b, tm, mk, loss):
     if loss == "squared":  # sum_w P(w) ||o - e_w||^2 = mass ||o||^2 - 2 P.o + mass
         return mass * float(o @ o) - 2.0 * float(P @ o) + mass
     return mass * float(logsumexp(o)) - float(P @ o)
+
+
+def _check_symmetric(tm, mk):
+    """The model arguments of the symmetric route: the paper's model, uniform-tau law, ``p_m > 0``."""
+    check_models(tm, mk)
+    if tm.prior != "uniform-tau":
+        raise ValueError("symmetric_attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
+    mk.require_masked_positions("symmetric_attention_loss")
 
 
 def symmetric_attention_loss(
@@ -95,22 +104,24 @@ def symmetric_attention_loss(
     require_symmetric(
         tm, "symmetric_attention_loss", "attention_loss(S, W, g, mk) or attention_loss_estimate(S, W, g, mk)"
     )
-    check_models(tm, mk)
-    if tm.prior != "uniform-tau":
-        raise ValueError("symmetric_attention_loss needs prior='uniform-tau' (it averages over tau-topic sets)")
-    mk.require_masked_positions("symmetric_attention_loss")
+    _check_symmetric(tm, mk)
     loss = check_loss(loss)
     if not isinstance(mask_keys, (bool, np.bool_)):
         raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
-    check_alloc("symmetric_attention_loss", (_VECTORS, tm.V1), max_bytes=max_bytes)
     bvec = np.zeros(tm.V1) if b is None else np.asarray(b, dtype=np.float64)
     if bvec.shape != (tm.V1,) or not np.all(np.isfinite(bvec)):
         raise ValueError(f"b must be a finite vector of shape ({tm.V1},), got shape {bvec.shape}")
     if np.ptp(bvec[1:]) > 0.0:
         raise ValueError("b must be equal on all words (topic-permutation invariant)")
-    S0 = np.arange(tm.tau)
-    p = topic_density(tm, S0)
-    m = p if mask_keys else masked_density(tm, mk, S0)
+    return _symmetric_loss(score_row, value_apply, tm, mk, bvec, mask_keys, loss, max_bytes)
+
+
+def _symmetric_loss(score_row, value_apply, tm, mk, bvec, mask_keys, loss, max_bytes) -> float:
+    """The body of :func:`symmetric_attention_loss` (arguments trusted; ``bvec`` the bias vector)."""
+    check_alloc("symmetric_attention_loss", (_VECTORS, tm.V1), max_bytes=max_bytes)
+    th = _set_mixture(tm.T, np.arange(tm.tau))
+    p = _topic_density(tm, th)
+    m = p if mask_keys else _masked_density(tm, mk, th)
     with np.errstate(divide="ignore"):
         logm = np.log(m)
     args = (score_row, value_apply, logm, p, bvec, tm, mk, loss)
@@ -175,16 +186,15 @@ def alpha_beta_symmetric_loss(
     require_symmetric(
         tm, "alpha_beta_symmetric_loss", "attention_loss(S, W, g, mk) or analysis.landscape.alpha_beta_grid(g, mk)"
     )
+    _check_symmetric(tm, mk)
+    loss = check_loss(loss)
     check_choice("value", value, ("block", "identity"))
     if value == "identity":
         apply = _identity_apply
     else:
-        from ._alpha_beta import stage1_block_constants
-
-        A, B0, gamma = stage1_block_constants(tm, mk) if constants is None else constants
+        A, B0, gamma = _stage1_constants(tm, mk) if constants is None else constants
         if not all(math.isfinite(float(c)) for c in (A, B0, gamma)):
             raise ValueError(f"constants must be three finite numbers (A, B0, gamma), got {constants!r}")
         apply = block_value_apply(tm, float(A), float(B0), float(gamma))
-    return symmetric_attention_loss(
-        alpha_beta_score_row(alpha, beta, tm), apply, tm, mk, loss=loss, max_bytes=max_bytes
-    )
+    row = alpha_beta_score_row(alpha, beta, tm)
+    return _symmetric_loss(row, apply, tm, mk, np.zeros(tm.V1), False, loss, max_bytes)

@@ -1,45 +1,58 @@
-"""Exact uniform-attention squared MLM loss and its gradient (SPEC §4.0, §4.2).
+"""Exact uniform-attention squared MLM loss and its gradient (SPEC §4.0, §4.2, §11.2, §11.5).
 
 With frozen uniform attention, one-hot embeddings and ``W^dec = I`` every output column is
-``W m_S + b`` in the limit N -> inf, and the target ``x ~ p_S`` is independent of ``m_S``:
+``W m + b`` in the limit N -> inf, and the target ``x ~ p`` is independent of ``m``:
 
 .. math::
-    L(W, b) = E_S E_{x \\sim p_S} \\| W m_S + b - e_x \\|^2 + \\lambda \\|W\\|_F^2
-            = tr(W \\Sigma W^T) - 2 tr(W C^T) + 2 b^T W \\mu + \\|b\\|^2 - 2 u^T b + 1
-              + \\lambda \\|W\\|_F^2,
+    L(W, b) = E E_{x \\sim p} \\| W m + b - e_x \\|^2 + \\lambda \\|W\\|_F^2
+            = tr(W \\Sigma W^T) - 2 tr(W C^T) + 2 b^T W E[m] + \\|b\\|^2 - 2 E[p]^T b + 1
+              + \\lambda \\|W\\|_F^2.
 
-``mu = E[m_S] = a u + c``, ``c = r u + q e_0``. Because ``E[p p^T] = d B + s J``
-(``d = s_same - s_diff``, ``s = s_diff``), every term only needs the topic-block column sums
-``Y = W [1_1 ... 1_T]`` (shape ``(V1, T)``) and the [MASK] column ``W e_0``:
+Two routes, one dispatcher per formula (``functools.singledispatch`` on the model):
 
-.. math::
-    tr(W E[pp^T] W^T) = d \\|Y\\|_F^2 + s \\|Y 1_T\\|^2, \\qquad
-    tr(W E[pp^T]) = d \\sum_t 1_t^T Y_{:,t} + s\\, 1_W^T Y 1_T.
+- any :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.5): from the rank-``rho`` factors
+  ``Sigma = X X^T``, ``C = Y X^T`` (:func:`~theorycheck.population._moments.stage1_factors`),
+  ``L = ||W X||_F^2 - 2 <W X, Y> + 1 + 2 b^T W E[m] + ||b||^2 - 2 b^T E[p] + lambda ||W||_F^2``
+  in ``O(V1^2 T)``;
+- the paper's :class:`~theorycheck.models.TopicModel` (SPEC §4.0, §4.2): ``E[p] = u``,
+  ``E[m] = a u + c``, ``c = r u + q e_0``, and ``E[p p^T] = d B + s J``
+  (``d = s_same - s_diff``, ``s = s_diff``), so every term only needs the topic-block column sums
+  ``Y = W [1_1 ... 1_T]`` (shape ``(V1, T)``) and the [MASK] column ``W e_0``:
 
-So the loss costs one pass over ``W`` (a Numba kernel, parallel over rows) plus ``O(V1 T)``
-work; no ``V1 x V1`` moment matrix is formed. ``_value_loss_ref`` is the plain dense-moment
-formula kept as the independent numpy reference.
+  .. math::
+      tr(W E[pp^T] W^T) = d \\|Y\\|_F^2 + s \\|Y 1_T\\|^2, \\qquad
+      tr(W E[pp^T]) = d \\sum_t 1_t^T Y_{:,t} + s\\, 1_W^T Y 1_T,
+
+  one pass over ``W`` (a Numba kernel, parallel over rows) plus ``O(V1 T)`` work.
+
+No ``V1 x V1`` moment matrix is formed. ``_value_loss_ref`` (paper's model) and
+``_value_loss_dense_ref`` (any model) are the plain dense-moment formulas kept as independent
+references.
 """
 
 from __future__ import annotations
+
+import functools
 
 import numba
 import numpy as np
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_real
-from ..models import Masking, TopicModel, check_models, is_general
-from ._general import general_value_loss, general_value_loss_grad
-from ._moments import moments
+from ..models import GeneralTopicModel, Masking, TopicModel, check_models
+from ._moments import _moments, moments, stage1_factors
 
-__all__ = ["value_loss", "value_loss_grad"]
+__all__ = ["value_loss", "value_loss_grad", "min_value_loss"]
 
 
 #: Below this many entries of W the serial kernel is used (thread start-up dominates).
 PARALLEL_MIN_ENTRIES = 1_000_000
 
-#: ``V1 x V1`` arrays :func:`value_loss_grad` allocates (``W Sigma``, ``C``, ``dW`` and a temporary).
+#: ``V1 x V1`` arrays :func:`value_loss_grad` allocates on the paper's model (``W Sigma``, ``C``, ``dW`` and a
+#: temporary).
 _VALUE_GRAD_ARRAYS = 4
+#: ``V1 x V1`` arrays of the generic route (``dW`` and a temporary).
+_GENERIC_GRAD_ARRAYS = 2
 
 
 def _block_sums_impl(W, T, v):
@@ -73,7 +86,7 @@ def _block_sums_nb(W, T, v):
 
 
 def _validate(W, tm, mk, b, reg):
-    check_models(tm, mk)
+    """The arguments of :func:`value_loss` besides the model types (checked by the caller)."""
     mk.require_masked_positions("value_loss")
     W = check_array("W", W, shape=(tm.V1, tm.V1))
     b = None if b is None else check_array("b", b, shape=(tm.V1,))
@@ -101,50 +114,58 @@ def _loss_from_sums(Y, sqF, W0, b, tm, mk, reg):
     return loss
 
 
-def value_loss(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0) -> float:
-    """Exact population squared MLM loss under uniform attention (SPEC §4.0).
+# ----------------------------------------------------------------------------- generic route (SPEC §11.5)
+def _loss_from_products(WX, WEm, W_sq, F, b, reg) -> float:
+    """The generic loss (module docstring) from ``W X``, ``W E[m]`` and ``||W||_F^2``."""
+    loss = float(np.sum(WX * WX)) - 2.0 * float(np.sum(WX * F.Y)) + 1.0 + reg * W_sq
+    if b is not None:
+        loss += 2.0 * float(b @ WEm) + float(b @ b) - 2.0 * float(b @ F.Ep)
+    return loss
 
-    Parameters
-    ----------
-    W : array_like, shape (V1, V1)
-        Effective linear map (``W^V`` with one-hot embeddings and identity decoder).
-    tm, mk : TopicModel, Masking
-        ``mk.p_m`` must be > 0.
-    b : array_like, shape (V1,), optional
-        Decoder bias (absent if ``None``).
-    reg : float
-        L2 coefficient ``lambda >= 0`` on ``||W||_F^2``.
 
-    Returns
-    -------
-    float
-        ``L(W, b) = E_S E_{x~p_S} ||W m_S + b - e_x||^2 + reg ||W||_F^2``; minimum
-        ``1 - E||p||^2`` at ``reg = 0``. Cost: one pass over W.
-    """
-    if is_general(tm):  # SPEC §11.2
-        return general_value_loss(W, tm, mk, b=b, reg=reg)
-    W, b, reg = _validate(W, tm, mk, b, reg)
+@functools.singledispatch
+def _value_loss(tm: GeneralTopicModel, W, mk: Masking, b, reg) -> float:
+    """Generic route (SPEC §11.2, §11.5): O(V1^2 T) from the rank-``rho`` factors."""
+    F = stage1_factors(tm, mk)
+    return _loss_from_products(W @ F.X, W @ F.Em, float(np.sum(W * W)), F, b, reg)
+
+
+@functools.singledispatch
+def _value_loss_grad(tm: GeneralTopicModel, W, mk: Masking, b, reg, max_bytes):
+    """Generic route (SPEC §11.5): ``dL/dW = 2 (W X - Y) X^T + 2 b E[m]^T + 2 reg W``,
+    ``dL/db = 2 (W E[m] + b - E[p])``."""
+    check_alloc("value_loss_grad: dense gradient", (_GENERIC_GRAD_ARRAYS, tm.V1, tm.V1), max_bytes=max_bytes,
+                alternative="value_loss (no gradient) or optimal_value_matrix(method='closed-form')")  # fmt: skip
+    F = stage1_factors(tm, mk)
+    WX, WEm = W @ F.X, W @ F.Em
+    loss = _loss_from_products(WX, WEm, float(np.sum(W * W)), F, b, reg)
+    bb = np.zeros(tm.V1) if b is None else b
+    dW = 2.0 * (WX - F.Y) @ F.X.T + 2.0 * np.outer(bb, F.Em) + 2.0 * reg * W
+    return loss, dW, 2.0 * (WEm + bb - F.Ep)
+
+
+@functools.singledispatch
+def _grad_arrays(tm: GeneralTopicModel) -> int:
+    """``V1 x V1`` arrays :func:`_value_loss_grad` allocates (the generic route)."""
+    return _GENERIC_GRAD_ARRAYS
+
+
+@_grad_arrays.register
+def _(tm: TopicModel) -> int:
+    return _VALUE_GRAD_ARRAYS
+
+
+# ----------------------------------------------------------------------------- paper's model (SPEC §4.0, §4.2)
+@_value_loss.register
+def _(tm: TopicModel, W, mk: Masking, b, reg) -> float:
+    """Paper's model: one pass over ``W`` (block sums, Numba) plus ``O(V1 T)`` work."""
     Y, sqF = _block_sums_nb(W, tm.T, tm.v)
     return _loss_from_sums(Y, sqF, W[:, 0].copy(), b, tm, mk, reg)
 
 
-def value_loss_grad(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0, *, max_bytes=None):
-    """Loss and gradient ``(L, dL/dW, dL/db)`` of :func:`value_loss` (SPEC §4.0, §4.2).
-
-    .. math::
-        \\partial_W L = 2 W \\Sigma - 2 C + 2 b \\mu^T + 2 \\lambda W, \\qquad
-        \\partial_b L = 2 (W \\mu + b - u),
-
-    evaluated through the block structure of ``Sigma`` and ``C`` in ``O(V1^2)`` without forming
-    them. ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``). The dense gradient
-    arrays are checked against ``max_bytes`` first (default ``$THEORYCHECK_MAX_BYTES`` or half the
-    available memory).
-    """
-    if is_general(tm):  # SPEC §11.2
-        return general_value_loss_grad(W, tm, mk, b=b, reg=reg, max_bytes=max_bytes)
-    W, b, reg = _validate(W, tm, mk, b, reg)
-    if max_bytes is not None:
-        resolve_max_bytes(max_bytes)
+@_value_loss_grad.register
+def _(tm: TopicModel, W, mk: Masking, b, reg, max_bytes):
+    """Paper's model: the gradient through the block structure of ``Sigma`` and ``C`` in ``O(V1^2)``."""
     check_alloc("value_loss_grad: dense gradient", (_VALUE_GRAD_ARRAYS, tm.V1, tm.V1), max_bytes=max_bytes,
                 alternative="value_loss (no gradient, one pass over W) or optimal_value_matrix(method='closed-form') "
                 "(the optimum as a BlockValueMatrix)")  # fmt: skip
@@ -184,6 +205,62 @@ def value_loss_grad(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0, *,
     return loss, dW, db
 
 
+# ----------------------------------------------------------------------------- public
+def value_loss(W, tm: GeneralTopicModel, mk: Masking, b=None, reg: float = 0.0) -> float:
+    """Exact population squared MLM loss under uniform attention (SPEC §4.0, §11.2).
+
+    Parameters
+    ----------
+    W : array_like, shape (V1, V1)
+        Effective linear map (``W^V`` with one-hot embeddings and identity decoder).
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+        ``mk.p_m`` must be > 0.
+    b : array_like, shape (V1,), optional
+        Decoder bias (absent if ``None``).
+    reg : float
+        L2 coefficient ``lambda >= 0`` on ``||W||_F^2``.
+
+    Returns
+    -------
+    float
+        ``L(W, b) = E E_{x~p} ||W m + b - e_x||^2 + reg ||W||_F^2``; minimum :func:`min_value_loss`
+        (the paper's model: ``1 - E||p||^2``) at ``reg = 0``. Cost: one pass over W (the paper's
+        model), ``O(V1^2 T)`` (any model).
+    """
+    check_models(tm, mk, general=True)
+    W, b, reg = _validate(W, tm, mk, b, reg)
+    return _value_loss(tm, W, mk, b, reg)
+
+
+def value_loss_grad(W, tm: GeneralTopicModel, mk: Masking, b=None, reg: float = 0.0, *, max_bytes=None):
+    """Loss and gradient ``(L, dL/dW, dL/db)`` of :func:`value_loss` (SPEC §4.0, §4.2, §11.5).
+
+    .. math::
+        \\partial_W L = 2 W \\Sigma - 2 C + 2 b E[m]^T + 2 \\lambda W, \\qquad
+        \\partial_b L = 2 (W E[m] + b - E[p]),
+
+    evaluated without forming ``Sigma`` and ``C`` (block structure on the paper's model, ``O(V1^2)``;
+    rank-T factors on any model, ``O(V1^2 T)``). ``dL/db`` is returned even when ``b is None`` (then
+    at ``b = 0``). The dense gradient arrays are checked against ``max_bytes`` first (default
+    ``$THEORYCHECK_MAX_BYTES`` or half the available memory).
+    """
+    check_models(tm, mk, general=True)
+    W, b, reg = _validate(W, tm, mk, b, reg)
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    return _value_loss_grad(tm, W, mk, b, reg, max_bytes)
+
+
+def min_value_loss(g: GeneralTopicModel, mk: Masking) -> float:
+    """Minimum of the unregularised loss for any model (SPEC §11.3, §11.5): ``1 - tr(Phi^T M2 Phi)`` for
+    ``a > 0``, else ``1 - ||E[p]||^2`` (constant context ``m = c``). No validation (internal callers)."""
+    mu, M2 = g.theta_moments()
+    if mk.a > 0.0:
+        return 1.0 - float(np.sum(M2 * (g.phi @ g.phi.T)))
+    Ep = g.phi.T @ mu
+    return 1.0 - float(Ep @ Ep)
+
+
 def _value_loss_ref(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0) -> float:
     """Numpy reference: ``tr(W Sigma W^T) - 2 tr(W C^T) + ... `` with dense exact moments."""
     Sigma, C = moments(tm, mk)
@@ -197,3 +274,14 @@ def _value_loss_ref(W, tm: TopicModel, mk: Masking, b=None, reg: float = 0.0) ->
         mu[0] += mk.q
         loss += 2 * b @ W @ mu + b @ b - 2 * u @ b
     return float(loss)
+
+
+def _value_loss_dense_ref(W, g: GeneralTopicModel, mk: Masking, b=None, reg: float = 0.0) -> float:
+    """Dense reference for any model from the moment matrices: ``tr(W Sigma W^T) - 2 <W, C> + ...``."""
+    Sigma, C = _moments.dispatch(GeneralTopicModel)(g, mk, "closed-form", None)  # the generic route
+    W = np.asarray(W, dtype=float)
+    loss = float(np.sum((W @ Sigma) * W) - 2.0 * np.sum(W * C) + 1.0 + reg * np.sum(W * W))
+    if b is not None:
+        F = stage1_factors(g, mk)
+        loss += float(2.0 * b @ W @ F.Em + b @ b - 2.0 * b @ F.Ep)
+    return loss

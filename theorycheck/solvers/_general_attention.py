@@ -30,7 +30,8 @@ from scipy import optimize
 from .._memory import check_alloc
 from .._validate import check_array, check_choice, check_int, check_loss, check_real
 from ..models import Masking, is_general
-from ..population._general_attention import general_attention_loss, general_attention_loss_grad
+from ..population._attention_loss import attention_loss as general_attention_loss
+from ..population._attention_loss import attention_loss_grad as general_attention_loss_grad
 from ._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, check_contract
 from ._certify import certify as certify_residuals
 from ._result import SolveResult

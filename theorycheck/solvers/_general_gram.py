@@ -28,7 +28,9 @@ import numpy as np
 from .._memory import check_alloc
 from .._validate import check_int, check_real
 from ..models import Masking
-from ..population._general import general_moments, min_value_loss, stage1_factors
+from ..population._moments import moments as general_moments
+from ..population._moments import stage1_factors
+from ..population._value_loss import min_value_loss
 from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
 from ._general import LowRankMatrix
 from ._result import SolveResult
