@@ -410,8 +410,7 @@ TABLE = [
 #: carry one built elsewhere (each with the reason and where it is exercised)
 NOT_MODEL_TAKERS = {
     "solvers.MinimiserViolation": "g is the fitted vector of the symmetric identities, not a model",
-    "nn.ProbeContext": "a record the Trainer builds; a general run builds it with GeneralReferences "
-    "(tests/test_general_training.py)",
+    "nn.ProbeContext": "a record the Trainer builds, for any model (tests/test_general_training.py)",
     "nn.probes.ProbeContext": "as nn.ProbeContext",
     "models.check_models": "the symmetric-only validator itself (its message names the general alternatives)",
     "models.require_symmetric": "the refusal helper itself",
@@ -576,13 +575,17 @@ def _general_probe_context():
     return tr, probes.ProbeContext(0, 1.0, 0.01, True, cfg, tr.tm, tr.mk, tr.stream, tr.refs)
 
 
-def test_layout_probes_refuse_a_general_run_and_the_trainer_uses_its_own():
-    """The built-in probes read the (T, v) layout (``cfg.data.v``, 10 by default for a general model):
-    on a general run they refuse instead of classifying every word into topic 0; the Trainer probes a
-    general model with its dominant-topic probes, none of which is a layout probe."""
+def test_probes_run_on_a_general_run_by_dominant_topics():
+    """The built-in probes read topics from ``ctx.tm.token_topics()`` (dominant topics for a general
+    model, SPEC §11.1), never the (T, v) layout of ``cfg.data.v``; the Trainer uses them for every model."""
     tr, ctx = _general_probe_context()
+    labels = tr.tm.token_topics()
+    assert tr.probes == list(probes.DEFAULT_PROBES)
     for name in LAYOUT_PROBES:
-        with pytest.raises(TypeError, match=rf"probes\.{name} needs the paper's symmetric TopicModel.*nn\.Trainer"):
-            getattr(probes, name)(tr.model, ctx)
-        assert getattr(probes, name) not in tr.probes
+        rec = getattr(probes, name)(tr.model, ctx)
+        assert all(k.split("_")[0] in ("block", "attn", "topic", "dist") for k in rec), (name, rec)
+    S = tr.model.score_matrix()
+    assert probes.effective_K(tr.model, ctx) == {
+        "topic_attention_ratio_median": float(np.median(ts.topic_attention_ratio(S, labels)))
+    }
     assert probes.norms(tr.model, ctx)["norm_W_V"] >= 0.0

@@ -1,9 +1,12 @@
 """Topic statistics of learned objects (embeddings, value matrices, attention).
 
 Two blocks: embedding statistics (SPEC §4.1) and training statistics (attention classes,
-block scores, two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a
-:class:`~theorycheck.models.TopicModel`) and
-return small dataclasses or arrays. No optimisation happens here.
+two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a
+:class:`~theorycheck.models.TopicModel`) and return small dataclasses or arrays. No optimisation
+happens here. The block score / contrast and the effective ``K`` of a token matrix live, for any
+topic labelling, in :mod:`theorycheck.analysis.topic_structure` (their one home); this module
+lists them under their historical names ``stats.block_score``, ``stats.block_contrast``,
+``stats.effective_K``.
 """
 
 from __future__ import annotations
@@ -11,10 +14,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .._validate import check_array, check_int, check_real
 from ..models import TopicModel, check_models, require_symmetric, token_topic
+from .topic_structure import block_contrast, block_score, effective_K
 
 __all__: list[str] = []
 
@@ -52,7 +55,14 @@ class EmbeddingTopicStats:
         return asdict(self)
 
 
+#: what to use instead of the layout-based embedding statistics for a general model (SPEC §11.6)
+_ANY_MODEL = "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)"
+
+
 def _check_embedding(W_E, tm, where):
+    """Entry validation of the symmetric-only embedding statistics (their pair counts and block
+    layout are the paper's equal disjoint topics)."""
+    require_symmetric(tm, where, _ANY_MODEL)
     check_models(tm)
     W_E = check_array("W_E", W_E, ndim=2)
     if W_E.shape[1] != tm.V1 or W_E.shape[0] < 1:
@@ -95,11 +105,6 @@ def embedding_topic_stats(W_E, tm: TopicModel) -> EmbeddingTopicStats:
         ``T < 2`` or ``v < 2`` (a pair class would be empty), a zero word embedding (cosine
         undefined), wrong shape or non-finite entries.
     """
-    require_symmetric(
-        tm,
-        "embedding_topic_stats",
-        "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)",
-    )
     W_E = _check_embedding(W_E, tm, "embedding_topic_stats")
     T, v = tm.T, tm.v
     if T < 2 or v < 2:
@@ -137,10 +142,10 @@ def topic_block_sums(W_E, tm: TopicModel) -> np.ndarray:
 
     Computed as ``W_E^T (W_E [1_1 .. 1_T])`` in ``O(d V1 T)`` without forming the Gram matrix.
     """
-    require_symmetric(
-        tm, "topic_block_sums", "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)"
-    )
-    W_E = _check_embedding(W_E, tm, "topic_block_sums")
+    return _topic_block_sums(_check_embedding(W_E, tm, "topic_block_sums"), tm)
+
+
+def _topic_block_sums(W_E, tm):
     topic_vecs = W_E[:, 1:].reshape(W_E.shape[0], tm.T, tm.v).sum(axis=2)  # (d, T)
     return W_E.T @ topic_vecs
 
@@ -159,15 +164,10 @@ def own_minus_other_block_sums(W_E, tm: TopicModel) -> np.ndarray:
     ValueError
         ``T < 2`` (no other topic), wrong shape or non-finite entries.
     """
-    require_symmetric(
-        tm,
-        "own_minus_other_block_sums",
-        "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)",
-    )
     W_E = _check_embedding(W_E, tm, "own_minus_other_block_sums")
     if tm.T < 2:
         raise ValueError(f"own_minus_other_block_sums needs T >= 2 (an other topic), got T={tm.T}")
-    Y = topic_block_sums(W_E, tm)[1:]  # (Tv, T)
+    Y = _topic_block_sums(W_E, tm)[1:]  # (Tv, T)
     own_topic = tm.topic_of(np.arange(1, tm.V1))
     own = Y[np.arange(tm.n_words), own_topic]
     mask = np.ones_like(Y, dtype=bool)
@@ -259,48 +259,6 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
     return out
 
 
-def _word_blocks(M, v: int):
-    M = np.asarray(M, dtype=float)
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or (M.shape[0] - 1) % v:
-        raise ValueError(f"M must be a (T v + 1, T v + 1) token matrix with v={v}, got shape {M.shape}")
-    Wd = M[1:, 1:]
-    top = token_topic(np.arange(1, Wd.shape[0] + 1), v)
-    same = top[:, None] == top[None, :]
-    return Wd, same
-
-
-def block_contrast(M, v: int) -> float:
-    """Mean same-topic minus mean different-topic entry of the word-word block of ``M``.
-
-    ``M`` is a token-indexed ``(V1, V1)`` matrix (``W^V``, an embedding Gram ``W_E^T W_E``,
-    a score matrix); row/column 0 ([MASK]) are ignored. The stage-1 optimum has contrast
-    ``A - B0 = 1/(a v)`` (SPEC §4.2). ``NaN`` if there is a single topic.
-    """
-    Wd, same = _word_blocks(M, v)
-    if same.all():
-        return float("nan")
-    return float(Wd[same].mean() - Wd[~same].mean())
-
-
-def block_score(M, v: int) -> float:
-    """Fraction of the variance of the word-word block explained by a two-valued block pattern.
-
-    .. math:: R^2 = 1 - \\frac{\\| M_W - P(M_W) \\|_F^2}{\\| M_W - \\bar m \\|_F^2},
-
-    ``P`` replaces every entry by the mean of its class (same topic / different topic).
-    1 for an exactly block-constant matrix (e.g. the min-norm stage-1 ``W^V``), about 0 without
-    topic structure. ``NaN`` for a constant block.
-    """
-    Wd, same = _word_blocks(M, v)
-    if same.all():
-        return float("nan")
-    P = np.where(same, Wd[same].mean(), Wd[~same].mean())
-    tot = float(np.sum((Wd - Wd.mean()) ** 2))
-    if tot == 0.0:
-        return float("nan")
-    return 1.0 - float(np.sum((Wd - P) ** 2)) / tot
-
-
 def relative_distance(X, ref) -> float:
     """``||X - ref||_F / ||ref||_F`` (``||X||_F`` if ``ref = 0``)."""
     X = np.asarray(X, dtype=float)
@@ -310,25 +268,6 @@ def relative_distance(X, ref) -> float:
     nr = float(np.linalg.norm(ref))
     d = float(np.linalg.norm(X - ref))
     return d / nr if nr > 0 else d
-
-
-def effective_K(S, v: int) -> np.ndarray:
-    """Per-word aggregate same-topic attention weight of a token score matrix ``S[a, b]``.
-
-    .. math::
-        K_{eff}(a) = \\frac{\\sum_{b \\in t(a)} e^{S[a,b]}}{\\mathrm{mean}_{b \\notin t(a), b \\ne 0}\\, e^{S[a,b]}},
-
-    which equals ``K = e^alpha + (v-1) e^beta`` for the (alpha, beta) family of SPEC §4.3.
-    Returns one value per word ``a = 1 .. T v`` (log-sum-exp, so large scores stay finite).
-    """
-    S = np.asarray(S, dtype=float)
-    Wd, same = _word_blocks(S, v)
-    if same.all():
-        raise ValueError("effective_K needs at least two topics")
-    log_in = logsumexp(np.where(same, Wd, -np.inf), axis=1)
-    n_out = (~same).sum(axis=1)
-    log_out = logsumexp(np.where(~same, Wd, -np.inf), axis=1) - np.log(n_out)
-    return np.exp(np.minimum(log_in - log_out, 700.0))  # saturate instead of overflowing
 
 
 @dataclass
