@@ -199,3 +199,27 @@ def test_token_labels_and_errors():
     with pytest.raises(ValueError, match="square"):
         block_contrast(np.ones((5, 4)), 2)
     assert np.isnan(block_contrast(np.ones((5, 5)), 4))  # a single topic
+
+
+@settings(max_examples=30)
+@given(st.integers(2, 4), st.integers(2, 4), st.integers(1, 5), st.integers(0, 2**16), st.booleans())
+def test_embedding_gap_is_the_gram_gap(T, v, d, seed, general):
+    """embedding_topic_stats (per-topic sums of the embedding, no Gram) equals the gap of
+    matrix_topic_stats on the Gram W_E^T W_E over off-diagonal pairs, for the paper's model and a
+    general one (dominant topics); topic_block_sums equals the Gram's row sums per topic."""
+    rng = np.random.default_rng(seed)
+    tm = tc.TopicModel(T=T, v=v, tau=1)
+    g = GeneralTopicModel(rng.dirichlet(np.ones(T * v), size=T), tau=1) if general else tm
+    W = rng.standard_normal((d, g.V1))
+    G = W.T @ W
+    z = g.dominant_topic()
+    if len(set(z.tolist())) < 2 or np.bincount(z).max() < 2:
+        return
+    e = stats.embedding_topic_stats(W, g)
+    s = matrix_topic_stats(G, g)
+    scale = float(np.abs(G).max())
+    assert e.gap_dot == pytest.approx(s.gap, rel=1e-12, abs=1e-12 * scale)
+    assert e.same_topic_dot == pytest.approx(s.same_mean, rel=1e-12, abs=1e-12 * scale)
+    Y = stats.topic_block_sums(W, g)
+    brute = np.stack([G[:, 1:][:, z == t].sum(axis=1) for t in range(g.T)], axis=1)
+    np.testing.assert_allclose(Y, brute, rtol=1e-12, atol=1e-12 * scale)
