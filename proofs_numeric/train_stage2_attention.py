@@ -19,7 +19,8 @@ import numpy as np
 from hypothesis import strategies as st
 
 from proofs_numeric._empirical import JUDGED_SEEDS
-from theorycheck.analysis.stats import attention_class_averages, effective_K
+from theorycheck.analysis.stats import attention_class_averages
+from theorycheck.analysis.topic_structure import effective_K
 from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
 from theorycheck.report.claims import Claim, by_seed, compare_greater
 from theorycheck.sampling import sample_documents

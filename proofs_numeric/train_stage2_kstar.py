@@ -3,7 +3,7 @@ with W^V frozen at the stage-1 optimum, training W^K, W^Q from a small random in
 ``stage2-population``: T = v = 10, tau = 3, squared loss, d_a = V1, entries N(0, 0.1^2), Adam
 lr 0.05, 400 steps, seed 0) approaches the optimum of :func:`theorycheck.solvers.optimal_attention`:
 
-1. the median effective same-topic weight ``K_eff`` (:func:`theorycheck.analysis.stats.effective_K`) of
+1. the median effective same-topic weight ``K_eff`` (:func:`theorycheck.analysis.topic_structure.effective_K`) of
    the trained scores is within ``K_rtol`` (calibrated below: 8%) of ``K*`` (measured 72.5 against K* = 70.05);
 2. the exact population loss is at most ``L* + 1e-6``. It is in fact *below* ``L*`` (0.9617266 <
    0.9617702): unrestricted scores may also raise the [MASK]-key score, which the (alpha, beta)

@@ -69,6 +69,15 @@ def _set_or_theta(m):
     return {"theta": np.arange(1.0, m.T + 1) / (m.T * (m.T + 1) / 2)}
 
 
+def _or_empty_class(call):
+    """``call()``, or ``None`` when a pair class is empty (v = 1: no same-topic pair of distinct words)."""
+    try:
+        return call()
+    except ValueError as exc:
+        assert "class is empty" in str(exc)
+        return None
+
+
 def _flat(x) -> list:
     """Numbers of a result, in a fixed order (arrays, scalars, tuples, dataclasses, SolveResult)."""
     if isinstance(x, S.SolveResult):
@@ -363,16 +372,16 @@ TABLE = [
         lambda m, mk: ts.attention_preference_terms(_ZERO(m), m, mk),
         _check_preference_terms,
     ),
-    _refuses(
+    _same(
         "analysis.stats.embedding_topic_stats",
-        lambda m, mk: stats.embedding_topic_stats(_WE(m), m),
-        "matrix_topic_stats",
+        lambda m, mk: _or_empty_class(lambda: stats.embedding_topic_stats(_WE(m), m)),
+        status="fixed",
     ),
-    _refuses("analysis.stats.topic_block_sums", lambda m, mk: stats.topic_block_sums(_WE(m), m), "matrix_topic_stats"),
-    _refuses(
+    _same("analysis.stats.topic_block_sums", lambda m, mk: stats.topic_block_sums(_WE(m), m), status="fixed"),
+    _same(
         "analysis.stats.own_minus_other_block_sums",
         lambda m, mk: stats.own_minus_other_block_sums(_WE(m), m),
-        "matrix_topic_stats",
+        status="fixed",
     ),
     _refuses("analysis.dynamics.stage2_onset", lambda m, mk: dynamics.stage2_onset(m, mk), "attention_loss_grad"),
     _refuses("analysis.dynamics.topic_contrast_basis", lambda m, mk: dynamics.topic_contrast_basis(m), "word_topics"),
@@ -410,8 +419,7 @@ TABLE = [
 #: carry one built elsewhere (each with the reason and where it is exercised)
 NOT_MODEL_TAKERS = {
     "solvers.MinimiserViolation": "g is the fitted vector of the symmetric identities, not a model",
-    "nn.ProbeContext": "a record the Trainer builds; a general run builds it with GeneralReferences "
-    "(tests/test_general_training.py)",
+    "nn.ProbeContext": "a record the Trainer builds, for any model (tests/test_general_training.py)",
     "nn.probes.ProbeContext": "as nn.ProbeContext",
     "models.check_models": "the symmetric-only validator itself (its message names the general alternatives)",
     "models.require_symmetric": "the refusal helper itself",
@@ -576,13 +584,17 @@ def _general_probe_context():
     return tr, probes.ProbeContext(0, 1.0, 0.01, True, cfg, tr.tm, tr.mk, tr.stream, tr.refs)
 
 
-def test_layout_probes_refuse_a_general_run_and_the_trainer_uses_its_own():
-    """The built-in probes read the (T, v) layout (``cfg.data.v``, 10 by default for a general model):
-    on a general run they refuse instead of classifying every word into topic 0; the Trainer probes a
-    general model with its dominant-topic probes, none of which is a layout probe."""
+def test_probes_run_on_a_general_run_by_dominant_topics():
+    """The built-in probes read topics from ``ctx.tm.token_topics()`` (dominant topics for a general
+    model, SPEC §11.1), never the (T, v) layout of ``cfg.data.v``; the Trainer uses them for every model."""
     tr, ctx = _general_probe_context()
+    labels = tr.tm.token_topics()
+    assert tr.probes == list(probes.DEFAULT_PROBES)
     for name in LAYOUT_PROBES:
-        with pytest.raises(TypeError, match=rf"probes\.{name} needs the paper's symmetric TopicModel.*nn\.Trainer"):
-            getattr(probes, name)(tr.model, ctx)
-        assert getattr(probes, name) not in tr.probes
+        rec = getattr(probes, name)(tr.model, ctx)
+        assert all(k.split("_")[0] in ("block", "attn", "topic", "dist") for k in rec), (name, rec)
+    S = tr.model.score_matrix()
+    assert probes.effective_K(tr.model, ctx) == {
+        "topic_attention_ratio_median": float(np.median(ts.topic_attention_ratio(S, labels)))
+    }
     assert probes.norms(tr.model, ctx)["norm_W_V"] >= 0.0

@@ -13,6 +13,7 @@ import pytest
 
 import theorycheck as tc
 from theorycheck import cli
+from theorycheck.analysis import landscape
 from theorycheck.analysis.landscape import alpha_beta_grid, family_scores, finite_n_gap, write_landscape
 from theorycheck.models import GeneralTopicModel as G
 from theorycheck.population import alpha_beta_loss, attention_loss
@@ -208,3 +209,17 @@ def test_cli_train_stage1_preset_on_a_small_general_model(tmp_path, capsys):
     assert row["lr"]["lr"] < row["lr"]["stable_lr"] < 40.0 == row["lr"]["preset_lr"]
     assert json.loads((out / "config.json").read_text())["optim"]["lr"] == row["lr"]["lr"]
     assert row["final"]["dist_W_V_opt"] < 1e-6  # geometric convergence: 1e-7 after 60 steps
+
+
+@pytest.mark.parametrize("T,v,tau", [(3, 2, 1), (4, 3, 2), (3, 3, 3)])
+@pytest.mark.parametrize("mask_keys", [False, True])
+def test_finite_n_exact_loss_fast_path_equals_the_generic_route(T, v, tau, mask_keys):
+    """finite_n_gap's N -> inf loss: the paper model's route (exact, no sampling) and the generic route
+    on the same model agree to 1e-12 relative (the uniform-tau law: both are exact sums over topic sets)."""
+    tm = tc.TopicModel(T=T, v=v, tau=tau)
+    rng = np.random.default_rng(T * 10 + v)
+    S, W = rng.standard_normal((tm.V1, tm.V1)), rng.standard_normal((tm.V1, tm.V1))
+    fast = landscape._exact_loss(tm, S, W, MK, mask_keys, 0)
+    generic = landscape._exact_loss.dispatch(G)(tm, S, W, MK, mask_keys, 0)
+    assert fast == pytest.approx(generic, rel=1e-12)
+    assert landscape._exact_loss(G.from_topic_model(tm), S, W, MK, mask_keys, 0) == pytest.approx(fast, rel=1e-12)

@@ -5,8 +5,9 @@ import pytest
 
 import theorycheck as tc
 from theorycheck.analysis import stats
+from theorycheck.models import GeneralTopicModel
 from theorycheck.nn import DEFAULT_PROBES, DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
-from theorycheck.nn.probes import kq_norm, stage1_reference
+from theorycheck.nn.probes import ProbeContext, _score_summary, kq_norm, stage1_reference
 from theorycheck.population import moments
 
 
@@ -66,3 +67,23 @@ def test_value_distance_probe_reads_the_stage1_reference():
     tr = Trainer(cfg, progress=False)
     rec = tr.metrics(0, 0.0, 1.0, full=False)
     assert rec["dist_W_V_opt"] == pytest.approx(1.0, rel=1e-14)  # W = 0: distance ||0 - W*|| / ||W*|| = 1
+
+
+def test_probes_on_the_paper_model_and_its_general_copy():
+    """One probe set for every model: on the paper's model and on the same model as a plain
+    GeneralTopicModel the block and attention-class statistics are equal (equal labels); the score
+    summary is K_eff_median for the paper's model (fast path, with K*) and the topic attention
+    ratio K_eff / v for the general copy (generic route)."""
+    tr = _trainer()
+    tr.run()
+    m, tm = tr.model, tr.tm
+    g = GeneralTopicModel.from_topic_model(tm)
+    ctx = ProbeContext(3, 1.0, 0.1, True, tr.cfg, tm, tr.mk, tr.stream, tr.refs)
+    ctx_g = ProbeContext(3, 1.0, 0.1, True, tr.cfg, g, tr.mk, tr.stream, tr.refs)
+    for probe in DEFAULT_PROBES:
+        if probe.__name__ in ("value_structure", "embedding_structure", "attention_classes"):
+            assert probe(m, ctx) == probe(m, ctx_g), probe.__name__
+    S = m.score_matrix()
+    fast = _score_summary(tm, S, tm.token_topics(), tr.refs)
+    generic = _score_summary.dispatch(GeneralTopicModel)(tm, S, tm.token_topics(), tr.refs)
+    assert fast["K_eff_median"] / tm.v == pytest.approx(generic["topic_attention_ratio_median"], rel=1e-12)

@@ -126,6 +126,19 @@ def test_invariant_under_topic_and_word_permutation(g, seed):
     assert np.allclose(matrix_topic_stats(M[np.ix_(P, P)], g, topics=z[P])[:5], base[:5], atol=1e-12)
 
 
+@settings(max_examples=20)
+@given(paper_models(), st.integers(0, 2**16), st.booleans())
+def test_paper_model_equals_its_general_copy(models, seed, diag):
+    """Any model is accepted: the paper's TopicModel gives the statistics of its general copy
+    (``GeneralTopicModel.from_topic_model``), bit for bit (one route; the labels are equal)."""
+    tm, mk = models
+    g = GeneralTopicModel.from_topic_model(tm)
+    M = np.random.default_rng(seed).standard_normal((tm.V1, tm.V1))
+    assert matrix_topic_stats(M, tm, include_diagonal=diag) == matrix_topic_stats(M, g, include_diagonal=diag)
+    if mk.p_c + mk.p_r > 0 and 2 <= tm.tau < tm.T:
+        assert attention_preference(M, tm, mk) == attention_preference(M, g, mk)
+
+
 @pytest.mark.parametrize("make", [lambda n: np.full((n, n), 2.5), lambda n: 3.0 * np.eye(n) - 0.7])
 def test_structureless_matrix_scores_zero(make):
     g = GeneralTopicModel.overlapping(3, 3, eps=0.3, tau=2)
@@ -158,7 +171,7 @@ def test_errors_name_the_parameter():
     with pytest.raises(ValueError, match="topics"):
         matrix_topic_stats(np.eye(4), GeneralTopicModel.unequal([1, 1, 1], tau=1))  # singletons, no diagonal
     with pytest.raises(TypeError, match="GeneralTopicModel"):
-        matrix_topic_stats(M, tc.TopicModel(T=3, v=2, tau=1))
+        matrix_topic_stats(M, "not a model")
     with pytest.raises(ValueError, match="M"):
         matrix_topic_stats(np.full((g.V1, g.V1), np.nan), g)
     with pytest.raises(ValueError, match="p_c \\+ p_r"):

@@ -16,10 +16,9 @@ Subpackages: :mod:`~theorycheck.population` (N -> inf objects), :mod:`~theoryche
 
 from . import analysis, models, population, solvers
 from ._validate import TheorycheckWarning
+from ._version import __version__
 from .analysis import dynamics, landscape, stats
 from .models import GeneralTopicModel, Masking, TopicModel
-
-__version__ = "0.1.0"
 
 __all__ = [
     "TopicModel",

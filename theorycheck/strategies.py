@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import assume
 from hypothesis import strategies as st
 
 from ._validate import check_int, check_prob
@@ -142,8 +143,6 @@ def maskings(
         p_c = draw(st.floats(0.0, cap, allow_nan=False))
         p_r = draw(st.floats(0.0, cap - p_c, allow_nan=False))
         mk = Masking(p_m=p_m, p_c=p_c, p_r=min(p_r, 1.0 - p_c))
-        from hypothesis import assume
-
         assume(mk.a >= 0.05)
         return mk
 
@@ -382,8 +381,6 @@ def masking_grid_params(
 
     @st.composite
     def build(draw):
-        from hypothesis import assume
-
         m = draw(st.integers(lo, hi))
         c = draw(st.integers(0, n))
         r = draw(st.integers(0, n - c))

@@ -49,6 +49,9 @@ import numpy as np
 
 from .._validate import check_choice, check_loss, check_real
 from ..models import Masking, TopicModel, check_models, require_symmetric
+from ..population import attention_loss_grad
+from ..population._alpha_beta import _block_loss_logK
+from ..solvers import optimal_value_matrix
 
 __all__ = ["Stage2Onset", "stage2_onset", "topic_contrast_basis"]
 
@@ -128,9 +131,6 @@ def topic_contrast_basis(tm: TopicModel) -> np.ndarray:
 
 def _sigma_closed_form(tm, mk) -> float:
     """``sigma_max = -L'(log K = log v) / (v (T - 1))`` at the min-norm block ``W^V`` (module docstring)."""
-    from ..population._alpha_beta import _block_loss_logK, _check
-
-    _check(tm, mk)
     if tm.tau in (1, tm.T):
         # tau = T: one document law, the min-norm W^V is rank one and G = 0; tau = 1: L'(v) = 0
         # exactly (K* = v, SPEC §6 item 16), the formula leaves ~1e-17 of round-off.
@@ -146,11 +146,7 @@ def _dense_modes(tm, mk, W_V, loss, mask_keys):
 
     Returns ``(sigma_max, multiplicity, G, singular_values, U, Vt, topic_alignment)``.
     """
-    from ..population._attention_loss import attention_loss_grad
-
     if W_V is None:
-        from ..solvers._value import optimal_value_matrix
-
         W_V = optimal_value_matrix(tm, mk).x
     W_V = np.asarray(W_V, dtype=float)
     if W_V.shape != (tm.V1, tm.V1):
@@ -225,6 +221,7 @@ def stage2_onset(
                 "method='closed-form' is the squared-loss block optimum: W_V, loss='ce' and "
                 "mask_keys need method='dense'"
             )
+        mk.require_informative("the (alpha, beta) attention loss")
         sigma = _sigma_closed_form(tm, mk)
         mult = tm.T - 1 if sigma > 0 else 0
         G = s = U = Vt = align = None

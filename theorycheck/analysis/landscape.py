@@ -23,14 +23,22 @@ derived before submission), so every executor returns the serial result bit for 
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import NamedTuple
 
 import numpy as np
+from tqdm.auto import tqdm
 
+from .._dask import resolve_executor
+from .._io import atomic_directory, prepare_output_dir, write_json
 from .._validate import check_choice, check_int, check_loss, check_real
-from ..models import GeneralTopicModel, Masking, TopicModel, is_general, require_symmetric
+from ..models import GeneralTopicModel, Masking, TopicModel, check_models, require_symmetric
+from ..montecarlo import mc_attention_loss
+from ..population import attention_loss
 from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
+from ..report import plots
+from ..solvers import cotopic_matrix, optimal_attention, stage1_value_matrix
 
 __all__ = [
     "LandscapeGrid",
@@ -100,12 +108,21 @@ def alpha_beta_grid(
     ``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: ``"squared"`` or ``"ce"``. A general model:
     the exact loss of ``S = alpha I_w + beta G`` at every point (:func:`general_grid`, SPEC §11.4).
     """
+    check_models(tm, mk, general=True)
     check_choice("value", value, VALUES)
     loss = check_loss(loss)
-    A = _axis("alpha", alpha)
-    B = _axis("beta", beta)
-    if is_general(tm):
-        return general_grid(tm, mk, value, A, B, loss)
+    return _grid(tm, mk, value, _axis("alpha", alpha), _axis("beta", beta), loss)
+
+
+@functools.singledispatch
+def _grid(tm: GeneralTopicModel, mk, value, A, B, loss) -> LandscapeGrid:
+    """Generic route: the exact loss at every point (:func:`general_grid`, SPEC §11.4)."""
+    return general_grid(tm, mk, value, A, B, loss)
+
+
+@_grid.register
+def _(tm: TopicModel, mk, value, A, B, loss) -> LandscapeGrid:
+    """The paper's model: the SPEC §4.3 closed form, vectorised over the grid."""
     L = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, value, loss=loss))
     return LandscapeGrid(A, B, L, value)
 
@@ -122,8 +139,6 @@ def family_scores(alpha: float, beta: float, G: np.ndarray) -> np.ndarray:
 def general_value_matrix(g, mk: Masking, value: str) -> np.ndarray:
     """Frozen ``W^V`` of a general landscape: ``"block"`` the min-norm stage-1 ``C Sigma^+`` (SPEC §11.3,
     :func:`theorycheck.solvers.stage1_value_matrix`), ``"identity"`` the identity on words (``W_00 = 0``)."""
-    from ..solvers import stage1_value_matrix
-
     if value == "block":
         return stage1_value_matrix(g, mk)
     W = np.eye(g.V1)
@@ -136,9 +151,6 @@ def general_grid(g, mk: Masking, value: str, alpha, beta, loss: str = "squared")
     similarity (:func:`theorycheck.solvers.cotopic_matrix`), ``W^V`` from :func:`general_value_matrix`,
     :func:`theorycheck.population.attention_loss` per point (Dirichlet: over one fixed sample of theta,
     seed 0, common to every point)."""
-    from ..population import attention_loss
-    from ..solvers import cotopic_matrix
-
     W, G = general_value_matrix(g, mk, value), cotopic_matrix(g)
     kw = {"loss": loss} if g.prior == "uniform-tau" else {"loss": loss, "seed": 0}
     L = np.array([[attention_loss(family_scores(a, b, G), W, g, mk, **kw) for b in beta] for a in alpha])
@@ -168,8 +180,6 @@ def growth_configs(*, v: int = 10, T_max: int = 100000, ratio: int = 10):
 
 
 def _sweep_one(job):
-    from ..solvers._attention import optimal_attention
-
     (T, v, tau), mkd, value = job
     tm = TopicModel(T=T, v=v, tau=tau)
     mk = Masking(**mkd)
@@ -227,20 +237,14 @@ def asymptotic_sweep(
 def _map(fn, jobs, executor, client, desc) -> list:
     """``[fn(j) for j in jobs]`` in order, on ``executor``/``client`` (serial if both are ``None``);
     a progress bar named ``desc`` unless it is ``None``."""
-    from .._dask import resolve_executor
-
     with resolve_executor(executor, client) as ex:
         it = map(fn, jobs) if ex is None else ex.map(fn, jobs)
         if desc is not None:
-            from tqdm.auto import tqdm
-
             it = tqdm(it, total=len(jobs), desc=desc)
         return list(it)
 
 
 def _gap_one(job):
-    from ..montecarlo import mc_attention_loss
-
     S, W, tmd, mkd, N, n_docs, seed, mask_keys = job
     tm = GeneralTopicModel.from_dict(tmd) if "phi" in tmd else TopicModel(**tmd)
     mk = Masking(**mkd)
@@ -272,12 +276,10 @@ def finite_n_gap(
     :func:`asymptotic_sweep`. A general model (SPEC §11.4): the exact loss of the general path
     (Dirichlet: over sampled theta, seed ``seed``) and documents from its ``phi``.
     """
-    from ..population._attention_loss import attention_loss
-
+    check_models(tm, mk, general=True)
     Ns = [check_int("N", n, low=2) for n in Ns]
     n_docs = check_int("n_docs", n_docs, low=2)
-    kw = {"seed": seed} if is_general(tm) and tm.prior == "dirichlet" else {}
-    exact = attention_loss(S, W, tm, mk, mask_keys=mask_keys, **kw)
+    exact = _exact_loss(tm, S, W, mk, mask_keys, seed)
     seeds = np.random.SeedSequence(seed).spawn(len(Ns))
     S = np.asarray(S, float)
     W = np.asarray(W, float)
@@ -288,6 +290,19 @@ def finite_n_gap(
     mc = np.array([r[0] for r in res])
     se = np.array([r[1] for r in res])
     return dict(N=np.array(Ns), mc=mc, stderr=se, gap=mc - exact, exact=exact)
+
+
+@functools.singledispatch
+def _exact_loss(tm: GeneralTopicModel, S, W, mk, mask_keys, seed) -> float:
+    """The N -> inf loss of :func:`finite_n_gap`: the general path (Dirichlet: over theta sampled with ``seed``)."""
+    kw = {"seed": seed} if tm.prior == "dirichlet" else {}
+    return attention_loss(S, W, tm, mk, mask_keys=mask_keys, **kw)
+
+
+@_exact_loss.register
+def _(tm: TopicModel, S, W, mk, mask_keys, seed) -> float:
+    """The paper's model: exact for either prior (no sampling)."""
+    return attention_loss(S, W, tm, mk, mask_keys=mask_keys)
 
 
 def write_landscape(
@@ -320,14 +335,12 @@ def write_landscape(
     on the grid's edge) and the solver's family optimum under ``solver``; the figure marks the solver's
     optimum. ``sweep`` is for the paper's model only.
     """
-    from .._io import prepare_output_dir
-
-    general = is_general(tm)
-    n_grid = check_int("n_grid", (GENERAL_N_GRID if general else 201) if n_grid is None else n_grid, low=2, high=5000)
-    if general and sweep is not None:
+    check_models(tm, mk, general=True)
+    build, default_n_grid = _landscape_route(tm)
+    n_grid = check_int("n_grid", default_n_grid if n_grid is None else n_grid, low=2, high=5000)
+    if build is _general_landscape and sweep is not None:
         raise ValueError("sweep is for the paper's model (TopicModel); drop it for a GeneralTopicModel")
     prepare_output_dir(out, force=force)  # before any work
-    build = _general_landscape if general else _symmetric_landscape
     arrays, fig_kw, info = build(tm, mk, value, n_grid, alpha, beta, loss)
     _write_landscape_files(out, force, command, arrays, fig_kw, info, sweep, value, mk)
     return info
@@ -344,8 +357,6 @@ def _grid_axes(a0, b0, n_grid, alpha, beta):
 
 def _symmetric_landscape(tm, mk, value, n_grid, alpha, beta, loss):
     """Arrays, figure arguments and optimum record of the paper's model (SPEC §4.3 closed forms)."""
-    from ..solvers._attention import optimal_attention
-
     opt = optimal_attention(tm, mk, value=value, loss=loss)
     alpha = alpha or _grid_axes(opt.alpha, 0.0, n_grid, None, None)[0]
     beta = beta or (-8.0, 8.0, n_grid)
@@ -382,8 +393,6 @@ def _symmetric_landscape(tm, mk, value, n_grid, alpha, beta, loss):
 
 def _general_landscape(g, mk, value, n_grid, alpha, beta, loss):
     """Arrays, figure arguments and optimum record of a general model (SPEC §11.4; :func:`write_landscape`)."""
-    from ..solvers import cotopic_matrix, optimal_attention
-
     res = optimal_attention(g, mk, value="stage1" if value == "block" else value, loss=loss)
     sol = {"alpha": float(res.x[0]), "beta": float(res.x[1]), "loss": float(res.fun), "status": int(res.status)}
     alpha, beta = _grid_axes(sol["alpha"], sol["beta"], n_grid, alpha, beta)
@@ -426,12 +435,21 @@ def _general_landscape(g, mk, value, n_grid, alpha, beta, loss):
     return arrays, fig_kw, info
 
 
+@functools.singledispatch
+def _landscape_route(tm: GeneralTopicModel):
+    """``(builder, default points per axis)`` of :func:`write_landscape`: exact evaluations per point."""
+    return _general_landscape, GENERAL_N_GRID
+
+
+@_landscape_route.register
+def _(tm: TopicModel):
+    """The paper's model: the SPEC §4.3 closed forms (and the log K curve)."""
+    return _symmetric_landscape, 201
+
+
 def _write_landscape_files(out, force, command, arrays, fig_kw, info, sweep, value, mk):
     """``grid.npz``, ``landscape.png`` (:func:`theorycheck.report.plots.attention_landscape`), ``optimum.json``
     and ``sweep.json`` into ``out``, atomically."""
-    from .._io import atomic_directory, write_json
-    from ..report import plots
-
     fig_kw = dict(fig_kw)
     xlabel = fig_kw.pop("xlabel", None)
     with atomic_directory(out, force=force, command=command) as tmp:

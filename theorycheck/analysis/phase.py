@@ -29,6 +29,7 @@ import numpy as np
 
 from .._validate import check_choice, check_int, check_real
 from ..models import GeneralTopicModel, Masking
+from ..solvers import optimal_attention, optimal_embedding_gram, optimal_value_matrix
 from .landscape import _map
 from .topic_structure import attention_preference, matrix_topic_stats
 
@@ -83,8 +84,6 @@ def phase_point(job) -> dict:
 
     Attention statistics are NaN when ``attention`` is False. Also ``attention_status``.
     """
-    from ..solvers import optimal_attention, optimal_embedding_gram, optimal_value_matrix
-
     kind, x, T, v, tau, mkd, attention = job
     g, z = phase_model(kind, x, T, v, tau)
     mk = Masking(**mkd)

@@ -1,20 +1,24 @@
 """Topic statistics of learned objects (embeddings, value matrices, attention).
 
 Two blocks: embedding statistics (SPEC §4.1) and training statistics (attention classes,
-block scores, two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a
-:class:`~theorycheck.models.TopicModel`) and
-return small dataclasses or arrays. No optimisation happens here.
+two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token layout of a
+:class:`~theorycheck.models.TopicModel`) and return small dataclasses or arrays. No optimisation
+happens here. The block score / contrast and the effective ``K`` of a token matrix live, for any
+topic labelling, in :mod:`theorycheck.analysis.topic_structure` (their one home); this module
+lists them under their historical names ``stats.block_score``, ``stats.block_contrast``,
+``stats.effective_K``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import asdict, dataclass
 
 import numpy as np
-from scipy.special import logsumexp
 
 from .._validate import check_array, check_int, check_real
-from ..models import TopicModel, check_models, require_symmetric, token_topic
+from ..models import GeneralTopicModel, TopicModel, check_models, token_topic
+from .topic_structure import block_contrast, block_score, effective_K
 
 __all__: list[str] = []
 
@@ -22,7 +26,9 @@ __all__: list[str] = []
 # ============================================================================= embedding statistics
 # (SPEC §4.1, §5.4, §6 items 11-14; issue #3). Pair classes follow the paper's code
 # (``inspect_result.py``): same token, same topic (distinct tokens), different topic; the
-# [MASK] token (index 0) is excluded from every class.
+# [MASK] token (index 0) is excluded from every class. A word's topic is its topic in the paper's
+# model and its dominant topic in a general model (``dominant_topic()``, SPEC §11.1); the per-topic
+# sums of embedding columns are the one model-specific step (:func:`_topic_sums`).
 __all__ += ["EmbeddingTopicStats", "embedding_topic_stats", "topic_block_sums", "own_minus_other_block_sums"]
 
 
@@ -52,70 +58,86 @@ class EmbeddingTopicStats:
         return asdict(self)
 
 
-def _check_embedding(W_E, tm, where):
-    check_models(tm)
+def _check_embedding(W_E, tm):
+    check_models(tm, general=True)
     W_E = check_array("W_E", W_E, ndim=2)
     if W_E.shape[1] != tm.V1 or W_E.shape[0] < 1:
         raise ValueError(f"W_E must have shape (d, V1) = (d >= 1, {tm.V1}), got {W_E.shape}")
     return W_E
 
 
-def _class_sums(X, T, v):
+@functools.singledispatch
+def _topic_sums(tm: GeneralTopicModel, X) -> np.ndarray:
+    """``(d, T)``: column ``t`` is the sum of the word columns of ``X`` whose dominant topic is ``t``
+    (generic route, SPEC §11.1)."""
+    Z = np.zeros((tm.n_words, tm.T))
+    Z[np.arange(tm.n_words), tm.dominant_topic()] = 1.0
+    return X[:, 1:] @ Z
+
+
+@_topic_sums.register
+def _(tm: TopicModel, X) -> np.ndarray:
+    """The paper's layout: topic ``t`` is the words ``1 + t v .. (t + 1) v`` (a reshape, O(d V1))."""
+    return X[:, 1:].reshape(X.shape[0], tm.T, tm.v).sum(axis=2)
+
+
+def _class_sums(X, tm):
     """Sums of <X_i, X_j> over same-token, same-topic (incl. i = j) and all ordered word pairs."""
     words = X[:, 1:]
     same_token = float(np.sum(words * words))
-    topic_sums = words.reshape(X.shape[0], T, v).sum(axis=2)  # (d, T)
+    topic_sums = _topic_sums(tm, X)  # (d, T)
     same_topic_incl = float(np.sum(topic_sums * topic_sums))
     tot = topic_sums.sum(axis=1)
     all_pairs = float(tot @ tot)
     return same_token, same_topic_incl, all_pairs
 
 
-def embedding_topic_stats(W_E, tm: TopicModel) -> EmbeddingTopicStats:
+def embedding_topic_stats(W_E, tm: GeneralTopicModel) -> EmbeddingTopicStats:
     """Same-topic vs different-topic mean inner product and cosine similarity of embeddings.
 
     .. math::
         \\overline{\\langle E_i, E_j\\rangle}_{\\text{same}} =
-        \\frac{\\sum_t \\|\\sum_{i\\in t} E_i\\|^2 - \\sum_i \\|E_i\\|^2}{T v (v-1)},\\qquad
+        \\frac{\\sum_t \\|\\sum_{i\\in t} E_i\\|^2 - \\sum_i \\|E_i\\|^2}{\\sum_t n_t (n_t - 1)},\\qquad
         \\overline{\\langle E_i, E_j\\rangle}_{\\text{diff}} =
-        \\frac{\\|\\sum_i E_i\\|^2 - \\sum_t \\|\\sum_{i\\in t} E_i\\|^2}{T (T-1) v^2},
+        \\frac{\\|\\sum_i E_i\\|^2 - \\sum_t \\|\\sum_{i\\in t} E_i\\|^2}{n^2 - \\sum_t n_t^2},
 
-    and the same with unit-normalised embeddings for the cosine. Cost ``O(d V1)``.
+    (``n_t`` words in topic ``t``, ``n`` words; ``T v (v-1)`` and ``T (T-1) v^2`` for the paper's
+    model), and the same with unit-normalised embeddings for the cosine. Cost ``O(d V1)`` for the
+    paper's model, ``O(d V1 T)`` for a general one (topics: dominant topics, SPEC §11.1). Equals
+    :func:`theorycheck.analysis.topic_structure.matrix_topic_stats` of the Gram ``W_E^T W_E``
+    (off-diagonal pairs) without forming it.
 
     Parameters
     ----------
     W_E : array_like, shape (d, V1)
         Column ``i`` is the embedding of token ``i`` (column 0, [MASK], is ignored).
-    tm : TopicModel
-        Token layout (T topics of v words).
+    tm : GeneralTopicModel
+        Any topic model (the paper's: T topics of v words; a general one: dominant topics).
 
     Raises
     ------
     ValueError
-        ``T < 2`` or ``v < 2`` (a pair class would be empty), a zero word embedding (cosine
-        undefined), wrong shape or non-finite entries.
+        A pair class is empty (the paper's model: ``T < 2`` or ``v < 2``), a zero word embedding
+        (cosine undefined), wrong shape or non-finite entries.
     """
-    require_symmetric(
-        tm,
-        "embedding_topic_stats",
-        "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)",
-    )
-    W_E = _check_embedding(W_E, tm, "embedding_topic_stats")
-    T, v = tm.T, tm.v
-    if T < 2 or v < 2:
+    W_E = _check_embedding(W_E, tm)
+    sizes = np.bincount(tm.dominant_topic(), minlength=tm.T).astype(np.int64)
+    n_tok = tm.n_words
+    n_same, n_diff = int(np.sum(sizes * (sizes - 1))), int(n_tok * n_tok - np.sum(sizes * sizes))
+    if n_same == 0 or n_diff == 0:
         raise ValueError(
-            f"embedding_topic_stats needs T >= 2 and v >= 2 (otherwise the different-topic or the "
-            f"same-topic distinct-token class is empty), got T={T}, v={v}"
+            f"embedding_topic_stats needs T >= 2 and v >= 2 (two topics, a topic of two words; otherwise the "
+            f"different-topic or the same-topic distinct-token class is empty), got T={tm.T}, "
+            f"topic sizes {sizes.tolist()}"
         )
     norms = np.linalg.norm(W_E[:, 1:], axis=0)
     if np.any(norms == 0):
         i = int(np.argmax(norms == 0)) + 1
         raise ValueError(f"W_E has a zero embedding for word {i}; cosine similarity is undefined")
-    n_tok, n_same, n_diff = T * v, T * v * (v - 1), T * (T - 1) * v * v
-    st, si, al = _class_sums(W_E, T, v)
+    st, si, al = _class_sums(W_E, tm)
     U = W_E.copy()
     U[:, 1:] /= norms
-    cst, csi, cal = _class_sums(U, T, v)
+    cst, csi, cal = _class_sums(U, tm)
     same_dot, diff_dot = (si - st) / n_same, (al - si) / n_diff
     same_cos, diff_cos = (csi - cst) / n_same, (cal - csi) / n_diff
     return EmbeddingTopicStats(
@@ -132,43 +154,39 @@ def embedding_topic_stats(W_E, tm: TopicModel) -> EmbeddingTopicStats:
     )
 
 
-def topic_block_sums(W_E, tm: TopicModel) -> np.ndarray:
+def topic_block_sums(W_E, tm: GeneralTopicModel) -> np.ndarray:
     """Block sums ``Y[i, t] = sum_{j in topic t} <E_i, E_j>``, shape ``(V1, T)`` (row 0 = [MASK]).
 
-    Computed as ``W_E^T (W_E [1_1 .. 1_T])`` in ``O(d V1 T)`` without forming the Gram matrix.
+    Computed as ``W_E^T (W_E [1_1 .. 1_T])`` in ``O(d V1 T)`` without forming the Gram matrix. Any
+    topic model (a general one: dominant topics, SPEC §11.1).
     """
-    require_symmetric(
-        tm, "topic_block_sums", "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)"
-    )
-    W_E = _check_embedding(W_E, tm, "topic_block_sums")
-    topic_vecs = W_E[:, 1:].reshape(W_E.shape[0], tm.T, tm.v).sum(axis=2)  # (d, T)
-    return W_E.T @ topic_vecs
+    return _topic_block_sums(_check_embedding(W_E, tm), tm)
 
 
-def own_minus_other_block_sums(W_E, tm: TopicModel) -> np.ndarray:
+def _topic_block_sums(W_E, tm):
+    return W_E.T @ _topic_sums(tm, W_E)
+
+
+def own_minus_other_block_sums(W_E, tm: GeneralTopicModel) -> np.ndarray:
     """Per word ``i`` and other topic ``t' != t(i)``: ``sum_{j in t(i)} <E_i,E_j> - sum_{j in t'} <E_i,E_j>``.
 
     Returns
     -------
     ndarray, shape (T v, T - 1)
         Row ``i - 1`` is word ``i``; columns are the other topics in increasing order. For every
-        tied population minimiser all entries equal ``1/a`` (SPEC §4.1 D2).
+        tied population minimiser of the paper's model all entries equal ``1/a`` (SPEC §4.1 D2).
+        Any topic model (a general one: a word's own topic is its dominant topic, SPEC §11.1).
 
     Raises
     ------
     ValueError
         ``T < 2`` (no other topic), wrong shape or non-finite entries.
     """
-    require_symmetric(
-        tm,
-        "own_minus_other_block_sums",
-        "analysis.topic_structure.matrix_topic_stats(W_E.T @ W_E, g) (dominant-topic classes)",
-    )
-    W_E = _check_embedding(W_E, tm, "own_minus_other_block_sums")
+    W_E = _check_embedding(W_E, tm)
     if tm.T < 2:
         raise ValueError(f"own_minus_other_block_sums needs T >= 2 (an other topic), got T={tm.T}")
-    Y = topic_block_sums(W_E, tm)[1:]  # (Tv, T)
-    own_topic = tm.topic_of(np.arange(1, tm.V1))
+    Y = _topic_block_sums(W_E, tm)[1:]  # (Tv, T)
+    own_topic = tm.dominant_topic()
     own = Y[np.arange(tm.n_words), own_topic]
     mask = np.ones_like(Y, dtype=bool)
     mask[np.arange(tm.n_words), own_topic] = False
@@ -259,48 +277,6 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
     return out
 
 
-def _word_blocks(M, v: int):
-    M = np.asarray(M, dtype=float)
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or (M.shape[0] - 1) % v:
-        raise ValueError(f"M must be a (T v + 1, T v + 1) token matrix with v={v}, got shape {M.shape}")
-    Wd = M[1:, 1:]
-    top = token_topic(np.arange(1, Wd.shape[0] + 1), v)
-    same = top[:, None] == top[None, :]
-    return Wd, same
-
-
-def block_contrast(M, v: int) -> float:
-    """Mean same-topic minus mean different-topic entry of the word-word block of ``M``.
-
-    ``M`` is a token-indexed ``(V1, V1)`` matrix (``W^V``, an embedding Gram ``W_E^T W_E``,
-    a score matrix); row/column 0 ([MASK]) are ignored. The stage-1 optimum has contrast
-    ``A - B0 = 1/(a v)`` (SPEC §4.2). ``NaN`` if there is a single topic.
-    """
-    Wd, same = _word_blocks(M, v)
-    if same.all():
-        return float("nan")
-    return float(Wd[same].mean() - Wd[~same].mean())
-
-
-def block_score(M, v: int) -> float:
-    """Fraction of the variance of the word-word block explained by a two-valued block pattern.
-
-    .. math:: R^2 = 1 - \\frac{\\| M_W - P(M_W) \\|_F^2}{\\| M_W - \\bar m \\|_F^2},
-
-    ``P`` replaces every entry by the mean of its class (same topic / different topic).
-    1 for an exactly block-constant matrix (e.g. the min-norm stage-1 ``W^V``), about 0 without
-    topic structure. ``NaN`` for a constant block.
-    """
-    Wd, same = _word_blocks(M, v)
-    if same.all():
-        return float("nan")
-    P = np.where(same, Wd[same].mean(), Wd[~same].mean())
-    tot = float(np.sum((Wd - Wd.mean()) ** 2))
-    if tot == 0.0:
-        return float("nan")
-    return 1.0 - float(np.sum((Wd - P) ** 2)) / tot
-
-
 def relative_distance(X, ref) -> float:
     """``||X - ref||_F / ||ref||_F`` (``||X||_F`` if ``ref = 0``)."""
     X = np.asarray(X, dtype=float)
@@ -310,25 +286,6 @@ def relative_distance(X, ref) -> float:
     nr = float(np.linalg.norm(ref))
     d = float(np.linalg.norm(X - ref))
     return d / nr if nr > 0 else d
-
-
-def effective_K(S, v: int) -> np.ndarray:
-    """Per-word aggregate same-topic attention weight of a token score matrix ``S[a, b]``.
-
-    .. math::
-        K_{eff}(a) = \\frac{\\sum_{b \\in t(a)} e^{S[a,b]}}{\\mathrm{mean}_{b \\notin t(a), b \\ne 0}\\, e^{S[a,b]}},
-
-    which equals ``K = e^alpha + (v-1) e^beta`` for the (alpha, beta) family of SPEC §4.3.
-    Returns one value per word ``a = 1 .. T v`` (log-sum-exp, so large scores stay finite).
-    """
-    S = np.asarray(S, dtype=float)
-    Wd, same = _word_blocks(S, v)
-    if same.all():
-        raise ValueError("effective_K needs at least two topics")
-    log_in = logsumexp(np.where(same, Wd, -np.inf), axis=1)
-    n_out = (~same).sum(axis=1)
-    log_out = logsumexp(np.where(~same, Wd, -np.inf), axis=1) - np.log(n_out)
-    return np.exp(np.minimum(log_in - log_out, 700.0))  # saturate instead of overflowing
 
 
 @dataclass

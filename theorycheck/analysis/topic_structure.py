@@ -1,25 +1,32 @@
-"""Topic structure of a matrix over tokens and of attention scores, for ANY topic-word matrix (SPEC §11.6).
+"""Topic structure of a matrix over tokens and of attention scores, for ANY topic labelling (SPEC §4.2, §4.3, §11.6).
 
-Words carry a topic label ``z_w`` (by default each word's dominant topic,
-:meth:`~theorycheck.models.GeneralTopicModel.dominant_topic`). For a ``(V1, V1)`` matrix ``M``
-over tokens (a value matrix ``W^V`` or an embedding Gram; only its word block ``M[1:, 1:]`` is used)
-the statistics are, over the word pairs ``P`` (off-diagonal pairs ``w != w'`` by default, every pair
-with ``include_diagonal=True``):
+The one home of the topic statistics used by the probes, the analysis, the claims and the real-data
+pipeline. Words carry a topic label: the paper's topics (``(w - 1) // v``), or a general model's
+dominant topics (:meth:`~theorycheck.models.GeneralTopicModel.token_topics`, SPEC §11.1), or any
+labels the caller passes. Every statistic reads only the word block ``M[1:, 1:]`` of a ``(V1, V1)``
+token matrix (a value matrix ``W^V``, an embedding Gram ``W_E^T W_E``, a score matrix ``S``).
 
-- ``gap = mean_{P, z_w = z_w'} M - mean_{P, z_w != z_w'} M`` (same-topic minus different-topic);
+Matrices (over the word pairs ``P``: off-diagonal pairs ``w != w'`` by default, every pair with
+``include_diagonal=True``):
+
+- ``gap = mean_{P, z_w = z_w'} M - mean_{P, z_w != z_w'} M`` (same-topic minus different-topic,
+  :func:`topic_gap`; :func:`block_contrast` is the gap over every pair, diagonal included);
 - ``correlation``: the Pearson correlation over ``P`` between ``M_{ww'}`` and the same-topic
   indicator, ``gap * sqrt(f (1 - f)) / sd(M)`` with ``f`` the same-topic fraction of ``P``
   (in [-1, 1]; 0 when ``M`` is constant on ``P``);
 - ``energy``: the fraction of the centred energy ``sum_P (M - mean_P M)^2`` explained by the best
   constant-per-(topic, topic)-block approximation (the correlation ratio eta^2, in [0, 1]; 0 when
-  ``M`` is constant on ``P``).
+  ``M`` is constant on ``P``);
+- :func:`block_score`: the ``R^2`` of the two-valued (same topic / different topic) pattern over
+  every pair.
 
-Attention (:func:`attention_preference`): for scores ``S`` and a document law ``theta`` the weight
-of a key position showing token ``y`` for a query showing word ``x`` is, as ``N -> inf``,
-``kappa(x, y) / N`` with ``kappa(x, y) = e^{S[x, y]} / sum_z m_theta(z) e^{S[x, z]}`` (``kappa = 1``
-for uniform attention). The preference is the mean over (``theta``, word query ``x ~ omega_theta``)
-of the context-weighted mean ``kappa`` over same-topic key words minus that over different-topic key
-words (SPEC §11.6).
+Attention scores: :func:`effective_K` (the paper's ``K = e^alpha + (v - 1) e^beta`` read off any
+score matrix, SPEC §4.3) and its per-topic-size normalisation :func:`topic_attention_ratio`; and,
+for a document law, :func:`attention_preference`: the weight of a key position showing token ``y``
+for a query showing word ``x`` is, as ``N -> inf``, ``kappa(x, y) / N`` with
+``kappa(x, y) = e^{S[x, y]} / sum_z m_theta(z) e^{S[x, z]}`` (``kappa = 1`` for uniform attention).
+The preference is the mean over (``theta``, word query ``x ~ omega_theta``) of the context-weighted
+mean ``kappa`` over same-topic key words minus that over different-topic key words (SPEC §11.6).
 """
 
 from __future__ import annotations
@@ -29,16 +36,22 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from scipy.special import logsumexp
 
 from .._memory import check_alloc
 from .._validate import check_array, check_int
-from ..models import Masking, is_general
+from ..models import Masking, check_models, token_topic
 
 __all__ = [
     "TopicStructure",
     "word_topics",
+    "token_labels",
     "topic_gap",
     "matrix_topic_stats",
+    "block_contrast",
+    "block_score",
+    "effective_K",
+    "topic_attention_ratio",
     "attention_preference",
     "attention_preference_terms",
     "DEFAULT_N_THETA",
@@ -64,14 +77,15 @@ class TopicStructure(NamedTuple):
     include_diagonal: bool
 
 
-def _check_model(g):
-    if not is_general(g):
-        raise TypeError(f"g must be a GeneralTopicModel, got {type(g).__name__}")
-
-
+# ----------------------------------------------------------------------------- labels
 def word_topics(g, topics=None) -> np.ndarray:
-    """The word labels ``z`` (shape ``(n_words,)``): ``topics`` validated, or ``g.dominant_topic()``."""
-    _check_model(g)
+    """The word labels ``z`` (shape ``(n_words,)``) of any topic model ``g``: ``topics`` validated, or
+    ``g.dominant_topic()`` (for the paper's model its topics ``(w - 1) // v``)."""
+    check_models(g, general=True)
+    return _word_topics(g, topics)
+
+
+def _word_topics(g, topics) -> np.ndarray:
     if topics is None:
         return np.asarray(g.dominant_topic(), dtype=np.int64)
     z = np.asarray(topics)
@@ -86,6 +100,34 @@ def word_topics(g, topics=None) -> np.ndarray:
     return z.astype(np.int64)
 
 
+def token_labels(topics, V1: int) -> np.ndarray:
+    """Topic label of every token ``0 .. V1-1`` (entry 0, [MASK], is never read), shape ``(V1,)``.
+
+    ``topics`` is either ``v``, the words per topic of the paper's layout (label ``(w - 1) // v``;
+    ``V1 - 1`` must be a multiple of ``v``), or the labels themselves, shape ``(V1,)``: a model's
+    ``token_topics()`` (the paper's topics, or a general model's dominant topics, SPEC §11.1).
+    """
+    if np.ndim(topics) == 0:
+        v = check_int("v", topics, low=1)
+        if (V1 - 1) % v:
+            raise ValueError(f"M must be a (T v + 1, T v + 1) token matrix with v={v}, got V1={V1}")
+        return token_topic(np.arange(V1), v)
+    lab = np.asarray(topics)
+    if lab.shape != (V1,):
+        raise ValueError(f"topics must be v (words per topic) or labels of shape (V1,) = ({V1},), got {lab.shape}")
+    return lab
+
+
+def _token_word_block(M, topics):
+    """``(M[1:, 1:], same)`` of a square token matrix: ``same[w, w']`` iff words ``w, w'`` share a label."""
+    M = np.asarray(M, dtype=float)
+    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
+        raise ValueError(f"M must be a square (V1, V1) token matrix, got shape {M.shape}")
+    lab = token_labels(topics, M.shape[0])[1:]
+    return M[1:, 1:], lab[:, None] == lab[None, :], lab
+
+
+# ----------------------------------------------------------------------------- matrices
 def _word_block(M, g) -> np.ndarray:
     if hasattr(M, "toarray") and not isinstance(M, np.ndarray):
         M = M.toarray()
@@ -106,27 +148,38 @@ def _block_sums(B, z):
     return Z.T @ B @ Z, np.outer(sizes, sizes), Z.T @ np.diag(B), sizes
 
 
-def matrix_topic_stats(M, g, *, topics=None, include_diagonal: bool = False) -> TopicStructure:
-    """Same-topic vs different-topic structure of ``M``'s word block (SPEC §11.6).
-
-    ``M``: ``(V1, V1)`` (its [MASK] row and column are dropped), ``(n_words, n_words)``, or a
-    :class:`~theorycheck.solvers.LowRankMatrix`. Raises ValueError when ``P`` has no same-topic or
-    no different-topic pair (a single label, or singleton topics without the diagonal).
-    """
-    z = word_topics(g, topics)
-    B = _word_block(M, g)
+def _class_sums(B, z, include_diagonal: bool):
+    """The one computation of the same-minus-different gap: per-(label, label) sums and counts over
+    the pairs ``P`` and ``(n_same, n_all, same_mean, diff_mean)``; ``n_same`` is 0 or ``n_all`` when a
+    class is empty (the means are then not computed: ``nan``)."""
     sums, counts, dsums, sizes = _block_sums(B, z)
     if not include_diagonal:
         sums = sums - np.diag(dsums)
         counts = counts - np.diag(sizes)
     n_same, n_all = float(np.trace(counts)), float(counts.sum())
     if n_same == 0 or n_same == n_all:
+        return sums, counts, n_same, n_all, math.nan, math.nan
+    s_same = float(np.trace(sums))
+    same_mean, diff_mean = s_same / n_same, (float(sums.sum()) - s_same) / (n_all - n_same)
+    return sums, counts, n_same, n_all, same_mean, diff_mean
+
+
+def matrix_topic_stats(M, g, *, topics=None, include_diagonal: bool = False) -> TopicStructure:
+    """Same-topic vs different-topic structure of ``M``'s word block (module docstring, SPEC §11.6).
+
+    ``g``: any topic model (labels: ``topics``, default its dominant topics, :func:`word_topics`).
+    ``M``: ``(V1, V1)`` (its [MASK] row and column are dropped), ``(n_words, n_words)``, or a
+    :class:`~theorycheck.solvers.LowRankMatrix`. Raises ValueError when ``P`` has no same-topic or
+    no different-topic pair (a single label, or singleton topics without the diagonal).
+    """
+    z = word_topics(g, topics)  # validates g
+    B = _word_block(M, g)
+    sums, counts, n_same, n_all, same_mean, diff_mean = _class_sums(B, z, include_diagonal)
+    if n_same == 0 or n_same == n_all:
         raise ValueError(
             f"topics: the word pairs need both same-topic and different-topic pairs (labels {np.unique(z).tolist()}, "
             f"include_diagonal={include_diagonal}); pass topics= with >= 2 labels and a label on >= 2 words"
         )
-    s_same = float(np.trace(sums))
-    same_mean, diff_mean = s_same / n_same, (float(sums.sum()) - s_same) / (n_all - n_same)
     mean = float(sums.sum()) / n_all
     dev = B - mean  # direct centred sum of squares (no cancellation)
     sq = float(np.sum(dev * dev)) - (0.0 if include_diagonal else float(np.sum(np.diag(dev) ** 2)))
@@ -147,7 +200,77 @@ def topic_gap(M, g, *, topics=None, include_diagonal: bool = False) -> float:
     return matrix_topic_stats(M, g, topics=topics, include_diagonal=include_diagonal).gap
 
 
-# ----------------------------------------------------------------------------- attention
+def block_contrast(M, topics) -> float:
+    """Mean same-topic minus mean different-topic entry of the word-word block of ``M``, every pair.
+
+    The gap of :func:`topic_gap` with ``include_diagonal=True`` (the same computation), without
+    validation of the entries (a diverged training run gives ``NaN``). ``M``: a token-indexed
+    ``(V1, V1)`` matrix (``W^V``, an embedding Gram ``W_E^T W_E``, a score matrix); row/column 0
+    ([MASK]) are ignored. ``topics``: ``v`` or token labels (:func:`token_labels`). The stage-1
+    optimum has contrast ``A - B0 = 1/(a v)`` (SPEC §4.2). ``NaN`` if there is a single topic.
+    """
+    Wd, _, lab = _token_word_block(M, topics)
+    *_, same_mean, diff_mean = _class_sums(Wd, lab, True)
+    return float(same_mean - diff_mean)
+
+
+def block_score(M, topics) -> float:
+    """Fraction of the variance of the word-word block explained by a two-valued block pattern.
+
+    .. math:: R^2 = 1 - \\frac{\\| M_W - P(M_W) \\|_F^2}{\\| M_W - \\bar m \\|_F^2},
+
+    ``P`` replaces every entry by the mean of its class (same topic / different topic, every pair).
+    1 for an exactly block-constant matrix (e.g. the min-norm stage-1 ``W^V``, SPEC §4.2), about 0
+    without topic structure. ``topics``: ``v`` or token labels (:func:`token_labels`). ``NaN`` for a
+    single topic or a constant block.
+    """
+    Wd, same, _ = _token_word_block(M, topics)
+    if same.all():
+        return float("nan")
+    P = np.where(same, Wd[same].mean(), Wd[~same].mean())
+    tot = float(np.sum((Wd - Wd.mean()) ** 2))
+    if tot == 0.0:
+        return float("nan")
+    return 1.0 - float(np.sum((Wd - P) ** 2)) / tot
+
+
+# ----------------------------------------------------------------------------- attention scores
+def _log_topic_weights(S, topics, where: str):
+    """Per word ``a``: ``(log sum_{b in t(a)} e^{S[a,b]}, log |t(a)|, log mean_{b not in t(a), b != 0} e^{S[a,b]})``."""
+    Wd, same, _ = _token_word_block(S, topics)
+    if same.all():
+        raise ValueError(f"{where} needs at least two topics")
+    log_in = logsumexp(np.where(same, Wd, -np.inf), axis=1)
+    log_out = logsumexp(np.where(~same, Wd, -np.inf), axis=1) - np.log((~same).sum(axis=1))
+    return log_in, np.log(same.sum(axis=1)), log_out
+
+
+def effective_K(S, topics) -> np.ndarray:
+    """Per-word aggregate same-topic attention weight of a token score matrix ``S[a, b]``.
+
+    .. math::
+        K_{eff}(a) = \\frac{\\sum_{b \\in t(a)} e^{S[a,b]}}{\\mathrm{mean}_{b \\notin t(a), b \\ne 0}\\, e^{S[a,b]}},
+
+    which equals ``K = e^alpha + (v-1) e^beta`` for the (alpha, beta) family of SPEC §4.3 (``v`` for
+    uniform scores). ``topics``: ``v`` or token labels (:func:`token_labels`). One value per word
+    ``a = 1 .. V1 - 1`` (log-sum-exp, so large scores stay finite; saturates at ``e^700``).
+    """
+    log_in, _, log_out = _log_topic_weights(S, topics, "effective_K")
+    return np.exp(np.minimum(log_in - log_out, 700.0))  # saturate instead of overflowing
+
+
+def topic_attention_ratio(S, topics) -> np.ndarray:
+    """Per word ``a``: ``mean_{b in t(a)} e^{S[a,b]} / mean_{b not in t(a), b != 0} e^{S[a,b]}``.
+
+    :func:`effective_K` divided by the size ``|t(a)|`` of the word's topic (1 for uniform scores;
+    ``K / v`` for the paper's (alpha, beta) family, SPEC §4.3), for topics of unequal sizes (a general
+    model's dominant topics). ``topics``: ``v`` or token labels (:func:`token_labels`).
+    """
+    log_in, log_size, log_out = _log_topic_weights(S, topics, "topic_attention_ratio")
+    return np.exp(np.minimum(log_in - log_size - log_out, 700.0))
+
+
+# ----------------------------------------------------------------------------- attention preference
 def _thetas(g, n_theta, seed):
     if g.prior == "uniform-tau":
         if g.n_topic_sets > MAX_SETS:
@@ -168,13 +291,11 @@ def attention_preference_terms(S, g, mk: Masking, *, topics=None, include_self=T
     NaN where a class has no context mass) and ``weights[i, x-1] = omega_theta_i(x) / n_laws`` (0
     where the difference is NaN). :func:`attention_preference` is their weighted mean.
     """
-    _check_model(g)
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+    check_models(g, mk, general=True)
     if mk.p_c + mk.p_r <= 0:
         raise ValueError("mk: the attention preference needs word queries, p_c + p_r > 0")
     S = check_array("S", np.asarray(S, dtype=np.float64), shape=(g.V1, g.V1))
-    z = word_topics(g, topics)
+    z = _word_topics(g, topics)
     check_alloc("attention_preference", (4, g.n_words, g.V1))
     same = z[:, None] == z[None, :]
     if not include_self:

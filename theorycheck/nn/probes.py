@@ -9,22 +9,31 @@ before the optimizer update, so ``model.grad(name)`` holds the gradient of the l
 
 :data:`DEFAULT_PROBES` are the built-in metrics, in order; ``Trainer(cfg, out, probes=[...])``
 appends user probes to them. A key may be produced by one probe only.
+
+The probes run on any topic model: a word's topic is its label in ``ctx.tm.token_topics()`` (the
+paper's topics ``(w - 1) // v``, or a general model's dominant topic ``argmax_t phi[t, w]``,
+SPEC §11.1), and the statistics are those of :mod:`theorycheck.analysis.topic_structure` (their one
+home). What only the paper's model has (the (alpha, beta) family's ``K*``, the min-norm Gram and its
+flat directions, SPEC §4.1, §4.3) is a reference registered for :class:`TopicModel`; for a general
+model the attention scores are summarised by ``topic_attention_ratio_median`` (median over words of
+``K_eff / |t(a)|``, 1 for uniform scores) instead of ``K_eff_median``, and ``dist_W_V_opt`` is
+against ``C Sigma^+`` of the general moments (SPEC §11.3).
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from ..analysis import stats
-from ..models import Masking, TopicModel, require_symmetric
+from ..analysis import stats, topic_structure
+from ..models import GeneralTopicModel, Masking, TopicModel
+from ..population import moments
+from ..solvers import identifiable_part, optimal_attention, optimal_embedding_gram
 from .config import TrainConfig
 from .data import DataStream
 from .model_config import ModelConfig
-
-#: what a GeneralTopicModel run uses instead of the layout-based probes below (SPEC §11)
-_GENERAL = "nn.train / nn.Trainer, which probe a general model by dominant topics (nn._general_probes)"
 
 __all__ = [
     "ProbeContext",
@@ -43,13 +52,11 @@ __all__ = [
 ]
 
 
-def stage1_reference(tm: TopicModel, mk: Masking) -> np.ndarray:
-    """Min-norm stage-1 value matrix ``W^V = C Sigma^+`` from the exact moments (SPEC §4.2).
+def stage1_reference(tm: GeneralTopicModel, mk: Masking) -> np.ndarray:
+    """Min-norm stage-1 value matrix ``W^V = C Sigma^+`` from the exact moments (SPEC §4.2, §11.3).
 
     Deliberately dense ``pinv`` and independent of :mod:`theorycheck.solvers` (whose closed form
     it cross-checks in ``run_preset``'s ``dist_W_V_solver``)."""
-    from ..population import moments
-
     Sigma, C = moments(tm, mk)
     return C @ np.linalg.pinv(Sigma, rcond=1e-12, hermitian=True)
 
@@ -70,15 +77,39 @@ def _is_stage1_model(mc: ModelConfig) -> bool:
     )
 
 
+@functools.singledispatch
+def _k_star(tm: GeneralTopicModel, mk: Masking) -> float | None:
+    """``K*`` of the (alpha, beta) family with the block ``W^V`` (SPEC §4.3): the paper's model only."""
+    return None
+
+
+@_k_star.register
+def _(tm: TopicModel, mk: Masking) -> float | None:
+    return float(optimal_attention(tm, mk, value="block").K)
+
+
+@functools.singledispatch
+def _gram_reference(tm: GeneralTopicModel, mk: Masking) -> np.ndarray | None:
+    """The min-norm Gram ``optimal_embedding_gram`` (SPEC §4.1), compared up to its flat directions
+    (``identifiable_part``): the paper's model only."""
+    return None
+
+
+@_gram_reference.register
+def _(tm: TopicModel, mk: Masking) -> np.ndarray | None:
+    return np.asarray(optimal_embedding_gram(tm, mk).x)
+
+
 class References:
     """Exact optima a run is compared with, computed once and only where they apply.
 
-    ``W_V``: ``C Sigma^+`` (:func:`stage1_reference`) for stage-1 models with the uniform-tau prior
-    or ``init_W_V="stage1-optimum"``; :meth:`K_star`: ``optimal_attention(...).K`` (SPEC §4.3) when
-    W^V is frozen at that optimum; :meth:`gram`: ``optimal_embedding_gram`` (SPEC §4.1) for the tied
-    embedding setting."""
+    ``W_V``: ``C Sigma^+`` (:func:`stage1_reference`, SPEC §4.2 / §11.3) for stage-1 models with the
+    uniform-tau prior or ``init_W_V="stage1-optimum"``; :meth:`K_star`: ``optimal_attention(...).K``
+    (SPEC §4.3) when W^V is frozen at that optimum; :meth:`gram`: ``optimal_embedding_gram`` (SPEC
+    §4.1) for the tied embedding setting. ``K_star`` and ``gram`` exist for the paper's model only
+    (``None`` for a general model)."""
 
-    def __init__(self, cfg: TrainConfig, tm: TopicModel, mk: Masking):
+    def __init__(self, cfg: TrainConfig, tm: GeneralTopicModel, mk: Masking):
         self.cfg, self.tm, self.mk = cfg, tm, mk
         self.W_V = None
         if cfg.init_W_V == "stage1-optimum" or (_is_stage1_model(cfg.model) and tm.prior == "uniform-tau"):
@@ -90,8 +121,7 @@ class References:
             self._K_star = None
             mc = self.cfg.model
             if (
-                isinstance(self.tm, TopicModel)  # K* is the symmetric (alpha, beta) family's (SPEC §4.3)
-                and self.cfg.init_W_V == "stage1-optimum"
+                self.cfg.init_W_V == "stage1-optimum"
                 and "W_V" not in mc.train
                 and mc.loss == "squared"
                 and not mc.mask_keys
@@ -99,9 +129,7 @@ class References:
                 and mc.n_layers == 1
                 and mc.n_heads == 1
             ):
-                from ..solvers import optimal_attention
-
-                self._K_star = float(optimal_attention(self.tm, self.mk, value="block").K)
+                self._K_star = _k_star(self.tm, self.mk)
         return self._K_star
 
     def gram(self) -> np.ndarray | None:
@@ -115,9 +143,7 @@ class References:
                 and self.tm.prior == "uniform-tau"
                 and "b_dec" not in mc.train
             ):
-                from ..solvers import optimal_embedding_gram
-
-                self._gram = np.asarray(optimal_embedding_gram(self.tm, self.mk).x)
+                self._gram = _gram_reference(self.tm, self.mk)
         return self._gram
 
 
@@ -130,7 +156,7 @@ class ProbeContext:
     lr: float
     full: bool
     cfg: TrainConfig
-    tm: TopicModel
+    tm: GeneralTopicModel
     mk: Masking
     stream: DataStream
     refs: References
@@ -165,27 +191,31 @@ def grad_norms(model, ctx) -> dict:
 
 
 def value_structure(model, ctx) -> dict:
-    """Block score and contrast of ``W^V`` (layer 0, head 0; one-hot, T > 1), SPEC §4.2."""
-    require_symmetric(ctx.tm, "probes.value_structure", _GENERAL)
-    if ctx.cfg.model.embedding != "one-hot" or ctx.cfg.data.T <= 1:
+    """Block score and contrast of ``W^V`` (layer 0, head 0; one-hot, T > 1), SPEC §4.2, topics from
+    ``ctx.tm.token_topics()`` (:func:`theorycheck.analysis.topic_structure.block_score`)."""
+    if ctx.cfg.model.embedding != "one-hot" or ctx.tm.T <= 1:
         return {}
-    V, v = model.layers[0].params["W_V"][0], ctx.cfg.data.v
-    return {"block_score_W_V": stats.block_score(V, v), "block_contrast_W_V": stats.block_contrast(V, v)}
+    V, labels = model.layers[0].params["W_V"][0], ctx.tm.token_topics()
+    return {
+        "block_score_W_V": topic_structure.block_score(V, labels),
+        "block_contrast_W_V": topic_structure.block_contrast(V, labels),
+    }
 
 
 def embedding_structure(model, ctx) -> dict:
-    """Block score/contrast of the Gram ``W_E^T W_E`` and its distance to the min-norm Gram, whole
-    and up to the loss's flat directions (``identifiable_part``, SPEC §4.1)."""
-    require_symmetric(ctx.tm, "probes.embedding_structure", _GENERAL)
-    if model.embedding.one_hot or ctx.cfg.data.T <= 1:
+    """Block score/contrast of the Gram ``W_E^T W_E`` (topics from ``ctx.tm.token_topics()``) and,
+    where the min-norm Gram applies (:meth:`References.gram`), its distance to it, whole and up to the
+    loss's flat directions (``identifiable_part``, SPEC §4.1)."""
+    if model.embedding.one_hot or ctx.tm.T <= 1:
         return {}
-    W_E, v = model.embedding.params["W_E"], ctx.cfg.data.v
+    W_E, labels = model.embedding.params["W_E"], ctx.tm.token_topics()
     G = W_E.T @ W_E
-    rec = {"block_score_gram": stats.block_score(G, v), "block_contrast_gram": stats.block_contrast(G, v)}
+    rec = {
+        "block_score_gram": topic_structure.block_score(G, labels),
+        "block_contrast_gram": topic_structure.block_contrast(G, labels),
+    }
     ref = ctx.refs.gram()
     if ref is not None:
-        from ..solvers import identifiable_part
-
         rec["dist_gram_opt"] = stats.relative_distance(G, ref)
         rec["dist_gram_opt_identifiable"] = stats.relative_distance(
             identifiable_part(G, ctx.tm, ctx.mk), identifiable_part(ref, ctx.tm, ctx.mk)
@@ -200,37 +230,54 @@ def value_distance(model, ctx) -> dict:
     return {"dist_W_V_opt": stats.relative_distance(model.layers[0].params["W_V"][0], ctx.refs.W_V)}
 
 
-def effective_K(model, ctx) -> dict:
-    """Median effective ``K`` of the score matrix (layer 0, head 0) and its distance to ``K*`` (SPEC §4.3)."""
-    require_symmetric(ctx.tm, "probes.effective_K", _GENERAL)
-    if ctx.cfg.model.attention != "softmax" or ctx.cfg.data.T <= 1:
-        return {}
-    rec = {"K_eff_median": float(np.median(stats.effective_K(model.score_matrix(), ctx.cfg.data.v)))}
-    K_star = ctx.refs.K_star()
+@functools.singledispatch
+def _score_summary(tm: GeneralTopicModel, S, labels, refs) -> dict:
+    """``topic_attention_ratio_median``: median over words of ``K_eff(a) / |t(a)|`` (1 for uniform
+    scores), for topics of unequal sizes (SPEC §11.1)."""
+    return {"topic_attention_ratio_median": float(np.median(topic_structure.topic_attention_ratio(S, labels)))}
+
+
+@_score_summary.register
+def _(tm: TopicModel, S, labels, refs) -> dict:
+    """``K_eff_median`` and, where ``K*`` applies, ``rel_dist_K_eff_opt`` (SPEC §4.3)."""
+    rec = {"K_eff_median": float(np.median(topic_structure.effective_K(S, labels)))}
+    K_star = refs.K_star()
     if K_star is not None:
         rec["rel_dist_K_eff_opt"] = abs(rec["K_eff_median"] - K_star) / K_star
     return rec
 
 
+def effective_K(model, ctx) -> dict:
+    """Topic preference of the score matrix (layer 0, head 0; softmax, T > 1): for the paper's model
+    the median effective ``K`` and its distance to ``K*`` (SPEC §4.3), for a general model the median
+    :func:`~theorycheck.analysis.topic_structure.topic_attention_ratio` (:func:`_score_summary`)."""
+    if ctx.cfg.model.attention != "softmax" or ctx.tm.T <= 1:
+        return {}
+    return _score_summary(ctx.tm, model.score_matrix(), ctx.tm.token_topics(), ctx.refs)
+
+
 def attention_classes(model, ctx) -> dict:
     """Full evaluations: length-normalised attention class averages of layer 0, head 0 on the fixed
-    evaluation documents (1 = uniform; :func:`theorycheck.analysis.stats.attention_class_averages`);
-    multi-layer/multi-head softmax models add the same-topic : different-topic ratio of every head
-    (``attn_topic_ratio_heads``, layer-major, pairs classified by input tokens as in the official
-    ``inspect_result.py``) and its maximum."""
-    require_symmetric(ctx.tm, "probes.attention_classes", _GENERAL)
+    evaluation documents (1 = uniform; :func:`theorycheck.analysis.stats.attention_class_averages`,
+    topics from ``ctx.tm.token_topics()``); multi-layer/multi-head softmax models add the same-topic
+    : different-topic ratio of every head (``attn_topic_ratio_heads``, layer-major, pairs classified
+    by input tokens as in the official ``inspect_result.py``) and its maximum."""
     toks = ctx.stream.eval_tokens() if ctx.full else None
     if toks is None:
         return {}
-    v, mc = ctx.cfg.data.v, ctx.cfg.model
+    labels, mc = ctx.tm.token_topics(), ctx.cfg.model
     maps = model.attention_maps(toks)
-    st = stats.attention_class_averages(maps[0, 0], toks, v, normalise=True)
+    st = stats.attention_class_averages(maps[0, 0], toks, normalise=True, labels=labels)
     rec = {f"attn_{k}": st[k] for k in ("same_word", "same_topic", "diff_topic")}
     if mc.attention == "softmax" and (mc.n_layers > 1 or mc.n_heads > 1):
         ratios = []
         for li in range(mc.n_layers):
             for hi in range(mc.n_heads):
-                sh = st if (li, hi) == (0, 0) else stats.attention_class_averages(maps[li, hi], toks, v, normalise=True)
+                sh = (
+                    st
+                    if (li, hi) == (0, 0)
+                    else stats.attention_class_averages(maps[li, hi], toks, normalise=True, labels=labels)
+                )
                 ratios.append(sh["same_topic"] / sh["diff_topic"] if sh["diff_topic"] > 0 else float("nan"))
         rec["attn_topic_ratio_heads"] = ratios
         rec["attn_topic_ratio_max"] = float(np.nanmax(ratios))

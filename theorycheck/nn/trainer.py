@@ -30,8 +30,6 @@ import numpy as np
 from .._alloc import keep_large_allocations
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
 from .._threads import blas_threads
-from ..models import is_general
-from ._general_probes import GENERAL_PROBES, GeneralReferences
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
 from .data import DataStream
@@ -95,8 +93,8 @@ class Trainer:
     """Runs a :class:`TrainConfig` (validated again here, before any work).
 
     ``probes``: extra :mod:`theorycheck.nn.probes` callables ``(model, ctx) -> dict`` whose keys are
-    logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES` (for a general
-    topic-word matrix ``cfg.data.phi``: :data:`theorycheck.nn._general_probes.GENERAL_PROBES`)."""
+    logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES` (any topic model: a
+    general topic-word matrix ``cfg.data.phi`` is probed by dominant topics)."""
 
     def __init__(self, cfg: TrainConfig, out=None, *, probes=(), progress: bool = True, figures=None):
         if not isinstance(cfg, TrainConfig):
@@ -117,10 +115,9 @@ class Trainer:
         self.progress = progress
         self.stream = DataStream(cfg)
         self.tm, self.mk = self.stream.tm, self.stream.mk
-        general = is_general(self.tm)  # SPEC §11: topics of a general model are dominant topics
-        self.probes = [*(GENERAL_PROBES if general else DEFAULT_PROBES), *probes]
+        self.probes = [*DEFAULT_PROBES, *probes]
         self.model = Transformer(cfg.model, rng=np.random.default_rng([cfg.seed, 0]))
-        self.refs = (GeneralReferences if general else References)(cfg, self.tm, self.mk)
+        self.refs = References(cfg, self.tm, self.mk)
         if cfg.init_W_V == "stage1-optimum":
             for lay in self.model.layers:
                 lay.params["W_V"][...] = self.refs.W_V[None]

@@ -8,6 +8,7 @@ word-level view used for topic fitting is :func:`words` + :func:`content_words`.
 
 from __future__ import annotations
 
+import bz2
 import os
 import re
 from dataclasses import dataclass
@@ -110,8 +111,6 @@ def wikipedia_fragment(*, min_words: int = 50, max_docs: int | None = None) -> C
     min_words = check_int("min_words", min_words, low=0)
     if max_docs is not None:
         max_docs = check_int("max_docs", max_docs, low=1)
-    import bz2
-
     wc = require("gensim.corpora.wikicorpus", "the bundled Wikipedia corpus")
     path = wikipedia_fragment_path()
     titles, texts = [], []

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numba
 import numpy as np
+from scipy.special import erf
 
 from ._deps import INSTALL_HINT, MissingExtraError, require
 
@@ -106,8 +107,6 @@ def _gelu(x):  # pragma: no cover - compiled
 
 def _gelu_ref(x):
     """Numpy/scipy reference of :func:`_gelu`."""
-    from scipy.special import erf
-
     return 0.5 * x * (1.0 + erf(x / np.sqrt(2.0)))
 
 

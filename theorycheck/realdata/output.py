@@ -9,8 +9,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._io import atomic_directory, write_json
+from ..report._mpl import mpl
+from . import plots
+from .theory import format_theory_table
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # annotation only (pipeline imports this module)
     from .pipeline import RealDataResult
 
 __all__ = ["write_realdata"]
@@ -44,13 +47,7 @@ def write_realdata(
     with atomic_directory(out, force=force, command=command) as tmp:
         names = []
         if figures:
-            import matplotlib
-
-            matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
-
-            from . import plots
-
+            plt = mpl("matplotlib.pyplot")
             (tmp / "figures").mkdir()
             att = result.attention
             figs = {
@@ -75,8 +72,6 @@ def write_realdata(
                 names.append(f"figures/{name}.png")
         tables = []
         if result.summary.get("theory"):
-            from .theory import format_theory_table
-
             (tmp / "theory_gap.md").write_text(format_theory_table(result.summary["theory"]))
             tables.append("theory_gap.md")
         write_json(tmp / "results.json", dict(result.summary, figures=names, tables=tables))

@@ -12,9 +12,12 @@ import time
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
+from tqdm.auto import tqdm
 
 from .._threads import blas_threads
 from .._validate import check_choice, check_int, check_real
+from ..models import TopicModel
+from ..sampling import sample_documents
 from . import stats as S
 from .corpus import Corpus, content_words, read_text_folder, stop_words, wikipedia_fragment
 from .encoder import NumpyBert
@@ -168,9 +171,6 @@ def synthetic_signal(T: int, v: int, alpha: float, n_docs: int, *, seed: int = 0
     Documents from :func:`theorycheck.sampling.sample_documents` (Dirichlet(alpha) prior,
     N uniform in [100, 150], SPEC §1.2); word ``w`` belongs to topic ``(w - 1) // v``.
     """
-    from ..models import TopicModel
-    from ..sampling import sample_documents
-
     tm = TopicModel(T=T, v=v, prior="dirichlet", alpha=alpha)
     docs = sample_documents(tm, n_docs, (100, 150), seed=seed)
     seqs = [docs.tokens[i, : docs.lengths[i]] for i in range(n_docs)]
@@ -382,8 +382,6 @@ def encode_windows(
     model: NumpyBert, windows: list, *, batch: int = 8, progress: bool = False, timing: dict | None = None
 ):
     """Yield ``(window, attentions (L, H, n, n))``; equal-length windows are batched together."""
-    from tqdm.auto import tqdm
-
     by_len: dict[int, list] = {}
     for w in windows:
         by_len.setdefault(w.ids.size, []).append(w)

@@ -21,6 +21,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.sparse import csr_matrix, diags
 
 from .._validate import check_array, check_int, check_rng
 
@@ -379,8 +380,6 @@ def cooccurrence_matrix(sequences, valid, vocab_size: int, *, keep=None):
     n_position_pairs : int
         ``sum_seq m (m - 1)`` with ``m`` valid positions per sequence.
     """
-    from scipy.sparse import csr_matrix
-
     V = check_int("vocab_size", vocab_size, low=1)
     rows, cols = [], []
     pp = 0
@@ -411,8 +410,6 @@ def cooccurrence_matrix(sequences, valid, vocab_size: int, *, keep=None):
 
 
 def _diag(d):
-    from scipy.sparse import diags
-
     return diags(d, format="csr")
 
 

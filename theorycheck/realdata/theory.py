@@ -36,6 +36,7 @@ import numpy as np
 
 from .._validate import check_int, check_real
 from ..models import GeneralTopicModel, Masking
+from ..solvers import optimal_embedding_gram
 from . import stats as S
 from .mapping import TokenTopics
 from .topics import TopicFit
@@ -108,8 +109,6 @@ def optimal_word_embeddings(g: GeneralTopicModel, mk: Masking):
     ``result`` is the certified :class:`~theorycheck.solvers.SolveResult` (``RuntimeError`` unless it
     succeeded).
     """
-    from ..solvers import optimal_embedding_gram
-
     res = optimal_embedding_gram(g, mk, method="closed-form")
     if not res.success:
         raise RuntimeError(f"the optimal embedding Gram was not certified: {res.message}")

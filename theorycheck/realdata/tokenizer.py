@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ._deps import require
+from .encoder import model_dir
 
 __all__ = ["WordPieceTokenizer", "TokenizedText"]
 
@@ -41,8 +42,6 @@ class WordPieceTokenizer:
 
     def __init__(self, path=None):
         tk = require("tokenizers", "the WordPiece tokenizer")
-        from .encoder import model_dir
-
         path = (model_dir() if path is None else Path(path)) / "tokenizer.json"
         self._tok = tk.Tokenizer.from_file(str(path))
         self._tok.no_padding()

@@ -18,6 +18,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+from scipy.sparse import csr_matrix
 
 from .._validate import check_choice, check_int, check_real
 from ._deps import require
@@ -166,8 +167,6 @@ def _vocabulary(docs, min_df: int, max_df: float) -> list[str]:
 def _fit_sklearn(docs, vocab, n_topics: int, seed: int, max_iter: int) -> np.ndarray:
     """``phi`` from sklearn's batch variational LDA (normalised ``components_``)."""
     sk = require("sklearn.decomposition", "LDA topic fitting")
-    from scipy.sparse import csr_matrix
-
     index = {w: i for i, w in enumerate(vocab)}
     rows, cols = [], []
     for r, d in enumerate(docs):

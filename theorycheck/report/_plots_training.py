@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._mpl import mpl
 from ._plotstyle import LINE_STYLES, annotation_format, auto_scale, colorbar, figure, legend_outside
 
 __all__ = ["attention_head_ratios", "training_curves"]
@@ -147,14 +148,13 @@ def _stage_lines(fig, axes, stages):
 
 def _ratio_norm(last):
     """Diverging colour scale centred at 1: linear for ratios within a factor 2 of 1, else logarithmic."""
-    from matplotlib.colors import LogNorm, Normalize
-
+    colors = mpl("matplotlib.colors")
     finite = last[np.isfinite(last) & (last > 0)]
     span = max(float(np.max(np.abs(np.log(finite)))) if finite.size else 1.0, 1e-6)
     if span < np.log(2.0):
         dev = max(float(np.max(np.abs(finite - 1.0))), 1e-6)
-        return Normalize(vmin=1.0 - dev, vmax=1.0 + dev)
-    return LogNorm(vmin=np.exp(-span), vmax=np.exp(span))
+        return colors.Normalize(vmin=1.0 - dev, vmax=1.0 + dev)
+    return colors.LogNorm(vmin=np.exp(-span), vmax=np.exp(span))
 
 
 def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = ""):
@@ -196,9 +196,7 @@ def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = 
         cb.set_ticks(ticks, labels=[f"{t:.3g}" for t in ticks])
         cb.ax.minorticks_off()
     else:
-        from matplotlib.ticker import ScalarFormatter
-
-        cb.ax.yaxis.set_major_formatter(ScalarFormatter(useOffset=False))
+        cb.ax.yaxis.set_major_formatter(mpl("matplotlib.ticker").ScalarFormatter(useOffset=False))
     if last.size <= 64:
         fmt = annotation_format(last)
         for (i, j), val in np.ndenumerate(last):

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._mpl import mpl
+
 __all__ = [
     "LINE_STYLES",
     "colorbar",
@@ -37,19 +39,13 @@ LINE_STYLES = (("-", "", 2.6), ("--", "o", 1.8), ("-.", "s", 1.6), (":", "^", 1.
 
 def new_figure(*args, **kwargs):
     """A matplotlib ``Figure`` on the Agg canvas (no pyplot state)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.figure import Figure
-
-    return Figure(*args, **kwargs)
+    return mpl("matplotlib.figure").Figure(*args, **kwargs)
 
 
 def figure(width: float, height: float):
     """A figure with constrained layout: tick labels, colourbars and outside legends stay inside it."""
-    from matplotlib.layout_engine import ConstrainedLayoutEngine
-
-    return new_figure(figsize=(width, height), layout=ConstrainedLayoutEngine(h_pad=0.08, w_pad=0.08))
+    engine = mpl("matplotlib.layout_engine").ConstrainedLayoutEngine(h_pad=0.08, w_pad=0.08)
+    return new_figure(figsize=(width, height), layout=engine)
 
 
 def _positive(values) -> np.ndarray:
@@ -64,8 +60,7 @@ def log_axis(ax, which: str, values) -> None:
     Majors at 1, 2, 5 x 10^k when the data span fewer than three decades (one label per decade
     otherwise), plain numbers ("200", "0.05") between 1e-3 and 1e5, no minor tick labels.
     """
-    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
-
+    ticker = mpl("matplotlib.ticker")
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
     v = _positive(values)
@@ -73,22 +68,20 @@ def log_axis(ax, which: str, values) -> None:
         return
     lo, hi = float(v.min()), float(v.max())
     if np.log10(hi / lo) < 3:
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    axis.set_minor_formatter(NullFormatter())
+        axis.set_major_locator(ticker.LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    axis.set_minor_formatter(ticker.NullFormatter())
     if lo >= 1e-3 and hi <= 1e5:
-        axis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:.6g}"))
+        axis.set_major_formatter(ticker.FuncFormatter(lambda x, _pos: f"{x:.6g}"))
 
 
 def auto_scale(ax, which: str, values, *, decades: float = 1.0) -> None:
     """Log scale (see :func:`log_axis`) when the positive data span more than ``decades`` decades,
     else a linear scale without an offset (a narrow range near 1 reads 1.0000, 1.0002, ...)."""
-    from matplotlib.ticker import ScalarFormatter
-
     v = _positive(values)
     if v.size and np.log10(v.max() / v.min()) > decades:
         log_axis(ax, which, v)
         return
-    fmt = ScalarFormatter(useOffset=False)
+    fmt = mpl("matplotlib.ticker").ScalarFormatter(useOffset=False)
     (ax.xaxis if which == "x" else ax.yaxis).set_major_formatter(fmt)
 
 

@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from .._io import atomic_directory, dumps_json
+from ._mpl import mpl
 from .claims import Claim
 from .discovery import external_origin
 from .runner import ReportRow
@@ -235,11 +236,7 @@ def _tier_text(tiers: dict, n_cached: int) -> str:
 
 
 def _write_figures(rows: list[ReportRow], folder: Path) -> dict[str, list[str]]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = mpl("matplotlib.pyplot")
     folder.mkdir(parents=True, exist_ok=True)
     by_claim: dict[str, list[ReportRow]] = {}
     for r in rows:

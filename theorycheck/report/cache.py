@@ -36,9 +36,12 @@ import sysconfig
 import warnings
 from pathlib import Path
 
+import numba
 import numpy as np
+import scipy
 
 from .._io import dumps_json, write_json
+from .._version import __version__
 from .claims import Claim, ClaimResult
 
 __all__ = ["ENV_VAR", "CacheWarning", "ResultCache", "cache_dir", "check_key", "SourceHasher"]
@@ -165,11 +168,6 @@ def claim_modules(claim: Claim) -> list[str]:
 
 
 def _environment() -> dict:
-    import numba
-    import scipy
-
-    from .. import __version__
-
     return {
         "theorycheck": __version__,
         "python": sys.version.split()[0],

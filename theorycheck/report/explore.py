@@ -9,10 +9,12 @@ minimal failing configuration, the *counterexample*.
 
 from __future__ import annotations
 
+import os
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from .._io import jsonable
+from .._io import atomic_directory, dumps_json, jsonable
 from .._validate import check_int
 from .claims import Claim, ClaimResult
 from .runner import decided_by
@@ -157,11 +159,6 @@ def write_explore_report(
     results: list[ExploreResult], out, *, n: int, seed: int, force: bool = False, command: str = ""
 ):
     """Write ``report.md`` and ``results.json`` (``"explored"``, ``"counterexample"`` per claim) into ``out``."""
-    import os
-    from pathlib import Path
-
-    from .._io import atomic_directory, dumps_json
-
     counts = {v: sum(r.verdict == v for r in results) for v in ("PASS", "REFUTED", "SKIP")}
     summary = {"n": n, "seed": seed, "claims": len(results), "passed": counts["PASS"]}
     summary.update(refuted=counts["REFUTED"], skipped=counts["SKIP"])

@@ -26,16 +26,25 @@ reductions (a few ulps), never a verdict.
 from __future__ import annotations
 
 import math
+import multiprocessing
 import os
 import pickle
 import time
 import traceback
-from concurrent.futures import Executor, as_completed
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
 
+import numba
+from threadpoolctl import threadpool_limits
+from tqdm.auto import tqdm
+
+from .. import _threads
 from .._io import jsonable
+from .._threads import blas_threads
+from .._validate import check_int
+from .cache import SourceHasher, check_key
 from .claims import TIERS, Claim, ClaimResult
-from .discovery import origin_of
+from .discovery import origin_of, resolve, shippable
 
 __all__ = ["ReportRow", "decided_by", "run_claims", "default_jobs", "process_pool", "POOL_MIN_SECONDS"]
 
@@ -117,23 +126,15 @@ def default_jobs() -> int:
 
 def _init_worker(numba_threads: int) -> None:
     """Process-pool initializer: one BLAS thread, ``numba_threads`` Numba threads (the user's choice wins)."""
-    from .. import _threads
-
     if _threads.requested() is not None:
         _threads.configure()
         return
-    import numba
-    from threadpoolctl import threadpool_limits
-
     threadpool_limits(limits=1, user_api="blas")
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
 
 
 def process_pool(jobs: int):
     """A ``forkserver`` :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers set up for claims."""
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["proofs_numeric", "theorycheck.report.runner"])
     numba_threads = max(1, default_jobs() // jobs)
@@ -147,9 +148,6 @@ def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]
     ``claim`` may be a :class:`~theorycheck.report.discovery.ClaimRef` (a user's claim file, imported
     here by path). Module-level so that process pools and Dask can ship it to workers.
     """
-    from .._threads import blas_threads
-    from .discovery import resolve
-
     t0 = time.perf_counter()
     try:
         claim = resolve(claim)
@@ -213,8 +211,6 @@ def _checks(claims, tier: str) -> list[tuple[Claim, dict, str]]:
 
 def _lookup(checks, cache):
     """Cache keys and the cached rows (by check index)."""
-    from .cache import SourceHasher, check_key
-
     if cache is None:
         return [None] * len(checks), {}
     hasher = SourceHasher()
@@ -243,10 +239,6 @@ def run_claims(
     (not shut down here); ``cache``: a :class:`~theorycheck.report.cache.ResultCache` to reuse and
     store results (``None``: compute everything, store nothing). ERROR rows are never cached.
     """
-    from tqdm.auto import tqdm
-
-    from .._validate import check_int
-
     jobs = check_int("jobs", jobs, low=1)
     checks = _checks(claims, tier)
     keys, rows = _lookup(checks, cache)
@@ -268,8 +260,6 @@ def run_claims(
     pool = executor
     if pool is None and jobs > 1 and len(tasks) > 1 and est >= POOL_MIN_SECONDS:
         pool = process_pool(jobs)
-    from .discovery import shippable
-
     pairs = {id(t): [(shippable(checks[i][0]), checks[i][1]) for i in t] for t in tasks}
     remote = [t for t in tasks if pool is not None and _picklable(pairs[id(t)])]
     local = [t for t in tasks if not any(t is r for r in remote)]

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..nn import TrainConfig, Transformer, load_metrics
 from . import plots
 
 __all__ = ["figures_from_run", "write_figures"]
@@ -26,8 +27,6 @@ def _row_softmax(S):
 
 
 def _load_model(run: Path, cfg):
-    from ..nn import Transformer
-
     model = Transformer(cfg.model, seed=0)
     with np.load(run / "params.npz", allow_pickle=False) as z:
         model.load_state_dict({k[5:]: z[k] for k in z.files if k.startswith("full/")})
@@ -36,8 +35,6 @@ def _load_model(run: Path, cfg):
 
 def figures_from_run(run) -> dict:
     """``{name: matplotlib Figure}`` of the finished run folder ``run``."""
-    from ..nn import TrainConfig, load_metrics
-
     run = Path(run)
     for name in ("config.json", "metrics.jsonl", "params.npz"):
         if not (run / name).exists():
