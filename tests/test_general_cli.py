@@ -10,7 +10,8 @@ import pytest
 
 import theorycheck as tc
 from theorycheck import cli
-from theorycheck._cli_model import family_scores, general_models, parse_model_spec
+from theorycheck.analysis.landscape import family_scores
+from theorycheck.cli.common import general_models, parse_model_spec
 from theorycheck.models import GeneralTopicModel
 
 UNIFORM = {"prior": "uniform-tau", "tau": 2}
