@@ -4,6 +4,7 @@ package-internal imports inside functions of ``theorycheck.cli``."""
 
 import argparse
 import ast
+import json
 import subprocess
 import sys
 import types
@@ -147,3 +148,19 @@ def test_no_model_type_switch_in_the_cli():
     for path in sorted(root.glob("*.py")):
         text = path.read_text()
         assert "is_general" not in text and "isinstance(tm" not in text, path.name
+
+
+def test_json_summary_on_landscape_and_train(tmp_path, capsys):
+    """``--json FILE`` wherever a summary is printed: the printed record, also written; the path checked first."""
+    land = tmp_path / "land.json"
+    argv = ["landscape", "--T", "3", "--v", "2", "--tau", "1", "--n-grid", "3", "--out", str(tmp_path / "l")]
+    assert cli.main([*argv, "--json", str(land)]) == 0
+    assert json.loads(land.read_text()) == json.loads((tmp_path / "l" / "optimum.json").read_text())
+    run = tmp_path / "run"
+    argv = ["train", "--preset", "stage1-population", "--steps", "3", "--quiet", "--no-figures", "--out", str(run)]
+    assert cli.main([*argv, "--json", str(tmp_path / "train.json")]) == 0
+    assert json.loads((tmp_path / "train.json").read_text()) == json.loads((run / "summary.json").read_text())
+    (tmp_path / "adir").mkdir()
+    capsys.readouterr()
+    assert cli.main([*argv[:-1], str(tmp_path / "run2"), "--json", str(tmp_path / "adir")]) == 2
+    assert "--json" in capsys.readouterr().err and not (tmp_path / "run2").exists()

@@ -32,6 +32,7 @@ import sys
 import numpy as np
 
 from .. import _threads
+from .._io import prepare_output_dir, write_json
 from ..models import GeneralTopicModel, Masking, TopicModel
 
 __all__ = [
@@ -51,6 +52,8 @@ __all__ = [
     "add_scheduler_flag",
     "add_jobs_flag",
     "add_json_flag",
+    "json_path",
+    "write_json_summary",
     "command",
     "error",
     "run_command",
@@ -260,7 +263,19 @@ def add_jobs_flag(p) -> None:
 
 
 def add_json_flag(p, what: str) -> None:
+    """``--json FILE``: the summary the command prints, also written to a JSON file (:func:`json_path`)."""
     p.add_argument("--json", default=None, metavar="FILE", help=f"write {what} to this JSON file")
+
+
+def json_path(args):
+    """The ``--json`` file, checked before any work (``None`` without ``--json``)."""
+    return None if args.json is None else prepare_output_dir(args.json, kind="file", flag="--json")
+
+
+def write_json_summary(path, summary: dict) -> None:
+    """Write ``summary`` to the ``--json`` file ``path`` (from :func:`json_path`; nothing if ``None``) and say so."""
+    if path is not None:
+        print(f"written to {write_json(path, summary)}")
 
 
 # ----------------------------------------------------------------------------- running a command

@@ -10,7 +10,16 @@ from .._io import prepare_output_dir
 from .._validate import check_int, check_loss
 from ..analysis.landscape import DEFAULT_SWEEP, asymptotic_sweep, growth_configs, write_landscape
 from ..models import require_symmetric
-from .common import add_model_flags, add_out_flags, add_scheduler_flag, command, models
+from .common import (
+    add_json_flag,
+    add_model_flags,
+    add_out_flags,
+    add_scheduler_flag,
+    command,
+    json_path,
+    models,
+    write_json_summary,
+)
 
 DESCRIPTION = "attention loss landscape L(alpha, beta), L(K) and the certified optimum (SPEC §4.3)"
 
@@ -37,6 +46,7 @@ def add_parser(sub):
     )
     add_scheduler_flag(p, "the --sweep")
     add_out_flags(p, "theorycheck-landscape")
+    add_json_flag(p, "the optimum record (as optimum.json)")
     return p
 
 
@@ -50,6 +60,7 @@ def run(args) -> int:
         flag = "--sweep" if args.sweep else "--scheduler (it runs the --sweep)"
         require_symmetric(tm, flag, "landscape without --sweep and --scheduler")
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
+    json_file = json_path(args)
     rows = None
     if kind is not None:
         with scheduler_executor(args.scheduler) as ex:
@@ -59,6 +70,7 @@ def run(args) -> int:
     info = write_landscape(tm, mk, out, sweep=rows, **kw)
     print(_optimum_line(info, args.value, loss))
     print(f"written {out}/grid.npz, landscape.png, optimum.json" + (", sweep.json" if rows is not None else ""))
+    write_json_summary(json_file, info)
     return 0 if info["status"] == 0 or (info.get("at_boundary") and "solver" not in info) else 1
 
 

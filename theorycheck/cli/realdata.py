@@ -6,7 +6,17 @@ from __future__ import annotations
 from .._io import prepare_output_dir
 from ..realdata import _deps
 from ..realdata.pipeline import RealDataConfig, run_realdata, write_realdata
-from .common import add_no_figures_flag, add_out_flags, add_quiet_flag, add_seed_flag, command, error
+from .common import (
+    add_json_flag,
+    add_no_figures_flag,
+    add_out_flags,
+    add_quiet_flag,
+    add_seed_flag,
+    command,
+    error,
+    json_path,
+    write_json_summary,
+)
 
 DESCRIPTION = "pretrained MiniLM embeddings/attention vs LDA topics on real text (SPEC §5.4-5.5; needs the nlp extra)"
 
@@ -65,6 +75,7 @@ def add_parser(sub):
     add_seed_flag(p, d.seed, "seed of LDA, the window order and the bootstrap")
     add_no_figures_flag(p)
     add_quiet_flag(p)
+    add_json_flag(p, "the summary (summary.json of the report)")
     return p
 
 
@@ -92,6 +103,7 @@ def run(args) -> int:
             args, f"missing optional packages {', '.join(absent)}. Install the 'nlp' extra with: {_deps.INSTALL_HINT}"
         )
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
+    json_file = json_path(args)
     try:
         res = run_realdata(cfg, progress=not args.quiet)
     except _deps.MissingExtraError as exc:
@@ -99,6 +111,7 @@ def run(args) -> int:
     out = write_realdata(res, out, figures=not args.no_figures, force=args.force, command=command(args))
     _print_summary(res.summary)
     print(f"written to {out}")
+    write_json_summary(json_file, res.summary)
     return 0
 
 

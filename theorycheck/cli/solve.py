@@ -22,11 +22,11 @@ import sys
 import numpy as np
 
 from .. import solvers
-from .._io import atomic_write_bytes, prepare_output_dir, write_json
+from .._io import atomic_write_bytes, prepare_output_dir
 from .._validate import check_loss
 from ..analysis.stats import embedding_topic_stats
 from ..models import GeneralTopicModel, TopicModel
-from .common import add_json_flag, add_model_flags, model_summary, models
+from .common import add_json_flag, add_model_flags, json_path, model_summary, models, write_json_summary
 
 __all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
 
@@ -266,13 +266,12 @@ def _solve_given(args) -> dict:
 
 def run(args) -> int:
     tm, mk = models(args)
-    json_path = prepare_output_dir(args.json, kind="file", flag="--json") if args.json is not None else None
+    json_file = json_path(args)
     npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", flag="--out") if args.out is not None else None
     res = run_solve(args.problem, tm, mk, _solve_given(args))
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
     print(format_summary(summary))
-    if json_path is not None:
-        print(f"written to {write_json(json_path, summary)}")
+    write_json_summary(json_file, summary)
     if npz_path is not None:
         print(f"written to {atomic_write_bytes(npz_path, npz_payload(args.problem, res, tm, summary))}")
     if not res.success:

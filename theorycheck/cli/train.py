@@ -17,14 +17,17 @@ from ..report.training import write_figures
 from ..solvers import optimal_embedding_gram
 from .common import (
     add_force_flag,
+    add_json_flag,
     add_model_flags,
     add_no_figures_flag,
     add_quiet_flag,
     add_scheduler_flag,
     general_models,
+    json_path,
     model_flags,
     model_summary,
     wants_general,
+    write_json_summary,
 )
 
 __all__ = ["retarget_config", "sgd_curvature", "scale_preset_lr", "run_general_preset"]
@@ -53,6 +56,7 @@ def add_parser(sub):
     add_force_flag(p)
     add_no_figures_flag(p)
     add_quiet_flag(p)
+    add_json_flag(p, "the summary printed at the end")
     add_model_flags(p)  # used with --model/--topic-word only: the preset's run on a general model (SPEC §11)
     return p
 
@@ -128,6 +132,7 @@ def run(args) -> int:
         raise ValueError("--out is required (the run folder)")
     seeds = _parse_seeds(args.seeds)
     general = _general_train_models(args, seeds)
+    json_file = json_path(args)
     out, mark = _train_folder(args)
     try:
         kw = {"steps": args.steps, "seed": args.seed, "checkpoint_every": args.checkpoint_every}
@@ -147,6 +152,7 @@ def run(args) -> int:
             write_figures(out if single else out / r["run"])
     mark()
     print(_io.dumps_json(summary, indent=2, sort_keys=True))
+    write_json_summary(json_file, summary)
     return 0
 
 
