@@ -164,3 +164,12 @@ def test_json_summary_on_landscape_and_train(tmp_path, capsys):
     capsys.readouterr()
     assert cli.main([*argv[:-1], str(tmp_path / "run2"), "--json", str(tmp_path / "adir")]) == 2
     assert "--json" in capsys.readouterr().err and not (tmp_path / "run2").exists()
+
+
+def test_interrupt_is_one_line_exit_130(monkeypatch, capsys):
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli.spec, "run", interrupted)
+    assert cli.main(["spec"]) == 130
+    assert capsys.readouterr().err == "theorycheck spec: interrupted\n"

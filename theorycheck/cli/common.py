@@ -293,12 +293,16 @@ def error(args, message: str) -> int:
 def run_command(args) -> int:
     """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``;
     a ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one
-    line on stderr and exit code 2."""
+    line on stderr and exit code 2; Ctrl-C that the command does not handle itself is one line and
+    exit code 130."""
     try:
         _threads.configure(args.threads)
         return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
         return error(args, str(exc))
+    except KeyboardInterrupt:
+        print(f"theorycheck {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 def leaf_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
