@@ -243,7 +243,10 @@ def add_threads_flag(p) -> None:
 
 
 def add_seed_flag(p, default: int | None, what: str) -> None:
-    p.add_argument("--seed", type=int, default=default, help=f"{what} (default: %(default)s)")
+    """``--seed S``: ``what`` it seeds; ``default`` ``None`` leaves it to the command (say so in ``what``)."""
+    p.add_argument(
+        "--seed", type=int, default=default, help=what if default is None else f"{what} (default: {default})"
+    )
 
 
 def add_scheduler_flag(p, what: str) -> None:

@@ -22,6 +22,7 @@ from .common import (
     add_no_figures_flag,
     add_quiet_flag,
     add_scheduler_flag,
+    add_seed_flag,
     general_models,
     json_path,
     model_flags,
@@ -41,7 +42,7 @@ def add_parser(sub):
     p.add_argument("--preset", default=None, help="preset name (see --list)")
     p.add_argument("--out", default=None, help="run folder (metrics.jsonl, checkpoints, params.npz, figures/)")
     p.add_argument("--steps", type=int, default=None, help="override the number of steps")
-    p.add_argument("--seed", type=int, default=None, help="override the seed (default: the preset's)")
+    add_seed_flag(p, None, "override the preset's seed")
     p.add_argument(
         "--seeds",
         default=None,

@@ -18,7 +18,15 @@ from ..report import (
     write_report,
 )
 from ..report.explore import explore_claims, format_explore, write_explore_report
-from .common import add_jobs_flag, add_no_figures_flag, add_out_flags, add_quiet_flag, add_scheduler_flag, command
+from .common import (
+    add_jobs_flag,
+    add_no_figures_flag,
+    add_out_flags,
+    add_quiet_flag,
+    add_scheduler_flag,
+    add_seed_flag,
+    command,
+)
 
 DESCRIPTION = "run every registered claim (SPEC §6) and write the report"
 
@@ -43,7 +51,7 @@ def add_parser(sub):
         metavar="N",
         help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample",
     )
-    p.add_argument("--seed", type=int, default=0, help="seed of --explore (same seed, same configurations)")
+    add_seed_flag(p, 0, "seed of --explore (same seed, same configurations)")
     p.add_argument(
         "--claims",
         action="append",
