@@ -10,7 +10,8 @@ import pytest
 
 import theorycheck as tc
 from theorycheck import cli
-from theorycheck._cli_model import family_scores, general_models, parse_model_spec
+from theorycheck.analysis.landscape import family_scores
+from theorycheck.cli.common import general_models, parse_model_spec
 from theorycheck.models import GeneralTopicModel
 
 UNIFORM = {"prior": "uniform-tau", "tau": 2}
@@ -122,7 +123,12 @@ def test_landscape_general_grid_is_the_exact_loss(tmp_path, capsys):
     assert z["L"][i, j] == pytest.approx(tc.population.attention_loss(S, W, g, mk), rel=1e-10)
     assert info["loss"] == pytest.approx(z["L"].min()) and info["solver"]["loss"] <= info["loss"] + 1e-12
     assert info["loss_uniform"] == pytest.approx(tc.population.attention_loss(np.zeros_like(S), W, g, mk))
+    capsys.readouterr()
     assert cli.main([*argv, "--sweep", "spec", "--out", str(tmp_path / "x")]) == 2
+    assert "--sweep needs the paper's symmetric TopicModel" in capsys.readouterr().err
+    # --scheduler runs the sweep (SPEC §4.3 table of the paper's models): refused before any connection
+    assert cli.main([*argv, "--scheduler", "tcp://127.0.0.1:1", "--out", str(tmp_path / "x")]) == 2
+    assert "--scheduler (it runs the --sweep)" in capsys.readouterr().err and not (tmp_path / "x").exists()
 
 
 def test_train_general_preset(tmp_path, capsys):

@@ -13,6 +13,7 @@ rank`` (embedding), ``K, L, alpha, beta`` (attention). No mathematics lives here
 
 from __future__ import annotations
 
+import functools
 import inspect
 import io
 import math
@@ -20,11 +21,16 @@ import sys
 
 import numpy as np
 
-from ._cli_common import _add_model_flags, _models
-from ._cli_model import model_summary
-from .models import is_general
+from .. import solvers
+from .._io import atomic_write_bytes, prepare_output_dir
+from .._validate import check_loss
+from ..analysis.stats import embedding_topic_stats
+from ..models import GeneralTopicModel, TopicModel
+from .common import add_json_flag, add_model_flags, json_path, model_summary, models, write_json_summary
 
 __all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
+
+DESCRIPTION = "compute a certified optimum: value | embedding | attention (SPEC §4.1-4.3)"
 
 #: Problem name -> (solver function name in :mod:`theorycheck.solvers`, SPEC section).
 PROBLEMS = {
@@ -35,8 +41,6 @@ PROBLEMS = {
 
 
 def _solver(problem: str):
-    from . import solvers
-
     return getattr(solvers, PROBLEMS[problem][0])
 
 
@@ -89,17 +93,26 @@ def _value_optimum(res, tm, mk) -> dict:
 
 
 def _embedding_optimum(res, tm, mk, bias: bool) -> dict:
-    from .analysis.stats import embedding_topic_stats
-    from .solvers import embedding_from_gram, min_embedding_dim
-
     opt = _scalars(res.info, skip=("tol", "relative_residuals", "b"))
-    if is_general(tm):  # SPEC §11.5: no block constants; the optimum's scalars only
-        return opt
-    opt.update(L_star=tm.min_value_loss(), min_embedding_dim=min_embedding_dim(tm, mk, bias=bias))
+    return opt | _embedding_extras(tm, mk, res, bias)
+
+
+@functools.singledispatch
+def _embedding_extras(tm: GeneralTopicModel, mk, res, bias: bool) -> dict:
+    """Quantities of the optimum beyond the solver's own scalars: none for a general model (SPEC §11.5: no
+    block constants, no topic-pair classes of equal size)."""
+    return {}
+
+
+@_embedding_extras.register
+def _(tm: TopicModel, mk, res, bias: bool) -> dict:
+    """The paper's model (SPEC §4.1): the minimum loss ``L*``, the minimum embedding dimension and, for a
+    moderate vocabulary, the same/different-topic dot products and cosines of an embedding of the optimum."""
+    opt = dict(L_star=tm.min_value_loss(), min_embedding_dim=solvers.min_embedding_dim(tm, mk, bias=bias))
     x = res.x
     if x is None or tm.T < 2 or tm.v < 2 or tm.V1 > 2001:
         return opt
-    W = res.W_E if "W_E" in res.info else embedding_from_gram(x, tm.V1)
+    W = res.W_E if "W_E" in res.info else solvers.embedding_from_gram(x, tm.V1)
     if np.all(np.linalg.norm(W[:, 1:], axis=0) > 0):
         st = embedding_topic_stats(W, tm)
         opt.update(
@@ -202,9 +215,9 @@ _SOLVE_HELP = {
 }
 
 
-def _add_solve_flags(p, problem: str) -> None:
+def add_solve_flags(p, problem: str) -> None:
     """Flags of ``solve <problem>``: the shared model flags, the solver contract, outputs."""
-    _add_model_flags(p)
+    add_model_flags(p)
     g = p.add_argument_group("solver (keyword contract of theorycheck.solvers)")
     g.add_argument("--method", default=None, help="solver method (default: the solver's closed form)")
     g.add_argument("--reg", type=float, default=None, help="L2 coefficient (default 0: minimum-norm optimum)")
@@ -215,28 +228,23 @@ def _add_solve_flags(p, problem: str) -> None:
         g.add_argument("--bias", action="store_true", help="free decoder bias (SPEC §4.1 D4)")
     if problem == "attention":
         g.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (SPEC §4.3)")
-        g.add_argument(
-            "--loss", choices=("squared", "ce", "sq"), default="squared", help="SPEC §2.2 (default: %(default)s)"
-        )
+        g.add_argument("--loss", choices=("squared", "ce"), default="squared", help="SPEC §2.2 (default: %(default)s)")
         g.add_argument("--n-grid", type=int, default=None, help="certificate grid points (default: the solver's)")
-    p.add_argument("--json", default=None, help="write the summary (same keys for every problem) to this JSON file")
+    add_json_flag(p, "the summary (same keys for every problem)")
     p.add_argument("--out", default=None, help="write the optimum and residuals to this .npz file (suffix added)")
-    p.set_defaults(func=_cmd_solve, problem=problem)
+    p.set_defaults(problem=problem)
 
 
-def _add_solve(sub):
-    p = sub.add_parser("solve", help="compute a certified optimum: value | embedding | attention")
-    targets = p.add_subparsers(dest="target", required=True)
-    leaves = [targets.add_parser(problem, help=text, description=text) for problem, text in _SOLVE_HELP.items()]
-    for problem, leaf in zip(_SOLVE_HELP, leaves, strict=True):
-        _add_solve_flags(leaf, problem)
-    return leaves
+def add_parser(sub):
+    p = sub.add_parser("solve", help=DESCRIPTION, description=DESCRIPTION)
+    targets = p.add_subparsers(dest="target", required=True, metavar="PROBLEM")
+    for problem, text in _SOLVE_HELP.items():
+        add_solve_flags(targets.add_parser(problem, help=text, description=text), problem)
+    return p
 
 
 def _solve_given(args) -> dict:
     """``{flag: (solver keyword, value)}``; ``None`` values are left to the solver's defaults."""
-    from ._validate import check_loss
-
     given = {
         "--method": ("method", args.method),
         "--reg": ("reg", args.reg),
@@ -256,17 +264,14 @@ def _solve_given(args) -> dict:
     return given
 
 
-def _cmd_solve(args) -> int:
-    from ._io import atomic_write_bytes, prepare_output_dir, write_json
-
-    tm, mk = _models(args)
-    json_path = prepare_output_dir(args.json, kind="file", flag="--json") if args.json is not None else None
+def run(args) -> int:
+    tm, mk = models(args)
+    json_file = json_path(args)
     npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", flag="--out") if args.out is not None else None
     res = run_solve(args.problem, tm, mk, _solve_given(args))
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
     print(format_summary(summary))
-    if json_path is not None:
-        print(f"written to {write_json(json_path, summary)}")
+    write_json_summary(json_file, summary)
     if npz_path is not None:
         print(f"written to {atomic_write_bytes(npz_path, npz_payload(args.problem, res, tm, summary))}")
     if not res.success:

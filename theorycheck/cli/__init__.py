@@ -1,0 +1,71 @@
+"""Command line: ``theorycheck verify | solve value|embedding|attention | landscape | train | realdata | bench | spec``.
+
+The CLI parses, builds configurations, calls the library and writes files; no mathematics lives
+here. One module per subcommand, each with
+
+- ``DESCRIPTION``: one line, the subcommand's help and the first line of its ``--help``;
+- ``add_parser(subparsers) -> ArgumentParser``: adds its parser (flags from :mod:`.common`);
+- ``run(args) -> int``: the exit code.
+
+The shared vocabulary (model flags, ``--out``, ``--force``, ``--quiet``, ``--threads``, ``--seed``,
+``--scheduler``, ``--jobs``, ``--json``, building the model from flags, error handling) is defined
+once in :mod:`theorycheck.cli.common`. Conventions:
+
+- the topic model and masking flags ``--T --v --tau --prior --alpha --p-m --p-c --p-r``, and
+  ``--model``/``--topic-word`` for a general topic-word matrix (SPEC §1, §2.1, §11);
+- ``--threads N`` (or ``THEORYCHECK_THREADS``) on every command sets BLAS and Numba threads
+  (:mod:`theorycheck._threads`);
+- output paths are checked before any work (:func:`theorycheck._io.prepare_output_dir`): a folder is
+  replaced only if it is new, empty or written by theorycheck; ``--force`` writes into a folder
+  holding other files and never deletes them;
+- a bad flag or value prints the library's own ``ValueError``/``TypeError`` text on one line and
+  exits 2; a result that is not certified (or a failing claim) exits 1.
+
+Adding a subcommand (e.g. ``benchmark``): write ``theorycheck/cli/benchmark.py`` with ``DESCRIPTION``,
+``add_parser`` and ``run`` as above, and add the module to :data:`COMMANDS` below, one line::
+
+    from . import benchmark          # with the other imports
+    COMMANDS = (..., benchmark)
+
+``build_parser`` gives it ``--threads`` and ``run`` as the function to call; the table-driven test of
+``tests/test_cli_vocabulary.py`` then checks its description line and the help text of its flags.
+Optional third-party libraries are not imported here: Dask's ``distributed`` only in
+:mod:`theorycheck._dask`, the nlp stack only in :mod:`theorycheck.realdata._deps` and its users.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from .. import __version__
+from . import bench, embedding, landscape, realdata, solve, spec, train, verify
+from .common import add_threads_flag, leaf_parsers, run_command
+
+__all__ = ["main", "build_parser", "COMMANDS"]
+
+#: The subcommands, in the order of ``theorycheck --help``.
+COMMANDS = (verify, solve, landscape, embedding, train, realdata, bench, spec)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``theorycheck`` parser: one subparser per module of :data:`COMMANDS`, ``--threads`` on every leaf."""
+    parser = argparse.ArgumentParser(
+        prog="theorycheck",
+        description="Exact, certified checks of 'How Do Transformers Learn Topic Structure' (ICML 2023).",
+    )
+    parser.add_argument("--version", action="version", version=f"theorycheck {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in COMMANDS:
+        module.add_parser(sub).set_defaults(func=module.run)
+    for leaf in leaf_parsers(parser).values():
+        add_threads_flag(leaf)  # every command takes --threads
+    return parser
+
+
+def main(argv=None) -> int:
+    """Run ``theorycheck`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    args.argv = argv
+    return run_command(args)

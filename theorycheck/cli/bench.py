@@ -1,0 +1,67 @@
+"""``theorycheck bench``: run the side-by-side ratio benchmarks ``benchmarks/bench_*.py`` of a source checkout,
+each in its own process, their JSON results into ``--out`` (marked as theorycheck's)."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from .._io import prepare_output_dir, read_marker, write_marker
+from .common import add_force_flag, command
+
+DESCRIPTION = "run side-by-side ratio benchmarks (benchmarks/bench_*.py of a source checkout)"
+
+
+def add_parser(sub):
+    p = sub.add_parser("bench", help=DESCRIPTION, description=DESCRIPTION)
+    p.add_argument("names", nargs="*", help="benchmark names (e.g. stage1 attention); default: all")
+    p.add_argument("--list", action="store_true", help="list benchmark names and exit")
+    p.add_argument("--dir", default=None, help="benchmark folder (default: the checkout's benchmarks/)")
+    p.add_argument(
+        "--out",
+        default=None,
+        help="folder for the JSON results, new, empty or theorycheck's (default: the benchmark folder's results/)",
+    )
+    add_force_flag(p)
+    p.add_argument("--extra", default="", help="extra arguments passed to each script, e.g. --extra=--quick")
+    return p
+
+
+def _benchmarks_dir(path) -> Path:
+    folder = Path(path) if path else Path(__file__).resolve().parents[2] / "benchmarks"
+    if not folder.is_dir():
+        raise ValueError(
+            f"--dir: benchmark folder {str(folder)!r} not found; benchmarks live in a source checkout "
+            "(git clone) under benchmarks/, pass --dir to point at it"
+        )
+    return folder
+
+
+def run(args) -> int:
+    folder = _benchmarks_dir(args.dir)
+    known = {f.stem[len("bench_") :]: f for f in sorted(folder.glob("bench_*.py"))}
+    if args.list:
+        for name in known:
+            print(name)
+        return 0
+    unknown = [n for n in args.names if n not in known]
+    if unknown:
+        raise ValueError(f"unknown benchmark(s) {unknown}; known: {', '.join(known)}")
+    out = prepare_output_dir(args.out, force=args.force, flag="--out") if args.out is not None else None
+    env = dict(os.environ, **({"THEORYCHECK_BENCH_OUT": str(out)} if out is not None else {}))
+    start, code = time.time(), 0
+    for name in args.names or list(known):
+        print(f"==> bench {name}", flush=True)
+        rc = subprocess.call([sys.executable, str(known[name]), *shlex.split(args.extra)], cwd=folder, env=env)
+        if rc:
+            print(f"bench {name} exited with code {rc}", file=sys.stderr)
+            code = 1
+    if out is not None and out.is_dir():
+        marker = read_marker(out)
+        new = {p.name for p in out.glob("*.json") if p.name != ".theorycheck.json" and p.stat().st_mtime >= start - 1}
+        write_marker(out, command=command(args), files=sorted(new | set(marker["files"] if marker else ())))
+    return code

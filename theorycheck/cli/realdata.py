@@ -1,0 +1,155 @@
+"""``theorycheck realdata``: pretrained MiniLM embeddings and attention against LDA topics on real text
+(SPEC §5.4-5.5), fully offline; needs the optional ``nlp`` extra (:mod:`theorycheck.realdata._deps`)."""
+
+from __future__ import annotations
+
+from .._io import prepare_output_dir
+from ..realdata import _deps
+from ..realdata.pipeline import RealDataConfig, run_realdata, write_realdata
+from .common import (
+    add_json_flag,
+    add_no_figures_flag,
+    add_out_flags,
+    add_quiet_flag,
+    add_seed_flag,
+    command,
+    error,
+    json_path,
+    write_json_summary,
+)
+
+DESCRIPTION = "pretrained MiniLM embeddings/attention vs LDA topics on real text (SPEC §5.4-5.5; needs the nlp extra)"
+
+
+def add_parser(sub):
+    d = RealDataConfig()
+    p = sub.add_parser("realdata", help=DESCRIPTION, description=DESCRIPTION)
+    add_out_flags(p, "realdata-report")
+    p.add_argument(
+        "--corpus", default=d.corpus, help="'wikipedia' (gensim's bundled fragment) or a folder of *.txt files"
+    )
+    p.add_argument("--n-topics", type=int, default=d.n_topics, help="LDA topics (default: %(default)s)")
+    p.add_argument(
+        "--lda-backend", default=d.lda_backend, choices=("sklearn", "gensim"), help="LDA library (default: %(default)s)"
+    )
+    p.add_argument(
+        "--assign",
+        default=d.assign,
+        choices=("top_fraction", "threshold"),
+        help="word-to-topic rule (default: %(default)s)",
+    )
+    p.add_argument(
+        "--top-fraction",
+        type=float,
+        default=d.top_fraction,
+        help="rule top_fraction: each topic keeps this fraction of the vocabulary, its most probable words "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--threshold",
+        type=float,
+        default=d.threshold,
+        help="rule threshold: least normalised weight phi[t, w] / sum_s phi[s, w] of a word's topic "
+        "(default: %(default)s)",
+    )
+    p.add_argument(
+        "--topics-per-word",
+        type=int,
+        default=d.topics_per_word,
+        help="rule threshold: most topics per word (default: %(default)s)",
+    )
+    p.add_argument("--window", type=int, default=d.window, help="encoder window in tokens (default: %(default)s)")
+    p.add_argument(
+        "--max-tokens", type=int, default=d.max_tokens, help="token budget of the attention pass (default: %(default)s)"
+    )
+    p.add_argument(
+        "--n-no-topic",
+        type=int,
+        default=d.n_no_topic,
+        help="no-topic content tokens added to the embedding pool (default: %(default)s)",
+    )
+    p.add_argument(
+        "--n-cooccur", type=int, default=d.n_cooccur, help="N most co-occurring pairs (default: %(default)s)"
+    )
+    p.add_argument("--n-boot", type=int, default=d.n_boot, help="bootstrap replicates (default: %(default)s)")
+    add_seed_flag(p, d.seed, "seed of LDA, the window order and the bootstrap")
+    add_no_figures_flag(p)
+    add_quiet_flag(p)
+    add_json_flag(p, "the summary (summary.json of the report)")
+    return p
+
+
+def run(args) -> int:
+    """The experiment; ``--threads`` (default 1) sets the BLAS threads during the run."""
+    cfg = RealDataConfig(
+        corpus=args.corpus,
+        n_topics=args.n_topics,
+        lda_backend=args.lda_backend,
+        assign=args.assign,
+        top_fraction=args.top_fraction,
+        threshold=args.threshold,
+        topics_per_word=args.topics_per_word,
+        window=args.window,
+        max_tokens=args.max_tokens,
+        n_no_topic=args.n_no_topic,
+        n_cooccur=args.n_cooccur,
+        n_boot=args.n_boot,
+        seed=args.seed,
+        **({} if args.threads is None else {"blas_threads": args.threads}),
+    )
+    absent = _deps.missing()
+    if absent:
+        return error(
+            args, f"missing optional packages {', '.join(absent)}. Install the 'nlp' extra with: {_deps.INSTALL_HINT}"
+        )
+    out = prepare_output_dir(args.out, force=args.force, flag="--out")
+    json_file = json_path(args)
+    try:
+        res = run_realdata(cfg, progress=not args.quiet)
+    except _deps.MissingExtraError as exc:
+        return error(args, str(exc))
+    out = write_realdata(res, out, figures=not args.no_figures, force=args.force, command=command(args))
+    _print_summary(res.summary)
+    print(f"written to {out}")
+    write_json_summary(json_file, res.summary)
+    return 0
+
+
+def _print_summary(s: dict) -> None:
+    """The console summary of ``theorycheck realdata`` (statistics of SPEC §5.4-5.5)."""
+    e, a, c = s["embedding"], s["attention"], s["cooccurrence"]
+    print(
+        f"corpus: {s['corpus']['documents']} documents, {s['corpus']['words']} content words; "
+        f"{s['topics']['n_topics']} LDA topics, {s['topics']['topic_tokens']} topic tokens"
+    )
+    for m in ("dot", "cosine"):
+        print(
+            f"embedding {m:6s}: "
+            + "  ".join(f"{k} {e[m][k]['mean']:.4f}" for k in e[m])
+            + f"  | gap {e['gap'][m]['mean']:.4f} [{e['gap'][m]['ci_low']:.4f}, {e['gap'][m]['ci_high']:.4f}]"
+        )
+    print(
+        f"attention lift same-minus-different topic (mean over heads): {a['mean_gap']:.4f} "
+        f"[{a['mean_gap_ci'][0]:.4f}, {a['mean_gap_ci'][1]:.4f}]; "
+        f"heads with CI > 0: {a['heads_positive']}, < 0: {a['heads_negative']}"
+    )
+    print(
+        f"top-{c['n_pairs']} co-occurring pairs: {100 * c['fraction_same_topic']:.1f}% same topic; attention lift "
+        f"{c['attention_lift_top_cooccurring']:.3f} vs same topic {c['attention_lift_same_topic']:.3f}; cosine "
+        f"{c['embedding_top_cooccurring']['cosine']:.4f} vs {c['embedding_same_topic']['cosine']:.4f}"
+    )
+    print(
+        f"co-occurrence topic signal log(lift same/different): real {c['lift_real']['signal']:.3f}, "
+        f"synthetic LDA {c['lift_synthetic']['signal']:.3f}"
+    )
+    for r in s.get("theory", {}).get("table", []):
+        print(
+            f"same-minus-different topic gap, {r['source']:6s}: "
+            + "  ".join(
+                f"{m} {r[m]['gap']:.4g} [{r[m]['ci_low']:.4g}, {r[m]['ci_high']:.4g}]" for m in ("dot", "cosine")
+            )
+        )
+    t = s["timing"]
+    print(
+        f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s"
+    )

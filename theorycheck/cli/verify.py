@@ -1,0 +1,119 @@
+"""``theorycheck verify``: run the registered claims and write the report; ``--explore N`` checks them over
+their domain (:mod:`theorycheck.report.explore`); ``--claims PATH`` adds users' claim modules
+(:mod:`theorycheck.report.discovery`); ``--list`` lists them."""
+
+from __future__ import annotations
+
+from .._dask import scheduler_executor
+from .._io import prepare_output_dir
+from .._validate import check_int
+from ..report import (
+    ResultCache,
+    collect,
+    default_jobs,
+    format_table,
+    run_claims,
+    select_claims,
+    tier_summary,
+    write_report,
+)
+from ..report.explore import explore_claims, format_explore, write_explore_report
+from .common import (
+    add_jobs_flag,
+    add_no_figures_flag,
+    add_out_flags,
+    add_quiet_flag,
+    add_scheduler_flag,
+    add_seed_flag,
+    command,
+)
+
+DESCRIPTION = "run every registered claim (SPEC §6) and write the report"
+
+
+def add_parser(sub):
+    p = sub.add_parser("verify", help=DESCRIPTION, description=DESCRIPTION)
+    add_out_flags(p, "theorycheck-report", "report folder")
+    p.add_argument("--only", default=None, help="comma-separated globs/substrings of claim ids")
+    p.add_argument("--list", action="store_true", help="list claim ids and exit")
+    add_no_figures_flag(p)
+    add_quiet_flag(p)
+    p.add_argument(
+        "--full", action="store_true", help="also run the long and multi-seed checks (each claim's full_params)"
+    )
+    add_jobs_flag(p)
+    p.add_argument("--no-cache", action="store_true", help="recompute every check (results are still stored)")
+    add_scheduler_flag(p, "the checks")
+    p.add_argument(
+        "--explore",
+        type=int,
+        default=None,
+        metavar="N",
+        help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample",
+    )
+    add_seed_flag(p, 0, "seed of --explore (same seed, same configurations)")
+    p.add_argument(
+        "--claims",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="also run your claim modules: a .py file defining CLAIM or CLAIMS, or a folder of them (repeatable)",
+    )
+    return p
+
+
+def run(args) -> int:
+    registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
+    claims, skipped = select_claims(registry.claims, args.only), registry.skipped
+    if args.list:
+        return _list_claims(claims, registry)
+    if args.explore is not None:
+        return _explore(args, claims)
+    jobs = default_jobs() if args.jobs is None else check_int("--jobs", args.jobs, low=1)
+    out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
+    tier = "full" if args.full else "default"
+    cache = ResultCache(read=not args.no_cache)
+    with scheduler_executor(args.scheduler) as executor:
+        rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
+    print(format_table(rows))
+    tiers = tier_summary(rows, tier)
+    print(
+        f"tier: {tier} ({len(rows)} checks; the default tier holds {len(tiers['default'])}, --full adds "
+        f"{len(tiers['full'])})"
+    )
+    for reason in skipped:
+        print(f"note: {reason}")
+    out = write_report(
+        rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=command(args), tier=tier
+    )
+    n_bad = sum(r.verdict != "PASS" for r in rows)
+    print(f"\n{len(rows) - n_bad}/{len(rows)} checks passed; report written to {out}")
+    return 1 if n_bad else 0
+
+
+def _list_claims(claims, registry) -> int:
+    """``verify --list``: one tab-separated line per claim; a user's or plugin's claim ends with its origin."""
+    for c in claims:
+        dom = "domain" if c.domain is not None else "no domain"
+        pre = c.precondition_text() or "-"
+        where = f"\tfrom {registry.origins[c.id]}" if c.id in registry.external else ""
+        print(f"{c.id}\t{c.source}\t{c.statement}\t[{dom}; preconditions: {pre}]{where}")
+    return 0
+
+
+def _explore(args, claims) -> int:
+    """``verify --explore N [--seed S]``: N configurations per claim; a failure shrunk to a minimal counterexample."""
+    n = check_int("--explore", args.explore, low=1)
+    seed = check_int("--seed", args.seed, low=0)
+    out = prepare_output_dir(args.out, force=args.force, flag="--out")
+    progress = None if args.quiet else (lambda r: print(format_explore([r]), flush=True))
+    results = explore_claims(claims, n, seed=seed, progress=progress)
+    if args.quiet:
+        print(format_explore(results))
+    out = write_explore_report(results, out, n=n, seed=seed, force=args.force, command=command(args))
+    n_bad = sum(r.verdict == "REFUTED" for r in results)
+    n_skip = sum(r.verdict == "SKIP" for r in results)
+    print(
+        f"\n{len(results) - n_bad - n_skip} claims held, {n_bad} refuted, {n_skip} skipped (no domain); report: {out}"
+    )
+    return 1 if n_bad else 0
