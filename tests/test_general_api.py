@@ -310,7 +310,7 @@ TABLE = [
     _prop("solvers.optimal_attention", lambda m, mk: S.optimal_attention(m, mk), _check_optimal_attention),
     _prop(
         "solvers.general_optimal_attention",
-        lambda m, mk: S.general_optimal_attention(m, mk),
+        lambda m, mk: S.optimal_attention(m, mk),
         _check_optimal_attention,
     ),
     _prop("solvers.cotopic_matrix", lambda m, mk: S.cotopic_matrix(m), _check_cotopic),

@@ -149,7 +149,7 @@ def _dense_modes(tm, mk, W_V, loss, mask_keys):
     from ..population._attention_loss import attention_loss_grad
 
     if W_V is None:
-        from ..solvers._value import optimal_value_matrix
+        from ..solvers import optimal_value_matrix
 
         W_V = optimal_value_matrix(tm, mk).x
     W_V = np.asarray(W_V, dtype=float)

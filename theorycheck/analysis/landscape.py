@@ -168,12 +168,12 @@ def growth_configs(*, v: int = 10, T_max: int = 100000, ratio: int = 10):
 
 
 def _sweep_one(job):
-    from ..solvers._attention import optimal_attention
+    from ..solvers import optimal_attention
 
     (T, v, tau), mkd, value = job
     tm = TopicModel(T=T, v=v, tau=tau)
     mk = Masking(**mkd)
-    r = optimal_attention(tm, mk, value=value, check_general=False)
+    r = optimal_attention(tm, mk, value=value, options={"check_general": False})
     return dict(
         T=T,
         v=v,
@@ -344,7 +344,7 @@ def _grid_axes(a0, b0, n_grid, alpha, beta):
 
 def _symmetric_landscape(tm, mk, value, n_grid, alpha, beta, loss):
     """Arrays, figure arguments and optimum record of the paper's model (SPEC §4.3 closed forms)."""
-    from ..solvers._attention import optimal_attention
+    from ..solvers import optimal_attention
 
     opt = optimal_attention(tm, mk, value=value, loss=loss)
     alpha = alpha or _grid_axes(opt.alpha, 0.0, n_grid, None, None)[0]

@@ -20,12 +20,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._memory import check_alloc
-from .._validate import check_array
-from ..models import Masking, TopicModel, require_symmetric, token_topic
-from ..population._alpha_beta import stage1_constant_context
-from ..population._value_loss import value_loss_grad
-from ._value_block import BlockValueMatrix, block_hat, check_stage1_models, hat_moments, predicted_min_loss
+from ..._memory import check_alloc
+from ..._validate import check_array
+from ...models import Masking, TopicModel, require_symmetric, token_topic
+from ...population._alpha_beta import stage1_constant_context
+from ...population._value_loss import value_loss_grad
+from ._block import BlockValueMatrix, block_hat, check_stage1_models, hat_moments, predicted_min_loss
 
 __all__ = ["value_residuals", "value_checks", "minimiser_violation", "MinimiserViolation"]
 

@@ -28,14 +28,16 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg as sla
 
-from .._memory import check_alloc
-from .._validate import check_real
-from ..models import Masking
-from ..population._general import general_moments, min_value_loss, stage1_factors
-from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
-from ._result import SolveResult
-from ._value_residuals import value_checks
+from ..._memory import check_alloc
+from ..._validate import check_real
+from ...population import moments
+from ...population._general import min_value_loss, stage1_factors
+from .._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
+from .._cvxpy import cvxpy
+from .._result import SolveResult
+from ._residuals import value_checks
 
 __all__ = ["LowRankMatrix", "general_optimal_value_matrix", "general_value_residuals", "svd_range"]
 
@@ -98,9 +100,7 @@ def _solve_closed_form(F, reg):
 
 
 def _solve_lstsq(g, mk, reg):
-    import scipy.linalg as sla
-
-    Sigma, C = general_moments(g, mk)
+    Sigma, C = moments(g, mk)
     if reg == 0.0:
         X, _, rank, _ = np.linalg.lstsq(Sigma, C.T, rcond=None)
         return np.ascontiguousarray(X.T), {"rank": int(rank)}
@@ -108,9 +108,8 @@ def _solve_lstsq(g, mk, reg):
 
 
 def _solve_cvxpy(g, mk, reg, solver, options):
-    import cvxpy as cp
-
-    Sigma, C = general_moments(g, mk)
+    cp = cvxpy()
+    Sigma, C = moments(g, mk)
     lam, V = np.linalg.eigh(Sigma)
     keep = lam > 1e-10 * lam.max()
     Wv = cp.Variable((g.V1, g.V1))
@@ -171,14 +170,12 @@ def general_value_residuals(W, g, mk, reg: float, F=None) -> dict:
 
 
 def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
     mk.require_masked_positions("the stage-1 value problem")
     if method not in GENERAL_VALUE_METHODS:
         raise ValueError(f"method must be one of {GENERAL_VALUE_METHODS} for a GeneralTopicModel, got {method!r}")
     reg = check_real("reg", reg, low=0.0)
     tol, options = check_contract(method, tol, solver, options, uses_solver=method == "cvxpy",
-                                  uses_options=method == "cvxpy", stacklevel=7)  # fmt: skip
+                                  uses_options=method == "cvxpy", stacklevel=9)  # fmt: skip
     if dense is not None and not isinstance(dense, bool):
         raise TypeError(f"dense must be None, True or False, got {dense!r}")
     if method == "closed-form":
@@ -198,16 +195,15 @@ def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
     return reg, tol, options, True
 
 
-def general_optimal_value_matrix(
-    g, mk, *, method="closed-form", reg=0.0, tol=DEFAULT_TOL, solver=None, options=None, dense=None, max_bytes=None
-) -> SolveResult:
-    """Optimal stage-1 ``W^V`` of a general model (SPEC §11.3, §11.5); the contract of
-    :func:`theorycheck.solvers.optimal_value_matrix` (module docstring for the methods).
+def general_optimal_value_matrix(g, mk, method, reg, tol, solver, opts) -> SolveResult:
+    """Optimal stage-1 ``W^V`` of any model (SPEC §11.3, §11.5), the generic route of
+    :func:`theorycheck.solvers.optimal_value_matrix` (arguments validated there; module docstring for the methods).
 
     ``x``: ndarray or :class:`LowRankMatrix`; ``fun``: ``L(W) + reg ||W||_F^2`` recomputed from the
     factors; ``info["predicted_min_loss"]`` is ``L*`` (SPEC §11.3).
     """
-    reg, tol, options, dense = _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes)
+    max_bytes = opts.max_bytes
+    reg, tol, options, dense = _validate(g, mk, method, reg, tol, solver, opts.solver_options, opts.dense, max_bytes)
     t0 = time.perf_counter()
     F = stage1_factors(g, mk)
     backend, detail = SUCCESS, ""
