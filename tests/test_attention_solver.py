@@ -56,7 +56,7 @@ def test_identity_beta_to_minus_infinity_is_reported():
     assert math.exp(r.alpha) == pytest.approx(730, rel=0.01)  # SPEC §4.3(b): e^alpha* ~ 730
 
 
-@pytest.mark.parametrize("kwargs,match", [(dict(value="full"), "value"), (dict(n_grid=3), "n_grid")])
+@pytest.mark.parametrize("kwargs,match", [(dict(value="full"), "value"), (dict(options={"n_grid": 3}), "n_grid")])
 def test_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         optimal_attention(tc.TopicModel(T=4, v=2, tau=2), tc.Masking(), **kwargs)

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.population._alpha_beta import alpha_beta_loss, alpha_beta_loss_logK
-from theorycheck.solvers import closed_form_gram
-from theorycheck.solvers.attention import interval_certificate, interval_loss
+from theorycheck.solvers import closed_form_gram, value_block_constants
 from theorycheck.solvers._rational import (
     MAX_SETS,
     MAX_V1,
@@ -27,6 +26,7 @@ from theorycheck.solvers._rational import (
     rational_masking,
     rational_moments,
 )
+from theorycheck.solvers.attention import interval_certificate, interval_loss
 from theorycheck.solvers.gram import (
     rational_embedding_gram,
     rational_embedding_result,
@@ -37,7 +37,6 @@ from theorycheck.solvers.value import (
     rational_value_optimum,
     rational_value_result,
 )
-from theorycheck.solvers import value_block_constants
 
 MASKINGS = [(0.15, 0.1, 0.1), (0.3, 0.2, 0.05), (0.15, 0.5, 0.5)]  # default, p_c != p_r, q = 0
 CONFIGS = [(2, 2, 1), (3, 2, 2), (4, 3, 2), (5, 2, 3), (3, 2, 3)]  # last: tau = T (constant context)
@@ -332,7 +331,9 @@ def test_optimal_attention_interval_certificate_at_the_paper_configuration():
 
 def test_optimal_attention_interval_not_converged_is_not_certified():
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
-    res = tc.solvers.optimal_attention(tm, mk, value="identity", options={"certify": "interval", "certify_options": {"max_boxes": 20, "tol": 1e-12}})
+    res = tc.solvers.optimal_attention(
+        tm, mk, value="identity", options={"certify": "interval", "certify_options": {"max_boxes": 20, "tol": 1e-12}}
+    )
     assert res.status == 4 and "interval" in res.message
     assert res.certificate["lower"] <= res.fun
 

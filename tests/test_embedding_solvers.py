@@ -338,7 +338,7 @@ def test_regularised_cvxpy_equals_regularised_lbfgs_and_tends_to_min_norm():
         (dict(reg=0.1), ValueError, "reg=0.1: method='closed-form'"),
         (dict(method="factorized"), ValueError, "d is required"),
         (dict(method="factorized", d=2), ValueError, "d=2 is too small"),
-        (dict(init_scale=0.0), ValueError, "init_scale"),
+        (dict(options={"init_scale": 0.0}), ValueError, "init_scale"),
         (dict(bias="yes"), TypeError, "bias must be a bool"),
         (dict(tm=None), TypeError, "tm must be a TopicModel"),
     ],

@@ -143,7 +143,9 @@ def test_landscape_refuses_a_foreign_folder_before_work(tmp_path, monkeypatch, c
 
     out = tmp_path / "mine"
     _thesis(out)
-    monkeypatch.setattr(theorycheck.solvers, "optimal_attention", lambda *a, **k: pytest.fail("solved before the path check"))
+    monkeypatch.setattr(
+        theorycheck.solvers, "optimal_attention", lambda *a, **k: pytest.fail("solved before the path check")
+    )
     assert main(["landscape", "--T", "4", "--v", "3", "--tau", "2", "--out", str(out)]) == 2
     assert "thesis.tex" in capsys.readouterr().err and _tree(out) == ["sub", "sub/data.csv", "thesis.tex"]
 

@@ -117,7 +117,9 @@ def test_value_tol_too_strict_is_not_certified():
 
 def test_value_cvxpy_iteration_limit_via_options():
     tm, mk = SMALL
-    res = optimal_value_matrix(tm, mk, reg=0.5, method="cvxpy", solver="SCS", options={"solver_options": {"max_iters": 1}})
+    res = optimal_value_matrix(
+        tm, mk, reg=0.5, method="cvxpy", solver="SCS", options={"solver_options": {"max_iters": 1}}
+    )
     assert res.status in (ITERATION_LIMIT, NOT_CERTIFIED), res.message
     assert not res.success
 
@@ -212,7 +214,11 @@ def test_old_positional_arguments_still_work_with_deprecation():
     with pytest.warns(DeprecationWarning, match="method positionally"):
         assert optimal_embedding_gram(tm, mk, "schur").method == "schur"
     with pytest.warns(DeprecationWarning, match="value positionally"):
-        assert optimal_attention(tm, mk, "identity", options={"check_general": False}).info["flat_direction"].startswith("none")
+        assert (
+            optimal_attention(tm, mk, "identity", options={"check_general": False})
+            .info["flat_direction"]
+            .startswith("none")
+        )
     with pytest.raises(TypeError, match="multiple values"):
         optimal_value_matrix(tm, mk, 0.1, reg=0.2)
     with pytest.raises(TypeError, match="positional"):
@@ -256,11 +262,21 @@ def _dense_constructors(T, v, mk):
         "BlockValueMatrix.toarray": lambda: BlockValueMatrix(1.0, 0.5, 0.1, T, v).toarray(max_bytes=LIMIT),
         "BlockGram.toarray": lambda: BlockGram(T, v, 1.0, 0.5).toarray(max_bytes=LIMIT),
         "embedding_from_gram": lambda: embedding_from_gram(BlockGram(T, v, 1.0, 0.0), 1 + T, max_bytes=LIMIT),
-        "optimal_value_matrix(dense)": lambda: optimal_value_matrix(tm, mk, options={"dense": True, "max_bytes": LIMIT}),
-        "optimal_value_matrix(lstsq)": lambda: optimal_value_matrix(tm, mk, method="lstsq", options={"max_bytes": LIMIT}),
-        "optimal_value_matrix(cvxpy)": lambda: optimal_value_matrix(tm, mk, method="cvxpy", options={"max_bytes": LIMIT}),
-        "optimal_embedding_gram(schur)": lambda: optimal_embedding_gram(tm, mk, method="schur", options={"max_bytes": LIMIT}),
-        "optimal_embedding_gram(cvxpy)": lambda: optimal_embedding_gram(tm, mk, method="cvxpy", options={"max_bytes": LIMIT}),
+        "optimal_value_matrix(dense)": lambda: optimal_value_matrix(
+            tm, mk, options={"dense": True, "max_bytes": LIMIT}
+        ),
+        "optimal_value_matrix(lstsq)": lambda: optimal_value_matrix(
+            tm, mk, method="lstsq", options={"max_bytes": LIMIT}
+        ),
+        "optimal_value_matrix(cvxpy)": lambda: optimal_value_matrix(
+            tm, mk, method="cvxpy", options={"max_bytes": LIMIT}
+        ),
+        "optimal_embedding_gram(schur)": lambda: optimal_embedding_gram(
+            tm, mk, method="schur", options={"max_bytes": LIMIT}
+        ),
+        "optimal_embedding_gram(cvxpy)": lambda: optimal_embedding_gram(
+            tm, mk, method="cvxpy", options={"max_bytes": LIMIT}
+        ),
     }
 
 

@@ -318,7 +318,14 @@ def test_solve_result_fields(method):
 def test_cvxpy_status_downgraded_when_residual_check_fails():
     """SCS stopped after a few iterations: our own residual check must refuse the point."""
     tm, mk = tc.TopicModel(T=4, v=2, tau=2), tc.Masking()
-    res = optimal_value_matrix(tm, mk, reg=0.5, method="cvxpy", solver="SCS", options={"solver_options": {"max_iters": 2, "eps_abs": 1e-1, "eps_rel": 1e-1}})
+    res = optimal_value_matrix(
+        tm,
+        mk,
+        reg=0.5,
+        method="cvxpy",
+        solver="SCS",
+        options={"solver_options": {"max_iters": 2, "eps_abs": 1e-1, "eps_rel": 1e-1}},
+    )
     assert not res.success
     assert res.status in (1, 4)
     assert res.success == (res.status == 0)
@@ -345,8 +352,8 @@ def test_dense_flag():
         (dict(tm="T=3"), TypeError, "tm"),
         (dict(mk=None), TypeError, "mk"),
         (dict(tol=0.0), ValueError, "tol"),
-        (dict(dense="yes"), TypeError, "dense"),
-        (dict(method="lstsq", dense=False), ValueError, "dense"),
+        (dict(options={"dense": "yes"}), TypeError, "dense"),
+        (dict(method="lstsq", options={"dense": False}), ValueError, "dense"),
         (dict(method="cvxpy", solver="NOPE"), ValueError, "solver"),
     ],
 )

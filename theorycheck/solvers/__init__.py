@@ -3,8 +3,9 @@
 Every solver takes ``(tm, mk, *, method, reg, tol, solver, options)`` plus at most two
 problem-defining keywords (``value=``, ``loss=``; ``d=``, ``bias=``), with ``options`` a typed, frozen
 options object (:class:`ValueOptions`, :class:`GramOptions`, :class:`AttentionOptions`, or a dict of
-their fields; the backend's own options are their field ``solver_options``), returns a :class:`SolveResult` (``x``, ``fun``, ``status``, ``message``, ``residuals``,
-``info``, ``certificate``) and is certified by one shared function with one status table
+their fields; the backend's own options are their field ``solver_options``), returns a
+:class:`SolveResult` (``x``, ``fun``, ``status``, ``message``, ``residuals``, ``info``,
+``certificate``) and is certified by one shared function with one status table
 (:data:`STATUS_MESSAGES`; ``theorycheck.solvers._certify``).
 
 =========================== =====================================================================

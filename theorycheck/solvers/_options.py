@@ -185,8 +185,9 @@ def coerce_options(cls, options):
         unknown = sorted(str(k) for k in options if k not in allowed)
         if unknown:
             hint = " (backend options go in options={'solver_options': {...}})" if "solver_options" in allowed else ""
+            names = ", ".join(unknown)
             raise ValueError(
-                f"options: unknown field(s) {', '.join(unknown)} for {cls.__name__}; allowed: {', '.join(allowed)}{hint}"
+                f"options: unknown field(s) {names} for {cls.__name__}; allowed: {', '.join(allowed)}{hint}"
             )
         return cls(**options)
     raise TypeError(f"options must be None, a dict or a {cls.__name__}, got {type(options).__name__}")

@@ -86,7 +86,9 @@ def stage1_value_matrix(g, mk: Masking, *, max_bytes=None) -> np.ndarray:
 
 
 def _stage1_dense(g, mk, max_bytes):
-    res = _optimal_value_matrix(g, mk, "closed-form", 0.0, VALUE_TOL, None, ValueOptions(dense=True, max_bytes=max_bytes))
+    res = _optimal_value_matrix(
+        g, mk, "closed-form", 0.0, VALUE_TOL, None, ValueOptions(dense=True, max_bytes=max_bytes)
+    )
     return np.asarray(res.x, dtype=np.float64)
 
 

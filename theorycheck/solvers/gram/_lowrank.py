@@ -179,7 +179,9 @@ def general_optimal_embedding_gram(g, mk, method, reg, tol, solver, opts, d, bia
     ``rank``, ``trace``, ``W_E`` (closed form: an optimal ``(rank, V1)`` embedding); ``d < rank`` raises.
     """
     extras = {"seed": opts.seed, "init_scale": opts.init_scale, "maxiter": opts.maxiter}
-    tol, options, d, bias = _validate(g, mk, method, reg, tol, solver, opts.solver_options, d, bias, extras, opts.max_bytes)
+    tol, options, d, bias = _validate(
+        g, mk, method, reg, tol, solver, opts.solver_options, d, bias, extras, opts.max_bytes
+    )
     t0 = time.perf_counter()
     backend, detail = SUCCESS, ""
     if method == "closed-form":
