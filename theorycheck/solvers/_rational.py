@@ -49,6 +49,7 @@ __all__ = [
     "RationalOptimum",
     "rational_masking",
     "rational_moments",
+    "moments_exact",
     "exact_pinv",
     "is_psd_exact",
     "rational_block_matrix",
@@ -244,6 +245,11 @@ def rational_moments(tm: TopicModel, mk: Masking) -> tuple[RationalMatrix, Ratio
     See the module docstring for the integer accumulation.
     """
     _check_small(tm, mk, "rational_moments")
+    return moments_exact(tm, mk)
+
+
+def moments_exact(tm: TopicModel, mk: Masking) -> tuple[RationalMatrix, RationalMatrix]:
+    """:func:`rational_moments` on trusted arguments (the exact solvers' internal path)."""
     T, v, tau, V1 = tm.T, tm.v, tm.tau, tm.V1
     e = rational_masking(mk)
     rho = e["a"] / (tau * v) + e["r"] / (T * v)

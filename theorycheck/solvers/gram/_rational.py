@@ -20,8 +20,8 @@ from .._rational import (
     _sub,
     exact_pinv,
     is_psd_exact,
+    moments_exact,
     rational_masking,
-    rational_moments,
     rational_result,
 )
 
@@ -53,7 +53,7 @@ def rational_embedding_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) 
     """
     _check_small(tm, mk, "rational_embedding_gram")
     mk.require_informative("rational_embedding_gram")
-    Sigma, C = rational_moments(tm, mk)
+    Sigma, C = moments_exact(tm, mk)
     const = Fraction(1)
     if bias:
         Sigma, C, const = _centred(tm, mk, Sigma, C)

@@ -16,8 +16,8 @@ from .._rational import (
     _loss,
     _stage1_parts,
     _sub,
+    moments_exact,
     rational_masking,
-    rational_moments,
     rational_result,
 )
 
@@ -33,7 +33,7 @@ def rational_value_optimum(tm: TopicModel, mk: Masking) -> RationalOptimum:
     """
     _check_small(tm, mk, "rational_value_optimum")
     mk.require_masked_positions("the stage-1 value problem")
-    Sigma, C = rational_moments(tm, mk)
+    Sigma, C = moments_exact(tm, mk)
     _, P, W, rank = _stage1_parts(Sigma, C)
     I_P = RationalMatrix(_sub(_eye(tm.V1), P.rows))
     checks = {
