@@ -155,7 +155,7 @@ def solve_alpha_beta(tm: TopicModel, mk: Masking, method, reg, tol, solver, opts
     box = _check_box(opts.box, value)
     certify = opts.certify
     if certify is not None and loss != "squared":
-        raise ValueError(f"certify='interval' supports loss='squared' only, got loss={loss!r}")
+        raise ValueError(f"options.certify='interval' supports loss='squared' only, got loss={loss!r}")
     n_grid = opts.n_grid
     if n_grid is not None:
         n_grid = check_int("options.n_grid", n_grid, low=11)

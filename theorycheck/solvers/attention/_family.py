@@ -233,7 +233,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
                                   stacklevel=8)  # fmt: skip
     if opts.certify is not None:
         raise ValueError("options.certify / certify_options (interval bounds) are for the paper's (alpha, beta) "
-                         "family; pass certify=None for a GeneralTopicModel")  # fmt: skip
+                         "family; leave options.certify=None for a GeneralTopicModel")  # fmt: skip
     n_grid = _N_GRID if opts.n_grid is None else opts.n_grid
     n_theta, seed, x0, mask_keys = opts.n_theta, (0 if opts.seed is None else opts.seed), opts.x0, opts.mask_keys
     box, family = opts.box, opts.family

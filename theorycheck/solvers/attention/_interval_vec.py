@@ -1,6 +1,6 @@
 """Vectorised outward-rounded interval arithmetic and second-order branch and bound (SPEC §4.3).
 
-The numpy engine of :func:`theorycheck.solvers._interval.interval_certificate`: the same loss
+The numpy engine of :func:`theorycheck.solvers.attention.interval_certificate`: the same loss
 formulas as the ``mpmath.iv`` engine (``_interval._block_loss`` / ``_interval._identity_loss``,
 evaluated here on arrays of boxes at once), with
 

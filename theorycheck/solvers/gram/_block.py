@@ -1,7 +1,7 @@
 """The block-constant Gram of the tied embedding model (SPEC §4.1 D3) and embeddings from Grams.
 
 :class:`BlockGram` stores ``G = (W^E)^T W^E`` by two scalars (same-topic ``x``, different-topic ``y``);
-:func:`closed_form_gram` gives the minimum-norm optimum (derivation in :mod:`._embedding` and in the
+:func:`closed_form_gram` gives the minimum-norm optimum (derivation in :mod:`._solve` and in the
 function's notes); :func:`embedding_from_gram` factors a Gram into a ``d x V1`` embedding;
 :func:`min_embedding_dim` is the smallest ``d`` attaining ``L*``.
 """

@@ -11,7 +11,7 @@ solution is
 With a free decoder bias (``bias=True``) the conditions are ``G d = d / a`` on
 ``D = Phi^T range(Cov theta)`` and ``b = E[p] - G E[m]``; the least-trace ``G`` is ``Pi_D / a``.
 
-Methods: ``"closed-form"`` (the formulas, O(n T^2), a :class:`~._general.LowRankMatrix` ``F F^T``;
+Methods: ``"closed-form"`` (the formulas, O(n T^2), a :class:`~theorycheck.solvers.LowRankMatrix` ``F F^T``;
 ``info["W_E"] = F^T`` is an optimal embedding of dimension ``rank``) and ``"cvxpy"`` (independent:
 the SDP ``min tr G`` s.t. ``G >= 0``, ``G U_k = C U_k Lambda_k^{-1}`` from the eigen-decomposition
 ``Sigma U_k = U_k Lambda_k`` of the dense (centred, with a bias) moments; small V1).

@@ -30,8 +30,8 @@ Methods of :func:`optimal_embedding_gram`:
 - ``"factorized"``: scipy L-BFGS over ``W^E`` (``d x V1``) from a small random init.
 
 Every result carries residuals recomputed by our own numpy code (loss gap, PSD-ness, minimiser
-violation; :mod:`._gram_residuals`), never trusting a backend, and is certified by the shared
-:func:`theorycheck.solvers._certify.certify`. The block Gram and the closed form live in :mod:`._gram`.
+violation; :mod:`._residuals`), never trusting a backend, and is certified by the shared
+:func:`theorycheck.solvers._certify.certify`. The block Gram and the closed form live in :mod:`._block`.
 """
 
 from __future__ import annotations

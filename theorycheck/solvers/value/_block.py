@@ -4,7 +4,7 @@
 :func:`value_block_constants` returns the optimal constants for every ``reg >= 0``: at
 ``reg = 0`` it calls :func:`theorycheck.population.stage1_block_constants` (the single home of the
 minimum-norm formulas, SPEC §4.2); for ``reg > 0`` it minimises the reduced three-parameter
-ridge quadratic exactly (:func:`_ridge_constants`, derivation in :mod:`._value`).
+ridge quadratic exactly (:func:`_ridge_constants`, derivation in :mod:`._solve`).
 :func:`structured_constants` is an independent O(1) numerical route, ``C_hat (Sigma_hat + reg I)^+``
 in the topic-symmetric algebra of :mod:`._symmetric`, used to test the formulas at any size.
 """

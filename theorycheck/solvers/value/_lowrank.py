@@ -7,7 +7,7 @@ The loss is ``L(W) = tr(W Sigma W^T) - 2 tr(W C^T) + 1`` with ``Sigma = X X^T``,
     ``C (Sigma + reg I)^+ = Y (X^T X + reg I)^{-1} X^T`` through the thin SVD ``X = U S V^T``:
     ``W = (Y V diag(s / (s^2 + reg))) U^T`` (at ``reg = 0`` the minimum-norm ``C Sigma^+ = Y X^+``,
     equal to ``W° Pi`` of SPEC §11.3 when ``a > 0``). O(n T^2); returned as a rank ``<= T``
-    :class:`LowRankMatrix` (dense when ``V1 <= 2001`` unless ``dense=False``).
+    :class:`LowRankMatrix` (dense when ``V1 <= 2001`` unless ``options.dense=False``).
 ``"lstsq"``
     Dense ``Sigma W^T = C^T`` by minimum-norm least squares (``reg = 0``) or ``C (Sigma + reg I)^{-1}``
     from the dense moments. O(V1^3).
@@ -181,11 +181,11 @@ def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
     if method == "closed-form":
         dense = (g.V1 <= DENSE_DEFAULT_MAX_V1) if dense is None else dense
         if dense:
-            check_alloc("optimal_value_matrix(dense=True): V1 x V1 W^V", (g.V1, g.V1), max_bytes=max_bytes,
-                        alternative="dense=False (a LowRankMatrix of rank <= T)")  # fmt: skip
+            check_alloc("optimal_value_matrix(options.dense=True): V1 x V1 W^V", (g.V1, g.V1), max_bytes=max_bytes,
+                        alternative="options={'dense': False} (a LowRankMatrix of rank <= T)")  # fmt: skip
         return reg, tol, options, dense
     if dense is False:
-        raise ValueError(f"dense=False is only available for method='closed-form' (method={method!r} is dense)")
+        raise ValueError(f"options.dense=False is only available for method='closed-form' (method={method!r} is dense)")
     check_alloc(f"optimal_value_matrix(method={method!r}): Sigma, C and W, each V1 x V1", (3, g.V1, g.V1),
                 max_bytes=max_bytes, alternative="method='closed-form' (a LowRankMatrix, O(n T^2))")  # fmt: skip
     limit = CVXPY_MAX_V1 if method == "cvxpy" else LSTSQ_MAX_V1

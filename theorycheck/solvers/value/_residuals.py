@@ -147,7 +147,7 @@ def minimiser_violation(W, tm: TopicModel, mk: Masking, b=None, *, max_bytes=Non
             "minimiser_violation: block sums of a BlockValueMatrix",
             (4, V1, T),
             max_bytes=max_bytes,
-            alternative="optimal_value_matrix(tm, mk, method='closed-form', dense=False).residuals (O(1))",
+            alternative="optimal_value_matrix(tm, mk, options={'dense': False}).residuals (O(1))",
         )
         Y = np.zeros((V1, T))
         topics = token_topic(np.arange(1, V1), v)

@@ -19,9 +19,9 @@ Three methods compute the optimum and are checked against each other:
     ``min L(W) + reg ||W||_F^2`` (``reg > 0``), in an equivalent sparse form (see
     :func:`_solve_cvxpy`), with any installed cvxpy solver (default CLARABEL).
 
-Every result carries residuals recomputed by our own code (:mod:`._value_residuals`) and is
+Every result carries residuals recomputed by our own code (:mod:`._residuals`) and is
 certified by the shared :func:`theorycheck.solvers._certify.certify`. The block structure and the
-(A, B0, gamma) constants live in :mod:`._value_block`; the minimum-norm constants themselves in
+(A, B0, gamma) constants live in :mod:`._block`; the minimum-norm constants themselves in
 :func:`theorycheck.population.stage1_block_constants` (their single home).
 
 Derivation of the closed form (our own, SPEC §4.2 [DER])
@@ -211,14 +211,14 @@ def _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes):
         dense = (tm.V1 <= DENSE_DEFAULT_MAX_V1) if dense is None else dense
         if dense:
             check_alloc(
-                "optimal_value_matrix(dense=True): V1 x V1 W^V",
+                "optimal_value_matrix(options.dense=True): V1 x V1 W^V",
                 (tm.V1, tm.V1),
                 max_bytes=max_bytes,
-                alternative="dense=False (a BlockValueMatrix, O(1) storage)",
+                alternative="options={'dense': False} (a BlockValueMatrix, O(1) storage)",
             )
         return reg, tol, options, dense
     if dense is False:
-        raise ValueError(f"dense=False is only available for method='closed-form' (method={method!r} is dense)")
+        raise ValueError(f"options.dense=False is only available for method='closed-form' (method={method!r} is dense)")
     check_alloc(
         f"optimal_value_matrix(method={method!r}): Sigma, C and W, each V1 x V1",
         (3, tm.V1, tm.V1),
