@@ -15,6 +15,7 @@ Fields whose meaning depends on the model or on ``value=`` (search boxes, the sc
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 
 from .._validate import check_choice, check_int, check_real
@@ -170,6 +171,12 @@ class AttentionOptions:
         _check_dict("solver_options", self.solver_options)
 
 
+@functools.cache
+def _defaults(cls):
+    """The default options of ``cls`` (one shared instance: the objects are frozen)."""
+    return cls()
+
+
 def coerce_options(cls, options):
     """``options`` as a ``cls`` instance: ``None`` -> defaults, a ``cls`` as is, a dict of fields validated.
 
@@ -177,7 +184,7 @@ def coerce_options(cls, options):
     any other type.
     """
     if options is None:
-        return cls()
+        return _defaults(cls)
     if isinstance(options, cls):
         return options
     if isinstance(options, dict):
