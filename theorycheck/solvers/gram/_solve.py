@@ -139,10 +139,10 @@ def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_sca
     extras = {"seed": seed, "init_scale": init_scale, "maxiter": maxiter}
     if method != "factorized":
         warn_ignored([n for n, val in extras.items() if val is not None], method, stacklevel=7)
-    seed = check_int("seed", 0 if seed is None else seed, low=0)
-    init_scale = check_real("init_scale", 1e-2 if init_scale is None else init_scale, low=0.0, low_open=True)
+    seed = 0 if seed is None else int(seed)  # checked by GramOptions
+    init_scale = 1e-2 if init_scale is None else float(init_scale)
     if maxiter is not None:
-        maxiter = check_int("maxiter", maxiter, low=1)
+        maxiter = int(maxiter)
         options = {"maxiter": maxiter, "maxfun": 2 * maxiter, **options}
     if not isinstance(bias, (bool, np.bool_)):
         raise TypeError(f"bias must be a bool, got {bias!r}")
