@@ -234,3 +234,41 @@ def test_no_package_internal_import_inside_functions_in_solvers():
 def test_modules_stay_under_800_lines():
     for path in _solver_sources():
         assert len(path.read_text().splitlines()) <= 800, path
+
+
+def _module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(SOLVERS_DIR.parent.parent).with_suffix("")
+    parts = list(rel.parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def test_solvers_import_graph_has_no_cycle():
+    """Module-level imports between ``theorycheck.solvers`` modules form a DAG (a package's
+    ``__init__`` counts as the package)."""
+    graph = {}
+    for path in _solver_sources():
+        name = _module_name(path)
+        package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+        deps = set()
+        for node in ast.parse(path.read_text()).body:
+            if not isinstance(node, ast.ImportFrom) or node.level == 0:
+                continue
+            base = package.split(".")
+            base = base[: len(base) - (node.level - 1)]
+            target = ".".join(base + ([node.module] if node.module else []))
+            targets = [target] if node.module else [f"{target}.{a.name}" for a in node.names]
+            deps |= {t for t in targets if t.startswith("theorycheck.solvers") and t != name}
+        graph[name] = deps
+    state = {}
+
+    def visit(n, stack):
+        if state.get(n) == "done" or n not in graph:
+            return
+        assert state.get(n) != "active", " -> ".join([*stack, n])
+        state[n] = "active"
+        for m in graph[n]:
+            visit(m, [*stack, n])
+        state[n] = "done"
+
+    for n in graph:
+        visit(n, [])
