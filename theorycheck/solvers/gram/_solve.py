@@ -195,8 +195,10 @@ def optimal_embedding_gram(
 
     Parameters
     ----------
-    tm, mk : TopicModel, Masking
-        ``p_m > 0`` and ``a > 0`` (some original words visible).
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+        ``p_m > 0`` and ``a > 0`` (some original words visible). The route is chosen by the model
+        type: the methods below for the paper's model; ``G* = Y (X^T Y)^+ Y^T`` (``"closed-form"``) or
+        the SDP (``"cvxpy"``), ``reg = 0``, for any other (SPEC §11.5; :mod:`._lowrank`).
     method : {"closed-form", "schur", "cvxpy", "factorized", "rational"}
         See the module docstring. ``"closed-form"`` returns a :class:`BlockGram` (any V1, O(1));
         the others a dense ``(V1, V1)`` array (moderate V1 only). ``"rational"``: the minimum-trace

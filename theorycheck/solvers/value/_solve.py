@@ -257,9 +257,11 @@ def optimal_value_matrix(
 
     Parameters
     ----------
-    tm, mk : TopicModel, Masking
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
         ``mk.p_m > 0``. Any prior; degenerate cases (``tau = T``, ``T = 1``, ``a = 0``,
-        ``q = 0``, ``v = 1``) are handled exactly (module docstring).
+        ``q = 0``, ``v = 1``) are handled exactly (module docstring). The route is chosen by the
+        model type: the block closed form for the paper's model, the low-rank formulas of SPEC
+        §11.3 (methods ``"closed-form"``, ``"lstsq"``, ``"cvxpy"``; :mod:`._lowrank`) for any other.
     method : {"closed-form", "cvxpy", "lstsq", "rational"}
         ``"rational"``: exact rational arithmetic (small sizes, ``reg = 0``; masking probabilities read
         as exact decimals): ``W = C Sigma^+`` with ``W Sigma = C`` and ``W (I - Sigma Sigma^+) = 0``
