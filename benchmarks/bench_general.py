@@ -70,9 +70,9 @@ def _one_size(g, budget):
         None if mom is None else float(max(np.abs(S1 - mom[0]).max(), np.abs(C1 - mom[1]).max()))
     )
     del mom, S1, C1
-    t_lr, r_lr = _timed(lambda: optimal_value_matrix(g, MK, dense=False))
+    t_lr, r_lr = _timed(lambda: optimal_value_matrix(g, MK, options={"dense": False}))
     row["W_closed_form_factored_s"], row["W_rank"] = t_lr, r_lr.x.rank
-    t_de, _ = budget.run("closed-form-dense", n, lambda: optimal_value_matrix(g, MK, dense=True))
+    t_de, _ = budget.run("closed-form-dense", n, lambda: optimal_value_matrix(g, MK, options={"dense": True}))
     row["W_closed_form_dense_s"] = t_de
     t_ls, r_ls = budget.run("lstsq", n, lambda: optimal_value_matrix(g, MK, method="lstsq"))
     row["W_lstsq_s"] = t_ls

@@ -7,7 +7,7 @@ of ``optimal_attention``, side by side in one run:
 - ``mpmath`` (before): the scalar ``mpmath.iv`` best-first branch and bound (natural + mean-value
   forms) with ``--mp-boxes`` boxes (default 20000 block, 3000 identity);
 - ``numpy`` (after): the vectorised outward-rounded engine with a second-order bound at the float
-  minimiser (``theorycheck.solvers._interval_vec``), target gap ``--tol`` (default 1e-9).
+  minimiser (``theorycheck.solvers.attention._interval_vec``), target gap ``--tol`` (default 1e-9).
 
 Reported per row: lower, upper, gap, boxes, seconds, and whether the solver's float optimum lies in
 ``[lower, lower + 2e-9]``. Writes ``results/interval.json``.
@@ -24,7 +24,7 @@ from _common import print_table, write_json
 
 import theorycheck as tc
 from theorycheck.solvers import optimal_attention
-from theorycheck.solvers._interval import interval_certificate
+from theorycheck.solvers.attention import interval_certificate
 
 CONFIGS = [
     ("paper", (10, 10, 3), (0.15, 0.1, 0.1)),
@@ -38,7 +38,7 @@ def _row(name, value, engine, tm, mk, tol, max_boxes):
     t0 = time.perf_counter()
     cert = interval_certificate(tm, mk, value, tol=tol, max_boxes=max_boxes, engine=engine)
     sec = time.perf_counter() - t0
-    sol = optimal_attention(tm, mk, value=value, check_general=False)
+    sol = optimal_attention(tm, mk, value=value, options={"check_general": False})
     ok = cert.lower <= sol.fun <= cert.lower + 2e-9
     return dict(
         config=name,

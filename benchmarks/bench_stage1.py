@@ -45,8 +45,10 @@ MIN_EXPONENT = {"lstsq": 3.0, "cvxpy": 2.0}
 
 def _timed(method, tm, mk, reg):
     if method == "closed-form":
-        t = best_time(lambda: optimal_value_matrix(tm, mk, reg, method, dense=False), repeat=3, min_time=0.02)
-        return t, optimal_value_matrix(tm, mk, reg, method, dense=False)
+        t = best_time(
+            lambda: optimal_value_matrix(tm, mk, reg, method, options={"dense": False}), repeat=3, min_time=0.02
+        )
+        return t, optimal_value_matrix(tm, mk, reg, method, options={"dense": False})
     t0 = time.perf_counter()
     res = optimal_value_matrix(tm, mk, reg, method)
     return time.perf_counter() - t0, res

@@ -9,7 +9,7 @@ from theorycheck import Masking, TopicModel
 from theorycheck.population import embedding_loss_grad
 from theorycheck.population._embedding_loss import _kernel_threads
 from theorycheck.solvers import optimal_embedding_gram
-from theorycheck.solvers._embedding import _serial_blas
+from theorycheck.solvers.gram._solve import _serial_blas
 
 
 def models(params: dict) -> tuple[TopicModel, Masking]:
@@ -20,7 +20,7 @@ def models(params: dict) -> tuple[TopicModel, Masking]:
 
 def trained_embedding(tm, mk, d, *, seed=0, init_scale=1e-2) -> np.ndarray:
     """Tied embedding trained by L-BFGS on the exact population loss (a minimiser; d >= T)."""
-    res = optimal_embedding_gram(tm, mk, method="factorized", d=d, seed=seed, init_scale=init_scale)
+    res = optimal_embedding_gram(tm, mk, method="factorized", d=d, options={"seed": seed, "init_scale": init_scale})
     if not res.success:
         raise RuntimeError(f"L-BFGS did not reach the optimum: {res.message}")
     return res.info["W_E"]

@@ -80,7 +80,7 @@ def check(params, inject=None):
     inject = inject or {}
     tm, mk = models(params)
     K, L = kstar(tm, mk, constants=inject.get("constants"))
-    sol = optimal_attention(tm, mk, value="block", check_general=False)
+    sol = optimal_attention(tm, mk, value="block", options={"check_general": False})
     res_K, curv = argmin_resolution(tm, mk, math.log(K), inject.get("constants"))
     det = {"K_solver": sol.K, "K_own": K, "argmin_resolution": res_K, "curvature_logK": curv}
     subs = [compare_close(sol.K / K, 1.0, max(1e-5, res_K), details=det, label="K*_solver / K*_own = 1")]

@@ -60,7 +60,7 @@ def check(params, inject=None):
     for (T0, *_), r0, r1 in zip(SEQUENCE, ratios, ratios[1:]):
         subs.append(compare_greater(r1, r0, label=f"K*/v grows along the sequence [after T={T0}]"))
     tm = TopicModel(T=100, v=10, tau=10)
-    ident = optimal_attention(tm, mk, value="identity", check_general=False)
+    ident = optimal_attention(tm, mk, value="identity", options={"check_general": False})
     subs.append(
         compare_greater(
             ident.alpha,

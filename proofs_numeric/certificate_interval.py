@@ -1,6 +1,6 @@
 """SPEC §4.3(a), (b) (DERIVED): rigorous enclosure of the stage-2 attention optimum.
 
-Interval branch and bound (:func:`theorycheck.solvers._interval.interval_certificate`,
+Interval branch and bound (:func:`theorycheck.solvers.attention.interval_certificate`,
 outward-rounded interval arithmetic: the vectorised numpy engine with a second-order bound at the float
 minimiser; ``engine="mpmath"`` is the ``mpmath.iv`` reference) bounds ``min L`` over the search box of
 ``optimal_attention`` from below and above. The claim: the float optimum of the solver is not below the
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention
-from theorycheck.solvers._interval import interval_certificate
+from theorycheck.solvers.attention import interval_certificate
 from theorycheck.strategies import masking_grid_params, model_params, params
 
 from ._stage1 import SPEC_MASKING, models
@@ -34,7 +34,7 @@ def check(params: dict, inject: dict | None = None):
     cert = interval_certificate(
         tm, mk, value, box=box, tol=params["tol"], max_boxes=params["max_boxes"], offset=inject.get("offset", 0.0)
     )
-    sol = optimal_attention(tm, mk, value=value, loss="squared", check_general=False)
+    sol = optimal_attention(tm, mk, value=value, loss="squared", options={"check_general": False})
     parts = [
         # rigorous: no point of the box has a loss below `lower`, so the solver's value cannot be below it
         compare_greater(

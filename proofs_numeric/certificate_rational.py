@@ -2,7 +2,8 @@
 (``A``, ``B0``, ``gamma``) and the closed-form minimum-norm tied-embedding Gram (``x``, ``y``) are the
 exact optima, with zero error in rational arithmetic.
 
-Independent route (:mod:`theorycheck.solvers._rational`): the moments ``Sigma``, ``C`` are summed
+Independent route (:mod:`theorycheck.solvers._rational` and the ``_rational`` modules of
+:mod:`theorycheck.solvers.value` and :mod:`theorycheck.solvers.gram`): the moments ``Sigma``, ``C`` are summed
 exactly over every tau-subset (masking probabilities read as decimal rationals, 0.15 = 3/20); the
 optimum ``C Sigma^+`` (exact pseudo-inverse by a full-rank factorisation) and the minimum-trace PSD
 completion ``X A^+ X^T`` are computed in ``Fraction`` arithmetic and certified by exact identities
@@ -17,15 +18,18 @@ from __future__ import annotations
 from fractions import Fraction
 
 from theorycheck.report.claims import Claim, compare_all, compare_close
-from theorycheck.solvers._embedding import closed_form_gram
+from theorycheck.solvers import closed_form_gram, value_block_constants
 from theorycheck.solvers._rational import (
     rational_block_matrix,
+)
+from theorycheck.solvers.gram import (
     rational_embedding_gram,
     rational_gram_constants,
+)
+from theorycheck.solvers.value import (
     rational_value_constants,
     rational_value_optimum,
 )
-from theorycheck.solvers._value import value_block_constants
 from theorycheck.strategies import masking_grid_params, model_params, params
 
 from ._stage1 import SPEC_MASKING, models

@@ -39,7 +39,7 @@ def check(params: dict, inject: dict | None = None):
     gap_ok = embedding_loss(lbfgs_embedding(tm, mk, d_min), tm, mk) - L_star
     bound, s = _eckart_young_bound(tm, mk, tm.T - 1)
     gap_low = embedding_loss(lbfgs_embedding(tm, mk, tm.T - 1), tm, mk) - L_star
-    bias_ok = optimal_embedding_gram(tm, mk, method="factorized", d=tm.T - 1, seed=0, bias=True)
+    bias_ok = optimal_embedding_gram(tm, mk, method="factorized", d=tm.T - 1, bias=True, options={"seed": 0})
     subs = [
         compare_close(gap_ok, 0.0, 1e-8, details={"d": d_min, "gap_at_d": gap_ok}, label="loss gap at d = T <= 1e-8"),
         compare_greater(

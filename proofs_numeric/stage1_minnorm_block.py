@@ -14,7 +14,7 @@ import numpy as np
 
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import BlockValueMatrix, optimal_value_matrix
-from theorycheck.solvers._value import structured_constants
+from theorycheck.solvers.value import structured_constants
 from theorycheck.strategies import masking_params, model_params, params, tau_below_T
 
 from ._stage1 import SPEC_MASKING, compare_worst, entry_classes, models, spread
@@ -26,7 +26,7 @@ SPEC_TOL = 5e-7  # SPEC prints 6 decimals
 def check(params: dict, inject: dict | None = None):
     inject = inject or {}
     tm, mk = models(params)
-    cf = optimal_value_matrix(tm, mk, method="closed-form", dense=False)
+    cf = optimal_value_matrix(tm, mk, method="closed-form", options={"dense": False})
     A, B0, gamma = cf.x.A + inject.get("A_shift", 0.0), cf.x.B0, cf.x.gamma
     parts = []
     data = {}

@@ -38,7 +38,9 @@ def check(params: dict, inject: dict | None = None):
             compare_close(spread(cls["mask_col"]), 0.0, TOL, label=f"mask column constant (lambda={lam:g})"),
             compare_close(np.abs(cls["row0"]).max(), 0.0, TOL, label=f"row 0 = 0 (lambda={lam:g})"),
         ]
-        cf = optimal_value_matrix(tm, mk, reg=lam * inject.get("reg_factor", 1.0), method="closed-form", dense=False)
+        cf = optimal_value_matrix(
+            tm, mk, reg=lam * inject.get("reg_factor", 1.0), method="closed-form", options={"dense": False}
+        )
         ref = np.array([cls["same"].mean(), cls["diff"].mean(), cls["mask_col"].mean()])
         parts.append(
             compare_worst(

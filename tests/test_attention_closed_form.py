@@ -203,7 +203,7 @@ def test_without_kept_queries_uniform_is_optimal(tm, mk):
 @pytest.mark.parametrize("T,v,tau", [(10, 10, 3), (10, 10, 1), (20, 5, 4), (100, 10, 3)])
 def test_identity_optimum_large_alpha_nonpositive_beta(T, v, tau):
     tm, mk = tc.TopicModel(T=T, v=v, tau=tau), tc.Masking()
-    r = tc.solvers.optimal_attention(tm, mk, value="identity", check_general=False)
+    r = tc.solvers.optimal_attention(tm, mk, value="identity", options={"check_general": False})
     assert r.status in (0, 3)
     assert r.beta <= 0.0
     assert r.alpha > math.log(v)

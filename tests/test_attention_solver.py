@@ -18,7 +18,7 @@ def test_block_optimum_beats_random_points_and_is_stationary(tm, mk):
     from hypothesis import assume
 
     assume(mk.p_c + mk.p_r >= 0.05 and mk.q + mk.r >= 0.01)  # otherwise L is flat in K
-    r = optimal_attention(tm, mk, value="block", check_general=False)
+    r = optimal_attention(tm, mk, value="block", options={"check_general": False})
     assert r.status in (0, 3)
     if r.status == 0:
         pts = np.random.default_rng(0).uniform(-20, 40, 2000)
@@ -50,13 +50,13 @@ def test_paper_configuration_result_object():
 
 def test_identity_beta_to_minus_infinity_is_reported():
     tm, mk = tc.TopicModel(T=100, v=10, tau=3), tc.Masking()
-    r = optimal_attention(tm, mk, value="identity", check_general=False)
+    r = optimal_attention(tm, mk, value="identity", options={"check_general": False})
     assert r.status == 3 and r.beta_to_minus_inf
     assert "beta* = -inf" in r.message
     assert math.exp(r.alpha) == pytest.approx(730, rel=0.01)  # SPEC §4.3(b): e^alpha* ~ 730
 
 
-@pytest.mark.parametrize("kwargs,match", [(dict(value="full"), "value"), (dict(n_grid=3), "n_grid")])
+@pytest.mark.parametrize("kwargs,match", [(dict(value="full"), "value"), (dict(options={"n_grid": 3}), "n_grid")])
 def test_rejects_bad_input(kwargs, match):
     with pytest.raises(ValueError, match=match):
         optimal_attention(tc.TopicModel(T=4, v=2, tau=2), tc.Masking(), **kwargs)

@@ -15,8 +15,7 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.population._alpha_beta import alpha_beta_loss, alpha_beta_loss_logK
-from theorycheck.solvers._embedding import closed_form_gram
-from theorycheck.solvers._interval import interval_certificate, interval_loss
+from theorycheck.solvers import closed_form_gram, value_block_constants
 from theorycheck.solvers._rational import (
     MAX_SETS,
     MAX_V1,
@@ -24,16 +23,20 @@ from theorycheck.solvers._rational import (
     exact_pinv,
     is_psd_exact,
     rational_block_matrix,
+    rational_masking,
+    rational_moments,
+)
+from theorycheck.solvers.attention import interval_certificate, interval_loss
+from theorycheck.solvers.gram import (
     rational_embedding_gram,
     rational_embedding_result,
     rational_gram_constants,
-    rational_masking,
-    rational_moments,
+)
+from theorycheck.solvers.value import (
     rational_value_constants,
     rational_value_optimum,
     rational_value_result,
 )
-from theorycheck.solvers._value import value_block_constants
 
 MASKINGS = [(0.15, 0.1, 0.1), (0.3, 0.2, 0.05), (0.15, 0.5, 0.5)]  # default, p_c != p_r, q = 0
 CONFIGS = [(2, 2, 1), (3, 2, 2), (4, 3, 2), (5, 2, 3), (3, 2, 3)]  # last: tau = T (constant context)
@@ -300,7 +303,7 @@ def test_interval_certificate_refuses_dirichlet():
 def test_solver_method_rational_equals_the_closed_form(T, v, tau):
     tm, mk = tc.TopicModel(T=T, v=v, tau=tau), tc.Masking(p_m=0.3, p_c=0.2, p_r=0.05)
     r = tc.solvers.optimal_value_matrix(tm, mk, method="rational")
-    c = tc.solvers.optimal_value_matrix(tm, mk, method="closed-form", dense=True)
+    c = tc.solvers.optimal_value_matrix(tm, mk, method="closed-form", options={"dense": True})
     assert r.status == 0 and r.method == "rational"
     assert np.max(np.abs(r.x - c.x)) <= 1e-15
     g = tc.solvers.optimal_embedding_gram(tm, mk, method="rational")
@@ -318,7 +321,7 @@ def test_solver_method_rational_refuses_reg():
 
 def test_optimal_attention_interval_certificate_at_the_paper_configuration():
     tm, mk = tc.TopicModel(T=10, v=10, tau=3), tc.Masking()
-    res = tc.solvers.optimal_attention(tm, mk, value="block", certify="interval")
+    res = tc.solvers.optimal_attention(tm, mk, value="block", options={"certify": "interval"})
     cert = res.certificate
     assert res.status == 0
     assert cert["method"] == "interval-branch-and-bound"
@@ -329,7 +332,7 @@ def test_optimal_attention_interval_certificate_at_the_paper_configuration():
 def test_optimal_attention_interval_not_converged_is_not_certified():
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
     res = tc.solvers.optimal_attention(
-        tm, mk, value="identity", certify="interval", certify_options={"max_boxes": 20, "tol": 1e-12}
+        tm, mk, value="identity", options={"certify": "interval", "certify_options": {"max_boxes": 20, "tol": 1e-12}}
     )
     assert res.status == 4 and "interval" in res.message
     assert res.certificate["lower"] <= res.fun
@@ -338,6 +341,6 @@ def test_optimal_attention_interval_not_converged_is_not_certified():
 def test_optimal_attention_interval_argument_errors():
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
     with pytest.raises(ValueError, match="certify"):
-        tc.solvers.optimal_attention(tm, mk, certify="exact")
+        tc.solvers.optimal_attention(tm, mk, options={"certify": "exact"})
     with pytest.raises(ValueError, match="squared"):
-        tc.solvers.optimal_attention(tm, mk, certify="interval", loss="ce")
+        tc.solvers.optimal_attention(tm, mk, loss="ce", options={"certify": "interval"})

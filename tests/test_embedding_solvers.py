@@ -72,7 +72,7 @@ def test_closed_form_equals_cvxpy_trace_minimisation(tm, mk, solver):
 def test_factorized_lbfgs_reaches_optimum(tm, mk, extra_d, seed):
     _informative(mk)
     d = min_embedding_dim(tm, mk) + extra_d
-    fz = optimal_embedding_gram(tm, mk, method="factorized", d=d, seed=seed)
+    fz = optimal_embedding_gram(tm, mk, method="factorized", d=d, options={"seed": seed})
     L_star = 1 - 1 / (tm.tau * tm.v)
     W = fz.info["W_E"]
     assert W.shape == (d, tm.V1)
@@ -184,7 +184,7 @@ def test_same_topic_exceeds_different_topic_for_every_optimum_found(tm, mk, seed
     d = tm.T + 1
     for W in (
         embedding_from_gram(closed_form_gram(tm, mk), d),
-        optimal_embedding_gram(tm, mk, method="factorized", d=d, seed=seed).info["W_E"],
+        optimal_embedding_gram(tm, mk, method="factorized", d=d, options={"seed": seed}).info["W_E"],
     ):
         s = embedding_topic_stats(W, tm)
         assert s.gap_dot > 0
@@ -338,7 +338,7 @@ def test_regularised_cvxpy_equals_regularised_lbfgs_and_tends_to_min_norm():
         (dict(reg=0.1), ValueError, "reg=0.1: method='closed-form'"),
         (dict(method="factorized"), ValueError, "d is required"),
         (dict(method="factorized", d=2), ValueError, "d=2 is too small"),
-        (dict(init_scale=0.0), ValueError, "init_scale"),
+        (dict(options={"init_scale": 0.0}), ValueError, "init_scale"),
         (dict(bias="yes"), TypeError, "bias must be a bool"),
         (dict(tm=None), TypeError, "tm must be a TopicModel"),
     ],
@@ -462,7 +462,7 @@ def test_bias_factorized_reaches_optimum_with_d_equal_T_minus_1(tm, mk, seed):
     _informative(mk)
     d = max(min_embedding_dim(tm, mk, bias=True), 1)
     assert d == (1 if tm.tau == tm.T else tm.T - 1)
-    fz = optimal_embedding_gram(tm, mk, method="factorized", d=d, bias=True, seed=seed)
+    fz = optimal_embedding_gram(tm, mk, method="factorized", d=d, bias=True, options={"seed": seed})
     assert fz.success, fz.message
     assert embedding_loss(fz.W_E, tm, mk, b=fz.b) - tm.min_value_loss() <= 1e-8
     G = closed_form_gram(tm, mk, bias=True).toarray()
@@ -501,4 +501,4 @@ def test_ignored_arguments_warn():
     with pytest.warns(tc.TheorycheckWarning, match="solver is ignored by method='closed-form'"):
         tc.solvers.optimal_embedding_gram(tm, mk, solver="SCS")
     with pytest.warns(tc.TheorycheckWarning, match="seed, maxiter are ignored"):
-        tc.solvers.optimal_embedding_gram(tm, mk, method="schur", seed=3, maxiter=5)
+        tc.solvers.optimal_embedding_gram(tm, mk, method="schur", options={"seed": 3, "maxiter": 5})

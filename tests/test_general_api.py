@@ -317,11 +317,6 @@ TABLE = [
     _same("solvers.optimal_value_matrix", lambda m, mk: S.optimal_value_matrix(m, mk)),
     _same("solvers.optimal_embedding_gram", lambda m, mk: S.optimal_embedding_gram(m, mk)),
     _prop("solvers.optimal_attention", lambda m, mk: S.optimal_attention(m, mk), _check_optimal_attention),
-    _prop(
-        "solvers.general_optimal_attention",
-        lambda m, mk: S.general_optimal_attention(m, mk),
-        _check_optimal_attention,
-    ),
     _prop("solvers.cotopic_matrix", lambda m, mk: S.cotopic_matrix(m), _check_cotopic),
     _prop("solvers.stage1_value_matrix", lambda m, mk: S.stage1_value_matrix(m, mk), _check_stage1_value),
     _same("solvers.min_embedding_dim", lambda m, mk: S.min_embedding_dim(m, mk), status="fixed", uniform_only=True),

@@ -19,7 +19,7 @@ from theorycheck.montecarlo import _stratified, doc_losses
 from theorycheck.population import attention_loss, attention_loss_estimate, attention_loss_grad
 from theorycheck.population._alpha_beta import alpha_beta_value_matrix
 from theorycheck.sampling import Documents, MaskedBatch, mask_documents
-from theorycheck.solvers._general_attention import cotopic_matrix, stage1_value_matrix
+from theorycheck.solvers import cotopic_matrix, stage1_value_matrix
 from theorycheck.strategies import maskings, topic_models
 
 
@@ -268,7 +268,7 @@ def test_unrestricted_at_most_family():
     g = G(np.random.default_rng(0).dirichlet(np.full(6, 0.7), size=3), tau=2)  # no symmetry
     mk = tc.Masking(0.3, 0.2, 0.2)
     fam = tc.solvers.optimal_attention(g, mk, method="family")
-    free = tc.solvers.optimal_attention(g, mk, method="lbfgs", options={"maxiter": 300})
+    free = tc.solvers.optimal_attention(g, mk, method="lbfgs", options={"solver_options": {"maxiter": 300}})
     assert free.x.shape == (g.V1, g.V1) and free.info["S"] is free.x
     assert free.fun <= fam.fun + 1e-12 and free.fun < fam.fun - 1e-4  # the family is not optimal here
     assert abs(free.fun - attention_loss(free.x, free.W, g, mk)) <= 1e-12
@@ -280,7 +280,7 @@ def test_family_given_basis_and_dirichlet():
     g = G.zipf(3, 2, 1.0, prior="dirichlet", alpha=0.3)
     mk = tc.Masking(0.3, 0.2, 0.2)
     W = np.eye(g.V1)
-    res = tc.solvers.optimal_attention(g, mk, value=W, family=[np.eye(g.V1)], n_grid=1, tol=1e-5)
+    res = tc.solvers.optimal_attention(g, mk, value=W, tol=1e-5, options={"family": [np.eye(g.V1)], "n_grid": 1})
     assert res.x.shape == (1,) and res.status in (0, 3)
     S = res.x[0] * np.eye(g.V1)
     assert abs(res.fun - attention_loss(S, W, g, mk, n_theta=4096, seed=0)) <= 1e-12
@@ -307,11 +307,11 @@ def test_errors(tm_small, mk_spec):
     with pytest.raises(ValueError, match="n_sets"):
         attention_loss(np.zeros((31, 31)), np.eye(31), big, mk_spec)
     with pytest.raises(ValueError, match="family"):
-        tc.solvers.optimal_attention(g, mk_spec, family="nope")
+        tc.solvers.optimal_attention(g, mk_spec, options={"family": "nope"})
     with pytest.raises(ValueError, match="family"):
-        tc.solvers.optimal_attention(tm_small, mk_spec, family=np.eye(12))
+        tc.solvers.optimal_attention(tm_small, mk_spec, options={"family": np.eye(12)})
     with pytest.raises(ValueError, match="certify"):
-        tc.solvers.optimal_attention(g, mk_spec, certify="interval")
+        tc.solvers.optimal_attention(g, mk_spec, options={"certify": "interval"})
     with pytest.raises(ValueError, match="method"):
         tc.solvers.optimal_attention(g, mk_spec, method="sdp")
     with pytest.raises(ValueError, match="value"):

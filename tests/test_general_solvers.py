@@ -67,7 +67,7 @@ def test_closed_form_is_W_circ_Pi(name):
     c = np.r_[MK.q, np.full(g.n_words, MK.r / g.n_words)]
     W_circ = (np.eye(g.V1) - np.outer(c, np.ones(g.V1))) / MK.a
     np.testing.assert_allclose(W, W_circ @ Pi, rtol=0, atol=1e-8)
-    rank = tc.solvers.optimal_value_matrix(g, MK, dense=False).x.rank
+    rank = tc.solvers.optimal_value_matrix(g, MK, options={"dense": False}).x.rank
     assert rank == np.linalg.matrix_rank(Sigma, tol=1e-10 * np.abs(Sigma).max())
     if g.tau == g.T:
         assert rank == 1
@@ -75,7 +75,7 @@ def test_closed_form_is_W_circ_Pi(name):
 
 def test_low_rank_result_and_a_zero():
     g = MODELS["random-tau2"]
-    r = tc.solvers.optimal_value_matrix(g, MK, dense=False)
+    r = tc.solvers.optimal_value_matrix(g, MK, options={"dense": False})
     assert isinstance(r.x, tc.solvers.LowRankMatrix) and r.x.shape == (g.V1, g.V1)
     x = np.random.default_rng(0).standard_normal(g.V1)
     np.testing.assert_allclose(r.x @ x, r.x.toarray() @ x, atol=1e-12)
@@ -174,7 +174,7 @@ def test_validation_messages():
     with pytest.raises(ValueError, match="reg"):
         tc.solvers.optimal_value_matrix(g, MK, reg=-1.0)
     with pytest.raises(ValueError, match="dense=False"):
-        tc.solvers.optimal_value_matrix(g, MK, method="lstsq", dense=False)
+        tc.solvers.optimal_value_matrix(g, MK, method="lstsq", options={"dense": False})
     with pytest.raises(ValueError, match="p_m"):
         tc.solvers.optimal_value_matrix(g, tc.Masking(p_m=0.0))
     with pytest.raises(ValueError, match="method must be one of"):
@@ -184,15 +184,15 @@ def test_validation_messages():
     with pytest.raises(ValueError, match="d=2 is too small"):
         tc.solvers.optimal_embedding_gram(g, MK, d=2)
     with pytest.raises(ValueError, match="seed"):
-        tc.solvers.optimal_embedding_gram(g, MK, seed=3)
+        tc.solvers.optimal_embedding_gram(g, MK, options={"seed": 3})
     with pytest.raises(ValueError, match="a = 1 - p_m"):
         tc.solvers.optimal_embedding_gram(g, tc.Masking(p_m=1.0, p_c=0.0))
     big = GM.overlapping(20, 20, eps=0.1, tau=2)
     with pytest.raises(ValueError, match="V1 <="):
         tc.solvers.optimal_value_matrix(big, MK, method="cvxpy")
     with pytest.raises(ValueError, match="V1 <="):
-        tc.solvers.optimal_embedding_gram(big, MK, method="cvxpy", max_bytes=10**15)
+        tc.solvers.optimal_embedding_gram(big, MK, method="cvxpy", options={"max_bytes": 10**15})
     with pytest.raises(ValueError, match="above the memory limit"):
-        tc.solvers.optimal_value_matrix(big, MK, dense=True, max_bytes=1000)
+        tc.solvers.optimal_value_matrix(big, MK, options={"dense": True, "max_bytes": 1000})
     with pytest.raises(TypeError, match="symmetric TopicModel"):
         tc.population.stage1_block_constants(g, MK)

@@ -1,4 +1,4 @@
-"""The numpy interval engine (:mod:`theorycheck.solvers._interval_vec`) against mpmath (SPEC §4.3).
+"""The numpy interval engine (:mod:`theorycheck.solvers.attention._interval_vec`) against mpmath (SPEC §4.3).
 
 Outward rounding of each operation against exact rationals, ``exp`` against mpmath at 100 bits,
 the vectorised loss / gradient / Hessian enclosures against the high-precision loss at random points
@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.population._alpha_beta import alpha_beta_loss, alpha_beta_loss_logK
-from theorycheck.solvers import _interval as I
-from theorycheck.solvers import _interval_vec as V
+from theorycheck.solvers.attention import _interval as I
+from theorycheck.solvers.attention import _interval_vec as V
 
 PAPER = (tc.TopicModel(T=10, v=10, tau=3), tc.Masking(0.15, 0.1, 0.1))
 finite = st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)

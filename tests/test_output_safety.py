@@ -139,11 +139,13 @@ def test_file_suffix_is_added_only_if_missing(tmp_path):
 
 
 def test_landscape_refuses_a_foreign_folder_before_work(tmp_path, monkeypatch, capsys):
-    from theorycheck.solvers import _attention
+    import theorycheck.solvers
 
     out = tmp_path / "mine"
     _thesis(out)
-    monkeypatch.setattr(_attention, "optimal_attention", lambda *a, **k: pytest.fail("solved before the path check"))
+    monkeypatch.setattr(
+        theorycheck.solvers, "optimal_attention", lambda *a, **k: pytest.fail("solved before the path check")
+    )
     assert main(["landscape", "--T", "4", "--v", "3", "--tau", "2", "--out", str(out)]) == 2
     assert "thesis.tex" in capsys.readouterr().err and _tree(out) == ["sub", "sub/data.csv", "thesis.tex"]
 

@@ -117,14 +117,16 @@ def test_value_tol_too_strict_is_not_certified():
 
 def test_value_cvxpy_iteration_limit_via_options():
     tm, mk = SMALL
-    res = optimal_value_matrix(tm, mk, reg=0.5, method="cvxpy", solver="SCS", options={"max_iters": 1})
+    res = optimal_value_matrix(
+        tm, mk, reg=0.5, method="cvxpy", solver="SCS", options={"solver_options": {"max_iters": 1}}
+    )
     assert res.status in (ITERATION_LIMIT, NOT_CERTIFIED), res.message
     assert not res.success
 
 
 def test_embedding_iteration_limit_via_options():
     tm, mk = SMALL
-    res = optimal_embedding_gram(tm, mk, method="factorized", d=tm.V1, options={"maxiter": 2})
+    res = optimal_embedding_gram(tm, mk, method="factorized", d=tm.V1, options={"solver_options": {"maxiter": 2}})
     assert res.status == ITERATION_LIMIT and res.nit <= 2, res.message
     assert optimal_embedding_gram(tm, mk, method="factorized", d=tm.V1).status == SUCCESS
 
@@ -143,20 +145,20 @@ def test_embedding_tol_too_strict_is_not_certified():
 
 def test_attention_boundary_via_tiny_search_box():
     tm, mk = PAPER
-    free = optimal_attention(tm, mk, check_general=False)
+    free = optimal_attention(tm, mk, options={"check_general": False})
     assert free.status == SUCCESS and 4.0 < math.log(free.K) < 4.5  # K* = 70.05, SPEC §4.3
-    boxed = optimal_attention(tm, mk, box=(0.0, 1.0), check_general=False)
+    boxed = optimal_attention(tm, mk, options={"box": (0.0, 1.0), "check_general": False})
     assert boxed.status == ON_BOUNDARY and boxed.at_boundary
     assert boxed.logK <= 1.0 + 1e-9 and boxed.loss > free.loss
-    ident = optimal_attention(tm, mk, value="identity", box=((0.0, 1.0), (-1.0, 0.0)), n_grid=41)
+    ident = optimal_attention(tm, mk, value="identity", options={"box": ((0.0, 1.0), (-1.0, 0.0)), "n_grid": 41})
     assert ident.status == ON_BOUNDARY
 
 
 def test_attention_iteration_limit_and_tol():
     tm, mk = PAPER
-    res = optimal_attention(tm, mk, options={"maxiter": 1}, check_general=False)
+    res = optimal_attention(tm, mk, options={"check_general": False, "solver_options": {"maxiter": 1}})
     assert res.status == ITERATION_LIMIT, res.message
-    strict = optimal_attention(tm, mk, tol=1e-300, check_general=False)
+    strict = optimal_attention(tm, mk, tol=1e-300, options={"check_general": False})
     assert strict.status == NOT_CERTIFIED and strict.x == pytest.approx(optimal_attention(tm, mk).x)
     assert strict.certificate["tails_above_optimum"] and strict.certificate is strict.info["certificate"]
 
@@ -168,7 +170,7 @@ def test_attention_reg_and_method_are_checked():
     with pytest.raises(ValueError, match="method must be one of"):
         optimal_attention(tm, mk, method="newton")
     with pytest.raises(ValueError, match="box must be"):
-        optimal_attention(tm, mk, box=(1.0, 0.0))
+        optimal_attention(tm, mk, options={"box": (1.0, 0.0)})
 
 
 # ----------------------------------------------------------------------------- warnings
@@ -177,17 +179,17 @@ def test_warn_ignored_decides_by_none():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         optimal_value_matrix(tm, mk, solver=None, options=None)  # explicit None: no warning
-        optimal_embedding_gram(tm, mk, seed=None, init_scale=None, maxiter=None)
-        optimal_attention(tm, mk, solver=None, check_general=False)
+        optimal_embedding_gram(tm, mk, options={"seed": None, "init_scale": None, "maxiter": None})
+        optimal_attention(tm, mk, solver=None, options={"check_general": False})
     # a value equal to the old default is still reported (no comparison with copied defaults)
     with pytest.warns(tc.TheorycheckWarning, match="solver is ignored by method='closed-form'"):
         optimal_value_matrix(tm, mk, solver="CLARABEL")
-    with pytest.warns(tc.TheorycheckWarning, match="options is ignored"):
-        optimal_value_matrix(tm, mk, method="lstsq", options={})
+    with pytest.warns(tc.TheorycheckWarning, match="solver_options is ignored"):
+        optimal_value_matrix(tm, mk, method="lstsq", options={"solver_options": {}})
     with pytest.warns(tc.TheorycheckWarning, match="seed is ignored"):
-        optimal_embedding_gram(tm, mk, seed=0)
+        optimal_embedding_gram(tm, mk, options={"seed": 0})
     with pytest.warns(tc.TheorycheckWarning, match="solver is ignored by method='grid'"):
-        optimal_attention(tm, mk, solver="brent", check_general=False)
+        optimal_attention(tm, mk, solver="brent", options={"check_general": False})
     with pytest.raises(TypeError, match="options must be None or a dict"):
         check_contract("x", 1e-6, None, [1], uses_solver=True, uses_options=True)
 
@@ -195,8 +197,8 @@ def test_warn_ignored_decides_by_none():
 def test_sq_loss_is_deprecated():
     tm, mk = SMALL
     with pytest.warns(DeprecationWarning, match='loss="sq" is deprecated'):
-        old = optimal_attention(tm, mk, loss="sq", check_general=False)
-    new = optimal_attention(tm, mk, loss="squared", check_general=False)
+        old = optimal_attention(tm, mk, loss="sq", options={"check_general": False})
+    new = optimal_attention(tm, mk, loss="squared", options={"check_general": False})
     assert old.fun == new.fun and new.loss_kind == "squared"
     with pytest.warns(DeprecationWarning, match="sq"):
         assert alpha_beta_loss(1.0, 0.5, tm, mk, loss="sq") == alpha_beta_loss(1.0, 0.5, tm, mk)
@@ -212,7 +214,11 @@ def test_old_positional_arguments_still_work_with_deprecation():
     with pytest.warns(DeprecationWarning, match="method positionally"):
         assert optimal_embedding_gram(tm, mk, "schur").method == "schur"
     with pytest.warns(DeprecationWarning, match="value positionally"):
-        assert optimal_attention(tm, mk, "identity", check_general=False).info["flat_direction"].startswith("none")
+        assert (
+            optimal_attention(tm, mk, "identity", options={"check_general": False})
+            .info["flat_direction"]
+            .startswith("none")
+        )
     with pytest.raises(TypeError, match="multiple values"):
         optimal_value_matrix(tm, mk, 0.1, reg=0.2)
     with pytest.raises(TypeError, match="positional"):
@@ -256,11 +262,21 @@ def _dense_constructors(T, v, mk):
         "BlockValueMatrix.toarray": lambda: BlockValueMatrix(1.0, 0.5, 0.1, T, v).toarray(max_bytes=LIMIT),
         "BlockGram.toarray": lambda: BlockGram(T, v, 1.0, 0.5).toarray(max_bytes=LIMIT),
         "embedding_from_gram": lambda: embedding_from_gram(BlockGram(T, v, 1.0, 0.0), 1 + T, max_bytes=LIMIT),
-        "optimal_value_matrix(dense)": lambda: optimal_value_matrix(tm, mk, dense=True, max_bytes=LIMIT),
-        "optimal_value_matrix(lstsq)": lambda: optimal_value_matrix(tm, mk, method="lstsq", max_bytes=LIMIT),
-        "optimal_value_matrix(cvxpy)": lambda: optimal_value_matrix(tm, mk, method="cvxpy", max_bytes=LIMIT),
-        "optimal_embedding_gram(schur)": lambda: optimal_embedding_gram(tm, mk, method="schur", max_bytes=LIMIT),
-        "optimal_embedding_gram(cvxpy)": lambda: optimal_embedding_gram(tm, mk, method="cvxpy", max_bytes=LIMIT),
+        "optimal_value_matrix(dense)": lambda: optimal_value_matrix(
+            tm, mk, options={"dense": True, "max_bytes": LIMIT}
+        ),
+        "optimal_value_matrix(lstsq)": lambda: optimal_value_matrix(
+            tm, mk, method="lstsq", options={"max_bytes": LIMIT}
+        ),
+        "optimal_value_matrix(cvxpy)": lambda: optimal_value_matrix(
+            tm, mk, method="cvxpy", options={"max_bytes": LIMIT}
+        ),
+        "optimal_embedding_gram(schur)": lambda: optimal_embedding_gram(
+            tm, mk, method="schur", options={"max_bytes": LIMIT}
+        ),
+        "optimal_embedding_gram(cvxpy)": lambda: optimal_embedding_gram(
+            tm, mk, method="cvxpy", options={"max_bytes": LIMIT}
+        ),
     }
 
 

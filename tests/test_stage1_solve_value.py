@@ -11,7 +11,7 @@ import theorycheck as tc
 from theorycheck.population import moments, value_loss
 from theorycheck.solvers import BlockValueMatrix, minimiser_violation, optimal_value_matrix
 from theorycheck.solvers._symmetric import TopicSym
-from theorycheck.solvers._value_residuals import _block_residuals, _dense_residuals
+from theorycheck.solvers.value._residuals import _block_residuals, _dense_residuals
 from theorycheck.strategies import maskings
 
 
@@ -225,7 +225,7 @@ def test_large_structured_solution():
     with pytest.raises(ValueError, match="BlockValueMatrix.toarray.*Use W @ x"):
         res.x.toarray(max_bytes=2**30)
     with pytest.raises(ValueError, match="V1 x V1.*method='closed-form'"):
-        optimal_value_matrix(tm, mk, method="lstsq", max_bytes=2**30)
+        optimal_value_matrix(tm, mk, method="lstsq", options={"max_bytes": 2**30})
 
 
 # ------------------------------------------------------------------------------ residual machinery
@@ -285,7 +285,7 @@ def test_range_violation_detects_non_min_norm_minimiser():
     """A minimiser that is not the min-norm one passes stationarity but fails the range check."""
     tm, mk = tc.TopicModel(T=5, v=3, tau=2), tc.Masking()
     from theorycheck.solvers._certify import NOT_CERTIFIED, certify
-    from theorycheck.solvers._value_residuals import value_checks
+    from theorycheck.solvers.value._residuals import value_checks
 
     Sigma, _ = moments(tm, mk)
     W = optimal_value_matrix(tm, mk).x
@@ -319,7 +319,12 @@ def test_cvxpy_status_downgraded_when_residual_check_fails():
     """SCS stopped after a few iterations: our own residual check must refuse the point."""
     tm, mk = tc.TopicModel(T=4, v=2, tau=2), tc.Masking()
     res = optimal_value_matrix(
-        tm, mk, reg=0.5, method="cvxpy", solver="SCS", options={"max_iters": 2, "eps_abs": 1e-1, "eps_rel": 1e-1}
+        tm,
+        mk,
+        reg=0.5,
+        method="cvxpy",
+        solver="SCS",
+        options={"solver_options": {"max_iters": 2, "eps_abs": 1e-1, "eps_rel": 1e-1}},
     )
     assert not res.success
     assert res.status in (1, 4)
@@ -330,7 +335,7 @@ def test_cvxpy_status_downgraded_when_residual_check_fails():
 
 def test_dense_flag():
     tm, mk = tc.TopicModel(T=3, v=2, tau=2), tc.Masking()
-    r = optimal_value_matrix(tm, mk, dense=False)
+    r = optimal_value_matrix(tm, mk, options={"dense": False})
     assert isinstance(r.x, BlockValueMatrix)
     np.testing.assert_allclose(r.x.toarray(), optimal_value_matrix(tm, mk).x, atol=0)
     assert r.residuals["loss"] == pytest.approx(optimal_value_matrix(tm, mk).residuals["loss"], abs=1e-14)
@@ -347,8 +352,8 @@ def test_dense_flag():
         (dict(tm="T=3"), TypeError, "tm"),
         (dict(mk=None), TypeError, "mk"),
         (dict(tol=0.0), ValueError, "tol"),
-        (dict(dense="yes"), TypeError, "dense"),
-        (dict(method="lstsq", dense=False), ValueError, "dense"),
+        (dict(options={"dense": "yes"}), TypeError, "dense"),
+        (dict(method="lstsq", options={"dense": False}), ValueError, "dense"),
         (dict(method="cvxpy", solver="NOPE"), ValueError, "solver"),
     ],
 )
@@ -382,7 +387,7 @@ def test_minimiser_violation_bad_input(kwargs, match):
 
 def test_minimiser_violation_block_input():
     tm, mk = tc.TopicModel(T=4, v=3, tau=2), tc.Masking()
-    W = optimal_value_matrix(tm, mk, dense=False).x
+    W = optimal_value_matrix(tm, mk, options={"dense": False}).x
     assert minimiser_violation(W, tm, mk).norm <= 1e-12
     bad = BlockValueMatrix(W.A * 1.1, W.B0, W.gamma, 4, 3)
     assert minimiser_violation(bad, tm, mk).norm == pytest.approx(
@@ -432,7 +437,7 @@ def test_cli_solve_value_structured_and_errors(tmp_path, capsys):
 )
 def test_closed_form_equals_structured_pinv_at_any_size(T, v, data, mk, reg):
     """Analytic (A, B0, gamma) == C_hat (Sigma_hat + reg I)^+ computed numerically in the O(1) algebra."""
-    from theorycheck.solvers._value_block import structured_constants, value_block_constants
+    from theorycheck.solvers.value._block import structured_constants, value_block_constants
 
     tau = data.draw(st.integers(1, T))
     tm = tc.TopicModel(T=T, v=v, tau=tau)
@@ -450,7 +455,7 @@ def test_ridge_is_smooth_in_reg_at_zero(tm, mk):
     the same derivative (a plain 3 x 3 solve or a dense C (Sigma + reg I)^-1 loses these digits).
     The difference of the two quotients is O(10 h / lambda_min) <= 1e-3 from curvature plus
     O(eps |x| / h) from rounding (a fixed h is not enough when lambda_min is small)."""
-    from theorycheck.solvers._value_block import hat_moments, value_block_constants
+    from theorycheck.solvers.value._block import hat_moments, value_block_constants
 
     ev = np.linalg.eigvalsh(hat_moments(tm, mk)[0].toarray())
     lam = ev[ev > 1e-12 * ev[-1]].min()
@@ -501,7 +506,7 @@ def test_cvxpy_sparse_form_equals_textbook_form(tm, reg):
 def test_reduced_quadratic_at_zero_reg_is_the_analytic_min_norm(T, v, data, mk):
     """The reduced (A, B0, gamma) quadratic minimised in the weighted norm at reg = 0 reproduces the
     analytic min-norm formulas, including the constant-context case tau = T."""
-    from theorycheck.solvers._value_block import _ridge_constants, value_block_constants
+    from theorycheck.solvers.value._block import _ridge_constants, value_block_constants
 
     tm = tc.TopicModel(T=T, v=v, tau=data.draw(st.integers(1, T)))
     x = np.array(_ridge_constants(tm, mk, 0.0))

@@ -149,7 +149,7 @@ def test_structureless_matrix_scores_zero(make):
 
 def test_diagonal_option_and_lowrank_input():
     g = GeneralTopicModel.zipf(3, 3, 1.0, tau=2)
-    res = tc.solvers.optimal_value_matrix(g, MK, dense=False)
+    res = tc.solvers.optimal_value_matrix(g, MK, options={"dense": False})
     dense = res.x.toarray()
     assert matrix_topic_stats(res.x, g) == matrix_topic_stats(dense, g)
     M = np.eye(g.n_words)

@@ -159,9 +159,7 @@ def general_grid(g, mk: Masking, value: str, alpha, beta, loss: str = "squared")
 
 def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001), loss: str = "squared"):
     """Block-``W^V`` loss along ``log K`` (SPEC §4.3, ``K = e^alpha + (v - 1) e^beta``): ``(logK, L)`` arrays."""
-    require_symmetric(
-        tm, "K_curve", "analysis.landscape.alpha_beta_grid(g, mk) or solvers.general_optimal_attention(g, mk)"
-    )
+    require_symmetric(tm, "K_curve", "analysis.landscape.alpha_beta_grid(g, mk) or solvers.optimal_attention(g, mk)")
     loss = check_loss(loss)
     x = _axis("logK", logK)
     return x, np.asarray(alpha_beta_loss_logK(x, tm, mk, loss=loss))
@@ -183,7 +181,7 @@ def _sweep_one(job):
     (T, v, tau), mkd, value = job
     tm = TopicModel(T=T, v=v, tau=tau)
     mk = Masking(**mkd)
-    r = optimal_attention(tm, mk, value=value, check_general=False)
+    r = optimal_attention(tm, mk, value=value, options={"check_general": False})
     return dict(
         T=T,
         v=v,

@@ -258,7 +258,7 @@ def _solve_given(args) -> dict:
             {
                 "--value": ("value", args.value),
                 "--loss": ("loss", check_loss(args.loss)),
-                "--n-grid": ("n_grid", args.n_grid),
+                "--n-grid": ("options", None if args.n_grid is None else {"n_grid": args.n_grid}),
             }
         )
     return given

@@ -152,7 +152,7 @@ def block_token_matrix(
 
 _VALUE_ALTERNATIVE = (
     "theorycheck.solvers.BlockValueMatrix(*stage1_block_constants(tm, mk), tm.T, tm.v) (O(1) storage, W @ x in "
-    "O(V1)), optimal_value_matrix(tm, mk, method='closed-form', dense=False), or the O(1) closed forms "
+    "O(V1)), optimal_value_matrix(tm, mk, options={'dense': False}), or the O(1) closed forms "
     "alpha_beta_loss / alpha_beta_loss_logK"
 )
 
@@ -446,7 +446,7 @@ def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None, l
     require_symmetric(
         tm,
         "alpha_beta_loss_logK",
-        "analysis.landscape.alpha_beta_grid(g, mk) or solvers.general_optimal_attention(g, mk)",
+        "analysis.landscape.alpha_beta_grid(g, mk) or solvers.optimal_attention(g, mk)",
     )
     _check(tm, mk)
     loss = check_loss(loss)

@@ -119,9 +119,10 @@ def certify(checks: dict, tol: float, *, backend: int = SUCCESS, detail: str = "
 def check_contract(
     method: str, tol, solver, options, *, uses_solver: bool, uses_options: bool, stacklevel: int = 5
 ) -> tuple[float, dict]:
-    """Validate the shared keyword arguments ``tol``, ``solver``, ``options`` (before any work).
+    """Validate the shared arguments ``tol``, ``solver`` and the backend options (before any work).
 
-    ``solver`` must be ``None`` or a string, ``options`` ``None`` or a dict; an argument the
+    ``solver`` must be ``None`` or a string, ``options`` (the ``solver_options`` field of the
+    solver's options object) ``None`` or a dict; an argument the
     method does not use triggers :func:`theorycheck._validate.warn_ignored` when it is not
     ``None`` (never by comparing with a copied default); ``stacklevel`` points the warning at the
     user's call. Returns ``(tol, options)`` with
@@ -131,8 +132,8 @@ def check_contract(
     if solver is not None and not isinstance(solver, str):
         raise TypeError(f"solver must be None or a string (a backend name), got {solver!r}")
     if options is not None and not isinstance(options, dict):
-        raise TypeError(f"options must be None or a dict of backend options, got {type(options).__name__}")
-    pairs = (("solver", solver, uses_solver), ("options", options, uses_options))
+        raise TypeError(f"solver_options must be None or a dict of backend options, got {type(options).__name__}")
+    pairs = (("solver", solver, uses_solver), ("solver_options", options, uses_options))
     warn_ignored([n for n, val, used in pairs if val is not None and not used], method, stacklevel=stacklevel)
     return tol, dict(options or {})
 

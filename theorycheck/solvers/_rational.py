@@ -38,7 +38,9 @@ from fractions import Fraction
 
 import numpy as np
 
-from ..models import Masking, TopicModel, check_models
+from ..models import Masking, TopicModel, check_models, require_symmetric
+from ._certify import NOT_CERTIFIED, SUCCESS
+from ._result import SolveResult
 
 __all__ = [
     "MAX_V1",
@@ -47,15 +49,11 @@ __all__ = [
     "RationalOptimum",
     "rational_masking",
     "rational_moments",
+    "moments_exact",
     "exact_pinv",
     "is_psd_exact",
-    "rational_value_optimum",
-    "rational_embedding_gram",
-    "rational_value_constants",
-    "rational_gram_constants",
     "rational_block_matrix",
-    "rational_value_result",
-    "rational_embedding_result",
+    "rational_result",
 ]
 
 #: Largest vocabulary ``V1 = T v + 1`` accepted (exact elimination is O(V1^3) Fraction operations).
@@ -229,7 +227,8 @@ def rational_masking(mk: Masking) -> dict:
 
 def _check_small(tm: TopicModel, mk: Masking, where: str) -> None:
     check_models(tm, mk)
-    if not isinstance(tm, TopicModel) or tm.prior != "uniform-tau":
+    require_symmetric(tm, where, "optimal_value_matrix / optimal_embedding_gram (float methods)")
+    if tm.prior != "uniform-tau":
         raise ValueError(f"{where} needs a TopicModel with prior='uniform-tau' (it enumerates the tau-subsets)")
     if tm.V1 > MAX_V1:
         raise ValueError(f"{where}: V1 = T*v+1 = {tm.V1} exceeds the exact-arithmetic size limit MAX_V1 = {MAX_V1}")
@@ -246,6 +245,11 @@ def rational_moments(tm: TopicModel, mk: Masking) -> tuple[RationalMatrix, Ratio
     See the module docstring for the integer accumulation.
     """
     _check_small(tm, mk, "rational_moments")
+    return moments_exact(tm, mk)
+
+
+def moments_exact(tm: TopicModel, mk: Masking) -> tuple[RationalMatrix, RationalMatrix]:
+    """:func:`rational_moments` on trusted arguments (the exact solvers' internal path)."""
     T, v, tau, V1 = tm.T, tm.v, tm.tau, tm.V1
     e = rational_masking(mk)
     rho = e["a"] / (tau * v) + e["r"] / (T * v)
@@ -304,111 +308,7 @@ def _stage1_parts(Sigma: RationalMatrix, C: RationalMatrix):
     return Sp, P, C @ Sp, len(_rref(Sigma.rows)[1])
 
 
-def rational_value_optimum(tm: TopicModel, mk: Masking) -> RationalOptimum:
-    """Exact minimum-norm stage-1 value matrix ``W_0 = C Sigma^+`` (SPEC §4.0, §4.2; proof in the module docstring).
-
-    ``checks``: ``solves`` (``W_0 Sigma = C``: a minimiser), ``rows_in_range`` (``W_0 (I - P) = 0``:
-    the minimum-norm one) and ``row0_zero``. ``mk.p_m > 0`` is required (the loss averages over
-    selected positions).
-    """
-    _check_small(tm, mk, "rational_value_optimum")
-    mk.require_masked_positions("the stage-1 value problem")
-    Sigma, C = rational_moments(tm, mk)
-    _, P, W, rank = _stage1_parts(Sigma, C)
-    I_P = RationalMatrix(_sub(_eye(tm.V1), P.rows))
-    checks = {
-        "solves": (W @ Sigma - C).is_zero(),
-        "rows_in_range": (W @ I_P).is_zero(),
-        "row0_zero": all(x == 0 for x in W.rows[0]),
-    }
-    return RationalOptimum(W, _loss(W, Sigma, C, Fraction(1)), rank, checks)
-
-
-def _centred(tm, mk, Sigma, C):
-    """``Sigma - mu mu^T``, ``C - u mu^T`` and ``1 - ||u||^2`` (free decoder bias ``b = u - G mu``)."""
-    e = rational_masking(mk)
-    n = tm.T * tm.v
-    mu = [e["q"]] + [(e["a"] + e["r"]) / n] * n
-    u = [Fraction(0)] + [Fraction(1, n)] * n
-    Sc = tuple(tuple(Sigma.rows[i][j] - mu[i] * mu[j] for j in range(tm.V1)) for i in range(tm.V1))
-    Cc = tuple(tuple(C.rows[i][j] - u[i] * mu[j] for j in range(tm.V1)) for i in range(tm.V1))
-    return RationalMatrix(Sc), RationalMatrix(Cc), 1 - Fraction(1, n)
-
-
-def rational_embedding_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> RationalOptimum:
-    """Exact minimum-trace PSD ``G`` with ``G Sigma = C`` (tied embedding, SPEC §4.1 D3; ``bias``: D4).
-
-    With ``P = Sigma Sigma^+`` and ``X = C Sigma^+``: ``G Sigma = C`` iff ``G P = X`` (given
-    ``C (I - P) = 0``). Split ``G`` along ``range(Sigma)`` and its complement: ``A = P X`` (fixed,
-    must be symmetric), ``B = (I - P) X`` (fixed), ``D = (I - P) G (I - P)`` free. ``G`` is PSD iff
-    ``A >= 0``, ``B A^+ A = B`` and ``D >= B A^+ B^T`` (generalised Schur complement), so the unique
-    minimum-trace choice is ``D = B A^+ B^T`` and ``G* = (A + B) A^+ (A + B)^T = X A^+ X^T``.
-    All the conditions used are checked exactly (``checks``), plus ``G* Sigma = C`` and ``G* >= 0``.
-    With ``bias=True`` the centred moments ``Sigma - mu mu^T``, ``C - u mu^T`` are used (optimal
-    ``b = u - G mu``). Requires ``p_m > 0`` and ``a > 0``.
-    """
-    _check_small(tm, mk, "rational_embedding_gram")
-    mk.require_informative("rational_embedding_gram")
-    Sigma, C = rational_moments(tm, mk)
-    const = Fraction(1)
-    if bias:
-        Sigma, C, const = _centred(tm, mk, Sigma, C)
-    _, P, X, rank = _stage1_parts(Sigma, C)
-    I_P = RationalMatrix(_sub(_eye(tm.V1), P.rows))
-    A, B = P @ X, I_P @ X
-    Ap = exact_pinv(A)
-    G = X @ Ap @ X.T
-    checks = {
-        "C_rows_in_range": (C @ I_P).is_zero(),
-        "A_symmetric": A == A.T,
-        "A_psd": is_psd_exact(A),
-        "range_condition": (B @ Ap @ A - B).is_zero(),
-        "solves": (G @ Sigma - C).is_zero(),
-        "G_psd": is_psd_exact(G),
-    }
-    return RationalOptimum(G, _loss(G, Sigma, C, const), rank, checks)
-
-
-# =============================================================================== closed forms, exactly
-def rational_value_constants(tm: TopicModel, mk: Masking) -> tuple[Fraction, Fraction, Fraction, str]:
-    """SPEC §4.2 closed-form ``(A, B0, gamma, case)`` in exact arithmetic (``reg = 0``).
-
-    Informative case: ``B0 = -[r(a+r) + T v q^2] / (a v T [(a+r)^2 + T v q^2])``, ``A = B0 + 1/(a v)``,
-    ``gamma = q (T v B0 + 1/a)/(a + r)``. Constant context (``tau = T``, ``T = 1`` or ``a = 0``):
-    ``A = B0 = (a+r)/((T v)^2 ||mu||^2)``, ``gamma = q/(T v ||mu||^2)``, ``||mu||^2 = (a+r)^2/(T v) + q^2``
-    (``B0`` reported as 0 when ``T = 1``).
-    """
-    check_models(tm, mk)
-    e = rational_masking(mk)
-    a, r, q = e["a"], e["r"], e["q"]
-    T, v = tm.T, tm.v
-    n = T * v
-    if a == 0 or T == 1 or tm.tau == T:
-        mu2 = (a + r) ** 2 / n + q * q
-        A = (a + r) / (n * n * mu2)
-        return A, (A if T > 1 else Fraction(0)), q / (n * mu2), "constant-context"
-    B0 = -(r * (a + r) + n * q * q) / (a * n * ((a + r) ** 2 + n * q * q))
-    return B0 + 1 / (a * v), B0, q * (n * B0 + 1 / a) / (a + r), "informative"
-
-
-def rational_gram_constants(tm: TopicModel, mk: Masking, *, bias: bool = False) -> tuple[Fraction, Fraction]:
-    """SPEC §4.1 D3 (``bias=False``) / D4 (``bias=True``) min-norm Gram entries ``(x, y)``, exactly.
-
-    D3: ``x = (1/(a v)) (1 - r/(T (a+r)))``, ``y = -r/(a v T (a+r))``; single law (``tau = T`` or
-    ``T = 1``): ``x = y = 1/(T v (a+r))``. D4: ``x = (T-1)/(a v T)``, ``y = -1/(a v T)``; single law: 0.
-    """
-    check_models(tm, mk)
-    e = rational_masking(mk)
-    a, r, T, v = e["a"], e["r"], tm.T, tm.v
-    single = T == 1 or tm.tau == T
-    if bias:
-        return (Fraction(0), Fraction(0)) if single else (Fraction(T - 1) / (a * v * T), -1 / (a * v * T))
-    if single:
-        x = 1 / (T * v * (a + r))
-        return x, x
-    return (1 / (a * v)) * (1 - r / (T * (a + r))), -r / (a * v * T * (a + r))
-
-
+# =============================================================================== shared helpers
 def rational_block_matrix(T: int, v: int, same, diff, mask_col=Fraction(0)) -> RationalMatrix:
     """``V1 x V1`` block matrix: ``same`` / ``diff`` on word pairs of equal / different topics,
     ``mask_col`` in column 0 of the word rows, row 0 zero."""
@@ -421,36 +321,13 @@ def rational_block_matrix(T: int, v: int, same, diff, mask_col=Fraction(0)) -> R
     return RationalMatrix(tuple(rows))
 
 
-# =============================================================================== SolveResult adapters
-def _result(opt: RationalOptimum, method: str):
-    from ._result import SolveResult
-
+def rational_result(opt: RationalOptimum, method: str) -> SolveResult:
+    """An exact optimum as a :class:`SolveResult` (``x`` correctly rounded; status 0 iff every exact check holds)."""
     return SolveResult(
         x=opt.x.toarray(),
         fun=float(opt.loss),
-        status=0 if opt.certified else 4,  # NOT_CERTIFIED of the shared status table (_certify)
+        status=SUCCESS if opt.certified else NOT_CERTIFIED,
         method=method,
         residuals={k: 0.0 if ok else 1.0 for k, ok in opt.checks.items()},
         info={"x_exact": opt.x, "loss_exact": opt.loss, "rank_sigma": opt.rank_sigma, "checks": dict(opt.checks)},
     )
-
-
-def rational_value_result(tm: TopicModel, mk: Masking):
-    """:func:`rational_value_optimum` as a ``SolveResult`` (``method="rational"``; ``x`` correctly rounded)."""
-    return _result(rational_value_optimum(tm, mk), "rational")
-
-
-def rational_embedding_result(tm: TopicModel, mk: Masking, *, bias: bool = False):
-    """:func:`rational_embedding_gram` as a ``SolveResult`` (``method="rational"``; ``info["b"]`` with a bias)."""
-    res = _result(rational_embedding_gram(tm, mk, bias=bias), "rational")
-    res.info["b"] = None
-    if bias:
-        e = rational_masking(mk)
-        n = tm.T * tm.v
-        mu = [e["q"]] + [(e["a"] + e["r"]) / n] * n
-        G = res.info["x_exact"].rows
-        b = [-sum((g * m for g, m in zip(G[0], mu)), Fraction(0))]
-        b += [Fraction(1, n) - sum((g * m for g, m in zip(row, mu)), Fraction(0)) for row in G[1:]]
-        res.info["b_exact"] = tuple(b)
-        res.info["b"] = np.array([float(x) for x in b])
-    return res

@@ -30,25 +30,27 @@ Methods of :func:`optimal_embedding_gram`:
 - ``"factorized"``: scipy L-BFGS over ``W^E`` (``d x V1``) from a small random init.
 
 Every result carries residuals recomputed by our own numpy code (loss gap, PSD-ness, minimiser
-violation; :mod:`._gram_residuals`), never trusting a backend, and is certified by the shared
-:func:`theorycheck.solvers._certify.certify`. The block Gram and the closed form live in :mod:`._gram`.
+violation; :mod:`._residuals`), never trusting a backend, and is certified by the shared
+:func:`theorycheck.solvers._certify.certify`. The block Gram and the closed form live in :mod:`._block`.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
 
 import numpy as np
+from scipy.optimize import minimize
 
-from .._memory import check_alloc
-from .._threads import small_problem
-from .._validate import check_choice, check_int, check_real, warn_ignored
-from ..models import Masking, TopicModel, is_general
-from ..population._embedding_loss import _kernel_threads, embedding_loss_grad
-from ..population._value_loss import value_loss
-from ._certify import (
+from ..._memory import check_alloc
+from ..._threads import small_problem
+from ..._validate import check_choice, check_int, check_real, warn_ignored
+from ...models import GeneralTopicModel, Masking, TopicModel, check_models
+from ...population._embedding_loss import _kernel_threads, embedding_loss_grad
+from ...population._value_loss import value_loss
+from .._certify import (
     ITERATION_LIMIT,
     NOT_CERTIFIED,
     SOLVER_FAILURE,
@@ -58,19 +60,23 @@ from ._certify import (
     cvxpy_status,
     legacy_positional,
 )
-from ._general_gram import general_optimal_embedding_gram
-from ._gram import (
+from .._cvxpy import cvxpy
+from .._options import GramOptions, coerce_options
+from .._result import SolveResult
+from ._block import (
     BlockGram,
     bias_const,
+    block_closed_form_gram,
     block_gram_loss,
-    check_embedding_models,
     closed_form_gram,
     embedding_from_gram,
     min_embedding_dim,
     optimal_bias,
     single_law,
 )
-from ._gram_residuals import (
+from ._lowrank import general_optimal_embedding_gram
+from ._rational import rational_embedding_result
+from ._residuals import (
     dense_gram_residuals,
     embedding_minimiser_violation,
     gram_checks,
@@ -80,8 +86,6 @@ from ._gram_residuals import (
     minimiser_residuals,
     range_split,
 )
-from ._rational import rational_embedding_result
-from ._result import SolveResult
 
 __all__ = [
     "BlockGram",
@@ -115,8 +119,8 @@ def _dense_need(method: str, V1: int, d) -> tuple:
 
 
 def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_scale, maxiter, max_bytes):
-    """All argument checks of :func:`optimal_embedding_gram`, before any work (memory guard included)."""
-    check_embedding_models(tm, mk, "optimal_embedding_gram")
+    """All argument checks of the paper model's route, before any work (memory guard included)."""
+    mk.require_informative("optimal_embedding_gram")
     check_choice("method", method, METHODS)
     reg = check_real("reg", reg, low=0.0)
     tol, options = check_contract(
@@ -126,7 +130,7 @@ def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_sca
         options,
         uses_solver=method == "cvxpy",
         uses_options=method in ("cvxpy", "factorized"),
-        stacklevel=6,
+        stacklevel=8,
     )
     if solver is not None:
         check_choice("solver", solver, SOLVERS)
@@ -134,15 +138,15 @@ def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_sca
         d = check_int("d", d, low=1)
     extras = {"seed": seed, "init_scale": init_scale, "maxiter": maxiter}
     if method != "factorized":
-        warn_ignored([n for n, val in extras.items() if val is not None], method, stacklevel=5)
-    seed = check_int("seed", 0 if seed is None else seed, low=0)
-    init_scale = check_real("init_scale", 1e-2 if init_scale is None else init_scale, low=0.0, low_open=True)
+        warn_ignored([n for n, val in extras.items() if val is not None], method, stacklevel=7)
+    seed = 0 if seed is None else int(seed)  # checked by GramOptions
+    init_scale = 1e-2 if init_scale is None else float(init_scale)
     if maxiter is not None:
-        maxiter = check_int("maxiter", maxiter, low=1)
+        maxiter = int(maxiter)
         options = {"maxiter": maxiter, "maxfun": 2 * maxiter, **options}
     if not isinstance(bias, (bool, np.bool_)):
         raise TypeError(f"bias must be a bool, got {bias!r}")
-    rank = min_embedding_dim(tm, mk, bias=bool(bias))
+    rank = block_closed_form_gram(tm, mk, bool(bias)).rank()
     if d is not None and reg == 0.0 and d < rank:
         raise ValueError(
             f"d={d} is too small for the requested optimum: every minimiser G has rank >= {rank} "
@@ -172,20 +176,16 @@ def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_sca
 # ----------------------------------------------------------------------------- public solver
 @legacy_positional("method")
 def optimal_embedding_gram(
-    tm: TopicModel,
+    tm: GeneralTopicModel,
     mk: Masking,
     *,
     method: str = "closed-form",
     reg: float = 0.0,
     tol: float = DEFAULT_TOL,
     solver: str | None = None,
-    options: dict | None = None,
+    options: GramOptions | dict | None = None,
     d: int | None = None,
     bias: bool = False,
-    seed: int | None = None,
-    init_scale: float | None = None,
-    maxiter: int | None = None,
-    max_bytes: int | None = None,
 ) -> SolveResult:
     """Optimal Gram ``G = (W^E)^T W^E`` of the tied embedding model (SPEC §4.1), without or with a bias.
 
@@ -195,8 +195,10 @@ def optimal_embedding_gram(
 
     Parameters
     ----------
-    tm, mk : TopicModel, Masking
-        ``p_m > 0`` and ``a > 0`` (some original words visible).
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+        ``p_m > 0`` and ``a > 0`` (some original words visible). The route is chosen by the model
+        type: the methods below for the paper's model; ``G* = Y (X^T Y)^+ Y^T`` (``"closed-form"``) or
+        the SDP (``"cvxpy"``), ``reg = 0``, for any other (SPEC §11.5; :mod:`._lowrank`).
     method : {"closed-form", "schur", "cvxpy", "factorized", "rational"}
         See the module docstring. ``"closed-form"`` returns a :class:`BlockGram` (any V1, O(1));
         the others a dense ``(V1, V1)`` array (moderate V1 only). ``"rational"``: the minimum-trace
@@ -213,19 +215,15 @@ def optimal_embedding_gram(
         residuals (``reg > 0``) relative to 1 (the loss of ``G = 0``).
     solver : {"CLARABEL", "SCS"}, optional
         cvxpy backend (``method="cvxpy"`` only; default CLARABEL).
-    options : dict, optional
-        Backend options: passed to ``cvxpy.Problem.solve`` (cvxpy) or merged into the L-BFGS-B
-        options :data:`LBFGS_OPTIONS` (factorized), e.g. ``{"maxiter": 5}``.
+    options : GramOptions or dict, optional
+        ``seed``, ``init_scale``, ``maxiter`` (``"factorized"`` only), ``max_bytes`` and the backend's
+        ``solver_options`` (passed to ``cvxpy.Problem.solve``, or merged into the L-BFGS-B options
+        :data:`LBFGS_OPTIONS`); every field is documented in :class:`GramOptions`.
     d : int, optional
         Embedding dimension; required for ``"factorized"`` (``>= min_embedding_dim`` when
         ``reg = 0``); for the other methods ``d < rank`` raises.
     bias : bool
         Free (unpenalised) decoder bias ``b``; ``info["b"]`` holds its optimal value.
-    seed, init_scale, maxiter : optional
-        ``"factorized"`` only: seed (default 0) and standard deviation (default 1e-2) of the
-        initialisation, L-BFGS iteration limit (default 20000; same as ``options={"maxiter": ...}``).
-    max_bytes : int, optional
-        Memory limit of the dense methods (:func:`theorycheck._memory.check_alloc`).
 
     Returns
     -------
@@ -245,12 +243,22 @@ def optimal_embedding_gram(
     -----
     A positional ``method`` (the old order) is accepted with a ``DeprecationWarning``.
     """
-    if is_general(tm):  # SPEC §11.5
-        return general_optimal_embedding_gram(tm, mk, method=method, reg=reg, tol=tol, solver=solver, options=options,
-                                              d=d, bias=bias, seed=seed, init_scale=init_scale, maxiter=maxiter,
-                                              max_bytes=max_bytes)  # fmt: skip
+    check_models(tm, mk, general=True)
+    return _optimal_embedding_gram(tm, mk, method, reg, tol, solver, coerce_options(GramOptions, options), d, bias)
+
+
+@functools.singledispatch
+def _optimal_embedding_gram(g: GeneralTopicModel, mk, method, reg, tol, solver, opts, d, bias) -> SolveResult:
+    """Generic route, any topic-word matrix (SPEC §11.5): ``G* = Y (X^T Y)^+ Y^T`` or the SDP."""
+    return general_optimal_embedding_gram(g, mk, method, reg, tol, solver, opts, d, bias)
+
+
+@_optimal_embedding_gram.register
+def _(tm: TopicModel, mk, method, reg, tol, solver, opts, d, bias) -> SolveResult:
+    """Paper's model (SPEC §4.1): block closed form, Schur completion, SDP, factorized L-BFGS, exact rationals."""
+    seed, init_scale, maxiter, max_bytes = opts.seed, opts.init_scale, opts.maxiter, opts.max_bytes
     reg, tol, options, d, bias, seed, init_scale = _validate(
-        tm, mk, method, reg, tol, solver, options, d, bias, seed, init_scale, maxiter, max_bytes
+        tm, mk, method, reg, tol, solver, opts.solver_options, d, bias, seed, init_scale, maxiter, max_bytes
     )
     t0 = time.perf_counter()
     if method == "rational":
@@ -284,7 +292,7 @@ def _fits(shape, max_bytes) -> bool:
 
 
 def _solve_closed_form(tm, mk, bias, tol, max_bytes) -> SolveResult:
-    G = closed_form_gram(tm, mk, bias=bias)
+    G = block_closed_form_gram(tm, mk, bias)
     b = optimal_bias(G, tm, mk) if bias else None
     loss = block_gram_loss(G, tm, mk, bias_const(G, tm, mk) if bias else 0.0)
     ev = G.eigenvalues()
@@ -372,8 +380,7 @@ def _dual_certificate(dual, G, n) -> dict:
 
 
 def _solve_cvxpy(tm, mk, reg, solver, options, bias, tol) -> SolveResult:
-    import cvxpy as cp
-
+    cp = cvxpy()
     info = {"solver": solver}
     split = range_split(tm, mk, bias)
     if reg == 0.0 and split[0].shape[1] == 0:
@@ -419,8 +426,6 @@ def _serial_blas(n_vars: int):
 
 def _lbfgs(tm, mk, W0, reg, bias, options):
     """L-BFGS-B over ``W^E`` (and ``b`` when ``bias``) on the exact population loss."""
-    from scipy.optimize import minimize
-
     shape, nW = W0.shape, W0.size
     z0 = np.r_[W0.ravel(), np.zeros(tm.V1)] if bias else W0.ravel()
 
@@ -443,7 +448,7 @@ def _solve_factorized(tm, mk, d, reg, seed, init_scale, options, bias, tol) -> S
     res, loss = dense_gram_residuals(G, tm, mk, reg, b=b, identifiable=True)
     res["grad_norm"] = float(np.linalg.norm(fg(opt.x)[1]))
     if tm.V1 <= DENSE_CHECK_MAX_V1:
-        Gc = closed_form_gram(tm, mk, bias=bias).toarray()
+        Gc = block_closed_form_gram(tm, mk, bool(bias)).toarray()
         res["dist_closed_form_full"] = float(np.max(np.abs(G - Gc)))
     info = {
         "W_E": W,

@@ -1,6 +1,6 @@
 """Vectorised outward-rounded interval arithmetic and second-order branch and bound (SPEC §4.3).
 
-The numpy engine of :func:`theorycheck.solvers._interval.interval_certificate`: the same loss
+The numpy engine of :func:`theorycheck.solvers.attention.interval_certificate`: the same loss
 formulas as the ``mpmath.iv`` engine (``_interval._block_loss`` / ``_interval._identity_loss``,
 evaluated here on arrays of boxes at once), with
 
@@ -36,6 +36,9 @@ from fractions import Fraction
 from functools import lru_cache, wraps
 
 import numpy as np
+from scipy.optimize import minimize
+
+from ._interval_loss import _evaluate
 
 __all__ = ["IVec", "T2", "ivec_exact", "evaluate", "box_bounds", "branch_and_bound", "float_minimiser"]
 
@@ -290,8 +293,6 @@ class T2:
 def evaluate(lo, hi, tm, cst, value, order: int, offset: float = 0.0):
     """The loss on the boxes ``[lo[:, i], hi[:, i]]`` (arrays ``(N, n)``): an :class:`IVec` (order 0) or
     a :class:`T2` (order 1: value and gradient; order 2: and Hessian), plus ``offset``."""
-    from ._interval import _evaluate
-
     n = lo.shape[1]
     xs = [IVec(lo[:, i], hi[:, i]) for i in range(n)]
     if order >= 1:
@@ -381,8 +382,6 @@ def _point(x, tm, cst, value, order):
 def float_minimiser(box, tm, cst, value, n_grid: int = 81, n_newton: int = 4):
     """A float minimiser of the loss on the box: best grid point, L-BFGS-B, then Newton steps, all on
     the interval evaluator's midpoints (a heuristic: the bounds are rigorous whatever it returns)."""
-    from scipy.optimize import minimize
-
     box = np.asarray(box, float)
     axes = [np.linspace(lo, hi, n_grid if len(box) == 2 else 50 * n_grid) for lo, hi in box]
     pts = np.stack([a.ravel() for a in np.meshgrid(*axes, indexing="ij")], 1)

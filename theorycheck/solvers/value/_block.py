@@ -4,7 +4,7 @@
 :func:`value_block_constants` returns the optimal constants for every ``reg >= 0``: at
 ``reg = 0`` it calls :func:`theorycheck.population.stage1_block_constants` (the single home of the
 minimum-norm formulas, SPEC §4.2); for ``reg > 0`` it minimises the reduced three-parameter
-ridge quadratic exactly (:func:`_ridge_constants`, derivation in :mod:`._value`).
+ridge quadratic exactly (:func:`_ridge_constants`, derivation in :mod:`._solve`).
 :func:`structured_constants` is an independent O(1) numerical route, ``C_hat (Sigma_hat + reg I)^+``
 in the topic-symmetric algebra of :mod:`._symmetric`, used to test the formulas at any size.
 """
@@ -16,10 +16,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .._validate import check_real
-from ..models import Masking, TopicModel, check_models, require_symmetric
-from ..population._alpha_beta import block_token_matrix, stage1_block_constants, stage1_constant_context
-from ._symmetric import TokenMatrixShape, TopicSym
+from ..._validate import check_real
+from ...models import Masking, TopicModel, check_models, require_symmetric
+from ...population._alpha_beta import block_token_matrix, stage1_block_constants, stage1_constant_context
+from .._symmetric import TokenMatrixShape, TopicSym
 
 __all__ = [
     "BlockValueMatrix",
@@ -27,6 +27,7 @@ __all__ = [
     "structured_constants",
     "predicted_min_loss",
     "check_stage1_models",
+    "block_constants",
     "hat_moments",
     "block_hat",
 ]
@@ -122,7 +123,11 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
         "solvers.optimal_value_matrix(g, mk) (a LowRankMatrix) or solvers.stage1_value_matrix(g, mk)",
     )
     check_stage1_models(tm, mk)
-    reg = check_real("reg", reg, low=0.0)
+    return block_constants(tm, mk, check_real("reg", reg, low=0.0))
+
+
+def block_constants(tm: TopicModel, mk: Masking, reg: float) -> tuple[float, float, float, str]:
+    """:func:`value_block_constants` on trusted arguments (the solvers' internal path)."""
     if reg > 0.0:
         A, B0, g = _ridge_constants(tm, mk, reg)
         return A, B0, g, "ridge"

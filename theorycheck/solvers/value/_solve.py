@@ -19,9 +19,9 @@ Three methods compute the optimum and are checked against each other:
     ``min L(W) + reg ||W||_F^2`` (``reg > 0``), in an equivalent sparse form (see
     :func:`_solve_cvxpy`), with any installed cvxpy solver (default CLARABEL).
 
-Every result carries residuals recomputed by our own code (:mod:`._value_residuals`) and is
+Every result carries residuals recomputed by our own code (:mod:`._residuals`) and is
 certified by the shared :func:`theorycheck.solvers._certify.certify`. The block structure and the
-(A, B0, gamma) constants live in :mod:`._value_block`; the minimum-norm constants themselves in
+(A, B0, gamma) constants live in :mod:`._block`; the minimum-norm constants themselves in
 :func:`theorycheck.population.stage1_block_constants` (their single home).
 
 Derivation of the closed form (our own, SPEC §4.2 [DER])
@@ -72,28 +72,33 @@ and returns the minimum-norm solution at ``reg = 0``.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 
 import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
 
-from .._memory import check_alloc
-from .._validate import check_choice, check_real
-from ..models import Masking, TopicModel, is_general, token_topic
-from ..population._moments import moments
-from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status, legacy_positional
-from ._general import general_optimal_value_matrix
-from ._rational import rational_value_result
-from ._result import SolveResult
-from ._value_block import (
+from ..._memory import check_alloc
+from ..._validate import check_choice, check_real
+from ...models import GeneralTopicModel, Masking, TopicModel, check_models, token_topic
+from ...population import moments
+from .._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status, legacy_positional
+from .._cvxpy import cvxpy
+from .._options import ValueOptions, coerce_options
+from .._result import SolveResult
+from ._block import (
     BlockValueMatrix,
-    check_stage1_models,
+    block_constants,
     hat_moments,
     predicted_min_loss,
     structured_constants,
     value_block_constants,
 )
-from ._value_residuals import MinimiserViolation, minimiser_violation, value_checks, value_residuals
+from ._lowrank import general_optimal_value_matrix
+from ._rational import rational_value_result
+from ._residuals import MinimiserViolation, minimiser_violation, value_checks, value_residuals
 
 __all__ = [
     "BlockValueMatrix",
@@ -116,15 +121,13 @@ DEFAULT_TOL = 1e-6
 
 
 def _solve_closed_form(tm, mk, reg, dense, max_bytes):
-    A, B0, gamma, case = value_block_constants(tm, mk, reg)
+    A, B0, gamma, case = block_constants(tm, mk, reg)
     W = BlockValueMatrix(A, B0, gamma, tm.T, tm.v)
     info = {"A": A, "B0": B0, "gamma": gamma, "case": case, "a": mk.a, "r": mk.r, "q": mk.q}
     return (W.toarray(max_bytes=max_bytes) if dense else W), SUCCESS, "", 0, info
 
 
 def _solve_lstsq(tm, mk, reg):
-    import scipy.linalg as sla
-
     Sigma, C = moments(tm, mk)
     if reg == 0.0:
         X, _, rank, _ = np.linalg.lstsq(Sigma, C.T, rcond=None)  # Sigma W^T = C^T, min-norm
@@ -146,9 +149,7 @@ def _solve_cvxpy(tm, mk, reg, solver, options):
     ``L(W) = ||(W U) L_S||_F^2 - 2 <U^T W U, S_C> + 1`` with ``S = L_S L_S^T``. Only ``O(V1^2)``
     non-zeros, instead of the ``O(V1^3)`` of ``W Sigma`` with a dense ``Sigma``.
     """
-    import cvxpy as cp
-    import scipy.sparse as sp
-
+    cp = cvxpy()
     T, v, V1 = tm.T, tm.v, tm.V1
     Sig_hat, C_hat = hat_moments(tm, mk)
     d_half = np.r_[np.full(T, math.sqrt(v)), 1.0]
@@ -193,12 +194,12 @@ def _solve_cvxpy(tm, mk, reg, solver, options):
 
 
 def _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes):
-    """All argument checks of :func:`optimal_value_matrix`, before any work (memory guard included)."""
-    check_stage1_models(tm, mk)
+    """All argument checks of the paper model's route, before any work (memory guard included)."""
+    mk.require_masked_positions("the stage-1 value problem")
     reg = check_real("reg", reg, low=0.0)
     check_choice("method", method, VALUE_METHODS)
     tol, options = check_contract(
-        method, tol, solver, options, uses_solver=method == "cvxpy", uses_options=method == "cvxpy", stacklevel=6
+        method, tol, solver, options, uses_solver=method == "cvxpy", uses_options=method == "cvxpy", stacklevel=8
     )
     if dense is not None and not isinstance(dense, bool):
         raise TypeError(f"dense must be None, True or False, got {dense!r}")
@@ -210,14 +211,14 @@ def _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes):
         dense = (tm.V1 <= DENSE_DEFAULT_MAX_V1) if dense is None else dense
         if dense:
             check_alloc(
-                "optimal_value_matrix(dense=True): V1 x V1 W^V",
+                "optimal_value_matrix(options.dense=True): V1 x V1 W^V",
                 (tm.V1, tm.V1),
                 max_bytes=max_bytes,
-                alternative="dense=False (a BlockValueMatrix, O(1) storage)",
+                alternative="options={'dense': False} (a BlockValueMatrix, O(1) storage)",
             )
         return reg, tol, options, dense
     if dense is False:
-        raise ValueError(f"dense=False is only available for method='closed-form' (method={method!r} is dense)")
+        raise ValueError(f"options.dense=False is only available for method='closed-form' (method={method!r} is dense)")
     check_alloc(
         f"optimal_value_matrix(method={method!r}): Sigma, C and W, each V1 x V1",
         (3, tm.V1, tm.V1),
@@ -229,8 +230,7 @@ def _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes):
             f"method={method!r} costs O(V1^3); V1 = {tm.V1} exceeds {GENERIC_MAX_V1}; use method='closed-form'"
         )
     if method == "cvxpy":
-        import cvxpy as cp
-
+        cp = cvxpy()
         if solver is not None and solver not in cp.installed_solvers():
             raise ValueError(f"solver must be an installed cvxpy solver {cp.installed_solvers()}, got {solver!r}")
     return reg, tol, options, True
@@ -238,16 +238,14 @@ def _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes):
 
 @legacy_positional("reg", "method")
 def optimal_value_matrix(
-    tm: TopicModel,
+    tm: GeneralTopicModel,
     mk: Masking,
     *,
     method: str = "closed-form",
     reg: float = 0.0,
     tol: float = DEFAULT_TOL,
     solver: str | None = None,
-    options: dict | None = None,
-    dense: bool | None = None,
-    max_bytes: int | None = None,
+    options: ValueOptions | dict | None = None,
 ) -> SolveResult:
     """Optimal stage-1 value matrix under uniform attention (SPEC §4.2).
 
@@ -259,9 +257,11 @@ def optimal_value_matrix(
 
     Parameters
     ----------
-    tm, mk : TopicModel, Masking
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
         ``mk.p_m > 0``. Any prior; degenerate cases (``tau = T``, ``T = 1``, ``a = 0``,
-        ``q = 0``, ``v = 1``) are handled exactly (module docstring).
+        ``q = 0``, ``v = 1``) are handled exactly (module docstring). The route is chosen by the
+        model type: the block closed form for the paper's model, the low-rank formulas of SPEC
+        §11.3 (methods ``"closed-form"``, ``"lstsq"``, ``"cvxpy"``; :mod:`._lowrank`) for any other.
     method : {"closed-form", "cvxpy", "lstsq", "rational"}
         ``"rational"``: exact rational arithmetic (small sizes, ``reg = 0``; masking probabilities read
         as exact decimals): ``W = C Sigma^+`` with ``W Sigma = C`` and ``W (I - Sigma Sigma^+) = 0``
@@ -275,14 +275,9 @@ def optimal_value_matrix(
         loss of ``W = 0``) and the out-of-range norm ``||W - W P||_F / ||W||_F``.
     solver : str, optional
         cvxpy solver (``method="cvxpy"`` only; default ``"CLARABEL"``), e.g. ``"SCS"``, ``"OSQP"``.
-    options : dict, optional
-        Passed to ``cvxpy.Problem.solve`` (``method="cvxpy"`` only), e.g. ``{"max_iters": 50}``.
-    dense : bool, optional
-        ``"closed-form"`` only: a dense ``(V1, V1)`` array (default when ``V1 <= 2001``) or a
-        :class:`BlockValueMatrix` (``dense=False``, default above).
-    max_bytes : int, optional
-        Memory limit of the dense arrays (:func:`theorycheck._memory.check_alloc`); default
-        ``$THEORYCHECK_MAX_BYTES`` or half the available memory.
+    options : ValueOptions or dict, optional
+        ``dense``, ``max_bytes`` and the backend's ``solver_options`` (:class:`ValueOptions`, where
+        every field is documented).
 
     Returns
     -------
@@ -307,10 +302,21 @@ def optimal_value_matrix(
     ``null(Sigma)`` (round-off divided by ``reg``) while the stationarity residual cannot see it; the
     ``error_bound`` says how much is certified. The closed form stays accurate for every ``reg >= 0``.
     """
-    if is_general(tm):  # SPEC §11.3, §11.5
-        return general_optimal_value_matrix(tm, mk, method=method, reg=reg, tol=tol, solver=solver, options=options,
-                                            dense=dense, max_bytes=max_bytes)  # fmt: skip
-    reg, tol, options, dense = _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes)
+    check_models(tm, mk, general=True)
+    return _optimal_value_matrix(tm, mk, method, reg, tol, solver, coerce_options(ValueOptions, options))
+
+
+@functools.singledispatch
+def _optimal_value_matrix(g: GeneralTopicModel, mk, method, reg, tol, solver, opts) -> SolveResult:
+    """Generic route, any topic-word matrix (SPEC §11.3, §11.5): low-rank factors ``Sigma = X X^T``."""
+    return general_optimal_value_matrix(g, mk, method, reg, tol, solver, opts)
+
+
+@_optimal_value_matrix.register
+def _(tm: TopicModel, mk, method, reg, tol, solver, opts) -> SolveResult:
+    """Paper's model (SPEC §4.2): block-constant closed form, dense, convex program or exact rationals."""
+    dense, max_bytes = opts.dense, opts.max_bytes
+    reg, tol, options, dense = _validate(tm, mk, method, reg, tol, solver, opts.solver_options, dense, max_bytes)
     t0 = time.perf_counter()
     if method == "rational":
         res = rational_value_result(tm, mk)

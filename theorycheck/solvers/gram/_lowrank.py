@@ -11,7 +11,7 @@ solution is
 With a free decoder bias (``bias=True``) the conditions are ``G d = d / a`` on
 ``D = Phi^T range(Cov theta)`` and ``b = E[p] - G E[m]``; the least-trace ``G`` is ``Pi_D / a``.
 
-Methods: ``"closed-form"`` (the formulas, O(n T^2), a :class:`~._general.LowRankMatrix` ``F F^T``;
+Methods: ``"closed-form"`` (the formulas, O(n T^2), a :class:`~theorycheck.solvers.LowRankMatrix` ``F F^T``;
 ``info["W_E"] = F^T`` is an optimal embedding of dimension ``rank``) and ``"cvxpy"`` (independent:
 the SDP ``min tr G`` s.t. ``G >= 0``, ``G U_k = C U_k Lambda_k^{-1}`` from the eigen-decomposition
 ``Sigma U_k = U_k Lambda_k`` of the dense (centred, with a bias) moments; small V1).
@@ -25,15 +25,15 @@ import warnings
 
 import numpy as np
 
-from .._memory import check_alloc
-from .._validate import check_int, check_real
-from ..models import Masking
-from ..population._moments import moments as general_moments
-from ..population._moments import stage1_factors
-from ..population._value_loss import min_value_loss
-from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
-from ._general import LowRankMatrix
-from ._result import SolveResult
+from ..._memory import check_alloc
+from ..._validate import check_int, check_real
+from ...population import moments
+from ...population._moments import stage1_factors
+from ...population._value_loss import min_value_loss
+from .._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
+from .._cvxpy import cvxpy
+from .._result import SolveResult
+from ..value._lowrank import LowRankMatrix
 
 __all__ = ["general_optimal_embedding_gram", "general_gram_residuals", "general_closed_form_gram"]
 
@@ -110,9 +110,8 @@ def _checks(res: dict) -> dict:
 
 
 def _solve_cvxpy(g, mk, bias, solver, options):
-    import cvxpy as cp
-
-    Sigma, C = general_moments(g, mk)
+    cp = cvxpy()
+    Sigma, C = moments(g, mk)
     F = stage1_factors(g, mk)
     scale = float(np.trace(Sigma))  # >= the largest eigenvalue of the raw and the centred moment
     if bias:  # centred moments: G (m - E m) = p - E p
@@ -146,8 +145,6 @@ def _solve_cvxpy(g, mk, bias, solver, options):
 
 
 def _validate(g, mk, method, reg, tol, solver, options, d, bias, extras, max_bytes):
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
     mk.require_informative("optimal_embedding_gram")
     if method not in GENERAL_GRAM_METHODS:
         raise ValueError(f"method must be one of {GENERAL_GRAM_METHODS} for a GeneralTopicModel, got {method!r}")
@@ -155,7 +152,7 @@ def _validate(g, mk, method, reg, tol, solver, options, d, bias, extras, max_byt
     if reg != 0.0:
         raise ValueError(f"reg={reg!r}: for a GeneralTopicModel only the minimum-norm (reg = 0) Gram is available")
     tol, options = check_contract(method, tol, solver, options, uses_solver=method == "cvxpy",
-                                  uses_options=method == "cvxpy", stacklevel=7)  # fmt: skip
+                                  uses_options=method == "cvxpy", stacklevel=9)  # fmt: skip
     given = [n for n, val in extras.items() if val is not None]
     if given:
         raise ValueError(f"{', '.join(given)}: only used by method='factorized' (symmetric TopicModel only)")
@@ -175,18 +172,17 @@ def _validate(g, mk, method, reg, tol, solver, options, d, bias, extras, max_byt
     return tol, options, d, bool(bias)
 
 
-def general_optimal_embedding_gram(
-    g, mk, *, method="closed-form", reg=0.0, tol=DEFAULT_TOL, solver=None, options=None, d=None, bias=False,
-    seed=None, init_scale=None, maxiter=None, max_bytes=None,
-) -> SolveResult:  # fmt: skip
-    """Minimum-norm optimal tied Gram of a general model (SPEC §11.5); contract of
+def general_optimal_embedding_gram(g, mk, method, reg, tol, solver, opts, d, bias) -> SolveResult:
+    """Minimum-norm optimal tied Gram of any model (SPEC §11.5), the generic route of
     :func:`theorycheck.solvers.optimal_embedding_gram` (``reg = 0``; methods ``"closed-form"``, ``"cvxpy"``).
 
     ``x``: :class:`LowRankMatrix` (closed form) or ndarray (cvxpy); ``info``: ``b`` (bias or None),
     ``rank``, ``trace``, ``W_E`` (closed form: an optimal ``(rank, V1)`` embedding); ``d < rank`` raises.
     """
-    extras = {"seed": seed, "init_scale": init_scale, "maxiter": maxiter}
-    tol, options, d, bias = _validate(g, mk, method, reg, tol, solver, options, d, bias, extras, max_bytes)
+    extras = {"seed": opts.seed, "init_scale": opts.init_scale, "maxiter": opts.maxiter}
+    tol, options, d, bias = _validate(
+        g, mk, method, reg, tol, solver, opts.solver_options, d, bias, extras, opts.max_bytes
+    )
     t0 = time.perf_counter()
     backend, detail = SUCCESS, ""
     if method == "closed-form":

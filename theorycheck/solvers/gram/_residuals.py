@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._validate import check_array
-from ..models import Masking, TopicModel, require_symmetric
-from ..population._embedding_loss import _kernel_threads
-from ..population._moments import moments
-from ..population._value_loss import value_loss, value_loss_grad
-from ._gram import check_embedding_models, closed_form_gram, single_law
+from ..._validate import check_array
+from ...models import Masking, TopicModel, require_symmetric
+from ...population._embedding_loss import _kernel_threads
+from ...population._embedding_loss import _validate as _validate_loss
+from ...population._moments import moments
+from ...population._value_loss import value_loss, value_loss_grad
+from ._block import block_closed_form_gram, check_embedding_models, single_law
 
 __all__ = [
     "minimiser_residuals",
@@ -94,8 +95,6 @@ def embedding_minimiser_violation(W_E, tm: TopicModel, mk: Masking, *, W_dec=Non
         "embedding_minimiser_violation",
         "embedding_loss(W_E, g, mk) - solvers.optimal_embedding_gram(g, mk).fun (the loss gap)",
     )
-    from ..population._embedding_loss import _validate as _validate_loss
-
     check_embedding_models(tm, mk, "embedding_minimiser_violation")
     W_E, W_dec, b, tied, _ = _validate_loss(W_E, tm, mk, W_dec, b, tied, 0.0)
     M = W_E.T @ W_E if tied else W_dec @ W_E
@@ -197,7 +196,7 @@ def dense_gram_residuals(G, tm, mk, reg, *, b=None, identifiable=False) -> dict:
         res["kkt_dual_infeasibility"] = max(0.0, -float(np.linalg.eigvalsh(Z)[0]))
         res["kkt_complementarity"] = abs(float(np.sum(Z * G)))
     if reg == 0.0:
-        Gc = closed_form_gram(tm, mk, bias=bias).toarray()
+        Gc = block_closed_form_gram(tm, mk, bool(bias)).toarray()
         if identifiable:
             idp = identifiable_part(G, tm, mk, bias=bias) - identifiable_part(Gc, tm, mk, bias=bias)
             res["dist_closed_form"] = float(np.max(np.abs(idp)))

@@ -1,13 +1,13 @@
 """Stage-1 ``W^V`` for a :class:`~theorycheck.models.GeneralTopicModel` (SPEC §11.3, §11.5).
 
 The loss is ``L(W) = tr(W Sigma W^T) - 2 tr(W C^T) + 1`` with ``Sigma = X X^T``, ``C = Y X^T``
-(rank-``rho`` factors, :func:`theorycheck.population._general.stage1_factors`). Three routes:
+(rank-``rho`` factors, :func:`theorycheck.population._moments.stage1_factors`). Three routes:
 
 ``"closed-form"``
     ``C (Sigma + reg I)^+ = Y (X^T X + reg I)^{-1} X^T`` through the thin SVD ``X = U S V^T``:
     ``W = (Y V diag(s / (s^2 + reg))) U^T`` (at ``reg = 0`` the minimum-norm ``C Sigma^+ = Y X^+``,
     equal to ``W° Pi`` of SPEC §11.3 when ``a > 0``). O(n T^2); returned as a rank ``<= T``
-    :class:`LowRankMatrix` (dense when ``V1 <= 2001`` unless ``dense=False``).
+    :class:`LowRankMatrix` (dense when ``V1 <= 2001`` unless ``options.dense=False``).
 ``"lstsq"``
     Dense ``Sigma W^T = C^T`` by minimum-norm least squares (``reg = 0``) or ``C (Sigma + reg I)^{-1}``
     from the dense moments. O(V1^3).
@@ -28,16 +28,17 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg as sla
 
-from .._memory import check_alloc
-from .._validate import check_real
-from ..models import Masking
-from ..population._moments import moments as general_moments
-from ..population._moments import stage1_factors
-from ..population._value_loss import min_value_loss
-from ._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
-from ._result import SolveResult
-from ._value_residuals import value_checks
+from ..._memory import check_alloc
+from ..._validate import check_real
+from ...population import moments
+from ...population._moments import stage1_factors
+from ...population._value_loss import min_value_loss
+from .._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
+from .._cvxpy import cvxpy
+from .._result import SolveResult
+from ._residuals import value_checks
 
 __all__ = ["LowRankMatrix", "general_optimal_value_matrix", "general_value_residuals", "svd_range"]
 
@@ -100,9 +101,7 @@ def _solve_closed_form(F, reg):
 
 
 def _solve_lstsq(g, mk, reg):
-    import scipy.linalg as sla
-
-    Sigma, C = general_moments(g, mk)
+    Sigma, C = moments(g, mk)
     if reg == 0.0:
         X, _, rank, _ = np.linalg.lstsq(Sigma, C.T, rcond=None)
         return np.ascontiguousarray(X.T), {"rank": int(rank)}
@@ -110,9 +109,8 @@ def _solve_lstsq(g, mk, reg):
 
 
 def _solve_cvxpy(g, mk, reg, solver, options):
-    import cvxpy as cp
-
-    Sigma, C = general_moments(g, mk)
+    cp = cvxpy()
+    Sigma, C = moments(g, mk)
     lam, V = np.linalg.eigh(Sigma)
     keep = lam > 1e-10 * lam.max()
     Wv = cp.Variable((g.V1, g.V1))
@@ -173,24 +171,22 @@ def general_value_residuals(W, g, mk, reg: float, F=None) -> dict:
 
 
 def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
     mk.require_masked_positions("the stage-1 value problem")
     if method not in GENERAL_VALUE_METHODS:
         raise ValueError(f"method must be one of {GENERAL_VALUE_METHODS} for a GeneralTopicModel, got {method!r}")
     reg = check_real("reg", reg, low=0.0)
     tol, options = check_contract(method, tol, solver, options, uses_solver=method == "cvxpy",
-                                  uses_options=method == "cvxpy", stacklevel=7)  # fmt: skip
+                                  uses_options=method == "cvxpy", stacklevel=9)  # fmt: skip
     if dense is not None and not isinstance(dense, bool):
         raise TypeError(f"dense must be None, True or False, got {dense!r}")
     if method == "closed-form":
         dense = (g.V1 <= DENSE_DEFAULT_MAX_V1) if dense is None else dense
         if dense:
-            check_alloc("optimal_value_matrix(dense=True): V1 x V1 W^V", (g.V1, g.V1), max_bytes=max_bytes,
-                        alternative="dense=False (a LowRankMatrix of rank <= T)")  # fmt: skip
+            check_alloc("optimal_value_matrix(options.dense=True): V1 x V1 W^V", (g.V1, g.V1), max_bytes=max_bytes,
+                        alternative="options={'dense': False} (a LowRankMatrix of rank <= T)")  # fmt: skip
         return reg, tol, options, dense
     if dense is False:
-        raise ValueError(f"dense=False is only available for method='closed-form' (method={method!r} is dense)")
+        raise ValueError(f"options.dense=False is only available for method='closed-form' (method={method!r} is dense)")
     check_alloc(f"optimal_value_matrix(method={method!r}): Sigma, C and W, each V1 x V1", (3, g.V1, g.V1),
                 max_bytes=max_bytes, alternative="method='closed-form' (a LowRankMatrix, O(n T^2))")  # fmt: skip
     limit = CVXPY_MAX_V1 if method == "cvxpy" else LSTSQ_MAX_V1
@@ -200,16 +196,15 @@ def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
     return reg, tol, options, True
 
 
-def general_optimal_value_matrix(
-    g, mk, *, method="closed-form", reg=0.0, tol=DEFAULT_TOL, solver=None, options=None, dense=None, max_bytes=None
-) -> SolveResult:
-    """Optimal stage-1 ``W^V`` of a general model (SPEC §11.3, §11.5); the contract of
-    :func:`theorycheck.solvers.optimal_value_matrix` (module docstring for the methods).
+def general_optimal_value_matrix(g, mk, method, reg, tol, solver, opts) -> SolveResult:
+    """Optimal stage-1 ``W^V`` of any model (SPEC §11.3, §11.5), the generic route of
+    :func:`theorycheck.solvers.optimal_value_matrix` (arguments validated there; module docstring for the methods).
 
     ``x``: ndarray or :class:`LowRankMatrix`; ``fun``: ``L(W) + reg ||W||_F^2`` recomputed from the
     factors; ``info["predicted_min_loss"]`` is ``L*`` (SPEC §11.3).
     """
-    reg, tol, options, dense = _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes)
+    max_bytes = opts.max_bytes
+    reg, tol, options, dense = _validate(g, mk, method, reg, tol, solver, opts.solver_options, opts.dense, max_bytes)
     t0 = time.perf_counter()
     F = stage1_factors(g, mk)
     backend, detail = SUCCESS, ""

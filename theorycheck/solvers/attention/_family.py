@@ -27,17 +27,19 @@ import time
 import numpy as np
 from scipy import optimize
 
-from .._memory import check_alloc
-from .._validate import check_array, check_choice, check_int, check_loss, check_real
-from ..models import Masking, is_general
-from ..population._attention_loss import attention_loss as general_attention_loss
-from ..population._attention_loss import attention_loss_grad as general_attention_loss_grad
-from ._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, check_contract
-from ._certify import certify as certify_residuals
-from ._result import SolveResult
+from ..._memory import check_alloc
+from ..._validate import check_array, check_choice
+from ...models import Masking, check_models
+from ...population import attention_loss, attention_loss_grad
+from .._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, check_contract
+from .._certify import certify as certify_residuals
+from .._options import ValueOptions
+from .._result import SolveResult
+from ..value._solve import DEFAULT_TOL as VALUE_TOL
+from ..value._solve import _optimal_value_matrix
 
 __all__ = [
-    "general_optimal_attention",
+    "solve_family",
     "cotopic_matrix",
     "stage1_value_matrix",
     "GENERAL_ATTENTION_METHODS",
@@ -58,8 +60,13 @@ def cotopic_matrix(g) -> np.ndarray:
 
     ``G_{ww'} = (phi^T phi)_{ww'} / sqrt((phi^T phi)_{ww} (phi^T phi)_{w'w'})`` on words (unit
     diagonal), 0 in the [MASK] row and column. For the paper's model: 1 within a topic, 0 across.
+    Any topic model (the paper's materialises its ``phi``).
     """
-    _check_general(g)
+    check_models(g, general=True)
+    return _cotopic(g)
+
+
+def _cotopic(g) -> np.ndarray:
     check_alloc("cotopic_matrix", (3, g.V1, g.V1), alternative="a smaller vocabulary")
     P = g.phi.T @ g.phi
     d = np.sqrt(np.diag(P))
@@ -72,20 +79,17 @@ def stage1_value_matrix(g, mk: Masking, *, max_bytes=None) -> np.ndarray:
     """Minimum-norm stage-1 ``W^V = C Sigma^+`` of the uniform-attention loss, dense (SPEC §11.2, §11.3).
 
     From :func:`theorycheck.solvers.optimal_value_matrix` (``method="closed-form"``, the general
-    model's low-rank closed form ``W° Pi``).
+    model's low-rank closed form ``W° Pi``; the block closed form of SPEC §4.2 for the paper's model).
     """
-    from ._value import optimal_value_matrix
+    check_models(g, mk, general=True)
+    return _stage1_dense(g, mk, max_bytes)
 
-    _check_general(g)
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
-    res = optimal_value_matrix(g, mk, method="closed-form", dense=True, max_bytes=max_bytes)
+
+def _stage1_dense(g, mk, max_bytes):
+    res = _optimal_value_matrix(
+        g, mk, "closed-form", 0.0, VALUE_TOL, None, ValueOptions(dense=True, max_bytes=max_bytes)
+    )
     return np.asarray(res.x, dtype=np.float64)
-
-
-def _check_general(g):
-    if not is_general(g):
-        raise TypeError(f"tm must be a GeneralTopicModel, got {type(g).__name__}")
 
 
 def _value(g, mk, value):
@@ -95,7 +99,7 @@ def _value(g, mk, value):
             W = np.eye(g.V1)
             W[0, 0] = 0.0
             return W, "identity"
-        return stage1_value_matrix(g, mk), "stage1"
+        return _stage1_dense(g, mk, None), "stage1"
     return check_array("value", value, shape=(g.V1, g.V1)), "given"
 
 
@@ -104,7 +108,7 @@ def _basis(g, family):
     I_w = np.eye(g.V1)
     I_w[0, 0] = 0.0
     if family is None or (isinstance(family, str) and family == "co-topic"):
-        return [I_w, cotopic_matrix(g)], "alpha I_w + beta G (co-topic)"
+        return [I_w, _cotopic(g)], "alpha I_w + beta G (co-topic)"
     if isinstance(family, str):
         raise ValueError(
             f"family must be 'co-topic', a word-similarity matrix or a list of basis matrices, got {family!r}"
@@ -146,14 +150,14 @@ class _Objective:
     def __call__(self, S):
         self.nfev += 1
         W, g, mk = self.args
-        r = general_attention_loss_grad(S, W, g, mk, **self.kw)
+        r = attention_loss_grad(S, W, g, mk, **self.kw)
         return float(r.loss), r.dS
 
     def loss(self, S):
         """The loss alone (no gradient: a third of the work)."""
         self.nfev += 1
         W, g, mk = self.args
-        return float(general_attention_loss(S, W, g, mk, **self.kw))
+        return float(attention_loss(S, W, g, mk, **self.kw))
 
 
 def _family_starts(obj, basis, n_grid):
@@ -206,68 +210,34 @@ def _solve_free(obj, S0, options):
 
 
 # ----------------------------------------------------------------------------- public
-def _validate(g, mk, method, reg, tol, solver, options, loss, n_grid, certify, certify_options, n_theta, seed):
-    _check_general(g)
-    if not isinstance(mk, Masking):
-        raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
+def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) -> SolveResult:
+    """The generic route of :func:`theorycheck.solvers.optimal_attention` (SPEC §11.4), any topic model.
+
+    ``method``: ``"family"`` (``"grid"`` is its alias): the best ``S = sum_k c_k B_k`` (default
+    ``alpha I_w + beta G``); ``"lbfgs"``: unrestricted ``S`` by L-BFGS, started at ``options.x0`` or
+    at the family optimum. ``value``: ``"stage1"`` (``"block"`` is its alias; the minimum-norm
+    stage-1 ``C Sigma^+``, :func:`stage1_value_matrix`), ``"identity"`` (``W_00 = 0``) or a
+    ``(V1, V1)`` matrix. The options read here (:class:`~theorycheck.solvers.AttentionOptions`):
+    ``n_grid`` (default 7), ``box``, ``family``, ``mask_keys``, ``n_theta``, ``seed``, ``x0``,
+    ``solver_options`` (L-BFGS-B); ``certify`` is for the paper's (alpha, beta) family only.
+
+    Returns a :class:`SolveResult`: ``x`` the coefficients (family) or ``S`` (lbfgs); ``fun`` the
+    exact loss; residual ``gradient_norm`` (projected on the box for the family); ``info``: ``S``,
+    ``W``, ``coefficients``, ``alpha``, ``beta`` (family), ``loss_uniform`` (``S = 0``),
+    ``loss_family``, ``family``, ``value_kind``, ``at_boundary``, ``nfev``. Status 0 / 1 (iteration
+    limit) / 3 (a coefficient on the box) / 4 (gradient above ``tol``).
+    """
     mk.require_masked_positions("optimal_attention")
     check_choice("method", method, GENERAL_ATTENTION_METHODS)
-    check_real("reg", reg, low=0.0, high=0.0)
-    loss = check_loss(loss)
-    tol, options = check_contract(method, tol, solver, options, uses_solver=False, uses_options=True, stacklevel=6)
-    if certify is not None or certify_options is not None:
-        raise ValueError("certify / certify_options (interval bounds) are for the paper's (alpha, beta) family; "
-                         "pass certify=None for a GeneralTopicModel")  # fmt: skip
-    n_grid = _N_GRID if n_grid is None else check_int("n_grid", n_grid, low=1)
-    if n_theta is not None:
-        check_int("n_theta", n_theta, low=2)
-    check_int("seed", seed, low=0)
-    return ("lbfgs" if method == "lbfgs" else "family"), tol, options, loss, n_grid
-
-
-def general_optimal_attention(
-    g, mk: Masking, *, method="family", reg=0.0, tol=DEFAULT_TOL, solver=None, options=None, value="stage1",
-    loss="squared", n_grid=None, box=None, family=None, mask_keys=False, n_theta=None, seed=0, x0=None,
-    check_general=True, certify=None, certify_options=None,
-) -> SolveResult:  # fmt: skip
-    """Optimal scores for a general model on the exact population loss (SPEC §11.4).
-
-    Parameters
-    ----------
-    g, mk : GeneralTopicModel, Masking
-    method : {"family", "lbfgs"}
-        ``"family"`` (``"grid"`` is its alias): the best ``S = sum_k c_k B_k`` (default
-        ``alpha I_w + beta G``); ``"lbfgs"``: unrestricted ``S`` by L-BFGS, started at ``x0`` or
-        at the family optimum.
-    value : {"stage1", "block", "identity"} or array (V1, V1)
-        Frozen ``W^V``: the minimum-norm stage-1 ``C Sigma^+`` (:func:`stage1_value_matrix`;
-        ``"block"`` is an alias), the identity on words (``W_00 = 0``) or a given matrix.
-    family : None, "co-topic", array (n_words, n_words) or (V1, V1), or list of (V1, V1) arrays
-        ``G`` of ``alpha I_w + beta G`` (default: :func:`cotopic_matrix`), or the basis matrices.
-    n_grid, box
-        Coarse grid points per axis over ``(alpha, beta) in (-10, 30) x (-20, 20)`` (default 7; L-BFGS-B from the
-        3 best; 1 starts at 0), and the L-BFGS-B bounds of the coefficients (default ``(-60, 60)`` each).
-    mask_keys, loss
-        As in :func:`theorycheck.population.attention_loss`.
-    n_theta, seed
-        Dirichlet law: the loss is the average over one fixed sample of ``n_theta`` proportions
-        drawn with ``seed`` (common random numbers; :func:`theorycheck.population.attention_loss_estimate`).
-    tol, options, reg, solver
-        The shared contract: residual tolerance (gradient max-norm in loss units), L-BFGS-B options
-        (``maxiter``, ...), ``reg`` must be 0, ``solver`` unused.
-
-    Returns
-    -------
-    SolveResult
-        ``x``: the coefficients (family) or ``S`` (lbfgs); ``fun``: the exact loss; residuals
-        ``gradient_norm`` (projected on the box for the family); ``info``: ``S``, ``W``,
-        ``coefficients``, ``alpha``, ``beta`` (family), ``loss_uniform`` (``S = 0``), ``loss_family``,
-        ``family``, ``value_kind``, ``at_boundary``, ``nfev``. Status 0 / 1 (iteration limit) /
-        3 (a coefficient on the box) / 4 (gradient above ``tol``).
-    """
-    kind, tol, options, loss, n_grid = _validate(
-        g, mk, method, reg, tol, solver, options, loss, n_grid, certify, certify_options, n_theta, seed
-    )
+    tol, options = check_contract(method, tol, solver, opts.solver_options, uses_solver=False, uses_options=True,
+                                  stacklevel=8)  # fmt: skip
+    if opts.certify is not None:
+        raise ValueError("options.certify / certify_options (interval bounds) are for the paper's (alpha, beta) "
+                         "family; leave options.certify=None for a GeneralTopicModel")  # fmt: skip
+    n_grid = _N_GRID if opts.n_grid is None else opts.n_grid
+    n_theta, seed, x0, mask_keys = opts.n_theta, (0 if opts.seed is None else opts.seed), opts.x0, opts.mask_keys
+    box, family = opts.box, opts.family
+    kind = "lbfgs" if method == "lbfgs" else "family"
     t0 = time.perf_counter()
     W, value_kind = _value(g, mk, value)
     basis, fam_name = _basis(g, family)

@@ -20,12 +20,12 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .._memory import check_alloc
-from .._validate import check_array
-from ..models import Masking, TopicModel, require_symmetric, token_topic
-from ..population._alpha_beta import stage1_constant_context
-from ..population._value_loss import value_loss_grad
-from ._value_block import BlockValueMatrix, block_hat, check_stage1_models, hat_moments, predicted_min_loss
+from ..._memory import check_alloc
+from ..._validate import check_array
+from ...models import Masking, TopicModel, require_symmetric, token_topic
+from ...population._alpha_beta import stage1_constant_context
+from ...population._value_loss import value_loss_grad
+from ._block import BlockValueMatrix, block_hat, check_stage1_models, hat_moments, predicted_min_loss
 
 __all__ = ["value_residuals", "value_checks", "minimiser_violation", "MinimiserViolation"]
 
@@ -147,7 +147,7 @@ def minimiser_violation(W, tm: TopicModel, mk: Masking, b=None, *, max_bytes=Non
             "minimiser_violation: block sums of a BlockValueMatrix",
             (4, V1, T),
             max_bytes=max_bytes,
-            alternative="optimal_value_matrix(tm, mk, method='closed-form', dense=False).residuals (O(1))",
+            alternative="optimal_value_matrix(tm, mk, options={'dense': False}).residuals (O(1))",
         )
         Y = np.zeros((V1, T))
         topics = token_topic(np.arange(1, V1), v)

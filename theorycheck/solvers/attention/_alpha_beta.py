@@ -34,29 +34,29 @@ import time
 import numpy as np
 from scipy import optimize
 
-from .._validate import check_choice, check_int, check_loss, check_real
-from ..models import Masking, TopicModel, is_general
-from ..population._alpha_beta import (
-    _check,
+from ..._validate import check_choice, check_int
+from ...models import Masking, TopicModel
+from ...population import (
     alpha_beta_loss,
     alpha_beta_loss_logK,
     alpha_beta_score_matrix,
     alpha_beta_value_matrix,
+    attention_loss,
 )
-from ._certify import (
+from .._certify import (
     ITERATION_LIMIT,
     NOT_CERTIFIED,
     ON_BOUNDARY,
     SUCCESS,
     check_contract,
-    legacy_positional,
 )
-from ._certify import (
+from .._certify import (
     certify as certify_residuals,
 )
-from ._result import SolveResult
+from .._result import SolveResult
+from ._interval import interval_certificate
 
-__all__ = ["optimal_attention", "ATTENTION_METHODS"]
+__all__ = ["solve_alpha_beta", "ATTENTION_METHODS", "DEFAULT_TOL"]
 
 ATTENTION_METHODS = ("grid",)
 #: Default acceptance tolerance on the relative residuals (see :mod:`._certify`).
@@ -110,8 +110,6 @@ def _general_residual(alpha, beta, L, tm, mk, value, loss):
         work = tm.n_topic_sets * tm.V1**3
     if tm.V1 > 2001 or work > _GENERAL_CHECK_MAX_WORK:
         return None
-    from ..population._attention_loss import attention_loss
-
     S = alpha_beta_score_matrix(alpha, beta, tm)
     W = alpha_beta_value_matrix(tm, mk, value)
     kw = {"loss": "ce"} if loss == "ce" else {}  # default: squared loss
@@ -133,119 +131,41 @@ def _check_box(box, value):
     return tuple(map(float, arr)) if value == "block" else tuple(tuple(map(float, r)) for r in arr)
 
 
-@legacy_positional("value")
-def optimal_attention(
-    tm: TopicModel,
-    mk: Masking,
-    *,
-    method: str = "grid",
-    reg: float = 0.0,
-    tol: float = DEFAULT_TOL,
-    solver: str | None = None,
-    options: dict | None = None,
-    value: str = "block",
-    loss: str = "squared",
-    n_grid: int | None = None,
-    box=None,
-    check_general: bool = True,
-    certify: str | None = None,
-    certify_options: dict | None = None,
-    family=None,
-) -> SolveResult:
-    """Global minimiser of ``L(alpha, beta)`` with a grid certificate (SPEC §4.3).
+def solve_alpha_beta(tm: TopicModel, mk: Masking, method, reg, tol, solver, opts, value, loss) -> SolveResult:
+    """The paper model's route of :func:`theorycheck.solvers.optimal_attention` (SPEC §4.3): the
+    closed-form loss ``L(alpha, beta)`` on a grid with its certificate (module docstring).
 
-    ``L`` is the exact N -> inf MLM loss of the (alpha, beta) score family
-    (:func:`theorycheck.population.alpha_beta_loss`); for the block ``W^V`` it depends only on
-    ``K = e^alpha + (v - 1) e^beta``.
-
-    Parameters
-    ----------
-    tm, mk : TopicModel, Masking
-    method : {"grid"}
-        Dense grid, then local refinement (bounded Brent over log K / L-BFGS-B and Nelder-Mead).
-    reg : float
-        Must be 0: the (alpha, beta) family is unregularised (accepted for the shared contract).
-    tol : float
-        Acceptance threshold on the relative residuals (:mod:`theorycheck.solvers._certify`): the
-        finite-difference derivative (``dL/dlog K`` or the gradient; scale 1, loss units), the grid
-        consistency ``max(0, lower_bound - L*)`` (scale 1) and the general-evaluator difference
-        (scale ``|L*|``).
-    solver : None
-        No backend choice (a non-None value is ignored with a warning).
-    options : dict, optional
-        Options of the local refinement (``scipy.optimize.minimize_scalar`` bounded for block,
-        L-BFGS-B for identity), e.g. ``{"maxiter": 1}``; reaching its iteration limit gives status 1.
-    value : {"block", "identity"}
-        Frozen ``W^V`` (see :func:`theorycheck.population.alpha_beta_loss`).
-    loss : {"squared", "ce"}
-        Squared loss (the theory) or cross-entropy (the paper's experiments); ``"sq"`` is deprecated.
-    n_grid : int, optional
-        Grid points per axis (default 20001 over log K for block; 401 per axis for identity).
-    box : optional
-        Search box: ``(lo, hi)`` over log K (block; default ``(-30, 60)``) or
-        ``((alpha_lo, alpha_hi), (beta_lo, beta_hi))`` (identity; default grid
-        ``(-10, 40) x (-40, 20)``, refinement in ``(-60, 60)^2``).
-    check_general : bool
-        Recompute the loss at the optimum with the general evaluator when affordable.
-    certify : {None, "interval"}
-        ``"interval"``: add a rigorous lower bound on ``min L`` over the whole search box by interval
-        arithmetic and branch and bound (:func:`theorycheck.solvers._interval.interval_certificate`;
-        squared loss only). ``res.certificate`` then holds ``lower``, ``upper``, ``gap``, ``method``
-        and the full ``interval`` record; the status is 4 (not certified) unless
-        ``lower <= L* <= lower + certify_options["tol"]`` (default tol 1e-9).
-    certify_options : dict, optional
-        Passed to ``interval_certificate`` (``tol``, ``max_boxes``).
-
-    Returns
-    -------
-    SolveResult
-        ``x = [alpha, beta]``, ``fun = L*``; ``info`` (also attributes): ``alpha``, ``beta``,
-        ``K``, ``logK``, ``loss``, ``loss_uniform`` (``L(0, 0)``), ``gap_to_uniform``,
-        ``attention_ratio`` (per-word same-topic : different-topic weight ``K/v``),
-        ``same_word_weight``, ``same_topic_weight``, ``flat_direction``, ``at_boundary``;
-        ``certificate``: grid lower bound, Lipschitz estimate, tails, derivatives.
-        Status: 0 certified; 1 local refinement hit its iteration limit; 3 minimiser on the search
-        box (e.g. ``beta* -> -inf``, reported with the box value); 4 a residual check failed.
-
-    family : optional
-        GeneralTopicModel only: the score family ``alpha I_w + beta G`` (SPEC §11.4; see
-        :func:`._general_attention.general_optimal_attention`, to which a ``GeneralTopicModel`` is
-        dispatched with ``value`` in {"stage1" (= "block"), "identity"} or a matrix and ``method``
-        in {"family" (= "grid"), "lbfgs"}).
-
-    Notes
-    -----
-    A positional ``value`` (the old order) is accepted with a ``DeprecationWarning``.
+    ``tm``, ``mk``, ``reg``, ``loss`` and ``opts`` come validated from the public solver; the
+    arguments that only this route reads are checked here, once.
     """
-    if is_general(tm):  # SPEC §11.4
-        from ._general_attention import general_optimal_attention
-
-        shared = dict(method=method, reg=reg, tol=tol, solver=solver, options=options, value=value, loss=loss)
-        extra = dict(n_grid=n_grid, box=box, check_general=check_general, certify=certify)
-        return general_optimal_attention(tm, mk, **shared, **extra, certify_options=certify_options, family=family)
-    if family is not None:
-        raise ValueError("family is for a GeneralTopicModel (use GeneralTopicModel.from_topic_model(tm))")
-    _check(tm, mk, value)
+    if tm.prior != "uniform-tau":
+        raise ValueError("the (alpha, beta) closed forms need prior='uniform-tau' (a tau-topic document model)")
+    check_choice("value", value, ("block", "identity"))
+    mk.require_informative("the (alpha, beta) attention loss")
     check_choice("method", method, ATTENTION_METHODS)
-    reg = check_real("reg", reg, low=0.0, high=0.0)
-    loss = check_loss(loss)
-    tol, options = check_contract(method, tol, solver, options, uses_solver=False, uses_options=True)
-    box = _check_box(box, value)
-    if certify is not None:
-        check_choice("certify", certify, ("interval",))
-        if loss != "squared":
-            raise ValueError(f"certify='interval' supports loss='squared' only, got loss={loss!r}")
-    if certify_options is not None and not isinstance(certify_options, dict):
-        raise TypeError(f"certify_options must be a dict or None, got {type(certify_options).__name__}")
+    general_only = [n for n in ("family", "n_theta", "seed", "x0") if getattr(opts, n) is not None]
+    general_only += ["mask_keys"] if opts.mask_keys else []
+    if general_only:
+        raise ValueError(
+            f"options.{', options.'.join(general_only)}: only for the generic route; "
+            "use GeneralTopicModel.from_topic_model(tm)"
+        )
+    tol, options = check_contract(method, tol, solver, opts.solver_options, uses_solver=False, uses_options=True,
+                                  stacklevel=8)  # fmt: skip
+    box = _check_box(opts.box, value)
+    certify = opts.certify
+    if certify is not None and loss != "squared":
+        raise ValueError(f"options.certify='interval' supports loss='squared' only, got loss={loss!r}")
+    n_grid = opts.n_grid
     if n_grid is not None:
-        n_grid = check_int("n_grid", n_grid, low=11)
+        n_grid = check_int("options.n_grid", n_grid, low=11)
     t0 = time.perf_counter()
     if value == "block":
         res, checks, backend = _solve_block(tm, mk, n_grid or 20001, box or BLOCK_BOX, loss, options)
     else:
         res, checks, backend = _solve_identity(tm, mk, n_grid or 401, box, loss, options)
     alpha, beta, Lstar = res.info["alpha"], res.info["beta"], res.info["loss"]
-    r = _general_residual(alpha, beta, Lstar, tm, mk, value, loss) if check_general else None
+    r = _general_residual(alpha, beta, Lstar, tm, mk, value, loss) if opts.check_general else None
     if r is not None:
         res.residuals["general_evaluator"] = r
         checks["general_evaluator"] = (r, abs(Lstar))
@@ -253,15 +173,13 @@ def optimal_attention(
     res.status, res.message, rel = certify_residuals(checks, tol, backend=backend, detail=_detail(res))
     res.info.update(loss_kind=loss, relative_residuals=rel, tol=tol)
     if certify == "interval":
-        _attach_interval(res, tm, mk, value, box, certify_options or {})
+        _attach_interval(res, tm, mk, value, box, opts.certify_options or {})
     res.time = time.perf_counter() - t0
     return res
 
 
 def _attach_interval(res, tm, mk, value, box, opts):
     """Add the rigorous interval bound to ``res.certificate``; downgrade the status if it does not hold."""
-    from ._interval import interval_certificate
-
     cert = interval_certificate(tm, mk, value, box=box, **opts)
     record = cert.as_dict()
     res.certificate = {

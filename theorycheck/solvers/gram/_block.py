@@ -1,27 +1,29 @@
 """The block-constant Gram of the tied embedding model (SPEC §4.1 D3) and embeddings from Grams.
 
 :class:`BlockGram` stores ``G = (W^E)^T W^E`` by two scalars (same-topic ``x``, different-topic ``y``);
-:func:`closed_form_gram` gives the minimum-norm optimum (derivation in :mod:`._embedding` and in the
+:func:`closed_form_gram` gives the minimum-norm optimum (derivation in :mod:`._solve` and in the
 function's notes); :func:`embedding_from_gram` factors a Gram into a ``d x V1`` embedding;
 :func:`min_embedding_dim` is the smallest ``d`` attaining ``L*``.
 """
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from .._memory import check_alloc
-from .._validate import check_array, check_int, check_real
-from ..models import Masking, TopicModel, check_models, is_general, require_symmetric
-from ..population._alpha_beta import block_token_matrix
-from ._general_gram import general_optimal_embedding_gram
-from ._symmetric import TokenMatrixShape
+from ..._memory import check_alloc
+from ..._validate import check_array, check_int, check_real
+from ...models import GeneralTopicModel, Masking, TopicModel, check_models, require_symmetric
+from ...population._alpha_beta import block_token_matrix
+from .._symmetric import TokenMatrixShape
+from ._lowrank import general_closed_form_gram
 
 __all__ = [
     "BlockGram",
     "closed_form_gram",
+    "block_closed_form_gram",
     "optimal_bias",
     "embedding_from_gram",
     "min_embedding_dim",
@@ -159,6 +161,11 @@ def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> Bloc
         tm, "closed_form_gram", "solvers.optimal_embedding_gram(g, mk) (the min-norm Gram as a LowRankMatrix)"
     )
     check_embedding_models(tm, mk, "closed_form_gram")
+    return block_closed_form_gram(tm, mk, bool(bias))
+
+
+def block_closed_form_gram(tm: TopicModel, mk: Masking, bias: bool) -> BlockGram:
+    """:func:`closed_form_gram` on trusted arguments (the solvers' internal path; SPEC §4.1 D3, D4)."""
     a, r, T, v = mk.a, mk.r, tm.T, tm.v
     if bias:
         if single_law(tm):
@@ -300,6 +307,20 @@ def min_embedding_dim(tm: TopicModel, mk: Masking, *, bias: bool = False) -> int
     ``Y (X^T Y)^+ Y^T`` (SPEC §11.5), which equals ``rank span{p_theta}`` (every minimiser has
     ``G m_theta = p_theta``, and the min-norm Gram's range lies in that of ``Y``).
     """
-    if is_general(tm):  # SPEC §11.5
-        return int(general_optimal_embedding_gram(tm, mk, bias=bias).info["rank"])
-    return closed_form_gram(tm, mk, bias=bias).rank()
+    check_models(tm, mk, general=True)
+    mk.require_informative("min_embedding_dim")
+    if not isinstance(bias, bool | np.bool_):
+        raise TypeError(f"bias must be a bool, got {bias!r}")
+    return _min_embedding_dim(tm, mk, bool(bias))
+
+
+@functools.singledispatch
+def _min_embedding_dim(g: GeneralTopicModel, mk: Masking, bias: bool) -> int:
+    """Generic route (SPEC §11.5): the rank of ``Y (X^T Y)^+ Y^T`` (``Pi_D / a`` with a bias)."""
+    return int(general_closed_form_gram(g, mk, bias=bias)[0].rank)
+
+
+@_min_embedding_dim.register
+def _(tm: TopicModel, mk: Masking, bias: bool) -> int:
+    """Paper's model (SPEC §4.1 D3/D4): ``T`` (``T - 1`` with a bias), 1 (0) with a single document law."""
+    return block_closed_form_gram(tm, mk, bias).rank()

@@ -1,0 +1,34 @@
+"""The optimal attention scores for a frozen ``W^V`` (SPEC §4.3, §11.4).
+
+One solver, :func:`optimal_attention`, with its routes and certificates side by side:
+
+=================== =====================================================================
+module              content
+=================== =====================================================================
+``_solve``          the public solver: validation and the route registry
+                    (``functools.singledispatch`` on the model type)
+``_alpha_beta``     the paper model's route: the closed-form ``L(alpha, beta)`` on a
+                    certified grid (SPEC §4.3)
+``_family``         the generic route: score families / unrestricted ``S`` on the exact
+                    population loss (SPEC §11.4); :func:`cotopic_matrix`, :func:`stage1_value_matrix`
+``_interval``       rigorous interval branch and bound on the (alpha, beta) loss
+                    (:func:`interval_certificate`, ``options.certify="interval"``)
+``_interval_loss``  the (alpha, beta) loss written for interval arithmetic (shared by both engines)
+``_interval_vec``   the numpy interval engine
+=================== =====================================================================
+"""
+
+from .._options import AttentionOptions
+from ._family import cotopic_matrix, stage1_value_matrix
+from ._interval import IntervalCertificate, interval_certificate, interval_loss
+from ._solve import optimal_attention
+
+__all__ = [
+    "optimal_attention",
+    "AttentionOptions",
+    "cotopic_matrix",
+    "stage1_value_matrix",
+    "interval_certificate",
+    "interval_loss",
+    "IntervalCertificate",
+]
