@@ -11,7 +11,6 @@ import theorycheck as tc
 from theorycheck.analysis import stats
 from theorycheck.models import GeneralTopicModel
 from theorycheck.nn import ModelConfig
-from theorycheck.nn._general_data import general_population_batch
 from theorycheck.nn._general_probes import label_block_stats, label_class_averages, topic_attention_ratio
 from theorycheck.nn.batches import population_batch
 from theorycheck.nn.config import DataConfig, OptimConfig, TrainConfig, config_hash
@@ -76,7 +75,7 @@ def test_population_batch_of_the_paper_model_equals_the_symmetric_one():
     tm = tc.TopicModel(T=4, v=3, tau=2)
     g = GeneralTopicModel.from_topic_model(tm)
     for mask_keys in (False, True):
-        a, b = population_batch(tm, MK, mask_keys=mask_keys), general_population_batch(g, MK, mask_keys=mask_keys)
+        a, b = population_batch(tm, MK, mask_keys=mask_keys), population_batch(g, MK, mask_keys=mask_keys)
         for k in ("K", "Y", "weight"):
             np.testing.assert_allclose(getattr(b, k), getattr(a, k), rtol=0, atol=1e-15)
         for k in ("ctx", "qtok"):
@@ -106,7 +105,7 @@ def test_population_batch_loss_is_the_exact_uniform_attention_loss(name):
     np.testing.assert_allclose(S2, Sigma, atol=1e-14)
     np.testing.assert_allclose(C2, C, atol=1e-14)
     model = Transformer(_uniform_model(g.V1), rng=np.random.default_rng(0))
-    batch = general_population_batch(g, MK)
+    batch = population_batch(g, MK)
     W = np.random.default_rng(1).normal(size=(g.V1, g.V1))
     model.layers[0].params["W_V"][0] = W
     exact = np.trace(W @ Sigma @ W.T) - 2 * np.trace(W @ C.T) + 1.0
@@ -117,7 +116,7 @@ def test_population_batch_loss_is_the_exact_uniform_attention_loss(name):
 def test_population_batch_refuses_dirichlet():
     g = GeneralTopicModel.zipf(3, 2, 1.0, prior="dirichlet", alpha=0.5)
     with pytest.raises(ValueError, match="uniform-tau"):
-        general_population_batch(g, MK)
+        population_batch(g, MK)
 
 
 def test_stage1_optimum_is_stationary_on_the_general_population():

@@ -148,8 +148,7 @@ def model_summary(tm) -> dict:
 def retarget_config(cfg, tm, mk):
     """A preset's :class:`~theorycheck.nn.TrainConfig` with its data model replaced by ``tm`` (and masking
     ``mk``), the model's ``V1`` (and ``d``, ``d_a`` when they were ``V1``) set to ``tm.V1``."""
-    from .nn.config import DataConfig
-    from .nn.model_config import ModelConfig
+    from .nn.config import DataConfig, ModelConfig
 
     d = cfg.data
     keep = {k: getattr(d, k) for k in ("N", "source", "n_train", "n_dev", "average")}

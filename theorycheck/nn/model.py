@@ -35,10 +35,12 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._validate import check_rng
 from .batches import CountBatch, PositionBatch
-from .layers import attention_forward, key_distribution, log_weights, loss_head
-from .model_config import ModelConfig
+from .config import ModelConfig
+from .layers import attention_forward, key_distribution, log_weights
 from .modules import AttentionLayer, Decoder, Embedding
+from .rowwise import loss_head
 
 __all__ = ["Transformer"]
 
@@ -72,7 +74,6 @@ class Transformer:
     """
 
     def __init__(self, cfg: ModelConfig, *, rng=None, seed=None):
-        from .._validate import check_rng
 
         if not isinstance(cfg, ModelConfig):
             raise TypeError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")

@@ -12,20 +12,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .config import ModelConfig
 from .layers import (
     attention_backward,
     attention_forward,
-    decoder_backward,
-    decoder_forward,
     embedding_backward,
     embedding_forward,
-    layer_norm_backward,
-    layer_norm_forward,
     log_weights,
     uniform_attention_backward,
     uniform_attention_forward,
 )
-from .model_config import ModelConfig
+from .rowwise import decoder_backward, decoder_forward, layer_norm_backward, layer_norm_forward
 
 __all__ = ["Layer", "Embedding", "AttentionLayer", "Decoder", "init_matrix"]
 

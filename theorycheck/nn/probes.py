@@ -19,9 +19,8 @@ import numpy as np
 
 from ..analysis import stats
 from ..models import Masking, TopicModel, require_symmetric
-from .config import TrainConfig
+from .config import ModelConfig, TrainConfig
 from .data import DataStream
-from .model_config import ModelConfig
 
 #: what a GeneralTopicModel run uses instead of the layout-based probes below (SPEC §11)
 _GENERAL = "nn.train / nn.Trainer, which probe a general model by dominant topics (nn._general_probes)"

@@ -16,8 +16,11 @@ SIGINT/SIGTERM during :meth:`Trainer.run` finish the current step, write a check
 
 from __future__ import annotations
 
+import functools
 import io
+import json
 import math
+import platform
 import signal
 import threading
 import time
@@ -25,12 +28,17 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numba
 import numpy as np
+import scipy
+from tqdm.auto import tqdm
 
+from .. import __version__
 from .._alloc import keep_large_allocations
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
 from .._threads import blas_threads
-from ..models import is_general
+from ..analysis import stats
+from ..models import GeneralTopicModel, TopicModel
 from ._general_probes import GENERAL_PROBES, GeneralReferences
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
@@ -91,6 +99,19 @@ class _SignalGuard:
         return False
 
 
+@functools.singledispatch
+def _probe_set(tm: GeneralTopicModel):
+    """The built-in probes and their references for ``tm``: a general model's topics are its dominant
+    topics (SPEC §11; :data:`theorycheck.nn._general_probes.GENERAL_PROBES`)."""
+    return GENERAL_PROBES, GeneralReferences
+
+
+@_probe_set.register
+def _(tm: TopicModel):
+    """The paper's model: the layout-based probes (SPEC §5; :data:`theorycheck.nn.probes.DEFAULT_PROBES`)."""
+    return DEFAULT_PROBES, References
+
+
 class Trainer:
     """Runs a :class:`TrainConfig` (validated again here, before any work).
 
@@ -117,10 +138,10 @@ class Trainer:
         self.progress = progress
         self.stream = DataStream(cfg)
         self.tm, self.mk = self.stream.tm, self.stream.mk
-        general = is_general(self.tm)  # SPEC §11: topics of a general model are dominant topics
-        self.probes = [*(GENERAL_PROBES if general else DEFAULT_PROBES), *probes]
+        builtin, references = _probe_set(self.tm)
+        self.probes = [*builtin, *probes]
         self.model = Transformer(cfg.model, rng=np.random.default_rng([cfg.seed, 0]))
-        self.refs = (GeneralReferences if general else References)(cfg, self.tm, self.mk)
+        self.refs = references(cfg, self.tm, self.mk)
         if cfg.init_W_V == "stage1-optimum":
             for lay in self.model.layers:
                 lay.params["W_V"][...] = self.refs.W_V[None]
@@ -158,13 +179,6 @@ class Trainer:
 
     # ------------------------------------------------------------------ run folder
     def _write_config(self):
-        import platform
-
-        import numba
-        import scipy
-
-        from .. import __version__
-
         cfg = self.cfg.to_dict()
         cfg["versions"] = {
             "theorycheck": __version__,
@@ -226,8 +240,6 @@ class Trainer:
     def _progress_bar(self):
         if not self.progress:
             return None
-        from tqdm.auto import tqdm
-
         return tqdm(total=self.cfg.steps, initial=self.step, desc="train", unit="step", leave=False)
 
     def _loop(self, end, log, bar, guard):
@@ -284,8 +296,6 @@ class Trainer:
     def _finish(self):
         """Write ``params.npz`` (layer 0, head 0 matrices, ``W_E``, ``b_dec``, ``W_dec`` and
         ``full/*`` = the whole state) and ``stages.json``; return the stage boundaries."""
-        from ..analysis import stats
-
         m, recs = self.model, load_metrics(self.out)
         lay = m.layers[0]
         tab = np.eye(self.cfg.data.V1) if m.embedding.one_hot else m.embedding.params["W_E"]
@@ -318,8 +328,6 @@ class Trainer:
 
 
 def _loads(line: str) -> dict:
-    import json
-
     return json.loads(line)
 
 
