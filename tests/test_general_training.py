@@ -201,3 +201,34 @@ def test_two_stage_dynamic_on_overlapping_topics():
     assert r.history[0]["topic_attention_ratio_median"] < 1.01 < 2.0 < r.history[-1]["topic_attention_ratio_median"]
     assert r.final["attn_same_topic"] > 2 * r.final["attn_diff_topic"]
     assert r.final["block_score_W_V"] > 0.9 and r.final["loss"] < r.history[0]["loss"]
+
+
+@pytest.mark.parametrize("mask_keys", [False, True])
+def test_population_training_of_the_paper_model_equals_its_general_copy(mask_keys):
+    """The same run (source='population', softmax attention, Adam) on the paper's TopicModel and on
+    GeneralTopicModel.from_topic_model(tm): the batches agree to 1e-15 (test above), so the per-step
+    losses agree to 1e-12 relative (a few steps: Adam's normalised step keeps the round-off at that level)."""
+    tm = tc.TopicModel(T=3, v=2, tau=2)
+    g = GeneralTopicModel.from_topic_model(tm)
+    runs = []
+    for m in (tm, g):
+        d = DataConfig.from_model(m, MK, source="population")
+        model = ModelConfig(V1=m.V1, mask_keys=mask_keys, init_scale=0.3)
+        run = dict(steps=6, log_every=1, eval_every=0, eval_docs=0, optim=OptimConfig(lr=0.05))
+        cfg = TrainConfig(data=d, model=model, **run)
+        runs.append([rec["loss"] for rec in train(cfg, progress=False).history])
+    assert len(runs[0]) == len(runs[1]) >= 6
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-12)
+
+
+def test_data_config_from_model_of_either_type():
+    """DataConfig.from_model reads the paper's model through its own fields (v, scalar alpha; no phi)
+    and any other model through phi and the alpha vector; both describe the same law."""
+    tm = tc.TopicModel(T=3, v=2, prior="dirichlet", alpha=0.3)
+    g = GeneralTopicModel.from_topic_model(tm)
+    a, b = DataConfig.from_model(tm, MK), DataConfig.from_model(g, MK)
+    assert a.phi is None and a.v == 2 and a.alpha == 0.3 and a.topic_model() == tm
+    assert b.topic_model() == g and b.alpha == [0.3, 0.3, 0.3] and a.V1 == b.V1 == 7
+    np.testing.assert_array_equal(b.topic_model().phi, tm.phi)
+    with pytest.raises(TypeError, match="tm must be a TopicModel or a GeneralTopicModel"):
+        DataConfig.from_model("not a model")

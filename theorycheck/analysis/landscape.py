@@ -3,7 +3,7 @@
 (SPEC §4.3, §6 items 15-19.) Everything here evaluates the closed forms of
 :func:`theorycheck.population.alpha_beta_loss` (O(1) per point, vectorised) or calls the
 certified solver :func:`theorycheck.solvers.optimal_attention`; the finite-document study calls
-the Monte Carlo estimator :func:`theorycheck.montecarlo.mc_attention_loss` and the exact
+the Monte Carlo estimator :func:`theorycheck.sampling.montecarlo.mc_attention_loss` and the exact
 N -> inf evaluator :func:`theorycheck.population.attention_loss`.
 
 General topic-word matrices (SPEC §11.4): :func:`alpha_beta_grid`, :func:`write_landscape` and
@@ -239,7 +239,7 @@ def _map(fn, jobs, executor, client, desc) -> list:
 
 
 def _gap_one(job):
-    from ..montecarlo import mc_attention_loss
+    from ..sampling import mc_attention_loss
 
     S, W, tmd, mkd, N, n_docs, seed, mask_keys = job
     tm = GeneralTopicModel.from_dict(tmd) if "phi" in tmd else TopicModel(**tmd)

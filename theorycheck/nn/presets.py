@@ -15,11 +15,12 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from .. import population, solvers
 from .._dask import resolve_executor
 from .._io import atomic_write_text, write_json
 from .._validate import check_choice, check_int
 from ..analysis.stats import relative_distance
+from ..population import attention_loss
+from ..solvers import optimal_attention, optimal_value_matrix
 from .checkpoint import list_checkpoints
 from .config import DataConfig, ModelConfig, OptimConfig, TrainConfig
 from .model import Transformer
@@ -474,12 +475,12 @@ def _exact_references(name, cfg: TrainConfig, model: Transformer) -> dict:
     tm, mk = cfg.data.topic_model(), cfg.data.masking()
     W_V = model.layers[0].params["W_V"][0]
     if name == "stage2-population":
-        r = solvers.optimal_attention(tm, mk, value="block")
+        r = optimal_attention(tm, mk, value="block")
         out["K_star"] = float(r.K)
         out["loss_star_alpha_beta"] = float(getattr(r, "loss", r.fun))
-        out["attention_loss_exact"] = float(population.attention_loss(model.score_matrix(), W_V, tm, mk))
+        out["attention_loss_exact"] = float(attention_loss(model.score_matrix(), W_V, tm, mk))
     if name == "stage1-population":
-        ref = solvers.optimal_value_matrix(tm, mk, reg=0.0, method="closed-form").x
+        ref = optimal_value_matrix(tm, mk, reg=0.0, method="closed-form").x
         ref = ref.toarray() if hasattr(ref, "toarray") else ref
         out["dist_W_V_solver"] = relative_distance(W_V, ref)
     return out

@@ -37,7 +37,7 @@ from .. import __version__
 from .._alloc import keep_large_allocations
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
 from .._threads import blas_threads
-from ..analysis import stats
+from ..analysis.stats import detect_stages
 from ..models import GeneralTopicModel, TopicModel
 from ._general_probes import GENERAL_PROBES, GeneralReferences
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
@@ -314,7 +314,7 @@ class Trainer:
         bs = [r.get("block_score_W_V") for r in recs]
         has_bs = has_K and all(b is not None for b in bs)
         nV, nKQ = stage_curves(recs)
-        st = stats.detect_stages(
+        st = detect_stages(
             [r["step"] for r in recs],
             nV,
             nKQ,
