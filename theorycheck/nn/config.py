@@ -112,7 +112,8 @@ class DataConfig(_Validated):
                 "source='population' needs prior='uniform-tau' (the Dirichlet prior has a continuum of mixtures)"
             )
 
-    def topic_model(self) -> TopicModel:
+    def topic_model(self) -> GeneralTopicModel:
+        """The paper's :class:`~theorycheck.models.TopicModel` (``phi`` not given) or the general model of ``phi``."""
         if self.phi is not None:
             return GeneralTopicModel(self.phi, prior=self.prior, tau=self.tau, alpha=self.alpha)
         return TopicModel(T=self.T, v=self.v, tau=self.tau, prior=self.prior, alpha=self.alpha)
