@@ -28,7 +28,8 @@ Design choices (documented deviations):
 Losses (SPEC §2.2) over the selected positions, each weighted: squared ``||o - e_x||^2`` over all
 ``V1`` output coordinates or cross-entropy ``-log softmax(o)_x``; plus ``reg * ||W||_F^2`` for every
 trained matrix (not biases). The arithmetic lives in the pure functions of
-:mod:`theorycheck.nn.layers`; the layer objects are in :mod:`theorycheck.nn.modules`.
+:mod:`theorycheck.nn.layers` and :mod:`theorycheck.nn.rowwise` (loss heads); the layer objects are
+in :mod:`theorycheck.nn.modules`.
 """
 
 from __future__ import annotations

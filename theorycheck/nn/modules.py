@@ -1,5 +1,6 @@
 """Layer objects of the transformer: parameters, gradients and a cache around the pure functions
-of :mod:`theorycheck.nn.layers` (SPEC §3.1).
+of :mod:`theorycheck.nn.layers` (embedding, attention) and :mod:`theorycheck.nn.rowwise` (layer norm,
+decoder) (SPEC §3.1).
 
 Every layer owns ``params`` and ``grads`` dicts with the same keys and a set ``trainable``;
 ``forward`` keeps what ``backward`` needs in ``cache``; ``backward`` *accumulates* (``+=``) into
