@@ -29,7 +29,6 @@ import numpy as np
 from _common import best_time, best_times_interleaved, print_table, write_json
 
 import theorycheck as tc
-from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import _attention_kernels as kernels
 from theorycheck.population import (
     alpha_beta_loss,
@@ -40,6 +39,7 @@ from theorycheck.population import (
     topic_sets,
 )
 from theorycheck.population._attention_dense import _context, _dense_sets
+from theorycheck.sampling.montecarlo import mc_attention_loss
 
 #: The last commit with the previous structured kernels (the "before" column).
 BASELINE_COMMIT = "6170a39"

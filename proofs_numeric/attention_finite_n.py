@@ -1,7 +1,7 @@
 """SPEC §1.1, §4.3 (DERIVED): the exact N -> inf attention loss is the limit of the
 finite-document loss, with an O(1/N) gap.
 
-Finite documents are simulated by an independent code path (``theorycheck.montecarlo``:
+Finite documents are simulated by an independent code path (``theorycheck.sampling.montecarlo``:
 sampled topic sets and words, BERT masking, attention over the actual positions, the query's own
 position among the keys). The claim: the gap ``L_MC(N) - L(inf)`` scales like 1/N, i.e.
 ``N * gap`` at N = 400 equals ``N * gap`` at N = 50 within 4 combined standard errors plus 25%
@@ -19,7 +19,7 @@ are masked, ``(1 - a)^50 <= 1e-6``.
 
 That first check cannot tell 1/N from 1/N^2 decay. The second configuration (``kind="exact"``) is
 sharp: at each of several fixed N the Monte Carlo mean must equal the exact finite-N expectation
-``E_N`` (:func:`theorycheck.finite_exact.exact_finite_loss`: every masked document of a tiny
+``E_N`` (:func:`theorycheck.sampling.finite_exact.exact_finite_loss`: every masked document of a tiny
 model enumerated, position-level softmax, conditioned on at least one selected position) within
 4 Monte Carlo standard errors, at random S, W, b (not the (alpha, beta) family). The standard
 error is about 0.1% of the loss, so an O(1/N) bias, an off-by-one in N or a 0.5% error fails it.
@@ -30,10 +30,10 @@ from __future__ import annotations
 import numpy as np
 
 from theorycheck.analysis.landscape import finite_n_gap
-from theorycheck.finite_exact import exact_finite_loss
-from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close
+from theorycheck.sampling.finite_exact import exact_finite_loss
+from theorycheck.sampling.montecarlo import mc_attention_loss
 from theorycheck.strategies import choices, masking_grid_params, model_params, params, seeds
 
 from ._attention_common import models

@@ -1,9 +1,9 @@
-"""SPEC §3.1 (DERIVED): every layer of the transformer (``theorycheck.nn.layers``: embedding,
-softmax attention on the position path, uniform attention, row softmax, layer norm, decoder,
-squared and cross-entropy loss heads) has a backward function equal to directional finite
-differences of its forward function, and ``Transformer.loss_and_grad`` of a 2-layer, 2-head model
-with trained embedding and decoder, residual connections and layer norm equals finite differences
-of ``Transformer.loss`` with respect to every parameter.
+"""SPEC §3.1 (DERIVED): every layer of the transformer (``theorycheck.nn.layers``: embedding, softmax
+attention on the position path, uniform attention, row softmax, layer norm, decoder, squared and
+cross-entropy loss heads; the last three in ``theorycheck.nn.rowwise``) has a backward function
+equal to directional finite differences of its forward function, and ``Transformer.loss_and_grad``
+of a 2-layer, 2-head model with trained embedding and decoder, residual connections and layer norm
+equals finite differences of ``Transformer.loss`` with respect to every parameter.
 
 Each pure layer is checked through ``f(inputs) = <G, forward(inputs)>`` for a random cotangent
 ``G`` (its gradient is ``backward(G)``), with ``theorycheck.diagnostics.check_gradient``: three
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorycheck.nn import ModelConfig, Transformer, layers, position_batch
+from theorycheck.nn import ModelConfig, Transformer, layers, position_batch, rowwise
 from theorycheck.report.claims import Claim
 from theorycheck.strategies import choices, params, seeds
 
@@ -27,11 +27,11 @@ ARCH = dict(n_layers=2, n_heads=2, residual=True, layer_norm=True)
 
 def _layer_norm_checks(rng, inject):
     R, G = rng.standard_normal((4, 5, 6)), rng.standard_normal((4, 5, 6))
-    Y, inv = layers.layer_norm_forward(R)
-    dR = layers.layer_norm_backward(Y, inv, G)
+    Y, inv = rowwise.layer_norm_forward(R)
+    dR = rowwise.layer_norm_backward(Y, inv, G)
     if inject.get("ln_drop_mean"):  # the mean term of the layer-norm backward dropped
         dR = inv * (G - Y * np.mean(G * Y, axis=-1, keepdims=True))
-    return gradient_subchecks(lambda r: np.sum(G * layers.layer_norm_forward(r)[0]), R, dR, "layer_norm")
+    return gradient_subchecks(lambda r: np.sum(G * rowwise.layer_norm_forward(r)[0]), R, dR, "layer_norm")
 
 
 def _softmax_checks(rng):
@@ -46,8 +46,8 @@ def _softmax_checks(rng):
 def _decoder_embedding_checks(rng):
     Y, Wd, b = rng.standard_normal((6, 4)), rng.standard_normal((7, 4)), rng.standard_normal(7)
     G = rng.standard_normal((6, 7))
-    dY, dW, db = layers.decoder_backward(G, Y, Wd)
-    f = lambda p: np.sum(G * layers.decoder_forward(p["Y"], p["W"], p["b"]))  # noqa: E731
+    dY, dW, db = rowwise.decoder_backward(G, Y, Wd)
+    f = lambda p: np.sum(G * rowwise.decoder_forward(p["Y"], p["W"], p["b"]))  # noqa: E731
     subs = gradient_subchecks(f, dict(Y=Y, W=Wd, b=b), dict(Y=dY, W=dW, b=db), "decoder")
     table, tokens = rng.standard_normal((4, 7)), rng.integers(-1, 7, size=(3, 5))
     Ge = rng.standard_normal((3, 5, 4))
@@ -80,8 +80,8 @@ def _loss_head_checks(rng):
     w = Y.sum(axis=1)
     subs = []
     for kind in ("squared", "ce"):
-        dO = layers.loss_head(O, Y, w, kind)[1]
-        subs += gradient_subchecks(lambda o: layers.loss_head(o, Y, w, kind)[0], O, dO, f"loss_head[{kind}]")  # noqa: B023
+        dO = rowwise.loss_head(O, Y, w, kind)[1]
+        subs += gradient_subchecks(lambda o: rowwise.loss_head(o, Y, w, kind)[0], O, dO, f"loss_head[{kind}]")  # noqa: B023
     return subs
 
 

@@ -8,9 +8,9 @@ from test_stage1_montecarlo import exact_finite_N
 
 import theorycheck as tc
 from theorycheck.analysis.landscape import finite_n_gap
-from theorycheck.finite_exact import exact_finite_loss
-from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
+from theorycheck.sampling.finite_exact import exact_finite_loss
+from theorycheck.sampling.montecarlo import mc_attention_loss
 
 TINY = tc.TopicModel(T=2, v=2, tau=1)
 TINY_MK = tc.Masking(p_m=0.4, p_c=0.2, p_r=0.3)

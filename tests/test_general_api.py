@@ -29,12 +29,13 @@ import numpy as np
 import pytest
 
 import theorycheck as tc
-from theorycheck import finite_exact, montecarlo, sampling
+from theorycheck import sampling
 from theorycheck.analysis import dynamics, landscape, stats
 from theorycheck.analysis import topic_structure as ts
 from theorycheck.models import token_topic
 from theorycheck.nn import probes
 from theorycheck.nn.config import DataConfig
+from theorycheck.sampling import finite_exact, montecarlo
 
 GM = tc.GeneralTopicModel
 P, S = tc.population, tc.solvers

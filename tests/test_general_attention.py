@@ -15,10 +15,10 @@ from scipy.special import logsumexp, roots_jacobi, softmax
 import theorycheck as tc
 from theorycheck.diagnostics import check_gradient
 from theorycheck.models import GeneralTopicModel as G
-from theorycheck.montecarlo import _stratified, doc_losses
 from theorycheck.population import attention_loss, attention_loss_estimate, attention_loss_grad
 from theorycheck.population._alpha_beta import alpha_beta_value_matrix
 from theorycheck.sampling import Documents, MaskedBatch, mask_documents
+from theorycheck.sampling.montecarlo import _stratified, doc_losses
 from theorycheck.solvers import cotopic_matrix, stage1_value_matrix
 from theorycheck.strategies import maskings, topic_models
 

@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.models import GeneralTopicModel as G
-from theorycheck.montecarlo import MCEstimate, mc_attention_loss
 from theorycheck.population import attention_loss, attention_loss_estimate
+from theorycheck.sampling.montecarlo import MCEstimate, mc_attention_loss
 
 N, N_DOCS = 50, 4000
 

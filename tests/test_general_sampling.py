@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from scipy import stats as sps
 
 import theorycheck as tc
-from theorycheck._general_sampling import draw_words
 from theorycheck.models import GeneralTopicModel
-from theorycheck.sampling import PAD, mask_documents, sample_documents, token_counts
+from theorycheck.sampling import PAD, documents, mask_documents, sample_documents, token_counts
+from theorycheck.sampling.documents import draw_words
 
 Z = 5.0  # |z| bound per coordinate (two-sided tail 6e-7 per test coordinate)
 
@@ -217,3 +217,114 @@ def test_topic_sets_refused_for_dirichlet():
     g = GeneralTopicModel.overlapping(3, 2, eps=0.5, prior="dirichlet", alpha=1.0)
     with pytest.raises(ValueError, match="topic_sets"):
         sample_documents(g, 1, 3, seed=0, topic_sets=[[0]])
+
+
+# ---------------------------------------------------------------------------- fast path vs generic route
+# The paper's TopicModel samples words as 1 + z v + U{0..v-1} (sampling.documents._draw's TopicModel
+# fast path); the generic route (_draw.dispatch(GeneralTopicModel)) draws them from phi's row CDFs. Other
+# RNG calls, so the words differ: the test is one of laws, on independent seeds. Statistic: the joint
+# counts of (topic set, first word, second word) of every document (the topic set for uniform-tau only;
+# the word pair carries the within-document correlation, i.e. the theta law) and, for the Dirichlet
+# law, theta[:, 0]. Tests: chi-square homogeneity of the two count tables (scipy.stats.chi2_contingency)
+# and two-sample Kolmogorov-Smirnov on theta[:, 0], each p > 1e-6 (fixed seeds: deterministic). Power:
+# the first word of the block instead of a uniform one on a tenth of the documents gives p < 1e-6
+# (test_the_homogeneity_statistic_detects_a_wrong_word_law).
+PAPER_LAWS = [
+    {"T": 3, "v": 2, "tau": 2},
+    {"T": 4, "v": 3, "tau": 1},
+    {"T": 2, "v": 3, "tau": 2},
+    {"T": 3, "v": 2, "prior": "dirichlet", "alpha": 0.4},
+    {"T": 2, "v": 2, "prior": "dirichlet", "alpha": 2.0},
+]
+P_MIN = 1e-6
+GENERIC = documents._draw.dispatch(GeneralTopicModel)
+
+
+def _cells(tm, words, sets):
+    """One code per document: (topic set rank, first word, second word)."""
+    n = tm.n_words
+    code = (words[:, 0] - 1) * n + (words[:, 1] - 1)
+    if sets is not None:
+        rank = {s: i for i, s in enumerate(itertools.combinations(range(tm.T), tm.tau))}
+        code = code + n * n * np.array([rank[tuple(s)] for s in sets.tolist()])
+    return code
+
+
+def _homogeneity_p(a, b) -> float:
+    K = int(max(a.max(), b.max())) + 1
+    table = np.stack([np.bincount(a, minlength=K), np.bincount(b, minlength=K)])
+    return sps.chi2_contingency(table[:, table.sum(axis=0) > 0]).pvalue
+
+
+@pytest.mark.parametrize("law", PAPER_LAWS, ids=lambda d: "-".join(f"{k}{v}" for k, v in d.items()))
+def test_paper_fast_sampler_has_the_generic_route_law(law):
+    tm = tc.TopicModel(**law)
+    assert documents._draw.dispatch(type(tm)) is not GENERIC
+    w1, s1, t1 = documents._draw(tm, (20_000, 2), np.random.default_rng(11), None)
+    w2, s2, t2 = GENERIC(tm, (20_000, 2), np.random.default_rng(12), None)
+    for w in (w1, w2):
+        assert w.shape == (20_000, 2) and w.min() >= 1 and w.max() <= tm.n_words
+    assert (s1 is None) == (s2 is None) == (tm.prior != "uniform-tau")
+    assert _homogeneity_p(_cells(tm, w1, s1), _cells(tm, w2, s2)) > P_MIN
+    if tm.prior == "dirichlet":
+        assert sps.ks_2samp(t1[:, 0], t2[:, 0]).pvalue > P_MIN
+
+
+@st.composite
+def paper_models(draw):
+    T = draw(st.integers(1, 5))
+    v = draw(st.integers(1, 4))
+    if draw(st.booleans()):
+        return tc.TopicModel(T=T, v=v, tau=draw(st.integers(1, T)))
+    return tc.TopicModel(T=T, v=v, prior="dirichlet", alpha=draw(st.floats(0.2, 3.0)))
+
+
+@settings(max_examples=40)
+@given(tm=paper_models(), seed=st.integers(0, 2**31), n_docs=st.integers(1, 30), N=st.integers(1, 9))
+def test_paper_fast_sampler_draws_the_generic_topics_bit_for_bit(tm, seed, n_docs, N):
+    """Both routes make the same RNG calls up to the topic of every position (uniform-tau: the set
+    ranking, then a uniform member of the set; Dirichlet: theta, then one uniform per position), so on
+    one seed the sets, theta (Dirichlet) and position topics are identical and only the word within
+    its topic's block differs."""
+    w1, s1, t1 = documents._draw(tm, (n_docs, N), np.random.default_rng(seed), None)
+    w2, s2, t2 = GENERIC(tm, (n_docs, N), np.random.default_rng(seed), None)
+    np.testing.assert_array_equal((w1 - 1) // tm.v, (w2 - 1) // tm.v)
+    if tm.prior == "uniform-tau":
+        np.testing.assert_array_equal(s1, s2)
+        in_set = (np.arange(tm.T)[None, :, None] == s2[:, None, :]).any(axis=2)
+        np.testing.assert_array_equal(t2, in_set / tm.tau)
+    else:
+        np.testing.assert_array_equal(t1, t2)
+
+
+def test_paper_fast_sampler_with_fixed_topic_sets_has_the_generic_route_law():
+    """Stratified sampling (topic_sets given): the same sets, the same word law within them."""
+    tm = tc.TopicModel(T=4, v=2, tau=2)
+    sets = np.array(list(itertools.combinations(range(4), 2)))[np.arange(12_000) % 6][:, ::-1]
+    w1, s1, _ = documents._draw(tm, (12_000, 2), np.random.default_rng(5), sets)
+    w2, s2, _ = GENERIC(tm, (12_000, 2), np.random.default_rng(6), sets)
+    np.testing.assert_array_equal(s1, np.sort(sets, axis=1))
+    np.testing.assert_array_equal(s2, np.sort(sets, axis=1))
+    assert _homogeneity_p(_cells(tm, w1, s1), _cells(tm, w2, s2)) > P_MIN
+
+
+def test_the_homogeneity_statistic_detects_a_wrong_word_law():
+    """Power of the statistic above: a fast path that draws the first word of the block instead of a
+    uniform one on a tenth of the documents is rejected."""
+    tm = tc.TopicModel(T=3, v=2, tau=2)
+    w1, s1, _ = documents._draw(tm, (20_000, 2), np.random.default_rng(11), None)
+    w2, s2, _ = GENERIC(tm, (20_000, 2), np.random.default_rng(12), None)
+    bad = np.where((np.arange(20_000) % 10 == 0)[:, None], (w1 - 1) // tm.v * tm.v + 1, w1)
+    assert _homogeneity_p(_cells(tm, bad, s1), _cells(tm, w2, s2)) < P_MIN
+
+
+def test_public_sampler_routes_by_model_type():
+    """sample_documents on the paper's model takes its fast path (no theta for uniform-tau), on
+    GeneralTopicModel.from_topic_model(tm) the generic route (theta of every document); the lengths
+    and topic sets are the same draws."""
+    tm = tc.TopicModel(T=3, v=2, tau=2)
+    g = GeneralTopicModel.from_topic_model(tm)
+    a, b = sample_documents(tm, 6, (2, 5), seed=3), sample_documents(g, 6, (2, 5), seed=3)
+    assert a.theta is None and b.theta is not None
+    np.testing.assert_array_equal(a.lengths, b.lengths)
+    np.testing.assert_array_equal(a.topics, b.topics)

@@ -12,7 +12,6 @@ from theorycheck.analysis import stats
 from theorycheck.analysis.topic_structure import block_contrast, block_score, topic_attention_ratio
 from theorycheck.models import GeneralTopicModel
 from theorycheck.nn import ModelConfig
-from theorycheck.nn._general_data import general_population_batch
 from theorycheck.nn.batches import population_batch
 from theorycheck.nn.config import DataConfig, OptimConfig, TrainConfig, config_hash
 from theorycheck.nn.model import Transformer
@@ -76,7 +75,7 @@ def test_population_batch_of_the_paper_model_equals_the_symmetric_one():
     tm = tc.TopicModel(T=4, v=3, tau=2)
     g = GeneralTopicModel.from_topic_model(tm)
     for mask_keys in (False, True):
-        a, b = population_batch(tm, MK, mask_keys=mask_keys), general_population_batch(g, MK, mask_keys=mask_keys)
+        a, b = population_batch(tm, MK, mask_keys=mask_keys), population_batch(g, MK, mask_keys=mask_keys)
         for k in ("K", "Y", "weight"):
             np.testing.assert_allclose(getattr(b, k), getattr(a, k), rtol=0, atol=1e-15)
         for k in ("ctx", "qtok"):
@@ -106,7 +105,7 @@ def test_population_batch_loss_is_the_exact_uniform_attention_loss(name):
     np.testing.assert_allclose(S2, Sigma, atol=1e-14)
     np.testing.assert_allclose(C2, C, atol=1e-14)
     model = Transformer(_uniform_model(g.V1), rng=np.random.default_rng(0))
-    batch = general_population_batch(g, MK)
+    batch = population_batch(g, MK)
     W = np.random.default_rng(1).normal(size=(g.V1, g.V1))
     model.layers[0].params["W_V"][0] = W
     exact = np.trace(W @ Sigma @ W.T) - 2 * np.trace(W @ C.T) + 1.0
@@ -117,7 +116,7 @@ def test_population_batch_loss_is_the_exact_uniform_attention_loss(name):
 def test_population_batch_refuses_dirichlet():
     g = GeneralTopicModel.zipf(3, 2, 1.0, prior="dirichlet", alpha=0.5)
     with pytest.raises(ValueError, match="uniform-tau"):
-        general_population_batch(g, MK)
+        population_batch(g, MK)
 
 
 def test_stage1_optimum_is_stationary_on_the_general_population():
@@ -201,3 +200,34 @@ def test_two_stage_dynamic_on_overlapping_topics():
     assert r.history[0]["topic_attention_ratio_median"] < 1.01 < 2.0 < r.history[-1]["topic_attention_ratio_median"]
     assert r.final["attn_same_topic"] > 2 * r.final["attn_diff_topic"]
     assert r.final["block_score_W_V"] > 0.9 and r.final["loss"] < r.history[0]["loss"]
+
+
+@pytest.mark.parametrize("mask_keys", [False, True])
+def test_population_training_of_the_paper_model_equals_its_general_copy(mask_keys):
+    """The same run (source='population', softmax attention, Adam) on the paper's TopicModel and on
+    GeneralTopicModel.from_topic_model(tm): the batches agree to 1e-15 (test above), so the per-step
+    losses agree to 1e-12 relative (a few steps: Adam's normalised step keeps the round-off at that level)."""
+    tm = tc.TopicModel(T=3, v=2, tau=2)
+    g = GeneralTopicModel.from_topic_model(tm)
+    runs = []
+    for m in (tm, g):
+        d = DataConfig.from_model(m, MK, source="population")
+        model = ModelConfig(V1=m.V1, mask_keys=mask_keys, init_scale=0.3)
+        run = dict(steps=6, log_every=1, eval_every=0, eval_docs=0, optim=OptimConfig(lr=0.05))
+        cfg = TrainConfig(data=d, model=model, **run)
+        runs.append([rec["loss"] for rec in train(cfg, progress=False).history])
+    assert len(runs[0]) == len(runs[1]) >= 6
+    np.testing.assert_allclose(runs[1], runs[0], rtol=1e-12)
+
+
+def test_data_config_from_model_of_either_type():
+    """DataConfig.from_model reads the paper's model through its own fields (v, scalar alpha; no phi)
+    and any other model through phi and the alpha vector; both describe the same law."""
+    tm = tc.TopicModel(T=3, v=2, prior="dirichlet", alpha=0.3)
+    g = GeneralTopicModel.from_topic_model(tm)
+    a, b = DataConfig.from_model(tm, MK), DataConfig.from_model(g, MK)
+    assert a.phi is None and a.v == 2 and a.alpha == 0.3 and a.topic_model() == tm
+    assert b.topic_model() == g and b.alpha == [0.3, 0.3, 0.3] and a.V1 == b.V1 == 7
+    np.testing.assert_array_equal(b.topic_model().phi, tm.phi)
+    with pytest.raises(TypeError, match="tm must be a TopicModel or a GeneralTopicModel"):
+        DataConfig.from_model("not a model")

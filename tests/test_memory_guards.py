@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck._memory import MAX_BYTES_ENV
-from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import (
     attention_loss,
     attention_loss_grad,
@@ -26,6 +25,7 @@ from theorycheck.population import (
     value_loss_grad,
 )
 from theorycheck.sampling import mask_documents, sample_documents, token_counts
+from theorycheck.sampling.montecarlo import mc_attention_loss
 
 LIMIT = 10**8
 

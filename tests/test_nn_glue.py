@@ -73,7 +73,7 @@ def test_ce_loss_equals_the_scipy_route(args):
     np.testing.assert_array_equal(grad, ref_grad)
     assert abs(loss - ref_loss) <= 1e-13 * _loss_scale(O, Y, weight) + 1e-300
     # the loss head dispatches to it
-    assert L.loss_head(O, Y, weight, "ce")[0] == loss
+    assert rowwise.loss_head(O, Y, weight, "ce")[0] == loss
 
 
 @settings(max_examples=120)
@@ -300,7 +300,7 @@ def test_attention_layer_backward_equals_the_padded_residual(B, N, layer_norm, s
     dY = rng.normal(size=out.shape)
     lay.zero_grad()
     dX = lay.backward(dY)
-    dR = L.layer_norm_backward(lay.cache["Yn"], lay.cache["inv"], dY) if layer_norm else dY
+    dR = rowwise.layer_norm_backward(lay.cache["Yn"], lay.cache["inv"], dY) if layer_norm else dY
     full = np.zeros_like(Xp)
     full[queries] = dR
     dX_ref, g_ref = L.attention_backward(dR, lay.cache["att"], dX_in=full)

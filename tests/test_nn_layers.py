@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from theorycheck.diagnostics import check_gradient
 from theorycheck.nn import layers as L
+from theorycheck.nn import rowwise
 from theorycheck.nn._kernels import gather_softmax
 
 
@@ -169,11 +170,12 @@ def test_uniform_attention_is_softmax_attention_with_zero_scores():
 def test_layer_norm_backward_matches_finite_differences(n, d, seed):
     rng = np.random.default_rng(seed)
     R, G = rng.normal(size=(n, d)), rng.normal(size=(n, d))
-    Yn, inv = L.layer_norm_forward(R)
+    Yn, inv = rowwise.layer_norm_forward(R)
     np.testing.assert_allclose(Yn.mean(axis=1), 0.0, atol=1e-13)
-    np.testing.assert_allclose((Yn**2).mean(axis=1), 1.0 - L.LN_EPS * inv[:, 0] ** 2, rtol=1e-12)  # var / (var + eps)
+    var_ratio = 1.0 - rowwise.LN_EPS * inv[:, 0] ** 2  # var / (var + eps)
+    np.testing.assert_allclose((Yn**2).mean(axis=1), var_ratio, rtol=1e-12)
     check_gradient(
-        lambda r: np.sum(G * L.layer_norm_forward(r)[0]), R, L.layer_norm_backward(Yn, inv, G), h=1e-6
+        lambda r: np.sum(G * rowwise.layer_norm_forward(r)[0]), R, rowwise.layer_norm_backward(Yn, inv, G), h=1e-6
     ).assert_ok()
 
 
@@ -190,14 +192,14 @@ def test_layer_norm_kernel_equals_the_numpy_reference(lead, d, shift, seed):
     rng = np.random.default_rng(seed)
     R = rng.normal(size=(*lead, d)) * rng.uniform(0.01, 100.0) + shift
     G = rng.normal(size=R.shape)
-    Y, inv = L.layer_norm_forward(R)
-    Yr, invr = L.layer_norm_ref(R)
+    Y, inv = rowwise.layer_norm_forward(R)
+    Yr, invr = rowwise.layer_norm_ref(R)
     assert Y.shape == R.shape and inv.shape == (*lead, 1)
     np.testing.assert_allclose(Y, Yr, rtol=1e-9, atol=1e-9)
     np.testing.assert_allclose(inv, invr, rtol=1e-9)
     np.testing.assert_allclose(
-        L.layer_norm_backward(Y, inv, G),
-        L.layer_norm_backward_ref(Yr, invr, G),
+        rowwise.layer_norm_backward(Y, inv, G),
+        rowwise.layer_norm_backward_ref(Yr, invr, G),
         rtol=1e-9,
         atol=1e-9 * np.max(invr, initial=1.0),
     )
@@ -228,13 +230,13 @@ def test_decoder_backward_matches_finite_differences(kind):
     def mat(m):  # the decoder matrix: W^dec, or (W^E)^T when tied
         return None if m is None else (m.T if kind == "tied" else m)
 
-    dY, dW, db = L.decoder_backward(G, Y, mat(M), tied=kind == "tied")
+    dY, dW, db = rowwise.decoder_backward(G, Y, mat(M), tied=kind == "tied")
     x, g = dict(Y=Y, b=b), dict(Y=dY, b=db)
     if M is not None:
         x["M"], g["M"] = M, dW
 
     def f(p):
-        return np.sum(G * L.decoder_forward(p["Y"], mat(p.get("M")), p["b"]))
+        return np.sum(G * rowwise.decoder_forward(p["Y"], mat(p.get("M")), p["b"]))
 
     check_gradient(f, x, g).assert_ok()
 
@@ -246,7 +248,7 @@ def test_loss_heads_match_definition_and_finite_differences(E, V1, seed, kind):
     rng = np.random.default_rng(seed)
     O, Y = 3 * rng.normal(size=(E, V1)), rng.random((E, V1)) * (rng.random((E, V1)) < 0.6)
     w = Y.sum(axis=1)
-    val, dO = L.loss_head(O, Y, w, kind)
+    val, dO = rowwise.loss_head(O, Y, w, kind)
     ref = 0.0
     for e in range(E):
         for x in range(V1):
@@ -255,7 +257,7 @@ def test_loss_heads_match_definition_and_finite_differences(E, V1, seed, kind):
             else:
                 ref += Y[e, x] * (np.log(np.sum(np.exp(O[e]))) - O[e, x])
     assert val == pytest.approx(ref, rel=1e-12, abs=1e-12)
-    check_gradient(lambda o: L.loss_head(o, Y, w, kind)[0], O, dO).assert_ok()
+    check_gradient(lambda o: rowwise.loss_head(o, Y, w, kind)[0], O, dO).assert_ok()
 
 
 @pytest.mark.parametrize("attention", ["softmax", "uniform"])

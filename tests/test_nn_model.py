@@ -339,8 +339,8 @@ def test_bad_batches_raise():
 def test_finite_batch_loss_agrees_with_independent_monte_carlo(mask_keys):
     """Our count-based model on fresh masked documents vs montecarlo.mc_attention_loss (an
     independent finite-N estimator): same expected loss, within 4 combined standard errors."""
-    from theorycheck.montecarlo import mc_attention_loss
     from theorycheck.sampling import mask_documents, sample_documents
+    from theorycheck.sampling.montecarlo import mc_attention_loss
 
     tm, mk = tc.TopicModel(T=3, v=3, tau=2), tc.Masking(p_m=0.3, p_c=0.2, p_r=0.2)
     rng = np.random.default_rng(5)

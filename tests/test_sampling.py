@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.montecarlo import _doc_losses_ref, doc_losses, mc_attention_loss
 from theorycheck.sampling import PAD, mask_documents, sample_documents, token_counts
+from theorycheck.sampling.montecarlo import _doc_losses_ref, doc_losses, mc_attention_loss
 from theorycheck.strategies import maskings, topic_models
 
 

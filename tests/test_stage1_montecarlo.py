@@ -47,8 +47,8 @@ from hypothesis import strategies as st
 from scipy import stats
 
 import theorycheck as tc
-from theorycheck.montecarlo import mc_attention_loss
 from theorycheck.population import topic_density, topic_sets, value_loss
+from theorycheck.sampling.montecarlo import mc_attention_loss
 from theorycheck.solvers import optimal_value_matrix
 from theorycheck.strategies import maskings
 

@@ -3,7 +3,7 @@
 (SPEC §4.3, §6 items 15-19.) Everything here evaluates the closed forms of
 :func:`theorycheck.population.alpha_beta_loss` (O(1) per point, vectorised) or calls the
 certified solver :func:`theorycheck.solvers.optimal_attention`; the finite-document study calls
-the Monte Carlo estimator :func:`theorycheck.montecarlo.mc_attention_loss` and the exact
+the Monte Carlo estimator :func:`theorycheck.sampling.montecarlo.mc_attention_loss` and the exact
 N -> inf evaluator :func:`theorycheck.population.attention_loss`.
 
 General topic-word matrices (SPEC §11.4): :func:`alpha_beta_grid`, :func:`write_landscape` and
@@ -34,10 +34,10 @@ from .._dask import resolve_executor
 from .._io import atomic_directory, prepare_output_dir, write_json
 from .._validate import check_choice, check_int, check_loss, check_real
 from ..models import GeneralTopicModel, Masking, TopicModel, check_models, require_symmetric
-from ..montecarlo import mc_attention_loss
 from ..population import attention_loss
 from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
 from ..report import plots
+from ..sampling import mc_attention_loss
 from ..solvers import cotopic_matrix, optimal_attention, stage1_value_matrix
 
 __all__ = [

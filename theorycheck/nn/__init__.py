@@ -21,10 +21,9 @@ from .batches import (
     position_batch,
 )
 from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
-from .config import DataConfig, OptimConfig, TrainConfig, config_diff, config_hash
+from .config import PARAM_NAMES, DataConfig, ModelConfig, OptimConfig, TrainConfig, config_diff, config_hash
 from .data import DataStream
 from .model import Transformer
-from .model_config import PARAM_NAMES, ModelConfig
 from .optim import SGD, Adam, make_optimizer
 from .presets import PRESETS, preset, run_preset
 from .probes import DEFAULT_PROBES, ProbeContext, stage1_reference

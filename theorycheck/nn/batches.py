@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validate import check_choice
+from ..population import population_contexts
 from .layers import Groups
 
 __all__ = [
@@ -288,7 +289,5 @@ def population_batch(tm, mk, *, mask_keys: bool = False) -> CountBatch:
     model on this batch is its exact population MLM loss (for uniform attention,
     :func:`theorycheck.population.value_loss`).
     """
-    from ..population import population_contexts
-
     pc = population_contexts(tm, mk, mask_keys=mask_keys)
     return CountBatch(K=pc.K, ctx=pc.ctx, qtok=pc.qtok, weight=pc.weight, Y=pc.Y)

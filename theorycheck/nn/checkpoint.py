@@ -25,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import __version__
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json
 from .._validate import TheorycheckWarning
 from .config import TrainConfig, config_diff, config_hash
@@ -46,12 +47,6 @@ class Checkpoint:
     params: dict
     opt: dict
     path: Path
-
-
-def _version() -> str:
-    from .. import __version__
-
-    return __version__
 
 
 def list_checkpoints(out) -> list[tuple[int, Path]]:
@@ -87,7 +82,7 @@ def save_checkpoint(out, step: int, model, opt, cfg: TrainConfig) -> Path:
         "seed": cfg.seed,
         "config": cfg.to_dict(),
         "config_hash": config_hash(cfg),
-        "theorycheck_version": _version(),
+        "theorycheck_version": __version__,
         "npz": npz.name,
         "npz_sha256": hashlib.sha256(data).hexdigest(),
         "rng": "batch of step s drawn from default_rng([seed, 1, s]); init default_rng([seed, 0])",
@@ -165,9 +160,9 @@ def _check_same_config(meta: dict, cfg: TrainConfig, js: Path) -> None:
                 + ". Resume with the original settings, or start a new run folder"
             )
     version = meta.get("theorycheck_version")
-    if version != _version():
+    if version != __version__:
         warnings.warn(
-            f"resume: {js.name} was written by theorycheck {version}, this is {_version()}",
+            f"resume: {js.name} was written by theorycheck {version}, this is {__version__}",
             TheorycheckWarning,
             stacklevel=4,
         )

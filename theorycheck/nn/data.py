@@ -6,10 +6,12 @@ Sources (``DataConfig.source``):
 - ``"static"``: the official code's setting, a fixed training set masked once (``default_rng([seed, 3])``)
   visited in epochs (permutation ``default_rng([seed, 1, epoch])``), plus a dev set masked once;
 - ``"population"``: the exact infinite-document population (every ``tau``-subset as one weighted
-  context, :func:`theorycheck.nn.population_batch`; for a general topic-word matrix ``cfg.data.phi``,
-  :func:`theorycheck.nn._general_data.general_population_batch`, SPEC §11.4).
+  context, :func:`theorycheck.nn.population_batch`, SPEC §4.0; for a general topic-word matrix
+  ``cfg.data.phi`` the contexts of SPEC §11.4, chosen by
+  :func:`theorycheck.population.population_contexts` from the model).
 
-Documents of a general model come from :func:`theorycheck.sampling.sample_documents` (SPEC §11.1).
+Documents come from :func:`theorycheck.sampling.sample_documents` (SPEC §1, §2.1; SPEC §11.1 for a
+general model).
 
 The fixed evaluation documents come from ``default_rng([seed, 2])``. Because a batch depends only
 on the seed and the step, the RNG state a resumed run must restore *is* the step counter.
@@ -19,9 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import is_general
 from ..sampling import MaskedBatch, mask_documents, sample_documents
-from ._general_data import general_population_batch
 from .batches import make_batch, population_batch
 from .config import TrainConfig
 
@@ -58,8 +58,7 @@ class DataStream:
     def population(self):
         """The exact population batch (built once)."""
         if self._pop is None:
-            build = general_population_batch if is_general(self.tm) else population_batch
-            self._pop = build(self.tm, self.mk, mask_keys=self.cfg.model.mask_keys)
+            self._pop = population_batch(self.tm, self.mk, mask_keys=self.cfg.model.mask_keys)
             if self.cfg.model.batch_form == "merged":
                 self._pop = self._pop.to_positions()
         return self._pop

@@ -1,4 +1,4 @@
-"""Pure forward/backward pairs of the transformer's layers (arrays in; arrays and a cache out).
+"""Pure forward/backward pairs of the embedding and attention layers (arrays in; arrays and a cache out).
 
 Activations are stored row-wise (one row per position, or per token in the count path), i.e. the
 transpose of the paper's column convention (SPEC §3.1):
@@ -29,7 +29,8 @@ The same functions serve both evaluation paths of :class:`theorycheck.nn.Transfo
   ``softmax_b(S[qtok[e], b] + log K[ctx[e], b])`` (SPEC §3.1 with identical keys merged;
   :class:`Groups` and the Numba kernels of :mod:`theorycheck.nn._kernels`).
 
-Every backward returns the input gradient and a dict of parameter gradients; nothing is
+The row-wise maps after the attention (layer norm, decoder, loss heads) are in
+:mod:`theorycheck.nn.rowwise`. Every backward returns the input gradient and a dict of parameter gradients; nothing is
 accumulated here (the layer objects of :mod:`theorycheck.nn.model` do that).
 """
 
@@ -50,21 +51,8 @@ from ._kernels import (
     softmax_bwd,
     softmax_bwd_ref,
 )
-from .rowwise import (
-    LN_EPS,
-    ce_loss,
-    decoder_backward,
-    decoder_forward,
-    layer_norm_backward,
-    layer_norm_backward_ref,
-    layer_norm_forward,
-    layer_norm_ref,
-    loss_head,
-    squared_loss,
-)
 
 __all__ = [
-    "LN_EPS",
     "Groups",
     "log_weights",
     "key_distribution",
@@ -76,15 +64,6 @@ __all__ = [
     "attention_backward",
     "uniform_attention_forward",
     "uniform_attention_backward",
-    "layer_norm_forward",
-    "layer_norm_backward",
-    "layer_norm_ref",
-    "layer_norm_backward_ref",
-    "decoder_forward",
-    "decoder_backward",
-    "squared_loss",
-    "ce_loss",
-    "loss_head",
 ]
 
 

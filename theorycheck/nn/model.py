@@ -28,17 +28,20 @@ Design choices (documented deviations):
 Losses (SPEC §2.2) over the selected positions, each weighted: squared ``||o - e_x||^2`` over all
 ``V1`` output coordinates or cross-entropy ``-log softmax(o)_x``; plus ``reg * ||W||_F^2`` for every
 trained matrix (not biases). The arithmetic lives in the pure functions of
-:mod:`theorycheck.nn.layers`; the layer objects are in :mod:`theorycheck.nn.modules`.
+:mod:`theorycheck.nn.layers` and :mod:`theorycheck.nn.rowwise` (loss heads); the layer objects are
+in :mod:`theorycheck.nn.modules`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .._validate import check_rng
 from .batches import CountBatch, PositionBatch
-from .layers import attention_forward, key_distribution, log_weights, loss_head
-from .model_config import ModelConfig
+from .config import ModelConfig
+from .layers import attention_forward, key_distribution, log_weights
 from .modules import AttentionLayer, Decoder, Embedding
+from .rowwise import loss_head
 
 __all__ = ["Transformer"]
 
@@ -72,7 +75,6 @@ class Transformer:
     """
 
     def __init__(self, cfg: ModelConfig, *, rng=None, seed=None):
-        from .._validate import check_rng
 
         if not isinstance(cfg, ModelConfig):
             raise TypeError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")

@@ -1,5 +1,6 @@
 """Layer objects of the transformer: parameters, gradients and a cache around the pure functions
-of :mod:`theorycheck.nn.layers` (SPEC §3.1).
+of :mod:`theorycheck.nn.layers` (embedding, attention) and :mod:`theorycheck.nn.rowwise` (layer norm,
+decoder) (SPEC §3.1).
 
 Every layer owns ``params`` and ``grads`` dicts with the same keys and a set ``trainable``;
 ``forward`` keeps what ``backward`` needs in ``cache``; ``backward`` *accumulates* (``+=``) into
@@ -12,20 +13,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from .config import ModelConfig
 from .layers import (
     attention_backward,
     attention_forward,
-    decoder_backward,
-    decoder_forward,
     embedding_backward,
     embedding_forward,
-    layer_norm_backward,
-    layer_norm_forward,
     log_weights,
     uniform_attention_backward,
     uniform_attention_forward,
 )
-from .model_config import ModelConfig
+from .rowwise import decoder_backward, decoder_forward, layer_norm_backward, layer_norm_forward
 
 __all__ = ["Layer", "Embedding", "AttentionLayer", "Decoder", "init_matrix"]
 

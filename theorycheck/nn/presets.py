@@ -15,12 +15,15 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+from .._dask import resolve_executor
 from .._io import atomic_write_text, write_json
 from .._validate import check_choice, check_int
+from ..analysis.stats import relative_distance
+from ..population import attention_loss
+from ..solvers import optimal_attention, optimal_value_matrix
 from .checkpoint import list_checkpoints
-from .config import DataConfig, OptimConfig, TrainConfig
+from .config import DataConfig, ModelConfig, OptimConfig, TrainConfig
 from .model import Transformer
-from .model_config import ModelConfig
 from .trainer import train
 
 __all__ = ["PRESETS", "ABLATION_SETTINGS", "SUMMARY_COLUMNS", "preset", "run_preset"]
@@ -331,8 +334,6 @@ def run_preset(
     ``distributed.Client`` or a scheduler address; ``out`` must then be on a file system the
     workers share) runs the runs concurrently, without per-run progress bars. Interruptions
     propagate as :class:`theorycheck.nn.TrainingInterrupted`."""
-    from .._dask import resolve_executor
-
     runs = _configs(name, steps=steps, seed=seed, seeds=seeds, checkpoint_every=checkpoint_every)
     out = Path(out)
     grid = len(runs) > 1 or runs[0][0] != ""
@@ -470,20 +471,16 @@ def _exact_references(name, cfg: TrainConfig, model: Transformer) -> dict:
     """Cross-checks against the exact optima: ``K*`` and ``L*`` of ``optimal_attention`` and the exact
     population loss of the trained scores (SPEC §4.3) for ``stage2-population``; the distance of the
     trained W^V to the solvers' closed form (SPEC §4.2) for ``stage1-population``."""
-    from .. import population, solvers
-
     out = {}
     tm, mk = cfg.data.topic_model(), cfg.data.masking()
     W_V = model.layers[0].params["W_V"][0]
     if name == "stage2-population":
-        r = solvers.optimal_attention(tm, mk, value="block")
+        r = optimal_attention(tm, mk, value="block")
         out["K_star"] = float(r.K)
         out["loss_star_alpha_beta"] = float(getattr(r, "loss", r.fun))
-        out["attention_loss_exact"] = float(population.attention_loss(model.score_matrix(), W_V, tm, mk))
+        out["attention_loss_exact"] = float(attention_loss(model.score_matrix(), W_V, tm, mk))
     if name == "stage1-population":
-        from ..analysis.stats import relative_distance
-
-        ref = solvers.optimal_value_matrix(tm, mk, reg=0.0, method="closed-form").x
+        ref = optimal_value_matrix(tm, mk, reg=0.0, method="closed-form").x
         ref = ref.toarray() if hasattr(ref, "toarray") else ref
         out["dist_W_V_solver"] = relative_distance(W_V, ref)
     return out

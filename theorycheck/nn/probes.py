@@ -31,9 +31,8 @@ from ..analysis import stats, topic_structure
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ..population import moments
 from ..solvers import identifiable_part, optimal_attention, optimal_embedding_gram
-from .config import TrainConfig
+from .config import ModelConfig, TrainConfig
 from .data import DataStream
-from .model_config import ModelConfig
 
 __all__ = [
     "ProbeContext",

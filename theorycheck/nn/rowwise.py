@@ -1,6 +1,6 @@
 """Row-wise maps around the attention layers (SPEC §3.1, §2.2): the post-LN layer norm, the
 decoder ``o = W^dec y + b^dec`` and the loss heads, each a pure forward/backward pair on rows
-(one row per position or query group). Re-exported by :mod:`theorycheck.nn.layers`."""
+(one row per position or query group). The attention layers are in :mod:`theorycheck.nn.layers`."""
 
 from __future__ import annotations
 

@@ -17,7 +17,9 @@ SIGINT/SIGTERM during :meth:`Trainer.run` finish the current step, write a check
 from __future__ import annotations
 
 import io
+import json
 import math
+import platform
 import signal
 import threading
 import time
@@ -25,11 +27,16 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numba
 import numpy as np
+import scipy
+from tqdm.auto import tqdm
 
+from .. import __version__
 from .._alloc import keep_large_allocations
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
 from .._threads import blas_threads
+from ..analysis.stats import detect_stages
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
 from .data import DataStream
@@ -155,13 +162,6 @@ class Trainer:
 
     # ------------------------------------------------------------------ run folder
     def _write_config(self):
-        import platform
-
-        import numba
-        import scipy
-
-        from .. import __version__
-
         cfg = self.cfg.to_dict()
         cfg["versions"] = {
             "theorycheck": __version__,
@@ -223,8 +223,6 @@ class Trainer:
     def _progress_bar(self):
         if not self.progress:
             return None
-        from tqdm.auto import tqdm
-
         return tqdm(total=self.cfg.steps, initial=self.step, desc="train", unit="step", leave=False)
 
     def _loop(self, end, log, bar, guard):
@@ -281,8 +279,6 @@ class Trainer:
     def _finish(self):
         """Write ``params.npz`` (layer 0, head 0 matrices, ``W_E``, ``b_dec``, ``W_dec`` and
         ``full/*`` = the whole state) and ``stages.json``; return the stage boundaries."""
-        from ..analysis import stats
-
         m, recs = self.model, load_metrics(self.out)
         lay = m.layers[0]
         tab = np.eye(self.cfg.data.V1) if m.embedding.one_hot else m.embedding.params["W_E"]
@@ -301,7 +297,7 @@ class Trainer:
         bs = [r.get("block_score_W_V") for r in recs]
         has_bs = has_K and all(b is not None for b in bs)
         nV, nKQ = stage_curves(recs)
-        st = stats.detect_stages(
+        st = detect_stages(
             [r["step"] for r in recs],
             nV,
             nKQ,
@@ -315,8 +311,6 @@ class Trainer:
 
 
 def _loads(line: str) -> dict:
-    import json
-
     return json.loads(line)
 
 

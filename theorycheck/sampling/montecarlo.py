@@ -19,8 +19,8 @@ every topic set (equal strata) and the standard error is the stratified one,
 
 General topic-word matrices (SPEC §11.1, §11.4): a
 :class:`~theorycheck.models.GeneralTopicModel` takes the same path. Its documents come from
-:func:`theorycheck.sampling.sample_documents` (``theta`` from the document law, words from
-``p_theta = Phi^T theta``), are masked by :func:`theorycheck.sampling.mask_documents` (random
+:func:`theorycheck.sampling.documents.sample_documents` (``theta`` from the document law, words from
+``p_theta = Phi^T theta``), are masked by :func:`theorycheck.sampling.masking.mask_documents` (random
 replacements uniform over the ``n_words`` words) and evaluated by the same kernel; the uniform-tau law
 is stratified over its topic sets as above, the Dirichlet law draws ``theta`` afresh per document. As
 ``N -> inf`` the estimate tends to :func:`theorycheck.population.attention_loss` of the general model
@@ -37,11 +37,12 @@ import numba
 import numpy as np
 from scipy.special import softmax
 
-from ._memory import check_alloc, resolve_max_bytes
-from ._validate import check_array, check_int, check_rng
-from .models import GeneralTopicModel, Masking, TopicModel, check_models, is_general
-from .population._moments import topic_sets as _all_topic_sets
-from .sampling import _check_length, check_sample_size, mask_documents, sample_documents
+from .._memory import check_alloc, resolve_max_bytes
+from .._validate import check_array, check_int, check_rng
+from ..models import GeneralTopicModel, Masking, TopicModel, check_models
+from ..population import topic_sets as _all_topic_sets
+from .documents import check_length, check_sample_size, sample_unchecked
+from .masking import mask_unchecked
 
 __all__ = ["MCEstimate", "mc_attention_loss", "doc_losses"]
 
@@ -123,7 +124,7 @@ def _doc_losses_ref(inputs, selected, targets, S, W, b, mask_keys):
 def doc_losses(batch, S, W, b=None, *, mask_keys: bool = False) -> np.ndarray:
     """Per-document mean squared loss over selected positions, shape ``(n_docs,)``.
 
-    ``batch`` is a :class:`~theorycheck.sampling.MaskedBatch`; documents with no selected
+    ``batch`` is a :class:`~theorycheck.sampling.masking.MaskedBatch`; documents with no selected
     position (only possible with ``at_least_one=False``) give NaN.
     """
     V1 = np.asarray(W).shape[0]
@@ -208,11 +209,7 @@ def mc_attention_loss(
     MCEstimate
         Documents are conditioned on at least one selected position.
     """
-    if is_general(tm):  # SPEC §11.1, §11.4: the same sampler, masking and kernel (module docstring)
-        if not isinstance(mk, Masking):
-            raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
-    else:
-        check_models(tm, mk)
+    check_models(tm, mk, general=True)  # one route for every model (module docstring; SPEC §11.1, §11.4)
     mk.require_masked_positions("mc_attention_loss")
     S = check_array("S", S, shape=(tm.V1, tm.V1))
     W = check_array("W", W, shape=(tm.V1, tm.V1))
@@ -225,7 +222,7 @@ def mc_attention_loss(
             raise ValueError(f"N must be an int (one length, doubled) with richardson=True, got {N!r}")
         half = check_int("N", N, low=1)
         N = 2 * half
-    _check_mc_size(tm, N, n_docs, batch_size, max_bytes)
+    lo, hi = _check_mc_size(tm, N, n_docs, batch_size, max_bytes)
     rng = check_rng(rng, seed)
 
     strata = all_sets = None
@@ -236,8 +233,8 @@ def mc_attention_loss(
     for start in range(0, n_docs, batch_size):
         stop = min(n_docs, start + batch_size)
         sets = None if strata is None else all_sets[strata[start:stop]]
-        docs = sample_documents(tm, stop - start, N, rng=rng, topic_sets=sets, max_bytes=max_bytes)
-        batch = mask_documents(docs, tm, mk, rng=rng, at_least_one=True, max_bytes=max_bytes)
+        docs = sample_unchecked(tm, stop - start, lo, hi, rng, sets)
+        batch = mask_unchecked(docs, tm, mk, rng, at_least_one=True)
         losses[start:stop] = _batch_losses(batch, S, W, b, bool(mask_keys), half)
     if strata is None:
         return MCEstimate(float(losses.mean()), float(losses.std(ddof=1) / math.sqrt(n_docs)), n_docs)
@@ -256,10 +253,11 @@ def _batch_losses(batch, S, W, b, mask_keys, half):
 
 
 def _check_mc_size(tm, N, n_docs, batch_size, max_bytes):
-    """Refuse before any draw: the per-document arrays (losses, strata) and one batch of documents."""
+    """Refuse before any draw: the per-document arrays (losses, strata) and one batch of documents (its
+    sampling and masking arrays). Returns the validated lengths ``(lo, hi)``."""
     if max_bytes is not None:
         resolve_max_bytes(max_bytes)
-    _, hi = _check_length(N)
+    lo, hi = check_length(N)
     alt = "attention_loss (the exact N -> inf loss), fewer documents, a smaller batch_size or a shorter N"
     check_alloc("mc_attention_loss: per-document losses", (4, n_docs), max_bytes=max_bytes, alternative=alt)
     check_sample_size(
@@ -271,6 +269,7 @@ def _check_mc_size(tm, N, n_docs, batch_size, max_bytes):
         masked=True,
         alternative=alt,
     )
+    return lo, hi
 
 
 def _stratified(losses, strata, n_docs):

@@ -1,6 +1,6 @@
 """Exact finite-document (finite N) MLM loss by enumerating every masked document (SPEC §1.1, §2.1, §2.2).
 
-The expectation that :func:`theorycheck.montecarlo.mc_attention_loss` estimates, computed exactly
+The expectation that :func:`theorycheck.sampling.montecarlo.mc_attention_loss` estimates, computed exactly
 for tiny models: a document of length ``N`` draws a topic set ``S`` uniformly (uniform-tau prior),
 then each position independently a state ``(x, z, s)``: its word ``x`` uniform over the
 ``tau v`` words of ``S``, selected (``s = 1``) w.p. ``p_m``, and shown token ``z``: ``x`` if not
@@ -29,10 +29,10 @@ import itertools
 import numpy as np
 from scipy.special import softmax
 
-from ._memory import check_alloc
-from ._validate import check_array, check_int
-from .models import Masking, TopicModel, check_models, require_symmetric
-from .population._moments import topic_sets
+from .._memory import check_alloc
+from .._validate import check_array, check_int
+from ..models import Masking, TopicModel, check_models, require_symmetric
+from ..population import topic_sets
 
 __all__ = ["exact_finite_loss", "MAX_DOCUMENTS"]
 
@@ -87,7 +87,7 @@ def exact_finite_loss(S, W, tm: TopicModel, mk: Masking, N: int, b=None) -> floa
     require_symmetric(
         tm,
         "exact_finite_loss",
-        "montecarlo.mc_attention_loss(S, W, g, mk, N=N, n_docs=...) (Monte Carlo with a standard error)",
+        "sampling.mc_attention_loss(S, W, g, mk, N=N, n_docs=...) (Monte Carlo with a standard error)",
     )
     check_models(tm, mk)
     if tm.prior != "uniform-tau":
@@ -101,7 +101,7 @@ def exact_finite_loss(S, W, tm: TopicModel, mk: Masking, N: int, b=None) -> floa
     if n_states**N > MAX_DOCUMENTS:
         raise ValueError(
             f"N={N}: {n_states}^N documents per topic set exceed MAX_DOCUMENTS={MAX_DOCUMENTS}; "
-            "use a smaller N or model, or theorycheck.montecarlo.mc_attention_loss"
+            "use a smaller N or model, or theorycheck.sampling.mc_attention_loss"
         )
     check_alloc("exact_finite_loss", (_CHUNK, N, tm.V1 + N), max_bytes=None)
     p_any = 1.0 - (1.0 - mk.p_m) ** N

@@ -1,0 +1,97 @@
+"""BERT-style masking of finite documents (SPEC §2.1, §11.1).
+
+Each position is selected with probability ``p_m``. A selected position keeps its word with
+probability ``p_c``, shows a uniformly random word (``1 .. n_words``; ``1 .. T v`` for the paper's
+model) with probability ``p_r``, and shows [MASK] (0) otherwise. One route for every topic model:
+the masking reads only ``n_words``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+from .._memory import check_alloc, resolve_max_bytes
+from .._validate import check_rng
+from ..models import GeneralTopicModel, Masking, check_models
+from .documents import MASK_ARRAYS, PAD, SIZE_HINT, Documents
+
+__all__ = ["MaskedBatch", "mask_documents"]
+
+
+class MaskedBatch(NamedTuple):
+    """Masked documents.
+
+    Attributes
+    ----------
+    inputs : ndarray of int64, shape (n_docs, N_max)
+        What the model sees: original word, a random word, or 0 ([MASK]); :data:`PAD` padding.
+    selected : ndarray of bool, shape (n_docs, N_max)
+        Positions selected for prediction (the loss is averaged over these).
+    targets : ndarray of int64, shape (n_docs, N_max)
+        The original words (``Documents.tokens``).
+    lengths : ndarray of int64, shape (n_docs,)
+    """
+
+    inputs: np.ndarray
+    selected: np.ndarray
+    targets: np.ndarray
+    lengths: np.ndarray
+
+
+def mask_documents(
+    docs: Documents,
+    tm: GeneralTopicModel,
+    mk: Masking,
+    *,
+    rng=None,
+    seed=None,
+    at_least_one: bool = True,
+    max_bytes=None,
+) -> MaskedBatch:
+    """Apply BERT-style masking (module docstring; SPEC §2.1).
+
+    Parameters
+    ----------
+    docs : Documents
+        From :func:`~theorycheck.sampling.documents.sample_documents`.
+    tm : TopicModel or GeneralTopicModel
+        The model the documents come from (its ``n_words`` random replacement words).
+    at_least_one : bool
+        Resample the selection of a document until at least one position is selected (as the
+        official code does), i.e. condition on ``|M| >= 1``. Requires ``p_m > 0``.
+    max_bytes : int, optional
+        Memory limit for the new ``(n_docs, N_max)`` arrays (see
+        :func:`~theorycheck.sampling.documents.sample_documents`).
+    """
+    if not isinstance(docs, Documents):
+        raise TypeError(f"docs must be a Documents tuple, got {type(docs).__name__}")
+    check_models(tm, mk, general=True)
+    if at_least_one:
+        mk.require_masked_positions("mask_documents(at_least_one=True)")
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    check_alloc("mask_documents", (MASK_ARRAYS, *docs.tokens.shape), max_bytes=max_bytes, alternative=SIZE_HINT)
+    return mask_unchecked(docs, tm, mk, check_rng(rng, seed), at_least_one)
+
+
+def mask_unchecked(docs: Documents, tm, mk: Masking, rng, at_least_one: bool) -> MaskedBatch:
+    """:func:`mask_documents` on validated arguments (a ``Generator``)."""
+    tokens = docs.tokens
+    valid = tokens != PAD
+    selected = (rng.random(tokens.shape) < mk.p_m) & valid
+    if at_least_one:
+        todo = np.flatnonzero(~selected.any(axis=1))
+        while todo.size:
+            redraw = (rng.random((todo.size, tokens.shape[1])) < mk.p_m) & valid[todo]
+            selected[todo] = redraw
+            todo = todo[~redraw.any(axis=1)]
+    u = rng.random(tokens.shape)
+    rand_words = rng.integers(1, tm.n_words + 1, size=tokens.shape)
+    inputs = tokens.copy()
+    is_rand = selected & (u >= mk.p_c) & (u < mk.p_c + mk.p_r)
+    is_mask = selected & (u >= mk.p_c + mk.p_r)
+    inputs[is_rand] = rand_words[is_rand]
+    inputs[is_mask] = 0
+    return MaskedBatch(inputs, selected, tokens, docs.lengths)
