@@ -1,7 +1,8 @@
 """theorycheck: exact, certified numerical checks of how transformers learn topic structure.
 
 Li, Li, Risteski, "How Do Transformers Learn Topic Structure: Towards a Mechanistic
-Understanding", ICML 2023. The mathematics is specified in ``theorycheck/SPEC.md`` (package data; ``theorycheck spec SECTION`` prints a section).
+Understanding", ICML 2023. The mathematics is specified in ``theorycheck/SPEC.md`` (package data;
+``theorycheck spec SECTION`` prints a section).
 
 >>> import theorycheck as tc
 >>> tm = tc.TopicModel(T=10, v=10, tau=3)
@@ -18,6 +19,8 @@ from ._validate import TheorycheckWarning
 from .analysis import dynamics, landscape, stats
 from .models import GeneralTopicModel, Masking, TopicModel
 
+#: The version: its one source (pyproject.toml reads it, ``[tool.setuptools.dynamic]``). A literal, so that
+#: setuptools reads it without importing the package.
 __version__ = "0.1.0"
 
 __all__ = [
