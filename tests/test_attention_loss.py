@@ -2,7 +2,6 @@
 uniform attention == value_loss; gradients == finite differences; sampled topic sets; bad input."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
@@ -121,13 +120,10 @@ def test_gradient_of_structured_loss_by_taylor_slope():
     assert all(1.8 < s < 2.2 for s in chk.slopes), chk.message
 
 
-def test_old_loss_name_is_deprecated_but_equal(tm_small, mk_spec):
+def test_old_loss_name_is_rejected(tm_small, mk_spec):
     S, W, b = _draw(tm_small, 2)
-    with pytest.warns(DeprecationWarning, match='loss="sq" is deprecated'):
-        old = attention_loss(S, W, tm_small, mk_spec, b, loss="sq")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert attention_loss(S, W, tm_small, mk_spec, b, loss="squared") == old
+    with pytest.raises(ValueError, match="loss"):
+        attention_loss(S, W, tm_small, mk_spec, b, loss="sq")
 
 
 def test_sampled_sets_unbiased_within_stderr():

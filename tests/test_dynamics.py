@@ -75,10 +75,9 @@ def test_dense_G_is_the_score_gradient_of_the_population_loss(tm_small, mk_spec)
     check_gradient(f, np.zeros((tm_small.V1, tm_small.V1)), de.G, h=1e-3, rtol=1e-6, atol=1e-12).assert_ok()
 
 
-def test_old_loss_name_is_deprecated(tm_small, mk_spec):
-    with pytest.warns(DeprecationWarning, match="deprecated"):
-        old = stage2_onset(tm_small, mk_spec, loss="sq")
-    assert old.sigma_max == stage2_onset(tm_small, mk_spec, loss="squared").sigma_max
+def test_old_loss_name_is_rejected(tm_small, mk_spec):
+    with pytest.raises(ValueError, match="loss"):
+        stage2_onset(tm_small, mk_spec, loss="sq")
 
 
 def test_topic_contrast_basis(tm_small):

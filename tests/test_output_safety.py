@@ -2,6 +2,7 @@
 
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -163,7 +164,8 @@ def test_landscape_force_keeps_foreign_files(tmp_path):
 def test_bench_out_checked_before_running(tmp_path, capsys):
     f = tmp_path / "file"
     f.write_text("x")
-    assert main(["bench", "stage1", "--out", str(f)]) == 2
+    bench = Path(__file__).resolve().parent.parent / "benchmarks"  # also when theorycheck is installed
+    assert main(["bench", "stage1", "--dir", str(bench), "--out", str(f)]) == 2
     captured = capsys.readouterr()
     assert "is an existing file" in captured.err and "==> bench" not in captured.out
 

@@ -194,16 +194,14 @@ def test_warn_ignored_decides_by_none():
         check_contract("x", 1e-6, None, [1], uses_solver=True, uses_options=True)
 
 
-def test_sq_loss_is_deprecated():
+def test_loss_names():
     tm, mk = SMALL
-    with pytest.warns(DeprecationWarning, match='loss="sq" is deprecated'):
-        old = optimal_attention(tm, mk, loss="sq", options={"check_general": False})
-    new = optimal_attention(tm, mk, loss="squared", options={"check_general": False})
-    assert old.fun == new.fun and new.loss_kind == "squared"
-    with pytest.warns(DeprecationWarning, match="sq"):
-        assert alpha_beta_loss(1.0, 0.5, tm, mk, loss="sq") == alpha_beta_loss(1.0, 0.5, tm, mk)
-    with pytest.raises(ValueError, match="loss"):
-        optimal_attention(tm, mk, loss="l2")
+    assert optimal_attention(tm, mk, loss="squared", options={"check_general": False}).loss_kind == "squared"
+    for bad in ("sq", "l2"):  # "sq", the old spelling of "squared", was removed before 0.1.0
+        with pytest.raises(ValueError, match="loss"):
+            optimal_attention(tm, mk, loss=bad)
+        with pytest.raises(ValueError, match="loss"):
+            alpha_beta_loss(1.0, 0.5, tm, mk, loss=bad)
 
 
 def test_old_positional_arguments_still_work_with_deprecation():

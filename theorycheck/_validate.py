@@ -164,15 +164,5 @@ LOSS_NAMES = ("squared", "ce")
 
 
 def check_loss(value, name: str = "loss") -> str:
-    """The canonical loss name, ``"squared"`` or ``"ce"``.
-
-    The old spelling ``"sq"`` is accepted for one release with a ``DeprecationWarning``.
-    """
-    if value == "sq":
-        warnings.warn(
-            f'{name}="sq" is deprecated; use {name}="squared" (accepted until theorycheck 0.3)',
-            DeprecationWarning,
-            stacklevel=3,
-        )
-        return "squared"
+    """The loss name, ``"squared"`` (SPEC §2.2, the theory) or ``"ce"`` (cross-entropy)."""
     return check_choice(name, value, LOSS_NAMES)

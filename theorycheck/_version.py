@@ -1,3 +1,7 @@
-"""The package version (one definition; importable by any module without importing the package)."""
+"""The package version: its one source (pyproject.toml reads it through ``[tool.setuptools.dynamic]``).
+
+A literal in a module without imports, so that setuptools reads it without importing the package
+and any module can import it while the package initialises.
+"""
 
 __version__ = "0.1.0"
