@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ._version import __version__
+
 __all__ = [
     "jsonable",
     "dumps_json",
@@ -102,12 +104,6 @@ def write_json(path, obj, *, indent: int | None = 2, sort_keys: bool = False) ->
     return atomic_write_text(path, dumps_json(obj, indent=indent, sort_keys=sort_keys) + "\n")
 
 
-def _version() -> str:
-    from . import __version__
-
-    return __version__
-
-
 def read_marker(folder) -> dict | None:
     """The marker of ``folder`` (a dict) if theorycheck wrote it, else ``None``."""
     try:
@@ -158,7 +154,7 @@ def write_marker(folder, *, command: str, files=None) -> Path:
     folder = Path(os.fspath(folder))
     data = {
         "tool": "theorycheck",
-        "version": _version(),
+        "version": __version__,
         "command": str(command),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
         "files": sorted(_list_files(folder) if files is None else files),

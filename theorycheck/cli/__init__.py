@@ -38,7 +38,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from .. import __version__
+from .._version import __version__
 from . import bench, embedding, landscape, realdata, solve, spec, train, verify
 from .common import add_threads_flag, leaf_parsers, run_command
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json
 from .._validate import TheorycheckWarning
+from .._version import __version__
 from .config import TrainConfig, config_diff, config_hash
 
 __all__ = ["KEEP", "Checkpoint", "save_checkpoint", "load_checkpoint", "list_checkpoints", "remove_checkpoints"]

@@ -32,10 +32,10 @@ import numpy as np
 import scipy
 from tqdm.auto import tqdm
 
-from .. import __version__
 from .._alloc import keep_large_allocations
 from .._io import atomic_write_bytes, atomic_write_text, dumps_json, write_json
 from .._threads import blas_threads
+from .._version import __version__
 from ..analysis.stats import detect_stages
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
