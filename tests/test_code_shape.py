@@ -10,7 +10,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = sorted((ROOT / "theorycheck").rglob("*.py"))
-MAX_MODULE_LINES = 520  # "about 500"
+MAX_MODULE_LINES = 800  # one concept per module, hard cap 800 lines (issue #22)
 MAX_FUNCTION_CODE_LINES = 60
 
 

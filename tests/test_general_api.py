@@ -35,6 +35,7 @@ from theorycheck.analysis import topic_structure as ts
 from theorycheck.models import token_topic
 from theorycheck.nn import probes
 from theorycheck.nn.config import DataConfig
+from theorycheck.report.landscape import write_landscape
 from theorycheck.sampling import finite_exact, montecarlo
 
 GM = tc.GeneralTopicModel
@@ -395,8 +396,8 @@ TABLE = [
         _check_gap_curve,
     ),
     _prop(
-        "analysis.landscape.write_landscape",
-        lambda m, mk, tmp: landscape.write_landscape(m, mk, tmp / "out", n_grid=3),
+        "analysis.landscape.landscape_data",
+        lambda m, mk, tmp: write_landscape(m, mk, tmp / "out", n_grid=3),  # landscape_data, written to files
         _check_landscape,
     ),
     # nn
@@ -419,7 +420,6 @@ NOT_MODEL_TAKERS = {
     "nn.probes.ProbeContext": "as nn.ProbeContext",
     "models.check_models": "the symmetric-only validator itself (its message names the general alternatives)",
     "models.require_symmetric": "the refusal helper itself",
-    "models.is_general": "the type predicate itself (transitional)",
     "models.GeneralTopicModel.from_topic_model": "a constructor copying any model's phi and law "
     "(tests/test_general_model.py)",
 }

@@ -14,9 +14,10 @@ import pytest
 import theorycheck as tc
 from theorycheck import cli
 from theorycheck.analysis import landscape
-from theorycheck.analysis.landscape import alpha_beta_grid, family_scores, finite_n_gap, write_landscape
+from theorycheck.analysis.landscape import alpha_beta_grid, family_scores, finite_n_gap
 from theorycheck.models import GeneralTopicModel as G
 from theorycheck.population import alpha_beta_loss, attention_loss
+from theorycheck.report.landscape import write_landscape
 from theorycheck.solvers import cotopic_matrix, optimal_value_matrix
 
 MK = tc.Masking(0.3, 0.2, 0.1)

@@ -6,7 +6,7 @@ certified solver :func:`theorycheck.solvers.optimal_attention`; the finite-docum
 the Monte Carlo estimator :func:`theorycheck.sampling.montecarlo.mc_attention_loss` and the exact
 N -> inf evaluator :func:`theorycheck.population.attention_loss`.
 
-General topic-word matrices (SPEC §11.4): :func:`alpha_beta_grid`, :func:`write_landscape` and
+General topic-word matrices (SPEC §11.4): :func:`alpha_beta_grid`, :func:`landscape_data` and
 :func:`finite_n_gap` also take a :class:`~theorycheck.models.GeneralTopicModel`. The family is
 then ``S = alpha I_w + beta G`` (``G`` the co-topic word similarity,
 :func:`theorycheck.solvers.cotopic_matrix`), each grid point the exact
@@ -31,12 +31,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .._dask import resolve_executor
-from .._io import atomic_directory, prepare_output_dir, write_json
 from .._validate import check_choice, check_int, check_loss, check_real
 from ..models import GeneralTopicModel, Masking, TopicModel, check_models, require_symmetric
 from ..population import attention_loss
 from ..population._alpha_beta import VALUES, alpha_beta_loss, alpha_beta_loss_logK
-from ..report import plots
 from ..sampling import mc_attention_loss
 from ..solvers import cotopic_matrix, optimal_attention, stage1_value_matrix
 
@@ -50,7 +48,7 @@ __all__ = [
     "growth_configs",
     "finite_n_gap",
     "family_scores",
-    "write_landscape",
+    "landscape_data",
 ]
 
 #: (T, v, tau) rows of the SPEC §4.3 table.
@@ -303,45 +301,37 @@ def _(tm: TopicModel, S, W, mk, mask_keys, seed) -> float:
     return attention_loss(S, W, tm, mk, mask_keys=mask_keys)
 
 
-def write_landscape(
+def landscape_data(
     tm: TopicModel | GeneralTopicModel,
     mk: Masking,
-    out,
     *,
     value: str = "block",
     n_grid: int | None = None,
     alpha=None,
     beta=None,
     loss: str = "squared",
-    force: bool = False,
-    command: str = "theorycheck landscape",
-    sweep: list | None = None,
-) -> dict:
-    """Write ``grid.npz`` (alpha, beta, L, and for block W^V the log K curve), ``landscape.png`` and ``optimum.json``.
-
-    ``sweep``: rows of :func:`asymptotic_sweep`, written as ``sweep.json`` (``{"rows": [...]}``).
+) -> tuple[dict, dict, dict]:
+    """The exact landscape ``L(alpha, beta)`` and its certified optimum: ``(arrays, figure arguments, optimum)``.
 
     ``L(alpha, beta)`` and ``L(K)`` are the SPEC §4.3 closed forms; the optimum is the certified
-    :func:`theorycheck.solvers.optimal_attention`. ``n_grid`` points per axis (default 201; for a general
-    model, whose points are exact evaluations, :data:`GENERAL_N_GRID`). The folder ``out`` is written atomically and
-    replaced only if it is new, empty or theorycheck's own (``force``: written into, other files
-    kept; :func:`theorycheck._io.atomic_directory`). ``optimum.json`` follows the package JSON
-    policy (non-finite -> ``null``). Returns the optimum dict.
+    :func:`theorycheck.solvers.optimal_attention`. ``n_grid`` points per axis (default 201; for a
+    general model, whose points are exact evaluations, :data:`GENERAL_N_GRID`). ``arrays`` holds
+    alpha, beta, L and, for block W^V, the log K curve (``logK``, ``L_K``).
 
-    A general model (SPEC §11.4; :func:`_general_landscape`): ``grid.npz`` holds alpha, beta, L and ``G``;
-    ``optimum.json`` the grid argmin (``alpha, beta, loss``), ``loss_uniform``, ``at_boundary`` (grid argmin
-    on the grid's edge) and the solver's family optimum under ``solver``; the figure marks the solver's
-    optimum. ``sweep`` is for the paper's model only.
+    A general model (SPEC §11.4; :func:`_general_landscape`): ``arrays`` holds alpha, beta, L and
+    ``G``; the optimum record the grid argmin (``alpha, beta, loss``), ``loss_uniform``,
+    ``at_boundary`` (grid argmin on the grid's edge) and the solver's family optimum under
+    ``solver``. The files are written by :func:`theorycheck.report.landscape.write_landscape`.
     """
     check_models(tm, mk, general=True)
     build, default_n_grid = _landscape_route(tm)
     n_grid = check_int("n_grid", default_n_grid if n_grid is None else n_grid, low=2, high=5000)
-    if build is _general_landscape and sweep is not None:
-        raise ValueError("sweep is for the paper's model (TopicModel); drop it for a GeneralTopicModel")
-    prepare_output_dir(out, force=force)  # before any work
-    arrays, fig_kw, info = build(tm, mk, value, n_grid, alpha, beta, loss)
-    _write_landscape_files(out, force, command, arrays, fig_kw, info, sweep, value, mk)
-    return info
+    return build(tm, mk, value, n_grid, alpha, beta, loss)
+
+
+def is_general_landscape(tm) -> bool:
+    """Whether :func:`landscape_data` takes the general-model route for ``tm`` (exact points, no sweep)."""
+    return _landscape_route(tm)[0] is _general_landscape
 
 
 def _grid_axes(a0, b0, n_grid, alpha, beta):
@@ -390,7 +380,7 @@ def _symmetric_landscape(tm, mk, value, n_grid, alpha, beta, loss):
 
 
 def _general_landscape(g, mk, value, n_grid, alpha, beta, loss):
-    """Arrays, figure arguments and optimum record of a general model (SPEC §11.4; :func:`write_landscape`)."""
+    """Arrays, figure arguments and optimum record of a general model (SPEC §11.4; :func:`landscape_data`)."""
     res = optimal_attention(g, mk, value="stage1" if value == "block" else value, loss=loss)
     sol = {"alpha": float(res.x[0]), "beta": float(res.x[1]), "loss": float(res.fun), "status": int(res.status)}
     alpha, beta = _grid_axes(sol["alpha"], sol["beta"], n_grid, alpha, beta)
@@ -435,7 +425,7 @@ def _general_landscape(g, mk, value, n_grid, alpha, beta, loss):
 
 @functools.singledispatch
 def _landscape_route(tm: GeneralTopicModel):
-    """``(builder, default points per axis)`` of :func:`write_landscape`: exact evaluations per point."""
+    """``(builder, default points per axis)`` of :func:`landscape_data`: exact evaluations per point."""
     return _general_landscape, GENERAL_N_GRID
 
 
@@ -443,19 +433,3 @@ def _landscape_route(tm: GeneralTopicModel):
 def _(tm: TopicModel):
     """The paper's model: the SPEC §4.3 closed forms (and the log K curve)."""
     return _symmetric_landscape, 201
-
-
-def _write_landscape_files(out, force, command, arrays, fig_kw, info, sweep, value, mk):
-    """``grid.npz``, ``landscape.png`` (:func:`theorycheck.report.plots.attention_landscape`), ``optimum.json``
-    and ``sweep.json`` into ``out``, atomically."""
-    fig_kw = dict(fig_kw)
-    xlabel = fig_kw.pop("xlabel", None)
-    with atomic_directory(out, force=force, command=command) as tmp:
-        np.savez(tmp / "grid.npz", **arrays)
-        fig = plots.attention_landscape(**fig_kw)
-        if xlabel is not None:
-            fig.axes[0].set_xlabel(xlabel)
-        fig.savefig(tmp / "landscape.png", dpi=110, format="png")
-        write_json(tmp / "optimum.json", info, sort_keys=True)
-        if sweep is not None:
-            write_json(tmp / "sweep.json", {"value": value, "mk": mk.to_dict(), "rows": list(sweep)}, sort_keys=True)

@@ -1,5 +1,5 @@
 """``theorycheck landscape``: the attention loss landscape ``L(alpha, beta)``, ``L(K)`` and the certified optimum
-(SPEC §4.3), written by :func:`theorycheck.analysis.landscape.write_landscape`; for a general model
+(SPEC §4.3), written by :func:`theorycheck.report.landscape.write_landscape`; for a general model
 (``--model``/``--topic-word``) the exact loss over the family ``S = alpha I + beta G`` (SPEC §11.4).
 """
 
@@ -8,8 +8,9 @@ from __future__ import annotations
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
 from .._validate import check_int, check_loss
-from ..analysis.landscape import DEFAULT_SWEEP, asymptotic_sweep, growth_configs, write_landscape
+from ..analysis.landscape import DEFAULT_SWEEP, asymptotic_sweep, growth_configs
 from ..models import require_symmetric
+from ..report.landscape import write_landscape
 from .common import (
     add_json_flag,
     add_model_flags,

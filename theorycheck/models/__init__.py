@@ -13,7 +13,7 @@ public entry.
 This module only re-exports.
 """
 
-from .checks import check_models, is_general, require_symmetric
+from .checks import check_models, require_symmetric
 from .general import ROW_SUM_TOL, GeneralTopicModel
 from .layout import PRIORS, token_topic
 from .masking import Masking
@@ -28,5 +28,4 @@ __all__ = [
     "token_topic",
     "check_models",
     "require_symmetric",
-    "is_general",
 ]

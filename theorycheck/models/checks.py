@@ -7,15 +7,9 @@ from .general import GeneralTopicModel
 from .masking import Masking
 from .paper import TopicModel
 
-__all__ = ["check_models", "require_symmetric", "is_general", "NOT_GIVEN"]
+__all__ = ["check_models", "require_symmetric", "NOT_GIVEN"]
 
 NOT_GIVEN = object()
-
-
-def is_general(tm) -> bool:
-    """True iff ``tm`` is a topic model other than the paper's :class:`TopicModel` (transitional:
-    the routes still switching on it are being moved to fast paths registered per model type)."""
-    return isinstance(tm, GeneralTopicModel) and not isinstance(tm, TopicModel)
 
 
 def check_models(tm, mk=NOT_GIVEN, *, general: bool = False) -> None:
