@@ -313,8 +313,8 @@ def test_duplicate_id_names_the_id_and_both_origins(tmp_path):
     )
 
 
-# ----------------------------------------------------------------------------- the README's worked example
-README = Path(__file__).resolve().parent.parent / "README.md"
+# ----------------------------------------------------------------------------- the guide's worked example
+README = Path(__file__).resolve().parent.parent / "docs" / "guide" / "verify.md"
 
 
 def test_readme_worked_example_prints_what_the_readme_shows(tmp_path, capsys):
