@@ -24,6 +24,7 @@ from ._cli_explore import _add_explore_flags, _cmd_explore, _list_claims
 from ._cli_model import general_flags, general_landscape_command, general_train_models, run_general_preset
 from ._cli_solve import _add_solve, _add_solve_flags, _cmd_solve
 from .models import is_general
+from .problems import cli as _problems_cli
 
 __all__ = ["main", "build_parser"]
 
@@ -485,6 +486,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_train(sub)
     _add_realdata(sub)
     _add_bench(sub)
+    _problems_cli.add_parser(sub)
     for leaf in [p for name, p in sub.choices.items() if name != "solve"] + solve_leaves:
         _add_threads_flag(leaf)  # every command takes --threads
     return parser
