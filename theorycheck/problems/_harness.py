@@ -114,11 +114,8 @@ def _time_to(trace, tol, key):
     return None
 
 
-def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
-    """Run one cell and return its record (a JSON-able dict, trace included)."""
-    problem = get(cell.problem, **cell.size)
-    solver = load_solver(cell.solver)
-    cert = problem.certificate  # the optimum is computed before the clock starts
+def _execute(solver, problem, cell, budget_seconds, max_evals):
+    """Run the solver under the clock: ``(status, message, x, wall, counted, trace)``."""
     x0 = problem.start(cell.repeat)
     problem.f(x0), problem.grad(x0)  # warm-up (JIT compilation, caches) outside the clock, uncounted
     budget = Budget(budget_seconds, max_evals)
@@ -135,17 +132,48 @@ def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
     wall = time.perf_counter() - budget.t0
     if status == "budget":
         x = trace.last[2] if trace.last is not None else x0
-    if status == "ok":
-        try:
-            x = np.asarray(x, dtype=float)
-        except (TypeError, ValueError) as exc:
-            status, message = "error", f"returned a non-array: {exc}"
-    if status == "ok" and x.shape != tuple(problem.shape):
-        status, message = "wrong-shape", f"returned shape {x.shape}, expected {tuple(problem.shape)}"
-    elif status == "ok" and not np.all(np.isfinite(x)):
-        status, message = "nan", "returned non-finite values"
-    elif status == "ok" and wall > 1.5 * budget_seconds + 1.0:
-        status, message = "overrun", f"returned after {wall:.3g} s, budget {budget_seconds:g} s"
+    return status, message, x, wall, counted, trace
+
+
+def _check_answer(status, message, x, shape, wall, budget_seconds):
+    """Classify the returned value: ``ok``, ``wrong-shape``, ``nan``, ``overrun`` or ``error``."""
+    if status != "ok":
+        return status, message, x
+    try:
+        x = np.asarray(x, dtype=float)
+    except (TypeError, ValueError) as exc:
+        return "error", f"returned a non-array: {exc}", x
+    if x.shape != tuple(shape):
+        return "wrong-shape", f"returned shape {x.shape}, expected {tuple(shape)}", x
+    if not np.all(np.isfinite(x)):
+        return "nan", "returned non-finite values", x
+    if wall > 1.5 * budget_seconds + 1.0:
+        return "overrun", f"returned after {wall:.3g} s, budget {budget_seconds:g} s", x
+    return status, message, x
+
+
+def _trace_rows(problem, cert, points):
+    """``f`` at the recorded iterates (outside the clock): suboptimality and violation per point."""
+    rows = []
+    for t, ev, xi in points:
+        xi = np.asarray(xi)
+        if xi.shape != tuple(problem.shape) or not np.all(np.isfinite(xi)):
+            continue
+        fi = problem.f(xi)
+        rel = (fi - cert.upper) / max(abs(cert.upper), 1e-300)
+        rows.append(
+            {"t": t, "evals": ev, "subopt_abs": fi - cert.upper, "subopt_rel": rel, "violation": problem.violation(xi)}
+        )
+    return rows
+
+
+def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
+    """Run one cell and return its record (a JSON-able dict, trace included)."""
+    problem = get(cell.problem, **cell.size)
+    solver = load_solver(cell.solver)
+    cert = problem.certificate  # the optimum is computed before the clock starts
+    status, message, x, wall, counted, trace = _execute(solver, problem, cell, budget_seconds, max_evals)
+    status, message, x = _check_answer(status, message, x, problem.shape, wall, budget_seconds)
     rec = {
         "problem": cell.problem,
         "family": problem.family,
@@ -169,23 +197,10 @@ def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
     points = list(trace.points)
     if trace.last is not None and (not points or points[-1] is not trace.last):
         points.append(trace.last)
-    if status in ("ok", "budget", "overrun"):
-        points.append((wall, counted.evals, x))
-    rows = []
-    for t, ev, xi in points:
-        if xi.shape != tuple(problem.shape) or not np.all(np.isfinite(xi)):
-            continue
-        fi = problem.f(xi)
-        rows.append(
-            {
-                "t": t,
-                "evals": ev,
-                "subopt_abs": fi - cert.upper,
-                "subopt_rel": (fi - cert.upper) / max(abs(cert.upper), 1e-300),
-                "violation": problem.violation(xi),
-            }
-        )
     final = status in ("ok", "budget")
+    if final:
+        points.append((wall, counted.evals, x))
+    rows = _trace_rows(problem, cert, points)
     fx = problem.f(x) if final else math.nan
     rec.update(
         f=fx,
@@ -195,9 +210,8 @@ def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
         distance=problem.distance(x) if final else math.nan,
     )
     for tol in TOLS:
-        ok = final and rows
-        rec[f"time_to_{tol:g}"] = _time_to(rows, tol, "t") if ok else None
-        rec[f"evals_to_{tol:g}"] = _time_to(rows, tol, "evals") if ok else None
+        rec[f"time_to_{tol:g}"] = _time_to(rows, tol, "t") if final else None
+        rec[f"evals_to_{tol:g}"] = _time_to(rows, tol, "evals") if final else None
     rec["trace"] = rows
     return rec
 

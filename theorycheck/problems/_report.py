@@ -200,11 +200,8 @@ def _table_html(rows, cols):
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
-def write_outputs(recorder, records, problems_info, meta):
-    """Write the table, figures and HTML page through ``recorder`` (files it owns only)."""
-    flat = [{k: v for k, v in r.items() if k != "trace"} for r in records]
-    recorder.write("results.csv", _write_csv(flat))
-    recorder.write("results.json", dumps_json({"meta": meta, "problems": problems_info, "runs": records}))
+def _figures(recorder, records):
+    """Convergence, profile and scaling PNGs written through ``recorder``: ``(figures, slopes)``."""
     figures = []
     try:
         import matplotlib  # optional dependency, imported only here
@@ -241,6 +238,15 @@ def write_outputs(recorder, records, problems_info, meta):
             (recorder.out / rel).parent.mkdir(parents=True, exist_ok=True)
             atomic_write_bytes(recorder.out / rel, data)
             recorder.owned.add(rel)
+    return figures, slopes
+
+
+def write_outputs(recorder, records, problems_info, meta):
+    """Write the table, figures and HTML page through ``recorder`` (files it owns only)."""
+    flat = [{k: v for k, v in r.items() if k != "trace"} for r in records]
+    recorder.write("results.csv", _write_csv(flat))
+    recorder.write("results.json", dumps_json({"meta": meta, "problems": problems_info, "runs": records}))
+    figures, slopes = _figures(recorder, records)
     best = fastest(records)
     fails = [r for r in flat if r["status"] in FAILURES]
     parts = [
