@@ -22,13 +22,13 @@ from ._solvers import load_solver
 
 __all__ = ["run_benchmark", "plan", "QUICK", "DEFAULT_SOLVERS"]
 
-#: ``--quick``: these problems at ladder level 0, these solvers, 1 repeat, 2 s budget
+#: ``--quick``: these problems at ladder level 0, these solvers, 1 repeat, 1 s budget
 QUICK = {
     "problems": ["stage1-value/lsq:paper", "stage1-value/ridge:zipf", "gram/sdp:paper", "gram/factor:paper",
                  "attention-ab/block:paper", "attention-ab/identity:paper"],
     "solvers": ["closed-form", "lstsq", "cvxpy-CLARABEL", "cvxpy-SCS", "L-BFGS-B", "Newton-CG", "Nelder-Mead",
                 "gd", "grid-refine"],
-    "budget": 2.0,
+    "budget": 1.0,
 }  # fmt: skip
 #: the built-in solvers run by default
 DEFAULT_SOLVERS = [*QUICK["solvers"], "cvxpy-OSQP", "trust-constr", "adam"]
@@ -60,7 +60,7 @@ def run_benchmark(
     solvers=None,
     levels=None,
     repeats: int = 1,
-    budget: float = 10.0,
+    budget: float = 1.5,
     max_evals: int = 1_000_000,
     jobs: int = 1,
     force: bool = False,

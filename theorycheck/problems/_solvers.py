@@ -34,7 +34,8 @@ from ._value import dense
 __all__ = ["Budget", "BudgetExhausted", "SOLVERS", "load_solver", "solver_names", "ENTRY_POINT_GROUP"]
 
 ENTRY_POINT_GROUP = "theorycheck.solvers"
-_CVXPY_MAX_V1 = 100
+#: largest V1 given to cvxpy: the QP in W (V1^2 variables) and the dense PSD cone (V1 (V1+1)/2)
+_CVXPY_MAX_V1 = {"stage1": 81, "gram/sdp": 50}
 
 
 class BudgetExhausted(RuntimeError):
@@ -104,8 +105,9 @@ def _cvx_applies(backend, families):
             return False, f"cvxpy backend {backend} not installed"
         if not p.family.startswith(families):
             return False, f"applies to {families}"
-        if p.tm.V1 > _CVXPY_MAX_V1:
-            return False, f"V1 = {p.tm.V1} > {_CVXPY_MAX_V1} (dense conic program too large)"
+        limit = _CVXPY_MAX_V1["gram/sdp" if p.family.startswith("gram/sdp") else "stage1"]
+        if p.tm.V1 > limit:
+            return False, f"V1 = {p.tm.V1} > {limit} (dense conic program too large for the budget)"
         return True, ""
 
     return applies
@@ -134,6 +136,8 @@ def _make_cvxpy(backend, families):
             res = optimal_embedding_gram(problem.tm, problem.mk, method="cvxpy", solver=backend)
         else:
             res = optimal_value_matrix(problem.tm, problem.mk, method="cvxpy", solver=backend, reg=problem.reg)
+        if res.x is None:
+            raise RuntimeError(f"cvxpy {backend}: status {res.status}: {res.message}")
         x = dense(res.x)
         callback(x)
         return x

@@ -37,7 +37,7 @@ def add_parser(subparsers):
     )
     p.add_argument("--sizes", default=None, help="comma-separated ladder levels, e.g. 0,1,2 (default: all)")
     p.add_argument("--repeats", type=int, default=1, help="runs per cell; repeat k starts at problem.start(k)")
-    p.add_argument("--budget", type=float, default=10.0, help="seconds per run (default: %(default)s)")
+    p.add_argument("--budget", type=float, default=1.5, help="seconds per run (default: %(default)s)")
     p.add_argument("--max-evals", type=int, default=1_000_000, help="evaluations per run (default: %(default)s)")
     p.add_argument("--jobs", type=int, default=1, help="parallel processes (default: %(default)s)")
     p.add_argument("--quick", action="store_true", help="a small set (< 1 minute on 2 cores)")
