@@ -90,7 +90,7 @@ def _write_csv(records):
 # ----------------------------------------------------------------------------------- figures
 def _png(fig) -> bytes:
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=110, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
     return buf.getvalue()
 
 
@@ -150,21 +150,24 @@ def _scaling(plt, recs, family):
         t = r.get("time_to_1e-08")
         if t is not None:
             by[r["solver"]].append((r["n"], max(float(t), 1e-6)))
-    if not by:
-        return None, {}
+    if not by or len({n for pts in by.values() for n, _ in pts}) < 2:
+        return None, {}  # one size: no exponent to fit
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     cmap = plt.get_cmap("tab10")
     slopes = {}
     for i, (s, pts) in enumerate(sorted(by.items())):
-        pts = sorted(pts)
-        n, t = zip(*pts, strict=True)
+        med = defaultdict(list)
+        for n_, t_ in pts:
+            med[n_].append(t_)
+        n = sorted(med)
+        t = [float(np.median(med[k])) for k in n]  # median over models and repeats at each size
         k = fit_exponent(n, t)
         slopes[s] = k
         ax.plot(n, t, "o-", color=cmap(i % 10), label=f"{s} (exponent {k:.2f})" if math.isfinite(k) else s)
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlabel("number of variables n")
-    ax.set_ylabel("time to 1e-8 [s]")
+    ax.set_ylabel("time to 1e-8 [s] (median over models, repeats)")
     ax.set_title(f"{family}: scaling (fitted exponent of t ~ n^k)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.tight_layout()
