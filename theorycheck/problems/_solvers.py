@@ -23,6 +23,7 @@ import importlib.metadata
 import importlib.util
 import os
 import time
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -167,7 +168,9 @@ def _scipy(method, options, use_hess=False):
             kw["jac"] = jac
         if use_hess and problem.hvp is not None:
             kw["hessp"] = lambda z, p: problem.hvp(z.reshape(shape), p.reshape(shape)).ravel()
-        res = scipy.optimize.minimize(fun, problem.x0.ravel(), method=method, callback=cb, options=options, **kw)
+        with warnings.catch_warnings():  # scipy's advice (e.g. trust-constr's quasi-Newton) is not a failure
+            warnings.simplefilter("ignore", UserWarning)
+            res = scipy.optimize.minimize(fun, problem.x0.ravel(), method=method, callback=cb, options=options, **kw)
         return res.x.reshape(shape)
 
     run.__doc__ = f"scipy.optimize.minimize(method={method!r}) with options {options}."
