@@ -1,5 +1,6 @@
 """The benchmark harness: failures recorded, budgets, resume, output-folder rules, CLI (issue #23)."""
 
+import importlib.metadata
 import json
 import textwrap
 import time
@@ -8,7 +9,7 @@ import numpy as np
 import pytest
 
 from theorycheck.cli import main
-from theorycheck.problems import load_solver
+from theorycheck.problems import _solvers, load_solver
 from theorycheck.problems._harness import Cell, run_cell
 from theorycheck.problems._report import fit_exponent, performance_profile
 from theorycheck.problems._run import run_benchmark
@@ -142,3 +143,37 @@ def test_cli_benchmark_end_to_end(user_file, tmp_path, capsys):
     assert html.count("data:image/png;base64,") >= 4 and "solver exploded" in html
     assert main(["benchmark", "--problems", "nope", "--out", str(tmp_path / "x")]) == 2
     assert "closest" in capsys.readouterr().err
+
+
+def test_parallel_jobs_give_the_same_records(user_file, tmp_path):
+    kw = dict(problems=[AB], solvers=["Nelder-Mead", f"{user_file}:boom"], levels=[0], budget=1.0, progress=False)
+    serial, _ = run_benchmark(tmp_path / "a", **kw)
+    parallel, _ = run_benchmark(tmp_path / "b", jobs=2, **kw)
+    key = lambda r: (r["solver"], r["status"], r["f"] if r["status"] == "ok" else None)  # noqa: E731
+    assert sorted(map(key, serial), key=str) == sorted(map(key, parallel), key=str)
+
+
+def test_entry_point_solvers(monkeypatch):
+    class EP:
+        name = "my-ep-solver"
+
+        def load(self):
+            def solve(problem, budget, callback):
+                return problem.x0
+
+            return solve
+
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", lambda group: [EP()] if group == "theorycheck.solvers" else []
+    )
+    assert "my-ep-solver" in _solvers.solver_names()
+    fn = load_solver("my-ep-solver")
+    assert fn.applies(None) == (True, "")
+    rec = run_cell(Cell(AB, {"T": 3, "v": 4, "tau": 2}, "my-ep-solver", 0), 1.0, 10)
+    assert rec["status"] == "ok" and rec["nfev"] == 0
+
+
+def test_nothing_applies_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="2-d problems only"):
+        run_benchmark(tmp_path / "o", problems=["stage1-value/lsq:paper"], solvers=["Nelder-Mead"], progress=False)
+    assert not (tmp_path / "o").exists()

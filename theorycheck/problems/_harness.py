@@ -96,6 +96,9 @@ class Cell(tuple):
     def __new__(cls, problem, size, solver, repeat):
         return super().__new__(cls, (problem, tuple(sorted(dict(size).items())), solver, int(repeat)))
 
+    def __getnewargs__(self):  # pickling (``--jobs N`` sends cells to worker processes)
+        return (self[0], dict(self[1]), self[2], self[3])
+
     problem = property(lambda s: s[0])
     size = property(lambda s: dict(s[1]))
     solver = property(lambda s: s[2])

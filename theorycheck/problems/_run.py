@@ -53,6 +53,17 @@ def plan(problems, solvers, levels, repeats):
     return cells, skipped
 
 
+def _describe(cells) -> list:
+    """One description (sizes, certificate, start) per (problem, size) among ``cells``."""
+    info = {}
+    for c in cells:
+        if (c.problem, c[1]) not in info:
+            d = get(c.problem, **c.size).describe()
+            d["size"] = str(d["size"])
+            info[(c.problem, c[1])] = d
+    return list(info.values())
+
+
 def run_benchmark(
     out,
     *,
@@ -72,6 +83,9 @@ def run_benchmark(
     names = match(problems)
     solvers = list(solvers or DEFAULT_SOLVERS)
     cells, skipped = plan(names, solvers, levels, repeats)
+    if not cells:
+        why = "; ".join(sorted({f"{s['solver']}: {s['reason']}" for s in skipped})) or "no size level in the ladders"
+        raise ValueError(f"no (problem, size, solver) combination applies ({why})")
     out.mkdir(parents=True, exist_ok=True)
     rec = Recorder(out, command)
     done = rec.done()
@@ -92,12 +106,7 @@ def run_benchmark(
     bar.close()
     done = rec.done()
     records = [done[keys[c]] for c in cells if keys[c] in done]
-    info = {}
-    for c in cells:
-        if (c.problem, c[1]) not in info:
-            d = get(c.problem, **c.size).describe()
-            d["size"] = str(d["size"])
-            info[(c.problem, c[1])] = d
+    info = _describe(cells)
     meta = {
         "command": command,
         "cells": len(cells),
@@ -109,6 +118,6 @@ def run_benchmark(
         "elapsed": time.perf_counter() - t0,
         "skipped": skipped,
     }
-    summary = write_outputs(rec, records, list(info.values()), meta)
+    summary = write_outputs(rec, records, info, meta)
     summary.update(meta)
     return records, summary
