@@ -73,17 +73,22 @@ class Counted:
 
 
 class Trace:
-    """Keeps at most ``2 * _KEEP`` iterates (every ``stride``-th, the stride doubling) plus the last."""
+    """Keeps at most ``2 * _KEEP`` iterates (every ``stride``-th, the stride doubling) plus the last.
+
+    Only the kept iterates are copied (a copy per call would cost a pass over ``x`` each time); the
+    last one is held by reference, so a solver that updates ``x`` in place and then runs out of
+    budget is credited with its current ``x``.
+    """
 
     def __init__(self, counted: Counted, t0: float):
         self.c, self.t0 = counted, t0
         self.points, self.stride, self.k, self.last = [], 1, 0, None
 
     def __call__(self, x):
-        rec = (time.perf_counter() - self.t0, self.c.evals, np.array(x, dtype=float, copy=True))
-        self.last = rec
+        t, ev = time.perf_counter() - self.t0, self.c.evals
+        self.last = (t, ev, x)
         if self.k % self.stride == 0:
-            self.points.append(rec)
+            self.points.append((t, ev, np.array(x, dtype=float, copy=True)))
             if len(self.points) >= 2 * _KEEP:
                 self.points = self.points[::2]
                 self.stride *= 2
@@ -134,7 +139,7 @@ def _execute(solver, problem, cell, budget_seconds, max_evals):
         status, message = "error", f"{type(exc).__name__}: {exc}"
     wall = time.perf_counter() - budget.t0
     if status == "budget":
-        x = trace.last[2] if trace.last is not None else x0
+        x = np.array(trace.last[2], dtype=float) if trace.last is not None else x0
     return status, message, x, wall, counted, trace
 
 
@@ -198,7 +203,7 @@ def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
         "cert_kind": cert.kind,
     }
     points = list(trace.points)
-    if trace.last is not None and (not points or points[-1] is not trace.last):
+    if trace.last is not None and (not points or points[-1][0] != trace.last[0]):
         points.append(trace.last)
     final = status in ("ok", "budget")
     if final:
