@@ -7,7 +7,9 @@ topic model, SPEC §1.1) plus family extras (``reg`` for ridge, ``d`` for the fa
 
 - ``paper``: ``TopicModel(T, v, tau)`` (uniform-tau prior);
 - ``zipf``: ``GeneralTopicModel.zipf(T, v, 1.0, tau=tau)`` (disjoint topics, Zipfian words, §11.1);
-- ``overlap``: ``GeneralTopicModel.overlapping(T, v, 0.2, tau=tau)`` (topics share words, §11.1).
+- ``overlap``: ``GeneralTopicModel.overlapping(T, v, 0.2, tau=tau)`` (topics share words, §11.1);
+- ``unequal``: ``GeneralTopicModel.unequal([v, v + 1, v + 2, v, ...], tau=tau)`` (topic ``t`` has
+  ``v + t mod 3`` words, §11.1).
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ LADDERS = {
 }
 
 FAMILIES = {
-    "stage1-value/lsq": (ValueLSQ, ("paper", "zipf", "overlap")),
+    "stage1-value/lsq": (ValueLSQ, ("paper", "zipf", "overlap", "unequal")),
     "stage1-value/ridge": (ValueRidge, ("paper", "zipf", "overlap")),
-    "gram/sdp": (GramSDP, ("paper", "zipf", "overlap")),
+    "gram/sdp": (GramSDP, ("paper", "zipf", "overlap", "unequal")),
     "gram/factor": (GramFactor, ("paper", "zipf")),
     "attention-ab/block": (AlphaBeta, ("paper",)),
     "attention-ab/identity": (AlphaBetaIdentity, ("paper",)),
@@ -58,6 +60,7 @@ MODELS = {
     "paper": lambda T, v, tau: TopicModel(T, v, tau),
     "zipf": lambda T, v, tau: GeneralTopicModel.zipf(T, v, 1.0, tau=tau),
     "overlap": lambda T, v, tau: GeneralTopicModel.overlapping(T, v, 0.2, tau=tau),
+    "unequal": lambda T, v, tau: GeneralTopicModel.unequal([v + t % 3 for t in range(T)], tau=tau),
 }
 
 _EXTRA = {"stage1-value/ridge": ("reg",), "gram/factor": ("d",)}
