@@ -146,3 +146,17 @@ def test_list_has_every_family_and_ladders():
 def test_sizes_beyond_the_guard_are_refused_before_work():
     with pytest.raises(ValueError, match="refused before any work"):
         problems.get("stage1-value/lsq:paper", T=100, v=100, tau=2)
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n.startswith(("stage1-value", "gram/sdp"))])
+def test_independent_solver_does_not_beat_the_certificate(name):
+    # an independent route (dense lstsq for stage 1, cvxpy/CLARABEL for the SDP) lands on f* and never
+    # below the certified lower bound (beyond the rounding of one evaluation)
+    p = problems.get(name, level=1)
+    solver = problems.SOLVERS["lstsq" if name.startswith("stage1") else "cvxpy-CLARABEL"]
+    if not solver.applies(p)[0]:
+        pytest.skip(solver.applies(p)[1])
+    x = solver(p, problems.Budget(60.0), lambda x: None)
+    assert p.f(x) >= p.certificate.lower - 1e-14
+    assert p.suboptimality(x) <= (1e-12 if name.startswith("stage1") else 1e-7)
+    assert p.violation(x) <= 1e-7
