@@ -101,19 +101,26 @@ def _style(plt):
 def _convergence(plt, recs, title):
     fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
     cmap = plt.get_cmap("tab10")
-    floor = 1e-17
+    floor, below = 1e-17, False
     for i, r in enumerate(sorted(recs, key=lambda r: r["solver"])):
         tr = [p for p in r["trace"] if p["subopt_rel"] is not None]
         if not tr:
             continue
         y = np.maximum(np.abs([p["subopt_rel"] for p in tr]), floor)
-        t = np.maximum([p["t"] for p in tr], 1e-6)
-        ev = np.maximum([p["evals"] for p in tr], 1)
+        t = np.maximum(np.array([p["t"] for p in tr], dtype=float), 1e-6)
+        ev = np.maximum(np.array([p["evals"] for p in tr], dtype=float), 1)
         lab = r["solver"] + ("" if r["status"] in ("ok", "budget") else f" [{r['status']}]")
         kw = dict(color=cmap(i % 10), ls=("-", "--")[(i // 10) % 2], label=lab, ms=4, lw=1.4)
         kw["marker"] = "o" if len(tr) < 3 else None
         axes[0].step(t, y, where="post", **kw)
         axes[1].step(ev, y, where="post", **kw)
+        neg = np.array([p["subopt_rel"] < -1e-12 for p in tr])  # below f*: only possible where f* is an upper bound
+        if neg.any():
+            below = True
+            axes[0].plot(t[neg], y[neg], "v", color=cmap(i % 10), ms=5)
+            axes[1].plot(ev[neg], y[neg], "v", color=cmap(i % 10), ms=5)
+    if below:
+        fig.text(0.01, 0.01, "v markers: f(x) < f* (f* is only an upper bound here)", fontsize=8)
     for ax, xl in zip(axes, ("wall time [s]", "evaluations (f + grad + hvp)"), strict=True):
         ax.set_xscale("log")
         ax.set_yscale("log")
