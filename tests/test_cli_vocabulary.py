@@ -25,7 +25,17 @@ def _flags(p) -> dict[str, argparse.Action]:
 
 
 def test_the_table_covers_every_subcommand():
-    assert set(SUBCOMMANDS) == {"verify", "solve", "landscape", "embedding", "train", "realdata", "bench", "spec"}
+    assert set(SUBCOMMANDS) == {
+        "verify",
+        "solve",
+        "landscape",
+        "embedding",
+        "train",
+        "realdata",
+        "bench",
+        "benchmark",
+        "spec",
+    }
     assert set(LEAVES) == set(SUBCOMMANDS) - {"solve"} | {"solve value", "solve embedding", "solve attention"}
     for module in cli.COMMANDS:
         assert callable(module.add_parser) and callable(module.run)
@@ -101,14 +111,14 @@ def test_a_subcommand_is_one_line_in_the_table(monkeypatch, capsys):
     """The documented way to add a subcommand (cli/__init__.py): a module with DESCRIPTION, add_parser, run."""
 
     def add_parser(sub):
-        p = sub.add_parser("benchmark", help=fake.DESCRIPTION, description=fake.DESCRIPTION)
+        p = sub.add_parser("fake-command", help=fake.DESCRIPTION, description=fake.DESCRIPTION)
         p.add_argument("--n", type=int, default=1, help="how many")
         return p
 
     fake = types.SimpleNamespace(DESCRIPTION="a test subcommand", add_parser=add_parser, run=lambda args: args.n + 3)
     monkeypatch.setattr(cli, "COMMANDS", (*cli.COMMANDS, fake))
-    assert "--threads" in _flags(leaf_parsers(cli.build_parser())["benchmark"])
-    assert cli.main(["benchmark", "--n", "2"]) == 5
+    assert "--threads" in _flags(leaf_parsers(cli.build_parser())["fake-command"])
+    assert cli.main(["fake-command", "--n", "2"]) == 5
 
 
 def test_errors_are_one_line_exit_2(capsys):

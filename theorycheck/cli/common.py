@@ -259,10 +259,10 @@ def add_scheduler_flag(p, what: str) -> None:
     )
 
 
-def add_jobs_flag(p) -> None:
-    p.add_argument(
-        "--jobs", type=int, default=None, help="worker processes (default: the machine's cores; 1 = in this process)"
-    )
+def add_jobs_flag(
+    p, default: int | None = None, default_text: str = "the machine's cores; 1 = in this process"
+) -> None:
+    p.add_argument("--jobs", type=int, default=default, help=f"worker processes (default: {default_text})")
 
 
 def add_json_flag(p, what: str) -> None:

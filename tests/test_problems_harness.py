@@ -1,0 +1,179 @@
+"""The benchmark harness: failures recorded, budgets, resume, output-folder rules, CLI (issue #23)."""
+
+import importlib.metadata
+import json
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+from theorycheck.cli import main
+from theorycheck.problems import _solvers, load_solver
+from theorycheck.problems._harness import Cell, run_cell
+from theorycheck.problems._report import fit_exponent, performance_profile
+from theorycheck.problems._run import run_benchmark
+
+AB = "attention-ab/block:paper"
+USER = textwrap.dedent(
+    """
+    import time
+    import numpy as np
+
+    def boom(problem, budget, callback):
+        raise RuntimeError("solver exploded")
+
+    def nan(problem, budget, callback):
+        return np.full(problem.shape, np.nan)
+
+    def badshape(problem, budget, callback):
+        return np.zeros(3)
+
+    def forever(problem, budget, callback):
+        x = problem.x0
+        while True:
+            problem.f(x)
+            callback(x)
+
+    def sleepy(problem, budget, callback):
+        time.sleep(1.4)
+        return problem.x0
+
+    def good(problem, budget, callback):
+        x = problem.x0
+        for _ in range(200):
+            x = x - 0.5 * problem.grad(x)
+            callback(x)
+        return x
+    """
+)
+
+
+@pytest.fixture
+def user_file(tmp_path):
+    path = tmp_path / "mysolvers.py"
+    path.write_text(USER)
+    return str(path)
+
+
+def test_failures_are_recorded_and_the_run_goes_on(user_file, tmp_path):
+    solvers = [f"{user_file}:{f}" for f in ("boom", "nan", "badshape", "good")] + ["L-BFGS-B"]
+    records, summary = run_benchmark(tmp_path / "out", problems=[AB], solvers=solvers, levels=[0], budget=1.0,
+                                     progress=False)  # fmt: skip
+    status = {r["solver"].rsplit(":", 1)[-1]: r for r in records}
+    assert status["boom"]["status"] == "error" and "solver exploded" in status["boom"]["message"]
+    assert status["nan"]["status"] == "nan"
+    assert status["badshape"]["status"] == "wrong-shape" and "(3,)" in status["badshape"]["message"]
+    assert status["good"]["status"] == "ok" and status["good"]["ngev"] == 200
+    assert status["L-BFGS-B"]["status"] == "ok" and status["L-BFGS-B"]["subopt_rel"] <= 1e-8
+    assert status["L-BFGS-B"]["time_to_1e-08"] is not None
+    assert len(records) == 5
+
+
+def test_budget_exhaustion_and_overrun(user_file):
+    forever = run_cell(Cell(AB, {"T": 3, "v": 4, "tau": 2}, f"{user_file}:forever", 0), 0.3, 50)
+    assert forever["status"] == "budget" and forever["nfev"] == 50 and np.isfinite(forever["f"])
+    t = time.perf_counter()
+    sleepy = run_cell(Cell(AB, {"T": 3, "v": 4, "tau": 2}, f"{user_file}:sleepy", 0), 0.2, 10)
+    assert time.perf_counter() - t >= 1.4 and sleepy["status"] == "overrun"
+
+
+def test_resume_skips_finished_cells(tmp_path):
+    out = tmp_path / "out"
+    kw = dict(problems=[AB], solvers=["L-BFGS-B", "Nelder-Mead"], levels=[0], repeats=2, budget=1.0, progress=False)
+    records, s1 = run_benchmark(out, **kw)
+    assert s1["run_now"] == 4 and s1["resumed"] == 0
+    cells = sorted((out / "cells").glob("*.json"))
+    assert len(cells) == 4
+    first = {p.name: p.read_text() for p in cells}
+    cells[0].unlink()  # a killed run: one cell missing
+    _, s2 = run_benchmark(out, **kw)
+    assert s2["run_now"] == 1 and s2["resumed"] == 3
+    for p in cells[1:]:
+        assert p.read_text() == first[p.name]  # finished cells are kept as they were
+    _, s3 = run_benchmark(out, **{**kw, "repeats": 3})
+    assert s3["run_now"] == 2 and s3["resumed"] == 4
+
+
+def test_foreign_files_refused_and_never_deleted(tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "notes.txt").write_text("mine")
+    kw = dict(problems=[AB], solvers=["Nelder-Mead"], levels=[0], budget=1.0, progress=False)
+    with pytest.raises(ValueError, match="--force"):
+        run_benchmark(out, **kw)
+    run_benchmark(out, force=True, **kw)
+    assert (out / "notes.txt").read_text() == "mine"
+    marker = json.loads((out / ".theorycheck.json").read_text())
+    assert "notes.txt" not in marker["files"] and "results.csv" in marker["files"]
+
+
+def test_unknown_solver_and_bad_file(tmp_path):
+    with pytest.raises(ValueError, match="closest: 'L-BFGS-B'"):
+        load_solver("L-BFGS")
+    bad = tmp_path / "broken.py"
+    bad.write_text("import not_a_module_xyz\n")
+    with pytest.raises(ValueError, match=r"broken\.py.*ModuleNotFoundError"):
+        load_solver(f"{bad}:solve")
+
+
+def test_performance_profile_and_exponent():
+    recs = [
+        {"problem": "p", "size": "s", "repeat": 0, "solver": "a", "time_to_1e-08": 1.0},
+        {"problem": "p", "size": "s", "repeat": 0, "solver": "b", "time_to_1e-08": 4.0},
+        {"problem": "q", "size": "s", "repeat": 0, "solver": "a", "time_to_1e-08": None},
+        {"problem": "q", "size": "s", "repeat": 0, "solver": "b", "time_to_1e-08": 2.0},
+    ]
+    taus, prof = performance_profile(recs, 1e-8)
+    assert prof["a"][0] == 0.5 and prof["a"][-1] == 0.5  # a: fastest on p, fails q
+    assert prof["b"][0] == 0.5 and prof["b"][np.searchsorted(taus, 4.0)] == 1.0
+    assert abs(fit_exponent([10, 100, 1000], [1e-3, 1e-1, 10.0]) - 2.0) < 1e-12
+
+
+def test_cli_benchmark_end_to_end(user_file, tmp_path, capsys):
+    out = tmp_path / "bench"
+    argv = ["benchmark", "--problems", "attention-ab/*", "--solvers", "Nelder-Mead,L-BFGS-B", "--sizes", "0",
+            "--budget", "1", "--quiet", "--out", str(out), "--solver", f"{user_file}:boom"]  # fmt: skip
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert "failed" in text and "fastest to 1e-8" in text
+    for f in ("results.csv", "results.json", "report.html", "figures/profile_1e-08.png"):
+        assert (out / f).is_file(), f
+    html = (out / "report.html").read_text()
+    assert html.count("data:image/png;base64,") >= 4 and "solver exploded" in html
+    assert main(["benchmark", "--problems", "nope", "--out", str(tmp_path / "x")]) == 2
+    assert "closest" in capsys.readouterr().err
+
+
+def test_parallel_jobs_give_the_same_records(user_file, tmp_path):
+    kw = dict(problems=[AB], solvers=["Nelder-Mead", f"{user_file}:boom"], levels=[0], budget=1.0, progress=False)
+    serial, _ = run_benchmark(tmp_path / "a", **kw)
+    parallel, _ = run_benchmark(tmp_path / "b", jobs=2, **kw)
+    key = lambda r: (r["solver"], r["status"], r["f"] if r["status"] == "ok" else None)  # noqa: E731
+    assert sorted(map(key, serial), key=str) == sorted(map(key, parallel), key=str)
+
+
+def test_entry_point_solvers(monkeypatch):
+    class EP:
+        name = "my-ep-solver"
+
+        def load(self):
+            def solve(problem, budget, callback):
+                return problem.x0
+
+            return solve
+
+    monkeypatch.setattr(
+        importlib.metadata, "entry_points", lambda group: [EP()] if group == "theorycheck.solvers" else []
+    )
+    assert "my-ep-solver" in _solvers.solver_names()
+    fn = load_solver("my-ep-solver")
+    assert fn.applies(None) == (True, "")
+    rec = run_cell(Cell(AB, {"T": 3, "v": 4, "tau": 2}, "my-ep-solver", 0), 1.0, 10)
+    assert rec["status"] == "ok" and rec["nfev"] == 0
+
+
+def test_nothing_applies_is_an_error(tmp_path):
+    with pytest.raises(ValueError, match="2-d problems only"):
+        run_benchmark(tmp_path / "o", problems=["stage1-value/lsq:paper"], solvers=["Nelder-Mead"], progress=False)
+    assert not (tmp_path / "o").exists()

@@ -1,0 +1,111 @@
+"""``theorycheck benchmark``: run solvers on the certified problem library (:mod:`theorycheck.problems`).
+
+``add_parser(subparsers)`` registers the subcommand; ``run(args) -> int`` executes it (exit 0; a
+bad flag or name raises ``ValueError``, which the main CLI prints and turns into exit 2).
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from ..problems._registry import list_problems
+from ..problems._run import DEFAULT_SOLVERS, QUICK, run_benchmark
+from ..problems._solvers import solver_names
+from .common import add_jobs_flag
+
+__all__ = ["DESCRIPTION", "add_parser", "run"]
+
+DESCRIPTION = "Benchmark optimum solvers on certified problems (time-to-accuracy, performance profiles)."
+
+
+def add_parser(subparsers):
+    p = subparsers.add_parser(
+        "benchmark",
+        help=DESCRIPTION[0].lower() + DESCRIPTION[1:-1],
+        description=DESCRIPTION + " Writes results.csv/json, figures and report.html; a rerun with the same "
+        "--out resumes (finished runs are kept).",
+    )
+    p.add_argument("--problems", default=None, help="comma-separated globs of problem names (default: all)")
+    p.add_argument(
+        "--solvers",
+        default=None,
+        help="comma-separated solver names (built-in or entry point 'theorycheck.solvers'); default: the built-ins",
+    )
+    p.add_argument(
+        "--solver",
+        action="append",
+        default=[],
+        metavar="FILE.py:FUNCTION",
+        help="a user solver (repeatable): solver(problem, budget, callback) -> x",
+    )
+    p.add_argument("--sizes", default=None, help="comma-separated ladder levels, e.g. 0,1,2 (default: all)")
+    p.add_argument("--repeats", type=int, default=1, help="runs per cell; repeat k starts at problem.start(k)")
+    p.add_argument("--budget", type=float, default=1.5, help="seconds per run (default: %(default)s)")
+    p.add_argument("--max-evals", type=int, default=1_000_000, help="evaluations per run (default: %(default)s)")
+    add_jobs_flag(p, default=1, default_text="1, so that runs are timed one at a time")
+    p.add_argument("--quick", action="store_true", help="a small set (< 1 minute on 2 cores)")
+    p.add_argument("--list", action="store_true", help="list problems and solvers and exit")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--out", default="theorycheck-benchmark", help="output folder (default: %(default)s)")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="write into a folder holding other files: only theorycheck's files are replaced, none deleted",
+    )
+    return p
+
+
+def _csv(text):
+    return [t.strip() for t in text.split(",") if t.strip()] if text else None
+
+
+def _levels(text):
+    if not text:
+        return None
+    try:
+        levels = [int(t) for t in _csv(text)]
+    except ValueError:
+        raise ValueError(f"--sizes must be comma-separated ladder levels such as 0,1,2, got {text!r}") from None
+    if any(k < 0 for k in levels):
+        raise ValueError(f"--sizes: levels are >= 0, got {text!r}")
+    return levels
+
+
+def run(args) -> int:
+    if args.list:
+        for d in list_problems():
+            print(f"{d['name']:34s} sizes: {d['sizes']}")
+        print("solvers:", ", ".join(solver_names()))
+        return 0
+    for flag, val, lo in (("--repeats", args.repeats, 1), ("--jobs", args.jobs, 1), ("--max-evals", args.max_evals, 1)):
+        if val < lo:
+            raise ValueError(f"{flag} must be >= {lo}, got {val}")
+    if not args.budget > 0:
+        raise ValueError(f"--budget must be > 0 seconds, got {args.budget}")
+    problems, solvers, levels, budget = _csv(args.problems), _csv(args.solvers), _levels(args.sizes), args.budget
+    if args.quick:
+        problems = problems or QUICK["problems"]
+        solvers = solvers or list(QUICK["solvers"])
+        levels = levels or [0]
+        budget = min(budget, QUICK["budget"])
+    if args.solver:
+        solvers = list(solvers if solvers is not None else DEFAULT_SOLVERS) + list(args.solver)
+    command = "theorycheck " + " ".join(shlex.quote(a) for a in getattr(args, "argv", ["benchmark"]))
+    records, summary = run_benchmark(
+        args.out,
+        problems=problems,
+        solvers=solvers,
+        levels=levels,
+        repeats=args.repeats,
+        budget=budget,
+        max_evals=args.max_evals,
+        jobs=args.jobs,
+        force=args.force,
+        progress=not args.quiet,
+        command=command,
+    )
+    fails = sum(r["status"] in ("error", "nan", "wrong-shape", "overrun") for r in records)
+    print(f"{len(records)} runs ({summary['resumed']} resumed), {fails} failed; {args.out}/report.html")
+    for fam, best in summary["fastest"].items():
+        print(f"  {fam:28s} fastest to 1e-8: " + (f"{best[0]} ({best[1]:.3g} s)" if best else "none reached it"))
+    return 0

@@ -1,0 +1,44 @@
+"""Certified benchmark problems for optimum solvers, a solver protocol and a harness (SPEC §4.0-§4.3).
+
+>>> from theorycheck import problems
+>>> p = problems.get("stage1-value/lsq:paper", T=3, v=4, tau=2)      # doctest: +SKIP
+>>> p.f(p.x0) - p.f_star, p.certificate.gap                          # doctest: +SKIP
+
+============================  ===========================================================  ============
+family                        problem                                                      module
+============================  ===========================================================  ============
+``stage1-value/lsq``          ``min_W L(W)`` (SPEC §4.0, §4.2, §11.3), convex quadratic     ``_value``
+``stage1-value/ridge``        ``+ reg ||W||^2``, strongly convex                           ``_value``
+``gram/sdp``                  ``min L(G)``, ``G`` PSD (SPEC §4.1, §11.5)                   ``_gram``
+``gram/factor``               ``min L(W_E^T W_E)``, nonconvex                              ``_gram``
+``attention-ab/*``            ``min L(alpha, beta)`` (SPEC §4.3), nonconvex, 2-d           ``_attention``
+``attention-S/full``          ``min_S L(S)``, ``V1 x V1``; f* only an upper bound          ``_attention``
+============================  ===========================================================  ============
+
+The solver protocol (``solver(problem, budget, callback) -> x``) and the built-in solvers are in
+:mod:`._solvers`; the harness (``theorycheck benchmark``) in :mod:`._harness`.
+"""
+
+from ._problem import Certificate, Problem
+from ._registry import FAMILIES, LADDERS, MODELS, get, list_problems, match
+from ._solvers import SOLVERS, Budget, BudgetExhausted, load_solver, solver_names
+
+#: ``problems.list()``, as issue #23 names it (shadows the builtin inside this module only)
+list = list_problems
+
+__all__ = [
+    "Problem",
+    "Certificate",
+    "get",
+    "list",
+    "list_problems",
+    "match",
+    "FAMILIES",
+    "LADDERS",
+    "MODELS",
+    "Budget",
+    "BudgetExhausted",
+    "SOLVERS",
+    "load_solver",
+    "solver_names",
+]

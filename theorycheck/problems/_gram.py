@@ -1,0 +1,120 @@
+"""Tied-embedding Gram problems: the convex SDP in ``G`` and its nonconvex factorization (SPEC §4.1, §11.5).
+
+``gram/sdp``: ``min L(G)`` over symmetric PSD ``G`` (``V1 x V1``), with ``L`` the stage-1 loss of
+:mod:`._value` at ``W^V = G``. ``gram/factor``: ``min_{W_E} L(W_E^T W_E)`` over ``W_E`` of shape
+``(d, V1)`` (:func:`theorycheck.population.embedding_loss`), ``d`` = ``min_embedding_dim`` by default.
+
+Certificate (both): the PSD constraint is a restriction of stage-1 least squares, so the stage-1
+certificate's lower bound is a lower bound here; the library's closed-form Gram
+(``solvers.optimal_embedding_gram``, SPEC §4.1 D3/D4) is PSD (checked) and its value is the upper
+bound. Identifiable part: every minimiser satisfies ``G m_S = p_S``, which fixes ``G`` except
+``P_perp G P_perp`` (``P_perp`` the projector onto ``range(Sigma)``'s complement):
+``identifiable(G) = G - P_perp G P_perp``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..population import embedding_loss, embedding_loss_grad, value_loss, value_loss_grad
+from ..solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
+from ._problem import Certificate, Problem
+from ._value import ValueLSQ, dense
+
+__all__ = ["GramSDP", "GramFactor"]
+
+_PSD_TOL = 1e-12
+
+
+class GramSDP(Problem):
+    """Embedding Gram SDP: ``min L(G)`` s.t. ``G = G^T`` PSD, ``L(G) = E||G m_S - e_x||^2`` (SPEC §4.1, §11.5)."""
+
+    family = "gram/sdp"
+    constraint = "psd"
+    start_doc = "seed 0: G = 0 (feasible); seed k > 0: G = A A^T / V1, A_ij ~ N(0, 1) from default_rng(k)"
+
+    def __init__(self, model, size, tm, mk):
+        super().__init__(model, size, tm, mk)
+        self.shape = (tm.V1, tm.V1)
+        self._stage1 = ValueLSQ(model, {k: v for k, v in size.items() if k != "d"}, tm, mk)
+
+    def f(self, x) -> float:
+        return float(value_loss(x, self.tm, self.mk))
+
+    def grad(self, x) -> np.ndarray:
+        return np.asarray(value_loss_grad(x, self.tm, self.mk)[1])
+
+    def hvp(self, x, v) -> np.ndarray:
+        return self._stage1.hvp(x, v)
+
+    def start(self, seed: int = 0) -> np.ndarray:
+        if seed == 0:
+            return np.zeros(self.shape)
+        A = np.random.default_rng(seed).standard_normal(self.shape)
+        return A @ A.T / self.shape[0]
+
+    def reference(self) -> np.ndarray:
+        return dense(optimal_embedding_gram(self.tm, self.mk).x)
+
+    def violation(self, x) -> float:
+        """``max(||G - G^T||_F, -lambda_min((G + G^T)/2), 0)``."""
+        x = np.asarray(x, dtype=float)
+        asym = float(np.linalg.norm(x - x.T))
+        lam = float(np.linalg.eigvalsh((x + x.T) / 2)[0])
+        return max(asym, -lam, 0.0)
+
+    def _optimum(self):
+        G = self.reference()
+        lam = float(np.linalg.eigvalsh((G + G.T) / 2)[0])
+        if lam < -_PSD_TOL * max(1.0, float(np.abs(G).max())):
+            raise ArithmeticError(f"{self.name}: the closed-form Gram is not PSD (lambda_min = {lam:.3g})")
+        lower = self._stage1.certificate.lower
+        method = "closed-form Gram (SPEC §4.1) is PSD; lower bound: the stage-1 relaxation's certificate"
+        return Certificate(method, min(lower, self.f(G)), self.f(G)), G
+
+    def identifiable(self, x) -> np.ndarray:
+        P = self._stage1._moments()[1]
+        Q = np.eye(P.shape[0]) - P
+        x = np.asarray(x, dtype=float)
+        return x - Q @ x @ Q
+
+
+class GramFactor(Problem):
+    """Nonconvex factorization: ``min_{W_E} L(W_E^T W_E)``, ``W_E`` of shape ``(d, V1)`` (SPEC §3.1, §4.1)."""
+
+    family = "gram/factor"
+    start_doc = "seed k: W_E_ij ~ 0.1 N(0, 1) from default_rng(k) (W_E = 0 is a saddle point)"
+
+    def __init__(self, model, size, tm, mk):
+        super().__init__(model, size, tm, mk)
+        self.d = int(size.get("d") or min_embedding_dim(tm, mk))
+        self.size["d"] = self.d
+        self.shape = (self.d, tm.V1)
+        self._sdp = GramSDP(model, {k: v for k, v in size.items() if k != "d"}, tm, mk)
+
+    def f(self, x) -> float:
+        return float(embedding_loss(x, self.tm, self.mk))
+
+    def grad(self, x) -> np.ndarray:
+        return np.asarray(embedding_loss_grad(x, self.tm, self.mk).dW_E)
+
+    def start(self, seed: int = 0) -> np.ndarray:
+        return 0.1 * np.random.default_rng(seed).standard_normal(self.shape)
+
+    def reference(self) -> np.ndarray:
+        return np.asarray(embedding_from_gram(self._sdp.reference(), self.d), dtype=float)
+
+    def _optimum(self):
+        c = self._sdp.certificate
+        W = self.reference()
+        upper = self.f(W)
+        method = f"as gram/sdp (every factor has its Gram's value; d = {self.d} >= rank G*)"
+        if not math.isclose(upper, c.upper, rel_tol=0, abs_tol=1e-12):
+            raise ArithmeticError(f"{self.name}: the factor of G* has L = {upper!r}, G* has {c.upper!r}")
+        return Certificate(method, c.lower, min(c.upper, upper)), W
+
+    def identifiable(self, x) -> np.ndarray:
+        x = np.asarray(x, dtype=float)
+        return self._sdp.identifiable(x.T @ x)

@@ -1,0 +1,171 @@
+"""The :class:`Problem` contract and its :class:`Certificate` (SPEC §4.0-§4.3).
+
+A problem is ``min f(x)`` over an array ``x`` of a fixed ``shape`` (plus, for the Gram SDP, the
+constraint ``x`` symmetric positive semidefinite). Every problem knows
+
+- ``f(x)``, ``grad(x)`` (same shape as ``x``) and, where natural, ``hvp(x, v)``;
+- a documented, seeded starting point ``start(seed)`` (``x0 = start(0)``);
+- its optimal value with a :class:`Certificate` ``lower <= f* <= upper`` (``f_star`` is ``upper``,
+  the value of a feasible point, so ``suboptimality(x) >= -gap`` up to rounding);
+- where the minimiser is unique up to a known null space, the identifiable part of the minimiser
+  (:meth:`Problem.identifiable`) and :meth:`Problem.distance` to it.
+
+The optimum is computed lazily (the first time ``certificate`` / ``minimiser`` is read) and cached
+on the instance.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Certificate", "Problem"]
+
+
+@dataclass(frozen=True)
+class Certificate:
+    """``lower <= f* <= upper``, and how that is known.
+
+    ``kind`` is ``"certified"`` (both bounds proven, up to the stated floating-point caveat in
+    ``method``), ``"numerical"`` (the lower bound rests on an estimated constant) or
+    ``"upper-bound"`` (only ``upper`` is a value the problem attains; ``lower`` is a trivial bound,
+    and a solver may legitimately reach ``f(x) < upper``: negative suboptimality).
+    """
+
+    method: str
+    lower: float
+    upper: float
+    kind: str = "certified"
+
+    @property
+    def gap(self) -> float:
+        return float(self.upper - self.lower)
+
+    def to_dict(self) -> dict:
+        return {"method": self.method, "lower": self.lower, "upper": self.upper, "gap": self.gap, "kind": self.kind}
+
+
+class Problem:
+    """One benchmark problem ``min_x f(x)`` (subclasses implement one family each).
+
+    Attributes
+    ----------
+    name : str
+        ``"<family>:<model>"``, e.g. ``"stage1-value/lsq:paper"``.
+    family : str
+        E.g. ``"stage1-value/lsq"``, ``"gram/sdp"``, ``"attention-ab/block"``.
+    model : str
+        The topic model: ``"paper"`` (:class:`~theorycheck.models.TopicModel`) or a general one
+        (``"zipf"``, ``"overlap"``).
+    size : dict
+        The size parameters (``T``, ``v``, ``tau``).
+    shape : tuple
+        Shape of the variable ``x``.
+    constraint : str or None
+        ``"psd"``: ``x`` must be symmetric positive semidefinite; ``None``: unconstrained.
+    """
+
+    family: str = ""
+    constraint: str | None = None
+    #: one line: what ``start(seed)`` draws
+    start_doc: str = ""
+
+    def __init__(self, model: str, size: dict, tm, mk):
+        self.model = model
+        self.size = dict(size)
+        self.tm, self.mk = tm, mk
+        self.name = f"{self.family}:{model}"
+        self._opt = None
+
+    # -- to implement ---------------------------------------------------------------------------
+    shape: tuple = ()
+
+    def f(self, x) -> float:
+        raise NotImplementedError
+
+    def grad(self, x) -> np.ndarray:
+        raise NotImplementedError
+
+    def _optimum(self):
+        """``(Certificate, minimiser or None)``."""
+        raise NotImplementedError
+
+    def start(self, seed: int = 0) -> np.ndarray:
+        raise NotImplementedError
+
+    def reference(self) -> np.ndarray:
+        """The library's own solver for this problem (the ``closed-form`` built-in solver)."""
+        raise NotImplementedError
+
+    # -- optional -------------------------------------------------------------------------------
+    hvp = None  # ``hvp(x, v) -> H(x) v`` where natural
+
+    def identifiable(self, x) -> np.ndarray:
+        """The part of ``x`` fixed by optimality (default: ``x`` itself, unique minimiser)."""
+        return np.asarray(x, dtype=float)
+
+    def violation(self, x) -> float:
+        """Constraint violation (0 for unconstrained problems)."""
+        return 0.0
+
+    # -- derived --------------------------------------------------------------------------------
+    @property
+    def n(self) -> int:
+        """Number of variables."""
+        return int(np.prod(self.shape))
+
+    @property
+    def x0(self) -> np.ndarray:
+        """The documented starting point ``start(0)``."""
+        return self.start(0)
+
+    def _ensure(self):
+        if self._opt is None:
+            self._opt = self._optimum()
+        return self._opt
+
+    @property
+    def certificate(self) -> Certificate:
+        return self._ensure()[0]
+
+    @property
+    def f_star(self) -> float:
+        """Best known optimal value: the certificate's ``upper`` (attained by a feasible point)."""
+        return float(self.certificate.upper)
+
+    @property
+    def minimiser(self):
+        """A minimiser (``None`` where unknown, e.g. unrestricted attention)."""
+        return self._ensure()[1]
+
+    def suboptimality(self, x) -> float:
+        """``f(x) - f*`` (``f*`` known to within ``certificate.gap``)."""
+        return float(self.f(x) - self.f_star)
+
+    def distance(self, x) -> float:
+        """``||identifiable(x) - identifiable(x*)||`` (Frobenius; NaN if no minimiser is known)."""
+        xs = self.minimiser
+        if xs is None:
+            return math.nan
+        return float(np.linalg.norm(self.identifiable(x) - self.identifiable(xs)))
+
+    def describe(self) -> dict:
+        c = self.certificate
+        return {
+            "name": self.name,
+            "family": self.family,
+            "model": self.model,
+            "size": self.size,
+            "shape": list(self.shape),
+            "n": self.n,
+            "constraint": self.constraint,
+            "has_hvp": self.hvp is not None,
+            "start": self.start_doc,
+            "certificate": c.to_dict(),
+            "doc": (type(self).__doc__ or "").strip().split("\n\n")[0],
+        }
+
+    def __repr__(self) -> str:
+        return f"<Problem {self.name} size={self.size} shape={self.shape}>"

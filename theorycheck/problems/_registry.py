@@ -1,0 +1,140 @@
+"""The problem registry: names, families, topic models and size ladders; ``list()`` and ``get()``.
+
+A problem's name is ``"<family>:<model>"``. Sizes are keyword arguments ``T``, ``v``, ``tau`` (the
+topic model, SPEC §1.1) plus family extras (``reg`` for ridge, ``d`` for the factorization), or
+``level=k``, the k-th rung of the family's documented ladder. Topic models (masking: the default
+``Masking()``, SPEC §2.1):
+
+- ``paper``: ``TopicModel(T, v, tau)`` (uniform-tau prior);
+- ``zipf``: ``GeneralTopicModel.zipf(T, v, 1.0, tau=tau)`` (disjoint topics, Zipfian words, §11.1);
+- ``overlap``: ``GeneralTopicModel.overlapping(T, v, 0.2, tau=tau)`` (topics share words, §11.1);
+- ``unequal``: ``GeneralTopicModel.unequal([v, v + 1, v + 2, v, ...], tau=tau)`` (topic ``t`` has
+  ``v + t mod 3`` words, §11.1).
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import functools
+
+from ..models import GeneralTopicModel, Masking, TopicModel
+from ._attention import AlphaBeta, AlphaBetaCE, AlphaBetaIdentity, AttentionS
+from ._gram import GramFactor, GramSDP
+from ._value import ValueLSQ, ValueRidge
+
+__all__ = ["list_problems", "get", "LADDERS", "MODELS", "FAMILIES", "MAX_DENSE_V1", "match"]
+
+#: dense ``V1 x V1`` variables above this are refused before any work
+MAX_DENSE_V1 = 4000
+
+_STAGE1 = [dict(T=3, v=4, tau=2), dict(T=4, v=8, tau=2), dict(T=6, v=16, tau=3), dict(T=8, v=32, tau=3),
+           dict(T=10, v=40, tau=3)]  # fmt: skip
+_SMALL = _STAGE1[:3]
+_TINY = [dict(T=3, v=4, tau=2), dict(T=4, v=5, tau=2), dict(T=5, v=6, tau=2)]
+
+#: size ladders by family (V1 = T v + 1 for the paper's and the Zipf model)
+LADDERS = {
+    "stage1-value/lsq": _STAGE1,
+    "stage1-value/ridge": _STAGE1,
+    "gram/sdp": _SMALL,
+    "gram/factor": _STAGE1[:4],
+    "attention-ab/block": _SMALL,
+    "attention-ab/identity": _SMALL,
+    "attention-ab/block-ce": _SMALL,
+    "attention-S/full": _TINY,
+}
+
+FAMILIES = {
+    "stage1-value/lsq": (ValueLSQ, ("paper", "zipf", "overlap", "unequal")),
+    "stage1-value/ridge": (ValueRidge, ("paper", "zipf", "overlap")),
+    "gram/sdp": (GramSDP, ("paper", "zipf", "overlap", "unequal")),
+    "gram/factor": (GramFactor, ("paper", "zipf")),
+    "attention-ab/block": (AlphaBeta, ("paper",)),
+    "attention-ab/identity": (AlphaBetaIdentity, ("paper",)),
+    "attention-ab/block-ce": (AlphaBetaCE, ("paper",)),
+    "attention-S/full": (AttentionS, ("paper",)),
+}
+
+MODELS = {
+    "paper": lambda T, v, tau: TopicModel(T, v, tau),
+    "zipf": lambda T, v, tau: GeneralTopicModel.zipf(T, v, 1.0, tau=tau),
+    "overlap": lambda T, v, tau: GeneralTopicModel.overlapping(T, v, 0.2, tau=tau),
+    "unequal": lambda T, v, tau: GeneralTopicModel.unequal([v + t % 3 for t in range(T)], tau=tau),
+}
+
+_EXTRA = {"stage1-value/ridge": ("reg",), "gram/factor": ("d",)}
+
+
+def _names() -> list[str]:
+    return [f"{fam}:{m}" for fam, (_, models) in FAMILIES.items() for m in models]
+
+
+def list_problems() -> list[dict]:
+    """Every problem: ``{"name", "family", "model", "sizes"}`` (``sizes``: the ladder, smallest first)."""
+    return [
+        {"name": f"{fam}:{m}", "family": fam, "model": m, "sizes": [dict(s) for s in LADDERS[fam]]}
+        for fam, (_, models) in FAMILIES.items()
+        for m in models
+    ]
+
+
+def _closest(name: str, names) -> str:
+    close = difflib.get_close_matches(name, names, n=3, cutoff=0.0)
+    return ", ".join(repr(c) for c in close)
+
+
+def _split(name: str) -> tuple[str, str]:
+    if not isinstance(name, str) or name not in _names():
+        raise ValueError(f"unknown problem {name!r}; closest: {_closest(str(name), _names())} (see problems.list())")
+    fam, model = name.rsplit(":", 1)
+    return fam, model
+
+
+def match(patterns) -> list[str]:
+    """Problem names matching any of the glob ``patterns`` (``None``: all). No match is a ValueError."""
+    names = _names()
+    if not patterns:
+        return names
+    out = [n for n in names if any(fnmatch.fnmatchcase(n, p) or fnmatch.fnmatchcase(n, p + ":*") for p in patterns)]
+    if not out:
+        close = _closest(patterns[0], names)
+        raise ValueError(f"no problem matches {', '.join(map(repr, patterns))}; closest: {close}")
+    return out
+
+
+def resolve_size(name: str, size: dict) -> dict:
+    """The full size dict of ``name`` from ``size`` (``level=k`` or keyword overrides of rung 0)."""
+    fam, _ = _split(name)
+    size = dict(size)
+    ladder = LADDERS[fam]
+    level = size.pop("level", 0)
+    if not isinstance(level, int) or not 0 <= level < len(ladder):
+        raise ValueError(f"{name}: level must be an integer in [0, {len(ladder) - 1}], got {level!r}")
+    allowed = ("T", "v", "tau", *_EXTRA.get(fam, ()))
+    bad = [k for k in size if k not in allowed]
+    if bad:
+        raise ValueError(f"{name}: unknown size parameter(s) {bad}; allowed: {', '.join(allowed)}, level")
+    return {**ladder[level], **size}
+
+
+@functools.lru_cache(maxsize=256)
+def _get(name: str, items: tuple):
+    fam, model = _split(name)
+    size = dict(items)
+    T, v, tau = (int(size[k]) for k in ("T", "v", "tau"))
+    tm = MODELS[model](T, v, tau)
+    if tm.V1 > MAX_DENSE_V1:
+        raise ValueError(f"{name}: V1 = {tm.V1} > {MAX_DENSE_V1}; the dense variable is refused before any work")
+    cls, _ = FAMILIES[fam]
+    return cls(model, size, tm, Masking())
+
+
+def get(name: str, **size):
+    """The problem ``name`` (``"<family>:<model>"``) at ``size`` (``level=k`` or ``T=, v=, tau=`` ...).
+
+    Unknown names raise ``ValueError`` naming the closest names. Instances are cached (the certified
+    optimum is computed once per process).
+    """
+    full = resolve_size(name, size)
+    return _get(name, tuple(sorted(full.items())))

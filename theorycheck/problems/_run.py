@@ -1,0 +1,123 @@
+"""``run_benchmark``: the cells of a benchmark, run (resumably) and written to one output folder.
+
+Output-folder rules are those of ``theorycheck verify`` (:mod:`theorycheck._io`): the folder is
+checked before any work (a folder holding files theorycheck did not write is refused unless
+``force``; foreign files are never read, replaced or deleted) and carries the marker listing the
+files theorycheck wrote. Unlike ``verify`` the folder is written incrementally (one file per finished
+cell) so that a killed run resumes: cells whose file exists are not run again.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import time
+
+from tqdm.auto import tqdm
+
+from .._io import prepare_output_dir
+from ._harness import Cell, Recorder, _run_one, cell_key, run_cell
+from ._registry import LADDERS, get, match
+from ._report import write_outputs
+from ._solvers import load_solver
+
+__all__ = ["run_benchmark", "plan", "QUICK", "DEFAULT_SOLVERS"]
+
+#: ``--quick``: these problems at ladder level 0, these solvers, 1 repeat, 1 s budget
+QUICK = {
+    "problems": ["stage1-value/lsq:paper", "stage1-value/ridge:zipf", "gram/sdp:paper", "gram/factor:paper",
+                 "attention-ab/block:paper", "attention-ab/identity:paper"],
+    "solvers": ["closed-form", "lstsq", "cvxpy-CLARABEL", "cvxpy-SCS", "L-BFGS-B", "Newton-CG", "Nelder-Mead",
+                "gd", "grid-refine"],
+    "budget": 1.0,
+}  # fmt: skip
+#: the built-in solvers run by default
+DEFAULT_SOLVERS = [*QUICK["solvers"], "cvxpy-OSQP", "trust-constr", "adam"]
+
+
+def plan(problems, solvers, levels, repeats):
+    """``(cells, skipped)``: every applicable (problem, size, solver, repeat); skipped with reasons."""
+    cells, skipped = [], []
+    fns = {s: load_solver(s) for s in solvers}  # unknown names fail here, before any work
+    for name in problems:
+        fam = name.split(":", 1)[0]
+        for level in levels if levels is not None else range(len(LADDERS[fam])):
+            if level >= len(LADDERS[fam]):
+                continue
+            problem = get(name, level=level)  # sizes beyond the memory guard fail here
+            for s, fn in fns.items():
+                ok, why = getattr(fn, "applies", lambda p: (True, ""))(problem)
+                if not ok:
+                    skipped.append({"problem": name, "size": problem.size, "solver": s, "reason": why})
+                    continue
+                cells += [Cell(name, problem.size, s, r) for r in range(repeats)]
+    return cells, skipped
+
+
+def _describe(cells) -> list:
+    """One description (sizes, certificate, start) per (problem, size) among ``cells``."""
+    info = {}
+    for c in cells:
+        if (c.problem, c[1]) not in info:
+            d = get(c.problem, **c.size).describe()
+            d["size"] = str(d["size"])
+            info[(c.problem, c[1])] = d
+    return list(info.values())
+
+
+def run_benchmark(
+    out,
+    *,
+    problems=None,
+    solvers=None,
+    levels=None,
+    repeats: int = 1,
+    budget: float = 1.5,
+    max_evals: int = 1_000_000,
+    jobs: int = 1,
+    force: bool = False,
+    progress: bool = True,
+    command: str = "theorycheck benchmark",
+):
+    """Run every cell not already in ``out`` and write the outputs; return ``(records, summary)``."""
+    out = prepare_output_dir(out, force=force)
+    names = match(problems)
+    solvers = list(solvers or DEFAULT_SOLVERS)
+    cells, skipped = plan(names, solvers, levels, repeats)
+    if not cells:
+        why = "; ".join(sorted({f"{s['solver']}: {s['reason']}" for s in skipped})) or "no size level in the ladders"
+        raise ValueError(f"no (problem, size, solver) combination applies ({why})")
+    out.mkdir(parents=True, exist_ok=True)
+    rec = Recorder(out, command)
+    done = rec.done()
+    keys = {c: cell_key(c, budget, max_evals) for c in cells}
+    todo = [c for c in cells if keys[c] not in done]
+    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc="benchmark", unit="run", disable=not progress)
+    t0 = time.perf_counter()
+    if jobs > 1 and len(todo) > 1:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+            futs = {pool.submit(_run_one, (c, budget, max_evals)): c for c in todo}
+            for fut in concurrent.futures.as_completed(futs):
+                rec.add_cell(keys[futs[fut]], fut.result())
+                bar.update()
+    else:
+        for c in todo:
+            rec.add_cell(keys[c], run_cell(c, budget, max_evals))
+            bar.update()
+    bar.close()
+    done = rec.done()
+    records = [done[keys[c]] for c in cells if keys[c] in done]
+    info = _describe(cells)
+    meta = {
+        "command": command,
+        "cells": len(cells),
+        "run_now": len(todo),
+        "resumed": len(cells) - len(todo),
+        "budget_seconds": budget,
+        "max_evals": max_evals,
+        "jobs": jobs,
+        "elapsed": time.perf_counter() - t0,
+        "skipped": skipped,
+    }
+    summary = write_outputs(rec, records, info, meta)
+    summary.update(meta)
+    return records, summary
