@@ -1,5 +1,5 @@
 """No hidden imports in the analysis / report / real-data layer (issue #22 item 4): no import of the
-package inside a function, and matplotlib imported in one place (``report/_mpl.py``, lazily)."""
+package inside a function, and matplotlib imported in one place (``theorycheck/_mpl.py``, lazily)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_no_package_import_inside_functions(path):
 
 
 def test_matplotlib_is_imported_in_one_place():
-    """No import statement names matplotlib: report/_mpl.py imports it through importlib (lazily)."""
+    """No import statement names matplotlib: theorycheck/_mpl.py imports it through importlib (lazily)."""
     users = []
     for path in ROOT.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):

@@ -27,6 +27,7 @@ from collections import defaultdict
 import numpy as np
 
 from .._io import atomic_write_bytes, dumps_json
+from .._mpl import mpl
 from ._harness import FAILURES, TOLS
 
 __all__ = ["COLUMNS", "write_outputs", "performance_profile", "fit_exponent"]
@@ -213,41 +214,34 @@ def _table_html(rows, cols):
 def _figures(recorder, records):
     """Convergence, profile and scaling PNGs written through ``recorder``: ``(figures, slopes)``."""
     figures = []
-    try:
-        import matplotlib  # optional dependency, imported only here
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        plt = None
+    plt = mpl("matplotlib.pyplot")
     slopes = {}
-    if plt is not None:
-        _style(plt)
-        groups = defaultdict(list)
-        for r in records:
-            if r["repeat"] == 0:
-                groups[(r["problem"], r["size"])].append(r)
-        for (prob, size), recs in sorted(groups.items()):
-            fig = _convergence(plt, recs, f"{prob}  {size}")
-            figures.append((f"figures/convergence_{_slug(prob)}_{_slug(size)}.png", _png(fig), f"{prob} {size}"))
+    _style(plt)
+    groups = defaultdict(list)
+    for r in records:
+        if r["repeat"] == 0:
+            groups[(r["problem"], r["size"])].append(r)
+    for (prob, size), recs in sorted(groups.items()):
+        fig = _convergence(plt, recs, f"{prob}  {size}")
+        figures.append((f"figures/convergence_{_slug(prob)}_{_slug(size)}.png", _png(fig), f"{prob} {size}"))
+        plt.close(fig)
+    for tol in TOLS:
+        fig = _profile(plt, records, tol)
+        figures.append((f"figures/profile_{tol:g}.png", _png(fig), f"performance profile {tol:g}"))
+        plt.close(fig)
+    fams = defaultdict(list)
+    for r in records:
+        fams[r["family"]].append(r)
+    for fam, recs in sorted(fams.items()):
+        fig, sl = _scaling(plt, recs, fam)
+        slopes[fam] = sl
+        if fig is not None:
+            figures.append((f"figures/scaling_{_slug(fam)}.png", _png(fig), f"scaling {fam}"))
             plt.close(fig)
-        for tol in TOLS:
-            fig = _profile(plt, records, tol)
-            figures.append((f"figures/profile_{tol:g}.png", _png(fig), f"performance profile {tol:g}"))
-            plt.close(fig)
-        fams = defaultdict(list)
-        for r in records:
-            fams[r["family"]].append(r)
-        for fam, recs in sorted(fams.items()):
-            fig, sl = _scaling(plt, recs, fam)
-            slopes[fam] = sl
-            if fig is not None:
-                figures.append((f"figures/scaling_{_slug(fam)}.png", _png(fig), f"scaling {fam}"))
-                plt.close(fig)
-        for rel, data, _ in figures:
-            (recorder.out / rel).parent.mkdir(parents=True, exist_ok=True)
-            atomic_write_bytes(recorder.out / rel, data)
-            recorder.owned.add(rel)
+    for rel, data, _ in figures:
+        (recorder.out / rel).parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_bytes(recorder.out / rel, data)
+        recorder.owned.add(rel)
     return figures, slopes
 
 

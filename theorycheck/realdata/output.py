@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .._io import atomic_directory, write_json
-from ..report._mpl import mpl
+from .._mpl import mpl
 from . import plots
 from .theory import format_theory_table
 

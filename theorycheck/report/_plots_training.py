@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._mpl import mpl
+from .._mpl import mpl
 from ._plotstyle import LINE_STYLES, annotation_format, auto_scale, colorbar, figure, legend_outside
 
 __all__ = ["attention_head_ratios", "training_curves"]

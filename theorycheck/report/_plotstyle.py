@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._mpl import mpl
+from .._mpl import mpl
 
 __all__ = [
     "LINE_STYLES",

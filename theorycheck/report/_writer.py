@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from .._io import atomic_directory, dumps_json
-from ._mpl import mpl
+from .._mpl import mpl
 from .claims import Claim
 from .discovery import external_origin
 from .runner import ReportRow
