@@ -150,7 +150,7 @@ def test_every_command_takes_threads(capsys):
 def test_model_flags_are_shared(capsys):
     """Every command that builds a model exposes exactly the same model and masking flags."""
     flags = ("--T", "--v", "--tau", "--prior", "--alpha", "--p-m", "--p-c", "--p-r")
-    for cmd in (["solve", "value"], ["solve", "embedding"], ["solve", "attention"], ["landscape"], ["embedding"]):
+    for cmd in (["solve", "value"], ["solve", "embedding"], ["solve", "attention"], ["landscape"]):
         with pytest.raises(SystemExit):
             main([*cmd, "--help"])
         text = capsys.readouterr().out

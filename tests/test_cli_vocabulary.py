@@ -29,7 +29,6 @@ def test_the_table_covers_every_subcommand():
         "verify",
         "solve",
         "landscape",
-        "embedding",
         "train",
         "realdata",
         "bench",

@@ -1,4 +1,4 @@
-"""``theorycheck solve embedding`` and its deprecated alias ``theorycheck embedding``."""
+"""``theorycheck solve embedding``."""
 
 import json
 
@@ -26,18 +26,15 @@ def test_solve_embedding_json_matches_closed_form(tmp_path, capsys):
     assert "same_topic" in capsys.readouterr().out
 
 
-def test_deprecated_alias_warns_and_gives_the_same_json(tmp_path, capsys):
-    new, old = tmp_path / "new.json", tmp_path / "old.json"
-    assert main(["solve", "embedding", *ARGS, "--json", str(new)]) == 0
-    assert "deprecated" not in capsys.readouterr().err
-    assert main(["embedding", *ARGS, "--json", str(old)]) == 0
-    assert "deprecated, use 'theorycheck solve embedding'" in capsys.readouterr().err
-    a, b = json.loads(new.read_text()), json.loads(old.read_text())
-    assert a == b
+def test_the_old_alias_is_gone(capsys):
+    """``theorycheck embedding`` was the alias of ``solve embedding`` before 0.1.0: removed, not deprecated."""
+    with pytest.raises(SystemExit):
+        main(["embedding", *ARGS])
+    assert "invalid choice: 'embedding'" in capsys.readouterr().err
 
 
-def test_alias_exits_1_when_the_solver_is_not_certified(monkeypatch, capsys):
-    """The old command exited 0 whatever the solver said; now status != 0 means exit 1."""
+def test_exits_1_when_the_solver_is_not_certified(monkeypatch, capsys):
+    """status != 0 means exit 1."""
     from theorycheck import solvers
     from theorycheck.solvers import SolveResult
 
@@ -45,7 +42,6 @@ def test_alias_exits_1_when_the_solver_is_not_certified(monkeypatch, capsys):
         return SolveResult(x=None, fun=float("nan"), status=2, method=kw.get("method", "closed-form"))
 
     monkeypatch.setattr(solvers, "optimal_embedding_gram", failing)
-    assert main(["embedding", "--T", "3", "--v", "2", "--tau", "1"]) == 1
     assert main(["solve", "embedding", "--T", "3", "--v", "2", "--tau", "1"]) == 1
     assert "not certified (status 2)" in capsys.readouterr().err
 
@@ -56,7 +52,6 @@ def test_embedding_command_rejects_small_d(capsys):
     assert "d=2 is too small" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("cmd", [["embedding"], ["solve", "embedding"]])
-def test_embedding_command_rejects_bad_masking(cmd, capsys):
-    assert main([*cmd, "--p-m", "1.5"]) == 2
+def test_embedding_command_rejects_bad_masking(capsys):
+    assert main(["solve", "embedding", "--p-m", "1.5"]) == 2
     assert "p_m must lie in" in capsys.readouterr().err

@@ -141,8 +141,9 @@ def test_resume_needs_a_folder_and_a_checkpoint(tmp_path):
     assert (tmp_path / "metrics.jsonl").read_text() == before  # not silently restarted
 
 
-def test_figures_keyword_is_deprecated():
-    with pytest.warns(DeprecationWarning, match="write_figures"):
+def test_figures_keyword_is_gone():
+    """``Trainer(figures=...)`` was ignored before 0.1.0; figures are drawn by report.training.write_figures."""
+    with pytest.raises(TypeError, match="figures"):
         Trainer(_cfg(), progress=False, figures=False)
 
 

@@ -204,23 +204,16 @@ def test_loss_names():
             alpha_beta_loss(1.0, 0.5, tm, mk, loss=bad)
 
 
-def test_old_positional_arguments_still_work_with_deprecation():
+def test_solvers_take_only_the_model_and_masking_positionally():
+    """0.1.0 was never released: the old positional forms (reg, method, value after tm, mk) are gone."""
     tm, mk = SMALL
-    with pytest.warns(DeprecationWarning, match="reg, method positionally"):
-        old = optimal_value_matrix(tm, mk, 0.1, "lstsq")
-    np.testing.assert_array_equal(old.x, optimal_value_matrix(tm, mk, reg=0.1, method="lstsq").x)
-    with pytest.warns(DeprecationWarning, match="method positionally"):
-        assert optimal_embedding_gram(tm, mk, "schur").method == "schur"
-    with pytest.warns(DeprecationWarning, match="value positionally"):
-        assert (
-            optimal_attention(tm, mk, "identity", options={"check_general": False})
-            .info["flat_direction"]
-            .startswith("none")
-        )
-    with pytest.raises(TypeError, match="multiple values"):
-        optimal_value_matrix(tm, mk, 0.1, reg=0.2)
-    with pytest.raises(TypeError, match="positional"):
-        optimal_value_matrix(tm, mk, 0.1, "lstsq", 1e-6)
+    for call in (
+        lambda: optimal_value_matrix(tm, mk, 0.1, "lstsq"),
+        lambda: optimal_embedding_gram(tm, mk, "schur"),
+        lambda: optimal_attention(tm, mk, "identity"),
+    ):
+        with pytest.raises(TypeError, match="positional"):
+            call()
 
 
 # ----------------------------------------------------------------------------- one home for the constants

@@ -39,13 +39,13 @@ import argparse
 import sys
 
 from .._version import __version__
-from . import bench, benchmark, embedding, landscape, realdata, solve, spec, train, verify
+from . import bench, benchmark, landscape, realdata, solve, spec, train, verify
 from .common import add_threads_flag, leaf_parsers, run_command
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: The subcommands, in the order of ``theorycheck --help``.
-COMMANDS = (verify, solve, landscape, embedding, train, realdata, bench, benchmark, spec)
+COMMANDS = (verify, solve, landscape, train, realdata, bench, benchmark, spec)
 
 
 def build_parser() -> argparse.ArgumentParser:

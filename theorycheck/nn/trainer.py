@@ -23,7 +23,6 @@ import platform
 import signal
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -103,7 +102,7 @@ class Trainer:
     logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES` (any topic model: a
     general topic-word matrix ``cfg.data.phi`` is probed by dominant topics)."""
 
-    def __init__(self, cfg: TrainConfig, out=None, *, probes=(), progress: bool = True, figures=None):
+    def __init__(self, cfg: TrainConfig, out=None, *, probes=(), progress: bool = True):
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
         cfg.validate()
@@ -111,12 +110,6 @@ class Trainer:
         for p in probes:
             if not callable(p):
                 raise TypeError(f"probes must be callables (model, ctx) -> dict, got {p!r}")
-        if figures is not None:
-            warnings.warn(
-                "Trainer(figures=...) is ignored: draw figures with theorycheck.report.training.write_figures(out)",
-                DeprecationWarning,
-                stacklevel=2,
-            )
         self.cfg = cfg
         self.out = None if out is None else Path(out)
         self.progress = progress

@@ -395,7 +395,7 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
         Frozen ``W^V``: the minimum-norm stage-1 matrix (:func:`stage1_block_constants`) or the
         identity on words with ``W_00 = 0`` (:func:`alpha_beta_value_matrix`).
     loss : {"squared", "ce"}
-        (``"sq"`` is a deprecated spelling of ``"squared"``.) Squared loss (the theory) or
+        Squared loss (the theory) or
         cross-entropy ``-log softmax(W^V h)_w`` over all V1 outputs
         (closed form: every class has a handful of distinct outputs; tested against the general
         evaluator ``attention_loss(..., loss="ce")``).

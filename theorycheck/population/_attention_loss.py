@@ -77,7 +77,7 @@ __all__ = [
     "DEFAULT_N_THETA",
 ]
 
-#: Loss names (``"sq"`` is accepted with a ``DeprecationWarning``, see :func:`theorycheck._validate.check_loss`).
+#: Loss names (:func:`theorycheck._validate.check_loss`).
 LOSSES = ("squared", "ce")
 #: Default number of sampled topic proportions for the Dirichlet law.
 DEFAULT_N_THETA = 4096
@@ -367,8 +367,7 @@ def attention_loss(
     rng, seed
         Randomness for ``n_sets`` (only; a general Dirichlet model: for ``n_theta``, required).
     loss : {"squared", "ce"}
-        Squared loss ``||o - e_w||^2`` over all V1 outputs, or cross-entropy ``-log softmax(o)_w``
-        (``"sq"``: deprecated spelling of ``"squared"``).
+        Squared loss ``||o - e_w||^2`` over all V1 outputs, or cross-entropy ``-log softmax(o)_w``.
     max_bytes : int, optional
         Memory limit for the evaluator's own arrays (default ``$THEORYCHECK_MAX_BYTES`` or half the
         available memory); above it a ``ValueError`` names the closed-form alternatives.

@@ -24,9 +24,7 @@ a component of ``x``, ...). The status is ``SUCCESS`` iff every relative residua
 
 from __future__ import annotations
 
-import functools
 import math
-import warnings
 
 from .._validate import check_real, warn_ignored
 
@@ -41,7 +39,6 @@ __all__ = [
     "cvxpy_status",
     "certify",
     "check_contract",
-    "legacy_positional",
 ]
 
 SUCCESS, ITERATION_LIMIT, SOLVER_FAILURE, ON_BOUNDARY, NOT_CERTIFIED = 0, 1, 2, 3, 4
@@ -136,37 +133,3 @@ def check_contract(
     pairs = (("solver", solver, uses_solver), ("solver_options", options, uses_options))
     warn_ignored([n for n, val, used in pairs if val is not None and not used], method, stacklevel=stacklevel)
     return tol, dict(options or {})
-
-
-def legacy_positional(*names: str):
-    """Accept the old positional arguments ``names`` (after ``tm, mk``) for one release.
-
-    The decorated solver has the contract signature ``(tm, mk, *, ...)``; a call that still passes
-    ``names`` positionally gets a ``DeprecationWarning`` and is forwarded by keyword.
-    ``inspect.signature`` reports the contract signature (``functools.wraps``).
-    """
-
-    def decorate(fn):
-        @functools.wraps(fn)
-        def wrapper(tm, mk, *args, **kwargs):
-            if args:
-                if len(args) > len(names):
-                    raise TypeError(
-                        f"{fn.__name__}() takes tm, mk and keyword arguments; got {2 + len(args)} positional arguments"
-                    )
-                used = names[: len(args)]
-                for n in used:
-                    if n in kwargs:
-                        raise TypeError(f"{fn.__name__}() got multiple values for argument {n!r}")
-                warnings.warn(
-                    f"passing {', '.join(used)} positionally to {fn.__name__} is deprecated; "
-                    f"use {', '.join(f'{n}=...' for n in used)} (positional form accepted until theorycheck 0.3)",
-                    DeprecationWarning,
-                    stacklevel=2,
-                )
-                kwargs.update(zip(used, args))
-            return fn(tm, mk, **kwargs)
-
-        return wrapper
-
-    return decorate

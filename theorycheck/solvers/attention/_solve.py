@@ -21,7 +21,6 @@ import functools
 
 from ..._validate import check_loss, check_real
 from ...models import GeneralTopicModel, Masking, TopicModel, check_models
-from .._certify import legacy_positional
 from .._options import AttentionOptions, coerce_options
 from .._result import SolveResult
 from ._alpha_beta import DEFAULT_TOL, solve_alpha_beta
@@ -30,7 +29,6 @@ from ._family import solve_family
 __all__ = ["optimal_attention"]
 
 
-@legacy_positional("value")
 def optimal_attention(
     tm: GeneralTopicModel,
     mk: Masking,
@@ -74,7 +72,7 @@ def optimal_attention(
         Frozen ``W^V``: the minimum-norm stage-1 matrix (``"block"``; ``"stage1"`` is its alias for a
         general model), the identity on words, or a given matrix (general model).
     loss : {"squared", "ce"}
-        Squared loss (the theory) or cross-entropy (the paper's experiments); ``"sq"`` is deprecated.
+        Squared loss (the theory) or cross-entropy (the paper's experiments);
 
     Returns
     -------
@@ -89,9 +87,6 @@ def optimal_attention(
         box (e.g. ``beta* -> -inf``, reported with the box value); 4 a residual check failed.
         General model: see :func:`._family.solve_family`.
 
-    Notes
-    -----
-    A positional ``value`` (the old order) is accepted with a ``DeprecationWarning``.
     """
     check_models(tm, mk, general=True)
     opts = coerce_options(AttentionOptions, options)

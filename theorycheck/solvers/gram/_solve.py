@@ -58,7 +58,6 @@ from .._certify import (
     certify,
     check_contract,
     cvxpy_status,
-    legacy_positional,
 )
 from .._cvxpy import cvxpy
 from .._options import GramOptions, coerce_options
@@ -174,7 +173,6 @@ def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_sca
 
 
 # ----------------------------------------------------------------------------- public solver
-@legacy_positional("method")
 def optimal_embedding_gram(
     tm: GeneralTopicModel,
     mk: Masking,
@@ -239,9 +237,6 @@ def optimal_embedding_gram(
     ValueError, TypeError
         Bad arguments (before any work), including a dense method above ``max_bytes``.
 
-    Notes
-    -----
-    A positional ``method`` (the old order) is accepted with a ``DeprecationWarning``.
     """
     check_models(tm, mk, general=True)
     return _optimal_embedding_gram(tm, mk, method, reg, tol, solver, coerce_options(GramOptions, options), d, bias)

@@ -84,7 +84,7 @@ from ..._memory import check_alloc
 from ..._validate import check_choice, check_real
 from ...models import GeneralTopicModel, Masking, TopicModel, check_models, token_topic
 from ...population import moments
-from .._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status, legacy_positional
+from .._certify import SOLVER_FAILURE, SUCCESS, certify, check_contract, cvxpy_status
 from .._cvxpy import cvxpy
 from .._options import ValueOptions, coerce_options
 from .._result import SolveResult
@@ -236,7 +236,6 @@ def _validate(tm, mk, method, reg, tol, solver, options, dense, max_bytes):
     return reg, tol, options, True
 
 
-@legacy_positional("reg", "method")
 def optimal_value_matrix(
     tm: GeneralTopicModel,
     mk: Masking,
@@ -294,9 +293,6 @@ def optimal_value_matrix(
     ValueError, TypeError
         Bad arguments (before any work), including a dense array above ``max_bytes``.
 
-    Notes
-    -----
-    Positional ``reg`` and ``method`` (the old order) are accepted with a ``DeprecationWarning``.
     Cost: closed form O(1) (plus O(V1^2) to fill a dense array); lstsq O(V1^3); cvxpy grows faster
     (see ``benchmarks/bench_stage1.py``). For tiny ``reg > 0`` the dense methods lose accuracy along
     ``null(Sigma)`` (round-off divided by ``reg``) while the stationarity residual cannot see it; the
