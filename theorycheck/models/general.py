@@ -103,6 +103,11 @@ class GeneralTopicModel:
     (4, 12, 13)
     """
 
+    _phi: np.ndarray
+    _prior: str
+    _tau: int | None
+    _alpha: np.ndarray | None
+
     def __init__(self, phi, prior: str = "uniform-tau", tau: int | None = None, alpha=None):
         check_choice("prior", prior, PRIORS)
         object.__setattr__(self, "_phi", _check_phi(phi))
@@ -148,10 +153,10 @@ class GeneralTopicModel:
     @property
     def n_topic_sets(self):
         """``C(T, tau)`` for the uniform-tau prior (``inf`` for the Dirichlet prior)."""
-        return math.inf if self._prior == "dirichlet" else math.comb(self.T, self._tau)
+        return math.inf if self._tau is None else math.comb(self.T, self._tau)
 
     def __repr__(self) -> str:
-        law = f"tau={self._tau}" if self._tau is not None else f"alpha={self._alpha.tolist()}"
+        law = f"tau={self._tau}" if self._tau is not None else f"alpha={np.asarray(self._alpha).tolist()}"
         return f"GeneralTopicModel(T={self.T}, n_words={self.n_words}, prior={self._prior!r}, {law})"
 
     def __eq__(self, other) -> bool:
@@ -181,7 +186,7 @@ class GeneralTopicModel:
         ``E[theta theta^T] = (alpha alpha^T + diag(alpha))/(alpha_0 (alpha_0 + 1))``.
         """
         T = self.T
-        if self._prior == "uniform-tau":
+        if self._tau is not None:  # uniform-tau (tau is set iff this prior; validated at construction)
             tau = self._tau
             off = (tau - 1) / (tau * T * (T - 1)) if T > 1 else 0.0
             M2 = np.full((T, T), off)

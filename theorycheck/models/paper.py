@@ -22,6 +22,8 @@ from .layout import MAX_TOKENS, PRIORS, token_topic
 __all__ = ["TopicModel"]
 
 _FIELDS = ("T", "v", "tau", "prior", "alpha")
+#: where each field is stored (``alpha``, a number here, is kept apart from the base's vector ``_alpha``)
+_STORE = {"T": "_T", "v": "_v", "tau": "_tau", "prior": "_prior", "alpha": "_alpha_value"}
 
 
 class TopicModel(GeneralTopicModel):
@@ -58,6 +60,10 @@ class TopicModel(GeneralTopicModel):
     101
     """
 
+    _T: int
+    _v: int
+    _alpha_value: float | None
+
     def __init__(self, T: int, v: int, tau: int | None = None, prior: str = "uniform-tau", alpha: float | None = None):
         check_choice("prior", prior, PRIORS)
         T = check_int("T", T, low=1)
@@ -77,19 +83,19 @@ class TopicModel(GeneralTopicModel):
         if T * v + 1 > MAX_TOKENS:
             raise ValueError(f"T*v must be < 2**31 - 1, got T*v = {T * v}")
         for name, value in zip(_FIELDS, (T, v, tau, prior, alpha)):
-            object.__setattr__(self, "_" + name, value)
+            object.__setattr__(self, _STORE[name], value)
 
     # ----- fields and the token layout ---------------------------------------------------
     T = property(lambda self: self._T, doc="Number of topics.")
     v = property(lambda self: self._v, doc="Words per topic.")
-    alpha = property(lambda self: self._alpha, doc="Symmetric Dirichlet concentration (a number), else None.")
+    alpha = property(lambda self: self._alpha_value, doc="Symmetric Dirichlet concentration (a number), else None.")
 
     @property
     def concentration(self) -> np.ndarray | None:
         """Dirichlet concentration as a vector ``alpha 1_T`` (``None`` for the uniform-tau prior)."""
-        if self._alpha is None:
+        if self._alpha_value is None:
             return None
-        out = np.full(self._T, float(self._alpha))
+        out = np.full(self._T, float(self._alpha_value))
         out.setflags(write=False)
         return out
 
@@ -141,7 +147,7 @@ class TopicModel(GeneralTopicModel):
     @property
     def n_topic_sets(self):
         """``C(T, tau)`` for the uniform-tau prior (``inf`` for the Dirichlet prior)."""
-        if self._prior == "dirichlet":
+        if self._tau is None:  # Dirichlet
             return math.inf
         return math.comb(self._T, self._tau)
 
@@ -154,11 +160,12 @@ class TopicModel(GeneralTopicModel):
         each divided by ``v^2``. ``s_same`` also covers ``w = w'``.
         """
         T, v = self._T, self._v
-        if self._prior == "uniform-tau":
+        if self._tau is not None:  # uniform-tau (tau is set iff this prior; validated at construction)
             tau = self._tau
             kappa = (tau - 1) / (T - 1) if T > 1 else 0.0
             return 1.0 / (tau * T * v * v), kappa / (tau * T * v * v)
-        al = self._alpha
+        al = self._alpha_value
+        assert al is not None  # the Dirichlet prior always has alpha (validated at construction)
         return (al + 1) / (T * (T * al + 1) * v * v), al / (T * (T * al + 1) * v * v)
 
     def expected_p_norm2(self) -> float:
@@ -171,7 +178,7 @@ class TopicModel(GeneralTopicModel):
 
     # ----- value semantics -----------------------------------------------------------
     def _fields(self) -> tuple:
-        return tuple(getattr(self, "_" + f) for f in _FIELDS)
+        return tuple(getattr(self, _STORE[f]) for f in _FIELDS)
 
     def __eq__(self, other) -> bool:
         if type(other) is not type(self):
@@ -182,7 +189,7 @@ class TopicModel(GeneralTopicModel):
         return hash(self._fields())
 
     def __repr__(self) -> str:
-        return "TopicModel(" + ", ".join(f"{f}={getattr(self, '_' + f)!r}" for f in _FIELDS) + ")"
+        return "TopicModel(" + ", ".join(f"{f}={value!r}" for f, value in zip(_FIELDS, self._fields())) + ")"
 
     def __reduce__(self):
         return (type(self), self._fields())
