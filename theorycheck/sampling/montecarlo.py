@@ -232,7 +232,7 @@ def mc_attention_loss(
     losses = np.empty(n_docs)
     for start in range(0, n_docs, batch_size):
         stop = min(n_docs, start + batch_size)
-        sets = None if strata is None else all_sets[strata[start:stop]]
+        sets = None if strata is None or all_sets is None else all_sets[strata[start:stop]]
         docs = sample_unchecked(tm, stop - start, lo, hi, rng, sets)
         batch = mask_unchecked(docs, tm, mk, rng, at_least_one=True)
         losses[start:stop] = _batch_losses(batch, S, W, b, bool(mask_keys), half)
@@ -247,8 +247,10 @@ def _batch_losses(batch, S, W, b, mask_keys, half):
     full = _doc_losses_nb(batch.inputs, batch.selected, batch.targets, S, W, b, mask_keys)
     if half is None:
         return full
-    cut = [np.ascontiguousarray(a[:, :half]) for a in (batch.inputs, batch.selected, batch.targets)]
-    part = _doc_losses_nb(*cut, S, W, b, mask_keys)
+    inputs, selected, targets = (
+        np.ascontiguousarray(a[:, :half]) for a in (batch.inputs, batch.selected, batch.targets)
+    )
+    part = _doc_losses_nb(inputs, selected, targets, S, W, b, mask_keys)
     return 2.0 * full - np.where(np.isnan(part), full, part)
 
 

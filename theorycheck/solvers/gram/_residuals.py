@@ -175,7 +175,7 @@ def range_split(tm, mk, bias=False):
     return Ur, Up, K, Sigma, C
 
 
-def dense_gram_residuals(G, tm, mk, reg, *, b=None, identifiable=False) -> dict:
+def dense_gram_residuals(G, tm, mk, reg, *, b=None, identifiable=False) -> tuple[dict, float]:
     """Our own checks of a dense Gram (and bias): loss gap, PSD, minimiser violation, distance to closed form."""
     res = {}
     bias = b is not None
