@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import softmax
 
 from .._memory import check_alloc
@@ -75,7 +76,9 @@ def _chunk_losses(idx, states, S, W, b):
     return loss, prob
 
 
-def exact_finite_loss(S, W, tm: TopicModel, mk: Masking, N: int, b=None) -> float:
+def exact_finite_loss(
+    S: ArrayLike, W: ArrayLike, tm: TopicModel, mk: Masking, N: int, b: ArrayLike | None = None
+) -> float:
     """Exact expected finite-N document loss ``E_N`` (module docstring; SPEC §2.2), squared loss.
 
     Parameters
