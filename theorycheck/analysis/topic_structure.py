@@ -63,16 +63,14 @@ DEFAULT_N_THETA = 2048
 #: ``M`` counts as constant on the pairs (no structure: correlation = energy = 0) when
 #: ``sd(M) <= FLAT_RTOL * max|M|`` (round-off of a structureless matrix is ~1e-16 relative).
 FLAT_RTOL = 1e-10
+#: Largest number of enumerated topic sets (uniform-tau law).
+MAX_SETS = 20_000
 
 
 class SupportsToArray(Protocol):
     """A structured token matrix that densifies (``LowRankMatrix``, ``BlockGram``, ``BlockValueMatrix``)."""
 
     def toarray(self) -> np.ndarray: ...
-
-
-#: Largest number of enumerated topic sets (uniform-tau law).
-MAX_SETS = 20_000
 
 
 class TopicStructure(NamedTuple):
