@@ -64,7 +64,7 @@ def requested() -> int | None:
 def _max_numba() -> int:
     import numba
 
-    return int(numba.config.NUMBA_NUM_THREADS)
+    return int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]  # numba.config sets its options at import
 
 
 def configure(threads: int | None = None) -> int | None:

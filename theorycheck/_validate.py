@@ -156,7 +156,8 @@ def check_rng(rng=None, seed=None) -> np.random.Generator:
         raise TypeError(f"seed must be an int or a numpy.random.SeedSequence, got {seed!r}")
     if isinstance(seed, numbers.Integral) and seed < 0:
         raise ValueError(f"seed must be >= 0, got {seed}")
-    return np.random.default_rng(seed)
+    # numbers.Integral is wider than numpy's int stub; int() gives the same SeedSequence entropy
+    return np.random.default_rng(int(seed) if isinstance(seed, numbers.Integral) else seed)
 
 
 #: Loss names (SPEC §2.2): squared loss over all V1 output coordinates, or cross-entropy.

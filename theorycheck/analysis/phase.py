@@ -23,9 +23,11 @@ on the exact objects for the ``x`` where a statistic crosses a level.
 from __future__ import annotations
 
 import math
-from typing import NamedTuple
+from concurrent.futures import Executor
+from typing import Any, NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._validate import check_choice, check_int, check_real
 from ..models import GeneralTopicModel, Masking
@@ -106,7 +108,7 @@ def phase_point(job) -> dict:
     return out
 
 
-def _validate(kind, values, T, v, taus, mk):
+def _validate(kind, values, T, v, taus, mk) -> tuple[np.ndarray, int, int, np.ndarray, Masking]:
     check_choice("kind", kind, KINDS)
     T = check_int("T", T, low=2, high=12)
     v = check_int("v", v, low=2, high=50)
@@ -125,8 +127,9 @@ def _validate(kind, values, T, v, taus, mk):
     return vals, T, v, np.atleast_1d(taus).astype(np.int64), mk
 
 
-def phase_diagram(kind: str, values, *, T: int = 4, v: int = 3, taus=None, mk: Masking | None = None,
-                  attention: bool = True, executor=None, client=None, progress=False) -> PhaseDiagram:  # fmt: skip
+def phase_diagram(kind: str, values: ArrayLike, *, T: int = 4, v: int = 3, taus: ArrayLike | None = None,
+                  mk: Masking | None = None, attention: bool = True, executor: Executor | None = None,
+                  client: Any = None, progress: bool = False) -> PhaseDiagram:  # fmt: skip
     """Every statistic over ``values x taus`` (default ``taus = 1..T``); SPEC §11.6.
 
     ``T`` in [2, 12] and ``v`` in [2, 50] (the attention optimum enumerates ``C(T, tau)`` sets of
@@ -147,7 +150,8 @@ def _stat(kind, x, T, v, tau, mk, stat):
 
 
 def find_boundary(kind: str, stat: str, lo: float, hi: float, *, T: int, v: int, tau: int,
-                  mk: Masking | None = None, level: float = 0.0, xtol: float = 1e-4, max_iter: int = 60):  # fmt: skip
+                  mk: Masking | None = None, level: float = 0.0, xtol: float = 1e-4,
+                  max_iter: int = 60) -> tuple[float, tuple[float, float]]:  # fmt: skip
     """The ``x`` in ``[lo, hi]`` where ``stat - level`` changes sign, by bisection on the exact objects.
 
     Returns ``(x_star, (f(lo), f(hi)))`` with ``x_star`` the midpoint of the final bracket (width

@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import itertools
 import math
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 
 from .._memory import check_alloc
 from .._validate import check_array, check_int
-from ..models import Masking, check_models, token_topic
+from ..models import GeneralTopicModel, Masking, check_models, token_topic
 
 __all__ = [
     "TopicStructure",
@@ -64,6 +65,12 @@ DEFAULT_N_THETA = 2048
 FLAT_RTOL = 1e-10
 #: Largest number of enumerated topic sets (uniform-tau law).
 MAX_SETS = 20_000
+
+
+class SupportsToArray(Protocol):
+    """A structured token matrix that densifies (``LowRankMatrix``, ``BlockGram``, ``BlockValueMatrix``)."""
+
+    def toarray(self) -> np.ndarray: ...
 
 
 class TopicStructure(NamedTuple):
@@ -164,7 +171,13 @@ def _class_sums(B, z, include_diagonal: bool):
     return sums, counts, n_same, n_all, same_mean, diff_mean
 
 
-def matrix_topic_stats(M, g, *, topics=None, include_diagonal: bool = False) -> TopicStructure:
+def matrix_topic_stats(
+    M: ArrayLike | SupportsToArray,
+    g: GeneralTopicModel,
+    *,
+    topics: ArrayLike | None = None,
+    include_diagonal: bool = False,
+) -> TopicStructure:
     """Same-topic vs different-topic structure of ``M``'s word block (module docstring, SPEC §11.6).
 
     ``g``: any topic model (labels: ``topics``, default its dominant topics, :func:`word_topics`).
@@ -195,7 +208,13 @@ def matrix_topic_stats(M, g, *, topics=None, include_diagonal: bool = False) -> 
     return TopicStructure(gap, corr, energy, same_mean, diff_mean, bool(include_diagonal))
 
 
-def topic_gap(M, g, *, topics=None, include_diagonal: bool = False) -> float:
+def topic_gap(
+    M: ArrayLike | SupportsToArray,
+    g: GeneralTopicModel,
+    *,
+    topics: ArrayLike | None = None,
+    include_diagonal: bool = False,
+) -> float:
     """``mean_{same topic} M - mean_{different topics} M`` over word pairs (:func:`matrix_topic_stats`)."""
     return matrix_topic_stats(M, g, topics=topics, include_diagonal=include_diagonal).gap
 
@@ -321,8 +340,9 @@ def attention_preference_terms(S, g, mk: Masking, *, topics=None, include_self=T
     return W, D
 
 
-def attention_preference(S, g, mk: Masking, *, topics=None, include_self=True, mask_keys=False,
-                         n_theta=None, seed=0) -> float:  # fmt: skip
+def attention_preference(S: ArrayLike, g: GeneralTopicModel, mk: Masking, *, topics: ArrayLike | None = None,
+                         include_self: bool = True, mask_keys: bool = False, n_theta: int | None = None,
+                         seed: int = 0) -> float:  # fmt: skip
     """Same-topic attention preference of scores ``S`` (SPEC §11.6).
 
     .. math:: \\mathrm{pref}(S) = \\frac{\\sum_{\\theta, x} \\omega_\\theta(x)\\,[\\bar\\kappa_{\\rm same}

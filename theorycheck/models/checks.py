@@ -12,7 +12,7 @@ __all__ = ["check_models", "require_symmetric", "NOT_GIVEN"]
 NOT_GIVEN = object()
 
 
-def check_models(tm, mk=NOT_GIVEN, *, general: bool = False) -> None:
+def check_models(tm: object, mk: object = NOT_GIVEN, *, general: bool = False) -> None:
     """Raise ``TypeError`` unless ``tm`` is a topic model and ``mk`` (when passed, even as ``None``)
     is a :class:`Masking`.
 
@@ -33,7 +33,7 @@ def check_models(tm, mk=NOT_GIVEN, *, general: bool = False) -> None:
         raise TypeError(f"mk must be a Masking, got {type(mk).__name__}")
 
 
-def require_symmetric(tm, where: str, alternative: str) -> None:
+def require_symmetric(tm: object, where: str, alternative: str) -> None:
     """Raise ``TypeError`` unless ``tm`` is the paper's :class:`TopicModel`: ``where`` is
     symmetric-only by nature (closed forms of the paper's disjoint, equal, uniform topics); the
     message names ``alternative``, the function to use for any topic-word matrix (SPEC §11).

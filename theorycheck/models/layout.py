@@ -6,6 +6,7 @@ For the paper's model ``topic(w) = (w - 1) // v`` (0-based topics) and ``V1 = T*
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["PRIORS", "token_topic", "MAX_TOKENS"]
 
@@ -16,7 +17,7 @@ PRIORS = ("uniform-tau", "dirichlet")
 MAX_TOKENS = 2**31 - 1
 
 
-def token_topic(tokens, v: int) -> np.ndarray:
+def token_topic(tokens: ArrayLike, v: int) -> np.ndarray:
     """Topic (0-based) of each token of the paper's layout, ``(w - 1) // v``; ``-1`` for [MASK] (token 0).
 
     The one place the layout's topic rule is written; :meth:`TopicModel.topic_of` calls it. For

@@ -17,8 +17,10 @@ an mpmath evaluation of the plain (non-log-space) formulas.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._memory import check_alloc
 from .._validate import check_choice, check_loss, check_real
@@ -158,7 +160,12 @@ _VALUE_ALTERNATIVE = (
 
 
 def alpha_beta_value_matrix(
-    tm: TopicModel, mk: Masking, value: str = "block", *, constants=None, max_bytes=None
+    tm: TopicModel,
+    mk: Masking,
+    value: str = "block",
+    *,
+    constants: Sequence[float] | None = None,
+    max_bytes: int | None = None,
 ) -> np.ndarray:
     """The fixed ``W^V`` of the family, shape ``(V1, V1)`` (SPEC §4.2, §4.3).
 
@@ -192,7 +199,7 @@ def _value_matrix(tm, mk, value, constants, max_bytes) -> np.ndarray:
     )
 
 
-def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_bytes=None) -> np.ndarray:
+def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_bytes: int | None = None) -> np.ndarray:
     """Score matrix ``S`` (``S[x, y]`` = score of key token y for query token x), shape ``(V1, V1)`` (SPEC §4.3).
 
     ``S[x, x] = alpha`` for words, ``S[x, y] = beta`` for distinct words of one topic, 0 else.
@@ -382,7 +389,9 @@ def _identity_loss(al, be, tm, mk, loss="squared"):
     )
 
 
-def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "squared"):
+def alpha_beta_loss(
+    alpha: ArrayLike, beta: ArrayLike, tm: TopicModel, mk: Masking, value: str = "block", *, loss: str = "squared"
+) -> float | np.ndarray:
     """Exact N -> inf MLM loss ``L(alpha, beta)`` of the (alpha, beta) family (SPEC §4.3).
 
     Parameters
@@ -437,7 +446,9 @@ def alpha_beta_loss(alpha, beta, tm: TopicModel, mk: Masking, value: str = "bloc
     return float(out) if out.ndim == 0 else out
 
 
-def alpha_beta_loss_logK(logK, tm: TopicModel, mk: Masking, *, constants=None, loss: str = "squared"):
+def alpha_beta_loss_logK(
+    logK: ArrayLike, tm: TopicModel, mk: Masking, *, constants: Sequence[float] | None = None, loss: str = "squared"
+) -> float | np.ndarray:
     """Block-``W^V`` loss as a function of ``log K`` (``K = e^alpha + (v-1) e^beta``), broadcast.
 
     ``constants``: optional ``(A, B0, gamma)`` of another block-constant ``W^V`` (row 0 zero);

@@ -117,7 +117,10 @@ def _dense_sets(S, W, b, sets, tm, mk, mask_keys, loss="squared", want_grad=Fals
             for c0 in range(0, len(sets), chunk)
         ]
     )
-    return (per_set, *grads) if want_grad else (per_set, None, None, None)
+    if grads is None:
+        return per_set, None, None, None
+    dS, dW, db = grads
+    return per_set, dS, dW, db
 
 
 def theta_laws(theta, g, mk, mask_keys):

@@ -442,4 +442,5 @@ def structured_sq(S, W, b, sets, topic, context, masking, T, v, *, fast=True, ma
     pc["fast"] = bool(fast and eta > FAST_MIN_DENSITY and q > FAST_MIN_DENSITY)
     work = len(sets) * V1 * (sets.shape[1] ** 2 + 4 * sets.shape[1])
     kernel = _structured_sq_nb if work >= PARALLEL_THRESHOLD else _structured_sq_serial_nb
-    return kernel(sets, topic, tuple(pc[k] for k in _TABLES), rho, eta, q, *masking, T, v)
+    p_mask, p_c, p_r = masking
+    return kernel(sets, topic, tuple(pc[k] for k in _TABLES), rho, eta, q, p_mask, p_c, p_r, T, v)

@@ -54,9 +54,10 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import NamedTuple
+from typing import NamedTuple, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp, softmax
 
 from .._memory import check_alloc, resolve_max_bytes
@@ -324,21 +325,57 @@ def _(tm: TopicModel, S, W, mk, b, mask_keys, n_sets, n_theta, rng, seed, loss, 
 
 
 # ----------------------------------------------------------------------------- public
+@overload
 def attention_loss(
-    S,
-    W,
+    S: ArrayLike,
+    W: ArrayLike,
     tm: GeneralTopicModel,
     mk: Masking,
-    b=None,
+    b: ArrayLike | None = None,
     *,
     mask_keys: bool = False,
-    n_sets=None,
-    rng=None,
-    seed=None,
+    n_sets: None = None,
+    rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
     loss: str = "squared",
-    max_bytes=None,
-    n_theta=None,
-):
+    max_bytes: int | None = None,
+    n_theta: int | None = None,
+) -> float: ...
+
+
+@overload
+def attention_loss(
+    S: ArrayLike,
+    W: ArrayLike,
+    tm: GeneralTopicModel,
+    mk: Masking,
+    b: ArrayLike | None = None,
+    *,
+    mask_keys: bool = False,
+    n_sets: int | None = None,
+    rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
+    loss: str = "squared",
+    max_bytes: int | None = None,
+    n_theta: int | None = None,
+) -> float | SetSampledLoss: ...
+
+
+def attention_loss(
+    S: ArrayLike,
+    W: ArrayLike,
+    tm: GeneralTopicModel,
+    mk: Masking,
+    b: ArrayLike | None = None,
+    *,
+    mask_keys: bool = False,
+    n_sets: int | None = None,
+    rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
+    loss: str = "squared",
+    max_bytes: int | None = None,
+    n_theta: int | None = None,
+) -> float | SetSampledLoss:
     """Exact infinite-document MLM loss of the one-layer one-hot attention model (SPEC §4.3, §11.4).
 
     .. math::
@@ -398,19 +435,19 @@ def attention_loss(
 
 
 def attention_loss_grad(
-    S,
-    W,
+    S: ArrayLike,
+    W: ArrayLike,
     tm: GeneralTopicModel,
     mk: Masking,
-    b=None,
+    b: ArrayLike | None = None,
     *,
     mask_keys: bool = False,
-    n_sets=None,
-    rng=None,
-    seed=None,
+    n_sets: int | None = None,
+    rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
     loss: str = "squared",
-    max_bytes=None,
-    n_theta=None,
+    max_bytes: int | None = None,
+    n_theta: int | None = None,
 ) -> AttentionLossGrad:
     """Loss and exact gradients ``(L, dL/dS, dL/dW, dL/db)`` of :func:`attention_loss` (SPEC §4.3, §11.4).
 
@@ -437,8 +474,10 @@ def attention_loss_grad(
 
 
 def attention_loss_estimate(
-    S, W, tm, mk: Masking, b=None, *, mask_keys=False, n_sets=None, n_theta=None, rng=None, seed=None,
-    loss="squared", max_bytes=None,
+    S: ArrayLike, W: ArrayLike, tm: GeneralTopicModel, mk: Masking, b: ArrayLike | None = None, *,
+    mask_keys: bool = False, n_sets: int | None = None, n_theta: int | None = None,
+    rng: np.random.Generator | None = None, seed: int | np.random.SeedSequence | None = None,
+    loss: str = "squared", max_bytes: int | None = None,
 ) -> LossEstimate:  # fmt: skip
     """The attention loss of SPEC §11.4 with its standard error, for any document law.
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._threads import small_problem
@@ -74,7 +75,9 @@ class EmbeddingLossGrad(NamedTuple):
     db: np.ndarray
 
 
-def _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes=None, n_dense=1):
+def _validate(
+    W_E, tm, mk, W_dec, b, tied, reg, max_bytes=None, n_dense=1
+) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, bool, float]:
     """The arguments of :func:`embedding_loss` besides the model types (checked by the caller) and the
     ``n_dense`` dense ``V1 x V1`` arrays against ``max_bytes``."""
     if max_bytes is not None:
@@ -112,7 +115,15 @@ def effective_map(W_E, W_dec=None, *, tied: bool = True) -> np.ndarray:
 
 
 def embedding_loss(
-    W_E, tm: GeneralTopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
+    W_E: ArrayLike,
+    tm: GeneralTopicModel,
+    mk: Masking,
+    *,
+    W_dec: ArrayLike | None = None,
+    b: ArrayLike | None = None,
+    tied: bool = True,
+    reg: float = 0.0,
+    max_bytes: int | None = None,
 ) -> float:
     """Exact population squared MLM loss of the embedding model (SPEC §4.0, §4.1).
 
@@ -154,7 +165,15 @@ def embedding_loss(
 
 
 def embedding_loss_grad(
-    W_E, tm: GeneralTopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True, reg: float = 0.0, max_bytes=None
+    W_E: ArrayLike,
+    tm: GeneralTopicModel,
+    mk: Masking,
+    *,
+    W_dec: ArrayLike | None = None,
+    b: ArrayLike | None = None,
+    tied: bool = True,
+    reg: float = 0.0,
+    max_bytes: int | None = None,
 ) -> EmbeddingLossGrad:
     """Loss and gradients of :func:`embedding_loss` by the chain rule on ``value_loss_grad``.
 
@@ -177,7 +196,7 @@ def embedding_loss_grad(
     M = effective_map(W_E, W_dec, tied=tied)
     with _kernel_threads(tm.V1):
         loss, D, db = _value_loss_grad(tm, M, mk, b, 0.0, max_bytes)
-    if tied:
+    if W_dec is None:  # tied (validated: W_dec is None iff tied)
         dW_E = W_E @ (D + D.T) + 2.0 * reg * W_E
         dW_dec = None
     else:

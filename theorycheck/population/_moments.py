@@ -28,6 +28,7 @@ import itertools
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._memory import check_alloc
 from .._validate import check_array, check_choice, check_int
@@ -144,7 +145,9 @@ def _(tm: TopicModel, th: np.ndarray) -> np.ndarray:
     return p
 
 
-def topic_density(tm: GeneralTopicModel, topics=None, *, theta=None) -> np.ndarray:
+def topic_density(
+    tm: GeneralTopicModel, topics: ArrayLike | None = None, *, theta: ArrayLike | None = None
+) -> np.ndarray:
     """Ground-truth word distribution of a document, shape ``(V1,)`` (entry 0 is 0; SPEC §1.1, §11.1).
 
     Either a topic set ``topics`` (``p_S = Phi^T 1_S / |S|``; the paper's model:
@@ -170,7 +173,9 @@ def _(tm: TopicModel, mk: Masking, th: np.ndarray) -> np.ndarray:
     return m
 
 
-def masked_density(tm: GeneralTopicModel, mk: Masking, topics=None, *, theta=None) -> np.ndarray:
+def masked_density(
+    tm: GeneralTopicModel, mk: Masking, topics: ArrayLike | None = None, *, theta: ArrayLike | None = None
+) -> np.ndarray:
     """Limit empirical token distribution of a masked document, ``m_S = a p_S + r u + q e_0``.
 
     Parameters
@@ -214,7 +219,7 @@ def _(tm: TopicModel, max_bytes) -> np.ndarray:
     return out
 
 
-def expected_pp(tm: GeneralTopicModel, *, max_bytes=None) -> np.ndarray:
+def expected_pp(tm: GeneralTopicModel, *, max_bytes: int | None = None) -> np.ndarray:
     """``E[p p^T]`` over the document law, shape ``(V1, V1)`` (SPEC §1.1, §11.2).
 
     Any model: ``Phi^T M2 Phi``; the paper's model: ``E[p p^T] = (s_same - s_diff) B + s_diff J``
@@ -298,7 +303,9 @@ def _moments_closed_form(tm: TopicModel, mk: Masking, max_bytes):
     return Sigma, C
 
 
-def moments(tm: GeneralTopicModel, mk: Masking, *, method: str = "closed-form", max_bytes=None):
+def moments(
+    tm: GeneralTopicModel, mk: Masking, *, method: str = "closed-form", max_bytes: int | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact moments ``(Sigma, C) = (E[m_S m_S^T], E[p_S m_S^T])``, each ``(V1, V1)`` (SPEC §4.0, §11.2).
 
     Closed form, with ``c = r u + q e_0``:

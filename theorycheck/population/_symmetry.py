@@ -36,8 +36,10 @@ enumerates every topic set, at small T).
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp, softmax
 
 from .._memory import check_alloc
@@ -76,7 +78,15 @@ def _check_symmetric(tm, mk):
 
 
 def symmetric_attention_loss(
-    score_row, value_apply, tm: TopicModel, mk: Masking, b=None, *, mask_keys=False, loss="squared", max_bytes=None
+    score_row: Callable[[int], ArrayLike],
+    value_apply: Callable[[np.ndarray], ArrayLike],
+    tm: TopicModel,
+    mk: Masking,
+    b: ArrayLike | None = None,
+    *,
+    mask_keys: bool = False,
+    loss: str = "squared",
+    max_bytes: int | None = None,
 ) -> float:
     """Exact attention loss of a ``G``-invariant model from one topic set and three query tokens.
 
@@ -175,7 +185,15 @@ def _identity_apply(h):
 
 
 def alpha_beta_symmetric_loss(
-    alpha, beta, tm: TopicModel, mk: Masking, value: str = "block", *, constants=None, loss="squared", max_bytes=None
+    alpha: float,
+    beta: float,
+    tm: TopicModel,
+    mk: Masking,
+    value: str = "block",
+    *,
+    constants: Sequence[float] | None = None,
+    loss: str = "squared",
+    max_bytes: int | None = None,
 ) -> float:
     """The (alpha, beta) family's loss by :func:`symmetric_attention_loss` (the independent route
     to :func:`theorycheck.population.alpha_beta_loss`, SPEC §4.3).

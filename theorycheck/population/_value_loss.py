@@ -36,6 +36,7 @@ import functools
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_array, check_real
@@ -206,7 +207,7 @@ def _(tm: TopicModel, W, mk: Masking, b, reg, max_bytes):
 
 
 # ----------------------------------------------------------------------------- public
-def value_loss(W, tm: GeneralTopicModel, mk: Masking, b=None, reg: float = 0.0) -> float:
+def value_loss(W: ArrayLike, tm: GeneralTopicModel, mk: Masking, b: ArrayLike | None = None, reg: float = 0.0) -> float:
     """Exact population squared MLM loss under uniform attention (SPEC §4.0, §11.2).
 
     Parameters
@@ -232,7 +233,15 @@ def value_loss(W, tm: GeneralTopicModel, mk: Masking, b=None, reg: float = 0.0) 
     return _value_loss(tm, W, mk, b, reg)
 
 
-def value_loss_grad(W, tm: GeneralTopicModel, mk: Masking, b=None, reg: float = 0.0, *, max_bytes=None):
+def value_loss_grad(
+    W: ArrayLike,
+    tm: GeneralTopicModel,
+    mk: Masking,
+    b: ArrayLike | None = None,
+    reg: float = 0.0,
+    *,
+    max_bytes: int | None = None,
+) -> tuple[float, np.ndarray, np.ndarray]:
     """Loss and gradient ``(L, dL/dW, dL/db)`` of :func:`value_loss` (SPEC §4.0, §4.2, §11.5).
 
     .. math::

@@ -22,9 +22,11 @@ padding is ``-1``, [MASK] (after masking, :mod:`theorycheck.sampling.masking`) i
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from .._memory import check_alloc, resolve_max_bytes
 from .._validate import check_int, check_rng
@@ -99,7 +101,14 @@ def _check_topic_sets(tm, topic_sets, n_docs) -> np.ndarray:
 
 
 def sample_documents(
-    tm: GeneralTopicModel, n_docs: int, N, *, rng=None, seed=None, topic_sets=None, max_bytes=None
+    tm: GeneralTopicModel,
+    n_docs: int,
+    N: int | Sequence[int],
+    *,
+    rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
+    topic_sets: ArrayLike | None = None,
+    max_bytes: int | None = None,
 ) -> Documents:
     """Sample ``n_docs`` documents from the topic model (module docstring).
 
@@ -242,7 +251,14 @@ def _last_positive(P) -> np.ndarray:
 
 
 def check_sample_size(
-    what: str, tm: GeneralTopicModel, n_docs: int, N_max: int, max_bytes=None, *, masked=False, alternative=SIZE_HINT
+    what: str,
+    tm: GeneralTopicModel,
+    n_docs: int,
+    N_max: int,
+    max_bytes: int | None = None,
+    *,
+    masked: bool = False,
+    alternative: str = SIZE_HINT,
 ) -> int:
     """Refuse (``ValueError``) a batch of ``n_docs`` documents of length ``N_max`` that would not fit.
 
@@ -256,7 +272,7 @@ def check_sample_size(
     return check_alloc(what, (n_docs, per_row), max_bytes=max_bytes, alternative=alternative)
 
 
-def token_counts(tokens, V1: int, *, max_bytes=None) -> np.ndarray:
+def token_counts(tokens: ArrayLike, V1: int, *, max_bytes: int | None = None) -> np.ndarray:
     """Count tokens per document ignoring padding: shape ``(n_docs, V1)`` float64.
 
     The dense count matrix (and the integer counts it is made from) are checked against

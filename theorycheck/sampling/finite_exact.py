@@ -27,6 +27,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import softmax
 
 from .._memory import check_alloc
@@ -47,11 +48,17 @@ def _states(tm, mk, topics):
     n_in, n = len(words), tm.n_words
     xs, zs, sel, pr = [], [], [], []
     for x in words:
-        xs.append(x), zs.append(x), sel.append(False), pr.append((1.0 - mk.p_m) / n_in)
+        xs.append(x)
+        zs.append(x)
+        sel.append(False)
+        pr.append((1.0 - mk.p_m) / n_in)
         for z in range(tm.V1):
             p = mk.p_m * (mk.p_mask if z == 0 else mk.p_r / n + (mk.p_c if z == x else 0.0)) / n_in
             if p > 0.0:
-                xs.append(x), zs.append(z), sel.append(True), pr.append(p)
+                xs.append(x)
+                zs.append(z)
+                sel.append(True)
+                pr.append(p)
     return np.array(xs), np.array(zs), np.array(sel), np.array(pr)
 
 
@@ -69,7 +76,9 @@ def _chunk_losses(idx, states, S, W, b):
     return loss, prob
 
 
-def exact_finite_loss(S, W, tm: TopicModel, mk: Masking, N: int, b=None) -> float:
+def exact_finite_loss(
+    S: ArrayLike, W: ArrayLike, tm: TopicModel, mk: Masking, N: int, b: ArrayLike | None = None
+) -> float:
     """Exact expected finite-N document loss ``E_N`` (module docstring; SPEC §2.2), squared loss.
 
     Parameters

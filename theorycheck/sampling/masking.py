@@ -45,10 +45,10 @@ def mask_documents(
     tm: GeneralTopicModel,
     mk: Masking,
     *,
-    rng=None,
-    seed=None,
+    rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
     at_least_one: bool = True,
-    max_bytes=None,
+    max_bytes: int | None = None,
 ) -> MaskedBatch:
     """Apply BERT-style masking (module docstring; SPEC §2.1).
 

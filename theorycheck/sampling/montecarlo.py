@@ -31,10 +31,12 @@ context around ``m_theta``, the conditioning on a selected position).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import NamedTuple
 
 import numba
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import softmax
 
 from .._memory import check_alloc, resolve_max_bytes
@@ -42,7 +44,7 @@ from .._validate import check_array, check_int, check_rng
 from ..models import GeneralTopicModel, Masking, TopicModel, check_models
 from ..population import topic_sets as _all_topic_sets
 from .documents import check_length, check_sample_size, sample_unchecked
-from .masking import mask_unchecked
+from .masking import MaskedBatch, mask_unchecked
 
 __all__ = ["MCEstimate", "mc_attention_loss", "doc_losses"]
 
@@ -121,7 +123,9 @@ def _doc_losses_ref(inputs, selected, targets, S, W, b, mask_keys):
     return out
 
 
-def doc_losses(batch, S, W, b=None, *, mask_keys: bool = False) -> np.ndarray:
+def doc_losses(
+    batch: MaskedBatch, S: ArrayLike, W: ArrayLike, b: ArrayLike | None = None, *, mask_keys: bool = False
+) -> np.ndarray:
     """Per-document mean squared loss over selected positions, shape ``(n_docs,)``.
 
     ``batch`` is a :class:`~theorycheck.sampling.masking.MaskedBatch`; documents with no selected
@@ -146,20 +150,20 @@ def doc_losses(batch, S, W, b=None, *, mask_keys: bool = False) -> np.ndarray:
 
 
 def mc_attention_loss(
-    S,
-    W,
+    S: ArrayLike,
+    W: ArrayLike,
     tm: TopicModel | GeneralTopicModel,
     mk: Masking,
     *,
-    N,
+    N: int | Sequence[int],
     n_docs: int,
-    b=None,
+    b: ArrayLike | None = None,
     mask_keys: bool = False,
-    rng=None,
-    seed=None,
+    rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None,
     stratify: bool = True,
     batch_size: int = 4096,
-    max_bytes=None,
+    max_bytes: int | None = None,
     richardson: bool = False,
 ) -> MCEstimate:
     """Monte Carlo estimate of the finite-N squared MLM loss of the one-layer one-hot model (SPEC §2.2, §3.1).
@@ -232,7 +236,7 @@ def mc_attention_loss(
     losses = np.empty(n_docs)
     for start in range(0, n_docs, batch_size):
         stop = min(n_docs, start + batch_size)
-        sets = None if strata is None else all_sets[strata[start:stop]]
+        sets = None if strata is None or all_sets is None else all_sets[strata[start:stop]]
         docs = sample_unchecked(tm, stop - start, lo, hi, rng, sets)
         batch = mask_unchecked(docs, tm, mk, rng, at_least_one=True)
         losses[start:stop] = _batch_losses(batch, S, W, b, bool(mask_keys), half)
@@ -247,8 +251,10 @@ def _batch_losses(batch, S, W, b, mask_keys, half):
     full = _doc_losses_nb(batch.inputs, batch.selected, batch.targets, S, W, b, mask_keys)
     if half is None:
         return full
-    cut = [np.ascontiguousarray(a[:, :half]) for a in (batch.inputs, batch.selected, batch.targets)]
-    part = _doc_losses_nb(*cut, S, W, b, mask_keys)
+    inputs, selected, targets = (
+        np.ascontiguousarray(a[:, :half]) for a in (batch.inputs, batch.selected, batch.targets)
+    )
+    part = _doc_losses_nb(inputs, selected, targets, S, W, b, mask_keys)
     return 2.0 * full - np.where(np.isnan(part), full, part)
 
 

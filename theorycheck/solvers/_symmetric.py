@@ -121,6 +121,9 @@ class TokenMatrixShape:
     such objects pass through code that inspects shapes before densifying them.
     """
 
+    T: int
+    v: int
+
     @property
     def V1(self) -> int:
         return self.T * self.v + 1

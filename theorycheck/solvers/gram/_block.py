@@ -12,6 +12,7 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._memory import check_alloc
 from ..._validate import check_array, check_int, check_real
@@ -209,7 +210,9 @@ def block_gram_loss(G: BlockGram, tm: TopicModel, mk: Masking, b_const: float = 
     return alpha * alpha * v * (v * Ep2) + 2 * alpha * beta * v + beta * beta * T * v + 1.0 - Ep2
 
 
-def embedding_from_gram(G, d: int, *, tol: float | None = None, max_bytes=None) -> np.ndarray:
+def embedding_from_gram(
+    G: ArrayLike | BlockGram, d: int, *, tol: float | None = None, max_bytes: int | None = None
+) -> np.ndarray:
     """An embedding ``W^E`` (``d x V1``) with ``(W^E)^T W^E = G``, by eigendecomposition.
 
     Parameters

@@ -9,10 +9,11 @@ of a dense candidate (:func:`dense_gram_residuals`) with their scales for the sh
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._validate import check_array
 from ...models import Masking, TopicModel, require_symmetric
-from ...population._embedding_loss import _kernel_threads
+from ...population._embedding_loss import _kernel_threads, effective_map
 from ...population._embedding_loss import _validate as _validate_loss
 from ...population._moments import moments
 from ...population._value_loss import value_loss, value_loss_grad
@@ -63,7 +64,15 @@ def minimiser_residuals(M, tm: TopicModel, mk: Masking, b=None) -> dict:
     return {"block_sums": r1, "mask_column": r2}
 
 
-def embedding_minimiser_violation(W_E, tm: TopicModel, mk: Masking, *, W_dec=None, b=None, tied: bool = True) -> float:
+def embedding_minimiser_violation(
+    W_E: ArrayLike,
+    tm: TopicModel,
+    mk: Masking,
+    *,
+    W_dec: ArrayLike | None = None,
+    b: ArrayLike | None = None,
+    tied: bool = True,
+) -> float:
     """How far an embedding model is from the set of ALL population minimisers (§4.1 D1/D2).
 
     ``(W_E, W_dec, b)`` minimises the population loss iff the effective map
@@ -97,12 +106,12 @@ def embedding_minimiser_violation(W_E, tm: TopicModel, mk: Masking, *, W_dec=Non
     )
     check_embedding_models(tm, mk, "embedding_minimiser_violation")
     W_E, W_dec, b, tied, _ = _validate_loss(W_E, tm, mk, W_dec, b, tied, 0.0)
-    M = W_E.T @ W_E if tied else W_dec @ W_E
+    M = effective_map(W_E, W_dec, tied=tied)
     res = minimiser_residuals(M, tm, mk, b)
     return max(res.values())
 
 
-def identifiable_part(G, tm: TopicModel, mk: Masking, *, bias: bool = False) -> np.ndarray:
+def identifiable_part(G: ArrayLike, tm: TopicModel, mk: Masking, *, bias: bool = False) -> np.ndarray:
     """``G - P_perp G P_perp``: the part of a Gram fixed by optimality (dense, moderate V1).
 
     ``P_perp`` projects onto the orthogonal complement of ``span{m_S}`` (within-topic zero-mean
@@ -175,7 +184,7 @@ def range_split(tm, mk, bias=False):
     return Ur, Up, K, Sigma, C
 
 
-def dense_gram_residuals(G, tm, mk, reg, *, b=None, identifiable=False) -> dict:
+def dense_gram_residuals(G, tm, mk, reg, *, b=None, identifiable=False) -> tuple[dict, float]:
     """Our own checks of a dense Gram (and bias): loss gap, PSD, minimiser violation, distance to closed form."""
     res = {}
     bias = b is not None

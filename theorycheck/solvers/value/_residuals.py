@@ -19,6 +19,7 @@ import math
 from typing import NamedTuple
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from ..._memory import check_alloc
 from ..._validate import check_array
@@ -111,7 +112,14 @@ class MinimiserViolation(NamedTuple):
     g: np.ndarray | None
 
 
-def minimiser_violation(W, tm: TopicModel, mk: Masking, b=None, *, max_bytes=None) -> MinimiserViolation:
+def minimiser_violation(
+    W: ArrayLike | BlockValueMatrix,
+    tm: TopicModel,
+    mk: Masking,
+    b: ArrayLike | None = None,
+    *,
+    max_bytes: int | None = None,
+) -> MinimiserViolation:
     """How far ``(W, b)`` is from the set of all minimisers of the uniform-attention loss (SPEC §4.0, §4.2).
 
     Informative context (``a > 0``, ``tau < T`` or Dirichlet with ``T >= 2``): ``(W, b)`` minimises iff
