@@ -120,9 +120,13 @@ class AttentionOptions:
         Paper's model: recompute the loss at the optimum with the general evaluator
         :func:`theorycheck.population.attention_loss` when affordable.
     certify : {None, "interval"}, default None
-        Paper's model, squared loss: ``"interval"`` adds a rigorous lower bound on ``min L`` over the
-        search box by interval branch and bound (:func:`theorycheck.solvers.attention.interval_certificate`);
-        the status is 4 unless ``lower <= L* <= lower + certify_options["tol"]`` (default 1e-9).
+        Paper's model, squared loss: ``"interval"`` adds rigorous bounds ``lower <= min L <= upper`` over
+        the search box by interval branch and bound (:func:`theorycheck.solvers.attention.interval_certificate`),
+        enlarging the box until the certified argmin is interior (at most 4 rounds, |coordinate| <= 200);
+        status 0 (``certificate["kind"] = "certified optimum"``) needs an interior argmin and
+        ``L* - lower <= certify_options["tol"]`` (default 1e-9); an argmin on the box is status 3
+        (``"bound on the box"``); otherwise 4. The returned point lies in ``certificate["box"]`` and
+        ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
     certify_options : dict or None, default None
         Passed to ``interval_certificate`` (``tol``, ``max_boxes``); needs ``certify="interval"``.
     family : None, "co-topic", array or list of arrays, default None

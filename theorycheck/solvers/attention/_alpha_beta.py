@@ -20,6 +20,13 @@ Certificate (both values):
 3. local refinement (scipy bounded Brent / L-BFGS-B) from the best grid point, a
    finite-difference stationarity residual, and (when affordable) the loss recomputed at the
    optimum by the general evaluator :func:`theorycheck.population.attention_loss`.
+4. optionally (``options.certify="interval"``, :func:`_attach_interval`) the rigorous interval
+   certificate on a box enlarged until its certified argmin is interior (:data:`MAX_ENLARGE`
+   rounds, :data:`ENLARGE_CAP`). What it proves (SPEC §7, interval certificate): ``lower <= min_B L
+   <= upper`` on the final box ``B``, with the returned point in ``B`` and ``lower <= fun <= upper``
+   (checked); status 0 only for a converged, interior argmin (``kind="certified optimum"``: every
+   minimiser over ``B`` is a local minimiser of ``L``); status 3 is a bound on the box only.
+   It does not prove that ``min_B L`` is the global minimum beyond ``B`` (tails: step 2, floats).
 
 For the block ``W^V`` the loss depends only on ``K = e^alpha + (v - 1) e^beta`` (a flat direction):
 the canonical representative reported is ``alpha* = beta* = log(K*/v)`` (uniform per-word weight
@@ -47,6 +54,7 @@ from .._certify import (
     ITERATION_LIMIT,
     NOT_CERTIFIED,
     ON_BOUNDARY,
+    STATUS_MESSAGES,
     SUCCESS,
     check_contract,
 )
@@ -54,7 +62,7 @@ from .._certify import (
     certify as certify_residuals,
 )
 from .._result import SolveResult
-from ._interval import interval_certificate
+from ._interval import DEFAULT_BOXES, interval_certificate
 
 __all__ = ["solve_alpha_beta", "ATTENTION_METHODS", "DEFAULT_TOL"]
 
@@ -178,25 +186,132 @@ def solve_alpha_beta(tm: TopicModel, mk: Masking, method, reg, tol, solver, opts
     return res
 
 
+#: Automatic enlargement of the certified box (``certify="interval"``): at most this many rounds, each
+#: moving every side that the certified argmin touches outward by the width of its axis, never beyond
+#: ``|coordinate| <= ENLARGE_CAP`` (the loss terms ``e^{-|x|}`` are below double precision long before).
+MAX_ENLARGE = 4
+ENLARGE_CAP = 200.0
+
+
+def _touching(cert):
+    """Indices ``(axis, side)`` of the box sides that the certified argmin hull touches (side 0 low, 1 high)."""
+    return [(i, s) for i, ((lo, hi), (alo, ahi)) in enumerate(zip(cert.box, cert.argmin))
+            for s, hit in ((0, alo <= lo), (1, ahi >= hi)) if hit]  # fmt: skip
+
+
+def _enlarged(box, touching):
+    """``box`` with each touching side moved out by its axis width, within ``[-ENLARGE_CAP, ENLARGE_CAP]``;
+    ``None`` when no side can move."""
+    out = [list(b) for b in box]
+    for i, s in touching:
+        lo, hi = box[i]
+        w = hi - lo
+        out[i][s] = max(lo - w, min(-ENLARGE_CAP, lo)) if s == 0 else min(hi + w, max(ENLARGE_CAP, hi))
+    out = tuple(tuple(b) for b in out)
+    return None if out == tuple(tuple(b) for b in box) else out
+
+
+def _certified_box(tm, mk, value, box, opts):
+    """Interval certificates on ``box`` (default :data:`DEFAULT_BOXES`), enlarged while the converged
+    certificate's argmin touches a side (:data:`MAX_ENLARGE`, :data:`ENLARGE_CAP`); the last one, the
+    list of boxes tried and whether the argmin is interior."""
+    box = DEFAULT_BOXES[value] if box is None else ((box,) if value == "block" else box)
+    tried = []
+    for _ in range(MAX_ENLARGE + 1):
+        cert = interval_certificate(tm, mk, value, box=box, **opts)
+        tried.append([list(b) for b in cert.box])
+        touching = _touching(cert)
+        if not touching or not cert.converged:
+            break
+        nxt = _enlarged(cert.box, touching)
+        if nxt is None:
+            break
+        box = nxt
+    return cert, tried, not touching
+
+
+def _in_box(x, box):
+    return all(lo <= c <= hi for c, (lo, hi) in zip(x, box))
+
+
+def _point_of(res, value):
+    return (res.info["logK"],) if value == "block" else (res.info["alpha"], res.info["beta"])
+
+
+def _move_to(res, tm, mk, value, x):
+    """Replace the result's point by ``x`` (a point of the certified box) and its float loss."""
+    if value == "block":
+        lk = float(x[0])
+        L = float(alpha_beta_loss_logK(lk, tm, mk))
+        a = b = lk - math.log(tm.v)
+    else:
+        a, b = float(x[0]), float(x[1])
+        L = float(alpha_beta_loss(a, b, tm, mk, "identity"))
+    cert, flat = res.info.get("certificate"), res.info.get("flat_direction")
+    res.info.update(_common_info(tm, mk, value, a, b, L, "squared"), beta_to_minus_inf=False, moved_to_box=True)
+    res.info.update(certificate=cert, flat_direction=flat)
+    res.x, res.fun = np.array([a, b]), L
+
+
 def _attach_interval(res, tm, mk, value, box, opts):
-    """Add the rigorous interval bound to ``res.certificate``; downgrade the status if it does not hold."""
-    cert = interval_certificate(tm, mk, value, box=box, **opts)
-    record = cert.as_dict()
+    """Add the rigorous interval certificate to ``res.certificate`` (SPEC §7, "interval certificate").
+
+    The certificate's box starts at ``box`` (default :data:`DEFAULT_BOXES`) and is enlarged
+    (:func:`_certified_box`) until the certified argmin is interior. Then, by construction:
+
+    (a) the returned point lies in the certified box (the solver's point if it does, else the
+        certificate's best point ``x_best``, and ``info["moved_to_box"]``);
+    (b) ``lower <= fun <= upper`` (checked here: a violation beyond rounding is an error; at rounding
+        level the enclosure is widened to hold ``fun``, which keeps both bounds rigorous);
+    (c) status 0 only for ``kind="certified optimum"``: converged, argmin interior to the box,
+        ``fun - lower <= tol`` and the solver's own checks passed; an argmin on the (capped) box is
+        status 3 with ``kind="bound on the box"``; otherwise status 4, ``kind="not certified"``.
+    """
+    cert, tried, interior = _certified_box(tm, mk, value, box, opts)
+    cbox = cert.box
+    moved = not _in_box(_point_of(res, value), cbox) or (res.status == ON_BOUNDARY and interior and cert.converged)
+    if moved:
+        _move_to(res, tm, mk, value, cert.x_best)
+    x = _point_of(res, value)
+    if not _in_box(x, cbox):
+        raise AssertionError(f"interval certificate: the returned point {x} is outside the certified box {cbox}")
+    slack = 1e-12 * max(1.0, abs(res.fun))
+    if not (cert.lower - slack <= res.fun <= max(cert.upper, res.fun)):
+        raise AssertionError(f"interval certificate contradicts the result: L = {res.fun!r} < lower = {cert.lower!r}")
+    lower, upper = min(cert.lower, res.fun), max(cert.upper, res.fun)
+    if not lower <= res.fun <= upper:
+        raise AssertionError(f"interval certificate: lower {lower!r} <= L {res.fun!r} <= upper {upper!r} fails")
+    excess = res.fun - lower
+    ok = cert.converged and excess <= cert.tol
+    if not interior and cert.converged:
+        status, kind = ON_BOUNDARY, "bound on the box"
+        msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the box "
+               f"{[list(b) for b in cbox]} after {len(tried) - 1} enlargement(s); lower = min over the box only, "
+               "not a certified optimum")  # fmt: skip
+    elif ok and (res.status == SUCCESS or moved):
+        status, kind, msg = SUCCESS, "certified optimum", res.message if not moved else STATUS_MESSAGES[SUCCESS]
+    else:
+        status, kind = (res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED), "not certified"
+        msg = (
+            f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {cert.tol:g}), "
+            f"gap {cert.gap:.3g} after {cert.n_boxes} boxes (converged: {cert.converged}); solver: {res.message}"
+        )
+    res.status, res.message = status, msg
+    if moved:
+        res.info["at_boundary"] = status == ON_BOUNDARY
     res.certificate = {
         **(res.certificate or {}),
-        "lower": cert.lower,
-        "upper": cert.upper,
-        "gap": cert.gap,
+        "lower": lower,
+        "upper": upper,
+        "gap": upper - lower,
         "method": cert.method,
-        "interval": record,
+        "kind": kind,
+        "certified": status == SUCCESS,
+        "box": [list(b) for b in cbox],
+        "boxes_tried": tried,
+        "argmin_interior": interior,
+        "interval": cert.as_dict(),
     }
-    excess = res.fun - cert.lower
-    if res.status == SUCCESS and not (cert.converged and -1e-15 <= excess <= cert.tol):
-        res.status = NOT_CERTIFIED
-        res.message = (
-            f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {cert.tol:g}), "
-            f"gap {cert.gap:.3g} after {cert.n_boxes} boxes (converged: {cert.converged})"
-        )
 
 
 def _detail(res):

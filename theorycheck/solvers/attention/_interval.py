@@ -38,7 +38,9 @@ intervals, adds a second-order bound at the float minimiser (interval Hessian) a
 boxes of a round at once; it falls back to mpmath when a constant leaves the float range.
 
 Scope: squared loss, uniform-tau prior, the search box only (the loss at the box's edges is part
-of the bound, the loss outside is not).
+of the bound, the loss outside is not). ``argmin`` touching a side of the box means the minimum over
+the box may be on that side (the optimum at or beyond the box); ``optimal_attention`` then enlarges
+the box, and reports a bound on the box (status 3) when the argmin still touches it at the cap.
 """
 
 from __future__ import annotations

@@ -82,9 +82,15 @@ def optimal_attention(
         ``attention_ratio`` (per-word same-topic : different-topic weight ``K/v``),
         ``same_word_weight``, ``same_topic_weight``, ``flat_direction``, ``at_boundary``;
         ``certificate``: grid lower bound, Lipschitz estimate, tails, derivatives (and with
-        ``certify="interval"``: ``lower``, ``upper``, ``gap``, ``method``, ``interval``).
+        ``certify="interval"``: ``lower``, ``upper``, ``gap``, ``method``, ``kind``, ``certified``,
+        ``box``, ``boxes_tried``, ``argmin_interior``, ``interval``).
         Status: 0 certified; 1 local refinement hit its iteration limit; 3 minimiser on the search
         box (e.g. ``beta* -> -inf``, reported with the box value); 4 a residual check failed.
+        With ``certify="interval"`` (SPEC §7, interval certificate) the box is enlarged until the
+        certified argmin is interior (capped); the returned point always lies in
+        ``certificate["box"]`` and ``lower <= fun <= upper`` always holds; status 0 iff
+        ``certificate["kind"] == "certified optimum"``, status 3 is ``"bound on the box"`` (a lower
+        bound on the box's minimum only, not a certified optimum).
         General model: see :func:`._family.solve_family`.
 
     """
