@@ -433,8 +433,12 @@ def alpha_beta_loss(
     )
     _check(tm, mk, value)
     loss = check_loss(loss)
-    al = _as_float_array("alpha", alpha)
-    be = _as_float_array("beta", beta)
+    return family_loss(_as_float_array("alpha", alpha), _as_float_array("beta", beta), tm, mk, value, loss)
+
+
+def family_loss(al, be, tm: TopicModel, mk: Masking, value: str, loss: str) -> float | np.ndarray:
+    """:func:`alpha_beta_loss` on arguments already validated (float arrays, the paper's model,
+    ``value`` and ``loss`` checked): the route of callers that evaluate it many times."""
     al, be = np.broadcast_arrays(al, be)
     if value == "block":
         with np.errstate(divide="ignore"):
@@ -443,6 +447,12 @@ def alpha_beta_loss(
     else:
         out = _identity_loss(al, be, tm, mk, loss=loss)
     out = np.asarray(out, dtype=np.float64)
+    return float(out) if out.ndim == 0 else out
+
+
+def logK_loss(logK, tm: TopicModel, mk: Masking, loss: str) -> float | np.ndarray:
+    """:func:`alpha_beta_loss_logK` with the stage-1 constants on validated arguments (inner loops)."""
+    out = np.asarray(_block_loss_logK(np.asarray(logK, dtype=np.float64), tm, mk, None, loss), dtype=np.float64)
     return float(out) if out.ndim == 0 else out
 
 

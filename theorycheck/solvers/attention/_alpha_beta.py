@@ -44,12 +44,11 @@ from scipy import optimize
 from ..._validate import check_choice, check_int
 from ...models import Masking, TopicModel
 from ...population import (
-    alpha_beta_loss,
-    alpha_beta_loss_logK,
     alpha_beta_score_matrix,
     alpha_beta_value_matrix,
     attention_loss,
 )
+from ...population._alpha_beta import family_loss, logK_loss
 from .._certify import (
     ITERATION_LIMIT,
     NOT_CERTIFIED,
@@ -242,11 +241,11 @@ def _move_to(res, tm, mk, value, x):
     """Replace the result's point by ``x`` (a point of the certified box) and its float loss."""
     if value == "block":
         lk = float(x[0])
-        L = float(alpha_beta_loss_logK(lk, tm, mk))
+        L = float(logK_loss(lk, tm, mk, "squared"))
         a = b = lk - math.log(tm.v)
     else:
         a, b = float(x[0]), float(x[1])
-        L = float(alpha_beta_loss(a, b, tm, mk, "identity"))
+        L = float(family_loss(a, b, tm, mk, "identity", "squared"))
     cert, flat = res.info.get("certificate"), res.info.get("flat_direction")
     res.info.update(_common_info(tm, mk, value, a, b, L, "squared"), beta_to_minus_inf=False, moved_to_box=True)
     res.info.update(certificate=cert, flat_direction=flat)
@@ -323,7 +322,7 @@ def _detail(res):
 
 
 def _common_info(tm, mk, value, alpha, beta, loss, kind):
-    L0 = float(alpha_beta_loss(0.0, 0.0, tm, mk, value, loss=kind))
+    L0 = float(family_loss(0.0, 0.0, tm, mk, value, kind))
     logK = float(np.logaddexp(alpha, math.log(tm.v - 1) + beta)) if tm.v > 1 else alpha
     K = math.exp(logK) if logK < 700 else math.inf
     return dict(
@@ -353,10 +352,10 @@ def _block_search(f, x, F, options, log_v):
 
 def _solve_block(tm, mk, n_grid, box, kind, options):
     def f(lk):
-        return float(alpha_beta_loss_logK(lk, tm, mk, loss=kind))
+        return float(logK_loss(lk, tm, mk, kind))
 
     x = np.linspace(box[0], box[1], n_grid)
-    F = np.asarray(alpha_beta_loss_logK(x, tm, mk, loss=kind))
+    F = np.asarray(logK_loss(x, tm, mk, kind))
     i, lk, flat, r = _block_search(f, x, F, options, math.log(tm.v))
     if flat:  # e.g. only [MASK] queries, or a constant context: L does not depend on K
         lk = math.log(tm.v)
@@ -419,10 +418,10 @@ def _identity_search(fun, A, B, F, box, options):
 def _solve_identity(tm, mk, n_grid, box, kind, options):
     (a0, a1), (b0, b1) = box or IDENTITY_GRID
     A, B = np.linspace(a0, a1, n_grid), np.linspace(b0, b1, n_grid)
-    F = np.asarray(alpha_beta_loss(A[:, None], B[None, :], tm, mk, "identity", loss=kind))
+    F = np.asarray(family_loss(A[:, None], B[None, :], tm, mk, "identity", kind))
 
     def fun(z):
-        return float(alpha_beta_loss(z[0], z[1], tm, mk, "identity", loss=kind))
+        return float(family_loss(z[0], z[1], tm, mk, "identity", kind))
 
     box = list(box or IDENTITY_BOX)
     z, beta_to_minus_inf, (i, j), r, nit = _identity_search(fun, A, B, F, box, options)
