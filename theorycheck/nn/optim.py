@@ -78,7 +78,7 @@ class Adam:
             p -= lr * (m / c1) / (np.sqrt(v / c2) + eps)
 
     def state_dict(self) -> dict:
-        out = {"t": self.t}
+        out: dict[str, int | np.ndarray] = {"t": self.t}
         out.update({f"m/{k}": a.copy() for k, a in self.m.items()})
         out.update({f"v/{k}": a.copy() for k, a in self.v.items()})
         return out

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import Any
 
 from .._dask import resolve_executor
 from .._io import atomic_write_text, write_json
@@ -259,7 +260,7 @@ def _compensation_grid() -> list[tuple[str, TrainConfig]]:
     ``summary.md`` lists the Gram block score and the same-topic : different-topic attention ratio
     (length-normalised, 1 = uniform) of each run."""
     d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
-    common = dict(
+    common: dict[str, Any] = dict(
         V1=d.V1,
         embedding="trained",
         decoder="tied",

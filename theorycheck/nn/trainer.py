@@ -66,7 +66,7 @@ class TrainResult:
     stages: dict | None
     out: str | None
     seconds: float
-    model: Transformer = field(repr=False, default=None)
+    model: Transformer | None = field(repr=False, default=None)
     history: list = field(repr=False, default_factory=list)
 
 
@@ -119,6 +119,7 @@ class Trainer:
         self.model = Transformer(cfg.model, rng=np.random.default_rng([cfg.seed, 0]))
         self.refs = References(cfg, self.tm, self.mk)
         if cfg.init_W_V == "stage1-optimum":
+            assert self.refs.W_V is not None  # References computes W_V for init_W_V="stage1-optimum"
             for lay in self.model.layers:
                 lay.params["W_V"][...] = self.refs.W_V[None]
         self.opt = make_optimizer(cfg.optim)
@@ -155,6 +156,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ run folder
     def _write_config(self):
+        assert self.out is not None  # called only for a run with a folder (see run)
         cfg = self.cfg.to_dict()
         cfg["versions"] = {
             "theorycheck": __version__,
@@ -167,6 +169,7 @@ class Trainer:
 
     def _open_folder(self, resume: bool):
         """Start a fresh folder or restore the newest checkpoint; return the metrics file, open for appending."""
+        assert self.out is not None  # called only for a run with a folder (see run)
         self.out.mkdir(parents=True, exist_ok=True)
         mpath = self.out / "metrics.jsonl"
         if resume:
@@ -272,6 +275,7 @@ class Trainer:
     def _finish(self):
         """Write ``params.npz`` (layer 0, head 0 matrices, ``W_E``, ``b_dec``, ``W_dec`` and
         ``full/*`` = the whole state) and ``stages.json``; return the stage boundaries."""
+        assert self.out is not None  # called only for a run with a folder (see run)
         m, recs = self.model, load_metrics(self.out)
         lay = m.layers[0]
         tab = np.eye(self.cfg.data.V1) if m.embedding.one_hot else m.embedding.params["W_E"]
