@@ -104,7 +104,7 @@ def import_path(path: str, name: str | None = None):
     finally:
         if sys.path and sys.path[0] == folder:
             del sys.path[0]
-    mod.__theorycheck_digest__ = _digest(path)
+    mod.__theorycheck_digest__ = _digest(path)  # type: ignore[attr-defined]  # a module attribute set at runtime
     return mod
 
 
