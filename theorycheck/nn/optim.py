@@ -89,7 +89,7 @@ class Adam:
         self.v = {k[2:]: np.array(a) for k, a in st.items() if k.startswith("v/")}
 
 
-def make_optimizer(cfg: OptimConfig):
+def make_optimizer(cfg: OptimConfig) -> SGD | Adam:
     """:class:`SGD` or :class:`Adam` for ``cfg.name``."""
     if not isinstance(cfg, OptimConfig):
         raise TypeError(f"cfg must be an OptimConfig, got {type(cfg).__name__}")

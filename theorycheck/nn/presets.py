@@ -13,6 +13,9 @@ Figures are drawn by the caller (:func:`theorycheck.report.training.write_figure
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from ..solvers import optimal_attention, optimal_value_matrix
 from .checkpoint import list_checkpoints
 from .config import DataConfig, ModelConfig, OptimConfig, TrainConfig
 from .model import Transformer
+from .probes import Probe
 from .trainer import train
 
 __all__ = ["PRESETS", "ABLATION_SETTINGS", "SUMMARY_COLUMNS", "preset", "run_preset"]
@@ -293,7 +297,7 @@ def _compensation_grid() -> list[tuple[str, TrainConfig]]:
     ]
 
 
-PRESETS = {
+PRESETS: dict[str, Callable[[], TrainConfig | list[tuple[str, TrainConfig]]]] = {
     "official-demo": _preset_official_demo,
     "stage1-population": _preset_stage1_population,
     "stage2-population": _preset_stage2_population,
@@ -305,7 +309,7 @@ PRESETS = {
 }
 
 
-def preset(name: str):
+def preset(name: str) -> TrainConfig | list[tuple[str, TrainConfig]]:
     """The :class:`TrainConfig` of a preset (a list of ``(label, TrainConfig)`` for ``"ablation"``)."""
     check_choice("preset", name, tuple(PRESETS))
     return PRESETS[name]()
@@ -313,17 +317,17 @@ def preset(name: str):
 
 def run_preset(
     name: str,
-    out,
+    out: str | os.PathLike,
     *,
     steps: int | None = None,
     seed: int | None = None,
-    seeds=None,
+    seeds: Sequence[int] | None = None,
     checkpoint_every: int | None = None,
     progress: bool = True,
     resume: bool = False,
-    probes=(),
-    executor=None,
-    client=None,
+    probes: Iterable[Probe] = (),
+    executor: Executor | None = None,
+    client: Any = None,
 ) -> dict:
     """Run a preset into the folder ``out`` and return a JSON-able summary (also ``summary.json``).
 

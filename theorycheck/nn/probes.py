@@ -23,6 +23,7 @@ against ``C Sigma^+`` of the general moments (SPEC §11.3).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..population import moments
 from ..solvers import identifiable_part, optimal_attention, optimal_embedding_gram
 from .config import ModelConfig, TrainConfig
 from .data import DataStream
+from .model import Transformer
 
 __all__ = [
     "ProbeContext",
@@ -161,6 +163,10 @@ class ProbeContext:
     mk: Masking
     stream: DataStream
     refs: References
+
+
+#: A probe: ``(model, ctx) -> dict`` of metrics logged at every metrics step.
+Probe = Callable[[Transformer, ProbeContext], dict]
 
 
 def kq_norm(lay) -> float:

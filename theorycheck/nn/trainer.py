@@ -19,10 +19,12 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import platform
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +43,7 @@ from .config import TrainConfig
 from .data import DataStream
 from .model import Transformer
 from .optim import make_optimizer
-from .probes import DEFAULT_PROBES, ProbeContext, References
+from .probes import DEFAULT_PROBES, Probe, ProbeContext, References
 
 __all__ = ["Trainer", "TrainResult", "TrainingInterrupted", "train", "load_metrics", "stage_curves"]
 
@@ -102,7 +104,14 @@ class Trainer:
     logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES` (any topic model: a
     general topic-word matrix ``cfg.data.phi`` is probed by dominant topics)."""
 
-    def __init__(self, cfg: TrainConfig, out=None, *, probes=(), progress: bool = True):
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        out: str | os.PathLike | None = None,
+        *,
+        probes: Iterable[Probe] = (),
+        progress: bool = True,
+    ):
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
         cfg.validate()
@@ -315,7 +324,7 @@ def _json_step(line: str) -> int:
     return int(_loads(line)["step"])
 
 
-def stage_curves(recs) -> tuple[list, list]:
+def stage_curves(recs: list[dict]) -> tuple[list, list]:
     """The two curves the norm rule of :func:`theorycheck.analysis.stats.detect_stages` reads (SPEC §5.2).
 
     One layer: ``||W^V||_F`` and ``c ||sum_h W_K^T W_Q||_F`` (the score matrix, whose topic part
@@ -339,12 +348,19 @@ def stage_curves(recs) -> tuple[list, list]:
     return [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs]
 
 
-def load_metrics(out) -> list[dict]:
+def load_metrics(out: str | os.PathLike) -> list[dict]:
     """Read ``metrics.jsonl`` of a run folder."""
     path = Path(out) / "metrics.jsonl"
     return [_loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
-def train(cfg: TrainConfig, out=None, *, probes=(), progress: bool = True, resume: bool = False) -> TrainResult:
+def train(
+    cfg: TrainConfig,
+    out: str | os.PathLike | None = None,
+    *,
+    probes: Iterable[Probe] = (),
+    progress: bool = True,
+    resume: bool = False,
+) -> TrainResult:
     """Run ``cfg`` (optionally writing the run folder ``out``); see :class:`Trainer`."""
     return Trainer(cfg, out, probes=probes, progress=progress).run(resume=resume)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from .._io import atomic_directory, dumps_json
@@ -122,7 +123,7 @@ def write_report(
     out: str | os.PathLike,
     *,
     figures: bool = True,
-    skipped=(),
+    skipped: Iterable[str] = (),
     force: bool = False,
     command: str = "theorycheck verify",
     tier: str = "default",

@@ -42,7 +42,7 @@ from .. import _threads
 from .._io import jsonable
 from .._threads import blas_threads
 from .._validate import check_int
-from .cache import SourceHasher, check_key
+from .cache import ResultCache, SourceHasher, check_key
 from .claims import TIERS, Claim, ClaimResult
 from .discovery import origin_of, resolve, shippable
 
@@ -231,7 +231,7 @@ def run_claims(
     tier: str = "default",
     jobs: int = 1,
     executor: Executor | None = None,
-    cache=None,
+    cache: ResultCache | None = None,
 ) -> list[ReportRow]:
     """Run every check of ``tier`` (see the module docstring); rows in claim/parameter order.
 
