@@ -7,6 +7,7 @@ bad flag or name raises ``ValueError``, which the main CLI prints and turns into
 from __future__ import annotations
 
 import shlex
+from typing import cast
 
 from ..problems._registry import list_problems
 from ..problems._run import DEFAULT_SOLVERS, QUICK, run_benchmark
@@ -85,7 +86,7 @@ def run(args) -> int:
     problems, solvers, levels, budget = _csv(args.problems), _csv(args.solvers), _levels(args.sizes), args.budget
     if args.quick:
         problems = problems or QUICK["problems"]
-        solvers = solvers or list(QUICK["solvers"])
+        solvers = solvers or list(cast("list[str]", QUICK["solvers"]))
         levels = levels or [0]
         budget = min(budget, QUICK["budget"])
     if args.solver:

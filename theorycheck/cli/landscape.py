@@ -5,11 +5,13 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
 from .._validate import check_int, check_loss
 from ..analysis.landscape import DEFAULT_SWEEP, asymptotic_sweep, growth_configs
-from ..models import require_symmetric
+from ..models import TopicModel, require_symmetric
 from ..report.landscape import write_landscape
 from .common import (
     add_json_flag,
@@ -65,7 +67,8 @@ def run(args) -> int:
     rows = None
     if kind is not None:
         with scheduler_executor(args.scheduler) as ex:
-            configs = DEFAULT_SWEEP if kind == "spec" else growth_configs(v=tm.v)
+            v = cast(TopicModel, tm).v  # require_symmetric above
+            configs = DEFAULT_SWEEP if kind == "spec" else growth_configs(v=v)
             rows = asymptotic_sweep(configs, mk, value=args.value, executor=ex)
     kw = {"value": args.value, "n_grid": args.n_grid, "loss": loss, "force": args.force, "command": command(args)}
     info = write_landscape(tm, mk, out, sweep=rows, **kw)

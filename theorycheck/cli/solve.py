@@ -18,6 +18,7 @@ import inspect
 import io
 import math
 import sys
+from typing import Any
 
 import numpy as np
 
@@ -181,7 +182,7 @@ def format_summary(summary: dict) -> str:
 def npz_payload(problem: str, res, tm, summary: dict) -> bytes:
     """``.npz`` bytes: the optimum (``W`` or ``A, B0, gamma``; ``G`` or ``x, y``; ``x = [alpha, beta]``),
     ``status``, ``method``, ``fun``, ``T``, ``v`` and ``resid_<name>`` for every residual."""
-    payload = {f"resid_{k}": np.float64(v) for k, v in summary["residuals"].items()}
+    payload: dict[str, Any] = {f"resid_{k}": np.float64(v) for k, v in summary["residuals"].items()}
     payload.update(status=np.int64(res.status), method=np.str_(res.method), fun=np.float64(res.fun))
     payload.update(problem=np.str_(problem), T=np.float64(tm.T), v=np.float64(getattr(tm, "v", np.nan)))
     payload.update({k: np.float64(v) for k, v in summary["optimum"].items() if isinstance(v, float)})

@@ -217,6 +217,7 @@ def scale_preset_lr(preset_cfg, cfg):
     if ours is None:
         return cfg, rec
     ref = sgd_curvature(preset_cfg.data.topic_model(), preset_cfg.data.masking(), preset_cfg.model)
+    assert ref is not None  # the bound depends on the model settings only, which cfg keeps from the preset
     ratio = ref[0] / ours[0]
     exact = set(cfg.model.train) == {"W_V"} and cfg.model.attention == "uniform"
     factor = ratio if exact else min(1.0, ratio)

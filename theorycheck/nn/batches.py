@@ -15,13 +15,16 @@ Losses are ``sum_e sum_x Y[e, x] l(o_e, x)`` over the loss entries ``e``.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
 
 from .._validate import check_choice
+from ..models import GeneralTopicModel, Masking
 from ..population import population_contexts
+from .config import ModelConfig
 from .layers import Groups
 
 __all__ = [
@@ -209,7 +212,15 @@ def _check_masked(inputs, selected, targets, V1):
     return inputs.astype(np.int64), selected, targets.astype(np.int64)
 
 
-def count_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
+def count_batch(
+    inputs: np.ndarray,
+    selected: np.ndarray,
+    targets: np.ndarray,
+    V1: int,
+    *,
+    mask_keys: bool = False,
+    average: str = "document",
+) -> CountBatch:
     """Token-count form of a masked batch (see :class:`CountBatch`).
 
     Parameters
@@ -247,20 +258,48 @@ def count_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, 
     )
 
 
-def merged_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
+def merged_batch(
+    inputs: np.ndarray,
+    selected: np.ndarray,
+    targets: np.ndarray,
+    V1: int,
+    *,
+    mask_keys: bool = False,
+    average: str = "document",
+) -> PositionBatch:
     """:class:`PositionBatch` with one row per distinct token of each document (key weight =
     its count as a key); exact for any depth. Arguments as :func:`count_batch`."""
     return count_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average).to_positions()
 
 
-def make_batch(cfg, inputs, selected, targets, *, average: str = "document"):
+def make_batch(
+    cfg: ModelConfig,
+    inputs: np.ndarray,
+    selected: np.ndarray,
+    targets: np.ndarray,
+    *,
+    average: str = "document",
+) -> CountBatch | PositionBatch:
     """The batch form ``cfg.batch_form`` of a :class:`~theorycheck.nn.ModelConfig` asks for
     (``mask_keys`` from ``cfg``)."""
-    build = {"count": count_batch, "merged": merged_batch, "position": position_batch}[cfg.batch_form]
+    builders: dict[str, Callable[..., CountBatch | PositionBatch]] = {
+        "count": count_batch,
+        "merged": merged_batch,
+        "position": position_batch,
+    }
+    build = builders[cfg.batch_form]
     return build(inputs, selected, targets, cfg.V1, mask_keys=cfg.mask_keys, average=average)
 
 
-def position_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = False, average: str = "document"):
+def position_batch(
+    inputs: np.ndarray,
+    selected: np.ndarray,
+    targets: np.ndarray,
+    V1: int,
+    *,
+    mask_keys: bool = False,
+    average: str = "document",
+) -> PositionBatch:
     """Position form of a masked batch (see :class:`PositionBatch`); arguments as :func:`count_batch`."""
     check_choice("average", average, ("document", "token"))
     inputs, selected, targets = _check_masked(inputs, selected, targets, V1)
@@ -280,7 +319,7 @@ def position_batch(inputs, selected, targets, V1: int, *, mask_keys: bool = Fals
     )
 
 
-def population_batch(tm, mk, *, mask_keys: bool = False) -> CountBatch:
+def population_batch(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool = False) -> CountBatch:
     """Exact infinite-document population (N -> inf) as a weighted :class:`CountBatch` (SPEC §4.0).
 
     Every ``tau``-subset ``S`` is one context with key density ``m_S`` (``p_S`` if ``mask_keys``);

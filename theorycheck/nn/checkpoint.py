@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
 import re
 import warnings
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ from .._io import atomic_write_bytes, atomic_write_text, dumps_json
 from .._validate import TheorycheckWarning
 from .._version import __version__
 from .config import TrainConfig, config_diff, config_hash
+from .model import Transformer
+from .optim import SGD, Adam
 
 __all__ = ["KEEP", "Checkpoint", "save_checkpoint", "load_checkpoint", "list_checkpoints", "remove_checkpoints"]
 
@@ -65,7 +68,7 @@ def remove_checkpoints(out, keep: int = 0) -> None:
         js.with_suffix(".npz").unlink(missing_ok=True)
 
 
-def save_checkpoint(out, step: int, model, opt, cfg: TrainConfig) -> Path:
+def save_checkpoint(out: str | os.PathLike, step: int, model: Transformer, opt: SGD | Adam, cfg: TrainConfig) -> Path:
     """Write ``checkpoint-<step>.npz/.json`` atomically and prune to the last :data:`KEEP`."""
     out = Path(out)
     arrays = {f"param/{k}": v for k, v in model.state_dict().items()}
@@ -118,7 +121,7 @@ def _read(js: Path) -> tuple[dict, Checkpoint]:
     return meta, Checkpoint(step=step, params=params, opt=ost, path=npz)
 
 
-def load_checkpoint(out, cfg: TrainConfig) -> Checkpoint:
+def load_checkpoint(out: str | os.PathLike, cfg: TrainConfig) -> Checkpoint:
     """The newest intact checkpoint of ``out`` for ``cfg`` (see the module docstring).
 
     Raises ``ValueError`` if ``out`` holds no checkpoint, if every checkpoint is damaged, or if the

@@ -19,7 +19,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-from dataclasses import asdict, dataclass, field, fields, replace
+from collections.abc import Sequence
+from dataclasses import Field, asdict, dataclass, field, fields, replace
+from typing import Any, ClassVar, Self
 
 import numpy as np
 
@@ -36,7 +38,9 @@ PARAM_NAMES = ("W_E", "W_K", "W_Q", "W_V", "W_dec", "b_dec")
 class _Validated:
     """Mixin: ``_validate()`` runs after ``__init__`` and after every assignment (rolled back on error)."""
 
-    def __post_init__(self):
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # every subclass is a dataclass
+
+    def __post_init__(self) -> None:
         self._validate()
         object.__setattr__(self, "_ready", True)
 
@@ -58,7 +62,7 @@ class _Validated:
     def _set(self, name, value):
         object.__setattr__(self, name, value)
 
-    def replace(self, **changes):
+    def replace(self, **changes: Any) -> Self:
         """A validated copy with ``changes`` applied (``dataclasses.replace``)."""
         return replace(self, **changes)
 
@@ -95,7 +99,7 @@ class DataConfig(_Validated):
     n_train: int = 10_000
     n_dev: int = 1_000
     average: str = "document"
-    phi: object = None
+    phi: Sequence[Sequence[float]] | np.ndarray | None = None
 
     def _validate(self):
         check_choice("source", self.source, ("fresh", "static", "population"))
@@ -295,6 +299,7 @@ class ModelConfig:
     @property
     def score_factor(self) -> float:
         """Score factor ``c`` of SPEC §3.1: ``1/sqrt(d_a)`` (``scale="sqrt"``) or 1."""
+        assert self.d_a is not None  # set by __post_init__
         return 1.0 / math.sqrt(self.d_a) if self.scale == "sqrt" else 1.0
 
     def to_dict(self) -> dict:
@@ -355,7 +360,7 @@ class TrainConfig(_Validated):
     """
 
     data: DataConfig = field(default_factory=DataConfig)
-    model: ModelConfig | None = None
+    model: ModelConfig = None  # type: ignore[assignment]  # None -> ModelConfig(V1=data.V1) in _validate
     optim: OptimConfig = field(default_factory=OptimConfig)
     steps: int = 1000
     batch_size: int = 40

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..sampling import MaskedBatch, mask_documents, sample_documents
-from .batches import make_batch, population_batch
+from .batches import CountBatch, PositionBatch, make_batch, population_batch
 from .config import TrainConfig
 
 __all__ = ["DataStream"]
@@ -35,15 +35,15 @@ class DataStream:
         self.cfg = cfg
         self.tm = cfg.data.topic_model()
         self.mk = cfg.data.masking()
-        self._pop = None
-        self._train_set = None
-        self.dev = None
-        self._eval_tokens = None
+        self._pop: CountBatch | PositionBatch | None = None
+        self._train_set: MaskedBatch | None = None
+        self.dev: MaskedBatch | None = None
+        self._eval_tokens: np.ndarray | None = None
 
     def _make_batch(self, masked):
         return make_batch(self.cfg.model, masked.inputs, masked.selected, masked.targets, average=self.cfg.data.average)
 
-    def static_sets(self):
+    def static_sets(self) -> MaskedBatch:
         """The masked training set (and ``self.dev``) of the static source, built once."""
         if self._train_set is None:
             d = self.cfg.data
@@ -55,12 +55,11 @@ class DataStream:
                 self.dev = mask_documents(dev, self.tm, self.mk, rng=rng)
         return self._train_set
 
-    def population(self):
+    def population(self) -> CountBatch | PositionBatch:
         """The exact population batch (built once)."""
         if self._pop is None:
-            self._pop = population_batch(self.tm, self.mk, mask_keys=self.cfg.model.mask_keys)
-            if self.cfg.model.batch_form == "merged":
-                self._pop = self._pop.to_positions()
+            pop = population_batch(self.tm, self.mk, mask_keys=self.cfg.model.mask_keys)
+            self._pop = pop.to_positions() if self.cfg.model.batch_form == "merged" else pop
         return self._pop
 
     def batch_at(self, step: int):
@@ -95,6 +94,7 @@ class DataStream:
             return None
         self.static_sets()
         dev = self.dev
+        assert dev is not None  # static_sets() masks a dev set when n_dev > 0
         n = dev.inputs.shape[0]
         tot = 0.0
         n_sel_all = dev.selected.sum()

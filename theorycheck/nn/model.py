@@ -74,6 +74,10 @@ class Transformer:
     ['layers.0.W_V']
     """
 
+    #: what :meth:`forward` leaves for :meth:`backward`: ``("count", None)`` or
+    #: ``("pos", (shape of the packed rows, their tokens, the row of each loss entry, distinct))``
+    _cache: tuple[str, tuple[tuple[int, ...], np.ndarray, np.ndarray, bool] | None]
+
     def __init__(self, cfg: ModelConfig, *, rng=None, seed=None):
 
         if not isinstance(cfg, ModelConfig):
@@ -186,6 +190,7 @@ class Transformer:
             if dXtok is not None:
                 emb.add_table_grad(dXtok.T)
             return
+        assert info is not None  # a "pos" forward left its packing
         shape, tok, qrow, distinct = info
         if distinct:  # every output row read by exactly one loss entry: a permutation of dYq
             dX = np.empty(shape)

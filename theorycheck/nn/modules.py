@@ -121,6 +121,7 @@ class AttentionLayer(Layer):
         super().__init__()
         self.cfg = cfg
         H, d, da = cfg.n_heads, cfg.d, cfg.d_a
+        assert d is not None and da is not None  # set by ModelConfig.__post_init__
         self.uniform = cfg.attention == "uniform"
         for name in ("W_K", "W_Q"):
             value = np.zeros((H, da, d)) if self.uniform else init_matrix(rng, cfg, (H, da, d))

@@ -78,7 +78,7 @@ class Adam:
             p -= lr * (m / c1) / (np.sqrt(v / c2) + eps)
 
     def state_dict(self) -> dict:
-        out = {"t": self.t}
+        out: dict[str, int | np.ndarray] = {"t": self.t}
         out.update({f"m/{k}": a.copy() for k, a in self.m.items()})
         out.update({f"v/{k}": a.copy() for k, a in self.v.items()})
         return out
@@ -89,7 +89,7 @@ class Adam:
         self.v = {k[2:]: np.array(a) for k, a in st.items() if k.startswith("v/")}
 
 
-def make_optimizer(cfg: OptimConfig):
+def make_optimizer(cfg: OptimConfig) -> SGD | Adam:
     """:class:`SGD` or :class:`Adam` for ``cfg.name``."""
     if not isinstance(cfg, OptimConfig):
         raise TypeError(f"cfg must be an OptimConfig, got {type(cfg).__name__}")

@@ -13,7 +13,11 @@ Figures are drawn by the caller (:func:`theorycheck.report.training.write_figure
 from __future__ import annotations
 
 import math
+import os
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
+from typing import Any
 
 from .._dask import resolve_executor
 from .._io import atomic_write_text, write_json
@@ -24,6 +28,7 @@ from ..solvers import optimal_attention, optimal_value_matrix
 from .checkpoint import list_checkpoints
 from .config import DataConfig, ModelConfig, OptimConfig, TrainConfig
 from .model import Transformer
+from .probes import Probe
 from .trainer import train
 
 __all__ = ["PRESETS", "ABLATION_SETTINGS", "SUMMARY_COLUMNS", "preset", "run_preset"]
@@ -259,7 +264,7 @@ def _compensation_grid() -> list[tuple[str, TrainConfig]]:
     ``summary.md`` lists the Gram block score and the same-topic : different-topic attention ratio
     (length-normalised, 1 = uniform) of each run."""
     d = DataConfig(T=10, v=10, tau=None, prior="dirichlet", alpha=0.1, N=(100, 150), source="fresh")
-    common = dict(
+    common: dict[str, Any] = dict(
         V1=d.V1,
         embedding="trained",
         decoder="tied",
@@ -292,7 +297,7 @@ def _compensation_grid() -> list[tuple[str, TrainConfig]]:
     ]
 
 
-PRESETS = {
+PRESETS: dict[str, Callable[[], TrainConfig | list[tuple[str, TrainConfig]]]] = {
     "official-demo": _preset_official_demo,
     "stage1-population": _preset_stage1_population,
     "stage2-population": _preset_stage2_population,
@@ -304,7 +309,7 @@ PRESETS = {
 }
 
 
-def preset(name: str):
+def preset(name: str) -> TrainConfig | list[tuple[str, TrainConfig]]:
     """The :class:`TrainConfig` of a preset (a list of ``(label, TrainConfig)`` for ``"ablation"``)."""
     check_choice("preset", name, tuple(PRESETS))
     return PRESETS[name]()
@@ -312,17 +317,17 @@ def preset(name: str):
 
 def run_preset(
     name: str,
-    out,
+    out: str | os.PathLike,
     *,
     steps: int | None = None,
     seed: int | None = None,
-    seeds=None,
+    seeds: Sequence[int] | None = None,
     checkpoint_every: int | None = None,
     progress: bool = True,
     resume: bool = False,
-    probes=(),
-    executor=None,
-    client=None,
+    probes: Iterable[Probe] = (),
+    executor: Executor | None = None,
+    client: Any = None,
 ) -> dict:
     """Run a preset into the folder ``out`` and return a JSON-able summary (also ``summary.json``).
 

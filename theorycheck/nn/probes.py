@@ -23,6 +23,7 @@ against ``C Sigma^+`` of the general moments (SPEC §11.3).
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,6 +34,7 @@ from ..population import moments
 from ..solvers import identifiable_part, optimal_attention, optimal_embedding_gram
 from .config import ModelConfig, TrainConfig
 from .data import DataStream
+from .model import Transformer
 
 __all__ = [
     "ProbeContext",
@@ -110,14 +112,16 @@ class References:
 
     def __init__(self, cfg: TrainConfig, tm: GeneralTopicModel, mk: Masking):
         self.cfg, self.tm, self.mk = cfg, tm, mk
-        self.W_V = None
+        self.W_V: np.ndarray | None = None
         if cfg.init_W_V == "stage1-optimum" or (_is_stage1_model(cfg.model) and tm.prior == "uniform-tau"):
             self.W_V = stage1_reference(tm, mk)
-        self._K_star = self._gram = False
+        self._K_star: float | None = None
+        self._gram: np.ndarray | None = None
+        self._done: set[str] = set()  # the lazy references already computed
 
     def K_star(self) -> float | None:
-        if self._K_star is False:
-            self._K_star = None
+        if "K_star" not in self._done:
+            self._done.add("K_star")
             mc = self.cfg.model
             if (
                 self.cfg.init_W_V == "stage1-optimum"
@@ -132,8 +136,8 @@ class References:
         return self._K_star
 
     def gram(self) -> np.ndarray | None:
-        if self._gram is False:
-            self._gram = None
+        if "gram" not in self._done:
+            self._done.add("gram")
             mc = self.cfg.model
             if (
                 mc.decoder == "tied"
@@ -161,6 +165,10 @@ class ProbeContext:
     refs: References
 
 
+#: A probe: ``(model, ctx) -> dict`` of metrics logged at every metrics step.
+Probe = Callable[[Transformer, ProbeContext], dict]
+
+
 def kq_norm(lay) -> float:
     """``c ||sum_h W_K,h^T W_Q,h||_F`` of one attention layer."""
     P = lay.params
@@ -171,7 +179,8 @@ def norms(model, ctx) -> dict:
     """Frobenius norms over all heads of layer 0 (``norm_KQ`` = :func:`kq_norm`), per-layer lists
     ``norm_*_layers`` for deeper models, and ``norm_W_E`` for a trained embedding."""
     lay = model.layers[0]
-    rec = {f"norm_{k}": float(np.linalg.norm(lay.params[k])) for k in ("W_V", "W_K", "W_Q")}
+    rec: dict[str, float | list[float]] = {}
+    rec.update({f"norm_{k}": float(np.linalg.norm(lay.params[k])) for k in ("W_V", "W_K", "W_Q")})
     rec["norm_KQ"] = kq_norm(lay)
     if len(model.layers) > 1:
         for key in ("W_V", "W_K", "W_Q"):

@@ -19,10 +19,12 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import platform
 import signal
 import threading
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -41,7 +43,7 @@ from .config import TrainConfig
 from .data import DataStream
 from .model import Transformer
 from .optim import make_optimizer
-from .probes import DEFAULT_PROBES, ProbeContext, References
+from .probes import DEFAULT_PROBES, Probe, ProbeContext, References
 
 __all__ = ["Trainer", "TrainResult", "TrainingInterrupted", "train", "load_metrics", "stage_curves"]
 
@@ -66,7 +68,7 @@ class TrainResult:
     stages: dict | None
     out: str | None
     seconds: float
-    model: Transformer = field(repr=False, default=None)
+    model: Transformer | None = field(repr=False, default=None)
     history: list = field(repr=False, default_factory=list)
 
 
@@ -102,7 +104,14 @@ class Trainer:
     logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES` (any topic model: a
     general topic-word matrix ``cfg.data.phi`` is probed by dominant topics)."""
 
-    def __init__(self, cfg: TrainConfig, out=None, *, probes=(), progress: bool = True):
+    def __init__(
+        self,
+        cfg: TrainConfig,
+        out: str | os.PathLike | None = None,
+        *,
+        probes: Iterable[Probe] = (),
+        progress: bool = True,
+    ):
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
         cfg.validate()
@@ -119,6 +128,7 @@ class Trainer:
         self.model = Transformer(cfg.model, rng=np.random.default_rng([cfg.seed, 0]))
         self.refs = References(cfg, self.tm, self.mk)
         if cfg.init_W_V == "stage1-optimum":
+            assert self.refs.W_V is not None  # References computes W_V for init_W_V="stage1-optimum"
             for lay in self.model.layers:
                 lay.params["W_V"][...] = self.refs.W_V[None]
         self.opt = make_optimizer(cfg.optim)
@@ -155,6 +165,7 @@ class Trainer:
 
     # ------------------------------------------------------------------ run folder
     def _write_config(self):
+        assert self.out is not None  # called only for a run with a folder (see run)
         cfg = self.cfg.to_dict()
         cfg["versions"] = {
             "theorycheck": __version__,
@@ -167,6 +178,7 @@ class Trainer:
 
     def _open_folder(self, resume: bool):
         """Start a fresh folder or restore the newest checkpoint; return the metrics file, open for appending."""
+        assert self.out is not None  # called only for a run with a folder (see run)
         self.out.mkdir(parents=True, exist_ok=True)
         mpath = self.out / "metrics.jsonl"
         if resume:
@@ -272,6 +284,7 @@ class Trainer:
     def _finish(self):
         """Write ``params.npz`` (layer 0, head 0 matrices, ``W_E``, ``b_dec``, ``W_dec`` and
         ``full/*`` = the whole state) and ``stages.json``; return the stage boundaries."""
+        assert self.out is not None  # called only for a run with a folder (see run)
         m, recs = self.model, load_metrics(self.out)
         lay = m.layers[0]
         tab = np.eye(self.cfg.data.V1) if m.embedding.one_hot else m.embedding.params["W_E"]
@@ -311,7 +324,7 @@ def _json_step(line: str) -> int:
     return int(_loads(line)["step"])
 
 
-def stage_curves(recs) -> tuple[list, list]:
+def stage_curves(recs: list[dict]) -> tuple[list, list]:
     """The two curves the norm rule of :func:`theorycheck.analysis.stats.detect_stages` reads (SPEC §5.2).
 
     One layer: ``||W^V||_F`` and ``c ||sum_h W_K^T W_Q||_F`` (the score matrix, whose topic part
@@ -335,12 +348,19 @@ def stage_curves(recs) -> tuple[list, list]:
     return [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs]
 
 
-def load_metrics(out) -> list[dict]:
+def load_metrics(out: str | os.PathLike) -> list[dict]:
     """Read ``metrics.jsonl`` of a run folder."""
     path = Path(out) / "metrics.jsonl"
     return [_loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
 
-def train(cfg: TrainConfig, out=None, *, probes=(), progress: bool = True, resume: bool = False) -> TrainResult:
+def train(
+    cfg: TrainConfig,
+    out: str | os.PathLike | None = None,
+    *,
+    probes: Iterable[Probe] = (),
+    progress: bool = True,
+    resume: bool = False,
+) -> TrainResult:
     """Run ``cfg`` (optionally writing the run folder ``out``); see :class:`Trainer`."""
     return Trainer(cfg, out, probes=probes, progress=progress).run(resume=resume)

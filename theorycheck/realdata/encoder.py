@@ -87,7 +87,7 @@ class EncoderOutput:
         Output of the embedding block (word + position + token-type, LayerNorm).
     """
 
-    hidden: np.ndarray
+    hidden: np.ndarray | None
     attentions: np.ndarray
     embeddings: np.ndarray
 

@@ -46,7 +46,7 @@ class TokenTopics:
     @property
     def has_topic(self) -> np.ndarray:
         """Bool ``(vocab_size,)``: the token carries at least one topic."""
-        return self.vocab_membership.any(axis=1)
+        return np.asarray(self.vocab_membership.any(axis=1))
 
     def topics_of_id(self, i: int) -> frozenset:
         return frozenset(np.flatnonzero(self.vocab_membership[int(i)]).tolist())

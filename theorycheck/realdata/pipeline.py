@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 import numpy as np
 from tqdm.auto import tqdm
@@ -25,7 +26,7 @@ from .mapping import TokenTopics, map_to_tokens
 from .output import write_realdata
 from .theory import theory_comparison
 from .tokenizer import WordPieceTokenizer
-from .topics import BACKENDS, METHODS, assign_topics, fit_lda
+from .topics import BACKENDS, METHODS, TopicFit, WordTopics, assign_topics, fit_lda
 
 __all__ = [
     "RealDataConfig",
@@ -240,8 +241,8 @@ class Prepared:
     corpus: Corpus
     docs_words: list
     stop: frozenset
-    fit: object
-    word_topics: object
+    fit: TopicFit
+    word_topics: WordTopics
     token_topics: TokenTopics
     tokenizer: WordPieceTokenizer
     model: NumpyBert
@@ -306,7 +307,7 @@ def embedding_statistics(prep: Prepared, membership, *, n_no_topic: int, n_boot:
     cos = G / np.outer(nrm, nrm)
     cls = S.pair_classes(pool, membership)
     np.fill_diagonal(cls, -1)
-    values = {"cosine": {}, "dot": {}}
+    values: dict[str, dict[str, np.ndarray]] = {"cosine": {}, "dot": {}}
     for c, name in enumerate(S.CLASSES):
         sel = np.argwhere(cls == c) if name != "same_token" else np.stack([np.arange(pool.size)] * 2, 1)
         if len(sel) > n_values:
@@ -326,7 +327,7 @@ def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng, max_pool: 
     for f in fractions:
         wt = assign_topics(prep.fit, method="top_fraction", top_fraction=f, stop=prep.stop)
         tt = map_to_tokens(wt, prep.tokenizer)
-        row = {"top_fraction": float(f), "topic_tokens": int(tt.token_ids.size)}
+        row: dict[str, Any] = {"top_fraction": float(f), "topic_tokens": int(tt.token_ids.size)}
         if tt.token_ids.size >= 2:
             pool = tt.token_ids
             if pool.size > max_pool:

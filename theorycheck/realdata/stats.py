@@ -179,8 +179,8 @@ def embedding_pair_stats(E, membership, ids, *, n_boot: int = 200, level: float 
     cls = pair_classes(ids, M)
     n = ids.size
     W = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)  # (B, n) token weights
-    out = {"dot": {}, "cosine": {}}
-    boot_means = {"dot": {}, "cosine": {}}
+    out: dict[str, dict[str, PairStats]] = {"dot": {}, "cosine": {}}
+    boot_means: dict[str, dict[str, np.ndarray]] = {"dot": {}, "cosine": {}}
     for c, name in enumerate(CLASSES):
         for metric, Y in (("dot", G), ("cosine", Cos)):
             out[metric][name], boot_means[metric][name] = _class_pair_stats(cls == c, name, Y, W, level)
@@ -381,7 +381,8 @@ def cooccurrence_matrix(sequences, valid, vocab_size: int, *, keep=None):
         ``sum_seq m (m - 1)`` with ``m`` valid positions per sequence.
     """
     V = check_int("vocab_size", vocab_size, low=1)
-    rows, cols = [], []
+    row_parts: list[np.ndarray] = []
+    col_parts: list[np.ndarray] = []
     pp = 0
     for s, (ids, ok) in enumerate(zip(sequences, valid)):
         ids = _check_ids("sequence", ids, V)
@@ -389,11 +390,11 @@ def cooccurrence_matrix(sequences, valid, vocab_size: int, *, keep=None):
         if ok.shape != ids.shape:
             raise ValueError(f"valid mask of sequence {s} has shape {ok.shape}, ids have {ids.shape}")
         t = ids[ok]
-        rows.append(np.full(t.size, s, dtype=np.int64))
-        cols.append(t)
+        row_parts.append(np.full(t.size, s, dtype=np.int64))
+        col_parts.append(t)
         pp += t.size * (t.size - 1)
-    rows = np.concatenate(rows) if rows else np.zeros(0, np.int64)
-    cols = np.concatenate(cols) if cols else np.zeros(0, np.int64)
+    rows = np.concatenate(row_parts) if row_parts else np.zeros(0, np.int64)
+    cols = np.concatenate(col_parts) if col_parts else np.zeros(0, np.int64)
     C = csr_matrix((np.ones(rows.size), (rows, cols)), shape=(len(sequences), V))
     C.sum_duplicates()
     counts = np.asarray(C.sum(axis=0)).ravel().astype(np.int64)

@@ -15,7 +15,7 @@ official code:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.sparse import csr_matrix
@@ -72,6 +72,7 @@ class WordTopics:
 
     words: tuple
     membership: np.ndarray
+    _index: dict[str, int] = field(init=False, repr=False, compare=False)  # word -> row, set by __post_init__
 
     def __post_init__(self):
         m = np.asarray(self.membership, dtype=bool)
@@ -261,6 +262,6 @@ def assign_topics(
         ok = norm[order, cols] >= threshold
         member[order[ok], cols[ok]] = True
         member &= keep[None, :]
-    has = member.any(axis=0)
+    has = np.asarray(member.any(axis=0))
     words = tuple(w for w, h in zip(fit.vocab, has) if h)
     return WordTopics(words, member[:, has].T.copy())

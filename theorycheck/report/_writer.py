@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import fnmatch
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from .._io import atomic_directory, dumps_json
@@ -122,7 +123,7 @@ def write_report(
     out: str | os.PathLike,
     *,
     figures: bool = True,
-    skipped=(),
+    skipped: Iterable[str] = (),
     force: bool = False,
     command: str = "theorycheck verify",
     tier: str = "default",
@@ -176,11 +177,11 @@ def write_report(
                 md += [f"![{c.id} {name}](figures/{name})", ""]
         if skipped:
             md += ["## Skipped", ""] + [f"- {reason}" for reason in skipped] + [""]
-        errors = [r for r in rows if r.error]
+        errors = [(r.claim.id, r.error) for r in rows if r.error]
         if errors:
             md += ["## Errors", ""]
-            for r in errors:
-                md += [f"### {r.claim.id}", "", "```", r.error, "```", ""]
+            for cid, err in errors:
+                md += [f"### {cid}", "", "```", err, "```", ""]
         (tmp / "report.md").write_text("\n".join(md))
     return Path(os.fspath(out)).expanduser().resolve()
 
@@ -244,7 +245,9 @@ def _write_figures(rows: list[ReportRow], folder: Path) -> dict[str, list[str]]:
             by_claim.setdefault(r.claim.id, []).append(r)
     written: dict[str, list[str]] = {}
     for cid, crow in by_claim.items():
-        figs = crow[0].claim.plot([r.result for r in crow])
+        plot = crow[0].claim.plot
+        assert plot is not None  # by_claim holds the claims with a plot only
+        figs = plot([r.result for r in crow])
         for name, fig in figs.items():
             fname = f"{cid}.{name}.png"
             fig.savefig(folder / fname, dpi=110, bbox_inches="tight")

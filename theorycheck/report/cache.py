@@ -164,7 +164,8 @@ class SourceHasher:
 def claim_modules(claim: Claim) -> list[str]:
     """The modules defining the claim's functions (check, falsify, plot)."""
     fns = (claim.check, claim.falsify, claim.plot)
-    return sorted({getattr(f, "__module__", None) for f in fns if f is not None} - {None})
+    mods = (getattr(f, "__module__", None) for f in fns if f is not None)
+    return sorted({m for m in mods if m is not None})
 
 
 def _environment() -> dict:

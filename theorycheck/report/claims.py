@@ -15,11 +15,12 @@ inequality ``measured > expected`` it is ``measured - expected``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "Claim",
@@ -166,7 +167,7 @@ class Claim:
         return res
 
 
-def compare_close(measured, expected, tol: float, **kw) -> ClaimResult:
+def compare_close(measured: ArrayLike, expected: ArrayLike, tol: float, **kw: Any) -> ClaimResult:
     """Equality within ``tol`` (max abs difference for arrays). ``kw`` go to ClaimResult."""
     m = np.asarray(measured, dtype=float)
     e = np.asarray(expected, dtype=float)
@@ -186,7 +187,7 @@ def compare_close(measured, expected, tol: float, **kw) -> ClaimResult:
     )
 
 
-def compare_greater(measured: float, expected: float, **kw) -> ClaimResult:
+def compare_greater(measured: float, expected: float, **kw: Any) -> ClaimResult:
     """Strict inequality ``measured > expected``; margin ``measured - expected``."""
     margin = float(measured) - float(expected)
     return ClaimResult(passed=margin > 0, expected=float(expected), measured=float(measured), margin=margin, **kw)
@@ -262,7 +263,9 @@ def t_interval(values, level: float = 0.95) -> list:
     return [float(x.mean()) - half, float(x.mean()) + half]
 
 
-def over_seeds(check_one: Callable[..., ClaimResult], params: dict, inject=None, *, statistics=()) -> ClaimResult:
+def over_seeds(
+    check_one: Callable[..., ClaimResult], params: dict, inject: dict | None = None, *, statistics: Sequence[str] = ()
+) -> ClaimResult:
     """Judge a seeded (EMPIRICAL) claim on every seed of ``params["seeds"]``; passes iff every seed passes.
 
     ``check_one(dict(params, seed=s), inject)`` checks one seed. The combined result is the

@@ -28,6 +28,7 @@ import importlib.util
 import os
 import sys
 import types
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,7 +105,7 @@ def import_path(path: str, name: str | None = None):
     finally:
         if sys.path and sys.path[0] == folder:
             del sys.path[0]
-    mod.__theorycheck_digest__ = _digest(path)
+    mod.__theorycheck_digest__ = _digest(path)  # type: ignore[attr-defined]  # a module attribute set at runtime
     return mod
 
 
@@ -140,7 +141,7 @@ def _module_files(path: str) -> list[str]:
     return files
 
 
-def load_path(path) -> list[tuple[Claim, str]]:
+def load_path(path: str | os.PathLike) -> list[tuple[Claim, str]]:
     """``(claim, origin)`` of every claim in the file or folder ``path`` (origin: the module's path)."""
     out = []
     for f in _module_files(os.fspath(path)):
@@ -174,7 +175,7 @@ def _builtin() -> tuple[list[tuple[Claim, str]], list]:
     return found, list(proofs_numeric.SKIPPED)
 
 
-def collect(paths=(), *, builtins: bool = True, entry_points: bool = True) -> Registry:
+def collect(paths: Iterable[str | os.PathLike] = (), *, builtins: bool = True, entry_points: bool = True) -> Registry:
     """The claims ``verify`` runs: built-in (``builtins``), installed plugins (``entry_points``) and
     the claim modules under ``paths``; a duplicate id is a :class:`ClaimLoadError` naming both origins."""
     found, skipped = _builtin() if builtins else ([], [])

@@ -103,11 +103,12 @@ def explore_claim(claim: Claim, n: int, *, seed: int = 0, preconditions: tuple |
     def prop(params):
         if not failing:
             out.explored.append(dict(params))
+        res: ClaimResult | None
         try:
             res, err = claim.run(params), None
         except Exception as exc:  # a claim raising on a domain point is a finding too
             res, err = None, traceback.format_exception_only(type(exc), exc)[-1].strip()
-        if err is not None or not res.passed:
+        if res is None or not res.passed:  # res is None exactly when the claim raised (err)
             failing.append((dict(params), res, err))
             raise _Refuted(claim.id)
 
@@ -137,7 +138,10 @@ def format_explore(results: list[ExploreResult], *, markdown: bool = False) -> s
     for r in results:
         cx = "" if r.counterexample is None else _fmt_params(r.counterexample)
         if r.counterexample is not None:
-            why = r.error or f"{decided_by(r.result)}: expected {r.result.expected}, measured {r.result.measured}"
+            res = r.result  # None exactly when the claim raised (r.error)
+            why = r.error
+            if not r.error and res is not None:
+                why = f"{decided_by(res)}: expected {res.expected}, measured {res.measured}"
             cx += f" ({why})"
         pre = r.claim.precondition_text() or "-"
         note = r.skipped or cx

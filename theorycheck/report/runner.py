@@ -42,7 +42,7 @@ from .. import _threads
 from .._io import jsonable
 from .._threads import blas_threads
 from .._validate import check_int
-from .cache import SourceHasher, check_key
+from .cache import ResultCache, SourceHasher, check_key
 from .claims import TIERS, Claim, ClaimResult
 from .discovery import origin_of, resolve, shippable
 
@@ -130,7 +130,7 @@ def _init_worker(numba_threads: int) -> None:
         _threads.configure()
         return
     threadpool_limits(limits=1, user_api="blas")
-    numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))
+    numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]  # set at numba import
 
 
 def process_pool(jobs: int):
@@ -231,7 +231,7 @@ def run_claims(
     tier: str = "default",
     jobs: int = 1,
     executor: Executor | None = None,
-    cache=None,
+    cache: ResultCache | None = None,
 ) -> list[ReportRow]:
     """Run every check of ``tier`` (see the module docstring); rows in claim/parameter order.
 
@@ -264,7 +264,7 @@ def run_claims(
     remote = [t for t in tasks if pool is not None and _picklable(pairs[id(t)])]
     local = [t for t in tasks if not any(t is r for r in remote)]
     try:
-        futures = {pool.submit(execute_many, pairs[id(t)]): t for t in remote}
+        futures = {} if pool is None else {pool.submit(execute_many, pairs[id(t)]): t for t in remote}
         for t in local:
             done(t, execute_many(pairs[id(t)]))
         for fut in as_completed(futures):
@@ -279,7 +279,7 @@ def run_claims(
             pool.shutdown(wait=True, cancel_futures=True)
         bar.close()
     if cache is not None:
-        measured = {}
+        measured: dict[str, float] = {}
         for i in todo:
             k = _timing_key(checks[i][0], checks[i][2])
             measured[k] = max(measured.get(k, 0.0), rows[i].seconds)
