@@ -94,7 +94,7 @@ class DataConfig(_Validated):
     p_m: float = 0.15
     p_c: float = 0.1
     p_r: float = 0.1
-    N: object = (100, 150)
+    N: int | tuple[int, int] | list[int] = (100, 150)
     source: str = "fresh"
     n_train: int = 10_000
     n_dev: int = 1_000

@@ -119,8 +119,7 @@ def _general_residual(alpha, beta, L, tm, mk, value, loss):
         return None
     S = alpha_beta_score_matrix(alpha, beta, tm)
     W = alpha_beta_value_matrix(tm, mk, value)
-    kw = {"loss": "ce"} if loss == "ce" else {}  # default: squared loss
-    return abs(attention_loss(S, W, tm, mk, **kw) - L)
+    return abs(attention_loss(S, W, tm, mk, loss="ce" if loss == "ce" else "squared") - L)
 
 
 def _check_box(box, value):
@@ -201,12 +200,12 @@ def _touching(cert):
 def _enlarged(box, touching):
     """``box`` with each touching side moved out by its axis width, within ``[-ENLARGE_CAP, ENLARGE_CAP]``;
     ``None`` when no side can move."""
-    out = [list(b) for b in box]
+    sides = [list(b) for b in box]
     for i, s in touching:
         lo, hi = box[i]
         w = hi - lo
-        out[i][s] = max(lo - w, min(-ENLARGE_CAP, lo)) if s == 0 else min(hi + w, max(ENLARGE_CAP, hi))
-    out = tuple(tuple(b) for b in out)
+        sides[i][s] = max(lo - w, min(-ENLARGE_CAP, lo)) if s == 0 else min(hi + w, max(ENLARGE_CAP, hi))
+    out = tuple(tuple(b) for b in sides)
     return None if out == tuple(tuple(b) for b in box) else out
 
 

@@ -151,13 +151,13 @@ class _Objective:
         self.nfev += 1
         W, g, mk = self.args
         r = attention_loss_grad(S, W, g, mk, **self.kw)
-        return float(r.loss), r.dS
+        return float(r.loss), r.dS  # type: ignore[arg-type]  # kw has no n_sets: the loss is a float
 
     def loss(self, S):
         """The loss alone (no gradient: a third of the work)."""
         self.nfev += 1
         W, g, mk = self.args
-        return float(attention_loss(S, W, g, mk, **self.kw))
+        return float(attention_loss(S, W, g, mk, **self.kw))  # type: ignore[arg-type]  # kw has no n_sets: a float
 
 
 def _family_starts(obj, basis, n_grid):
@@ -165,7 +165,7 @@ def _family_starts(obj, basis, n_grid):
     k = len(basis)
     if k < 2 or n_grid < 2:
         return [np.zeros(k)]
-    pts = []
+    pts: list[tuple[float, int, np.ndarray]] = []
     for a in np.linspace(*FAMILY_GRID[0], n_grid):
         for b in np.linspace(*FAMILY_GRID[1], n_grid):
             c = np.zeros(k)
