@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from theorycheck.cli import main
+from theorycheck.cli.benchmark import _levels
 from theorycheck.problems import _solvers, load_solver
 from theorycheck.problems._harness import Cell, run_cell
 from theorycheck.problems._report import fit_exponent, performance_profile
-from theorycheck.problems._run import run_benchmark
+from theorycheck.problems._run import DEFAULT, default_levels, plan, run_benchmark
 
 AB = "attention-ab/block:paper"
 USER = textwrap.dedent(
@@ -177,3 +178,13 @@ def test_nothing_applies_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="2-d problems only"):
         run_benchmark(tmp_path / "o", problems=["stage1-value/lsq:paper"], solvers=["Nelder-Mead"], progress=False)
     assert not (tmp_path / "o").exists()
+
+
+def test_default_set_levels_and_budget():
+    # the CLI's default set: levels 0-2 of the dense families, every level of the O(1) block form, 1 s
+    assert _levels("") == "default" and _levels("all") is None and _levels("0,2") == [0, 2]
+    assert DEFAULT == {"levels": [0, 1, 2], "budget": 1.0}
+    assert default_levels("stage1-value/lsq") == [0, 1, 2] and default_levels("stage1-value/block") == [0, 1, 2, 3, 4]
+    cells, _ = plan(["stage1-value/lsq:paper", "stage1-value/block:paper"], ["closed-form"], "default", 1)
+    assert sorted(c.size["T"] for c in cells if c.problem.startswith("stage1-value/lsq")) == [3, 4, 6]
+    assert max(c.size["T"] * c.size["v"] + 1 for c in cells) == 100_001

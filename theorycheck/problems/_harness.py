@@ -18,6 +18,7 @@ import hashlib
 import json
 import math
 import time
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +83,9 @@ class Trace:
 
     def __init__(self, counted: Counted, t0: float):
         self.c, self.t0 = counted, t0
-        self.points, self.stride, self.k, self.last = [], 1, 0, None
+        self.points: list[tuple[float, int, np.ndarray]] = []
+        self.stride, self.k = 1, 0
+        self.last: tuple[float, int, Any] | None = None
 
     def __call__(self, x):
         t, ev = time.perf_counter() - self.t0, self.c.evals

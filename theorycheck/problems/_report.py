@@ -51,12 +51,12 @@ def performance_profile(records, tol: float):
     ``rho_s(tau) = #{instances: r_s <= tau} / #instances``.
     """
     key = f"time_to_{tol:g}"
-    inst = defaultdict(dict)
+    inst: defaultdict[tuple, dict[str, float]] = defaultdict(dict)
     for r in records:
         t = r.get(key)
         inst[(r["problem"], r["size"], r["repeat"])][r["solver"]] = math.inf if t is None else max(float(t), 1e-9)
     solvers = sorted({r["solver"] for r in records})
-    ratios = {s: [] for s in solvers}
+    ratios: dict[str, list[float]] = {s: [] for s in solvers}
     for times in inst.values():
         best = min(times.values())
         for s in solvers:
@@ -186,13 +186,13 @@ def _scaling(plt, recs, family):
 def fastest(records, tol=1e-8):
     """Per family: ``(solver, median time to tol)`` of the solver with the smallest median (None if none)."""
     key = f"time_to_{tol:g}"
-    by = defaultdict(lambda: defaultdict(list))
+    by: defaultdict[str, defaultdict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         by[r["family"]][r["solver"]].append(math.inf if r.get(key) is None else float(r[key]))
     out = {}
     for fam, d in sorted(by.items()):
         med = {s: float(np.median(v)) for s, v in d.items()}
-        s = min(med, key=med.get)
+        s = min(med, key=lambda k: med[k])
         out[fam] = (s, med[s]) if math.isfinite(med[s]) else None
     return out
 
