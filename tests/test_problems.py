@@ -248,3 +248,13 @@ def test_cotopic_optimum_beats_the_grid_and_uniform_attention(model):
     assert p.certificate.kind == "numerical"
     # a stationary point (the optimum lies inside the search box [-60, 60]^2 for these models)
     assert np.max(np.abs(p.minimiser)) < 59.0 and np.linalg.norm(p.grad(p.minimiser)) <= 1e-5
+
+
+@pytest.mark.parametrize("model", ["overlap", "unequal"])
+def test_factorization_on_general_models_reaches_the_sdp_optimum(model):
+    # gram/factor on the overlap and unequal models: the factor of the closed-form Gram attains the
+    # SDP's certified value, and L-BFGS-B from the documented start lands on it (d = rank bound)
+    p = problems.get(f"gram/factor:{model}")
+    assert p.shape[0] == p.d and abs(p.f(p.minimiser) - problems.get(f"gram/sdp:{model}").f_star) <= 1e-12
+    x = problems.SOLVERS["L-BFGS-B"](p, problems.Budget(30.0), lambda x: None)
+    assert p.certificate.lower - 1e-13 <= p.f(x) and p.suboptimality(x) <= 1e-8

@@ -58,7 +58,7 @@ FAMILIES = {
     "stage1-value/block": (ValueBlock, ("paper",)),
     "stage1-value/block-ridge": (ValueBlockRidge, ("paper",)),
     "gram/sdp": (GramSDP, ("paper", "zipf", "overlap", "unequal")),
-    "gram/factor": (GramFactor, ("paper", "zipf")),
+    "gram/factor": (GramFactor, ("paper", "zipf", "overlap", "unequal")),
     "attention-ab/block": (AlphaBeta, ("paper",)),
     "attention-ab/identity": (AlphaBetaIdentity, ("paper",)),
     "attention-ab/block-ce": (AlphaBetaCE, ("paper",)),
