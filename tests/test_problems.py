@@ -258,3 +258,15 @@ def test_factorization_on_general_models_reaches_the_sdp_optimum(model):
     assert p.shape[0] == p.d and abs(p.f(p.minimiser) - problems.get(f"gram/sdp:{model}").f_star) <= 1e-12
     x = problems.SOLVERS["L-BFGS-B"](p, problems.Budget(30.0), lambda x: None)
     assert p.certificate.lower - 1e-13 <= p.f(x) and p.suboptimality(x) <= 1e-8
+
+
+def test_highs_solves_the_stage1_qp():
+    # HiGHS (a QP backend of cvxpy) applies to the dense stage-1 problems only (not the PSD cone)
+    s = problems.SOLVERS["cvxpy-HIGHS"]
+    p = problems.get("stage1-value/lsq:paper")
+    if not s.applies(p)[0]:
+        pytest.skip(s.applies(p)[1])
+    assert not s.applies(problems.get("gram/sdp:paper"))[0]
+    assert not s.applies(problems.get("stage1-value/block:paper"))[0]
+    x = s(p, problems.Budget(60.0), lambda x: None)
+    assert p.f(x) >= p.certificate.lower - 1e-14 and p.suboptimality(x) <= 1e-8

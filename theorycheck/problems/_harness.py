@@ -15,6 +15,7 @@ same ``--out`` skips the cells found there.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import time
@@ -125,6 +126,24 @@ def _time_to(trace, tol, key):
     return None
 
 
+def _consume(gen, budget: Budget, trace):
+    """Drive a generator solver: every yielded iterate is reported to ``trace``; the answer is the
+    generator's return value if it returns one, else its last iterate. Stops (and closes the
+    generator) once the budget is spent."""
+    x = None
+    try:
+        while True:
+            x = next(gen)
+            trace(x)
+            if budget.expired():
+                gen.close()
+                break
+    except StopIteration as stop:
+        if stop.value is not None:
+            x = stop.value
+    return x
+
+
 def _execute(solver, problem, cell, budget_seconds, max_evals):
     """Run the solver under the clock: ``(status, message, x, wall, counted, trace)``."""
     x0 = problem.start(cell.repeat)
@@ -136,6 +155,8 @@ def _execute(solver, problem, cell, budget_seconds, max_evals):
     status, message, x = "ok", "", None
     try:
         x = solver(counted, budget, trace)
+        if inspect.isgenerator(x):
+            x = _consume(x, budget, trace)
     except BudgetExhausted as exc:
         status, message = "budget", str(exc)
     except Exception as exc:  # a solver's failure is recorded, never fatal

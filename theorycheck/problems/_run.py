@@ -31,7 +31,8 @@ QUICK: dict[str, Any] = {
                 "gd", "grid-refine"],
     "budget": 1.0,
 }  # fmt: skip
-#: the built-in solvers run by default
+#: the built-in solvers run by default (``cvxpy-HIGHS``, a QP backend for the dense stage-1 problems, is
+#: registered but opt-in: HiGHS prints its banner on stdout)
 DEFAULT_SOLVERS = [*QUICK["solvers"], "cvxpy-OSQP", "trust-constr", "adam"]
 #: the CLI's default set (every problem, every default solver): ladder levels 0-2 at 1 s per run.
 #: The larger rungs (dense stage 1 at V1 = 257, 401; the factorization at V1 = 257) are where GD and

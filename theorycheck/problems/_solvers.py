@@ -1,4 +1,4 @@
-"""The solver protocol and the built-in solvers.
+r"""The solver protocol and the built-in solvers.
 
 A solver is a callable ``solver(problem, budget, callback) -> x``:
 
@@ -9,7 +9,10 @@ A solver is a callable ``solver(problem, budget, callback) -> x``:
   once it is spent the proxy's ``f``/``grad`` raise :class:`BudgetExhausted` and the harness takes the
   last iterate reported to ``callback``;
 - ``callback(x)`` reports an iterate (the harness copies it and records time and evaluation counts);
-- the return value is the solver's answer, an array of ``problem.shape``.
+- the return value is the solver's answer, an array of ``problem.shape``; or the solver is a
+  generator function that ``yield``\ s its iterates (each one is reported as if passed to
+  ``callback``; the harness stops it once the budget is spent) and whose answer is its return value,
+  or its last iterate if it returns nothing.
 
 A solver may carry ``applies(problem) -> (bool, reason)`` (benchopt's ``skip``): cells where it does
 not apply are listed as skipped, not run. User solvers: ``path/to/file.py:function`` or an entry
@@ -260,7 +263,9 @@ def grid_refine(problem, budget, callback):
 
 def _register():
     reg = {f.solver_name: f for f in (closed_form, lstsq, gd, adam, grid_refine)}
-    for backend, fams in (("CLARABEL", (*_DENSE_STAGE1, "gram/sdp")), ("OSQP", _DENSE_STAGE1), ("SCS", ("gram/sdp",))):
+    backends = (("CLARABEL", (*_DENSE_STAGE1, "gram/sdp")), ("OSQP", _DENSE_STAGE1), ("HIGHS", _DENSE_STAGE1),
+                ("SCS", ("gram/sdp",)))  # fmt: skip
+    for backend, fams in backends:
         s = _make_cvxpy(backend, fams)
         reg[s.solver_name] = s
     tight = {"maxiter": 1_000_000}
