@@ -9,11 +9,12 @@ import numpy as np
 import pytest
 
 from theorycheck import problems
+from theorycheck._mpl import mpl
 from theorycheck.cli import main
 from theorycheck.cli.benchmark import _levels
 from theorycheck.problems import _solvers, load_solver
 from theorycheck.problems._harness import Cell, run_cell
-from theorycheck.problems._report import fit_exponent, performance_profile
+from theorycheck.problems._report import _scaling, fit_exponent, performance_profile
 from theorycheck.problems._run import DEFAULT, default_levels, plan, run_benchmark
 
 AB = "attention-ab/block:paper"
@@ -232,3 +233,11 @@ def test_generator_solvers_report_every_iterate():
     finally:
         for k in ("gd-gen", "endless", "returns"):
             _solvers.SOLVERS.pop(k)
+
+
+def test_scaling_uses_V1_where_the_number_of_variables_is_fixed():
+    plt = mpl("matplotlib.pyplot")
+    recs = [{"n": 3, "V1": V1, "solver": "s", "time_to_1e-08": 1e-3 * V1**0.5} for V1 in (13, 101, 1001, 100_001)]
+    fig, slopes = _scaling(plt, recs, "stage1-value/block")
+    assert abs(slopes["s"] - 0.5) <= 1e-9 and "V1" in fig.axes[0].get_xlabel()
+    plt.close(fig)
