@@ -147,11 +147,11 @@ class AlphaBetaCotopic(Problem):
         return np.random.default_rng(seed).uniform(-5.0, 10.0, size=2)
 
     def reference(self) -> np.ndarray:
-        return self._ensure()[1]
+        """The library's generic solver, run afresh (the ``closed-form`` built-in times it)."""
+        return np.asarray(optimal_attention(self.tm, self.mk, value="stage1").x, dtype=float)
 
     def _optimum(self):
-        res = optimal_attention(self.tm, self.mk, value="stage1")
-        x = np.asarray(res.x, dtype=float)
+        x = self.reference()
         fx = self.f(x)
         method = "numerical only: best of a 7 x 7 grid of starts + L-BFGS-B (SPEC §11.4), no proven lower bound"
         return Certificate(method, fx, fx, kind="numerical"), x
