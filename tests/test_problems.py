@@ -8,7 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorycheck import problems
+from theorycheck.models import GeneralTopicModel, Masking, TopicModel
+from theorycheck.population import value_loss, value_loss_grad
 from theorycheck.problems import Certificate
+from theorycheck.problems._attention import AlphaBetaCotopic
 
 ALL = [d["name"] for d in problems.list()]
 
@@ -148,7 +151,10 @@ def test_sizes_beyond_the_guard_are_refused_before_work():
         problems.get("stage1-value/lsq:paper", T=100, v=100, tau=2)
 
 
-@pytest.mark.parametrize("name", [n for n in ALL if n.startswith(("stage1-value", "gram/sdp"))])
+DENSE_CONVEX = ("stage1-value/lsq", "stage1-value/ridge", "gram/sdp")
+
+
+@pytest.mark.parametrize("name", [n for n in ALL if n.startswith(DENSE_CONVEX)])
 def test_independent_solver_does_not_beat_the_certificate(name):
     # an independent route (dense lstsq for stage 1, cvxpy/CLARABEL for the SDP) lands on f* and never
     # below the certified lower bound (beyond the rounding of one evaluation)
@@ -160,3 +166,107 @@ def test_independent_solver_does_not_beat_the_certificate(name):
     assert p.f(x) >= p.certificate.lower - 1e-14
     assert p.suboptimality(x) <= (1e-12 if name.startswith("stage1") else 1e-7)
     assert p.violation(x) <= 1e-7
+
+
+# ----------------------------------------------------------------------------- structured stage-1 form (SPEC §4.2)
+@pytest.mark.parametrize("fam", ["stage1-value/block", "stage1-value/block-ridge"])
+@settings(max_examples=10)
+@given(size=sizes, seed=st.integers(0, 100))
+def test_block_form_equals_the_dense_loss_of_its_matrix(fam, size, seed):
+    # f(A, B0, gamma) in O(1) against the library's dense value_loss of the V1 x V1 block matrix, and
+    # grad f against the dense gradient contracted with the block pattern (chain rule)
+    if size["T"] < 2:
+        return
+    p = problems.get(f"{fam}:paper", **size)
+    x = np.random.default_rng(seed).standard_normal(3)
+    W = p.matrix(x).toarray()
+    assert math.isclose(p.f(x), value_loss(W, p.tm, p.mk, reg=p.reg), rel_tol=1e-12, abs_tol=1e-12)
+    G = value_loss_grad(W, p.tm, p.mk, reg=p.reg)[1]
+    basis = [p.matrix(e).toarray() for e in np.eye(3)]
+    np.testing.assert_allclose(p.grad(x), [np.sum(G * B) for B in basis], rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("level", range(5))
+def test_block_form_optimum_matches_the_closed_form_minimum_up_to_V1_100001(level):
+    p = problems.get("stage1-value/block:paper", level=level)
+    c = p.certificate
+    # SPEC §4.0: min L = 1 - E||p||^2 = 1 - 1/(tau v) (uniform-tau), an independent value
+    assert c.lower - 1e-14 <= 1 - 1 / (p.tm.tau * p.tm.v) <= c.upper + 1e-14
+    assert c.gap <= 1e-12
+    # an independent route: the minimum-norm solution of Q x = b
+    xs = np.linalg.lstsq(p.Q, p.b, rcond=1e-12)[0]
+    assert p.f(xs) >= c.lower - 1e-13 and p.suboptimality(xs) <= 1e-12
+    assert p.distance(xs) <= 1e-6 * (1 + np.linalg.norm(p.identifiable(xs)))
+    assert p.suboptimality(p.x0) > 1e-3
+    if level == 4:
+        assert p.tm.V1 == 100_001 and p.n == 3
+
+
+def test_block_form_has_a_null_direction_only_without_ridge():
+    p, r = problems.get("stage1-value/block:paper", level=1), problems.get("stage1-value/block-ridge:paper", level=1)
+    ev, U = np.linalg.eigh(p.Q)
+    z = U[:, 0] * 0.7  # the null direction of Q at reg = 0 (rank 2)
+    assert ev[0] <= 1e-12 * ev[-1]
+    assert abs(p.f(p.minimiser + z) - p.f_star) <= 1e-13 and p.distance(p.minimiser + z) <= 1e-10
+    assert r.f(r.minimiser + z) - r.f_star > 1e-8 and r.distance(r.minimiser + z) > 0.5
+
+
+def test_block_form_agrees_with_the_dense_problem():
+    size = dict(T=4, v=5, tau=2)
+    b, d = problems.get("stage1-value/block-ridge:paper", **size), problems.get("stage1-value/ridge:paper", **size)
+    assert math.isclose(b.f_star, d.f_star, rel_tol=1e-12)
+    np.testing.assert_allclose(b.matrix(b.minimiser).toarray(), d.minimiser, atol=1e-12)
+    # the dense solvers do not apply to the structured form; Newton-CG does and reaches f*
+    assert not problems.SOLVERS["lstsq"].applies(b)[0] and not problems.SOLVERS["cvxpy-CLARABEL"].applies(b)[0]
+    x = problems.SOLVERS["Newton-CG"](b, problems.Budget(30.0), lambda x: None)
+    assert b.suboptimality(x) <= 1e-10
+
+
+# ----------------------------------------------------------------------------- attention on general models (SPEC §11.4)
+def test_cotopic_family_on_the_paper_model_is_the_certified_alpha_beta_landscape():
+    # on the paper's model G = A + B, so alpha I_w + beta G = (alpha + beta) A + beta B: the generic
+    # dense route of the co-topic problem against the O(1) closed form of attention-ab/block
+    tm, mk = TopicModel(3, 4, 2), Masking()
+    gen = AlphaBetaCotopic("paper-as-general", dict(T=3, v=4, tau=2), GeneralTopicModel.from_topic_model(tm), mk)
+    ab = problems.get("attention-ab/block:paper", T=3, v=4, tau=2)
+    for x in np.random.default_rng(0).uniform(-3, 6, size=(5, 2)):
+        y = np.array([x[0] + x[1], x[1]])
+        assert math.isclose(gen.f(x), ab.f(y), rel_tol=1e-12)
+        np.testing.assert_allclose(gen.grad(x), [ab.grad(y)[0], ab.grad(y).sum()], rtol=1e-9, atol=1e-12)
+    c = gen.certificate
+    assert c.kind == "numerical" and c.lower == c.upper and "numerical" in c.method
+    # the numerical optimum of the generic route is the certified optimum (to the solver's accuracy) and
+    # never below its certified lower bound
+    assert ab.certificate.lower - 1e-13 <= gen.f_star <= ab.f_star + 1e-9
+
+
+@pytest.mark.parametrize("model", ["zipf", "overlap", "unequal"])
+def test_cotopic_optimum_beats_the_grid_and_uniform_attention(model):
+    p = problems.get(f"attention-ab/cotopic:{model}")
+    grid = [p.f(np.array([a, b])) for a in np.linspace(-5, 10, 7) for b in np.linspace(-5, 10, 7)]  # fmt: skip
+    assert p.f_star <= min(grid) + 1e-12 and p.f_star < p.f(p.x0) - 1e-3
+    assert p.certificate.kind == "numerical"
+    # a stationary point (the optimum lies inside the search box [-60, 60]^2 for these models)
+    assert np.max(np.abs(p.minimiser)) < 59.0 and np.linalg.norm(p.grad(p.minimiser)) <= 1e-5
+
+
+@pytest.mark.parametrize("model", ["overlap", "unequal"])
+def test_factorization_on_general_models_reaches_the_sdp_optimum(model):
+    # gram/factor on the overlap and unequal models: the factor of the closed-form Gram attains the
+    # SDP's certified value, and L-BFGS-B from the documented start lands on it (d = rank bound)
+    p = problems.get(f"gram/factor:{model}")
+    assert p.shape[0] == p.d and abs(p.f(p.minimiser) - problems.get(f"gram/sdp:{model}").f_star) <= 1e-12
+    x = problems.SOLVERS["L-BFGS-B"](p, problems.Budget(30.0), lambda x: None)
+    assert p.certificate.lower - 1e-13 <= p.f(x) and p.suboptimality(x) <= 1e-8
+
+
+def test_highs_solves_the_stage1_qp():
+    # HiGHS (a QP backend of cvxpy) applies to the dense stage-1 problems only (not the PSD cone)
+    s = problems.SOLVERS["cvxpy-HIGHS"]
+    p = problems.get("stage1-value/lsq:paper")
+    if not s.applies(p)[0]:
+        pytest.skip(s.applies(p)[1])
+    assert not s.applies(problems.get("gram/sdp:paper"))[0]
+    assert not s.applies(problems.get("stage1-value/block:paper"))[0]
+    x = s(p, problems.Budget(60.0), lambda x: None)
+    assert p.f(x) >= p.certificate.lower - 1e-14 and p.suboptimality(x) <= 1e-8

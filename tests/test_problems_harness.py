@@ -8,11 +8,14 @@ import time
 import numpy as np
 import pytest
 
+from theorycheck import problems
+from theorycheck._mpl import mpl
 from theorycheck.cli import main
+from theorycheck.cli.benchmark import _levels
 from theorycheck.problems import _solvers, load_solver
 from theorycheck.problems._harness import Cell, run_cell
-from theorycheck.problems._report import fit_exponent, performance_profile
-from theorycheck.problems._run import run_benchmark
+from theorycheck.problems._report import _scaling, fit_exponent, performance_profile
+from theorycheck.problems._run import DEFAULT, default_levels, plan, run_benchmark
 
 AB = "attention-ab/block:paper"
 USER = textwrap.dedent(
@@ -177,3 +180,64 @@ def test_nothing_applies_is_an_error(tmp_path):
     with pytest.raises(ValueError, match="2-d problems only"):
         run_benchmark(tmp_path / "o", problems=["stage1-value/lsq:paper"], solvers=["Nelder-Mead"], progress=False)
     assert not (tmp_path / "o").exists()
+
+
+def test_default_set_levels_and_budget():
+    # the CLI's default set: levels 0-2 of the dense families, every level of the O(1) block form, 1 s
+    assert _levels("") == "default" and _levels("all") is None and _levels("0,2") == [0, 2]
+    assert DEFAULT == {"levels": [0, 1, 2], "budget": 1.0}
+    assert default_levels("stage1-value/lsq") == [0, 1, 2] and default_levels("stage1-value/block") == [0, 1, 2, 3, 4]
+    cells, _ = plan(["stage1-value/lsq:paper", "stage1-value/block:paper"], ["closed-form"], "default", 1)
+    assert sorted(c.size["T"] for c in cells if c.problem.startswith("stage1-value/lsq")) == [3, 4, 6]
+    assert max(c.size["T"] * c.size["v"] + 1 for c in cells) == 100_001
+
+
+def test_generator_solvers_report_every_iterate():
+    # a solver written as a generator: each yield is an iterate the harness records; the answer is the
+    # last iterate (or the return value); an endless generator is stopped at the budget
+    calls = []
+
+    def gd_gen(problem, budget, callback):
+        x = problem.x0
+        for _ in range(40):
+            x = x - 0.5 * problem.grad(x)
+            yield x
+
+    def endless(problem, budget, callback):
+        x = problem.x0
+        while True:
+            calls.append(1)
+            yield x
+
+    def returns(problem, budget, callback):
+        yield problem.x0
+        return problem.x0 + 1.0
+
+    for fn in (gd_gen, endless, returns):
+        fn.applies = lambda p: (True, "")
+    _solvers.SOLVERS.update({"gd-gen": gd_gen, "endless": endless, "returns": returns})
+    try:
+        cell = Cell("stage1-value/block:paper", {"T": 3, "v": 4, "tau": 2}, "gd-gen", 0)
+        rec = run_cell(cell, 5.0, 10**6)
+        p = problems.get("stage1-value/block:paper", T=3, v=4, tau=2)
+        x = p.x0
+        for _ in range(40):
+            x = x - 0.5 * p.grad(x)
+        assert rec["status"] == "ok" and rec["ngev"] == 40 and len(rec["trace"]) >= 40
+        assert rec["f"] == p.f(x)  # the answer is the last iterate, evaluated once more
+        t0 = time.perf_counter()
+        rec = run_cell(Cell(cell.problem, cell.size, "endless", 0), 0.3, 10**6)
+        assert rec["status"] == "ok" and 0.3 <= time.perf_counter() - t0 and len(calls) > 1
+        rec = run_cell(Cell(cell.problem, cell.size, "returns", 0), 1.0, 10**6)
+        assert rec["f"] == p.f(p.x0 + 1.0)
+    finally:
+        for k in ("gd-gen", "endless", "returns"):
+            _solvers.SOLVERS.pop(k)
+
+
+def test_scaling_uses_V1_where_the_number_of_variables_is_fixed():
+    plt = mpl("matplotlib.pyplot")
+    recs = [{"n": 3, "V1": V1, "solver": "s", "time_to_1e-08": 1e-3 * V1**0.5} for V1 in (13, 101, 1001, 100_001)]
+    fig, slopes = _scaling(plt, recs, "stage1-value/block")
+    assert abs(slopes["s"] - 0.5) <= 1e-9 and "V1" in fig.axes[0].get_xlabel()
+    plt.close(fig)

@@ -7,10 +7,9 @@ bad flag or name raises ``ValueError``, which the main CLI prints and turns into
 from __future__ import annotations
 
 import shlex
-from typing import cast
 
 from ..problems._registry import list_problems
-from ..problems._run import DEFAULT_SOLVERS, QUICK, run_benchmark
+from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
 from ..problems._solvers import solver_names
 from .common import add_jobs_flag
 
@@ -39,9 +38,15 @@ def add_parser(subparsers):
         metavar="FILE.py:FUNCTION",
         help="a user solver (repeatable): solver(problem, budget, callback) -> x",
     )
-    p.add_argument("--sizes", default=None, help="comma-separated ladder levels, e.g. 0,1,2 (default: all)")
+    p.add_argument(
+        "--sizes",
+        default=None,
+        help="comma-separated ladder levels, e.g. 0,1,2, or 'all' (default: "
+        + ",".join(str(k) for k in DEFAULT["levels"])
+        + ", and every level of the O(1) structured stage-1 form)",
+    )
     p.add_argument("--repeats", type=int, default=1, help="runs per cell; repeat k starts at problem.start(k)")
-    p.add_argument("--budget", type=float, default=1.5, help="seconds per run (default: %(default)s)")
+    p.add_argument("--budget", type=float, default=DEFAULT["budget"], help="seconds per run (default: %(default)s)")
     p.add_argument("--max-evals", type=int, default=1_000_000, help="evaluations per run (default: %(default)s)")
     add_jobs_flag(p, default=1, default_text="1, so that runs are timed one at a time")
     p.add_argument("--quick", action="store_true", help="a small set (< 1 minute on 2 cores)")
@@ -61,7 +66,10 @@ def _csv(text):
 
 
 def _levels(text):
+    """``None`` (every level) for ``all``; ``"default"`` (``_run.default_levels``) when ``text`` is empty."""
     if not text:
+        return "default"
+    if text.strip() == "all":
         return None
     try:
         levels = [int(t) for t in _csv(text)]
@@ -86,8 +94,8 @@ def run(args) -> int:
     problems, solvers, levels, budget = _csv(args.problems), _csv(args.solvers), _levels(args.sizes), args.budget
     if args.quick:
         problems = problems or QUICK["problems"]
-        solvers = solvers or list(cast("list[str]", QUICK["solvers"]))
-        levels = levels or [0]
+        solvers = solvers or list(QUICK["solvers"])
+        levels = [0] if not args.sizes else levels
         budget = min(budget, QUICK["budget"])
     if args.solver:
         solvers = list(solvers if solvers is not None else DEFAULT_SOLVERS) + list(args.solver)

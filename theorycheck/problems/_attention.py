@@ -12,6 +12,15 @@ for the cross-entropy loss the grid bound with an *estimated* Lipschitz constant
 rigorous). Block ``W^V``: ``L`` depends on ``(alpha, beta)`` only through
 ``log K = log(e^alpha + (v-1) e^beta)``, the identifiable part; identity: ``(alpha, beta)``.
 
+``attention-ab/cotopic``: the same landscape on a general topic model (SPEC §11.4), scores
+``S = alpha I_w + beta G`` (``G`` the co-topic word similarity, :func:`solvers.cotopic_matrix`; on
+the paper's model ``G = A + B`` and this is the ``(alpha, beta)`` family up to a change of
+coordinates), frozen minimum-norm stage-1 ``W^V`` (:func:`solvers.stage1_value_matrix`), squared
+loss; ``f`` and its gradient from the exact dense loss (:func:`~theorycheck.population.attention_loss_grad`
+contracted with ``I_w`` and ``G``). **Its certificate is only numerical**: ``f*`` is the best value
+of ``solvers.optimal_attention(g, mk)`` (a 7 x 7 grid of starts + L-BFGS-B on a box), with no proven
+lower bound (``lower = upper``; a solver may find a lower value).
+
 ``attention-S/full``: ``min_S L(S)`` over all ``V1 x V1`` score matrices with the block ``W^V``
 (:func:`~theorycheck.population.attention_loss` and its exact gradient). **Only an upper bound on
 f* is known**: the certified optimum of the ``(alpha, beta)`` family; the lower bound is the trivial
@@ -31,10 +40,10 @@ from ..population import (
     attention_loss,
     attention_loss_grad,
 )
-from ..solvers import optimal_attention
+from ..solvers import cotopic_matrix, optimal_attention, stage1_value_matrix
 from ._problem import Certificate, Problem
 
-__all__ = ["AlphaBeta", "AlphaBetaIdentity", "AlphaBetaCE", "AttentionS"]
+__all__ = ["AlphaBeta", "AlphaBetaIdentity", "AlphaBetaCE", "AlphaBetaCotopic", "AttentionS"]
 
 
 class AlphaBeta(Problem):
@@ -104,6 +113,48 @@ class AlphaBetaCE(AlphaBeta):
 
     family = "attention-ab/block-ce"
     loss = "ce"
+
+
+class AlphaBetaCotopic(Problem):
+    """``(alpha, beta)`` scores ``alpha I_w + beta G`` on a general topic model, stage-1 ``W^V``, squared loss
+    (SPEC §11.4); nonconvex, 2-d; f* numerical (best value found, no proven lower bound)."""
+
+    family = "attention-ab/cotopic"
+    start_doc = "seed 0: (0, 0) (uniform attention); seed k > 0: uniform on [-5, 10]^2 from default_rng(k)"
+
+    def __init__(self, model, size, tm, mk):
+        super().__init__(model, size, tm, mk)
+        self.shape = (2,)
+        self._W = stage1_value_matrix(tm, mk)
+        self._I = np.eye(tm.V1)
+        self._I[0, 0] = 0.0
+        self._G = cotopic_matrix(tm)
+
+    def _S(self, x):
+        a, b = np.asarray(x, dtype=float)
+        return a * self._I + b * self._G
+
+    def f(self, x) -> float:
+        return float(attention_loss(self._S(x), self._W, self.tm, self.mk))
+
+    def grad(self, x) -> np.ndarray:
+        dS = attention_loss_grad(self._S(x), self._W, self.tm, self.mk).dS
+        return np.array([np.sum(dS * self._I), np.sum(dS * self._G)])
+
+    def start(self, seed: int = 0) -> np.ndarray:
+        if seed == 0:
+            return np.zeros(2)
+        return np.random.default_rng(seed).uniform(-5.0, 10.0, size=2)
+
+    def reference(self) -> np.ndarray:
+        """The library's generic solver, run afresh (the ``closed-form`` built-in times it)."""
+        return np.asarray(optimal_attention(self.tm, self.mk, value="stage1").x, dtype=float)
+
+    def _optimum(self):
+        x = self.reference()
+        fx = self.f(x)
+        method = "numerical only: best of a 7 x 7 grid of starts + L-BFGS-B (SPEC §11.4), no proven lower bound"
+        return Certificate(method, fx, fx, kind="numerical"), x
 
 
 class AttentionS(Problem):

@@ -15,9 +15,11 @@ same ``--out`` skips the cells found there.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import math
 import time
+from typing import Any
 
 import numpy as np
 
@@ -82,7 +84,9 @@ class Trace:
 
     def __init__(self, counted: Counted, t0: float):
         self.c, self.t0 = counted, t0
-        self.points, self.stride, self.k, self.last = [], 1, 0, None
+        self.points: list[tuple[float, int, np.ndarray]] = []
+        self.stride, self.k = 1, 0
+        self.last: tuple[float, int, Any] | None = None
 
     def __call__(self, x):
         t, ev = time.perf_counter() - self.t0, self.c.evals
@@ -122,6 +126,24 @@ def _time_to(trace, tol, key):
     return None
 
 
+def _consume(gen, budget: Budget, trace):
+    """Drive a generator solver: every yielded iterate is reported to ``trace``; the answer is the
+    generator's return value if it returns one, else its last iterate. Stops (and closes the
+    generator) once the budget is spent."""
+    x = None
+    try:
+        while True:
+            x = next(gen)
+            trace(x)
+            if budget.expired():
+                gen.close()
+                break
+    except StopIteration as stop:
+        if stop.value is not None:
+            x = stop.value
+    return x
+
+
 def _execute(solver, problem, cell, budget_seconds, max_evals):
     """Run the solver under the clock: ``(status, message, x, wall, counted, trace)``."""
     x0 = problem.start(cell.repeat)
@@ -133,6 +155,8 @@ def _execute(solver, problem, cell, budget_seconds, max_evals):
     status, message, x = "ok", "", None
     try:
         x = solver(counted, budget, trace)
+        if inspect.isgenerator(x):
+            x = _consume(x, budget, trace)
     except BudgetExhausted as exc:
         status, message = "budget", str(exc)
     except Exception as exc:  # a solver's failure is recorded, never fatal

@@ -17,7 +17,9 @@ on the instance.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +102,7 @@ class Problem:
         raise NotImplementedError
 
     # -- optional -------------------------------------------------------------------------------
-    hvp = None  # ``hvp(x, v) -> H(x) v`` where natural
+    hvp: Callable[[Any, Any], np.ndarray] | None = None  # ``hvp(x, v) -> H(x) v`` where natural
 
     def identifiable(self, x) -> np.ndarray:
         """The part of ``x`` fixed by optimality (default: ``x`` itself, unique minimiser)."""

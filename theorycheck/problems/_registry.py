@@ -19,9 +19,10 @@ import fnmatch
 import functools
 
 from ..models import GeneralTopicModel, Masking, TopicModel
-from ._attention import AlphaBeta, AlphaBetaCE, AlphaBetaIdentity, AttentionS
+from ._attention import AlphaBeta, AlphaBetaCE, AlphaBetaCotopic, AlphaBetaIdentity, AttentionS
 from ._gram import GramFactor, GramSDP
 from ._value import ValueLSQ, ValueRidge
+from ._value_block import ValueBlock, ValueBlockRidge
 
 __all__ = ["list_problems", "get", "LADDERS", "MODELS", "FAMILIES", "MAX_DENSE_V1", "match"]
 
@@ -31,28 +32,37 @@ MAX_DENSE_V1 = 4000
 _STAGE1 = [dict(T=3, v=4, tau=2), dict(T=4, v=8, tau=2), dict(T=6, v=16, tau=3), dict(T=8, v=32, tau=3),
            dict(T=10, v=40, tau=3)]  # fmt: skip
 _SMALL = _STAGE1[:3]
+#: the structured block form (3 variables, O(1) per evaluation): up to V1 = 100,001
+_BLOCK = [dict(T=3, v=4, tau=2), dict(T=10, v=10, tau=3), dict(T=100, v=10, tau=3), dict(T=300, v=33, tau=3),
+          dict(T=1000, v=100, tau=3)]  # fmt: skip
 _TINY = [dict(T=3, v=4, tau=2), dict(T=4, v=5, tau=2), dict(T=5, v=6, tau=2)]
 
 #: size ladders by family (V1 = T v + 1 for the paper's and the Zipf model)
 LADDERS = {
     "stage1-value/lsq": _STAGE1,
     "stage1-value/ridge": _STAGE1,
+    "stage1-value/block": _BLOCK,
+    "stage1-value/block-ridge": _BLOCK,
     "gram/sdp": _SMALL,
     "gram/factor": _STAGE1[:4],
     "attention-ab/block": _SMALL,
     "attention-ab/identity": _SMALL,
     "attention-ab/block-ce": _SMALL,
+    "attention-ab/cotopic": _TINY,
     "attention-S/full": _TINY,
 }
 
 FAMILIES = {
     "stage1-value/lsq": (ValueLSQ, ("paper", "zipf", "overlap", "unequal")),
     "stage1-value/ridge": (ValueRidge, ("paper", "zipf", "overlap")),
+    "stage1-value/block": (ValueBlock, ("paper",)),
+    "stage1-value/block-ridge": (ValueBlockRidge, ("paper",)),
     "gram/sdp": (GramSDP, ("paper", "zipf", "overlap", "unequal")),
-    "gram/factor": (GramFactor, ("paper", "zipf")),
+    "gram/factor": (GramFactor, ("paper", "zipf", "overlap", "unequal")),
     "attention-ab/block": (AlphaBeta, ("paper",)),
     "attention-ab/identity": (AlphaBetaIdentity, ("paper",)),
     "attention-ab/block-ce": (AlphaBetaCE, ("paper",)),
+    "attention-ab/cotopic": (AlphaBetaCotopic, ("zipf", "overlap", "unequal")),
     "attention-S/full": (AttentionS, ("paper",)),
 }
 
@@ -63,7 +73,7 @@ MODELS = {
     "unequal": lambda T, v, tau: GeneralTopicModel.unequal([v + t % 3 for t in range(T)], tau=tau),
 }
 
-_EXTRA = {"stage1-value/ridge": ("reg",), "gram/factor": ("d",)}
+_EXTRA = {"stage1-value/ridge": ("reg",), "stage1-value/block-ridge": ("reg",), "gram/factor": ("d",)}
 
 
 def _names() -> list[str]:
@@ -123,10 +133,12 @@ def _get(name: str, items: tuple):
     fam, model = _split(name)
     size = dict(items)
     T, v, tau = (int(size[k]) for k in ("T", "v", "tau"))
-    tm = MODELS[model](T, v, tau)
-    if tm.V1 > MAX_DENSE_V1:
-        raise ValueError(f"{name}: V1 = {tm.V1} > {MAX_DENSE_V1}; the dense variable is refused before any work")
     cls, _ = FAMILIES[fam]
+    if getattr(cls, "dense", True) and T * v + 1 > MAX_DENSE_V1:
+        raise ValueError(f"{name}: V1 = {T * v + 1} > {MAX_DENSE_V1}; the dense variable is refused before any work")
+    tm = MODELS[model](T, v, tau)
+    if getattr(cls, "dense", True) and tm.V1 > MAX_DENSE_V1:
+        raise ValueError(f"{name}: V1 = {tm.V1} > {MAX_DENSE_V1}; the dense variable is refused before any work")
     return cls(model, size, tm, Masking())
 
 

@@ -7,7 +7,8 @@
 - ``figures/profile_<tol>.png``: Dolan-More performance profiles: for each solver the fraction of
   instances (problem, size, repeat) solved to relative suboptimality ``tol`` within a factor
   ``tau`` of the fastest solver's time;
-- ``figures/scaling_<family>.png``: time to ``1e-8`` against the number of variables, log-log, with
+- ``figures/scaling_<family>.png``: time to ``1e-8`` against the number of variables (or ``V1``
+  where that is fixed, as in the structured stage-1 form), log-log, with
   the least-squares slope (the fitted exponent) in the legend;
 - ``report.html``: every table and figure, the figures embedded (base64), no other file needed.
 
@@ -51,12 +52,12 @@ def performance_profile(records, tol: float):
     ``rho_s(tau) = #{instances: r_s <= tau} / #instances``.
     """
     key = f"time_to_{tol:g}"
-    inst = defaultdict(dict)
+    inst: defaultdict[tuple, dict[str, float]] = defaultdict(dict)
     for r in records:
         t = r.get(key)
         inst[(r["problem"], r["size"], r["repeat"])][r["solver"]] = math.inf if t is None else max(float(t), 1e-9)
     solvers = sorted({r["solver"] for r in records})
-    ratios = {s: [] for s in solvers}
+    ratios: dict[str, list[float]] = {s: [] for s in solvers}
     for times in inst.values():
         best = min(times.values())
         for s in solvers:
@@ -153,11 +154,13 @@ def _profile(plt, records, tol):
 
 
 def _scaling(plt, recs, family):
+    # size axis: the number of variables n, or V1 where n does not grow (the structured stage-1 form)
+    axis = "n" if len({r["n"] for r in recs}) > 1 else "V1"
     by = defaultdict(list)
     for r in recs:
         t = r.get("time_to_1e-08")
         if t is not None:
-            by[r["solver"]].append((r["n"], max(float(t), 1e-6)))
+            by[r["solver"]].append((r[axis], max(float(t), 1e-6)))
     if not by or len({n for pts in by.values() for n, _ in pts}) < 2:
         return None, {}  # one size: no exponent to fit
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
@@ -174,9 +177,9 @@ def _scaling(plt, recs, family):
         ax.plot(n, t, "o-", color=cmap(i % 10), label=f"{s} (exponent {k:.2f})" if math.isfinite(k) else s)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ax.set_xlabel("number of variables n")
+    ax.set_xlabel("number of variables n" if axis == "n" else "vocabulary size V1 (n fixed)")
     ax.set_ylabel("time to 1e-8 [s] (median over models, repeats)")
-    ax.set_title(f"{family}: scaling (fitted exponent of t ~ n^k)")
+    ax.set_title(f"{family}: scaling (fitted exponent of t ~ {axis}^k)")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.tight_layout()
     return fig, slopes
@@ -186,13 +189,13 @@ def _scaling(plt, recs, family):
 def fastest(records, tol=1e-8):
     """Per family: ``(solver, median time to tol)`` of the solver with the smallest median (None if none)."""
     key = f"time_to_{tol:g}"
-    by = defaultdict(lambda: defaultdict(list))
+    by: defaultdict[str, defaultdict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for r in records:
         by[r["family"]][r["solver"]].append(math.inf if r.get(key) is None else float(r[key]))
     out = {}
     for fam, d in sorted(by.items()):
         med = {s: float(np.median(v)) for s, v in d.items()}
-        s = min(med, key=med.get)
+        s = min(med, key=lambda k: med[k])
         out[fam] = (s, med[s]) if math.isfinite(med[s]) else None
     return out
 

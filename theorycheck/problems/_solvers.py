@@ -1,4 +1,4 @@
-"""The solver protocol and the built-in solvers.
+r"""The solver protocol and the built-in solvers.
 
 A solver is a callable ``solver(problem, budget, callback) -> x``:
 
@@ -9,7 +9,10 @@ A solver is a callable ``solver(problem, budget, callback) -> x``:
   once it is spent the proxy's ``f``/``grad`` raise :class:`BudgetExhausted` and the harness takes the
   last iterate reported to ``callback``;
 - ``callback(x)`` reports an iterate (the harness copies it and records time and evaluation counts);
-- the return value is the solver's answer, an array of ``problem.shape``.
+- the return value is the solver's answer, an array of ``problem.shape``; or the solver is a
+  generator function that ``yield``\ s its iterates (each one is reported as if passed to
+  ``callback``; the harness stops it once the budget is spent) and whose answer is its return value,
+  or its last iterate if it returns nothing.
 
 A solver may carry ``applies(problem) -> (bool, reason)`` (benchopt's ``skip``): cells where it does
 not apply are listed as skipped, not run. User solvers: ``path/to/file.py:function`` or an entry
@@ -24,6 +27,7 @@ import importlib.util
 import os
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,8 +79,11 @@ def _solver(name, applies=_applies_all):
 
 
 # ---------------------------------------------------------------------------------- applicability
+_DENSE_STAGE1 = ("stage1-value/lsq", "stage1-value/ridge")
+
+
 def _is_stage1(p):
-    return (p.family.startswith("stage1-value"), "stage-1 problems only")
+    return (p.family in _DENSE_STAGE1, "dense stage-1 problems only")
 
 
 def _unconstrained(p):
@@ -163,11 +170,15 @@ def _scipy(method, options, use_hess=False):
             if budget.expired():
                 raise StopIteration
 
-        kw = {}
+        kw: dict[str, Callable] = {}
         if method != "Nelder-Mead":
             kw["jac"] = jac
         if use_hess and problem.hvp is not None:
-            kw["hessp"] = lambda z, p: problem.hvp(z.reshape(shape), p.reshape(shape)).ravel()
+
+            def hessp(z, u):
+                return problem.hvp(z.reshape(shape), u.reshape(shape)).ravel()
+
+            kw["hessp"] = hessp
         with warnings.catch_warnings():  # scipy's advice (e.g. trust-constr's quasi-Newton) is not a failure
             warnings.simplefilter("ignore", UserWarning)
             res = scipy.optimize.minimize(fun, problem.x0.ravel(), method=method, callback=cb, options=options, **kw)
@@ -252,7 +263,9 @@ def grid_refine(problem, budget, callback):
 
 def _register():
     reg = {f.solver_name: f for f in (closed_form, lstsq, gd, adam, grid_refine)}
-    for backend, fams in (("CLARABEL", ("stage1", "gram/sdp")), ("OSQP", ("stage1",)), ("SCS", ("gram/sdp",))):
+    backends = (("CLARABEL", (*_DENSE_STAGE1, "gram/sdp")), ("OSQP", _DENSE_STAGE1), ("HIGHS", _DENSE_STAGE1),
+                ("SCS", ("gram/sdp",)))  # fmt: skip
+    for backend, fams in backends:
         s = _make_cvxpy(backend, fams)
         reg[s.solver_name] = s
     tight = {"maxiter": 1_000_000}
@@ -286,6 +299,8 @@ def _load_file(spec: str):
         raise ValueError(f"--solver {spec!r}: no such file {path!r}")
     try:
         modspec = importlib.util.spec_from_file_location(f"_theorycheck_user_{abs(hash(path))}", path)
+        if modspec is None or modspec.loader is None:
+            raise ImportError("not a loadable Python file")
         mod = importlib.util.module_from_spec(modspec)
         modspec.loader.exec_module(mod)
     except Exception as exc:  # a user's file: report any import failure with its file name

@@ -9,8 +9,8 @@ class Dataset(BaseDataset):
     name = "theorycheck"
     requirements = ["pip:theorycheck"]
     parameters = {
-        "problem": ["stage1-value/lsq:paper", "gram/factor:paper", "attention-ab/block:paper",
-                    "attention-ab/identity:paper"],
+        "problem": ["stage1-value/lsq:paper", "stage1-value/block:paper", "gram/factor:paper",
+                    "attention-ab/block:paper", "attention-ab/identity:paper"],
         "level": [0, 1],
     }  # fmt: skip
     test_parameters = {"problem": ["attention-ab/block:paper"], "level": [0]}
