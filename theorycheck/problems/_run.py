@@ -37,7 +37,7 @@ DEFAULT_SOLVERS = [*QUICK["solvers"], "cvxpy-OSQP", "trust-constr", "adam"]
 #: the CLI's default set (every problem, every default solver): ladder levels 0-2 at 1 s per run.
 #: The larger rungs (dense stage 1 at V1 = 257, 401; the factorization at V1 = 257) are where GD and
 #: Adam spend their whole budget without new information on the ranking, so they are opt-in
-#: (``--sizes all``); the structured stage-1 form (``stage1-value/structured``) keeps the size range
+#: (``--sizes all``); the structured stage-1 form (``stage1-value/block``) keeps the size range
 #: of the scaling plots up to V1 = 100,001 at O(V1) cost. Budget 1 s: the first-order solvers that do
 #: not converge stop at 1 s instead of 1.5 s; at levels 0-2, 2 of the runs that reached 1e-8 within
 #: 1.5 s needed more than 1 s (Adam on the overlap SDP, trust-constr on the factorization).
