@@ -43,6 +43,8 @@ __all__ = [
     "write_marker",
     "read_marker",
     "MARKER",
+    "check_not_foreign",
+    "remove_file",
 ]
 
 #: Name of the marker file written into every output folder.
@@ -75,12 +77,81 @@ def dumps_json(obj, *, indent: int | None = 2, sort_keys: bool = False) -> str:
     return json.dumps(jsonable(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
-def atomic_write_bytes(path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename)."""
+#: Files found in an output folder by :func:`prepare_output_dir` that its marker does not list (the
+#: user's): absolute path -> ``(st_dev, st_ino)``. No theorycheck writer replaces or removes them
+#: while they are the same file (:func:`check_not_foreign`), whatever ``force`` says.
+_FOREIGN: dict[str, tuple[int, int]] = {}
+
+
+def _umask() -> int:
+    """The process umask, read without changing it where the system allows (``/proc/self/status``)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+def _protect(folder: Path, entries) -> None:
+    """Record the files ``entries`` (relative POSIX paths under ``folder``) as the user's (:data:`_FOREIGN`)."""
+    for rel in entries:
+        if rel.endswith("/"):
+            continue
+        path = folder / rel
+        ident = _identity(path)
+        if ident is not None:
+            _FOREIGN[os.path.abspath(path)] = ident
+
+
+def check_not_foreign(path) -> Path:
+    """``path``, or a ``ValueError`` naming it if it is a file of the user's that theorycheck must not replace.
+
+    A file is the user's when :func:`prepare_output_dir` found it in the output folder and the
+    folder's marker :data:`MARKER` did not list it; it stays the user's while it is the same file
+    (same device and inode). Every writer and remover of this module calls this first.
+    """
     path = Path(os.fspath(path))
+    key = os.path.abspath(path)
+    ident = _FOREIGN.get(key)
+    if ident is not None:
+        if _identity(path) == ident:
+            raise ValueError(
+                f"refusing to overwrite {str(path)!r}: theorycheck did not write it (its folder's {MARKER} does not "
+                "list it), and --force replaces only theorycheck's own files; move it away or choose a new --out folder"
+            )
+        del _FOREIGN[key]
+    return path
+
+
+def remove_file(path) -> None:
+    """Delete the file ``path`` if it exists, unless it is the user's (:func:`check_not_foreign`)."""
+    check_not_foreign(path).unlink(missing_ok=True)
+
+
+def atomic_write_bytes(path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically (temporary file in the same folder, then rename).
+
+    The file is readable as the umask allows (``0o666 & ~umask``: 0644 under umask 022), not the
+    0600 of a temporary file. A file of the user's (:func:`check_not_foreign`) is refused.
+    """
+    path = check_not_foreign(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -132,15 +203,15 @@ def _list_files(folder) -> list[str]:
     return sorted(f for f in _walk(Path(os.fspath(folder))) if f != MARKER and not f.endswith("/"))
 
 
-def _foreign_entries(folder: Path, limit: int = 5) -> list[str]:
-    """Up to ``limit`` entries of ``folder`` that its marker does not list (every entry if no marker)."""
+def _foreign_entries(folder: Path, limit: int | None = 5) -> list[str]:
+    """Up to ``limit`` (``None``: all) entries of ``folder`` its marker does not list (all if no marker)."""
     marker = read_marker(folder)
     owned = set(marker["files"]) if marker else set()
     found = []
     for rel in _walk(folder):
         if rel != MARKER and rel not in owned:
             found.append(rel)
-            if len(found) >= limit:
+            if limit is not None and len(found) >= limit:
                 break
     return found
 
@@ -194,8 +265,13 @@ def prepare_output_dir(path, *, force: bool = False, kind: str = "dir", suffix: 
 
     ``kind="file"`` (e.g. ``--json FILE``, ``--out FILE.npz``): ``suffix`` is appended if the name
     does not already end with it; an existing *folder* is refused; a missing parent is created;
-    an existing file is overwritten (atomically, when written through this module). Returns the
-    path with the suffix, as given otherwise (print it: it is the real name).
+    an existing file is refused unless ``force=True`` (then it is replaced atomically, when written
+    through this module). Returns the path with the suffix, as given otherwise (print it: it is the
+    real name).
+
+    Files found in an existing folder that its marker does not list are recorded as the user's:
+    whatever ``force`` says, no writer of this module replaces or removes them
+    (:func:`check_not_foreign`); a command that writes such a name fails naming the file.
 
     Raises ``ValueError`` naming ``flag``, the path and what to do instead.
     """
@@ -212,12 +288,20 @@ def prepare_output_dir(path, *, force: bool = False, kind: str = "dir", suffix: 
                 f"{flag} {str(p)!r} is an existing folder; give a file name, "
                 f"e.g. {str(p / ('out' + (suffix or '.json')))!r}"
             )
+        if p.exists() or p.is_symlink():
+            if not force:
+                raise ValueError(
+                    f"{flag} {str(p)!r} already exists; pass --force to replace it, or give a new file name"
+                )
+            check_not_foreign(p)
         _make_parent(p, flag)
         return p
     if p.exists() and not p.is_dir():
         raise ValueError(f"{flag} {str(p)!r} is an existing file, not a folder; give a new folder name")
     p = p.resolve()
     _make_parent(p, flag)
+    if p.is_dir():
+        _protect(p, _foreign_entries(p, limit=None))
     if p.is_dir() and not force:
         foreign = _foreign_entries(p)
         if foreign:
@@ -255,12 +339,12 @@ def _install_merge(tmp: Path, out: Path, command: str) -> None:
     if clash:
         raise ValueError(
             f"refusing to overwrite files theorycheck did not write in {str(out)!r}: {', '.join(sorted(set(clash)))}; "
-            f"the new outputs are left in {str(tmp)!r}"
+            "nothing was written: move them away or choose a new --out folder"
         )
     for f in sorted(owned - set(new)):
         target = out / f
         if target.is_symlink() or target.is_file():
-            target.unlink()
+            remove_file(target)
         for q in target.parents:
             if q == out or out not in q.parents:
                 break
@@ -293,6 +377,7 @@ def atomic_directory(out, *, force: bool = False, command: str = "theorycheck"):
     in_place = _holds_cwd(out) or (out.is_dir() and bool(_foreign_entries(out, limit=1)))
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name or 'out'}.tmp-", dir=out if in_place else out.parent))
     try:
+        tmp.chmod(0o777 & ~_umask())  # the folder installed as ``out``: 0755 under umask 022, not mkdtemp's 0700
         yield tmp
         if not in_place and out.is_dir() and _foreign_entries(out, limit=1):
             if not force:

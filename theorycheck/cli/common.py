@@ -271,8 +271,11 @@ def add_json_flag(p, what: str) -> None:
 
 
 def json_path(args):
-    """The ``--json`` file, checked before any work (``None`` without ``--json``)."""
-    return None if args.json is None else prepare_output_dir(args.json, kind="file", flag="--json")
+    """The ``--json`` file, checked before any work (``None`` without ``--json``); an existing file is refused
+    unless the command has ``--force`` and it was given."""
+    if args.json is None:
+        return None
+    return prepare_output_dir(args.json, kind="file", force=bool(getattr(args, "force", False)), flag="--json")
 
 
 def write_json_summary(path, summary: dict) -> None:

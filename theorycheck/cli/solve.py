@@ -27,7 +27,7 @@ from .._io import atomic_write_bytes, prepare_output_dir
 from .._validate import check_loss
 from ..analysis.stats import embedding_topic_stats
 from ..models import GeneralTopicModel, TopicModel
-from .common import add_json_flag, add_model_flags, json_path, model_summary, models, write_json_summary
+from .common import add_force_flag, add_json_flag, add_model_flags, json_path, model_summary, models, write_json_summary
 
 __all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
 
@@ -233,6 +233,7 @@ def add_solve_flags(p, problem: str) -> None:
         g.add_argument("--n-grid", type=int, default=None, help="certificate grid points (default: the solver's)")
     add_json_flag(p, "the summary (same keys for every problem)")
     p.add_argument("--out", default=None, help="write the optimum and residuals to this .npz file (suffix added)")
+    add_force_flag(p)
     p.set_defaults(problem=problem)
 
 
@@ -268,7 +269,9 @@ def _solve_given(args) -> dict:
 def run(args) -> int:
     tm, mk = models(args)
     json_file = json_path(args)
-    npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", flag="--out") if args.out is not None else None
+    npz_path = None
+    if args.out is not None:
+        npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", force=args.force, flag="--out")
     res = run_solve(args.problem, tm, mk, _solve_given(args))
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
     print(format_summary(summary))

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .._io import atomic_write_bytes, atomic_write_text, dumps_json
+from .._io import atomic_write_bytes, atomic_write_text, dumps_json, remove_file
 from .._validate import TheorycheckWarning
 from .._version import __version__
 from .config import TrainConfig, config_diff, config_hash
@@ -64,8 +64,8 @@ def list_checkpoints(out) -> list[tuple[int, Path]]:
 def remove_checkpoints(out, keep: int = 0) -> None:
     """Delete all but the newest ``keep`` checkpoints of ``out``."""
     for _, js in list_checkpoints(out)[keep:]:
-        js.unlink(missing_ok=True)
-        js.with_suffix(".npz").unlink(missing_ok=True)
+        remove_file(js)  # a file of the user's is refused, never deleted (theorycheck._io.check_not_foreign)
+        remove_file(js.with_suffix(".npz"))
 
 
 def save_checkpoint(out: str | os.PathLike, step: int, model: Transformer, opt: SGD | Adam, cfg: TrainConfig) -> Path:

@@ -10,11 +10,13 @@ trained embeddings) and ``attention_heads`` (per-head same-topic : different-top
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
 import numpy as np
 
+from .._io import atomic_write_bytes
 from ..nn import TrainConfig, Transformer, load_metrics
 from . import plots
 
@@ -75,7 +77,7 @@ def write_figures(run, *, dpi: int = 110) -> list[Path]:
     figdir.mkdir(exist_ok=True)
     paths = []
     for name, fig in figs.items():
-        path = figdir / f"{name}.png"
-        fig.savefig(path, dpi=dpi)
-        paths.append(path)
+        buf = io.BytesIO()
+        fig.savefig(buf, dpi=dpi, format="png")
+        paths.append(atomic_write_bytes(figdir / f"{name}.png", buf.getvalue()))  # a file of the user's is refused
     return paths
