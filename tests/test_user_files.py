@@ -177,3 +177,14 @@ def test_solve_and_train_outputs_are_0644_under_umask_022(tmp_path, umask):
     files = [p for p in run.rglob("*") if p.is_file()]
     assert files and {p.name: _mode(p) for p in files} == {p.name: 0o644 for p in files}
     assert {_mode(p) for p in [run, *run.rglob("*")] if p.is_dir()} == {0o755}
+
+
+def test_force_into_a_folder_with_too_many_foreign_files_is_refused(tmp_path, monkeypatch):
+    import theorycheck._io as io_mod
+
+    monkeypatch.setattr(io_mod, "MAX_FOREIGN", 2)
+    out = tmp_path / "home"
+    before = _user_folder(out, ("a", "b", "c"))
+    with pytest.raises(ValueError, match="more than 2 files theorycheck did not write"):
+        prepare_output_dir(out, force=True)
+    assert _snapshot(out, before) == before

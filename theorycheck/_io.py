@@ -77,6 +77,9 @@ def dumps_json(obj, *, indent: int | None = 2, sort_keys: bool = False) -> str:
     return json.dumps(jsonable(obj), indent=indent, sort_keys=sort_keys, allow_nan=False)
 
 
+#: Most files of the user's that ``--force`` writes next to (each is recorded, :data:`_FOREIGN`).
+MAX_FOREIGN = 100_000
+
 #: Files found in an output folder by :func:`prepare_output_dir` that its marker does not list (the
 #: user's): absolute path -> ``(st_dev, st_ino)``. No theorycheck writer replaces or removes them
 #: while they are the same file (:func:`check_not_foreign`), whatever ``force`` says.
@@ -300,8 +303,14 @@ def prepare_output_dir(path, *, force: bool = False, kind: str = "dir", suffix: 
         raise ValueError(f"{flag} {str(p)!r} is an existing file, not a folder; give a new folder name")
     p = p.resolve()
     _make_parent(p, flag)
-    if p.is_dir():
-        _protect(p, _foreign_entries(p, limit=None))
+    if p.is_dir() and force:
+        foreign = _foreign_entries(p, limit=MAX_FOREIGN + 1)
+        if len(foreign) > MAX_FOREIGN:
+            raise ValueError(
+                f"{flag} folder {str(p)!r} holds more than {MAX_FOREIGN} files theorycheck did not write; "
+                "choose a new folder name (--force writes into a folder only while theorycheck can list what it keeps)"
+            )
+        _protect(p, foreign)
     if p.is_dir() and not force:
         foreign = _foreign_entries(p)
         if foreign:
