@@ -15,6 +15,12 @@
   replaced only if it is empty or every file in it is listed in its marker. With ``force`` the
   outputs are written *into* the folder, replacing only theorycheck's own files and keeping every
   other file; the current directory (or one of its parents) is never renamed or removed.
+  A file the marker does not list is the user's: no writer here (:func:`atomic_write_bytes`,
+  :func:`remove_file`, the merge) replaces or removes it, whatever ``force`` says; the command
+  fails naming it (:func:`check_not_foreign`). A single-file output (``kind="file"``) that exists
+  is refused unless ``force``.
+- Files are created ``0o666 & ~umask`` and folders ``0o777 & ~umask`` (0644 / 0755 under umask
+  022), not the 0600 / 0700 of temporary files.
 """
 
 from __future__ import annotations
