@@ -25,7 +25,7 @@ try:  # POSIX only
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
-__all__ = ["MAX_BYTES_ENV", "default_max_bytes", "resolve_max_bytes", "check_alloc", "format_bytes"]
+__all__ = ["MAX_BYTES_ENV", "default_max_bytes", "resolve_max_bytes", "check_alloc", "check_grid", "format_bytes"]
 
 MAX_BYTES_ENV = "THEORYCHECK_MAX_BYTES"
 _SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -178,3 +178,26 @@ def check_alloc(what: str, shape, *, itemsize: int = 8, max_bytes=None, alternat
             msg += f". Use {alternative} instead"
         raise ValueError(msg)
     return need
+
+
+def check_grid(
+    flag: str, n: int, *, low: int, high: int, dims: int = 1, bytes_per_point: int = 8, where: str = "", max_bytes=None
+) -> int:
+    """A user's grid size checked before any work: ``low <= n <= high`` (a documented cap), then the grid's
+    arrays (``n**dims`` points, ``bytes_per_point`` bytes each alive at once) against the memory guard.
+
+    Both refusals are one-line ``ValueError`` s naming ``flag`` and the allowed range; ``where`` names the
+    route the cap is for (``"for the paper's model with --value block"``).
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{flag} must be an integer, got {n!r}")
+    route = f" {where}" if where else ""
+    if not low <= n <= high:
+        raise ValueError(f"{flag} must lie in [{low}, {high}]{route}, got {n}")
+    try:
+        what = f"{flag} {n}: the grid's arrays ({bytes_per_point} bytes a point)"
+        check_alloc(what, (n,) * dims, itemsize=bytes_per_point, max_bytes=max_bytes)
+    except ValueError as e:
+        hint = f"pass a smaller {flag} (allowed [{low}, {high}]{route}, and within the memory limit)"
+        raise ValueError(f"{e}; {hint}") from None
+    return n
