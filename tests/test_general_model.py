@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import theorycheck as tc
-from theorycheck.models import ROW_SUM_TOL
+from theorycheck.models import ROW_SUM_TOL, GeneralTopicModel
 
 GM = tc.GeneralTopicModel
 
@@ -138,3 +138,30 @@ def test_construction_is_idempotent(T, v, s, eps):
         assert h == g
         assert np.array_equal(tc.GeneralTopicModel(h.phi, tau=h.tau).phi, g.phi)
         assert np.abs(g.phi.sum(axis=1) - 1.0).max() <= 8 * np.finfo(float).eps * g.n_words
+
+
+# ----- sizes bounded before work (issue #26 item 3): the memory guard before phi is built -----
+@pytest.mark.parametrize(
+    "build, where",
+    [
+        (lambda: GeneralTopicModel.zipf(T=100000, v=10000, s=1.1, tau=2), "GeneralTopicModel.zipf"),
+        (lambda: GeneralTopicModel.overlapping(T=100000, v=100, eps=0.1, tau=2), "GeneralTopicModel.overlapping"),
+        (lambda: GeneralTopicModel.overlapping(T=100000, v=100, n_shared=1, tau=2), "GeneralTopicModel.overlapping"),
+        (lambda: GeneralTopicModel.unequal([10**6] * 10**4, tau=2), "GeneralTopicModel.unequal"),
+        (lambda: GeneralTopicModel.from_lda(np.broadcast_to(1.0, (10**5, 10**6))), "GeneralTopicModel.from_lda"),
+        (lambda: GeneralTopicModel(np.broadcast_to(1e-6, (10**5, 10**6)), tau=2), "GeneralTopicModel: phi"),
+    ],
+)
+def test_huge_phi_refused_by_the_memory_guard_before_allocating(build, where, monkeypatch):
+    monkeypatch.delenv("THEORYCHECK_MAX_BYTES", raising=False)
+    with pytest.raises(ValueError, match="above the memory limit") as e:
+        build()
+    assert where in str(e.value) and "TopicModel(T, v, tau)" in str(e.value)
+
+
+def test_phi_guard_follows_the_environment_limit(monkeypatch):
+    monkeypatch.setenv("THEORYCHECK_MAX_BYTES", "1M")
+    with pytest.raises(ValueError, match=r"GeneralTopicModel.zipf: phi: .*1\.0 MiB"):
+        GeneralTopicModel.zipf(T=100, v=100, s=1.0, tau=2)
+    monkeypatch.setenv("THEORYCHECK_MAX_BYTES", "1G")
+    assert GeneralTopicModel.zipf(T=100, v=100, s=1.0, tau=2).phi.shape == (100, 10000)

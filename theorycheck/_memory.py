@@ -5,8 +5,11 @@ with the array's shape first. The limit is, in this order:
 
 1. the function's own ``max_bytes=`` argument (when it has one),
 2. the environment variable ``THEORYCHECK_MAX_BYTES`` (bytes; ``8e9``, ``512M``, ``16G`` accepted),
-3. half of the memory currently available (``MemAvailable`` of ``/proc/meminfo``; physical
-   memory where that file does not exist).
+3. half of the memory currently available: the smallest of ``MemAvailable`` of ``/proc/meminfo``
+   (physical memory where that file does not exist), the address-space limit ``RLIMIT_AS`` (``ulimit -v``)
+   minus the process's current size, and the container's cgroup memory limit minus its usage
+   (v2: ``memory.max - memory.current``; v1: ``memory.limit_in_bytes - memory.usage_in_bytes``),
+   as on cluster and Dask workers.
 
 Sizes are computed with Python integers, so a request for ``(10**7)**2`` entries is refused
 with a ``ValueError``, never attempted (a ``MemoryError`` or an overflowed shape).
@@ -17,7 +20,12 @@ from __future__ import annotations
 import math
 import os
 
-__all__ = ["MAX_BYTES_ENV", "default_max_bytes", "resolve_max_bytes", "check_alloc", "format_bytes"]
+try:  # POSIX only
+    import resource
+except ImportError:  # pragma: no cover - Windows
+    resource = None  # type: ignore[assignment]
+
+__all__ = ["MAX_BYTES_ENV", "default_max_bytes", "resolve_max_bytes", "check_alloc", "check_grid", "format_bytes"]
 
 MAX_BYTES_ENV = "THEORYCHECK_MAX_BYTES"
 _SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -33,7 +41,8 @@ def format_bytes(n: float) -> str:
     return f"{n:.3g} EiB"  # pragma: no cover
 
 
-def _available_bytes() -> int:
+def _meminfo_bytes() -> int:
+    """``MemAvailable`` of ``/proc/meminfo`` (physical memory where that file does not exist)."""
     try:
         with open("/proc/meminfo") as fh:
             for line in fh:
@@ -45,6 +54,63 @@ def _available_bytes() -> int:
         return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
     except (ValueError, OSError, AttributeError):  # pragma: no cover - exotic platforms
         return 8 * 2**30
+
+
+def _read_int(path: str) -> int | None:
+    """The integer in file ``path``; ``None`` if missing, unreadable, ``max`` (no limit) or not a number."""
+    try:
+        with open(path) as fh:
+            text = fh.read().strip()
+    except OSError:
+        return None
+    try:
+        return int(text)
+    except ValueError:
+        return None
+
+
+def _cgroup_bytes(root: str = "/sys/fs/cgroup") -> int | None:
+    """Memory left under the cgroup limit: v2 ``memory.max - memory.current``, else v1
+    ``memory/memory.limit_in_bytes - memory/memory.usage_in_bytes``; ``None`` without a limit.
+
+    A v1 limit of ``2**62`` or more (the kernel's "unlimited", a page-rounded ``LONG_MAX``) is no limit.
+    """
+    for limit_file, usage_file in (
+        ("memory.max", "memory.current"),
+        ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes"),
+    ):
+        limit = _read_int(os.path.join(root, limit_file))
+        if limit is None or limit >= 2**62:
+            continue
+        usage = _read_int(os.path.join(root, usage_file)) or 0
+        return max(limit - usage, 0)
+    return None
+
+
+def _rlimit_bytes(status: str = "/proc/self/status") -> int | None:
+    """Address space left under ``RLIMIT_AS`` (soft limit minus the process's ``VmSize``); ``None`` without one."""
+    if resource is None:  # pragma: no cover - Windows
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft == resource.RLIM_INFINITY or soft < 0:
+        return None
+    used = 0
+    try:
+        with open(status) as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    used = int(line.split()[1]) * 1024
+                    break
+    except OSError:
+        pass
+    return max(soft - used, 0)
+
+
+def _available_bytes() -> int:
+    """The memory this process can still allocate: the minimum of ``MemAvailable``, the ``RLIMIT_AS``
+    headroom and the cgroup (v2 or v1) headroom (the last two where set)."""
+    limits = [_meminfo_bytes(), _rlimit_bytes(), _cgroup_bytes()]
+    return min(x for x in limits if x is not None)
 
 
 def _parse_bytes(text: str) -> int:
@@ -61,7 +127,8 @@ def _parse_bytes(text: str) -> int:
 
 
 def default_max_bytes() -> int:
-    """The limit without an explicit argument: ``THEORYCHECK_MAX_BYTES`` or half the available memory."""
+    """The limit without an explicit argument: ``THEORYCHECK_MAX_BYTES`` or half the available memory
+    (the smallest of ``MemAvailable``, the ``RLIMIT_AS`` headroom and the cgroup headroom)."""
     env = os.environ.get(MAX_BYTES_ENV)
     if env:
         return _parse_bytes(env)
@@ -111,3 +178,26 @@ def check_alloc(what: str, shape, *, itemsize: int = 8, max_bytes=None, alternat
             msg += f". Use {alternative} instead"
         raise ValueError(msg)
     return need
+
+
+def check_grid(
+    flag: str, n: int, *, low: int, high: int, dims: int = 1, bytes_per_point: int = 8, where: str = "", max_bytes=None
+) -> int:
+    """A user's grid size checked before any work: ``low <= n <= high`` (a documented cap), then the grid's
+    arrays (``n**dims`` points, ``bytes_per_point`` bytes each alive at once) against the memory guard.
+
+    Both refusals are one-line ``ValueError`` s naming ``flag`` and the allowed range; ``where`` names the
+    route the cap is for (``"for the paper's model with --value block"``).
+    """
+    if isinstance(n, bool) or not isinstance(n, int):
+        raise TypeError(f"{flag} must be an integer, got {n!r}")
+    route = f" {where}" if where else ""
+    if not low <= n <= high:
+        raise ValueError(f"{flag} must lie in [{low}, {high}]{route}, got {n}")
+    try:
+        what = f"{flag} {n}: the grid's arrays ({bytes_per_point} bytes a point)"
+        check_alloc(what, (n,) * dims, itemsize=bytes_per_point, max_bytes=max_bytes)
+    except ValueError as e:
+        hint = f"pass a smaller {flag} (allowed [{low}, {high}]{route}, and within the memory limit)"
+        raise ValueError(f"{e}; {hint}") from None
+    return n

@@ -9,7 +9,8 @@ from typing import cast
 
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
-from .._validate import check_int, check_loss
+from .._memory import check_grid
+from .._validate import check_loss
 from ..analysis.landscape import DEFAULT_SWEEP, asymptotic_sweep, growth_configs
 from ..models import TopicModel, require_symmetric
 from ..report.landscape import write_landscape
@@ -21,8 +22,16 @@ from .common import (
     command,
     json_path,
     models,
+    wants_general,
     write_json_summary,
 )
+
+#: Allowed ``--n-grid`` (points per axis of the 2-D grid): the paper's model (closed-form points, about
+#: 250 bytes each alive at once) and a general model (each point an exact loss evaluation). The grid's arrays
+#: are also checked against the memory guard (``THEORYCHECK_MAX_BYTES``) before any work.
+N_GRID_RANGE = (2, 2001)
+GENERAL_N_GRID_RANGE = (2, 101)
+_BYTES_PER_POINT = 512
 
 DESCRIPTION = "attention loss landscape L(alpha, beta), L(K) and the certified optimum (SPEC §4.3)"
 
@@ -38,7 +47,11 @@ def add_parser(sub):
         help="squared loss or cross-entropy, SPEC §2.2 (default: %(default)s)",
     )
     p.add_argument(
-        "--n-grid", type=int, default=None, help="grid points per axis (default: 201; 31 for --model/--topic-word)"
+        "--n-grid",
+        type=int,
+        default=None,
+        help=f"grid points per axis, in [{N_GRID_RANGE[0]}, {N_GRID_RANGE[1]}] (default: 201); "
+        f"with --model/--topic-word in [{GENERAL_N_GRID_RANGE[0]}, {GENERAL_N_GRID_RANGE[1]}] (default: 31)",
     )
     p.add_argument(
         "--sweep",
@@ -57,7 +70,10 @@ def run(args) -> int:
     tm, mk = models(args)
     loss = check_loss(args.loss)
     if args.n_grid is not None:
-        check_int("--n-grid", args.n_grid, low=2, high=5000)
+        general = wants_general(args)
+        low, high = GENERAL_N_GRID_RANGE if general else N_GRID_RANGE
+        where = "with --model/--topic-word (each point an exact evaluation)" if general else "for the paper's model"
+        check_grid("--n-grid", args.n_grid, low=low, high=high, dims=2, bytes_per_point=_BYTES_PER_POINT, where=where)
     kind = args.sweep or ("spec" if args.scheduler else None)
     if kind is not None:  # the sweep's table is of the paper's models (T, v, tau)
         flag = "--sweep" if args.sweep else "--scheduler (it runs the --sweep)"

@@ -24,10 +24,20 @@ import numpy as np
 
 from .. import solvers
 from .._io import atomic_write_bytes, prepare_output_dir
+from .._memory import check_grid
 from .._validate import check_loss
 from ..analysis.stats import embedding_topic_stats
 from ..models import GeneralTopicModel, TopicModel
-from .common import add_force_flag, add_json_flag, add_model_flags, json_path, model_summary, models, write_json_summary
+from .common import (
+    add_force_flag,
+    add_json_flag,
+    add_model_flags,
+    json_path,
+    model_summary,
+    models,
+    wants_general,
+    write_json_summary,
+)
 
 __all__ = ["PROBLEMS", "run_solve", "solve_summary", "format_summary", "npz_payload"]
 
@@ -230,7 +240,7 @@ def add_solve_flags(p, problem: str) -> None:
     if problem == "attention":
         g.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (SPEC §4.3)")
         g.add_argument("--loss", choices=("squared", "ce"), default="squared", help="SPEC §2.2 (default: %(default)s)")
-        g.add_argument("--n-grid", type=int, default=None, help="certificate grid points (default: the solver's)")
+        g.add_argument("--n-grid", type=int, default=None, help=_N_GRID_HELP)
     add_json_flag(p, "the summary (same keys for every problem)")
     p.add_argument("--out", default=None, help="write the optimum and residuals to this .npz file (suffix added)")
     add_force_flag(p)
@@ -243,6 +253,30 @@ def add_parser(sub):
     for problem, text in _SOLVE_HELP.items():
         add_solve_flags(targets.add_parser(problem, help=text, description=text), problem)
     return p
+
+
+#: Allowed ``solve attention --n-grid`` per route: ``(low, high, grid dimensions, bytes a point, route)``.
+#: The paper's model: a 1-D grid over log K (``--value block``, default 20001) or a 2-D grid over
+#: (alpha, beta) (``--value identity``, default 401); a general model: the 2-D coarse grid of starts, each
+#: an exact loss evaluation (default 7). The grid's arrays are also checked against the memory guard.
+N_GRID_RANGES = {
+    "block": (11, 1_000_000, 1, 512, "for the paper's model with --value block (a 1-D grid over log K)"),
+    "identity": (11, 2001, 2, 256, "for the paper's model with --value identity (a 2-D grid)"),
+    "general": (1, 25, 2, 64, "with --model/--topic-word (each point an exact loss evaluation)"),
+}
+_N_GRID_HELP = (
+    "certificate grid points (default: the solver's): in [11, 1000000] with --value block, [11, 2001] "
+    "with --value identity, [1, 25] per axis with --model/--topic-word"
+)
+
+
+def _n_grid_option(args) -> dict | None:
+    """``{"n_grid": n}`` for ``solve attention --n-grid n`` after its range and memory checks (before any work)."""
+    if args.n_grid is None:
+        return None
+    low, high, dims, per_point, where = N_GRID_RANGES["general" if wants_general(args) else args.value]
+    n = check_grid("--n-grid", args.n_grid, low=low, high=high, dims=dims, bytes_per_point=per_point, where=where)
+    return {"n_grid": n}
 
 
 def _solve_given(args) -> dict:
@@ -260,7 +294,7 @@ def _solve_given(args) -> dict:
             {
                 "--value": ("value", args.value),
                 "--loss": ("loss", check_loss(args.loss)),
-                "--n-grid": ("options", None if args.n_grid is None else {"n_grid": args.n_grid}),
+                "--n-grid": ("options", _n_grid_option(args)),
             }
         )
     return given

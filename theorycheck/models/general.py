@@ -21,6 +21,7 @@ from dataclasses import FrozenInstanceError
 
 import numpy as np
 
+from .._memory import check_alloc
 from .._validate import check_choice, check_int, check_real
 from .layout import MAX_TOKENS, PRIORS
 
@@ -28,6 +29,18 @@ __all__ = ["GeneralTopicModel", "ROW_SUM_TOL"]
 
 #: Largest allowed ``|sum_w phi[t, w] - 1|`` for a row of ``phi``; rows are then renormalised exactly.
 ROW_SUM_TOL = 1e-8
+
+
+_PHI_ALTERNATIVE = (
+    "TopicModel(T, v, tau) (the paper's disjoint uniform topics, O(1) storage) or a smaller T x n_words "
+    "(a general model stores phi dense, SPEC §11)"
+)
+
+
+def _check_phi_size(what: str, T: int, n_words: int, copies: int = 2) -> None:
+    """Refuse (the memory guard's ``ValueError``) a dense ``phi`` of shape ``(T, n_words)`` that cannot fit,
+    counting ``copies`` float64 arrays of that shape alive at once, before anything is allocated."""
+    check_alloc(f"{what}: phi", (copies, T, n_words), alternative=_PHI_ALTERNATIVE)
 
 
 def _check_phi(phi) -> np.ndarray:
@@ -41,6 +54,7 @@ def _check_phi(phi) -> np.ndarray:
         raise TypeError("phi must be real, got a complex array")
     if arr.ndim != 2 or arr.shape[0] < 1 or arr.shape[1] < 1:
         raise ValueError(f"phi must have shape (T, n_words) with T >= 1 and n_words >= 1, got shape {arr.shape}")
+    _check_phi_size("GeneralTopicModel", *arr.shape)  # the float64 copy and its renormalised copy
     arr = arr.astype(np.float64)
     if not np.all(np.isfinite(arr)):
         raise ValueError("phi must be finite (no NaN or inf entries)")
@@ -248,6 +262,7 @@ class GeneralTopicModel:
         v = check_int("v", v, low=1)
         if (eps is None) == (n_shared is None):
             raise ValueError("pass exactly one of eps (mixing with the uniform law) or n_shared (shared words)")
+        _check_phi_size("GeneralTopicModel.overlapping", T, T * v, copies=4)
         base = np.kron(np.eye(T), np.full((1, v), 1.0 / v))
         if eps is not None:
             eps = check_real("eps", eps, low=0.0, high=1.0)
@@ -267,6 +282,7 @@ class GeneralTopicModel:
         T = check_int("T", T, low=1)
         v = check_int("v", v, low=1)
         s = check_real("s", s, low=0.0)
+        _check_phi_size("GeneralTopicModel.zipf", T, T * v, copies=3)
         w = np.arange(1, v + 1, dtype=np.float64) ** (-s)
         return GeneralTopicModel(np.kron(np.eye(T), (w / w.sum())[None, :]), **law)
 
@@ -276,6 +292,7 @@ class GeneralTopicModel:
         sizes = [check_int(f"sizes[{i}]", s, low=1) for i, s in enumerate(np.atleast_1d(sizes).tolist())]
         if not sizes:
             raise ValueError("sizes must list at least one topic size")
+        _check_phi_size("GeneralTopicModel.unequal", len(sizes), sum(sizes), copies=3)
         phi = np.zeros((len(sizes), sum(sizes)))
         start = 0
         for t, s in enumerate(sizes):
@@ -294,6 +311,9 @@ class GeneralTopicModel:
         weights = getattr(fit, "phi", None)
         if weights is None:
             weights = getattr(fit, "components_", fit)
+        shape = np.shape(weights)
+        if len(shape) == 2:  # the copies below (weights, + floor, / rows), then the constructor's two
+            _check_phi_size("GeneralTopicModel.from_lda", shape[0], shape[1], copies=5)
         w = np.array(weights, dtype=np.float64)
         if w.ndim != 2:
             raise ValueError(f"fit must give a (T, n_words) topic-word matrix, got shape {w.shape}")
