@@ -4,6 +4,8 @@ their domain (:mod:`theorycheck.report.explore`); ``--claims PATH`` adds users' 
 
 from __future__ import annotations
 
+import sys
+
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
 from .._validate import check_int
@@ -28,6 +30,9 @@ from .common import (
     command,
 )
 
+#: The largest ``verify --explore N`` accepted (checked before any work): N configurations per claim.
+MAX_EXPLORE = 100_000
+
 DESCRIPTION = "run every registered claim (SPEC §6) and write the report"
 
 
@@ -49,7 +54,8 @@ def add_parser(sub):
         type=int,
         default=None,
         metavar="N",
-        help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample",
+        help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample "
+        f"(1 to {MAX_EXPLORE:,})",
     )
     add_seed_flag(p, 0, "seed of --explore (same seed, same configurations)")
     p.add_argument(
@@ -69,7 +75,7 @@ def run(args) -> int:
         return _list_claims(claims, registry)
     if args.explore is not None:
         return _explore(args, claims)
-    jobs = default_jobs() if args.jobs is None else check_int("--jobs", args.jobs, low=1)
+    jobs = default_jobs() if args.jobs is None else _cap_jobs(check_int("--jobs", args.jobs, low=1))
     out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
@@ -91,6 +97,15 @@ def run(args) -> int:
     return 1 if n_bad else 0
 
 
+def _cap_jobs(jobs: int) -> int:
+    """``--jobs`` capped to the cores available (more worker processes than cores only add overhead)."""
+    cores = default_jobs()
+    if jobs > cores:
+        print(f"note: --jobs {jobs} capped to the {cores} cores available", file=sys.stderr)
+        return cores
+    return jobs
+
+
 def _list_claims(claims, registry) -> int:
     """``verify --list``: one tab-separated line per claim; a user's or plugin's claim ends with its origin."""
     for c in claims:
@@ -103,7 +118,7 @@ def _list_claims(claims, registry) -> int:
 
 def _explore(args, claims) -> int:
     """``verify --explore N [--seed S]``: N configurations per claim; a failure shrunk to a minimal counterexample."""
-    n = check_int("--explore", args.explore, low=1)
+    n = check_int("--explore", args.explore, low=1, high=MAX_EXPLORE)
     seed = check_int("--seed", args.seed, low=0)
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
     progress = None if args.quiet else (lambda r: print(format_explore([r]), flush=True))
