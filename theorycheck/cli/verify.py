@@ -76,10 +76,10 @@ def run(args) -> int:
     if args.explore is not None:
         return _explore(args, claims)
     jobs = default_jobs() if args.jobs is None else _cap_jobs(check_int("--jobs", args.jobs, low=1))
-    out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
-    with scheduler_executor(args.scheduler) as executor:
+    with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails in seconds
+        out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
         rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
     print(format_table(rows))
     tiers = tier_summary(rows, tier)
