@@ -20,6 +20,7 @@ from ..report import (
     write_report,
 )
 from ..report.explore import explore_claims, format_explore, write_explore_report
+from ..report.runner import RunInterrupted
 from .common import (
     add_jobs_flag,
     add_no_figures_flag,
@@ -78,9 +79,15 @@ def run(args) -> int:
     jobs = default_jobs() if args.jobs is None else _cap_jobs(check_int("--jobs", args.jobs, low=1))
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
+    partial = None
     with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails in seconds
         out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
-        rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
+        try:
+            rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
+        except RunInterrupted as exc:  # Ctrl-C: the finished rows are written, the report marked partial
+            rows = exc.rows
+            partial = f"PARTIAL REPORT: interrupted (Ctrl-C) after {len(rows)} of {exc.n_checks} checks"
+            skipped = [partial, *skipped]
     print(format_table(rows))
     tiers = tier_summary(rows, tier)
     print(
@@ -92,6 +99,9 @@ def run(args) -> int:
     out = write_report(
         rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=command(args), tier=tier
     )
+    if partial is not None:
+        print(f"theorycheck verify: {partial}; the partial report is in {out}", file=sys.stderr)
+        return 130
     n_bad = sum(r.verdict != "PASS" for r in rows)
     print(f"\n{len(rows) - n_bad}/{len(rows)} checks passed; report written to {out}")
     return 1 if n_bad else 0
