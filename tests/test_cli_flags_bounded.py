@@ -121,3 +121,12 @@ def test_verify_jobs_above_the_cores_is_capped_with_a_note(tmp_path, capsys, mon
     capsys.readouterr()
     assert main(["verify", "--jobs", "1", "--out", str(out), "--force", "--quiet", "--no-figures"]) == 0
     assert seen["jobs"] == 1 and "capped" not in capsys.readouterr().err
+
+
+def test_train_resume_with_a_changed_model_flag_on_a_general_model_is_refused(tmp_path, capsys):
+    out = tmp_path / "run"
+    argv = [*TRAIN, "--model", "paper", "--v", "3", "--tau", "2", "--steps", "2", "--out", str(out)]
+    assert main([*argv, "--T", "3"]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--T", "4", "--resume"]) == 2
+    assert "data.T: 3 -> 4" in capsys.readouterr().err
