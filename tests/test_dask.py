@@ -328,3 +328,46 @@ def test_worker_killed_mid_sweep_loses_no_result(separate):
         assert not t.is_alive() and not errors, errors
     assert _exact(out["res"]) == _exact(local)
     assert sum(p.poll() is not None for p in workers) == 1  # one worker really died
+
+
+# ----------------------------------------------------------------------------- bad or unreachable scheduler: fast
+def _refused_address() -> str:
+    """A loopback port that was bound then closed: connecting to it is refused."""
+    return f"tcp://127.0.0.1:{_free_port()}"
+
+
+def test_refused_scheduler_port_fails_within_seconds_at_the_default_timeout():
+    address = _refused_address()
+    t0 = time.perf_counter()
+    with pytest.raises(_dask.SchedulerUnreachable, match=f"could not connect to the Dask scheduler at {address}"):
+        _dask.get_client(address)  # DEFAULT_TIMEOUT = 30 s: the probe does not wait for it
+    assert time.perf_counter() - t0 < 5.0
+
+
+@pytest.mark.parametrize(
+    "address,msg",
+    [
+        ("garbage", "no HOST:PORT"),
+        ("tcp://127.0.0.1", "no HOST:PORT"),
+        ("tcp://127.0.0.1:70000", "no HOST:PORT"),
+        ("foo://127.0.0.1:8786", "unknown scheme 'foo'"),
+    ],
+)
+def test_malformed_scheduler_address_is_refused_at_once(address, msg):
+    t0 = time.perf_counter()
+    with pytest.raises(ValueError, match=f"scheduler must be an address such as .*{msg}"):
+        _dask.get_client(address)
+    assert time.perf_counter() - t0 < 1.0
+
+
+@pytest.mark.parametrize("bad", ["garbage", "refused"])
+def test_cli_verify_bad_scheduler_fails_within_seconds_with_one_line(tmp_path, capsys, bad):
+    address = _refused_address() if bad == "refused" else bad
+    out = tmp_path / "rep"
+    t0 = time.perf_counter()
+    assert main(["verify", "--quiet", "--no-figures", "--scheduler", address, "--out", str(out)]) == 2
+    assert time.perf_counter() - t0 < 5.0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and address in err
+    assert ("could not connect" if bad == "refused" else "scheduler must be an address") in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # nothing written, no stray folder

@@ -19,6 +19,8 @@ the output folder on a file system the workers share.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import re
+import socket
 from contextlib import contextmanager
 
 from ._validate import check_real
@@ -40,6 +42,14 @@ INSTALL_HINT = 'pip install "theorycheck[dask]"'
 
 #: Seconds to wait for a scheduler to answer, and for it to have at least one worker.
 DEFAULT_TIMEOUT = 30.0
+
+#: Seconds a first TCP connection to a scheduler's host and port may take (a refused or silent port fails
+#: within this, before ``distributed``'s retries): a bad or unreachable ``--scheduler`` ends in seconds.
+CONNECT_TIMEOUT = 3.0
+
+_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx", "inproc")
+_HOST_PORT = re.compile(r"^(?:\[(?P<ip6>[0-9A-Fa-f:.]+)\]|(?P<host>[A-Za-z0-9_.\-]+)):(?P<port>[0-9]{1,5})/?$")
+_EXAMPLE = "an address such as 'tcp://127.0.0.1:8786' (SCHEME://HOST:PORT, scheme one of " + ", ".join(_SCHEMES) + ")"
 
 
 class SchedulerUnreachable(ConnectionError, ValueError):
@@ -75,8 +85,40 @@ def _check_address(scheduler) -> str:
         )
     address = scheduler.strip()
     if not address or any(c.isspace() for c in address):
-        raise ValueError(f"scheduler must be an address such as 'tcp://127.0.0.1:8786', got {scheduler!r}")
+        raise ValueError(f"scheduler must be {_EXAMPLE}, got {scheduler!r}")
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address  # distributed's default scheme
+    if scheme not in _SCHEMES:
+        raise ValueError(f"scheduler must be {_EXAMPLE}, got {scheduler!r} (unknown scheme {scheme!r})")
+    if scheme != "inproc":
+        m = _HOST_PORT.match(rest)
+        if m is None or not 1 <= int(m["port"]) <= 65535:
+            raise ValueError(f"scheduler must be {_EXAMPLE}, got {scheduler!r} (no HOST:PORT with a port 1-65535)")
     return address
+
+
+def _probe(address: str, timeout: float) -> None:
+    """One TCP connection to the host and port of ``address`` (``tcp``/``tls``/``ws``/``wss``), closed at once,
+    within ``min(timeout, CONNECT_TIMEOUT)`` seconds: a refused, silent or unresolvable address raises
+    :class:`SchedulerUnreachable` without waiting for ``distributed``'s connection retries."""
+    scheme, sep, rest = address.partition("://")
+    if not sep:
+        scheme, rest = "tcp", address
+    if scheme not in ("tcp", "tls", "ws", "wss"):
+        return
+    m = _HOST_PORT.match(rest)
+    assert m is not None  # _check_address
+    host, port = m["ip6"] or m["host"], int(m["port"])
+    wait = min(timeout, CONNECT_TIMEOUT)
+    try:
+        socket.create_connection((host, port), timeout=wait).close()
+    except OSError as exc:
+        why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__).lower()
+        raise SchedulerUnreachable(
+            f"could not connect to the Dask scheduler at {address} ({why} within {wait:g} s); "
+            f"is 'dask scheduler' running there?"
+        ) from exc
 
 
 def _wait_for_worker(client, address, timeout: float) -> None:
@@ -107,6 +149,7 @@ def get_client(scheduler, *, timeout: float | None = None):
         return scheduler
     address = _check_address(scheduler)
     distributed = require_distributed()
+    _probe(address, timeout)
     try:
         client = distributed.Client(address, timeout=timeout, set_as_default=False)
     except (OSError, TimeoutError) as exc:

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import _io
+from .._validate import check_int
 from ..nn import PRESETS, DataConfig, ModelConfig, TrainingInterrupted, preset, run_preset, stage_curves, train
 from ..population import moments
 from ..report.training import write_figures
@@ -33,6 +34,9 @@ from .common import (
 
 __all__ = ["retarget_config", "sgd_curvature", "scale_preset_lr", "run_general_preset"]
 
+#: The largest ``--steps`` accepted (checked before any work): the presets run 300 to 3,000 steps.
+MAX_STEPS = 10_000_000
+
 DESCRIPTION = "train the numpy transformer on a preset (see --list), resumable (SPEC §5)"
 
 
@@ -41,7 +45,7 @@ def add_parser(sub):
     p.add_argument("--list", action="store_true", help="print the preset names, one per line, and exit")
     p.add_argument("--preset", default=None, help="preset name (see --list)")
     p.add_argument("--out", default=None, help="run folder (metrics.jsonl, checkpoints, params.npz, figures/)")
-    p.add_argument("--steps", type=int, default=None, help="override the number of steps")
+    p.add_argument("--steps", type=int, default=None, help=f"override the number of steps (0 to {MAX_STEPS:,})")
     add_seed_flag(p, None, "override the preset's seed")
     p.add_argument(
         "--seeds",
@@ -59,7 +63,47 @@ def add_parser(sub):
     add_quiet_flag(p)
     add_json_flag(p, "the summary printed at the end")
     add_model_flags(p)  # used with --model/--topic-word only: the preset's run on a general model (SPEC §11)
+    _model_flags_need_general(p)
     return p
+
+
+# The model flags (dest -> flag) that act only with --model/--topic-word: a preset carries its own model
+# (every preset's T, v, law and masking are part of its definition), so without --model/--topic-word they are
+# refused by name rather than silently ignored. Their parser default is None (so that "given" is visible);
+# the shared defaults are filled in by :func:`_fill_model_defaults` when a general model is built.
+_MODEL_ONLY = {
+    "T": "--T", "v": "--v", "tau": "--tau", "prior": "--prior", "alpha": "--alpha",
+    "p_m": "--p-m", "p_c": "--p-c", "p_r": "--p-r",
+}  # fmt: skip
+_MODEL_DEFAULTS: dict = {}
+
+
+def _model_flags_need_general(p) -> None:
+    """Give the model flags a ``None`` default (their usual default named in the help) so that a flag the
+    user gave is recognisable, and record the usual defaults in ``_MODEL_DEFAULTS``."""
+    for action in p._actions:
+        if action.dest in _MODEL_ONLY:
+            _MODEL_DEFAULTS[action.dest] = action.default
+            if action.help:
+                action.help = action.help.replace("%(default)s", str(action.default))
+                action.help += " (with --model/--topic-word only: a preset has its own model)"
+            action.default = None
+
+
+def _check_model_flags(args) -> None:
+    """Refuse the model flags without ``--model``/``--topic-word`` (naming them); with a general model, fill in
+    the usual defaults of the flags not given."""
+    given = [flag for dest, flag in _MODEL_ONLY.items() if getattr(args, dest, None) is not None]
+    if not wants_general(args):
+        if given:
+            raise ValueError(
+                f"{', '.join(given)}: only used with --model/--topic-word (a preset has its own model; "
+                f"choose a preset with --list, or give --model to train the preset on another model)"
+            )
+        return
+    for dest, default in _MODEL_DEFAULTS.items():
+        if getattr(args, dest) is None:
+            setattr(args, dest, default)
 
 
 def _train_command(args) -> str:
@@ -131,6 +175,9 @@ def run(args) -> int:
         raise ValueError(f"--preset must be one of {', '.join(PRESETS)}, got {args.preset!r}")
     if args.out is None:
         raise ValueError("--out is required (the run folder)")
+    _check_model_flags(args)
+    if args.steps is not None:
+        check_int("--steps", args.steps, low=0, high=MAX_STEPS)
     seeds = _parse_seeds(args.seeds)
     general = _general_train_models(args, seeds)
     json_file = json_path(args)

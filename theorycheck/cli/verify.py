@@ -4,6 +4,8 @@ their domain (:mod:`theorycheck.report.explore`); ``--claims PATH`` adds users' 
 
 from __future__ import annotations
 
+import sys
+
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
 from .._validate import check_int
@@ -18,6 +20,7 @@ from ..report import (
     write_report,
 )
 from ..report.explore import explore_claims, format_explore, write_explore_report
+from ..report.runner import RunInterrupted
 from .common import (
     add_jobs_flag,
     add_no_figures_flag,
@@ -27,6 +30,9 @@ from .common import (
     add_seed_flag,
     command,
 )
+
+#: The largest ``verify --explore N`` accepted (checked before any work): N configurations per claim.
+MAX_EXPLORE = 100_000
 
 DESCRIPTION = "run every registered claim (SPEC §6) and write the report"
 
@@ -49,7 +55,8 @@ def add_parser(sub):
         type=int,
         default=None,
         metavar="N",
-        help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample",
+        help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample "
+        f"(1 to {MAX_EXPLORE:,})",
     )
     add_seed_flag(p, 0, "seed of --explore (same seed, same configurations)")
     p.add_argument(
@@ -69,12 +76,18 @@ def run(args) -> int:
         return _list_claims(claims, registry)
     if args.explore is not None:
         return _explore(args, claims)
-    jobs = default_jobs() if args.jobs is None else check_int("--jobs", args.jobs, low=1)
-    out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
+    jobs = default_jobs() if args.jobs is None else _cap_jobs(check_int("--jobs", args.jobs, low=1))
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
-    with scheduler_executor(args.scheduler) as executor:
-        rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
+    partial = None
+    with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails in seconds
+        out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
+        try:
+            rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
+        except RunInterrupted as exc:  # Ctrl-C: the finished rows are written, the report marked partial
+            rows = exc.rows
+            partial = f"PARTIAL REPORT: interrupted (Ctrl-C) after {len(rows)} of {exc.n_checks} checks"
+            skipped = [partial, *skipped]
     print(format_table(rows))
     tiers = tier_summary(rows, tier)
     print(
@@ -86,9 +99,21 @@ def run(args) -> int:
     out = write_report(
         rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=command(args), tier=tier
     )
+    if partial is not None:
+        print(f"theorycheck verify: {partial}; the partial report is in {out}", file=sys.stderr)
+        return 130
     n_bad = sum(r.verdict != "PASS" for r in rows)
     print(f"\n{len(rows) - n_bad}/{len(rows)} checks passed; report written to {out}")
     return 1 if n_bad else 0
+
+
+def _cap_jobs(jobs: int) -> int:
+    """``--jobs`` capped to the cores available (more worker processes than cores only add overhead)."""
+    cores = default_jobs()
+    if jobs > cores:
+        print(f"note: --jobs {jobs} capped to the {cores} cores available", file=sys.stderr)
+        return cores
+    return jobs
 
 
 def _list_claims(claims, registry) -> int:
@@ -103,7 +128,7 @@ def _list_claims(claims, registry) -> int:
 
 def _explore(args, claims) -> int:
     """``verify --explore N [--seed S]``: N configurations per claim; a failure shrunk to a minimal counterexample."""
-    n = check_int("--explore", args.explore, low=1)
+    n = check_int("--explore", args.explore, low=1, high=MAX_EXPLORE)
     seed = check_int("--seed", args.seed, low=0)
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
     progress = None if args.quiet else (lambda r: print(format_explore([r]), flush=True))

@@ -42,11 +42,20 @@ from .. import _threads
 from .._io import jsonable
 from .._threads import blas_threads
 from .._validate import check_int
+from ..nn import TrainingInterrupted
 from .cache import ResultCache, SourceHasher, check_key
 from .claims import TIERS, Claim, ClaimResult
 from .discovery import origin_of, resolve, shippable
 
-__all__ = ["ReportRow", "decided_by", "run_claims", "default_jobs", "process_pool", "POOL_MIN_SECONDS"]
+__all__ = [
+    "ReportRow",
+    "RunInterrupted",
+    "decided_by",
+    "run_claims",
+    "default_jobs",
+    "process_pool",
+    "POOL_MIN_SECONDS",
+]
 
 #: A local process pool is started only when the checks to run are expected to take at least this
 #: many seconds in all (measured times, else ``Claim.cost`` hints): below it, start-up would dominate.
@@ -116,6 +125,15 @@ def decided_by(result: ClaimResult) -> str:
     return f"|measured - expected| <= {tol:.3g}" if tol > 0 else "measured > expected"
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (SIGINT) during :func:`run_claims`: the run stopped. ``rows``: the checks that finished (cached
+    or computed), in claim/parameter order; ``n_checks``: the checks the run held."""
+
+    def __init__(self, rows: list, n_checks: int):
+        self.rows, self.n_checks = rows, n_checks
+        super().__init__(f"interrupted after {len(rows)} of {n_checks} checks")
+
+
 def default_jobs() -> int:
     """The machine's cores available to this process."""
     try:
@@ -144,7 +162,9 @@ def process_pool(jobs: int):
 def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]:
     """Run one check with BLAS on one thread (:func:`theorycheck._threads.blas_threads`).
 
-    Returns ``(result, seconds, error)``; an exception becomes a failed result and its traceback.
+    Returns ``(result, seconds, error)``; an exception becomes a failed result and its traceback. Ctrl-C
+    is not a result: a training claim's :class:`~theorycheck.nn.TrainingInterrupted` (the trainer's SIGINT
+    handler) is raised again as :class:`KeyboardInterrupt`, which stops the run.
     ``claim`` may be a :class:`~theorycheck.report.discovery.ClaimRef` (a user's claim file, imported
     here by path). Module-level so that process pools and Dask can ship it to workers.
     """
@@ -154,6 +174,8 @@ def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]
         with blas_threads():
             res = claim.run(params)
         err = None
+    except TrainingInterrupted as exc:  # Ctrl-C inside a training claim: stop the run, not one claim's ERROR
+        raise KeyboardInterrupt(str(exc)) from exc
     except Exception as exc:  # a crashing claim is reported, not hidden
         res = ClaimResult(False, "", "", -math.inf, params=dict(params))
         err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
@@ -237,7 +259,8 @@ def run_claims(
 
     ``jobs``: worker processes (1: in this process); ``executor``: any Executor to use instead
     (not shut down here); ``cache``: a :class:`~theorycheck.report.cache.ResultCache` to reuse and
-    store results (``None``: compute everything, store nothing). ERROR rows are never cached.
+    store results (``None``: compute everything, store nothing). ERROR rows are never cached. Ctrl-C stops
+    the run: :class:`RunInterrupted` carries the rows that finished.
     """
     jobs = check_int("jobs", jobs, low=1)
     checks = _checks(claims, tier)
@@ -263,8 +286,10 @@ def run_claims(
     pairs = {id(t): [(shippable(checks[i][0]), checks[i][1]) for i in t] for t in tasks}
     remote = [t for t in tasks if pool is not None and _picklable(pairs[id(t)])]
     local = [t for t in tasks if not any(t is r for r in remote)]
+    interrupted, futures = False, {}
     try:
-        futures = {} if pool is None else {pool.submit(execute_many, pairs[id(t)]): t for t in remote}
+        if pool is not None:
+            futures = {pool.submit(execute_many, pairs[id(t)]): t for t in remote}
         for t in local:
             done(t, execute_many(pairs[id(t)]))
         for fut in as_completed(futures):
@@ -274,9 +299,14 @@ def run_claims(
             except Exception as exc:  # a worker died (killed, out of memory): report, never hide
                 outs = [_lost(*checks[i][:2], exc) for i in t]
             done(t, outs)
+    except KeyboardInterrupt:
+        interrupted = True
+        for fut in futures:
+            fut.cancel()
+        raise RunInterrupted([rows[i] for i in sorted(rows)], len(checks)) from None
     finally:
         if pool is not None and pool is not executor:
-            pool.shutdown(wait=True, cancel_futures=True)
+            pool.shutdown(wait=not interrupted, cancel_futures=True)
         bar.close()
     if cache is not None:
         measured: dict[str, float] = {}
