@@ -270,3 +270,14 @@ def test_highs_solves_the_stage1_qp():
     assert not s.applies(problems.get("stage1-value/block:paper"))[0]
     x = s(p, problems.Budget(60.0), lambda x: None)
     assert p.f(x) >= p.certificate.lower - 1e-14 and p.suboptimality(x) <= 1e-8
+
+
+def test_an_uncertified_interval_bound_is_only_an_upper_bound():
+    """The interval certificate's bounds hold on its search box; when it does not certify the optimum
+    (status 3, "bound on the box": at v = 1 the loss is flat in beta), the problem's f* is an upper
+    bound only (kind "upper-bound", trivial lower bound 0 for the squared loss)."""
+    flat = problems.get("attention-ab/identity:paper", T=3, v=1, tau=2)
+    assert flat.certificate.kind == "upper-bound" and flat.certificate.lower == 0.0
+    assert flat.f(flat.minimiser) <= flat.certificate.upper + 1e-12
+    sharp = problems.get("attention-ab/identity:paper", T=3, v=4, tau=2)
+    assert sharp.certificate.kind == "certified" and sharp.certificate.gap < 1e-10

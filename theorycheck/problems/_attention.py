@@ -86,8 +86,11 @@ class AlphaBeta(Problem):
         )
         x = np.asarray(res.x, dtype=float)
         c = res.certificate or {}
-        if rigorous:
+        if rigorous and c.get("certified", False):
             return Certificate("interval branch and bound (SPEC §4.3), rigorous", c["lower"], c["upper"]), x
+        if rigorous:  # the interval bounds hold on the search box only (SPEC §7): f* <= upper, lower trivial
+            method = f"interval branch and bound (SPEC §4.3): {c.get('kind', 'not certified')}, an upper bound only"
+            return Certificate(method, 0.0, float(c["upper"]), kind="upper-bound"), x
         lower = min(float(c["grid_lower_bound"]), float(res.fun))
         method = "grid + estimated Lipschitz constant (SPEC §4.3), numerical, not rigorous"
         return Certificate(method, lower, float(res.fun), kind="numerical"), x
