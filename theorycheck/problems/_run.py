@@ -34,7 +34,7 @@ QUICK: dict[str, Any] = {
 #: the built-in solvers run by default (``cvxpy-HIGHS``, a QP backend for the dense stage-1 problems, is
 #: registered but opt-in: HiGHS prints its banner on stdout)
 DEFAULT_SOLVERS = [*QUICK["solvers"], "cvxpy-OSQP", "trust-constr", "adam"]
-#: the CLI's default set (every problem, every default solver): ladder levels 0-2 at 1 s per run.
+#: the CLI's default set (every problem, every default solver): ladder levels 0-2, budget 1 s per run.
 #: The larger rungs (dense stage 1 at V1 = 257, 401; the factorization at V1 = 257) are where GD and
 #: Adam spend their whole budget without new information on the ranking, so they are opt-in
 #: (``--sizes all``); the structured stage-1 form (``stage1-value/block``) keeps the size range
