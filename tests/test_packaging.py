@@ -48,6 +48,8 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 def test_wheel_ships_spec_and_py_typed(wheel):
     names = set(wheel.namelist())
     assert {"theorycheck/SPEC.md", "theorycheck/py.typed", "theorycheck/__init__.py"} <= names
+    data = "theorycheck/problems/data/lda_wiki10.npy"  # the fitted-LDA problem model (package data)
+    assert data in names and wheel.read(data) == (ROOT / data).read_bytes()
     assert wheel.read("theorycheck/SPEC.md") == (ROOT / "theorycheck" / "SPEC.md").read_bytes()
     assert any(n.startswith("proofs_numeric/") for n in names)  # `theorycheck verify` runs the claims
     assert not any(n.startswith(("tests/", "benchmarks/")) for n in names)

@@ -281,3 +281,36 @@ def test_an_uncertified_interval_bound_is_only_an_upper_bound():
     assert flat.f(flat.minimiser) <= flat.certificate.upper + 1e-12
     sharp = problems.get("attention-ab/identity:paper", T=3, v=4, tau=2)
     assert sharp.certificate.kind == "certified" and sharp.certificate.gap < 1e-10
+
+
+# ----------------------------------------------------------------------------- the fitted-LDA model
+def test_lda_model_is_the_shipped_fit_restricted_and_renormalised():
+    """Package data, no nlp extra: rows of the shipped fit on the chosen words, renormalised; v words per topic."""
+    from theorycheck.problems._lda import lda_model, lda_phi, lda_words
+
+    full = lda_phi()
+    assert full.shape == (10, 633) and np.all(full > 0) and not full.flags.writeable
+    for T, v in ((3, 4), (4, 5), (10, 40)):
+        cols = lda_words(T, v)
+        assert len(cols) == len(set(cols)) == T * v
+        for t in range(T):  # round-robin: every topic's v most probable words are chosen
+            assert set(np.argsort(-full[t], kind="stable")[:v].tolist()) <= set(cols), (T, v, t)
+        g = lda_model(T, v, 2)
+        assert (g.T, g.V1, g.tau) == (T, T * v + 1, 2)
+        np.testing.assert_allclose(g.phi * full[:T, cols].sum(axis=1, keepdims=True), full[:T, cols], rtol=1e-14)
+        assert lda_model(T, v, 2) == g  # deterministic
+    with pytest.raises(ValueError, match="T must be in"):
+        lda_model(11, 2, 2)
+
+
+@pytest.mark.parametrize("name", ["stage1-value/lsq:lda", "stage1-value/ridge:lda", "gram/sdp:lda", "gram/factor:lda"])
+def test_lda_problems_are_certified_and_attained(name):
+    p = problems.get(name, level=1)
+    c = p.certificate
+    assert c.kind == "certified" and 0 <= c.gap <= 1e-12
+    assert abs(p.f(p.minimiser) - p.f_star) <= 1e-12
+    # an independent route: the normal equations of the stage-1 quadratic in W, solved by lstsq
+    Sigma, C = (np.asarray(m) for m in __import__("theorycheck").population.moments(p.tm, p.mk))
+    W = np.linalg.lstsq(Sigma + p.size.get("reg", 1e-3 if "ridge" in name else 0.0) * np.eye(len(Sigma)), C.T,
+                        rcond=None)[0].T  # fmt: skip
+    assert p.f_star <= value_loss(W, p.tm, p.mk, reg=getattr(p, "reg", 0.0)) + 1e-12

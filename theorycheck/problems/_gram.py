@@ -113,7 +113,8 @@ class GramFactor(Problem):
         method = f"as gram/sdp (every factor has its Gram's value; d = {self.d} >= rank G*)"
         if not math.isclose(upper, c.upper, rel_tol=0, abs_tol=1e-12):
             raise ArithmeticError(f"{self.name}: the factor of G* has L = {upper!r}, G* has {c.upper!r}")
-        return Certificate(method, c.lower, min(c.upper, upper)), W
+        upper = min(c.upper, upper)
+        return Certificate(method, min(c.lower, upper), upper), W
 
     def identifiable(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)

@@ -9,7 +9,9 @@ topic model, SPEC §1.1) plus family extras (``reg`` for ridge, ``d`` for the fa
 - ``zipf``: ``GeneralTopicModel.zipf(T, v, 1.0, tau=tau)`` (disjoint topics, Zipfian words, §11.1);
 - ``overlap``: ``GeneralTopicModel.overlapping(T, v, 0.2, tau=tau)`` (topics share words, §11.1);
 - ``unequal``: ``GeneralTopicModel.unequal([v, v + 1, v + 2, v, ...], tau=tau)`` (topic ``t`` has
-  ``v + t mod 3`` words, §11.1).
+  ``v + t mod 3`` words, §11.1);
+- ``lda``: a fitted LDA's topics (shipped package data, :mod:`._lda`; ``T <= 10``, overlapping dense
+  topics, §11.1).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import functools
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ._attention import AlphaBeta, AlphaBetaCE, AlphaBetaCotopic, AlphaBetaIdentity, AttentionS
 from ._gram import GramFactor, GramSDP
+from ._lda import lda_model
 from ._value import ValueLSQ, ValueRidge
 from ._value_block import ValueBlock, ValueBlockRidge
 
@@ -53,16 +56,16 @@ LADDERS = {
 }
 
 FAMILIES = {
-    "stage1-value/lsq": (ValueLSQ, ("paper", "zipf", "overlap", "unequal")),
-    "stage1-value/ridge": (ValueRidge, ("paper", "zipf", "overlap")),
+    "stage1-value/lsq": (ValueLSQ, ("paper", "zipf", "overlap", "unequal", "lda")),
+    "stage1-value/ridge": (ValueRidge, ("paper", "zipf", "overlap", "lda")),
     "stage1-value/block": (ValueBlock, ("paper",)),
     "stage1-value/block-ridge": (ValueBlockRidge, ("paper",)),
-    "gram/sdp": (GramSDP, ("paper", "zipf", "overlap", "unequal")),
-    "gram/factor": (GramFactor, ("paper", "zipf", "overlap", "unequal")),
+    "gram/sdp": (GramSDP, ("paper", "zipf", "overlap", "unequal", "lda")),
+    "gram/factor": (GramFactor, ("paper", "zipf", "overlap", "unequal", "lda")),
     "attention-ab/block": (AlphaBeta, ("paper",)),
     "attention-ab/identity": (AlphaBetaIdentity, ("paper",)),
     "attention-ab/block-ce": (AlphaBetaCE, ("paper",)),
-    "attention-ab/cotopic": (AlphaBetaCotopic, ("zipf", "overlap", "unequal")),
+    "attention-ab/cotopic": (AlphaBetaCotopic, ("zipf", "overlap", "unequal", "lda")),
     "attention-S/full": (AttentionS, ("paper",)),
 }
 
@@ -71,6 +74,7 @@ MODELS = {
     "zipf": lambda T, v, tau: GeneralTopicModel.zipf(T, v, 1.0, tau=tau),
     "overlap": lambda T, v, tau: GeneralTopicModel.overlapping(T, v, 0.2, tau=tau),
     "unequal": lambda T, v, tau: GeneralTopicModel.unequal([v + t % 3 for t in range(T)], tau=tau),
+    "lda": lda_model,
 }
 
 _EXTRA = {"stage1-value/ridge": ("reg",), "stage1-value/block-ridge": ("reg",), "gram/factor": ("d",)}
