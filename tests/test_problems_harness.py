@@ -42,6 +42,23 @@ USER = textwrap.dedent(
         time.sleep(1.4)
         return problem.x0
 
+    def hang(problem, budget, callback):
+        time.sleep(10**6)
+
+    def ignores_budget(problem, budget, callback):
+        x = problem.x0
+        t = time.perf_counter()
+        while time.perf_counter() - t < 4 * budget.max_seconds + 2.0:
+            try:
+                problem.f(x)  # refused once the budget is spent: the solver swallows that and goes on
+            except Exception:
+                pass
+        return x
+
+    def dies(problem, budget, callback):
+        import os
+        os._exit(3)
+
     def good(problem, budget, callback):
         x = problem.x0
         for _ in range(200):
@@ -79,6 +96,33 @@ def test_budget_exhaustion_and_overrun(user_file):
     t = time.perf_counter()
     sleepy = run_cell(Cell(AB, {"T": 3, "v": 4, "tau": 2}, f"{user_file}:sleepy", 0), 0.2, 10)
     assert time.perf_counter() - t >= 1.4 and sleepy["status"] == "overrun"
+
+
+def test_a_hanging_or_overrunning_solver_is_killed_and_the_run_goes_on(user_file, tmp_path):
+    """Enforced, not only flagged: each cell runs in a worker process killed at 1.5 budget + 1 s."""
+    from theorycheck.problems._harness import overrun_limit
+    from theorycheck.problems._worker import CAN_FORK, _workers
+
+    if not CAN_FORK:
+        pytest.skip("no os.fork: overruns are only flagged when the solver returns")
+    names = ("hang", "good", "ignores_budget", "dies")
+    solvers = [f"{user_file}:{f}" for f in names] + ["L-BFGS-B"]
+    budget = 0.2
+    records, summary = run_benchmark(tmp_path / "out", problems=[AB], solvers=solvers, levels=[0], budget=budget,
+                                     progress=False)  # fmt: skip
+    status = {r["solver"].rsplit(":", 1)[-1]: r for r in records}
+    assert len(records) == 5 and summary["run_now"] == 5
+    for name in ("hang", "ignores_budget"):
+        r = status[name]
+        assert r["status"] == "overrun", r
+        assert r["message"].startswith("exceeded budget") and r["message"].endswith("killed"), r["message"]
+        assert r["wall"] >= overrun_limit(budget) and r["f"] is None and r["trace"] == []
+    assert status["dies"]["status"] == "error" and "exit code 3" in status["dies"]["message"]
+    for name in ("good", "L-BFGS-B"):  # the runs after a killed worker: answered by a fresh one
+        assert status[name]["status"] in ("ok", "budget") and status[name]["f"] is not None, status[name]
+    assert not _workers  # every worker process is gone at the end
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "killed" in html and "exit code 3" in html
 
 
 def test_resume_skips_finished_cells(tmp_path):

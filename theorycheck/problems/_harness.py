@@ -7,9 +7,11 @@ recorded iterates (at most ``_KEEP`` of them, thinned geometrically) to give the
 
 Status of a run: ``ok`` (returned a finite array of the right shape), ``budget`` (the budget ran out;
 the last reported iterate is the answer), and the failures ``error`` (raised; the message is kept),
-``nan``, ``wrong-shape``, ``overrun`` (returned later than ``1.5 budget + 1 s``). A failure never
-stops the run. Each finished cell is written to ``<out>/cells/<key>.json`` at once; a rerun with the
-same ``--out`` skips the cells found there.
+``nan``, ``wrong-shape``, ``overrun`` (no answer within :func:`overrun_limit` ``= 1.5 budget + 1 s``:
+run in a worker process, :mod:`._worker`, the solver is killed at that limit; run in this process,
+:func:`run_cell`, it is flagged when it returns). A failure never stops the run. Each finished cell
+is written to ``<out>/cells/<key>.json`` at once; a rerun with the same ``--out`` skips the cells
+found there.
 """
 
 from __future__ import annotations
@@ -27,11 +29,18 @@ from .._io import atomic_write_text, dumps_json, read_marker, write_marker
 from ._registry import get
 from ._solvers import Budget, BudgetExhausted, load_solver
 
-__all__ = ["Cell", "run_cell", "cell_key", "Recorder", "TOLS", "FAILURES"]
+__all__ = ["Cell", "run_cell", "cell_key", "Recorder", "TOLS", "FAILURES", "overrun_limit", "failure_record"]
 
 TOLS = (1e-4, 1e-8)
 FAILURES = ("error", "nan", "wrong-shape", "overrun")
 _KEEP = 128
+#: a run with no answer after ``OVERRUN_FACTOR * budget + OVERRUN_SLACK`` seconds is an overrun
+OVERRUN_FACTOR, OVERRUN_SLACK = 1.5, 1.0
+
+
+def overrun_limit(budget_seconds: float) -> float:
+    """Seconds after which a run without an answer is an ``overrun`` (and, in a worker process, killed)."""
+    return OVERRUN_FACTOR * budget_seconds + OVERRUN_SLACK
 
 
 class Counted:
@@ -144,12 +153,15 @@ def _consume(gen, budget: Budget, trace):
     return x
 
 
-def _execute(solver, problem, cell, budget_seconds, max_evals):
-    """Run the solver under the clock: ``(status, message, x, wall, counted, trace)``."""
+def _execute(solver, problem, cell, budget_seconds, max_evals, on_start=None, on_stop=None):
+    """Run the solver under the clock: ``(status, message, x, wall, counted, trace)``; ``on_start()`` is
+    called just before the clock starts, ``on_stop()`` just after the solver returns."""
     x0 = problem.start(cell.repeat)
     problem.f(x0), problem.grad(x0)  # warm-up (JIT compilation, caches) outside the clock, uncounted
     budget = Budget(budget_seconds, max_evals)
     counted = Counted(problem, budget, x0)
+    if on_start is not None:
+        on_start()
     budget.t0 = time.perf_counter()
     trace = Trace(counted, budget.t0)
     status, message, x = "ok", "", None
@@ -162,6 +174,8 @@ def _execute(solver, problem, cell, budget_seconds, max_evals):
     except Exception as exc:  # a solver's failure is recorded, never fatal
         status, message = "error", f"{type(exc).__name__}: {exc}"
     wall = time.perf_counter() - budget.t0
+    if on_stop is not None:
+        on_stop()
     if status == "budget":
         x = np.array(trace.last[2], dtype=float) if trace.last is not None else x0
     return status, message, x, wall, counted, trace
@@ -179,7 +193,7 @@ def _check_answer(status, message, x, shape, wall, budget_seconds):
         return "wrong-shape", f"returned shape {x.shape}, expected {tuple(shape)}", x
     if not np.all(np.isfinite(x)):
         return "nan", "returned non-finite values", x
-    if wall > 1.5 * budget_seconds + 1.0:
+    if wall > overrun_limit(budget_seconds):
         return "overrun", f"returned after {wall:.3g} s, budget {budget_seconds:g} s", x
     return status, message, x
 
@@ -199,14 +213,9 @@ def _trace_rows(problem, cert, points):
     return rows
 
 
-def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
-    """Run one cell and return its record (a JSON-able dict, trace included)."""
-    problem = get(cell.problem, **cell.size)
-    solver = load_solver(cell.solver)
-    cert = problem.certificate  # the optimum is computed before the clock starts
-    status, message, x, wall, counted, trace = _execute(solver, problem, cell, budget_seconds, max_evals)
-    status, message, x = _check_answer(status, message, x, problem.shape, wall, budget_seconds)
-    rec = {
+def _header(cell: Cell, problem, cert) -> dict:
+    """The part of a cell's record known before the run (problem, size, solver, certificate)."""
+    return {
         "problem": cell.problem,
         "family": problem.family,
         "model": problem.model,
@@ -215,17 +224,45 @@ def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
         "V1": problem.tm.V1,
         "solver": cell.solver,
         "repeat": cell.repeat,
-        "status": status,
-        "message": message[:500],
-        "wall": wall,
-        "nfev": counted.nf,
-        "ngev": counted.ng,
-        "nhev": counted.nh,
+        "status": "",
+        "message": "",
+        "wall": math.nan,
+        "nfev": None,
+        "ngev": None,
+        "nhev": None,
         "f_star": cert.upper,
         "f_star_lower": cert.lower,
         "cert_gap": cert.gap,
         "cert_kind": cert.kind,
     }
+
+
+def failure_record(head: dict, status: str, message: str, wall: float) -> dict:
+    """A complete record of a run that gave no answer (``head``: :func:`_header`): no ``f``, no trace."""
+    rec = {**head, "status": status, "message": message[:500], "wall": wall}
+    rec.update(f=math.nan, subopt_abs=math.nan, subopt_rel=math.nan, violation=math.nan, distance=math.nan)
+    for tol in TOLS:
+        rec[f"time_to_{tol:g}"] = rec[f"evals_to_{tol:g}"] = None
+    rec["trace"] = []
+    return rec
+
+
+def run_cell(cell: Cell, budget_seconds: float, max_evals: int, hooks=None) -> dict:
+    """Run one cell in this process and return its record (a JSON-able dict, trace included).
+
+    ``hooks``: ``(on_start(header), on_stop())`` or ``None``; :mod:`._worker` uses them to time the
+    solver from outside the process and kill it at :func:`overrun_limit`.
+    """
+    problem = get(cell.problem, **cell.size)
+    solver = load_solver(cell.solver)
+    cert = problem.certificate  # the optimum is computed before the clock starts
+    rec = _header(cell, problem, cert)
+    on_start, on_stop = hooks if hooks is not None else (None, None)
+    status, message, x, wall, counted, trace = _execute(
+        solver, problem, cell, budget_seconds, max_evals, None if on_start is None else lambda: on_start(rec), on_stop
+    )
+    status, message, x = _check_answer(status, message, x, problem.shape, wall, budget_seconds)
+    rec.update(status=status, message=message[:500], wall=wall, nfev=counted.nf, ngev=counted.ng, nhev=counted.nh)
     points = list(trace.points)
     if trace.last is not None and (not points or points[-1][0] != trace.last[0]):
         points.append(trace.last)
@@ -246,11 +283,6 @@ def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
         rec[f"evals_to_{tol:g}"] = _time_to(rows, tol, "evals") if final else None
     rec["trace"] = rows
     return rec
-
-
-def _run_one(args):
-    cell, budget_seconds, max_evals = args
-    return run_cell(cell, budget_seconds, max_evals)
 
 
 class Recorder:

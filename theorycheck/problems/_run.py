@@ -15,11 +15,13 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from .._dask import scheduler_executor
 from .._io import prepare_output_dir
-from ._harness import Cell, Recorder, _run_one, cell_key, run_cell
+from ._harness import Cell, Recorder, cell_key
 from ._registry import FAMILIES, LADDERS, get, match
 from ._report import write_outputs
 from ._solvers import load_solver
+from ._worker import close_workers, guarded_run
 
 __all__ = ["run_benchmark", "plan", "default_levels", "QUICK", "DEFAULT", "DEFAULT_SOLVERS"]
 
@@ -98,11 +100,17 @@ def run_benchmark(
     budget: float = 1.5,
     max_evals: int = 1_000_000,
     jobs: int = 1,
+    scheduler=None,
     force: bool = False,
     progress: bool = True,
     command: str = "theorycheck benchmark",
 ):
-    """Run every cell not already in ``out`` and write the outputs; return ``(records, summary)``."""
+    """Run every cell not already in ``out`` and write the outputs; return ``(records, summary)``.
+
+    ``jobs``: cells at a time in local worker processes; ``scheduler``: a Dask scheduler address or
+    ``distributed.Client`` (cells run on its workers; ``jobs`` is then ignored). A bad or unreachable
+    scheduler fails before any cell runs.
+    """
     out = prepare_output_dir(out, force=force)
     names = match(problems)
     solvers = list(solvers or DEFAULT_SOLVERS)
@@ -110,27 +118,33 @@ def run_benchmark(
     if not cells:
         why = "; ".join(sorted({f"{s['solver']}: {s['reason']}" for s in skipped})) or "no size level in the ladders"
         raise ValueError(f"no (problem, size, solver) combination applies ({why})")
-    out.mkdir(parents=True, exist_ok=True)
-    rec = Recorder(out, command)
-    done = rec.done()
-    keys = {c: cell_key(c, budget, max_evals) for c in cells}
-    todo = [c for c in cells if keys[c] not in done]
-    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc="benchmark", unit="run", disable=not progress)
-    t0 = time.perf_counter()
-    if jobs > 1 and len(todo) > 1:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
-            futs = {pool.submit(_run_one, (c, budget, max_evals)): c for c in todo}
+    with scheduler_executor(scheduler) as dask_ex:  # a bad or unreachable scheduler fails here, in seconds
+        info = _describe(cells)  # certificates computed once, before the workers are forked (they inherit them)
+        out.mkdir(parents=True, exist_ok=True)
+        rec = Recorder(out, command)
+        done = rec.done()
+        keys = {c: cell_key(c, budget, max_evals) for c in cells}
+        todo = [c for c in cells if keys[c] not in done]
+        bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc="benchmark", unit="run", disable=not progress)
+        t0 = time.perf_counter()
+        local = concurrent.futures.ThreadPoolExecutor(max_workers=jobs) if dask_ex is None else None
+        ex = dask_ex if dask_ex is not None else local
+        assert ex is not None
+        futs: dict = {}
+        try:
+            futs = {ex.submit(guarded_run, c, budget, max_evals): c for c in todo}
             for fut in concurrent.futures.as_completed(futs):
                 rec.add_cell(keys[futs[fut]], fut.result())
                 bar.update()
-    else:
-        for c in todo:
-            rec.add_cell(keys[c], run_cell(c, budget, max_evals))
-            bar.update()
-    bar.close()
+        finally:
+            for f in futs:
+                f.cancel()
+            if local is not None:
+                local.shutdown(wait=True, cancel_futures=True)
+                close_workers()
+            bar.close()
     done = rec.done()
     records = [done[keys[c]] for c in cells if keys[c] in done]
-    info = _describe(cells)
     meta = {
         "command": command,
         "cells": len(cells),
@@ -138,7 +152,10 @@ def run_benchmark(
         "resumed": len(cells) - len(todo),
         "budget_seconds": budget,
         "max_evals": max_evals,
-        "jobs": jobs,
+        "jobs": jobs if scheduler is None else None,
+        "scheduler": None
+        if scheduler is None
+        else str(getattr(getattr(scheduler, "scheduler", None), "address", scheduler)),
         "elapsed": time.perf_counter() - t0,
         "skipped": skipped,
     }
