@@ -371,3 +371,47 @@ def test_cli_verify_bad_scheduler_fails_within_seconds_with_one_line(tmp_path, c
     assert len(err.strip().splitlines()) == 1 and address in err
     assert ("could not connect" if bad == "refused" else "scheduler must be an address") in err
     assert not out.exists() and list(tmp_path.iterdir()) == []  # nothing written, no stray folder
+
+
+# ----------------------------------------------------------------------------- theorycheck benchmark --scheduler
+_HANG = "import time\n\ndef hang(problem, budget, callback):\n    time.sleep(10**6)\n"
+
+
+def _bench_key(records):
+    return sorted((r["solver"].rsplit(":", 1)[-1], r["status"], r["f"]) for r in records)
+
+
+def test_local_cluster_benchmark_equals_local_run(client, tmp_path, capsys):
+    """Cells as Dask tasks: the same records as locally; a hanging solver is killed on the Dask worker too."""
+    from theorycheck.problems._run import run_benchmark
+
+    user = tmp_path / "hang.py"
+    user.write_text(_HANG)
+    kw = dict(problems=["attention-ab/block:paper"], solvers=["closed-form", "Nelder-Mead", f"{user}:hang"],
+              levels=[0], budget=1.0, progress=False)  # fmt: skip
+    local, _ = run_benchmark(tmp_path / "local", **kw)
+    remote, summary = run_benchmark(tmp_path / "dask", scheduler=client, **kw)
+    assert _bench_key(remote) == _bench_key(local)
+    hang = [r for r in remote if r["solver"].endswith(":hang")][0]
+    assert hang["status"] == "overrun" and hang["message"].endswith("killed")
+    assert summary["scheduler"] == client.scheduler.address and summary["run_now"] == 3
+    out = tmp_path / "cli"
+    argv = ["benchmark", "--problems", "attention-ab/block:paper", "--solvers", "closed-form", "--sizes", "0",
+            "--quiet", "--scheduler", client.scheduler.address, "--out", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    assert "1 runs (0 resumed), 0 failed" in capsys.readouterr().out
+    assert json.loads((out / "results.json").read_text())["meta"]["scheduler"] == client.scheduler.address
+
+
+@pytest.mark.parametrize("bad", ["garbage", "refused"])
+def test_cli_benchmark_bad_scheduler_fails_within_seconds_with_one_line(tmp_path, capsys, bad):
+    address = _refused_address() if bad == "refused" else bad
+    out = tmp_path / "bench"
+    t0 = time.perf_counter()
+    argv = ["benchmark", "--quick", "--quiet", "--scheduler", address, "--out", str(out)]
+    assert main(argv) == 2
+    assert time.perf_counter() - t0 < 5.0
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and address in err
+    assert ("could not connect" if bad == "refused" else "scheduler must be an address") in err
+    assert not out.exists() and list(tmp_path.iterdir()) == []  # nothing written, no stray folder

@@ -11,7 +11,7 @@ import shlex
 from ..problems._registry import list_problems
 from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
 from ..problems._solvers import solver_names
-from .common import add_jobs_flag
+from .common import add_jobs_flag, add_scheduler_flag
 
 __all__ = ["DESCRIPTION", "add_parser", "run"]
 
@@ -49,6 +49,9 @@ def add_parser(subparsers):
     p.add_argument("--budget", type=float, default=DEFAULT["budget"], help="seconds per run (default: %(default)s)")
     p.add_argument("--max-evals", type=int, default=1_000_000, help="evaluations per run (default: %(default)s)")
     add_jobs_flag(p, default=1, default_text="1, so that runs are timed one at a time")
+    add_scheduler_flag(
+        p, "the runs (one task per run, each in a worker process killed at its deadline; --jobs ignored)"
+    )
     p.add_argument("--quick", action="store_true", help="a small set (< 1 minute on 2 cores)")
     p.add_argument("--list", action="store_true", help="list problems and solvers and exit")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -109,6 +112,7 @@ def run(args) -> int:
         budget=budget,
         max_evals=args.max_evals,
         jobs=args.jobs,
+        scheduler=args.scheduler,
         force=args.force,
         progress=not args.quiet,
         command=command,

@@ -90,6 +90,44 @@ def _describe(cells) -> list:
     return list(info.values())
 
 
+def _address(scheduler):
+    """The scheduler's address (``None`` for a local run)."""
+    if scheduler is None:
+        return None
+    return str(getattr(getattr(scheduler, "scheduler", None), "address", scheduler))
+
+
+def _run_cells(out, command, cells, budget, max_evals, jobs, dask_ex, progress):
+    """Run the cells not yet in ``out`` (on ``dask_ex`` or ``jobs`` local worker processes):
+    ``(records, todo, elapsed, recorder, descriptions)``."""
+    info = _describe(cells)  # certificates computed once, before the workers are forked (they inherit them)
+    out.mkdir(parents=True, exist_ok=True)
+    rec = Recorder(out, command)
+    done = rec.done()
+    keys = {c: cell_key(c, budget, max_evals) for c in cells}
+    todo = [c for c in cells if keys[c] not in done]
+    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc="benchmark", unit="run", disable=not progress)
+    t0 = time.perf_counter()
+    local = concurrent.futures.ThreadPoolExecutor(max_workers=jobs) if dask_ex is None else None
+    ex = dask_ex if dask_ex is not None else local
+    assert ex is not None
+    futs: dict = {}
+    try:
+        futs = {ex.submit(guarded_run, c, budget, max_evals): c for c in todo}
+        for fut in concurrent.futures.as_completed(futs):
+            rec.add_cell(keys[futs[fut]], fut.result())
+            bar.update()
+    finally:
+        for f in futs:
+            f.cancel()
+        if local is not None:
+            local.shutdown(wait=True, cancel_futures=True)
+            close_workers()
+        bar.close()
+    done = rec.done()
+    return [done[keys[c]] for c in cells if keys[c] in done], todo, time.perf_counter() - t0, rec, info
+
+
 def run_benchmark(
     out,
     *,
@@ -112,39 +150,18 @@ def run_benchmark(
     scheduler fails before any cell runs.
     """
     out = prepare_output_dir(out, force=force)
-    names = match(problems)
+    names = match(problems)  # unknown problem or solver names fail here, before any work
     solvers = list(solvers or DEFAULT_SOLVERS)
-    cells, skipped = plan(names, solvers, levels, repeats)
-    if not cells:
-        why = "; ".join(sorted({f"{s['solver']}: {s['reason']}" for s in skipped})) or "no size level in the ladders"
-        raise ValueError(f"no (problem, size, solver) combination applies ({why})")
+    for s in solvers:
+        load_solver(s)
     with scheduler_executor(scheduler) as dask_ex:  # a bad or unreachable scheduler fails here, in seconds
-        info = _describe(cells)  # certificates computed once, before the workers are forked (they inherit them)
-        out.mkdir(parents=True, exist_ok=True)
-        rec = Recorder(out, command)
-        done = rec.done()
-        keys = {c: cell_key(c, budget, max_evals) for c in cells}
-        todo = [c for c in cells if keys[c] not in done]
-        bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc="benchmark", unit="run", disable=not progress)
-        t0 = time.perf_counter()
-        local = concurrent.futures.ThreadPoolExecutor(max_workers=jobs) if dask_ex is None else None
-        ex = dask_ex if dask_ex is not None else local
-        assert ex is not None
-        futs: dict = {}
-        try:
-            futs = {ex.submit(guarded_run, c, budget, max_evals): c for c in todo}
-            for fut in concurrent.futures.as_completed(futs):
-                rec.add_cell(keys[futs[fut]], fut.result())
-                bar.update()
-        finally:
-            for f in futs:
-                f.cancel()
-            if local is not None:
-                local.shutdown(wait=True, cancel_futures=True)
-                close_workers()
-            bar.close()
-    done = rec.done()
-    records = [done[keys[c]] for c in cells if keys[c] in done]
+        cells, skipped = plan(names, solvers, levels, repeats)
+        if not cells:
+            why = (
+                "; ".join(sorted({f"{s['solver']}: {s['reason']}" for s in skipped})) or "no size level in the ladders"
+            )
+            raise ValueError(f"no (problem, size, solver) combination applies ({why})")
+        records, todo, elapsed, rec, info = _run_cells(out, command, cells, budget, max_evals, jobs, dask_ex, progress)
     meta = {
         "command": command,
         "cells": len(cells),
@@ -153,10 +170,8 @@ def run_benchmark(
         "budget_seconds": budget,
         "max_evals": max_evals,
         "jobs": jobs if scheduler is None else None,
-        "scheduler": None
-        if scheduler is None
-        else str(getattr(getattr(scheduler, "scheduler", None), "address", scheduler)),
-        "elapsed": time.perf_counter() - t0,
+        "scheduler": _address(scheduler),
+        "elapsed": elapsed,
         "skipped": skipped,
     }
     summary = write_outputs(rec, records, info, meta)
