@@ -10,7 +10,9 @@ interleaved rounds (medians over rounds; a shared machine's drift hits every var
 - ``in_clock``: the timed wall of the run (counting proxy, budget checks, iterate copies) over the
   bare cost, minus 1: what a solver's reported time carries on top of its own work;
 - ``cell``: the whole ``run_cell`` (warm-up, certificate lookup, the after-run evaluation of ``f`` at
-  the recorded iterates) over the bare cost, minus 1.
+  the recorded iterates) over the bare cost, minus 1;
+- ``worker``: the same cell through ``guarded_run`` (what ``theorycheck benchmark`` does: the cell sent
+  to a worker process that is killed at the deadline, the record sent back) over the bare cost, minus 1.
 
 Run: ``python benchmarks/bench_problems.py``.
 """
@@ -25,6 +27,7 @@ from _common import print_table, write_json
 from theorycheck import problems
 from theorycheck.problems._harness import Cell, Counted, Trace, run_cell
 from theorycheck.problems._solvers import Budget
+from theorycheck.problems._worker import close_workers, guarded_run
 
 K = 40
 ROUNDS = 7
@@ -83,7 +86,7 @@ def main():
             x = p.x0
             p.certificate  # noqa: B018  (computed once, outside the timings)
             null = _Null(p)
-            bare, clock, cell, per_call = [], [], [], []
+            bare, clock, cell, per_call, worker = [], [], [], [], []
             for _ in range(ROUNDS):  # interleaved: load drift hits every variant alike
                 bare.append(_bare_loop(p, x, K))
                 per_call.append((_proxy_loop(null, x, 1000) - _bare_loop(null, x, 1000)) / 1000)
@@ -91,13 +94,26 @@ def main():
                 rec = run_cell(Cell(name, p.size, "_noop", 0), 60.0, 10**9)
                 cell.append(time.perf_counter() - t)
                 clock.append(rec["wall"])
+                t = time.perf_counter()
+                guarded_run(Cell(name, p.size, "_noop", 0), 60.0, 10**9)
+                worker.append(time.perf_counter() - t)
             b = float(np.median(bare))
             own = float(np.min(per_call))  # the harness's own cost per evaluation + callback (no load noise)
             rows.append([name, p.n, b / K * 1e3, own * 1e6, own / (b / K)]
-                        + [float(np.median(v)) / b - 1 for v in (clock, cell)])  # fmt: skip
+                        + [float(np.median(v)) / b - 1 for v in (clock, cell, worker)])  # fmt: skip
     finally:
         del problems.SOLVERS["_noop"]
-    headers = ["problem", "n", "grad_ms", "harness_us_per_call", "overhead_own", "overhead_in_clock", "overhead_cell"]
+        close_workers()
+    headers = [
+        "problem",
+        "n",
+        "grad_ms",
+        "harness_us_per_call",
+        "overhead_own",
+        "overhead_in_clock",
+        "overhead_cell",
+        "overhead_worker",
+    ]
     print_table(headers, rows)
     path = write_json("problems_harness", {"headers": headers, "rows": rows, "k_evals": K, "rounds": ROUNDS,
                                            "goal": 0.05, "statistic": "median over interleaved rounds"})  # fmt: skip
