@@ -120,9 +120,9 @@ def _run_cells(out, command, cells, budget, max_evals, jobs, dask_ex, progress):
     finally:
         for f in futs:
             f.cancel()
-        if local is not None:
-            local.shutdown(wait=True, cancel_futures=True)
+        if local is not None:  # workers first: a thread waiting on one (Ctrl-C) then returns at once
             close_workers()
+            local.shutdown(wait=True, cancel_futures=True)
         bar.close()
     done = rec.done()
     return [done[keys[c]] for c in cells if keys[c] in done], todo, time.perf_counter() - t0, rec, info

@@ -69,6 +69,7 @@ class _Worker:
 
     conn: Connection
     pid: int
+    ended: str | None
 
     def __init__(self):
         ours, theirs = Pipe()
@@ -89,21 +90,24 @@ class _Worker:
                     os._exit(code)
             _workers.add(self)
         theirs.close()
-        self.pid, self.conn = pid, ours
+        self.pid, self.conn, self.ended = pid, ours, None
 
     def kill(self) -> str:
         """Kill (if alive), reap and forget the worker; return how it ended."""
         with _lock:
             _workers.discard(self)
-        try:
-            os.kill(self.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        _, status = os.waitpid(self.pid, 0)
+            if self.ended is not None:  # killed already (by close_workers while a thread waited on it)
+                return self.ended
+            try:
+                os.kill(self.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            _, status = os.waitpid(self.pid, 0)
+            self.ended = (
+                f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
+            )
         self.conn.close()
-        if os.WIFSIGNALED(status):
-            return f"signal {os.WTERMSIG(status)}"
-        return f"exit code {os.WEXITSTATUS(status)}"
+        return self.ended
 
     def close(self) -> None:
         try:
