@@ -193,7 +193,8 @@ def test_cli_benchmark_end_to_end(user_file, tmp_path, capsys):
 
 
 def test_parallel_jobs_give_the_same_records(user_file, tmp_path):
-    kw = dict(problems=[AB], solvers=["Nelder-Mead", f"{user_file}:boom"], levels=[0], budget=1.0, progress=False)
+    # budget 10 s: Nelder-Mead converges in ~0.02 s, so that a loaded machine cannot stop one of the two runs early
+    kw = dict(problems=[AB], solvers=["Nelder-Mead", f"{user_file}:boom"], levels=[0], budget=10.0, progress=False)
     serial, _ = run_benchmark(tmp_path / "a", **kw)
     parallel, _ = run_benchmark(tmp_path / "b", jobs=2, **kw)
     key = lambda r: (r["solver"], r["status"], r["f"] if r["status"] == "ok" else None)  # noqa: E731
