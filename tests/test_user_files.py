@@ -128,7 +128,7 @@ def test_an_existing_file_is_refused_unless_force(tmp_path):
     assert f.read_text() == "mine"
 
 
-@pytest.mark.parametrize(("flag", "name"), [("--json", "s.json"), ("--out", "w.npz")])
+@pytest.mark.parametrize(("flag", "name"), [("--json", "s.json"), ("--npz", "w.npz")])
 def test_solve_refuses_an_existing_output_file(tmp_path, capsys, flag, name):
     f = tmp_path / name
     before = _user_folder(tmp_path, (name,))
@@ -170,8 +170,10 @@ def test_outputs_are_readable_as_the_umask_allows(tmp_path, umask, mask, fmode, 
 
 def test_solve_and_train_outputs_are_0644_under_umask_022(tmp_path, umask):
     umask(0o022)
-    assert main(["solve", "value", *SMALL, "--json", str(tmp_path / "s.json"), "--out", str(tmp_path / "w")]) == 0
+    assert main(["solve", "value", *SMALL, "--json", str(tmp_path / "s.json"), "--npz", str(tmp_path / "w")]) == 0
     assert _mode(tmp_path / "s.json") == 0o644 and _mode(tmp_path / "w.npz") == 0o644
+    assert main(["solve", "value", *SMALL, "--out", str(tmp_path / "sol")]) == 0
+    assert _mode(tmp_path / "sol") == 0o755 and _mode(tmp_path / "sol" / "optimum.npz") == 0o644
     run = tmp_path / "run"
     assert main(["train", "--preset", "two-stage", "--steps", "10", "--out", str(run), "--quiet"]) == 0
     files = [p for p in run.rglob("*") if p.is_file()]

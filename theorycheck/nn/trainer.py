@@ -182,7 +182,7 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         mpath = self.out / "metrics.jsonl"
         if resume:
-            ck = load_checkpoint(self.out, self.cfg)
+            ck = load_checkpoint(self.out, self.cfg, self.model)  # one that does not fit: skipped
             self.model.load_state_dict(ck.params)
             self.opt.load_state_dict(ck.opt)
             self.step = ck.step
@@ -259,8 +259,8 @@ class Trainer:
             done = self.step == cfg.steps
             if cfg.checkpoint_every and (self.step % cfg.checkpoint_every == 0 or done):
                 self.save_checkpoint()
-            if guard.signame is not None and not done:
-                if not (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
+            if guard.signame is not None:  # also on the last step: a Ctrl-C is never dropped
+                if not (cfg.checkpoint_every and (self.step % cfg.checkpoint_every == 0 or done)):
                     self.save_checkpoint()
                 ck = list_checkpoints(self.out)[0][1] if self.out is not None else None
                 raise TrainingInterrupted(self.step, guard.signame, ck)
