@@ -4,6 +4,7 @@ checkpoint; the trainer keeps a Ctrl-C that arrives on the last step."""
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import subprocess
@@ -16,9 +17,11 @@ import pytest
 
 import _theorycheck_cli
 from theorycheck import cli
+from theorycheck._interrupt import end_workers
 from theorycheck.cli import train as cli_train
 from theorycheck.cli.common import leaf_parsers
 from theorycheck.nn import Trainer, TrainingInterrupted, preset
+from theorycheck.report import runner
 
 ROOT = Path(__file__).resolve().parents[1]
 LEAVES = sorted(leaf_parsers(cli.build_parser()))
@@ -147,3 +150,43 @@ def test_trainer_keeps_a_ctrl_c_on_the_last_step(tmp_path):
     assert not (out / "params.npz").exists()
     res = Trainer(cfg, out, progress=False).run(resume=True)
     assert res.steps == cfg.steps and (out / "params.npz").is_file()
+
+
+def _ctrl_c_inside_a_c_callback():
+    """A KeyboardInterrupt raised in a Python function called back from C (libc's qsort), as in a Numba
+    compilation: ctypes reports it through ``sys.unraisablehook`` and carries on."""
+    libc = ctypes.CDLL(None)
+    compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+
+    def cmp(a, b):
+        raise KeyboardInterrupt
+
+    arr = (ctypes.c_int * 3)(3, 1, 2)
+    libc.qsort(arr, 3, ctypes.sizeof(ctypes.c_int), compare(cmp))
+
+
+def test_a_ctrl_c_swallowed_by_a_c_callback_still_ends_the_command(monkeypatch, capsys):
+    ran_on = []
+
+    def command(args):
+        _ctrl_c_inside_a_c_callback()
+        for _ in range(10_000):  # the SIGINT is delivered again (from another thread) while this runs
+            ran_on.append(1)
+            time.sleep(0.001)
+        return 0
+
+    monkeypatch.setattr(cli.spec, "run", command)
+    assert cli.main(["spec"]) == 130
+    assert capsys.readouterr().err == "theorycheck spec: interrupted\n"
+    assert len(ran_on) < 10_000
+
+
+def test_pool_workers_leave_ctrl_c_to_the_parent():
+    """verify's process pool: the forkserver and its workers ignore SIGINT (no traceback of theirs on Ctrl-C)."""
+    pool = runner.process_pool(2)
+    try:
+        assert pool.submit(signal.getsignal, signal.SIGINT).result(timeout=300) == signal.SIG_IGN
+    finally:
+        end_workers(pool)
+        pool.shutdown(wait=True)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # this process unchanged

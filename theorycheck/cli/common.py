@@ -32,6 +32,7 @@ import sys
 import numpy as np
 
 from .. import _memory, _threads
+from .._interrupt import redeliver_swallowed_ctrl_c
 from .._io import prepare_output_dir, write_json
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ..population._moments import MAX_ENUMERATED_SETS
@@ -342,7 +343,8 @@ def run_command(args) -> int:
     try:
         _threads.configure(args.threads)  # also checks $THEORYCHECK_THREADS
         _memory.check_env()  # a malformed $THEORYCHECK_MAX_BYTES: one error before any work
-        return int(args.func(args) or 0)
+        with redeliver_swallowed_ctrl_c():  # a Ctrl-C during a Numba compilation reaches the command too
+            return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
         return error(args, str(exc))
     except OSError as exc:  # a file system failure past the upfront checks (disk full, a folder removed meanwhile)

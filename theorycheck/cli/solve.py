@@ -312,6 +312,11 @@ def run(args) -> int:
     if args.problem == "attention":
         require_enumerable_sets(args, tm)
     given = _solve_given(args)
+    if args.out is not None and str(args.out).endswith(".npz"):
+        raise ValueError(
+            f"--out {args.out!r}: --out is an output folder (summary.json, optimum.npz); "
+            f"for a single .npz file use --npz {args.out}"
+        )
     out = None if args.out is None else prepare_output_dir(args.out, force=args.force, flag="--out")
     json_file = json_path(args)
     npz_path = None

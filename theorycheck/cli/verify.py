@@ -75,17 +75,17 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
-    claims, skipped = select_claims(registry.claims, args.only), registry.skipped
-    if args.list:
-        return _list_claims(claims, registry)
-    if args.explore is not None:
-        return _explore(args, claims)
+    if args.list or args.explore is not None:
+        registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
+        claims = select_claims(registry.claims, args.only)
+        return _list_claims(claims, registry) if args.list else _explore(args, claims)
     jobs = default_jobs() if args.jobs is None else _cap_jobs(check_int("--jobs", args.jobs, low=1))
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
     partial = None
-    with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails in seconds
+    with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails first, in seconds
+        registry = collect(args.claims)
+        claims, skipped = select_claims(registry.claims, args.only), registry.skipped
         out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
         json_file = json_path(args)
         try:

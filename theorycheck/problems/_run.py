@@ -15,6 +15,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from .._interrupt import end_workers, ignore_sigint
 from .._io import prepare_output_dir
 from ._harness import Cell, Recorder, _run_one, cell_key, run_cell
 from ._registry import FAMILIES, LADDERS, get, match
@@ -118,11 +119,15 @@ def run_benchmark(
     bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc="benchmark", unit="run", disable=not progress)
     t0 = time.perf_counter()
     if jobs > 1 and len(todo) > 1:
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs) as pool:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, initializer=ignore_sigint) as pool:
             futs = {pool.submit(_run_one, (c, budget, max_evals)): c for c in todo}
-            for fut in concurrent.futures.as_completed(futs):
-                rec.add_cell(keys[futs[fut]], fut.result())
-                bar.update()
+            try:
+                for fut in concurrent.futures.as_completed(futs):
+                    rec.add_cell(keys[futs[fut]], fut.result())
+                    bar.update()
+            except KeyboardInterrupt:  # finished runs are recorded (a rerun resumes); the workers end now
+                end_workers(pool)
+                raise
     else:
         for c in todo:
             rec.add_cell(keys[c], run_cell(c, budget, max_evals))
