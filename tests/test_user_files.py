@@ -21,6 +21,7 @@ from theorycheck._io import (
     write_json,
 )
 from theorycheck.cli import main
+from theorycheck.cli import train as cli_train
 
 USER_FILES = (
     "config.json",
@@ -47,13 +48,19 @@ def _snapshot(folder, names):
     return {n: ((folder / n).read_bytes(), (folder / n).stat().st_mtime_ns) for n in names}
 
 
-def test_train_force_touches_no_file_of_the_user(tmp_path, capsys):
-    """The issue's reproduction: all 8 files were overwritten with exit 0."""
+def test_train_force_touches_no_file_of_the_user(tmp_path, capsys, monkeypatch):
+    """The issue's reproduction: all 8 files were overwritten with exit 0. Now refused before any work, naming them."""
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(cli_train, "run_preset", no_work)
     out = tmp_path / "run"
     before = _user_folder(out)
     assert main(["train", "--preset", "two-stage", "--steps", "60", "--out", str(out), "--force", "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "refusing to overwrite" in err and "checkpoint-50" in err and "did not write" in err
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "checkpoint-50.json" in err and "config.json" in err and "did not write" in err
+    assert "--force never replaces them" in err
     assert _snapshot(out, USER_FILES) == before
 
 

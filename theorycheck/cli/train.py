@@ -6,6 +6,7 @@ general topic-word matrix (SPEC §11.7: the preset's SGD rate scaled to the new 
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -145,12 +146,26 @@ def _train_folder(args):
 
     marker = _io.read_marker(out) if out.is_dir() else None
     foreign = set() if args.resume or not out.is_dir() else files() - set(marker["files"] if marker else ())
+    clash = sorted(f for f in foreign if _TRAIN_OUTPUT.fullmatch(f))
+    if clash:  # --force: a file of the user's under a name the run writes is refused now, before any work
+        raise ValueError(
+            f"--out folder {str(out)!r} holds files theorycheck did not write under names a train run writes "
+            f"({', '.join(clash[:5])}{', ...' if len(clash) > 5 else ''}); --force never replaces them: move them "
+            "away or choose a new --out folder"
+        )
 
     def mark():
         if out.is_dir():
             _io.write_marker(out, command=_train_command(args), files=sorted(files() - foreign))
 
     return out, mark
+
+
+#: The names a train run writes in its folder, or in a run folder just under it (a grid, ``--seeds``).
+_TRAIN_OUTPUT = re.compile(
+    r"([^/]+/)?(config\.json|metrics\.jsonl|params\.npz|stages\.json|summary\.json|summary\.md"
+    r"|checkpoint-\d+\.(json|npz)|figures/[^/]+\.png)"
+)
 
 
 def _unfinished_run(out: Path) -> str | None:
