@@ -250,8 +250,9 @@ def _(tm: TopicModel) -> dict:
 # ----------------------------------------------------------------------------- outputs and run options
 def add_out_flags(p, default: str | None, what: str = "output folder") -> None:
     """``--out DIR`` and ``--force`` for commands that write a folder."""
+    shown = "%(default)s" if default is not None else "none"
     p.add_argument(
-        "--out", default=default, help=f"{what}; replaced only if new, empty or theorycheck's (default: %(default)s)"
+        "--out", default=default, help=f"{what}; replaced only if new, empty or theorycheck's (default: {shown})"
     )
     add_force_flag(p)
 

@@ -243,7 +243,7 @@ def add_solve_flags(p, problem: str) -> None:
         g.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (SPEC §4.3)")
         g.add_argument("--loss", choices=("squared", "ce"), default="squared", help="SPEC §2.2 (default: %(default)s)")
         g.add_argument("--n-grid", type=int, default=None, help=_N_GRID_HELP)
-    add_out_flags(p, None, "output folder for summary.json and optimum.npz (default: none, print only)")
+    add_out_flags(p, None, "output folder for summary.json and optimum.npz")
     add_json_flag(p, "the summary (same keys for every problem)")
     p.add_argument(
         "--npz",
