@@ -5,8 +5,10 @@ not list is refused, naming it, whatever the flag. Single-file outputs refuse an
 unless ``--force``. Files are ``0o666 & ~umask``, folders ``0o777 & ~umask``.
 """
 
+import json
 import os
 import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -197,3 +199,22 @@ def test_force_into_a_folder_with_too_many_foreign_files_is_refused(tmp_path, mo
     with pytest.raises(ValueError, match="more than 2 files theorycheck did not write"):
         prepare_output_dir(out, force=True)
     assert _snapshot(out, before) == before
+
+
+def test_bench_force_keeps_a_result_file_of_the_user(tmp_path, capfd):
+    """``bench --out DIR --force``: a benchmark script (another process) does not overwrite a file of the user's."""
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    common = Path(__file__).resolve().parents[1] / "benchmarks"
+    (folder / "bench_fake.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(common)!r})\nimport _common\n_common.write_json('fake', {{'x': 1}})\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "fake.json").write_text("mine")
+    argv = ["bench", "--dir", str(folder), "--out", str(out), "--force"]
+    assert main(argv) == 1
+    assert "refusing to overwrite" in capfd.readouterr().err and (out / "fake.json").read_text() == "mine"
+    (out / "fake.json").unlink()
+    assert main(argv) == 0 and json.loads((out / "fake.json").read_text())["x"] == 1
+    assert main(argv) == 0  # the marker now lists it: a rerun replaces it
