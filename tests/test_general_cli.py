@@ -101,7 +101,7 @@ def test_solve_embedding_and_attention_general(tmp_path, capsys):
         assert cli.main(argv) == 0
         s = json.loads(path.read_text())
         assert s["success"] and s["model"]["n_words"] == 5
-    assert np.load(tmp_path / "embedding.npz")["G"].shape == (6, 6)
+    assert np.load(tmp_path / "embedding" / "optimum.npz")["G"].shape == (6, 6)
 
 
 def test_solve_bad_model_error_names_the_flag(capsys):
