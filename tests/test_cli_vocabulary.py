@@ -30,6 +30,7 @@ def test_the_table_covers_every_subcommand():
         "solve",
         "landscape",
         "train",
+        "dynamics",
         "realdata",
         "bench",
         "benchmark",
