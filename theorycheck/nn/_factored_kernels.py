@@ -23,8 +23,9 @@ of one ``V1 x V1`` attention per context). The decoder is the identity plus the 
     \\frac{\\partial L}{\\partial S[a, b]} = E[a, b] \\sum_j R[j, b]\\,(H_j[a] \\cdot v_b - h_j[a])
 
 (the softmax Jacobian ``A (dA - A . dA)`` with ``A . dA = g_e . u_e``). All work is per query token
-``a`` except the value gradient (per key ``b``); each task writes its own rows, partial losses and
-bias gradients are added in token order, so the result is the same bits on any thread count.
+``a``, in a fixed number of blocks of tokens (one parallel task each, :data:`TOKEN_BLOCKS`); each
+token writes its own rows, and the value gradient's per-block partial sums, the partial losses and
+bias gradients are added in a fixed order, so the result is the same bits on any thread count.
 :func:`factored_loss_grad_ref` is the vectorised numpy reference of the same formulas; the
 generic count path of :mod:`theorycheck.nn.layers` (dense ``E x V1`` attention) is the
 independent route both are tested against.
@@ -40,7 +41,7 @@ import scipy.sparse as sp
 
 from .._threads import kernel_blas_serial
 
-__all__ = ["KeyFactors", "LOSS_CODES", "factored_loss_grad", "factored_loss_grad_ref"]
+__all__ = ["KeyFactors", "LOSS_CODES", "TOKEN_BLOCKS", "factored_loss_grad", "factored_loss_grad_ref"]
 
 #: the loss heads of the fused route and their kernel codes
 LOSS_CODES = {"squared": 0, "ce": 1}
@@ -50,11 +51,11 @@ LOSS_CODES = {"squared": 0, "ce": 1}
 class KeyFactors:
     """Index of a count batch with ``K = U R`` for :func:`factored_loss_grad` (built once per batch).
 
-    ``U`` (G, r) and ``R`` (r, V1) dense; their nonzeros as CSR (``U``, ``R`` by rows) and CSC
-    (``R`` by columns); the loss entries grouped by query token (``order``, ``qstart``); the targets
-    ``Y`` as CSR; ``support``: the key columns (some ``R[j, b] != 0``). The targets factored as
-    ``Y[e] = sum_t Theta[ctx[e], t] B[qtok[e], t]`` (``Theta`` (G, s), ``B`` (V1, s, V1)): ``Theta``
-    as CSR (``tptr``, ``tidx``, ``tval``), ``B`` as CSR over the rows ``a s + t``."""
+    ``U`` (G, r) and ``R`` (r, V1) dense; their nonzeros as CSR; the loss entries grouped by query
+    token (``order``, ``qstart``); the targets ``Y`` as CSR; ``support``: the key columns (some
+    ``R[j, b] != 0``). The targets factored as ``Y[e] = sum_t Theta[ctx[e], t] B[qtok[e], t]``
+    (``Theta`` (G, s), ``B`` (V1, s, V1)): ``Theta`` as CSR (``tptr``, ``tidx``, ``tval``), ``B`` as
+    CSR over the rows ``a s + t``."""
 
     U: np.ndarray
     R: np.ndarray
@@ -64,9 +65,6 @@ class KeyFactors:
     rptr: np.ndarray
     ridx: np.ndarray
     rval: np.ndarray
-    cptr: np.ndarray
-    cidx: np.ndarray
-    cval: np.ndarray
     support: np.ndarray
     ctx: np.ndarray
     order: np.ndarray
@@ -89,9 +87,9 @@ class KeyFactors:
         R = np.ascontiguousarray(R, dtype=np.float64)
         V1 = R.shape[1]
         B = np.asarray(B, dtype=np.float64)
-        Uc, Rr, Rc, Yc = sp.csr_matrix(U), sp.csr_matrix(R), sp.csc_matrix(R), sp.csr_matrix(Y)
+        Uc, Rr, Yc = sp.csr_matrix(U), sp.csr_matrix(R), sp.csr_matrix(Y)
         Tc, Bc = sp.csr_matrix(np.asarray(Theta, dtype=np.float64)), sp.csr_matrix(B.reshape(-1, B.shape[-1]))
-        for m in (Uc, Rr, Rc, Yc, Tc, Bc):
+        for m in (Uc, Rr, Yc, Tc, Bc):
             m.sort_indices()
         qtok = np.asarray(qtok, dtype=np.int64)
         order = np.argsort(qtok, kind="stable").astype(np.int64)
@@ -106,10 +104,7 @@ class KeyFactors:
             rptr=Rr.indptr.astype(i64),
             ridx=Rr.indices.astype(i64),
             rval=Rr.data.astype(np.float64),
-            cptr=Rc.indptr.astype(i64),
-            cidx=Rc.indices.astype(i64),
-            cval=Rc.data.astype(np.float64),
-            support=np.flatnonzero(np.diff(Rc.indptr) > 0).astype(i64),
+            support=np.flatnonzero(np.any(R != 0.0, axis=0)).astype(i64),
             ctx=np.ascontiguousarray(ctx, dtype=i64),
             order=order,
             qstart=qstart,
@@ -350,59 +345,55 @@ def _rows_ce(a, bias, f, F, ER, H, h, dba, y, g, u):  # pragma: no cover - compi
 
 
 @numba.njit(cache=True, fastmath=False)
-def _token_finish(a, Vt, c, rptr, ridx, rval, Erow, H, h, H_all, dSa):  # pragma: no cover - compiled
-    """``dS[a, b] = c E[a, b] sum_j R[j, b] (H_j . v_b - h_j)``; ``H`` saved for the value gradient."""
+def _token_finish(a, Vt, c, rptr, ridx, rval, Erow, H, h, dSa, dVpart):  # pragma: no cover - compiled
+    """``dS[a, b] = c E[a, b] sum_j R[j, b] (H_j . v_b - h_j)`` and the token's share of the value
+    gradient, ``dL/dv_b += sum_j R[j, b] E[a, b] H_j`` (into its block's partial sum ``dVpart``)."""
     d = Vt.shape[0]
     HV = np.dot(H, Vt)  # (r, V1): H_j . v_b (BLAS, serial inside the kernel)
     for j in range(rptr.shape[0] - 1):
         Hj = H[j]
-        Ha = H_all[a, j]
-        for i in range(d):
-            Ha[i] = Hj[i]
         for k in range(rptr[j], rptr[j + 1]):
             b = ridx[k]
             dSa[b] += c * Erow[b] * (rval[k] * (HV[j, b] - h[j]))
+            coef = rval[k] * Erow[b]
+            out = dVpart[b]
+            for i in range(d):
+                out[i] += coef * Hj[i]
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
-def _factored_tokens(S, VtT, Vt, bias, c, kind, f, tf, E_all, H_all, dS, loss_a, db_a, Zmin_a):  # pragma: no cover
-    """One task per query token ``a`` (see the module docstring)."""
-    V1 = S.shape[0]
+def _factored_tokens(
+    S, VtT, Vt, bias, c, kind, f, tf, bounds, E_all, dS, loss_a, db_a, Zmin_a, dVparts, dVtT
+):  # pragma: no cover - compiled
+    """One task per block of query tokens ``bounds[k]:bounds[k+1]`` (tokens in order within a block);
+    the blocks' value-gradient partial sums are added in block order (see the module docstring)."""
     rptr, ridx, rval, support = f[3], f[4], f[5], f[6]
     r = rptr.shape[0] - 1
     d = VtT.shape[1]
-    for a in numba.prange(V1):
+    nb = bounds.shape[0] - 1
+    for blk in numba.prange(nb):
         F = np.empty((r, d))
         H = np.empty((r, d))
         ER = np.empty(r)
         h = np.empty(r)
-        _token_setup(a, S, VtT, rptr, ridx, rval, support, E_all[a], F, ER)
-        if kind == 0:
-            la, za = _rows_squared(a, bias, f, tf, F, ER, H, h, db_a[a])
-        else:
-            la, za = _rows_ce(a, bias, f, F, ER, H, h, db_a[a], np.empty(d), np.empty(d), np.empty(d))
-        loss_a[a] = la
-        Zmin_a[a] = za
-        _token_finish(a, Vt, c, rptr, ridx, rval, E_all[a], H, h, H_all, dS[a])
+        part = dVparts[blk]
+        part[:, :] = 0.0
+        for a in range(bounds[blk], bounds[blk + 1]):
+            _token_setup(a, S, VtT, rptr, ridx, rval, support, E_all[a], F, ER)
+            if kind == 0:
+                la, za = _rows_squared(a, bias, f, tf, F, ER, H, h, db_a[a])
+            else:
+                la, za = _rows_ce(a, bias, f, F, ER, H, h, db_a[a], np.empty(d), np.empty(d), np.empty(d))
+            loss_a[a] = la
+            Zmin_a[a] = za
+            _token_finish(a, Vt, c, rptr, ridx, rval, E_all[a], H, h, dS[a], part)
+    dVtT[:, :] = 0.0
+    for blk in range(nb):  # fixed order: the same sum on any thread count
+        dVtT += dVparts[blk]
 
 
-@numba.njit(cache=True, parallel=True, fastmath=False)
-def _factored_values(E_all, H_all, cptr, cidx, cval, dVtT):  # pragma: no cover - compiled
-    """``dL/dv_b = sum_j R[j, b] sum_a E[a, b] H_j[a]`` (row ``b`` of ``dVtT``), parallel over keys."""
-    V1 = E_all.shape[0]
-    d = dVtT.shape[1]
-    for b in numba.prange(V1):
-        out = dVtT[b]
-        for i in range(d):
-            out[i] = 0.0
-        for k in range(cptr[b], cptr[b + 1]):
-            j = cidx[k]
-            rv = cval[k]
-            for a in range(V1):
-                coef = rv * E_all[a, b]
-                Ha = H_all[a, j]
-                for i in range(d):
-                    out[i] += coef * Ha[i]
+#: blocks of query tokens of the kernel (a constant: the result does not depend on the thread count)
+TOKEN_BLOCKS = 4
 
 
 def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str):
@@ -422,31 +413,21 @@ def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str):
         fk.ctx, fk.order, fk.qstart, fk.yptr, fk.yidx, fk.yval, fk.weight,
     )  # fmt: skip
     E_all = np.zeros((V1, V1))
-    H_all = np.empty((V1, fk.rank, d))
     dS = np.zeros((V1, V1))
     loss_a = np.empty(V1)
     db_a = np.empty((V1, d))
     Zmin_a = np.empty(V1)
+    nb = max(1, min(TOKEN_BLOCKS, V1))
+    bounds = (np.arange(nb + 1, dtype=np.int64) * V1) // nb
+    dVparts = np.empty((nb, V1, d))
     dVtT = np.empty((V1, d))
+    tf = (fk.tptr, fk.tidx, fk.tval, fk.bptr, fk.bidx, fk.bval)
+    Vt = np.ascontiguousarray(VtT.T)
+    code = LOSS_CODES[loss]
     with kernel_blas_serial():
-        tf = (fk.tptr, fk.tidx, fk.tval, fk.bptr, fk.bidx, fk.bval)
         _factored_tokens(
-            S,
-            VtT,
-            np.ascontiguousarray(VtT.T),
-            bias,
-            float(c),
-            LOSS_CODES[loss],
-            f,
-            tf,
-            E_all,
-            H_all,
-            dS,
-            loss_a,
-            db_a,
-            Zmin_a,
+            S, VtT, Vt, bias, float(c), code, f, tf, bounds, E_all, dS, loss_a, db_a, Zmin_a, dVparts, dVtT
         )
-        _factored_values(E_all, H_all, fk.cptr, fk.cidx, fk.cval, dVtT)
     total = 0.0
     for a in range(V1):  # fixed order: the same sum on any thread count
         total += loss_a[a]
