@@ -30,7 +30,9 @@ from .common import (
     write_json_summary,
 )
 
-DESCRIPTION = "stage boundaries of the exact two-stage dynamics over a grid of learning rates and init scales (SPEC §5.2)"
+DESCRIPTION = (
+    "stage boundaries of the exact two-stage dynamics over a grid of learning rates and init scales (SPEC §5.2)"
+)
 
 #: the default grid: the preset's lr 30 and init 0.01 in the middle
 DEFAULT_LRS = "10,20,30,40"
