@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorycheck._threads import numba_threads
 from theorycheck.models import GeneralTopicModel, Masking, TopicModel
 from theorycheck.nn import ModelConfig, Trainer, Transformer, population_batch, preset
 from theorycheck.nn._factored_kernels import factored_loss_grad, factored_loss_grad_ref
@@ -189,8 +188,7 @@ def test_kernel_gives_the_same_bits_on_any_thread_count():
     S, VtT, bias = rng.normal(0, 2, (tm.V1, tm.V1)), rng.normal(0, 0.5, (tm.V1, tm.V1)), rng.normal(0, 0.3, tm.V1)
     out = []
     for n in (1, 2):
-        with numba_threads(n):
-            out.append(factored_loss_grad(S, VtT, bias, 1.0, batch.key_factors(), "squared"))
+        out.append(factored_loss_grad(S, VtT, bias, 1.0, batch.key_factors(), "squared", threads=n))
     assert out[0][0] == out[1][0]
     for x, y in zip(out[0][1:4], out[1][1:4]):
         assert np.array_equal(x, y)

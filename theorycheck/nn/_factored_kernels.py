@@ -39,7 +39,7 @@ import numba
 import numpy as np
 import scipy.sparse as sp
 
-from .._threads import kernel_blas_serial
+from .._threads import kernel_blas_serial, numba_threads
 
 __all__ = ["KeyFactors", "LOSS_CODES", "TOKEN_BLOCKS", "factored_loss_grad", "factored_loss_grad_ref"]
 
@@ -396,14 +396,17 @@ def _factored_tokens(
 TOKEN_BLOCKS = 4
 
 
-def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str):
+def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str, threads: int | None = None):
     """Loss and gradients of the fused route (Numba; see the module docstring).
 
     ``S`` (V1, V1): the scores ``c Q_t^T K_t``; ``VtT`` (V1, d): the value vector ``v_b`` of every
     token (``d = V1``, identity decoder); ``bias``: ``b^dec``; ``c``: the score factor (the
     returned ``dS`` is the gradient w.r.t. ``Q_t^T K_t``, i.e. ``c`` times that w.r.t. ``S``).
     Returns ``(loss, dS, dVtT, db, Zmin)`` with ``Zmin`` the smallest normaliser ``Z_e`` (the
-    caller falls back to the dense route when it is not safely positive)."""
+    caller falls back to the dense route when it is not safely positive). ``threads``: Numba threads
+    (default: the user's choice, else 1; :func:`theorycheck._threads.numba_threads`): a step is a few
+    milliseconds of work, which a second thread speeds up on an idle machine but stalls at its
+    barrier on a loaded one; the result is the same bits on any count."""
     V1, d = VtT.shape
     S = np.ascontiguousarray(S, dtype=np.float64)
     VtT = np.ascontiguousarray(VtT, dtype=np.float64)
@@ -424,7 +427,7 @@ def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str):
     tf = (fk.tptr, fk.tidx, fk.tval, fk.bptr, fk.bidx, fk.bval)
     Vt = np.ascontiguousarray(VtT.T)
     code = LOSS_CODES[loss]
-    with kernel_blas_serial():
+    with kernel_blas_serial(), numba_threads(threads):
         _factored_tokens(
             S, VtT, Vt, bias, float(c), code, f, tf, bounds, E_all, dS, loss_a, db_a, Zmin_a, dVparts, dVtT
         )
