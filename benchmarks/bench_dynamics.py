@@ -16,7 +16,8 @@ Rows:
 3. the whole 3000-step preset with the fused route (wall and CPU), and the layer-by-layer route's
    time for it extrapolated from row 2 (``--full-old`` runs it instead).
 
-Numba threads: the default (every core); BLAS serial inside the steps (``Trainer.run``). The load
+Numba threads: the defaults (the layer-by-layer kernels on every core, the fused kernel on one thread:
+:func:`theorycheck.nn._factored_kernels.factored_loss_grad`); BLAS serial inside the steps (``Trainer.run``). The load
 average is recorded: on a shared 2-core machine wall times are noisy, CPU times less so.
 
 Run: ``python benchmarks/bench_dynamics.py [--old-steps N] [--full-old]``.
@@ -110,7 +111,10 @@ def main(argv=None):
     rows += [row2, row3]
     loads["end"] = _load()
     headers = ["what", "old_wall_s", "fused_wall_s", "wall_ratio", "old_cpu_s", "fused_cpu_s", "cpu_ratio"]
-    print(f"preset two-stage (exact population, T = v = 10, tau = 3); Numba threads {numba.get_num_threads()}")
+    print(
+        f"preset two-stage (exact population, T = v = 10, tau = 3); Numba pool {numba.get_num_threads()} threads "
+        "(the layer-by-layer kernels use the pool, the fused kernel one thread unless --threads/THEORYCHECK_THREADS)"
+    )
     print_table(headers, rows)
     print(f"largest relative parameter difference after {args.old_steps} steps (fused vs layer-by-layer): {diff:.2e}")
     print(f"1-minute load averages {loads} (2-core machine; wall times on a shared machine are noisy)")
