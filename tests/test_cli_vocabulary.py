@@ -28,7 +28,17 @@ def _flags(p) -> dict[str, argparse.Action]:
 
 def test_the_table_covers_every_subcommand():
     """Every module of ``cli.COMMANDS`` is a subcommand (new ones included: the tests below iterate the parser)."""
-    assert set(SUBCOMMANDS) >= {"verify", "solve", "landscape", "train", "realdata", "bench", "benchmark", "spec"}
+    assert set(SUBCOMMANDS) >= {
+        "verify",
+        "solve",
+        "landscape",
+        "train",
+        "dynamics",
+        "realdata",
+        "bench",
+        "benchmark",
+        "spec",
+    }
     assert len(SUBCOMMANDS) == len(cli.COMMANDS)
     assert {"solve value", "solve embedding", "solve attention"} <= set(LEAVES)
     assert {name.split()[0] for name in LEAVES} == set(SUBCOMMANDS)
@@ -194,8 +204,8 @@ NO_PROGRESS_BAR = {
     "solve attention": "one solver call",
 }
 #: The leaves that write PNG figures (``--no-figures``) and those drawing random numbers (``--seed``).
-FIGURES = {"verify", "landscape", "train", "realdata"}
-SEEDED = {"verify", "train", "realdata"}
+FIGURES = {"verify", "landscape", "train", "dynamics", "realdata"}
+SEEDED = {"verify", "train", "dynamics", "realdata"}
 OUTPUT_FLAGS = ("--out", "--json", "--npz")
 
 

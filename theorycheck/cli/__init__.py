@@ -1,4 +1,5 @@
-"""Command line: ``theorycheck verify | solve value|embedding|attention | landscape | train | realdata | bench | spec``.
+"""Command line: ``theorycheck verify | solve value|embedding|attention | landscape | train | dynamics | realdata |
+bench | spec``.
 
 The CLI parses, builds configurations, calls the library and writes files; no mathematics lives
 here. One module per subcommand, each with
@@ -42,13 +43,13 @@ import argparse
 import sys
 
 from .._version import __version__
-from . import bench, benchmark, landscape, realdata, solve, spec, train, verify
+from . import bench, benchmark, dynamics, landscape, realdata, solve, spec, train, verify
 from .common import add_threads_flag, leaf_parsers, run_command
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: The subcommands, in the order of ``theorycheck --help``.
-COMMANDS = (verify, solve, landscape, train, realdata, bench, benchmark, spec)
+COMMANDS = (verify, solve, landscape, train, dynamics, realdata, bench, benchmark, spec)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -10,7 +10,7 @@ import numpy as np
 from .._mpl import mpl
 from ._plotstyle import LINE_STYLES, annotation_format, auto_scale, colorbar, figure, legend_outside
 
-__all__ = ["attention_head_ratios", "training_curves"]
+__all__ = ["attention_head_ratios", "stage_grid", "training_curves"]
 
 _NORM_LABELS = {
     "norm_W_V": "||W^V||",
@@ -206,4 +206,42 @@ def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = 
     ax2.set_xticks(range(n_heads))
     ax2.set_yticks(range(n_layers))
     ax2.set_title(f"step {int(steps[-1])}", fontsize=9)
+    return fig
+
+
+_GRID_PANELS = (
+    ("stage1_end", "stage-1 end (norm rule)"),
+    ("stage2_start", "stage-2 start (norm rule)"),
+    ("stage2_attention", "attention favours topic (K_eff >= 1.1 v)"),
+)
+
+
+def stage_grid(rows):
+    """Stage boundaries over a learning-rate x init-scale grid (rows of :func:`theorycheck.nn.stage_grid`):
+    one panel per boundary, cells coloured by the step (log scale) and labelled with it, ``-`` where the
+    rule did not fire within the run."""
+    lrs = sorted({r["lr"] for r in rows})
+    scales = sorted({r["init_scale"] for r in rows})
+    colors = mpl("matplotlib.colors")
+    fig = figure(4.2 * len(_GRID_PANELS) + 0.6, 0.55 * len(lrs) + 2.2)
+    axes = fig.subplots(1, len(_GRID_PANELS), squeeze=False)[0]
+    steps = max((r.get("steps") or 1 for r in rows), default=1)
+    norm = colors.LogNorm(vmin=1, vmax=max(steps, 2))
+    for ax, (key, title) in zip(axes, _GRID_PANELS):
+        M = np.full((len(lrs), len(scales)), np.nan)
+        for r in rows:
+            if r.get(key) is not None:
+                M[lrs.index(r["lr"]), scales.index(r["init_scale"])] = max(float(r[key]), 1.0)
+        im = ax.imshow(np.ma.masked_invalid(M), origin="lower", aspect="auto", cmap="viridis", norm=norm)
+        for i in range(len(lrs)):
+            for j in range(len(scales)):
+                text = "-" if np.isnan(M[i, j]) else f"{int(M[i, j])}"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if text != "-" else "black")
+        ax.set_xticks(range(len(scales)), [f"{s:g}" for s in scales])
+        ax.set_yticks(range(len(lrs)), [f"{x:g}" for x in lrs])
+        ax.set_xlabel("init scale s (entries N(0, s^2))")
+        ax.set_ylabel("SGD learning rate")
+        ax.set_title(title, fontsize=10)
+    colorbar(fig, im, list(axes), label="step")
+    fig.suptitle(f"two-stage dynamics (exact population): stage boundaries, {steps} steps per cell (-: not reached)")
     return fig

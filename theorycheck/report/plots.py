@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._plots_training import attention_head_ratios, training_curves
+from ._plots_training import attention_head_ratios, stage_grid, training_curves
 from ._plotstyle import (
     GRAM_AXES,
     KQ_AXES,
@@ -51,6 +51,7 @@ __all__ = [
     "heatmap",
     "heatmap_pair",
     "loss_vs_K",
+    "stage_grid",
     "training_curves",
 ]
 
