@@ -1,0 +1,337 @@
+"""Structured exact attention loss of the (alpha, beta) score families of a general topic model (SPEC §11.8).
+
+For ``S = alpha I_w + beta B`` with ``B`` the same-label indicator ``Z`` (``family="label"``, the SPEC §11.6
+labels) or the co-topic cosine ``G`` (``family="co-topic"``, :func:`theorycheck.solvers.cotopic_matrix`)
+the exact loss of SPEC §11.4 is evaluated without any ``V1 x V1`` array: the context law is linear in
+``theta`` (``m_theta = Phi~^T theta``, SPEC §11.5), so the ``V1``-sized work is done once per ``beta``
+(:mod:`._attention_tables`) and a document law ``theta`` then costs
+
+- squared loss, label family: ``O(V1 T + L T^2)``; co-topic family: ``O(V1 T^2)``;
+- cross-entropy (factored ``W`` only): ``O(V1^2 k)`` (every output coordinate of every query enters the
+  log-sum-exp; ``k = rank W``), after ``O(V1^2 T k)`` per ``beta``.
+
+With ``A = ||N_theta||^2``, ``B_q = b^T N_theta``, ``D = e_x^T N_theta``, ``F = p_theta^T N_theta`` and
+``Z = Z_theta(x)`` (:mod:`._attention_tables`) the squared loss of a word query is
+
+.. math::
+    \\ell_x = \\omega (A/Z^2 + 2 B_q/Z + \\|b\\|^2) - 2 p_c p_\\theta(x) (D/Z + b_x)
+             - \\tfrac{2 p_r}{n} (F/Z + p_\\theta^T b) + \\omega,\\qquad \\omega = p_c p_\\theta(x) + p_r/n,
+
+the [MASK] query attends uniformly (``o = W m_theta + b``), and the gradient in ``(alpha, beta)`` follows
+by the chain rule through ``Z, A, B_q, D, F`` (``d g / d alpha = e^alpha e^{beta B_xx} m_theta(x)``, the
+``beta``-derivatives of the tables). Uniform-tau: exact over all ``C(T, tau)`` sets, evaluated in chunks
+of sets in parallel threads; Dirichlet: over sampled ``theta`` with the standard error.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import logsumexp, softmax
+
+from .._memory import check_alloc, resolve_max_bytes
+from .._threads import requested
+from .._validate import check_array, check_choice, check_int, check_loss, check_real
+from ..models import GeneralTopicModel, Masking, check_models
+from ._attention_loss import DEFAULT_N_THETA, _check_n_sets, _thetas
+from ._attention_tables import (
+    LabelBasis,
+    ValueOperator,
+    blocked_tables,
+    context_rows,
+    cotopic_rows,
+    label_rows,
+    label_tables,
+    static_tables,
+)
+
+__all__ = ["family_attention_loss", "FamilyLoss", "FamilyEvaluator", "FAMILIES", "value_operator"]
+
+#: The structured score families: ``alpha I_w + beta Z`` (labels) and ``alpha I_w + beta G`` (co-topic).
+FAMILIES = ("label", "co-topic")
+_CHUNK_BYTES = 16 * 2**20
+_FACTORS_HINT = (
+    "pass W^V factored as (left, right) with W = left @ right.T (e.g. optimal_value_matrix(g, mk).x, a "
+    "LowRankMatrix), or use attention_loss for a small model"
+)
+
+
+class FamilyLoss(NamedTuple):
+    """Loss of the family at ``(alpha, beta)`` with its error and (optionally) its gradient.
+
+    ``value`` (exact when ``exact``), ``stderr`` (0 for the enumeration of the uniform-tau sets, else
+    ``sd / sqrt(n)``), ``n`` document laws, ``dalpha``, ``dbeta`` (``None`` without ``grad``).
+    """
+
+    value: float
+    stderr: float
+    n: int
+    exact: bool
+    dalpha: float | None
+    dbeta: float | None
+
+
+def value_operator(W, V1: int, name: str = "W") -> ValueOperator:
+    """A validated ``W^V``: a dense ``(V1, V1)`` array, a pair ``(left, right)`` or an object with ``left`` and
+    ``right`` attributes (``W = left @ right.T``, both ``(V1, k)``)."""
+    pair = (W.left, W.right) if hasattr(W, "left") and hasattr(W, "right") else None
+    if pair is None and isinstance(W, tuple) and len(W) == 2:
+        pair = W
+    if pair is not None:
+        U = check_array(f"{name}.left", pair[0])
+        V = check_array(f"{name}.right", pair[1])
+        if U.ndim != 2 or V.ndim != 2 or U.shape[0] != V1 or V.shape != U.shape:
+            raise ValueError(f"{name}: factors must both have shape (V1={V1}, k), got {U.shape} and {V.shape}")
+        return ValueOperator(left=U, right=V)
+    return ValueOperator(dense=check_array(name, W, shape=(V1, V1)))
+
+
+class FamilyEvaluator:
+    """The structured loss of one family for fixed ``(model, masking, W, b, mask_keys, loss, document laws)``;
+    the ``beta``-tables are cached for the last ``beta`` (a grid over ``alpha`` reuses them)."""
+
+    def __init__(self, g, mk, op: ValueOperator, family, b, mask_keys, loss, theta, sampled):
+        self.g, self.mk, self.op, self.family, self.b, self.loss = g, mk, op, family, b, loss
+        self.theta, self.sampled = theta, sampled
+        Mp, Phi = context_rows(g, mk, mask_keys)
+        self.st = static_tables(op, Mp, Phi, b)
+        labels = g.dominant_topic()
+        self.rows = label_rows(labels) if family == "label" else cotopic_rows(g.phi)
+        self.lb = LabelBasis(op, self.st, labels, b) if (family == "label" and loss == "squared") else None
+        self._beta: float | None = None
+        self._tables: object = None
+
+    def tables(self, beta):
+        if self._beta != beta:
+            if self.loss == "ce":
+                self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b, want_K=True)
+            elif self.lb is not None:
+                self._tables = label_tables(self.lb, self.st, beta)
+            else:
+                self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b)
+            self._beta = beta
+        return self._tables
+
+    def per_law(self, alpha, beta, want_grad=False):
+        """Per-law losses ``(n,)`` and, with ``want_grad``, their ``alpha``- and ``beta``-derivatives."""
+        tb = self.tables(beta)
+        n_w = self.g.n_words
+        T = self.g.T
+        per_row = 8 * (24 * n_w + T * T)
+        chunk = max(1, _CHUNK_BYTES // per_row) if self.loss == "squared" else 1
+        parts = [self.theta[i : i + chunk] for i in range(0, len(self.theta), chunk)]
+        if self.loss == "squared":
+
+            def work(Th):
+                return _sq_chunk(Th, self.st, tb, alpha, self.mk, n_w, want_grad)
+
+        else:
+
+            def work(Th):
+                return _ce_chunk(Th, self.st, tb, self.op, alpha, self.mk, n_w, want_grad)
+
+        workers = min(len(parts), requested() or os.cpu_count() or 1)
+        if workers > 1:
+            with ThreadPoolExecutor(workers) as ex:
+                res = list(ex.map(work, parts))
+        else:
+            res = [work(p) for p in parts]
+        out = [np.concatenate([r[i] for r in res]) for i in range(3 if want_grad else 1)]
+        return tuple(out) if want_grad else out[0]
+
+    def __call__(self, alpha, beta, want_grad=False) -> FamilyLoss:
+        n = len(self.theta)
+        if want_grad:
+            per, da, db = self.per_law(alpha, beta, True)
+            ga, gb = float(da.mean()), float(db.mean())
+        else:
+            per, ga, gb = self.per_law(alpha, beta, False), None, None
+        se = float(per.std(ddof=1) / math.sqrt(n)) if self.sampled else 0.0
+        return FamilyLoss(float(per.mean()), se, n, not self.sampled, ga, gb)
+
+
+def _quad(TT, M, grp):
+    """``theta^T M_g theta`` for every law (rows of ``TT = theta kron theta``) and word (gathered by ``grp``)."""
+    q = TT @ M.reshape(M.shape[0], -1).T
+    return q if grp is None else q[:, grp]
+
+
+def _sq_chunk(Th, st, tb, alpha, mk, n_w, want_grad):
+    """Squared loss per law of the chunk ``Th`` (module docstring) and its ``(alpha, beta)``-derivatives."""
+    nl, T = Th.shape
+    TT = (Th[:, :, None] * Th[:, None, :]).reshape(nl, T * T)
+    p_c, p_r, p_mask = mk.p_c, mk.p_r, mk.p_mask
+    pr_n = p_r / n_w
+    mx, px = Th @ st.mp.T, Th @ st.ph.T
+    ea = math.expm1(alpha)
+    g = ea * tb.ed * mx
+    Z = Th @ tb.s.T + g
+    thc, thpw = Th @ tb.c.T, Th @ st.pw.T
+    A = _quad(TT, tb.Gam, tb.grp) + 2.0 * g * thc + g * g * st.w2
+    Bq = Th @ tb.bb.T + g * st.bw
+    D = Th @ tb.d.T + g * st.wxx
+    F = _quad(TT, tb.F, tb.grp) + g * thpw
+    pb = Th @ st.pb
+    om = p_c * px + pr_n
+    iz = 1.0 / Z
+    lw = om * (A * iz * iz + 2.0 * Bq * iz + st.bn2) - 2.0 * p_c * px * (D * iz + st.bx)
+    lw -= 2.0 * pr_n * (F * iz + pb[:, None])
+    lw += om
+    mask = _quad(TT, st.Gm0[None], None)[:, 0] + 2.0 * (Th @ st.bm0) + st.bn2
+    mask -= 2.0 * (_quad(TT, st.Fm0[None], None)[:, 0] + pb)
+    per = lw.sum(axis=1) + p_mask * (mask + 1.0)
+    if not want_grad:
+        return (per,)
+    lA, lB, lD, lF = om * iz * iz, 2.0 * om * iz, -2.0 * p_c * px * iz, -2.0 * pr_n * iz
+    lZ = (-2.0 * om * A * iz - 2.0 * om * Bq + 2.0 * p_c * px * D + 2.0 * pr_n * F) * iz * iz
+    ga = (ea + 1.0) * tb.ed * mx
+    da = (lZ * ga + lA * 2.0 * ga * (thc + g * st.w2) + lB * ga * st.bw + lD * ga * st.wxx + lF * ga * thpw).sum(1)
+    gb = ea * tb.ded * mx
+    dZ = Th @ tb.ds.T + gb
+    dA = _quad(TT, tb.dGam, tb.grp) + 2.0 * gb * thc + 2.0 * g * (Th @ tb.dc.T) + 2.0 * g * gb * st.w2
+    dB = Th @ tb.dbb.T + gb * st.bw
+    dD = Th @ tb.dd.T + gb * st.wxx
+    dF = _quad(TT, tb.dF, tb.grp) + gb * thpw
+    db = (lZ * dZ + lA * dA + lB * dB + lD * dD + lF * dF).sum(axis=1)
+    return per, da, db
+
+
+def _ce_chunk(Th, st, tbK, op, alpha, mk, n_w, want_grad):
+    """Cross-entropy per law (one law per call; ``O(V1^2 k)``), from the ``K`` tables of :func:`blocked_tables`."""
+    tb, K, dK = tbK
+    U, V = op.U, op.V
+    V1 = U.shape[0]
+    bvec = st.bvec
+    p_c, p_r, p_mask = mk.p_c, mk.p_r, mk.p_mask
+    pr_n = p_r / n_w
+    ea = math.expm1(alpha)
+    pers, das, dbs = [], [], []
+    K0 = V.T @ st.Mp.T  # (k, T)
+    step = max(1, _CHUNK_BYTES // (8 * 2 * V1))
+    for th in Th:
+        mx, px = st.mp @ th, st.ph @ th
+        p = st.Phi.T @ th  # (V1,)
+        g = ea * tb.ed * mx
+        Z = tb.s @ th + g
+        Num = np.einsum("t,xtk->xk", th, K) + g[:, None] * V[1:]
+        kap = Num / Z[:, None]
+        Up = U.T @ p
+        om = p_c * px + pr_n
+        val = 0.0
+        Gk = np.zeros_like(kap)
+        for x0 in range(0, n_w, step):
+            x1 = min(n_w, x0 + step)
+            O = kap[x0:x1] @ U.T + bvec
+            lse = logsumexp(O, axis=1)
+            oxx = O[np.arange(x1 - x0), np.arange(x0 + 1, x1 + 1)]
+            val += float(om[x0:x1] @ lse - p_c * px[x0:x1] @ oxx - pr_n * (O @ p).sum())
+            if want_grad:
+                Gk[x0:x1] = (om[x0:x1, None] * softmax(O, axis=1)) @ U - p_c * px[x0:x1, None] * U[x0 + 1 : x1 + 1]
+                Gk[x0:x1] -= pr_n * Up[None, :]
+        o0 = U @ (K0 @ th) + bvec
+        val += p_mask * float(logsumexp(o0) - p @ o0)
+        pers.append(val)
+        if want_grad:
+            ga = (ea + 1.0) * tb.ed * mx
+            dka = (ga[:, None] * V[1:] - kap * ga[:, None]) / Z[:, None]
+            gb = ea * tb.ded * mx
+            dZ = tb.ds @ th + gb
+            dkb = (np.einsum("t,xtk->xk", th, dK) + gb[:, None] * V[1:] - kap * dZ[:, None]) / Z[:, None]
+            das.append(float(np.sum(Gk * dka)))
+            dbs.append(float(np.sum(Gk * dkb)))
+    out = [np.array(pers)]
+    return (out[0], np.array(das), np.array(dbs)) if want_grad else (out[0],)
+
+
+def _counts(g, n_sets, n_theta):
+    if g.prior == "uniform-tau":
+        if n_theta is not None:
+            raise ValueError("n_theta is for prior='dirichlet'; with prior='uniform-tau' pass n_sets to sample sets")
+        return _check_n_sets(g, n_sets, "pass n_sets (and seed) to average over sampled topic sets"), None
+    if n_sets is not None:
+        raise ValueError("n_sets is for prior='uniform-tau'; with prior='dirichlet' pass n_theta")
+    return None, DEFAULT_N_THETA if n_theta is None else check_int("n_theta", n_theta, low=2)
+
+
+def check_structured(g, op: ValueOperator, family, loss, max_bytes):
+    """Refuse, before any work, what the structured route cannot do or cannot fit (``ValueError``)."""
+    family = check_choice("family", family, FAMILIES)
+    if not op.factored and (family == "co-topic" or loss == "ce"):
+        what = "the co-topic family" if family == "co-topic" else "loss='ce'"
+        raise ValueError(f"family_attention_loss: {what} needs a factored W^V (a dense one costs O(V1^3) per "
+                         f"beta); {_FACTORS_HINT}")  # fmt: skip
+    V1, T = g.V1, g.T
+    k = op.U.shape[1] if op.factored else T
+    if family == "co-topic" or loss == "ce":  # tables (n, T, T) x 4 or K (n, T, k) x 2, the RHS and one block
+        check_alloc("family_attention_loss: per-word tables", (V1, T, max(4 * T, 2 * k) + 2 * (k + 1) + 16),
+                    max_bytes=max_bytes, alternative="family='label' (O(V1 T) tables) or a smaller model")  # fmt: skip
+    else:
+        check_alloc("family_attention_loss: label tables", (V1, 3 * T + 40), max_bytes=max_bytes,
+                    alternative="a smaller model")  # fmt: skip
+    return family
+
+
+def make_evaluator(g, mk, W, family="label", b=None, mask_keys=False, loss="squared", *, n_sets=None,
+                   n_theta=None, rng=None, seed=None, max_bytes=None) -> FamilyEvaluator:  # fmt: skip
+    """A validated :class:`FamilyEvaluator` (the solver's entry; arguments as in :func:`family_attention_loss`)."""
+    check_models(g, mk, general=True)
+    mk.require_masked_positions("family_attention_loss")
+    loss = check_loss(loss)
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    if not isinstance(mask_keys, (bool, np.bool_)):
+        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
+    op = value_operator(W, g.V1)
+    b = None if b is None else check_array("b", b, shape=(g.V1,))
+    family = check_structured(g, op, family, loss, max_bytes)
+    n_sets, n_theta = _counts(g, n_sets, n_theta)
+    theta, sampled = _thetas(g, n_sets, n_theta, rng, seed, max_bytes)
+    return FamilyEvaluator(g, mk, op, family, b, bool(mask_keys), loss, theta, sampled)
+
+
+def family_attention_loss(
+    alpha: float, beta: float, W, tm: GeneralTopicModel, mk: Masking, *, family: str = "label",
+    b: ArrayLike | None = None, mask_keys: bool = False, loss: str = "squared", grad: bool = False,
+    n_sets: int | None = None, n_theta: int | None = None, rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None, max_bytes: int | None = None,
+) -> FamilyLoss:  # fmt: skip
+    """Exact loss (and gradient in ``(alpha, beta)``) of ``S = alpha I_w + beta B`` without a ``V1 x V1`` array
+    (SPEC §11.8; the loss of SPEC §11.4).
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Same-word and family scores; ``B`` is the same-label indicator ``Z`` (``family="label"``, SPEC §11.6
+        labels, diagonal 1) or the co-topic cosine ``G`` (``family="co-topic"``), so the score of the query's
+        own word is ``alpha + beta`` in both.
+    W : array (V1, V1), or factors ``(left, right)`` / an object with ``left``, ``right`` (``W = left right^T``)
+        Frozen ``W^V`` (e.g. :func:`theorycheck.solvers.optimal_value_matrix`'s ``LowRankMatrix``). The
+        co-topic family and the cross-entropy need the factors.
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+    b, mask_keys, loss, n_sets, n_theta, rng, seed, max_bytes
+        As in :func:`theorycheck.population.attention_loss` (Dirichlet: ``seed`` or ``rng`` required).
+    grad : bool
+        Also return ``dL/dalpha``, ``dL/dbeta`` (exact, of the same average).
+
+    Returns
+    -------
+    FamilyLoss
+        ``(value, stderr, n, exact, dalpha, dbeta)``.
+
+    Notes
+    -----
+    Cost per ``beta``: label family, squared loss: ``O(V1 T k)`` once per ``W`` (dense ``W``: ``O(V1^2 T)``)
+    and ``O(V1 T + L T^2)``; co-topic (and any cross-entropy): one blocked product ``O(V1^2 T k)``. Per
+    document law: ``O(V1 T + L T^2)`` (label), ``O(V1 T^2)`` (co-topic), ``O(V1^2 k)`` (cross-entropy).
+    Memory ``O(V1 T)`` (label) or ``O(V1 T max(T, k))`` plus one row block (co-topic, cross-entropy).
+    """
+    a = check_real("alpha", alpha)
+    bt = check_real("beta", beta)
+    ev = make_evaluator(tm, mk, W, family, b, mask_keys, loss, n_sets=n_sets, n_theta=n_theta, rng=rng,
+                        seed=seed, max_bytes=max_bytes)  # fmt: skip
+    return ev(a, bt, bool(grad))
