@@ -20,22 +20,24 @@ With ``A = ||N_theta||^2``, ``B_q = b^T N_theta``, ``D = e_x^T N_theta``, ``F = 
 the [MASK] query attends uniformly (``o = W m_theta + b``), and the gradient in ``(alpha, beta)`` follows
 by the chain rule through ``Z, A, B_q, D, F`` (``d g / d alpha = e^alpha e^{beta B_xx} m_theta(x)``, the
 ``beta``-derivatives of the tables). Uniform-tau: exact over all ``C(T, tau)`` sets, evaluated in chunks
-of sets in parallel threads; Dirichlet: over sampled ``theta`` with the standard error.
+of sets, parallel over sets on ``--threads`` / ``THEORYCHECK_THREADS`` threads (default 1, the project's
+policy for shared machines, :mod:`theorycheck._threads`); Dirichlet: over sampled ``theta`` with the standard error.
 """
 
 from __future__ import annotations
 
+import functools
 import math
-import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
+import numba
 import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp, softmax
 
 from .._memory import check_alloc, resolve_max_bytes
-from .._threads import requested
+from .._threads import blas_threads, numba_threads, requested
 from .._validate import check_array, check_choice, check_int, check_loss, check_real
 from ..models import GeneralTopicModel, Masking, check_models
 from ._attention_loss import DEFAULT_N_THETA, _check_n_sets, _thetas
@@ -55,6 +57,9 @@ __all__ = ["family_attention_loss", "FamilyLoss", "FamilyEvaluator", "FAMILIES",
 #: The structured score families: ``alpha I_w + beta Z`` (labels) and ``alpha I_w + beta G`` (co-topic).
 FAMILIES = ("label", "co-topic")
 _CHUNK_BYTES = 16 * 2**20
+#: Laws per chunk and words per block of the squared-loss kernel (the GEMM output of a chunk x block stays in cache).
+_LAW_CHUNK = 512
+_WORD_BLOCK = 256
 _FACTORS_HINT = (
     "pass W^V factored as (left, right) with W = left @ right.T (e.g. optimal_value_matrix(g, mk).x, a "
     "LowRankMatrix), or use attention_loss for a small model"
@@ -120,28 +125,16 @@ class FamilyEvaluator:
     def per_law(self, alpha, beta, want_grad=False):
         """Per-law losses ``(n,)`` and, with ``want_grad``, their ``alpha``- and ``beta``-derivatives."""
         tb = self.tables(beta)
-        n_w = self.g.n_words
-        T = self.g.T
-        per_row = 8 * (24 * n_w + T * T)
-        chunk = max(1, _CHUNK_BYTES // per_row) if self.loss == "squared" else 1
-        parts = [self.theta[i : i + chunk] for i in range(0, len(self.theta), chunk)]
-        if self.loss == "squared":
-
-            def work(Th):
-                return _sq_chunk(Th, self.st, tb, alpha, self.mk, n_w, want_grad)
-
-        else:
-
-            def work(Th):
-                return _ce_chunk(Th, self.st, tb, self.op, alpha, self.mk, n_w, want_grad)
-
-        workers = min(len(parts), requested() or os.cpu_count() or 1)
-        if workers > 1:
-            with ThreadPoolExecutor(workers) as ex:
-                res = list(ex.map(work, parts))
-        else:
-            res = [work(p) for p in parts]
-        out = [np.concatenate([r[i] for r in res]) for i in range(3 if want_grad else 1)]
+        with blas_threads(), numba_threads():  # --threads / THEORYCHECK_THREADS, else 1 (shared machines)
+            if self.loss == "ce":  # laws in parallel threads
+                parts = [self.theta[i : i + 1] for i in range(len(self.theta))]
+                work = functools.partial(_ce_chunk, st=self.st, tbK=tb, op=self.op, alpha=alpha, mk=self.mk,
+                                         want_grad=want_grad)  # fmt: skip
+                with ThreadPoolExecutor(min(len(parts), requested() or 1)) as ex:
+                    res = list(ex.map(work, parts))
+                out = [np.concatenate([r[i] for r in res]) for i in range(3 if want_grad else 1)]
+            else:  # laws in parallel Numba threads
+                out = _sq_laws(self.theta, self.st, tb, alpha, self.mk, want_grad)
         return tuple(out) if want_grad else out[0]
 
     def __call__(self, alpha, beta, want_grad=False) -> FamilyLoss:
@@ -155,56 +148,101 @@ class FamilyEvaluator:
         return FamilyLoss(float(per.mean()), se, n, not self.sampled, ga, gb)
 
 
-def _quad(TT, M, grp):
-    """``theta^T M_g theta`` for every law (rows of ``TT = theta kron theta``) and word (gathered by ``grp``)."""
-    q = TT @ M.reshape(M.shape[0], -1).T
-    return q if grp is None else q[:, grp]
+def _sq_laws(theta, st, tb, alpha, mk, want_grad):
+    """Squared loss per law (module docstring) and its ``(alpha, beta)``-derivatives.
 
-
-def _sq_chunk(Th, st, tb, alpha, mk, n_w, want_grad):
-    """Squared loss per law of the chunk ``Th`` (module docstring) and its ``(alpha, beta)``-derivatives."""
-    nl, T = Th.shape
-    TT = (Th[:, :, None] * Th[:, None, :]).reshape(nl, T * T)
-    p_c, p_r, p_mask = mk.p_c, mk.p_r, mk.p_mask
-    pr_n = p_r / n_w
-    mx, px = Th @ st.mp.T, Th @ st.ph.T
+    Blocked for the cache: per chunk of laws and block of words one GEMM of the laws with the word-major tables
+    (``theta . table[x]`` for every table), the group dots once per chunk (labels) or per block (one group per
+    word), then the fused per-(law, word) kernel :func:`_sq_kernel` (parallel over laws).
+    """
+    nw_tab, ng_tab = (7, 4) if want_grad else (5, 2)
+    _, n_w, T = tb.word.shape
+    G = tb.group.shape[0]
+    per_word = G == n_w and np.array_equal(tb.grp, np.arange(n_w))
+    Wst = np.ascontiguousarray(tb.word[:nw_tab].transpose(1, 0, 2)).reshape(n_w * nw_tab, T).T  # word-major
+    Gst = tb.group[:, :ng_tab].reshape(G * ng_tab, T).T
+    Qst = tb.quad[:, :ng_tab].reshape(G * ng_tab, T * T).T
+    chunk = max(1, min(len(theta), _LAW_CHUNK))
     ea = math.expm1(alpha)
-    g = ea * tb.ed * mx
-    Z = Th @ tb.s.T + g
-    thc, thpw = Th @ tb.c.T, Th @ st.pw.T
-    A = _quad(TT, tb.Gam, tb.grp) + 2.0 * g * thc + g * g * st.w2
-    Bq = Th @ tb.bb.T + g * st.bw
-    D = Th @ tb.d.T + g * st.wxx
-    F = _quad(TT, tb.F, tb.grp) + g * thpw
-    pb = Th @ st.pb
-    om = p_c * px + pr_n
-    iz = 1.0 / Z
-    lw = om * (A * iz * iz + 2.0 * Bq * iz + st.bn2) - 2.0 * p_c * px * (D * iz + st.bx)
-    lw -= 2.0 * pr_n * (F * iz + pb[:, None])
-    lw += om
-    mask = _quad(TT, st.Gm0[None], None)[:, 0] + 2.0 * (Th @ st.bm0) + st.bn2
-    mask -= 2.0 * (_quad(TT, st.Fm0[None], None)[:, 0] + pb)
-    per = lw.sum(axis=1) + p_mask * (mask + 1.0)
-    if not want_grad:
-        return (per,)
-    lA, lB, lD, lF = om * iz * iz, 2.0 * om * iz, -2.0 * p_c * px * iz, -2.0 * pr_n * iz
-    lZ = (-2.0 * om * A * iz - 2.0 * om * Bq + 2.0 * p_c * px * D + 2.0 * pr_n * F) * iz * iz
-    ga = (ea + 1.0) * tb.ed * mx
-    da = (lZ * ga + lA * 2.0 * ga * (thc + g * st.w2) + lB * ga * st.bw + lD * ga * st.wxx + lF * ga * thpw).sum(1)
-    gb = ea * tb.ded * mx
-    dZ = Th @ tb.ds.T + gb
-    dA = _quad(TT, tb.dGam, tb.grp) + 2.0 * gb * thc + 2.0 * g * (Th @ tb.dc.T) + 2.0 * g * gb * st.w2
-    dB = Th @ tb.dbb.T + gb * st.bw
-    dD = Th @ tb.dd.T + gb * st.wxx
-    dF = _quad(TT, tb.dF, tb.grp) + gb * thpw
-    db = (lZ * dZ + lA * dA + lB * dB + lD * dD + lF * dF).sum(axis=1)
-    return per, da, db
+    consts = np.array([ea, mk.p_c, mk.p_r / n_w, st.bn2])
+    outs = [np.zeros(len(theta)) for _ in range(3)]
+    for i0 in range(0, len(theta), chunk):
+        Th = theta[i0 : i0 + chunk]
+        nl = len(Th)
+        TT = (Th[:, :, None] * Th[:, None, :]).reshape(nl, T * T)
+        if not per_word:
+            Dg = (Th @ Gst).reshape(nl, G, ng_tab)
+            Dq = (TT @ Qst).reshape(nl, G, ng_tab)
+        acc = np.zeros((3, nl))
+        for x0 in range(0, n_w, _WORD_BLOCK):
+            x1 = min(n_w, x0 + _WORD_BLOCK)
+            Dw = (Th @ Wst[:, x0 * nw_tab : x1 * nw_tab]).reshape(nl, x1 - x0, nw_tab)
+            if per_word:
+                Dg = (Th @ Gst[:, x0 * ng_tab : x1 * ng_tab]).reshape(nl, x1 - x0, ng_tab)
+                Dq = (TT @ Qst[:, x0 * ng_tab : x1 * ng_tab]).reshape(nl, x1 - x0, ng_tab)
+                grp = np.arange(x1 - x0)
+            else:
+                grp = tb.grp[x0:x1]
+            _sq_kernel(Dw, Dg, Dq, grp, tb.scal[:, x0:x1], Th @ st.pb, consts, want_grad, acc)
+        pb = Th @ st.pb
+        mask = TT @ st.Gm0.ravel() + 2.0 * (Th @ st.bm0) + st.bn2 - 2.0 * (TT @ st.Fm0.ravel() + pb)
+        outs[0][i0 : i0 + nl] = acc[0] + mk.p_mask * (mask + 1.0)
+        outs[1][i0 : i0 + nl], outs[2][i0 : i0 + nl] = acc[1], acc[2]
+    return outs if want_grad else outs[:1]
 
 
-def _ce_chunk(Th, st, tbK, op, alpha, mk, n_w, want_grad):
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _sq_kernel(Dw, Dg, Dq, grp, scal, pb, consts, want_grad, out):  # pragma: no cover - compiled
+    """Adds to ``out[:, i]`` the sum over a block of word queries of ``ell_x`` and its derivatives (module
+    docstring) for every law ``i``.
+
+    ``Dw[i, x, j]`` = ``theta_i . word[j, x]``, ``Dg[i, g, j]`` = ``theta_i . group[g, j]``, ``Dq[i, g, j]`` =
+    ``theta_i^T quad[g, j] theta_i`` (the tables of :class:`._attention_tables.Tables`).
+    """
+    nl, n_w, _ = Dw.shape
+    ea, p_c, prn, bn2 = consts[0], consts[1], consts[2], consts[3]
+    for i in numba.prange(nl):
+        acc, acc_a, acc_b = 0.0, 0.0, 0.0
+        pbi = pb[i]
+        for x in range(n_w):
+            gi = grp[x]
+            mx, px, thc, thd, thpw = Dw[i, x, 0], Dw[i, x, 1], Dw[i, x, 2], Dw[i, x, 3], Dw[i, x, 4]
+            ths, thbb = Dg[i, gi, 0], Dg[i, gi, 1]
+            qG, qF = Dq[i, gi, 0], Dq[i, gi, 1]
+            ed, w2, wxx, bw, bx = scal[0, x], scal[2, x], scal[3, x], scal[4, x], scal[5, x]
+            g = ea * ed * mx
+            Z = ths + g
+            A = qG + 2.0 * g * thc + g * g * w2
+            Bq = thbb + g * bw
+            D = thd + g * wxx
+            F = qF + g * thpw
+            om = p_c * px + prn
+            iz = 1.0 / Z
+            acc += om * (A * iz * iz + 2.0 * Bq * iz + bn2) - 2.0 * p_c * px * (D * iz + bx)
+            acc += om - 2.0 * prn * (F * iz + pbi)
+            if want_grad:
+                lA, lB, lD, lF = om * iz * iz, 2.0 * om * iz, -2.0 * p_c * px * iz, -2.0 * prn * iz
+                lZ = (-2.0 * om * A * iz - 2.0 * om * Bq + 2.0 * p_c * px * D + 2.0 * prn * F) * iz * iz
+                ga = (ea + 1.0) * ed * mx
+                acc_a += ga * (lZ + 2.0 * lA * (thc + g * w2) + lB * bw + lD * wxx + lF * thpw)
+                gb = ea * scal[1, x] * mx
+                dZ = Dg[i, gi, 2] + gb
+                dA = Dq[i, gi, 2] + 2.0 * gb * thc + 2.0 * g * Dw[i, x, 5] + 2.0 * g * gb * w2
+                dB = Dg[i, gi, 3] + gb * bw
+                dD = Dw[i, x, 6] + gb * wxx
+                dF = Dq[i, gi, 3] + gb * thpw
+                acc_b += lZ * dZ + lA * dA + lB * dB + lD * dD + lF * dF
+        out[0, i] += acc
+        out[1, i] += acc_a
+        out[2, i] += acc_b
+
+
+def _ce_chunk(Th, st, tbK, op, alpha, mk, want_grad):
     """Cross-entropy per law (one law per call; ``O(V1^2 k)``), from the ``K`` tables of :func:`blocked_tables`."""
     tb, K, dK = tbK
     U, V = op.U, op.V
+    n_w = K.shape[0]
+    s_tab, ds_tab, ed, ded = tb.group[:, 0], tb.group[:, 2], tb.scal[0], tb.scal[1]
     V1 = U.shape[0]
     bvec = st.bvec
     p_c, p_r, p_mask = mk.p_c, mk.p_r, mk.p_mask
@@ -216,8 +254,8 @@ def _ce_chunk(Th, st, tbK, op, alpha, mk, n_w, want_grad):
     for th in Th:
         mx, px = st.mp @ th, st.ph @ th
         p = st.Phi.T @ th  # (V1,)
-        g = ea * tb.ed * mx
-        Z = tb.s @ th + g
+        g = ea * ed * mx
+        Z = s_tab @ th + g
         Num = np.einsum("t,xtk->xk", th, K) + g[:, None] * V[1:]
         kap = Num / Z[:, None]
         Up = U.T @ p
@@ -237,10 +275,10 @@ def _ce_chunk(Th, st, tbK, op, alpha, mk, n_w, want_grad):
         val += p_mask * float(logsumexp(o0) - p @ o0)
         pers.append(val)
         if want_grad:
-            ga = (ea + 1.0) * tb.ed * mx
+            ga = (ea + 1.0) * ed * mx
             dka = (ga[:, None] * V[1:] - kap * ga[:, None]) / Z[:, None]
-            gb = ea * tb.ded * mx
-            dZ = tb.ds @ th + gb
+            gb = ea * ded * mx
+            dZ = ds_tab @ th + gb
             dkb = (np.einsum("t,xtk->xk", th, dK) + gb[:, None] * V[1:] - kap * dZ[:, None]) / Z[:, None]
             das.append(float(np.sum(Gk * dka)))
             dbs.append(float(np.sum(Gk * dkb)))

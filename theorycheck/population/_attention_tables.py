@@ -28,7 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ValueOperator", "Static", "Tables", "LabelBasis", "static_tables", "label_tables", "blocked_tables"]
+__all__ = ["ValueOperator", "Static", "Tables", "LabelBasis", "static_tables", "label_tables", "blocked_tables",
+           "label_rows", "cotopic_rows", "context_rows"]  # fmt: skip
 
 _BLOCK_BYTES = 32 * 2**20
 
@@ -105,23 +106,26 @@ class Static:
 
 @dataclass
 class Tables:
-    """Per-``beta`` tables (word rows); ``Gam``, ``F`` (and derivatives) per group ``grp[x]``."""
+    """Per-``beta`` tables, packed for the per-law kernel.
 
-    grp: np.ndarray | None  # (n,) group of each word for Gam / F (None: one group per word)
-    Gam: np.ndarray  # (G, T, T) N[x,t].N[x,s]
-    F: np.ndarray  # (G, T, T) phi_s . N[x, t]
-    s: np.ndarray  # (n, T) normaliser parts
-    c: np.ndarray  # (n, T) N[x,t] . W e_x
-    d: np.ndarray  # (n, T) N[x,t]_x
-    bb: np.ndarray  # (n, T) b . N[x,t]
-    ed: np.ndarray  # (n,) e^{beta B_xx}
-    dGam: np.ndarray
-    dF: np.ndarray
-    ds: np.ndarray
-    dc: np.ndarray
-    dd: np.ndarray
-    dbb: np.ndarray
-    ded: np.ndarray
+    ``word`` ``(7, n, T)``: ``m'_t(x)``, ``phi_t(x)``, ``c = N[x,t].W e_x``, ``d = N[x,t]_x``, ``phi_t . W e_x``,
+    ``dc/dbeta``, ``dd/dbeta``; ``group`` ``(G, 4, T)``: ``s`` (normaliser parts), ``b . N[x,t]`` and their
+    ``beta``-derivatives; ``quad`` ``(G, 4, T, T)``: ``N[x,t].N[x,s]``, ``phi_s . N[x,t]`` and their
+    ``beta``-derivatives, for the group ``grp[x]`` of each word (labels, or one group per word);
+    ``scal`` ``(6, n)``: ``e^{beta B_xx}``, its derivative, ``||W e_x||^2``, ``W_xx``, ``b . W e_x``, ``b_x``.
+    """
+
+    word: np.ndarray
+    group: np.ndarray
+    quad: np.ndarray
+    grp: np.ndarray
+    scal: np.ndarray
+
+
+def _pack(st, grp, c, d, dc, dd, group, quad, ed, ded) -> Tables:
+    word = np.stack([st.mp, st.ph, c, d, st.pw, dc, dd])
+    scal = np.stack([ed, ded, st.w2, st.wxx, st.bw, st.bx])
+    return Tables(word=word, group=group, quad=quad, grp=np.ascontiguousarray(grp, dtype=np.int64), scal=scal)
 
 
 def context_rows(g, mk, mask_keys):
@@ -205,30 +209,21 @@ def label_tables(lb: LabelBasis, st: Static, beta: float) -> Tables:
     """Tables of ``S = alpha I_w + beta Z`` at ``beta`` (``O(V1 T + L T^2)``)."""
     eB = np.exp(beta)
     eb = np.expm1(beta)
-    grp = lb.grp
     Grm2 = lb.Grm + lb.Grm.transpose(0, 2, 1)
-    Gam = st.Gm0[None] + eb * Grm2 + eb * eb * lb.Grr
-    dGam = eB * Grm2 + 2.0 * eb * eB * lb.Grr
-    Mx = lb.Mlab[grp]
-    Brx = lb.Br[grp]
-    n = len(grp)
-    return Tables(
-        grp=grp,
-        Gam=Gam,
-        F=st.Fm0[None] + eb * lb.Fr,
-        s=lb.s0[None, :] + eb * Mx,
-        c=lb.C0 + eb * lb.C1,
-        d=lb.D0 + eb * lb.D1,
-        bb=st.bm0[None, :] + eb * Brx,
-        ed=np.full(n, eB),
-        dGam=dGam,
-        dF=eB * lb.Fr,
-        ds=eB * Mx,
-        dc=eB * lb.C1,
-        dd=eB * lb.D1,
-        dbb=eB * Brx,
-        ded=np.full(n, eB),
+    L = lb.Mlab.shape[0]
+    group = np.stack([lb.s0[None, :] + eb * lb.Mlab, st.bm0[None, :] + eb * lb.Br, eB * lb.Mlab, eB * lb.Br], axis=1)
+    quad = np.stack(
+        [
+            st.Gm0[None] + eb * Grm2 + eb * eb * lb.Grr,
+            np.broadcast_to(st.Fm0, (L,) + st.Fm0.shape) + eb * lb.Fr,
+            eB * Grm2 + 2.0 * eb * eB * lb.Grr,
+            eB * lb.Fr,
+        ],
+        axis=1,
     )
+    n = len(lb.grp)
+    ed = np.full(n, eB)
+    return _pack(st, lb.grp, lb.C0 + eb * lb.C1, lb.D0 + eb * lb.D1, eB * lb.C1, eB * lb.D1, group, quad, ed, ed)
 
 
 def blocked_tables(op: ValueOperator, st: Static, rows, beta: float, b, *, want_K=False):
@@ -247,9 +242,8 @@ def blocked_tables(op: ValueOperator, st: Static, rows, beta: float, b, *, want_
     bvec = np.zeros(V1) if b is None else b
     Ub = U.T @ bvec
     PU = st.Phi @ U  # (T, k)
-    out = {name: np.zeros((n, T)) for name in ("s", "c", "d", "bb", "ds", "dc", "dd", "dbb")}
-    for name in ("Gam", "F", "dGam", "dF"):
-        out[name] = np.zeros((n, T, T))
+    group, quad = np.zeros((n, 4, T)), np.zeros((n, 4, T, T))
+    cd = np.zeros((4, n, T))  # c, d, dc, dd
     ed, ded = np.zeros(n), np.zeros(n)
     Kall = np.zeros((n, T, k) if want_K else (0, T, k))
     dKall = np.zeros_like(Kall)
@@ -264,19 +258,20 @@ def blocked_tables(op: ValueOperator, st: Static, rows, beta: float, b, *, want_
         nb = x1 - x0
         diag_idx = (np.arange(nb), np.arange(x0, x1))
         ed[r], ded[r] = E[diag_idx], dE[diag_idx]
+        del E, dE, Bx
         K, dK = R[:, T:].reshape(nb, T, k), dR[:, T:].reshape(nb, T, k)
         KG, dKG = K @ Gu, dK @ Gu
         Vx, Ux = V[x0:x1], U[x0:x1]
-        out["s"][r], out["ds"][r] = R[:, :T], dR[:, :T]
-        out["Gam"][r] = np.einsum("xtk,xsk->xts", KG, K)
-        out["dGam"][r] = np.einsum("xtk,xsk->xts", dKG, K) + np.einsum("xtk,xsk->xts", KG, dK)
-        out["F"][r], out["dF"][r] = K @ PU.T, dK @ PU.T
-        out["c"][r], out["dc"][r] = np.einsum("xtk,xk->xt", KG, Vx), np.einsum("xtk,xk->xt", dKG, Vx)
-        out["d"][r], out["dd"][r] = np.einsum("xtk,xk->xt", K, Ux), np.einsum("xtk,xk->xt", dK, Ux)
-        out["bb"][r], out["dbb"][r] = K @ Ub, dK @ Ub
+        group[r, 0], group[r, 2] = R[:, :T], dR[:, :T]
+        group[r, 1], group[r, 3] = K @ Ub, dK @ Ub
+        quad[r, 0] = np.einsum("xtk,xsk->xts", KG, K)
+        quad[r, 1], quad[r, 3] = K @ PU.T, dK @ PU.T
+        quad[r, 2] = np.einsum("xtk,xsk->xts", dKG, K) + np.einsum("xtk,xsk->xts", KG, dK)
+        cd[0, r], cd[2, r] = np.einsum("xtk,xk->xt", KG, Vx), np.einsum("xtk,xk->xt", dKG, Vx)
+        cd[1, r], cd[3, r] = np.einsum("xtk,xk->xt", K, Ux), np.einsum("xtk,xk->xt", dK, Ux)
         if want_K:
             Kall[r], dKall[r] = K, dK
-    tb = Tables(grp=None, ed=ed, ded=ded, **out)
+    tb = _pack(st, np.arange(n), cd[0], cd[1], cd[2], cd[3], group, quad, ed, ded)
     return (tb, Kall, dKall) if want_K else tb
 
 
