@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -59,6 +60,8 @@ FAMILIES = ("label", "co-topic")
 _CHUNK_BYTES = 16 * 2**20
 #: Laws per chunk and words per block of the squared-loss kernel (the GEMM output of a chunk x block stays in cache).
 _LAW_CHUNK = 512
+#: Largest estimated rounding error (relative to max(1, loss)) of the label tables before the blocked route
+CANCEL_TOL = 1e-13
 _WORD_BLOCK = 256
 _FACTORS_HINT = (
     "pass W^V factored as (left, right) with W = left @ right.T (e.g. optimal_value_matrix(g, mk).x, a "
@@ -109,13 +112,15 @@ class FamilyEvaluator:
         self.rows = label_rows(labels) if family == "label" else cotopic_rows(g.phi)
         self.lb = LabelBasis(op, self.st, labels, b) if (family == "label" and loss == "squared") else None
         self._beta: float | None = None
+        self._blocked_label = self._tables_blocked = False
         self._tables: object = None
 
     def tables(self, beta):
-        if self._beta != beta:
+        if self._beta != beta or self._blocked_label != self._tables_blocked:
+            self._tables_blocked = self._blocked_label
             if self.loss == "ce":
                 self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b, want_K=True)
-            elif self.lb is not None:
+            elif self.lb is not None and not self._blocked_label:
                 self._tables = label_tables(self.lb, self.st, beta)
             else:
                 self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b)
@@ -135,6 +140,17 @@ class FamilyEvaluator:
                 out = [np.concatenate([r[i] for r in res]) for i in range(3 if want_grad else 1)]
             else:  # laws in parallel Numba threads
                 out = _sq_laws(self.theta, self.st, tb, alpha, self.mk, want_grad)
+                # label tables carry e^beta on the own word and g subtracts it for alpha < 0: the error of
+                # A / Z^2 is ~ eps x the size of its summands; beyond CANCEL_TOL use the blocked tables (exact)
+                err = 4.0 * np.finfo(float).eps * float(np.max(out[3]))
+                if tb.diag_in and err > CANCEL_TOL * max(1.0, float(np.max(np.abs(out[0])))):
+                    if self.op.factored:
+                        self._blocked_label = True
+                        return self.per_law(alpha, beta, want_grad)
+                    warnings.warn(f"family_attention_loss: label family with a dense W^V at alpha={alpha:g}, "
+                                  f"beta={beta:g}: rounding error up to {err:.1e} (cancellation); pass W^V "
+                                  "factored for the exact blocked route", RuntimeWarning, stacklevel=3)  # fmt: skip
+                out = out[:3]
         return tuple(out) if want_grad else out[0]
 
     def __call__(self, alpha, beta, want_grad=False) -> FamilyLoss:
@@ -163,9 +179,9 @@ def _sq_laws(theta, st, tb, alpha, mk, want_grad):
     Gst = tb.group[:, :ng_tab].reshape(G * ng_tab, T).T
     Qst = tb.quad[:, :ng_tab].reshape(G * ng_tab, T * T).T
     chunk = max(1, min(len(theta), _LAW_CHUNK))
-    ea = math.expm1(alpha)
-    consts = np.array([ea, mk.p_c, mk.p_r / n_w, st.bn2])
-    outs = [np.zeros(len(theta)) for _ in range(3)]
+    ea = math.exp(alpha) if tb.diag_in == 0.0 else math.expm1(alpha)
+    consts = np.array([ea, mk.p_c, mk.p_r / n_w, st.bn2, tb.diag_in])
+    outs = [np.zeros(len(theta)) for _ in range(4)]
     for i0 in range(0, len(theta), chunk):
         Th = theta[i0 : i0 + chunk]
         nl = len(Th)
@@ -173,7 +189,7 @@ def _sq_laws(theta, st, tb, alpha, mk, want_grad):
         if not per_word:
             Dg = (Th @ Gst).reshape(nl, G, ng_tab)
             Dq = (TT @ Qst).reshape(nl, G, ng_tab)
-        acc = np.zeros((3, nl))
+        acc = np.zeros((4, nl))
         for x0 in range(0, n_w, _WORD_BLOCK):
             x1 = min(n_w, x0 + _WORD_BLOCK)
             Dw = (Th @ Wst[:, x0 * nw_tab : x1 * nw_tab]).reshape(nl, x1 - x0, nw_tab)
@@ -188,7 +204,8 @@ def _sq_laws(theta, st, tb, alpha, mk, want_grad):
         mask = TT @ st.Gm0.ravel() + 2.0 * (Th @ st.bm0) + st.bn2 - 2.0 * (TT @ st.Fm0.ravel() + pb)
         outs[0][i0 : i0 + nl] = acc[0] + mk.p_mask * (mask + 1.0)
         outs[1][i0 : i0 + nl], outs[2][i0 : i0 + nl] = acc[1], acc[2]
-    return outs if want_grad else outs[:1]
+        outs[3][i0 : i0 + nl] = acc[3]
+    return outs
 
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
@@ -200,7 +217,7 @@ def _sq_kernel(Dw, Dg, Dq, grp, scal, pb, consts, want_grad, out):  # pragma: no
     ``theta_i^T quad[g, j] theta_i`` (the tables of :class:`._attention_tables.Tables`).
     """
     nl, n_w, _ = Dw.shape
-    ea, p_c, prn, bn2 = consts[0], consts[1], consts[2], consts[3]
+    ea, p_c, prn, bn2, c0 = consts[0], consts[1], consts[2], consts[3], consts[4]
     for i in numba.prange(nl):
         acc, acc_a, acc_b = 0.0, 0.0, 0.0
         pbi = pb[i]
@@ -220,10 +237,11 @@ def _sq_kernel(Dw, Dg, Dq, grp, scal, pb, consts, want_grad, out):  # pragma: no
             iz = 1.0 / Z
             acc += om * (A * iz * iz + 2.0 * Bq * iz + bn2) - 2.0 * p_c * px * (D * iz + bx)
             acc += om - 2.0 * prn * (F * iz + pbi)
+            out[3, i] += om * (qG + 2.0 * abs(g * thc) + g * g * w2) * iz * iz  # size of the summands of A/Z^2
             if want_grad:
                 lA, lB, lD, lF = om * iz * iz, 2.0 * om * iz, -2.0 * p_c * px * iz, -2.0 * prn * iz
                 lZ = (-2.0 * om * A * iz - 2.0 * om * Bq + 2.0 * p_c * px * D + 2.0 * prn * F) * iz * iz
-                ga = (ea + 1.0) * ed * mx
+                ga = (ea + c0) * ed * mx
                 acc_a += ga * (lZ + 2.0 * lA * (thc + g * w2) + lB * bw + lD * wxx + lF * thpw)
                 gb = ea * scal[1, x] * mx
                 dZ = Dg[i, gi, 2] + gb
@@ -247,7 +265,7 @@ def _ce_chunk(Th, st, tbK, op, alpha, mk, want_grad):
     bvec = st.bvec
     p_c, p_r, p_mask = mk.p_c, mk.p_r, mk.p_mask
     pr_n = p_r / n_w
-    ea = math.expm1(alpha)
+    ea = math.exp(alpha) if tb.diag_in == 0.0 else math.expm1(alpha)
     pers, das, dbs = [], [], []
     K0 = V.T @ st.Mp.T  # (k, T)
     step = max(1, _CHUNK_BYTES // (8 * 2 * V1))
@@ -275,7 +293,7 @@ def _ce_chunk(Th, st, tbK, op, alpha, mk, want_grad):
         val += p_mask * float(logsumexp(o0) - p @ o0)
         pers.append(val)
         if want_grad:
-            ga = (ea + 1.0) * ed * mx
+            ga = (ea + tb.diag_in) * ed * mx
             dka = (ga[:, None] * V[1:] - kap * ga[:, None]) / Z[:, None]
             gb = ea * ded * mx
             dZ = ds_tab @ th + gb

@@ -113,6 +113,9 @@ class Tables:
     ``beta``-derivatives; ``quad`` ``(G, 4, T, T)``: ``N[x,t].N[x,s]``, ``phi_s . N[x,t]`` and their
     ``beta``-derivatives, for the group ``grp[x]`` of each word (labels, or one group per word);
     ``scal`` ``(6, n)``: ``e^{beta B_xx}``, its derivative, ``||W e_x||^2``, ``W_xx``, ``b . W e_x``, ``b_x``.
+    ``diag_in``: 1 when ``N`` and ``s`` include the own word's weight ``e^{beta B_xx}`` (the label tables; then
+    ``g = (e^alpha - 1) e^{beta B_xx} m_theta(x)``), 0 when they exclude it (the blocked tables; ``g =
+    e^{alpha + beta B_xx} m_theta(x)``, no cancellation for ``alpha << 0 << beta``).
     """
 
     word: np.ndarray
@@ -120,12 +123,14 @@ class Tables:
     quad: np.ndarray
     grp: np.ndarray
     scal: np.ndarray
+    diag_in: float  # 1: the tables include the own word's weight e^{beta B_xx} (label), 0: they exclude it
 
 
-def _pack(st, grp, c, d, dc, dd, group, quad, ed, ded) -> Tables:
+def _pack(st, grp, c, d, dc, dd, group, quad, ed, ded, diag_in) -> Tables:
     word = np.stack([st.mp, st.ph, c, d, st.pw, dc, dd])
     scal = np.stack([ed, ded, st.w2, st.wxx, st.bw, st.bx])
-    return Tables(word=word, group=group, quad=quad, grp=np.ascontiguousarray(grp, dtype=np.int64), scal=scal)
+    grp = np.ascontiguousarray(grp, dtype=np.int64)
+    return Tables(word=word, group=group, quad=quad, grp=grp, scal=scal, diag_in=diag_in)
 
 
 def context_rows(g, mk, mask_keys):
@@ -223,7 +228,7 @@ def label_tables(lb: LabelBasis, st: Static, beta: float) -> Tables:
     )
     n = len(lb.grp)
     ed = np.full(n, eB)
-    return _pack(st, lb.grp, lb.C0 + eb * lb.C1, lb.D0 + eb * lb.D1, eB * lb.C1, eB * lb.D1, group, quad, ed, ed)
+    return _pack(st, lb.grp, lb.C0 + eb * lb.C1, lb.D0 + eb * lb.D1, eB * lb.C1, eB * lb.D1, group, quad, ed, ed, 1.0)
 
 
 def blocked_tables(op: ValueOperator, st: Static, rows, beta: float, b, *, want_K=False):
@@ -254,10 +259,12 @@ def blocked_tables(op: ValueOperator, st: Static, rows, beta: float, b, *, want_
         Bx = rows(x0, x1)
         E = np.exp(beta * Bx)
         dE = Bx * E
-        R, dR = E @ RHS, dE @ RHS
         nb = x1 - x0
         diag_idx = (np.arange(nb), np.arange(x0, x1))
         ed[r], ded[r] = E[diag_idx], dE[diag_idx]
+        E[diag_idx] = 0.0  # the query's own word is carried by g (no cancellation, SPEC §11.8)
+        dE[diag_idx] = 0.0
+        R, dR = E @ RHS, dE @ RHS
         del E, dE, Bx
         K, dK = R[:, T:].reshape(nb, T, k), dR[:, T:].reshape(nb, T, k)
         KG, dKG = K @ Gu, dK @ Gu
@@ -271,7 +278,7 @@ def blocked_tables(op: ValueOperator, st: Static, rows, beta: float, b, *, want_
         cd[1, r], cd[3, r] = np.einsum("xtk,xk->xt", K, Ux), np.einsum("xtk,xk->xt", dK, Ux)
         if want_K:
             Kall[r], dKall[r] = K, dK
-    tb = _pack(st, np.arange(n), cd[0], cd[1], cd[2], cd[3], group, quad, ed, ded)
+    tb = _pack(st, np.arange(n), cd[0], cd[1], cd[2], cd[3], group, quad, ed, ded, 0.0)
     return (tb, Kall, dKall) if want_K else tb
 
 
