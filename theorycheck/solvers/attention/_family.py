@@ -11,6 +11,11 @@ Two searches, both minimising :func:`theorycheck.population.attention_loss` of a
 - ``method="lbfgs"``: unrestricted ``S`` (``V1^2`` numbers) by L-BFGS on the exact loss and its
   gradient, started at the family optimum (small sizes: ``O(C(T, tau) V1^3)`` per evaluation).
 
+The label family ``alpha I_w + beta Z`` (``options.family="label"``, ``Z`` the same-label indicator of the
+SPEC §11.6 labels) and the co-topic family with the stage-1 ``W^V`` run on the structured evaluator of SPEC
+§11.8 (:mod:`._structured`: no ``V1 x V1`` array, corpus-sized vocabularies); everything else on the dense
+evaluator, whose arrays are checked against the memory limit before any work.
+
 For the paper's model ``G`` is the within-topic all-ones block, so the family is the (alpha, beta)
 family of SPEC §4.3 reparametrised (``alpha_sym = alpha + beta``, ``beta_sym = beta``) and its
 optimum equals :func:`theorycheck.solvers.optimal_attention`'s.
