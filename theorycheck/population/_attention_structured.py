@@ -327,7 +327,7 @@ def check_structured(g, op: ValueOperator, family, loss, max_bytes):
         check_alloc("family_attention_loss: per-word tables", (V1, T, max(4 * T, 2 * k) + 2 * (k + 1) + 16),
                     max_bytes=max_bytes, alternative="family='label' (O(V1 T) tables) or a smaller model")  # fmt: skip
     else:
-        check_alloc("family_attention_loss: label tables", (V1, 3 * T + 40), max_bytes=max_bytes,
+        check_alloc("family_attention_loss: label tables", (V1, 16 * T + 64), max_bytes=max_bytes,
                     alternative="a smaller model")  # fmt: skip
     return family
 
