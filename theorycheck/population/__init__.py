@@ -23,6 +23,8 @@ uniform attention       ``value_loss_grad``          paper's model; rank-T facto
                         ``AttentionLossGrad``,       (structured squared loss, Numba)
                         ``SetSampledLoss``,          ``_attention_dense`` (dense evaluator
                         ``LossEstimate``             per document law, both routes)
+§11.8 (alpha, beta)     ``family_attention_loss``,   ``_attention_structured`` and
+families, any phi       ``FamilyLoss``               ``_attention_tables`` (no V1 x V1 array)
 §4.3 (alpha, beta)      ``alpha_beta_loss``,         ``_alpha_beta`` (closed forms, paper's
 family                  ``alpha_beta_loss_logK``,    model only)
                         ``alpha_beta_ce_loss``,
@@ -59,6 +61,7 @@ from ._attention_loss import (
     attention_loss_estimate,
     attention_loss_grad,
 )
+from ._attention_structured import FamilyLoss, family_attention_loss
 from ._contexts import PopulationContexts, population_contexts
 from ._embedding_loss import EmbeddingLossGrad, embedding_loss, embedding_loss_grad
 from ._moments import expected_pp, masked_density, moments, topic_density, topic_sets
@@ -79,6 +82,8 @@ __all__ = [
     "SetSampledLoss",
     "attention_loss_estimate",
     "LossEstimate",
+    "family_attention_loss",
+    "FamilyLoss",
     "alpha_beta_loss",
     "alpha_beta_loss_logK",
     "alpha_beta_score_matrix",

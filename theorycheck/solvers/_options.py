@@ -129,10 +129,15 @@ class AttentionOptions:
         ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
     certify_options : dict or None, default None
         Passed to ``interval_certificate`` (``tol``, ``max_boxes``); needs ``certify="interval"``.
-    family : None, "co-topic", array or list of arrays, default None
+    family : None, "co-topic", "label", array or list of arrays, default None
         General model: the score family ``alpha I_w + beta G`` (default ``G`` the co-topic similarity,
-        :func:`theorycheck.solvers.cotopic_matrix`), a word-similarity ``G`` (``(n_words, n_words)``
+        :func:`theorycheck.solvers.cotopic_matrix`), ``"label"`` (``alpha I_w + beta Z``, ``Z`` the same-label
+        indicator of the SPEC §11.6 labels), a word-similarity ``G`` (``(n_words, n_words)``
         or ``(V1, V1)``) or a list of ``(V1, V1)`` basis matrices ``B_k`` of ``sum_k c_k B_k``.
+        ``"co-topic"`` and ``"label"`` with ``method="family"`` and the stage-1 ``W^V`` (or ``"label"``, squared
+        loss, any ``W^V``) use the structured evaluator of SPEC §11.8 (no ``V1 x V1`` array; the co-topic
+        family costs ``O(V1^2 T^2)`` per ``beta``, the label family ``O(V1 T)`` per document law); the others
+        the dense evaluator, refused before any work when its arrays do not fit.
     mask_keys : bool, default False
         General model: hide selected positions as keys (the official code's convention), as in
         :func:`theorycheck.population.attention_loss`.

@@ -11,6 +11,8 @@ module              content
                     certified grid (SPEC §4.3)
 ``_family``         the generic route: score families / unrestricted ``S`` on the exact
                     population loss (SPEC §11.4); :func:`cotopic_matrix`, :func:`stage1_value_matrix`
+``_structured``     the generic route's structured (alpha, beta) search on the family evaluator of
+                    SPEC §11.8 (label and co-topic families, no ``V1 x V1`` array)
 ``_interval``       rigorous interval branch and bound on the (alpha, beta) loss
                     (:func:`interval_certificate`, ``options.certify="interval"``)
 ``_interval_loss``  the (alpha, beta) loss written for interval arithmetic (shared by both engines)
