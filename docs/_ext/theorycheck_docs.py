@@ -178,8 +178,8 @@ def _on_docstring(app, what, name, obj, options, lines: list[str]) -> None:
 
 
 def _on_source_read(app, docname: str, source: list[str]) -> None:
-    if docname == "spec":
-        source[0] = spec_page()
+    if docname == "spec":  # SPEC's own cross-references ("see §2.1") become links too
+        source[0] = link_citations_md(spec_page(), app.env.theorycheck_spec_labels)
         return
     if docname == "performance":
         source[0] = source[0].rstrip() + "\n\n" + performance_tables(RESULTS)
