@@ -308,7 +308,7 @@ def _render(key: str, value, depth: int) -> list[str]:
 
 def performance_tables(folder: Path) -> str:
     """Markdown for every ``*.json`` in ``folder``: its machine, its scalars, and each list of records as a table."""
-    files = sorted(folder.glob("*.json"))
+    files = sorted(folder.glob("*.json"), key=lambda p: (p.name == "calibration.json", p.name))  # timings first
     if not files:
         return "No benchmark results in `benchmarks/results/` at build time.\n"
     out = []
