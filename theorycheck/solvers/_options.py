@@ -42,8 +42,8 @@ def _check_opt_int(name, value, low):
 class ValueOptions:
     """Options of :func:`theorycheck.solvers.optimal_value_matrix` (SPEC §4.2, §11.3).
 
-    Fields
-    ------
+    Attributes
+    ----------
     dense : bool or None, default None
         ``method="closed-form"`` only: a dense ``(V1, V1)`` array (``True``) or the structured matrix
         (``False``: a :class:`BlockValueMatrix` for the paper's model, a :class:`LowRankMatrix` for a
@@ -70,8 +70,8 @@ class ValueOptions:
 class GramOptions:
     """Options of :func:`theorycheck.solvers.optimal_embedding_gram` (SPEC §4.1, §11.5).
 
-    Fields
-    ------
+    Attributes
+    ----------
     seed : int or None, default None
         ``method="factorized"`` only: seed of the initial ``W^E`` (``None``: 0).
     init_scale : float or None, default None
@@ -105,8 +105,8 @@ class GramOptions:
 class AttentionOptions:
     """Options of :func:`theorycheck.solvers.optimal_attention` (SPEC §4.3, §11.4).
 
-    Fields
-    ------
+    Attributes
+    ----------
     n_grid : int or None, default None
         Grid points per axis. Paper's model: 20001 over ``log K`` (``value="block"``), 401 per axis
         (``"identity"``); at least 11. General model: coarse grid over the first two family
@@ -122,7 +122,7 @@ class AttentionOptions:
     certify : {None, "interval"}, default None
         Paper's model, squared loss: ``"interval"`` adds rigorous bounds ``lower <= min L <= upper`` over
         the search box by interval branch and bound (:func:`theorycheck.solvers.attention.interval_certificate`),
-        enlarging the box until the certified argmin is interior (at most 4 rounds, |coordinate| <= 200);
+        enlarging the box until the certified argmin is interior (at most 4 rounds, ``|coordinate| <= 200``);
         status 0 (``certificate["kind"] = "certified optimum"``) needs an interior argmin and
         ``L* - lower <= certify_options["tol"]`` (default 1e-9); an argmin on the box is status 3
         (``"bound on the box"``); otherwise 4. The returned point lies in ``certificate["box"]`` and
