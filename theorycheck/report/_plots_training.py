@@ -46,52 +46,53 @@ def _visual_gap(a, b, lo, hi, log):
     return float(d.max()) if d.size else 0.0
 
 
-def _norm_panel(ax, steps, records, keys):
-    """Norm curves; coinciding curves keep distinct line styles and markers and say so in the legend."""
+def _norm_curves(steps, records, keys):
+    """``[(label, values, plot style)]`` of the norm panel."""
     if records and "norm_W_V_layers" in records[0] and "norm_W_K_layers" in records[0]:
         # deep model: colour and marker per layer, ||W^V_l|| solid, ||W_K,l|| ||W_Q,l|| dashed
         nV = np.array([r["norm_W_V_layers"] for r in records], dtype=float)
         nK = np.array([r["norm_W_K_layers"] for r in records], dtype=float)
         nQ = np.array([r["norm_W_Q_layers"] for r in records], dtype=float)
-        every = max(1, len(steps) // 8)
-        drawn = []
-        for li in range(nV.shape[1]):
-            kq = nK[:, li] * nQ[:, li]
+        every, n_layers = max(1, len(steps) // 8), nV.shape[1]
+        curves = []
+        for li in range(n_layers):
             style = dict(color=f"C{li % 10}", marker=_LAYER_MARKERS[li % len(_LAYER_MARKERS)], mfc="none", ms=5)
-            mark = dict(markevery=(li * every // max(nV.shape[1], 1), every))
-            ax.plot(steps, nV[:, li], ls="-", label=f"||W^V|| layer {li}", **style, **mark)
-            ax.plot(steps, np.where(kq > 0, kq, np.nan), ls="--", label=f"||W_K|| ||W_Q|| layer {li}", **style, **mark)
-            drawn += [nV[:, li], kq]
-        auto_scale(ax, "y", drawn)
-        ax.set_ylabel("Frobenius norm")
-        return
-    curves = []
+            style["markevery"] = (li * every // n_layers, every)
+            curves.append((f"||W^V|| layer {li}", nV[:, li], dict(style, ls="-")))
+            curves.append((f"||W_K|| ||W_Q|| layer {li}", nK[:, li] * nQ[:, li], dict(style, ls="--")))
+        return curves
+    curves, every = [], max(1, len(steps) // 12)
     for k in keys:
         arr = _curve(records, k)
         if arr is not None and arr.max() > 0:
-            curves.append((_NORM_LABELS.get(k, k), arr))
-    pos = np.concatenate([a[a > 0] for _, a in curves]) if curves else np.empty(0)
+            ls, marker, lw = LINE_STYLES[len(curves) % len(LINE_STYLES)]
+            offset = (len(curves) * max(1, every // 4) % every, every)  # markers staggered between curves
+            style = dict(ls=ls, marker=marker, markevery=offset, mfc="none", ms=5, lw=lw)
+            curves.append((_NORM_LABELS.get(k, k), arr, style))
+    return curves
+
+
+def _norm_panel(ax, steps, records, keys):
+    """Norm curves; coinciding curves keep distinct line styles and markers and say so in the legend."""
+    curves = _norm_curves(steps, records, keys)
+    pos = np.concatenate([a[a > 0] for _, a, _ in curves]) if curves else np.empty(0)
     lo, hi = (float(pos.min()), float(pos.max())) if pos.size else (1.0, 1.0)
     log = pos.size > 0 and np.log10(hi / lo) > 1.0  # the rule of auto_scale
-    every = max(1, len(steps) // 12)
-    for n, (label, arr) in enumerate(curves):
+    for n, (label, arr, style) in enumerate(curves):
         legend = label
-        for prev_label, prev in curves[:n]:
+        for prev_label, prev, _ in curves[:n]:
             if prev.shape != arr.shape:
                 continue
             if np.array_equal(prev, arr):
                 legend += f" (identical to {prev_label})"
                 break
-            gap = _visual_gap(arr, prev, lo, hi, log)
-            if gap < 0.01:  # within 1% of the axis height: drawn on top of each other
-                rel = float(np.nanmax(np.abs(arr / np.where(prev != 0, prev, np.nan) - 1.0)))
+            if _visual_gap(arr, prev, lo, hi, log) < 0.01:  # within 1% of the axis height: drawn on top of each other
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    rel = float(np.nanmax(np.abs(arr / np.where(prev != 0, prev, np.nan) - 1.0)))
                 legend += f" (overlaps {prev_label}: within {rel:.2%})"
                 break
-        ls, marker, lw = LINE_STYLES[n % len(LINE_STYLES)]
-        y = np.where(arr > 0, arr, np.nan)
-        offset = (n * max(1, every // 4) % every, every)  # markers staggered between curves
-        ax.plot(steps, y, ls=ls, marker=marker, markevery=offset, mfc="none", ms=5, lw=lw, label=legend)
-    auto_scale(ax, "y", [a for _, a in curves])
+        ax.plot(steps, np.where(arr > 0, arr, np.nan), label=legend, **style)
+    auto_scale(ax, "y", [a for _, a, _ in curves])
     ax.set_ylabel("Frobenius norm")
 
 

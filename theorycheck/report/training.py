@@ -61,8 +61,7 @@ def figures_from_run(run) -> dict:
     if mc.attention == "softmax":
         figs["attention"] = plots.heatmap(
             _row_softmax(model.score_matrix()),
-            title="attention row-softmax of scores S[a, b] = c (W_Q W_E e_a)^T (W_K W_E e_b)\n"
-            "(layer 0, head 0; key tokens in equal counts)",
+            title="attention softmax_b S[a, b], layer 0, head 0\n(query a, key b; key tokens in equal counts)",
             block=v,
             symmetric=False,
             cmap="viridis",
