@@ -84,12 +84,12 @@ def _norm_panel(ax, steps, records, keys):
             if prev.shape != arr.shape:
                 continue
             if np.array_equal(prev, arr):
-                legend += f" (identical to {prev_label})"
+                legend += f"\n(identical to {prev_label})"
                 break
             if _visual_gap(arr, prev, lo, hi, log) < 0.01:  # within 1% of the axis height: drawn on top of each other
                 with np.errstate(divide="ignore", invalid="ignore"):
                     rel = float(np.nanmax(np.abs(arr / np.where(prev != 0, prev, np.nan) - 1.0)))
-                legend += f" (overlaps {prev_label}: within {rel:.2%})"
+                legend += f"\n(overlaps {prev_label}: within {rel:.2%})"
                 break
         ax.plot(steps, np.where(arr > 0, arr, np.nan), label=legend, **style)
     auto_scale(ax, "y", [a for _, a, _ in curves])
