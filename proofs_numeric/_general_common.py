@@ -203,8 +203,8 @@ def overlap_domain():
 
 
 def overlap_plot(results, obj: str, title: str) -> dict:
-    """Phase diagram of the ``obj`` ("value" / "gram") block correlation with the bisected boundary."""
-    return plot_stat(results, f"{obj}_correlation", boundary_key="boundary", title=title)
+    """Phase diagram of the ``obj`` ("value" / "gram") block correlation with the boundary bisected at level 1/2."""
+    return plot_stat(results, f"{obj}_correlation", level=0.5, boundary_key="boundary", title=title)
 
 
 def overlap_claim(*, id: str, statement: str, spec: str, check, plot) -> Claim:
