@@ -12,7 +12,8 @@ module              content
 ``_family``         the generic route: score families / unrestricted ``S`` on the exact
                     population loss (SPEC §11.4); :func:`cotopic_matrix`, :func:`stage1_value_matrix`
 ``_interval``       rigorous interval branch and bound on the (alpha, beta) loss
-                    (:func:`interval_certificate`, ``options.certify="interval"``)
+                    (:func:`interval_certificate` on a box, :func:`global_certificate` on the
+                    whole domain, ``options.certify="interval"``)
 ``_interval_loss``  the (alpha, beta) loss written for interval arithmetic (shared by both engines)
 ``_interval_vec``   the numpy interval engine
 =================== =====================================================================
@@ -20,7 +21,7 @@ module              content
 
 from .._options import AttentionOptions
 from ._family import cotopic_matrix, stage1_value_matrix
-from ._interval import IntervalCertificate, interval_certificate, interval_loss
+from ._interval import IntervalCertificate, global_certificate, interval_certificate, interval_loss
 from ._solve import optimal_attention
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "cotopic_matrix",
     "stage1_value_matrix",
     "interval_certificate",
+    "global_certificate",
     "interval_loss",
     "IntervalCertificate",
 ]
