@@ -109,7 +109,11 @@ def _argmin_1d(f, lo, hi, n=400):
     with _prec():
         xs = [lo + (hi - lo) * mp.mpf(i) / n for i in range(n + 1)]
         x0 = min(xs, key=f)
-        x = mp.findroot(lambda t: mp.diff(f, t), x0)
+        try:
+            x = mp.findroot(lambda t: mp.diff(f, t), x0, verify=False)
+        except (ValueError, ZeroDivisionError):  # e.g. a minimum at the scan's edge (a falsified model)
+            x = x0
+        x = x if lo <= x <= hi and f(x) <= f(x0) else x0
         return x, f(x)
 
 
