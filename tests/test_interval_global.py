@@ -68,6 +68,9 @@ def test_engines_enclose_the_independent_route(case):
     cst = _setup(tm, mk, "block", make=vec.ivec_exact)
     Vb = vec.evaluate(x, x, tm, cst, "block", order=0)
     assert _contains(Vb.lo[0], Vb.hi[0], float(L_block), 1e-14)
+    y = np.array([[a, b]])
+    Vi = vec.evaluate(y, y, tm, _setup(tm, mk, "identity", make=vec.ivec_exact), "identity", order=0)
+    assert _contains(Vi.lo[0], Vi.hi[0], float(L_id), 1e-14)
     if (1 - c["rho"] * tm.v) == 0:
         return  # degenerate chart (the loss does not depend on the scores)
     k = _k(tm, mk)
