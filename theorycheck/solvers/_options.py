@@ -123,12 +123,15 @@ class AttentionOptions:
         Paper's model, squared loss: ``"interval"`` adds rigorous bounds ``lower <= min L <= upper`` over
         the search box by interval branch and bound (:func:`theorycheck.solvers.attention.interval_certificate`),
         enlarging the box until the certified argmin is interior (at most 4 rounds, ``|coordinate| <= 200``);
-        status 0 (``certificate["kind"] = "certified optimum"``) needs an interior argmin and
-        ``L* - lower <= certify_options["tol"]`` (default 1e-9); an argmin on the box is status 3
-        (``"bound on the box"``); otherwise 4. The returned point lies in ``certificate["box"]`` and
-        ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
+        status 0 (``certificate["kind"] = "certified optimum"``) needs an interior argmin,
+        ``L* - lower <= certify_options["tol"]`` (default 1e-9) and the whole-domain certificate
+        (``certificate["global"]``: every global minimiser finite, ``L* - global_lower <= tol``); an
+        argmin on the box is status 3 (``"bound on the box"``); otherwise 4. The returned point lies in
+        ``certificate["box"]`` and ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
     certify_options : dict or None, default None
-        Passed to ``interval_certificate`` (``tol``, ``max_boxes``); needs ``certify="interval"``.
+        Passed to ``interval_certificate`` and ``global_certificate`` (``tol``, ``max_boxes``); needs
+        ``certify="interval"``. ``"recheck": True`` adds the Arb re-check (needs python-flint, the
+        ``certify`` extra) as ``certificate["recheck"]``.
     family : None, "co-topic", "label", array or list of arrays, default None
         General model: the score family ``alpha I_w + beta G`` (default ``G`` the co-topic similarity,
         :func:`theorycheck.solvers.cotopic_matrix`), ``"label"`` (``alpha I_w + beta Z``, ``Z`` the same-label
