@@ -3,9 +3,9 @@
 With the identity ``W^V`` (diagonal on words, ``W_00 = 0``) the optimal (alpha, beta) scores of the
 paper's model (:func:`theorycheck.solvers.optimal_attention` with ``value="identity"``) put no extra
 weight on the other words of the query's topic (``beta* <= 0``) only when there are enough topics
-outside the document. For fixed masking ``(p_m, p_c, p_r)``, ``v`` and ``tau``, ``beta*`` decreases
-along ``T = tau, tau + 1, ...`` (every point of the SPEC diagram; :func:`beta_boundary` checks the
-two points it brackets), so the region is ``T >= T0(p_c, p_r, v, tau)``:
+outside the document. For fixed masking ``(p_m, p_c, p_r)``, ``v`` and ``tau``, the sign of ``beta*``
+changes once along ``T = tau, tau + 1, ...`` (at every point of the SPEC §4.3(b) scan), so the region is
+``T >= T0(p_c, p_r, v, tau)``:
 
 - :func:`identity_beta_star`: ``beta*`` at one point (``-inf`` when the infimum is the limit
   ``beta -> -inf``, e.g. ``p_r = 0``);
