@@ -1,6 +1,7 @@
 """SPEC §6 item 18 (DERIVED): with the identity W^V (diagonal on words, W_00 = 0) the
-optimal attention puts a large score on the same word and none extra on other same-topic
-words: e^{alpha*} > v (the same word outweighs a whole uniform topic) and beta* <= 0.
+optimal attention puts a large score on the same word: e^{alpha*} > v (the same word outweighs a
+whole uniform topic); it puts none extra on the other same-topic words (beta* <= 0) exactly when
+T >= T0(p_c, p_r, v, tau), the boundary below.
 At T = v = 10, tau = 3 the SPEC §4.3(b) values are alpha* = 4.7105, beta* = -0.1503,
 L* = 0.892836 (L(0, 0) = 0.967236). We recompute them with the certified 2-d solver and compare
 each at half a unit of its last printed digit. The first form of the spec printed alpha* = 4.711;
@@ -12,7 +13,8 @@ Where beta* <= 0 holds (issue 25 item 3; SPEC §4.3(b), the phase diagram). beta
 property of every configuration: with few topics outside the document the optimum puts positive
 extra weight on the other same-topic words (T = 2, v = 3, tau = 1, p = 0.05/0.05/0.05: beta* =
 +0.394; T = 10, v = 2, tau = 3, p = 0.05/0.05/0.05: beta* = +1.8e-4). For fixed (p_m, p_c, p_r, v,
-tau) beta* decreases along T, so the region is ``T >= T0(p_c, p_r, v, tau)`` with ``T0`` located by
+tau) the sign of beta* changes once along T (every point of the SPEC scan), so the region is
+``T >= T0(p_c, p_r, v, tau)`` with ``T0`` located by
 integer bisection (:func:`theorycheck.analysis.identity_phase.beta_boundary`, T in [tau, 1024]);
 SPEC §4.3(b) tabulates T0 over p_c x p_r x v x tau at p_m = 0.15 (p_r = 0: beta* = -inf for every
 T >= tau; p_c >= 0.4: T0 = tau + 1; T0 grows like 1/p_c as p_c -> 0). The claim checks, at every
