@@ -171,7 +171,7 @@ CLAIM = Claim(
             L0_spec=0.967236,
         ),
         dict(T=100, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),
-        dict(T=10, v=2, tau=3, p_m=0.15, p_c=0.05, p_r=0.05),  # outside the region: beta* = +1.8e-4, T0 = 11
+        dict(T=10, v=2, tau=3, p_m=0.15, p_c=0.05, p_r=0.05),  # outside the region: beta* = +7.2e-4, T0 = 11
     ),
     falsify=falsify,
     plot=plot,
