@@ -6,7 +6,9 @@ A :class:`~theorycheck.models.GeneralTopicModel` with ``prior="dirichlet"`` (doc
 
 1. those moments equal SciPy's Dirichlet mean and covariance (``E[theta theta^T] = Cov + mean mean^T``;
    an independent implementation) within ``MOMENT_TOL`` = 1e-14;
-2. the minimum-norm stage-1 ``W^V`` (:func:`theorycheck.solvers.optimal_value_matrix`) on that model is
+2. the model's topics are the Zipf laws it was built from (SPEC §11.6): ``phi[t, k] / phi[t, 0] =
+   (k + 1)^(-s)`` on each topic's own words, 0 elsewhere, within ``MOMENT_TOL``;
+3. the minimum-norm stage-1 ``W^V`` (:func:`theorycheck.solvers.optimal_value_matrix`) on that model is
    a stationary point of the exact value loss: ``max |dL/dW|`` from :func:`theorycheck.population.value_loss_grad`
    (SPEC §4.2: ``2 W Sigma - 2 C``) is at most ``GRAD_TOL`` = 1e-12.
 
@@ -39,6 +41,9 @@ def check(params, inject=None):
     a = np.full(params["T"], float(params["alpha"]))
     ref_mean = stats.dirichlet.mean(a)
     ref_M2 = stats.dirichlet(a).cov() + np.outer(ref_mean, ref_mean)
+    v, s = params["v"], params["s"]
+    zipf = np.kron(np.eye(params["T"]), (np.arange(1, v + 1, dtype=float) ** (-s))[None, :])
+    ratio = g.phi / np.repeat(g.phi[:, ::v].max(axis=1, keepdims=True), g.phi.shape[1], axis=1)
     W = optimal_value_matrix(g, mk, method="closed-form").x
     W = W.toarray() if hasattr(W, "toarray") else np.asarray(W)
     _, dW, _ = value_loss_grad(W, g, mk)
@@ -46,6 +51,7 @@ def check(params, inject=None):
         [
             compare_close(mean + shift, ref_mean, MOMENT_TOL, label="E[theta] = SciPy Dirichlet mean"),
             compare_close(M2 + shift, ref_M2, MOMENT_TOL, label="E[theta theta^T] = SciPy cov + mean mean^T"),
+            compare_close(ratio + shift, zipf, MOMENT_TOL, label="phi[t, k] / phi[t, 0] = (k + 1)^-s"),
             compare_close(float(np.abs(dW).max()), 0.0, GRAD_TOL, label="min-norm W^V is stationary (max |dL/dW|)"),
         ]
     )
@@ -59,8 +65,9 @@ def falsify(params):
 CLAIM = Claim(
     id="general.dirichlet-model",
     statement=(
-        "Dirichlet general model: E[theta], E[theta theta^T] equal SciPy's Dirichlet moments (1e-14) and the "
-        "min-norm stage-1 W^V is a stationary point of the exact value loss (max |dL/dW| <= 1e-12)"
+        "Dirichlet general model (Zipfian topics): E[theta], E[theta theta^T] equal SciPy's Dirichlet moments and "
+        "phi the Zipf laws (1e-14); the min-norm stage-1 W^V is a stationary point of the exact value loss "
+        "(max |dL/dW| <= 1e-12)"
     ),
     source="DERIVED",
     spec="SPEC §11.2, §11.5, §4.2",
