@@ -74,17 +74,18 @@ def check(params, inject=None):
         ),
     ]
     # the region (module docstring): beta*(T) <= 0 iff T >= T0, T0 bisected on T in [tau, T_MAX]
-    T0 = beta_boundary(tm.v, tm.tau, mk, T_max=T_MAX)
-    inside = (tm.T >= T0) != bool(inject.get("flip_region"))
-    subs.insert(
-        1,
-        compare_greater(
-            (BETA_ZERO - b) if inside else (b - BETA_ZERO),
-            0.0,
-            details={"beta_star": b, "T0": T0, "in_region": inside},
-            label=f"beta* <= 0 iff T >= T0 = {T0} (bisected boundary)",
-        ),
-    )
+    if tm.v >= 2:  # at v = 1 there is no other same-topic word and beta is meaningless
+        T0 = beta_boundary(tm.v, tm.tau, mk, T_max=T_MAX)
+        inside = (tm.T >= T0) != bool(inject.get("flip_region"))
+        subs.insert(
+            1,
+            compare_greater(
+                (BETA_ZERO - b) if inside else (b - BETA_ZERO),
+                0.0,
+                details={"beta_star": b, "T0": T0, "in_region": inside},
+                label=f"beta* <= 0 iff T >= T0 = {T0} (bisected boundary)",
+            ),
+        )
     if "alpha_spec" in params:
         subs.append(compare_close(a, params["alpha_spec"], 5e-5 + 1e-12, label="alpha* = §4.3(b)"))
         subs.append(compare_close(b, params["beta_spec"], 5e-5 + 1e-12, label="beta* = §4.3(b)"))
@@ -132,9 +133,9 @@ def plot(results):
 
 
 def domain():
-    """T <= 30, 2 <= v <= 10 (beta is meaningless at v = 1), every tau, maskings on a 0.05 grid
-    (p_c != p_r); closed form + 2-d solver, about 12 solves per draw (the boundary's bisection)."""
-    return params(model_params(max_T=30, max_v=10), masking_grid_params(step=0.05)).filter(lambda p: p["v"] >= 2)
+    """T <= 30, v <= 10, every tau, maskings on a 0.05 grid (p_c != p_r); the region sub-check for v >= 2
+    (beta is meaningless at v = 1); closed form + 2-d solver, about 12 solves per draw (the bisection)."""
+    return params(model_params(max_T=30, max_v=10), masking_grid_params(step=0.05))
 
 
 def falsify(params):

@@ -26,6 +26,7 @@ from theorycheck.cli.train import retarget_config, scale_preset_lr, sgd_curvatur
 from theorycheck.nn import preset
 from theorycheck.population import value_loss_grad
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
+from theorycheck.strategies import choices, masking_grid_params, params
 
 RULE_RTOL = 1e-12
 HESS_RTOL = 1e-8
@@ -70,6 +71,16 @@ def check(params, inject=None):
     )
 
 
+def domain():
+    """The preset ``stage1-population`` on Zipfian models, T in 3..5, v in 2..4, tau in 1..2, s in {0, 1, 2},
+    maskings on a 0.05 grid; V1 gradient pairs per draw."""
+    return params(
+        choices(T=(3, 4, 5), v=(2, 3, 4), tau=(1, 2), s=(0.0, 1.0, 2.0)),
+        masking_grid_params(step=0.05),
+        preset="stage1-population",
+    )
+
+
 def falsify(params):
     """The scaled rate off by a relative 3 RULE_RTOL."""
     return {"lr_rel_error": FALSIFIER_REL_ERROR}
@@ -87,4 +98,5 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(preset="stage1-population", T=4, v=3, s=1.0, tau=2, p_m=0.15, p_c=0.1, p_r=0.1),),
     falsify=falsify,
+    domain=domain,
 )

@@ -25,6 +25,7 @@ from theorycheck import GeneralTopicModel, Masking
 from theorycheck.population import value_loss_grad
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_value_matrix
+from theorycheck.strategies import choices, masking_grid_params, params
 
 MOMENT_TOL = 1e-14
 GRAD_TOL = 1e-12
@@ -57,6 +58,15 @@ def check(params, inject=None):
     )
 
 
+def domain():
+    """Zipfian Dirichlet models, T in 2..5, v in 2..4, s in {0, 0.5, 1, 2}, alpha in {0.1, 1, 5}, maskings on a
+    0.05 grid; closed forms, O(V1^3)."""
+    return params(
+        choices(T=(2, 3, 4, 5), v=(2, 3, 4), s=(0.0, 0.5, 1.0, 2.0), alpha=(0.1, 1.0, 5.0)),
+        masking_grid_params(step=0.05),
+    )
+
+
 def falsify(params):
     """Shift the moments by 3 MOMENT_TOL."""
     return {"moment_shift": FALSIFIER_SHIFT}
@@ -77,4 +87,5 @@ CLAIM = Claim(
         dict(T=5, v=2, s=0.5, alpha=2.0, p_m=0.3, p_c=0.2, p_r=0.3),
     ),
     falsify=falsify,
+    domain=domain,
 )

@@ -22,6 +22,7 @@ from theorycheck import GeneralTopicModel, Masking
 from theorycheck.population import embedding_loss, embedding_loss_grad
 from theorycheck.report.claims import Claim, compare_all, compare_close
 from theorycheck.solvers import optimal_embedding_gram
+from theorycheck.strategies import choices, masking_grid_params, params
 
 LOSS_TOL = 1e-10
 GRAD_TOL = 1e-9
@@ -55,6 +56,12 @@ def check(params, inject=None):
     )
 
 
+def domain():
+    """Zipfian uniform-tau models, T in 3..4, v in 2..3, tau < T, s in {0, 1, 2}, maskings on a 0.05 grid; the
+    closed form and a small SDP per draw."""
+    return params(choices(T=(3, 4), v=(2, 3), tau=(1, 2), s=(0.0, 1.0, 2.0)), masking_grid_params(step=0.05))
+
+
 def falsify(params):
     """Shift the bias by 1.5 GRAD_TOL: dL/db moves by 3 GRAD_TOL."""
     return {"b_shift": FALSIFIER_SHIFT}
@@ -71,4 +78,5 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(T=4, v=3, s=1.0, tau=2, p_m=0.15, p_c=0.1, p_r=0.1),),
     falsify=falsify,
+    domain=domain,
 )

@@ -20,6 +20,7 @@ from theorycheck import GeneralTopicModel, Masking, TopicModel
 from theorycheck.analysis.landscape import alpha_beta_grid
 from theorycheck.population import alpha_beta_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close
+from theorycheck.strategies import masking_grid_params, model_params, params
 
 GRID_TOL = 1e-10
 #: The falsifier's shift: 3 x GRID_TOL, a fixed number (a loosened GRID_TOL lets it pass).
@@ -43,6 +44,11 @@ def check(params, inject=None):
     return res
 
 
+def domain():
+    """The paper's model with T <= 4, v <= 3, every tau, maskings on a 0.05 grid; 40 dense evaluations per draw."""
+    return params(model_params(max_T=4, max_v=3), masking_grid_params(step=0.05))
+
+
 def falsify(params):
     """Shift the general grid by 3 GRID_TOL."""
     return {"shift": FALSIFIER_SHIFT}
@@ -62,4 +68,5 @@ CLAIM = Claim(
         dict(T=3, v=2, tau=1, p_m=0.3, p_c=0.3, p_r=0.2),
     ),
     falsify=falsify,
+    domain=domain,
 )
