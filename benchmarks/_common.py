@@ -61,7 +61,15 @@ def write_json(name: str, payload: dict) -> Path:
     """
     folder = Path(os.environ.get("THEORYCHECK_BENCH_OUT") or RESULTS)
     folder.mkdir(parents=True, exist_ok=True)
-    return _io.write_json(folder / f"{name}.json", {"machine": machine(), **payload})
+    target = folder / f"{name}.json"
+    if os.environ.get("THEORYCHECK_BENCH_OUT") and (target.exists() or target.is_symlink()):
+        marker = _io.read_marker(folder)  # `theorycheck bench --out DIR --force`: the user's files are kept
+        if marker is None or target.name not in marker["files"]:
+            raise SystemExit(
+                f"refusing to overwrite {str(target)!r}: theorycheck did not write it (the folder's {_io.MARKER} "
+                "does not list it); move it away or choose a new --out folder"
+            )
+    return _io.write_json(target, {"machine": machine(), **payload})
 
 
 def print_table(headers, rows) -> None:

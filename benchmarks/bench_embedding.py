@@ -45,7 +45,7 @@ def main():
         ("cvxpy", {"solver": "SCS"}),
         ("factorized", {"d": 5}),
     ):
-        optimal_embedding_gram(warm, mk, method, **kw)
+        optimal_embedding_gram(warm, mk, method=method, **kw)
     rows, records = [], []
     for T, v in SIZES:
         tm = tc.TopicModel(T=T, v=v, tau=2)
@@ -64,14 +64,14 @@ def main():
         Gc = closed_form_gram(tm, mk).toarray() if V1 <= SCHUR_MAX_V1 else None
         row = [V1, t_formula * 1e6, t_cf * 1e3]
         if V1 <= SCHUR_MAX_V1:
-            sc, t = _once(lambda: optimal_embedding_gram(tm, mk, "schur"))
+            sc, t = _once(lambda: optimal_embedding_gram(tm, mk, method="schur"))
             rec.update(schur_s=t, schur_err=float(np.max(np.abs(sc.x - Gc))))
             row += [t / t_cf, rec["schur_err"]]
         else:
             row += [math.nan, math.nan]
         for name, limit, solver in (("clarabel", CVXPY_MAX_V1, "CLARABEL"), ("scs", SCS_MAX_V1, "SCS")):
             if V1 <= limit:
-                cv, t = _once(lambda: optimal_embedding_gram(tm, mk, "cvxpy", solver=solver))
+                cv, t = _once(lambda: optimal_embedding_gram(tm, mk, method="cvxpy", solver=solver))
                 err = float(np.max(np.abs(cv.x - Gc))) if cv.x is not None else math.nan
                 rec.update(
                     {
@@ -85,7 +85,7 @@ def main():
             else:
                 row += [math.nan, math.nan]
         if V1 <= LBFGS_MAX_V1:
-            fz, t = _once(lambda: optimal_embedding_gram(tm, mk, "factorized", d=T + 2))
+            fz, t = _once(lambda: optimal_embedding_gram(tm, mk, method="factorized", d=T + 2))
             err = float(np.max(np.abs(identifiable_part(fz.x, tm, mk) - identifiable_part(Gc, tm, mk))))
             rec.update(
                 lbfgs_s=t,

@@ -46,11 +46,13 @@ MIN_EXPONENT = {"lstsq": 3.0, "cvxpy": 2.0}
 def _timed(method, tm, mk, reg):
     if method == "closed-form":
         t = best_time(
-            lambda: optimal_value_matrix(tm, mk, reg, method, options={"dense": False}), repeat=3, min_time=0.02
+            lambda: optimal_value_matrix(tm, mk, reg=reg, method=method, options={"dense": False}),
+            repeat=3,
+            min_time=0.02,
         )
-        return t, optimal_value_matrix(tm, mk, reg, method, options={"dense": False})
+        return t, optimal_value_matrix(tm, mk, reg=reg, method=method, options={"dense": False})
     t0 = time.perf_counter()
-    res = optimal_value_matrix(tm, mk, reg, method)
+    res = optimal_value_matrix(tm, mk, reg=reg, method=method)
     return time.perf_counter() - t0, res
 
 
@@ -76,7 +78,7 @@ def main(argv=None):
     # warm-up: Numba kernels, cvxpy import
     tm0 = tc.TopicModel(T=3, v=2, tau=1)
     for m in METHODS:
-        optimal_value_matrix(tm0, mk, 0.0, m)
+        optimal_value_matrix(tm0, mk, reg=0.0, method=m)
 
     records = []
     for reg in regs:

@@ -2,7 +2,7 @@
 
 For each EMPIRICAL claim and tier, run the claim's per-seed check (``_check_one`` of its module)
 on ``CALIBRATION_SEEDS`` (100-104, :mod:`proofs_numeric._empirical`), collect the statistic behind
-each threshold and apply the threshold's rule (``halfway``, ``twice_max_deviation`` or
+each threshold and apply the threshold's rule (``prediction_lower[_log]``, ``prediction_deviation`` or
 ``definition``, see :mod:`proofs_numeric._empirical`). The result (statistic per seed, the rule,
 the calibrated threshold, the threshold the claim uses now) is printed and merged into
 ``benchmarks/results/calibration.json``. The judged seeds (0-4) are never run here.
@@ -33,6 +33,8 @@ from proofs_numeric._empirical import (
     clopper_pearson,
     false_refutation_probability,
     halfway,
+    prediction_deviation,
+    prediction_lower,
     twice_max_deviation,
 )
 from theorycheck import _io
@@ -52,8 +54,8 @@ SPECS = {
             (
                 tier,
                 [
-                    ("min_attention_ratio", "attention_ratio_frozen_embedding", "halfway", 1.0),
-                    ("min_gram_block_score", "gram_block_score_frozen_attention", "halfway", 0.0),
+                    ("min_attention_ratio", "attention_ratio_frozen_embedding", "prediction_lower_log", 1.0),
+                    ("min_gram_block_score", "gram_block_score_frozen_attention", "prediction_lower", 0.0),
                 ],
             )
             for tier in ("default", "full")
@@ -65,23 +67,23 @@ SPECS = {
             (
                 "default",
                 [
-                    ("min_V_growth", "V_growth_early", "halfway", 1.0),
+                    ("min_V_growth", "V_growth_early", "prediction_lower_log", 1.0),
                     ("max_KQ_growth", "KQ_growth_early", "definition", 1.5),
                 ],
             ),
             (
                 "full",
                 [
-                    ("min_V_growth", "V_growth_early", "halfway", 1.0),
+                    ("min_V_growth", "V_growth_early", "prediction_lower_log", 1.0),
                     ("max_KQ_growth", "KQ_growth_early", "definition", 1.5),
-                    ("min_stage2_over_early", "stage2_over_early", "halfway", 1.0),
+                    ("min_stage2_over_early", "stage2_over_early", "prediction_lower_log", 1.0),
                 ],
             ),
         ],
     ),
     "train.official-demo-dev-ce": (
         "train_official_demo",
-        [(tier, [("rtol", "best_dev_ce", "twice_max_deviation", 3.3954)]) for tier in ("default", "full")],
+        [(tier, [("rtol", "best_dev_ce", "prediction_deviation", 3.3954)]) for tier in ("default", "full")],
     ),
     "train.stage1-population-min-norm": (
         "train_stage1_population",
@@ -89,7 +91,7 @@ SPECS = {
     ),
     "train.stage2-approaches-Kstar": (
         "train_stage2_kstar",
-        [(tier, [("K_rtol", "K_eff_over_K_star", "twice_max_deviation", 1.0)]) for tier in ("default", "full")],
+        [(tier, [("K_rtol", "K_eff_over_K_star", "prediction_deviation", 1.0)]) for tier in ("default", "full")],
     ),
     "train.stage2-onset-rate": (
         "train_stage2_rate",
@@ -97,8 +99,8 @@ SPECS = {
             (
                 "default",
                 [
-                    ("rate_rtol", "rate_ratio", "twice_max_deviation", 1.0),
-                    ("min_reg_growth", "reg_0.5x_threshold_final_growth", "halfway", 1.0),
+                    ("rate_rtol", "rate_ratio", "prediction_deviation", 1.0),
+                    ("min_reg_growth", "reg_0.5x_threshold_final_growth", "prediction_lower_log", 1.0),
                 ],
             )
         ],
@@ -156,6 +158,12 @@ def tier_params(claim, tier: str) -> dict:
 
 
 def apply_rule(rule: str, values, null: float) -> float:
+    if rule == "prediction_lower":
+        return prediction_lower(values, null)
+    if rule == "prediction_lower_log":
+        return prediction_lower(values, null, log=True)
+    if rule == "prediction_deviation":
+        return prediction_deviation(values, null)
     if rule == "halfway":
         return halfway(values, null)
     if rule == "twice_max_deviation":
@@ -166,6 +174,9 @@ def apply_rule(rule: str, values, null: float) -> float:
 
 
 RULE_TEXT = {
+    "prediction_lower": "threshold = max(null, mean - k SD), k = t_{0.99,n-1} sqrt(1 + 1/n) (rounded down, 3 digits)",
+    "prediction_lower_log": "threshold = max(null, exp(mean - k SD of the logs)), k as prediction_lower (3 digits)",
+    "prediction_deviation": "tolerance = max |mean +- k SD - ref| / ref, k as prediction_lower (up, 2 digits)",
     "halfway": "threshold = null + (min over calibration seeds - null) / 2 (excess rounded down, 2 digits)",
     "twice_max_deviation": "tolerance = 2 max |value / reference - 1| over calibration seeds (rounded up, 1 digit)",
     "definition": "fixed by the claim's definition (not fitted); calibration seeds must pass",

@@ -22,6 +22,13 @@ Usage::
 The default claim set is every claim whose id starts with one of :data:`DEFAULT_CLAIMS` (the
 training and real-data claims are slow and test other things). Expect about a minute per mutant
 on 2 cores.
+
+Mutants of test-only machinery (:data:`NON_NUMERICAL`: the cache key, the falsifiers, a loosened
+tolerance) cannot be caught by ``verify``, which neither runs falsifiers nor reads the cache with
+``--no-cache``; the tests catch them. The goal for every other mutant is that ``verify`` catches it
+whenever the tests do. ``benchmarks/results/mutation_issue25.json`` records one run of the issue-25
+mutants: ``verify`` restricted to the claims of the mutated area (a lower bound on what the full
+default set catches) and the test files of that area (``pytest -x``).
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CLAIMS = "attention,stage1,embedding,data,dynamics,gradient,sampling,certificate"
+DEFAULT_CLAIMS = "attention,stage1,embedding,data,dynamics,gradient,sampling,certificate,general,cli"
 
 
 @dataclass(frozen=True)
@@ -111,7 +118,80 @@ MUTANTS = (
     M("value-grad-bias", "theorycheck/population/_value_loss.py",
       "dW = 2.0 * G - 2.0 * Cm + 2.0 * np.outer(bb, mu) + 2.0 * reg * W", "dW = 2.0 * G - 2.0 * Cm + 2.0 * reg * W",
       "value_loss_grad: bias term dropped from dW"),
+    # ---- issue 25 item 6: the general model, the sampler, the rational route, the interval engine, the cache,
+    # the falsifiers ("kind" tells numerical code, which verify should catch, from test-only machinery)
+    M("gen-dirichlet-M2", "theorycheck/models/general.py",
+      "return a / a0, (np.outer(a, a) + np.diag(a)) / (a0 * (a0 + 1.0))",
+      "return a / a0, (np.outer(a, a) + np.diag(a)) / (a0 * a0)", "Dirichlet E[theta theta^T] without the + 1"),
+    M("gen-tau-offdiag", "theorycheck/models/general.py",
+      "off = (tau - 1) / (tau * T * (T - 1)) if T > 1 else 0.0", "off = (tau - 1) / (tau * T * T) if T > 1 else 0.0",
+      "uniform-tau E[theta_i theta_j] with T^2 instead of T (T - 1)"),
+    M("gen-zipf-rank", "theorycheck/models/general.py", "w = np.arange(1, v + 1, dtype=np.float64) ** (-s)",
+      "w = np.arange(2, v + 2, dtype=np.float64) ** (-s)", "Zipf frequencies (k + 2)^-s instead of (k + 1)^-s"),
+    M("gen-moments-C", "theorycheck/population/_moments.py",
+      "return (Phi_t.T @ M2) @ Phi_t, (Phi.T @ M2) @ Phi_t", "return (Phi_t.T @ M2) @ Phi_t, (Phi_t.T @ M2) @ Phi_t",
+      "general moments: C from the masked context on both sides"),
+    M("gen-cotopic-norm", "theorycheck/solvers/attention/_family.py", "    d = np.sqrt(np.diag(P))\n",
+      "    d = np.diag(P)\n", "co-topic similarity normalised by the diagonal instead of its square root"),
+    M("sampler-word-offset", "theorycheck/sampling/documents.py",
+      "return 1 + np.clip(idx - topic * n, 0, _last_positive(phi)[topic])",
+      "return np.clip(idx - topic * n, 0, _last_positive(phi)[topic])", "general sampler: words shifted to 0-based"),
+    M("sampler-last-word", "theorycheck/sampling/documents.py",
+      "words = 1 + topic * tm.v + rng.integers(0, tm.v, size=shape)",
+      "words = 1 + topic * tm.v + rng.integers(0, tm.v - 1, size=shape)",
+      "paper sampler never draws a topic's last word"),
+    M("sampler-dirichlet-alpha", "theorycheck/sampling/documents.py",
+      "theta = rng.dirichlet(np.full(tm.T, tm.alpha), size=n_docs)",
+      "theta = rng.dirichlet(np.full(tm.T, 1.0), size=n_docs)", "paper sampler ignores the Dirichlet alpha"),
+    M("sampler-rand-words", "theorycheck/sampling/masking.py",
+      "rand_words = rng.integers(1, tm.n_words + 1, size=tokens.shape)",
+      "rand_words = rng.integers(1, tm.n_words, size=tokens.shape)", "random replacement never shows the last word"),
+    M("rat-rho", "theorycheck/solvers/_rational.py", 'rho = e["a"] / (tau * v) + e["r"] / (T * v)',
+      'rho = e["a"] / (tau * v)', "exact moments: in-document density without the random-word part"),
+    M("rat-r", "theorycheck/solvers/_rational.py", "r=p_m * p_r, q=p_m * (1 - p_c - p_r))",
+      "r=p_m * p_c, q=p_m * (1 - p_c - p_r))", "exact masking constants: r = p_m p_c"),
+    M("rat-pinv", "theorycheck/solvers/_rational.py",
+      "inner = _mm(_inverse(_mm(G, Gt)), _mm(_inverse(_mm(Ft, F)), Ft))", "inner = _mm(_inverse(_mm(G, Gt)), Ft)",
+      "exact pseudo-inverse without the (F^T F)^-1 factor"),
+    M("rat-psd", "theorycheck/solvers/_rational.py", "        if p < 0:\n            return False\n",
+      "        if p < -1:\n            return False\n", "exact PSD test accepts negative pivots above -1"),
+    M("rat-bias-const", "theorycheck/solvers/gram/_rational.py",
+      "return RationalMatrix(Sc), RationalMatrix(Cc), 1 - Fraction(1, n)",
+      "return RationalMatrix(Sc), RationalMatrix(Cc), 1 - Fraction(1, n * n)",
+      "exact loss with a bias: wrong constant 1 - ||u||^2"),
+    M("rat-D4-x", "theorycheck/solvers/gram/_rational.py", "(Fraction(T - 1) / (a * v * T), -1 / (a * v * T))",
+      "(Fraction(T) / (a * v * T), -1 / (a * v * T))", "SPEC D4 constant x = T/(a v T)"),
+    M("interval-dual-div", "theorycheck/solvers/attention/_interval_loss.py",
+      "return _Dual(q, [(x - q * y) / o.val for x, y in zip(self.der, o.der)])",
+      "return _Dual(q, [(x + q * y) / o.val for x, y in zip(self.der, o.der)])",
+      "interval AD: wrong sign in the quotient rule"),
+    M("interval-face", "theorycheck/solvers/attention/_interval.py",
+      "out.append((lo, lo) if g.a > 0 else (hi, hi) if g.b < 0 else (lo, hi))",
+      "out.append((hi, hi) if g.a > 0 else (lo, lo) if g.b < 0 else (lo, hi))",
+      "branch and bound keeps the wrong face along a monotone direction"),
+    M("interval-mv", "theorycheck/solvers/attention/_interval.py",
+      "lower = max(_down((F.val + offset).a), _down(mv.a))", "lower = max(_down((F.val + offset).a), _down(mv.b))",
+      "mean-value lower bound from the upper end"),
+    M("interval-exp-lo", "theorycheck/solvers/attention/_interval_vec.py",
+      "lo = np.maximum(_dn(np.exp(self.lo) * (1.0 - _EXP_REL)), 0.0)",
+      "lo = np.maximum(_dn(np.exp(self.lo) * (1.0 + 1e-6)), 0.0)", "numpy interval exp: lower end 1e-6 too high"),
+    M("cache-from-import", "theorycheck/report/cache.py",
+      'targets = [base] + [f"{base}.{a.name}" for a in node.names if a.name != "*"]', "targets = [base]",
+      "cache key misses modules imported as 'from pkg import module'"),
+    M("cache-params", "theorycheck/report/cache.py", '        "params": params,\n', '        "params": {},\n',
+      "cache key ignores the parameters"),
+    M("falsify-noop", "proofs_numeric/attention_identity_optimum.py", '    return {"flip_region": True}',
+      "    return {}", "a falsifier that injects nothing"),
+    M("falsify-far", "proofs_numeric/general_dirichlet.py", "FALSIFIER_SHIFT = 3e-14\n", "FALSIFIER_SHIFT = 3e-10\n",
+      "a falsifier far outside its claim's tolerance"),
+    M("tolerance-loosened", "proofs_numeric/general_landscape_grid.py", "GRID_TOL = 1e-10\n", "GRID_TOL = 1e-8\n",
+      "a claim tolerance loosened 100x"),
 )  # fmt: skip
+
+
+#: Mutants of test-only machinery (the cache, the falsifiers, tolerances): ``verify`` cannot catch them by
+#: construction (it runs the claims, not their falsifiers or the cache key); the tests must.
+NON_NUMERICAL = frozenset({"cache-from-import", "cache-params", "falsify-noop", "falsify-far", "tolerance-loosened"})
 
 
 def _copy_tree(dst: Path) -> None:

@@ -40,11 +40,6 @@ def kstar(tm, mk, constants=None):
     return math.exp(lk), f(lk)
 
 
-def p_r_positive(p: dict) -> bool:
-    """Precondition ``p_r > 0`` (random-replacement queries exist; they penalise a very large K)."""
-    return p["p_r"] > 0
-
-
 def paper_masking_domain():
     """The single configuration p = 0.15 / 0.1 / 0.1 (the SPEC §4.3 table is computed there only)."""
     from theorycheck.strategies import choices, params

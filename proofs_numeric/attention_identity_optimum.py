@@ -1,6 +1,7 @@
 """SPEC §6 item 18 (DERIVED): with the identity W^V (diagonal on words, W_00 = 0) the
-optimal attention puts a large score on the same word and none extra on other same-topic
-words: e^{alpha*} > v (the same word outweighs a whole uniform topic) and beta* <= 0.
+optimal attention puts a large score on the same word: e^{alpha*} > v (the same word outweighs a
+whole uniform topic); it puts none extra on the other same-topic words (beta* <= 0) exactly when
+T >= T0(p_c, p_r, v, tau), the boundary below.
 At T = v = 10, tau = 3 the SPEC §4.3(b) values are alpha* = 4.7105, beta* = -0.1503,
 L* = 0.892836 (L(0, 0) = 0.967236). We recompute them with the certified 2-d solver and compare
 each at half a unit of its last printed digit. The first form of the spec printed alpha* = 4.711;
@@ -8,17 +9,20 @@ the optimum is alpha* = 4.71046 (gradient ~1e-10; SPEC §8 item 7): the claim re
 discrepancy as a finding in its details (first-form value, recomputed, difference) instead of
 widening the tolerance.
 
-Preconditions found by ``verify --explore`` (a finding: the statement is false without them):
-
-- ``p_c > 0``: with only [MASK] queries (p_c = p_r = 0) the scores never matter (minimal
-  counterexample T = 2, v = 1, tau = 1, p_c = p_r = 0: alpha* = -5, any value is optimal);
-- beta* <= 0 is NOT a property of every configuration: with few topics the optimum puts positive
-  extra weight on the other same-topic words. T = 2, v = 3, tau = 1, p = 0.05/0.05/0.05 gives
-  beta* = +0.394 (certified, status 0); the paper's masking 0.15/0.1/0.1 gives beta* = +0.109 at
-  T = 2, v = 2, tau = 1 and +0.019 at T = 3, v = 3, tau = 2; T = 10, v = 2, tau = 3,
-  p = 0.05/0.05/0.05 gives +1.8e-4. It holds at the SPEC configurations (T = v = 10, tau = 3 and
-  T = 100), which the default configurations check. The domain therefore explores e^alpha* > v and
-  the solver's certificate (``beta_nonpositive=False``); e^alpha* > v held at every point tried.
+Where beta* <= 0 holds (issue 25 item 3; SPEC §4.3(b), the phase diagram). beta* <= 0 is NOT a
+property of every configuration: with few topics outside the document the optimum puts positive
+extra weight on the other same-topic words (T = 2, v = 3, tau = 1, p = 0.05/0.05/0.05: beta* =
++0.394; T = 10, v = 2, tau = 3, p = 0.05/0.05/0.05: beta* = +1.8e-4). For fixed (p_m, p_c, p_r, v,
+tau) the sign of beta* changes once along T (every point of the SPEC scan), so the region is
+``T >= T0(p_c, p_r, v, tau)`` with ``T0`` located by
+integer bisection (:func:`theorycheck.analysis.identity_phase.beta_boundary`, T in [tau, 1024]);
+SPEC §4.3(b) tabulates T0 over p_c x p_r x v x tau at p_m = 0.15 (p_r = 0: beta* = -inf for every
+T >= tau; p_c >= 0.4: T0 = tau + 1; T0 grows like 1/p_c as p_c -> 0). The claim checks, at every
+configuration, that the sign of beta*(T) agrees with the bisected boundary (``beta*(T) <= 0 iff
+T >= T0``); the bisection evaluates about 10 other values of T, so a second sign change along T
+(a non-monotone beta*) is caught whenever the drawn T falls between them. ``p_c > 0`` is needed:
+with only [MASK] queries (p_c = p_r = 0) the scores never matter (T = 2, v = 1, tau = 1: any value
+is optimal). e^alpha* > v held at every point tried.
 
 Solver status: only status 0 is a certified optimum. Status 3 is accepted only with
 ``beta_to_minus_inf`` (the infimum is the limit ``beta -> -inf``, e.g. T = 100, v = 10, tau = 3), and
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import math
 
+from theorycheck.analysis.identity_phase import BETA_ZERO, beta_boundary
 from theorycheck.population import alpha_beta_loss
 from theorycheck.population._symmetry import alpha_beta_symmetric_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
@@ -38,6 +43,9 @@ from theorycheck.strategies import masking_grid_params, model_params, p_c_positi
 
 from ._attention_common import models
 from .attention_asymptotic import ROUTE_TOL
+
+#: Upper end of the boundary's bisection (T0 > T_MAX is reported as T_MAX + 1).
+T_MAX = 1024
 
 
 def _status_rank(status: int, beta_to_minus_inf: bool) -> float:
@@ -65,8 +73,19 @@ def check(params, inject=None):
             label="solver: certified optimum (status 0) or the limit beta* -> -inf (status 3, not certified)",
         ),
     ]
-    if params.get("beta_nonpositive", True):  # the paper's regime only (module docstring)
-        subs.insert(1, compare_greater(1e-12, b, details={"beta_star": b}, label="beta* <= 0"))
+    # the region (module docstring): beta*(T) <= 0 iff T >= T0, T0 bisected on T in [tau, T_MAX]
+    if tm.v >= 2:  # at v = 1 there is no other same-topic word and beta is meaningless
+        T0 = beta_boundary(tm.v, tm.tau, mk, T_max=T_MAX)
+        inside = (tm.T >= T0) != bool(inject.get("flip_region"))
+        subs.insert(
+            1,
+            compare_greater(
+                (BETA_ZERO - b) if inside else (b - BETA_ZERO),
+                0.0,
+                details={"beta_star": b, "T0": T0, "in_region": inside},
+                label=f"beta* <= 0 iff T >= T0 = {T0} (bisected boundary)",
+            ),
+        )
     if "alpha_spec" in params:
         subs.append(compare_close(a, params["alpha_spec"], 5e-5 + 1e-12, label="alpha* = §4.3(b)"))
         subs.append(compare_close(b, params["beta_spec"], 5e-5 + 1e-12, label="beta* = §4.3(b)"))
@@ -114,22 +133,26 @@ def plot(results):
 
 
 def domain():
-    """T <= 30, v <= 10, every tau, maskings on a 0.05 grid (p_c != p_r), without the beta* <= 0
-    sub-check (false outside the paper's regime, module docstring); closed form + 2-d solver, O(1)."""
-    return params(model_params(max_T=30, max_v=10), masking_grid_params(step=0.05), beta_nonpositive=False)
+    """T <= 30, v <= 10, every tau, maskings on a 0.05 grid (p_c != p_r); the region sub-check for v >= 2
+    (beta is meaningless at v = 1); closed form + 2-d solver, about 12 solves per draw (the bisection)."""
+    return params(model_params(max_T=30, max_v=10), masking_grid_params(step=0.05))
 
 
 def falsify(params):
-    """Evaluate the block W^V instead: its canonical optimum alpha* = beta* = log(K*/v) > 0 fails both."""
-    return {"value": "block"}
+    """Move the boundary T0 across T (by T0 - T, plus one on the side that flips the verdict): the sign
+    of beta* then disagrees with the region; with the block W^V instead of the identity where that
+    also breaks e^alpha* > v or the region (the two SPEC configurations)."""
+    if "alpha_spec" in params or params["T"] >= 100:
+        return {"value": "block"}
+    return {"flip_region": True}
 
 
 CLAIM = Claim(
     id="attention.identity-optimum",
     statement=(
         "Identity W^V, p_c > 0: optimal attention (certified, status 0, or the uncertified limit beta* -> -inf) has "
-        "e^alpha* > v; beta* <= 0 in the paper's regime (not for few "
-        "topics) (T=v=10, tau=3: alpha*=4.7105, beta*=-0.1503, L*=0.892836)"
+        "e^alpha* > v, and beta* <= 0 exactly when T >= T0(p_c, p_r, v, tau), the boundary bisected along T "
+        "(SPEC §4.3(b) table; T=v=10, tau=3: T0=5, alpha*=4.7105, beta*=-0.1503, L*=0.892836)"
     ),
     source="DERIVED",
     spec="SPEC §4.3(b), §6 item 18, §8 item 7",
@@ -149,6 +172,7 @@ CLAIM = Claim(
             L0_spec=0.967236,
         ),
         dict(T=100, v=10, tau=3, p_m=0.15, p_c=0.1, p_r=0.1),
+        dict(T=10, v=2, tau=3, p_m=0.15, p_c=0.05, p_r=0.05),  # outside the region: beta* = +7.2e-4, T0 = 11
     ),
     falsify=falsify,
     plot=plot,

@@ -2,8 +2,11 @@
 the topic structure of the minimum-norm stage-1 W^V and tied Gram.
 
 For ``phi_t(k) ∝ (k + 1)^(-s)`` (disjoint topics of ``v`` words) and ``tau < T``: the same-minus-different
-gap stays > 0 on the whole grid (s up to 8); the block correlation falls with s (not always
-monotonically: +7e-4 between grid points at T = 2, v = 5, p_m = 0.05, p_c = p_r = 0). The s* where the
+gap stays > 0 on the whole grid (s up to 8); the block correlation does not rise with s, checked end to
+end (correlation at s = 8 <= that at s = 0 + 1e-12 for every tau < T, W^V and Gram): it falls at the
+default T = 4, v = 3 (by >= 0.76 for W^V, 0.44 for the Gram), is flat for the Gram at T = v = 2,
+p_m = 0.05, p_c = p_r = 0 (found by ``verify --explore``: "falls" there was refuted), and is not always
+monotone between grid points (+7e-4 at T = 2, v = 5, p_m = 0.05, p_c = p_r = 0). The s* where the
 W^V block correlation falls to 1/2 (bisection on the exact closed-form optimum) is reported, not
 claimed: about 5.45 for T = 4, v = 3 with the paper's masking, but 1.88 for T = 2, v = 5, p_m = 0.05,
 p_c = p_r = 0 (found by ``verify --explore``; a former sub-check "s* > 2" was refuted there). The
@@ -44,8 +47,8 @@ CLAIM = Claim(
     id="general.zipf-structure",
     statement=(
         "With Zipfian words in disjoint topics (exponent s), the min-norm W^V and tied Gram keep same-topic > "
-        "different-topic (gap > 0) for tau < T on the whole grid s <= 8; the block correlation falls with s "
-        "(the s* where it reaches 1/2 is reported)"
+        "different-topic (gap > 0) for tau < T on the whole grid s <= 8; the block correlation does not rise from "
+        "s = 0 to s = 8 (it falls at T = 4, v = 3; the s* where it reaches 1/2 is reported)"
     ),
     source="EMPIRICAL",
     spec="SPEC §11.6, §11.5",

@@ -137,7 +137,11 @@ def plot(results):
             title="population gradient descent, uniform attention",
         ),
         "heatmap": heatmap_pair(
-            d["W_star"], d["W_gd"], titles=("closed form", "gradient descent from 0"), block=d["v"]
+            d["W_star"],
+            d["W_gd"],
+            titles=("closed form (min-norm)", "gradient descent from W = 0"),
+            block=d["v"],
+            suptitle="stage-1 value matrix W^V under uniform attention",
         ),
     }
 

@@ -55,8 +55,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Scale the minimiser by 1.001: the loss rises above the minimum by ~1e-7, far beyond the 1e-12 tolerance."""
-    return {"scale_W": 1.001}
+    """Scale the minimiser by 1 + 1e-5: the loss rises above the minimum by 3e-12 to 6e-12 on the default
+    configurations, 3-6x the 1e-12 tolerance (issue 25 item 6: sized so that a loosened tolerance lets it pass)."""
+    return {"scale_W": 1.0 + 1e-5}
 
 
 CLAIM = Claim(

@@ -8,20 +8,28 @@ Tiers. The default ``verify`` trains 400 steps on seed 0 (measured ratio 1.74, b
 ``verify --full`` trains 1000 steps on seeds 0-4 (init and documents) and reports the fraction of
 seeds passing and 95% t-intervals of both statistics.
 
-Thresholds, calibrated on seeds 100-104 (never judged) by the rule ``halfway`` of
-:mod:`proofs_numeric._empirical` (threshold = null + half the smallest calibration excess; null 1 =
-no attention preference, null 0 = no block structure):
+Thresholds, calibrated on seeds 100-104 (never judged) by the rule ``prediction_lower`` of
+:mod:`proofs_numeric._empirical` (the 99% lower prediction bound of one new seed, mean - k SD with
+k = 4.10 for 5 seeds; log scale for the ratio, linear for the block score; the null value when the
+bound does not beat it; null 1 = no attention preference, null 0 = no block structure):
 
-- 400 steps: ratios 1.474, 2.164, 1.914, 1.373, 2.297 -> 1.18; block scores 0.9732, 0.9740, 0.9730,
-  0.9714, 0.9718 -> 0.48 (was 0.9, set on seed 0 before calibration);
-- 1000 steps: ratios 1.863, 2.597, 2.469, 1.657, 2.866 -> 1.32 (was 1.5, set on seed 0); block
-  scores 0.9761, 0.9708, 0.9742, 0.9740, 0.9762 -> 0.48 (was 0.9).
+- 400 steps: block scores 0.9732, 0.9740, 0.9730, 0.9714, 0.9718 -> 0.968 (was 0.48 by the former
+  ``halfway`` rule, passed by step 10 of 400); ratios 1.474, 2.164, 1.914, 1.373, 2.297 -> the bound
+  (0.70) does not beat the null, so the claim is "ratio > 1" (was 1.18);
+- 1000 steps: block scores 0.9761, 0.9708, 0.9742, 0.9740, 0.9762 -> 0.965 (was 0.48); ratios
+  1.863, 2.597, 2.469, 1.657, 2.866 -> bound 0.86, again the null: "ratio > 1" (was 1.32).
+
+Written reason for the ratio (the null is 0.73 and 0.60 of the smallest calibration ratio, the
+second below the floor of 2/3): the ratio's seed-to-seed spread (coefficient of variation 22%)
+leaves no threshold above 1 that an unseen seed clears with 99% probability; "attention becomes
+topic-aware" is the claim's word, i.e. a ratio above 1.
 
 1. Embedding frozen at a random N(0, 1/d) matrix (no topic structure), attention trained: the
    length-normalised same-topic : different-topic attention ratio on 8 fresh documents ends
-   above a threshold (1.32 after 1000 steps, seed 0 measured 2.16; see the thresholds below).
+   above 1 (seed 0 measured 1.74 after 400 steps, 2.16 after 1000; see the thresholds below).
 2. Attention frozen uniform, embedding trained: the block score (R^2 of the topic-block fit) of
-   the Gram ``W_E^T W_E`` ends above a threshold (0.48; seed 0 measured 0.974), from 0.05 at the start.
+   the Gram ``W_E^T W_E`` ends above a threshold (0.968 after 400 steps, 0.965 after 1000; seed 0
+   measured 0.974), from 0.05 at the start.
 """
 
 from __future__ import annotations
@@ -89,15 +97,30 @@ def falsify(params: dict) -> dict:
 
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
 #: ``{(tier, threshold): (rule, null, values per calibration seed)}``.
+_RATIO_REASON = "spread (CV 22%): the 99% prediction bound does not beat the null 1; the claim is 'ratio > 1'"
 CALIBRATION = {
-    ("default", "min_attention_ratio"): ("halfway", 1.0, (1.47355, 2.16424, 1.91437, 1.37293, 2.29683)),
-    ("default", "min_gram_block_score"): ("halfway", 0.0, (0.973178, 0.973957, 0.973043, 0.971378, 0.971762)),
-    ("full", "min_attention_ratio"): ("halfway", 1.0, (1.86315, 2.59748, 2.46937, 1.65729, 2.86562)),
-    ("full", "min_gram_block_score"): ("halfway", 0.0, (0.97612, 0.970828, 0.974247, 0.974042, 0.97623)),
+    ("default", "min_attention_ratio"): (
+        "prediction_lower_log",
+        1.0,
+        (1.47355, 2.16424, 1.91437, 1.37293, 2.29683),
+        _RATIO_REASON,
+    ),
+    ("default", "min_gram_block_score"): (
+        "prediction_lower",
+        0.0,
+        (0.973178, 0.973957, 0.973043, 0.971378, 0.971762),
+    ),
+    ("full", "min_attention_ratio"): (
+        "prediction_lower_log",
+        1.0,
+        (1.86315, 2.59748, 2.46937, 1.65729, 2.86562),
+        _RATIO_REASON,
+    ),
+    ("full", "min_gram_block_score"): ("prediction_lower", 0.0, (0.97612, 0.970828, 0.974247, 0.974042, 0.97623)),
 }
 
-DEFAULT = dict(steps=400, seed=0, min_attention_ratio=1.18, min_gram_block_score=0.48)
-FULL = dict(steps=1000, seeds=JUDGED_SEEDS, min_attention_ratio=1.32, min_gram_block_score=0.48)
+DEFAULT = dict(steps=400, seed=0, min_attention_ratio=1.0, min_gram_block_score=0.968)
+FULL = dict(steps=1000, seeds=JUDGED_SEEDS, min_attention_ratio=1.0, min_gram_block_score=0.965)
 
 
 def domain():

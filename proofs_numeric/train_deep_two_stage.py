@@ -8,26 +8,30 @@ T = v = 10, N ~ U[100, 150], fresh minibatches of 16), seed 0, 600 steps. Curves
 :func:`theorycheck.nn.stage_curves`: the norm of all value matrices together, and the largest
 per-layer growth factor of ``||W_K,l||_F ||W_Q,l||_F``. Must hold:
 
-1. in the first 30 steps ``||W^V||`` grows at least ``MIN_V_GROWTH`` = 1.93-fold while no layer's
+1. in the first 30 steps ``||W^V||`` grows at least ``MIN_V_GROWTH`` = 2.59-fold while no layer's
    ``||W_K|| ||W_Q||`` grows by more than 1.5 (measured 3.20 and 1.30; seed 1: 2.81 and 1.14);
 2. stage 2 (some layer's ``||W_K|| ||W_Q||`` above 10x its initial value, the norm rule of
    :func:`theorycheck.analysis.stats.detect_stages`) is reached within the 600 steps, more than
-   ``MIN_STAGE2_OVER_EARLY`` = 8 times later than step 30 (measured step 470 for seeds 0 and 1), and after stage 1 ends.
+   ``MIN_STAGE2_OVER_EARLY`` = 11.7 times later than step 30 (measured step 470 for seeds 0 and 1),
+   and after stage 1 ends.
 
 Tiers: the default ``verify`` trains the first 60 steps on seed 0 and checks part 1 on that one
 seed (a smoke check of the per-seed statement; the falsifier breaks part 1); stage 2 needs about
-470 steps, so part 2 runs in ``verify --full``: 600 steps on the block of seeds 0-4, at least 3 of
-which must pass both parts, with the fraction of seeds passing, its Clopper-Pearson interval and
-95% t-intervals of both growth factors and of the stage-2 step. ``verify --explore`` draws a block
+470 steps, so part 2 runs in ``verify --full``: 600 steps on the block of seeds 0-33, at least 28
+of which must pass both parts (the power rule below), with the fraction of seeds passing, its
+Clopper-Pearson interval and 95% t-intervals of both growth factors and of the stage-2 step.
+``verify --explore`` draws a block
 start ``s`` and checks part 1 (60 steps) on seeds ``s .. s+4``, at least 3 passing.
 
 Thresholds, calibrated on seeds 100-104 (never judged; :mod:`proofs_numeric._empirical`): the
-``||W^V||`` growth by step 30 was 2.998, 3.192, 3.002, 3.063, 2.879 -> ``halfway`` from the null 1 (no
-growth) gives ``MIN_V_GROWTH`` = 1.93 (was 2.5, set on seeds 0 and 1; the same step-30 values hold in
-both tiers). "Near its init" (``MAX_KQ_GROWTH`` = 1.5) is a definition, not fitted; the calibration
+``||W^V||`` growth by step 30 was 2.998, 3.192, 3.002, 3.063, 2.879 -> ``prediction_lower`` on the log
+scale (the 99% lower prediction bound of one new seed, mean - k SD of the logs, k = 4.10) gives
+``MIN_V_GROWTH`` = 2.59 (was 1.93 by the former ``halfway`` rule; the same step-30 values hold in
+both tiers; the rate seeds' passing values are 2.74-3.23). "Near its init" (``MAX_KQ_GROWTH`` = 1.5)
+is a definition, not fitted; the calibration
 seeds' largest growths were 1.144, 1.257, 1.159, 1.298, 1.321. ``MIN_STAGE2_OVER_EARLY``: stage 2 started at
-16, 15, 18.6667, 16, 16.3333 x the early step (600 steps) -> ``halfway`` from the null 1 (stage 2
-together with stage 1) gives 8 (was 10, set on seeds 0 and 1).
+16, 15, 18.6667, 16, 16.3333 x the early step (600 steps) -> ``prediction_lower`` on the log scale
+gives 11.7 (was 8 by ``halfway``).
 
 Fraction claim (the per-seed statement does not hold on every seed). ``verify --explore`` found
 seed 2548 where SGD at lr 1 spikes between steps 10 and 20: the loss jumps (to about 6x its initial
@@ -38,14 +42,20 @@ value at step 15), ``||W^V||`` jumps to 54x its init and layer 1's ``||W_K|| ||W
 counted): part 1 fails on 1 of 20 seeds (1002: a smaller spike, ``||W^V||`` 16.8x and
 ``||W_K|| ||W_Q||`` 4.6x by step 30), fraction 0.05, Clopper-Pearson 95% interval [0.0013, 0.249];
 part 1 or part 2 fails on 2 of 20 (1002, and 1007 whose stage 2 is not reached within 600 steps),
-fraction 0.10, interval [0.012, 0.317]. The claim is therefore stated over blocks of
-``BLOCK_SEEDS`` = 5 consecutive seeds, at least ``MIN_PASSING`` = 3 of which pass
-(:func:`proofs_numeric._empirical.at_least_k_of_n`; the reported row is the 3rd best seed). A block
-whose seeds fail independently at the measured rate is refuted with probability
-``P[Bin(5, 1 - p) < 3]`` = 0.0012 (part 1, p = 0.05) and 0.0086 (both parts, p = 0.10)
-(:func:`proofs_numeric._empirical.false_refutation_probability`); at the upper ends of the intervals
-0.10 and 0.19. 4 of 5 was rejected: 0.023 per block at p = 0.05, i.e. about 0.37 that one of the 20
-blocks of ``verify --explore 20`` refutes a claim that holds at that rate (0.023 with 3 of 5). No
+fraction 0.10, interval [0.012, 0.317]. The claim is therefore stated as "at least k of n seeds"
+(:func:`proofs_numeric._empirical.at_least_k_of_n`; the reported row is the k-th best seed), with
+``n``, ``k`` chosen for both error rates (issue 25 item 4):
+
+- ``verify --full``: ``FULL_SEEDS`` = 34 seeds (0-33), at least ``FULL_MIN_PASSING`` = 28. Power
+  (refuting when a seed fails 30% of the time, :func:`proofs_numeric._empirical.k_of_n_power`):
+  ``P[Bin(34, 0.7) < 28]`` = 0.921 (3 of 5 had 0.16). False refutation at the measured rates
+  (:func:`proofs_numeric._empirical.false_refutation_probability`): 0.0013 (part 1, p = 0.05) and
+  0.048 (both parts, p = 0.10). 34 is the smallest n with power >= 0.9 and false refutation <= 0.05
+  at p = 0.10; it costs 34 runs of 600 steps.
+- ``verify --explore``: blocks of ``BLOCK_SEEDS`` = 5 consecutive seeds, part 1 only (60 steps), at
+  least ``MIN_PASSING`` = 3: false refutation 0.0012 at p = 0.05, power only 0.16 (a cheap smoke
+  test of many blocks, not a judgement; 4 of 5 was rejected: 0.023 per block at p = 0.05, about 0.37
+  that one of the 20 blocks of ``verify --explore 20`` refutes a claim that holds at that rate). No
 mechanism-level precondition is claimed: the spikes are SGD instabilities at lr 1 whose cause
 (curvature at the spike) is not measured here.
 
@@ -57,7 +67,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from proofs_numeric._empirical import JUDGED_SEEDS, at_least_k_of_n
+from proofs_numeric._empirical import at_least_k_of_n
 from theorycheck.analysis.stats import detect_stages
 from theorycheck.nn import OptimConfig, Trainer, preset, stage_curves
 from theorycheck.report.claims import Claim, ClaimResult, by_seed, compare_all, compare_greater
@@ -65,15 +75,19 @@ from theorycheck.strategies import params as params_of
 from theorycheck.strategies import seeds
 
 #: Part 1: ``||W^V||`` growth by the early step must reach this (calibrated, see the docstring).
-MIN_V_GROWTH = 1.93
+MIN_V_GROWTH = 2.59
 #: Part 1: "W^K, W^Q near their init" means no layer's ``||W_K|| ||W_Q||`` grew by more than this (definition).
 MAX_KQ_GROWTH = 1.5
 #: Part 2: stage 2 must start later than this multiple of the early step (calibrated).
-MIN_STAGE2_OVER_EARLY = 8.0
+MIN_STAGE2_OVER_EARLY = 11.7
 #: Fraction rule: the claim is judged on blocks of this many consecutive seeds ...
 BLOCK_SEEDS = 5
 #: ... of which at least this many must pass (chosen from the failure rate on RATE_SEEDS, see the docstring).
 MIN_PASSING = 3
+#: ``verify --full`` judges this many seeds (0, 1, ...) ...
+FULL_SEEDS = 34
+#: ... of which at least this many must pass: power 0.921 at a 30% per-seed failure rate (docstring).
+FULL_MIN_PASSING = 28
 
 
 def run(params: dict, inject: dict | None = None):
@@ -170,13 +184,13 @@ def plot(results):
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
 #: ``{(tier, threshold): (rule, null, values per calibration seed)}``.
 CALIBRATION = {
-    ("default", "min_V_growth"): ("halfway", 1.0, (2.99805, 3.19185, 3.00158, 3.06296, 2.87883)),
+    ("default", "min_V_growth"): ("prediction_lower_log", 1.0, (2.99805, 3.19185, 3.00158, 3.06296, 2.87883)),
     ("default", "max_KQ_growth"): ("definition", 1.5, (1.14355, 1.25693, 1.15895, 1.29826, 1.32123)),
-    ("full", "min_stage2_over_early"): ("halfway", 1.0, (16, 15, 18.6667, 16, 16.3333)),
+    ("full", "min_stage2_over_early"): ("prediction_lower_log", 1.0, (16, 15, 18.6667, 16, 16.3333)),
 }
 
 DEFAULT = dict(steps=60, log_every=10, early_step=30, seed=0, stage2=False)
-FULL = dict(steps=600, log_every=10, early_step=30, seeds=JUDGED_SEEDS, min_passing=MIN_PASSING)
+FULL = dict(steps=600, log_every=10, early_step=30, seeds=tuple(range(FULL_SEEDS)), min_passing=FULL_MIN_PASSING)
 
 
 def seed_block(start: dict) -> dict:
@@ -193,7 +207,8 @@ def domain():
 
 CLAIM = Claim(
     id="train.deep-4x4-two-stage",
-    statement="4-layer x 4-head transformer, SGD (lr 1) from small init, in at least 3 of every 5 seeds: "
+    statement="4-layer x 4-head transformer, SGD (lr 1) from small init, in at least 28 of 34 seeds (--full; "
+    "power 0.92 against a 30% per-seed failure rate): "
     "||W^V|| grows first while every layer's W^K, W^Q stay near their init; some layer's W^K, W^Q grow 10x "
     "only much later (an SGD spike breaks it on some seeds)",
     source="EMPIRICAL",

@@ -2,7 +2,7 @@
 (one layer, uniform attention frozen, one-hot embedding, identity decoder, W^V and the output bias
 trained with cross-entropy by Adam lr 0.01, batch 40, 10k static-masked LDA documents with
 alpha = 0.1, T = v = 10, N ~ U[100, 150], selected positions hidden from the keys, token-averaged
-loss; preset ``official-demo``) reaches a dev cross-entropy within 2% of the official code's
+loss; preset ``official-demo``) reaches a dev cross-entropy within 1.4% of the official code's
 3.3954 (its logged dev loss for the same data recipe). Dev loss every 250 steps on 10k separate
 documents; the best one counts, as in the official training script.
 
@@ -10,11 +10,12 @@ Tiers: the default ``verify`` trains 500 steps on seed 0 (measured best dev CE 3
 250 steps give 3.618, outside); ``verify --full`` trains 1500 steps on seeds 0-4 (init, documents,
 masks) and reports the fraction passing and a 95% t-interval of the best dev cross-entropy.
 
-Tolerance, calibrated on seeds 100-104 (never judged) by the rule ``twice_max_deviation`` of
-:mod:`proofs_numeric._empirical` (2 max |CE / 3.3954 - 1|, rounded up to one digit): at 500 steps
-best dev CE 3.40896, 3.40636, 3.41861, 3.42044, 3.42010 -> rtol 0.02 (was 0.03, set before
-calibration: too loose). The 1500-step tier keeps 0.02 (more steps only lower the best dev CE
-towards the reference; its own calibration is not run, see the report).
+Tolerance, calibrated on seeds 100-104 (never judged) by the rule ``prediction_deviation`` of
+:mod:`proofs_numeric._empirical` (the larger distance of mean +- k SD of CE / 3.3954 from 1, k = 4.10,
+the 99% prediction interval of one new seed; rounded up to two digits): at 500 steps best dev CE
+3.40896, 3.40636, 3.41861, 3.42044, 3.42010 -> rtol 0.014 (was 0.02 by the former
+``twice_max_deviation``). The 1500-step tier uses the same 0.014 (more steps only lower the best dev
+CE towards the reference; its own calibration is not run, see the report).
 
 The reference is the official code's printed value, not ours; the N -> inf Bayes cross-entropy of
 this data model (3.149, README) is lower because finite documents reveal their topics only
@@ -69,11 +70,11 @@ def falsify(params: dict) -> dict:
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
 #: ``{(tier, threshold): (rule, reference, values per calibration seed)}``.
 CALIBRATION = {
-    ("default", "rtol"): ("twice_max_deviation", OFFICIAL_DEV_CE, (3.40896, 3.40636, 3.41861, 3.42044, 3.4201)),
+    ("default", "rtol"): ("prediction_deviation", OFFICIAL_DEV_CE, (3.40896, 3.40636, 3.41861, 3.42044, 3.4201)),
 }
 
-DEFAULT = dict(steps=500, eval_every=250, seed=0, rtol=0.02)
-FULL = dict(steps=1500, eval_every=250, seeds=JUDGED_SEEDS, rtol=0.02)
+DEFAULT = dict(steps=500, eval_every=250, seed=0, rtol=0.014)
+FULL = dict(steps=1500, eval_every=250, seeds=JUDGED_SEEDS, rtol=0.014)
 
 
 def domain():
@@ -86,7 +87,7 @@ CLAIM = Claim(
     id="train.official-demo-dev-ce",
     statement=(
         "The released uniform-attention demo, retrained here, reaches the official code's dev cross-entropy 3.3954 "
-        "within 2%"
+        "within 1.4%"
     ),
     source="EMPIRICAL",
     spec="SPEC §5.1",

@@ -4,7 +4,7 @@ with W^V frozen at the stage-1 optimum, training W^K, W^Q from a small random in
 lr 0.05, 400 steps, seed 0) approaches the optimum of :func:`theorycheck.solvers.optimal_attention`:
 
 1. the median effective same-topic weight ``K_eff`` (:func:`theorycheck.analysis.topic_structure.effective_K`) of
-   the trained scores is within ``K_rtol`` (calibrated below: 8%) of ``K*`` (measured 72.5 against K* = 70.05);
+   the trained scores is within ``K_rtol`` (calibrated below: 3.6%) of ``K*`` (measured 72.5 against K* = 70.05);
 2. the exact population loss is at most ``L* + 1e-6``. It is in fact *below* ``L*`` (0.9617266 <
    0.9617702): unrestricted scores may also raise the [MASK]-key score, which the (alpha, beta)
    family fixes at 0 (the finding tested in ``tests/test_train_crosscheck.py``).
@@ -15,11 +15,14 @@ falsifier gives K_eff 35.3); ``verify --full`` runs the preset's T = v = 10, tau
 seeds 0-4 (the W^K, W^Q init) with the fraction passing and 95% t-intervals of K_eff, K_eff / K* and
 the loss.
 
-Calibration (seeds 100-104, never judged; rule ``twice_max_deviation`` of
-:mod:`proofs_numeric._empirical`: tolerance = 2 max |K_eff / K* - 1| rounded up to one digit):
-default tier K_eff / K* = 1.0412, 1.04112, 1.04115, 1.04115, 1.04115 -> K_rtol 0.09 (was 0.10 before
-calibration); full tier (T = v = 10, tau = 3) K_eff / K* = 1.03518, 1.03515, 1.03519, 1.03511, 1.03513 -> K_rtol 0.08
-(was 0.10). The loss bound ``L* + 1e-6`` is the claim's definition (not fitted).
+Calibration (seeds 100-104, never judged; rule ``prediction_deviation`` of
+:mod:`proofs_numeric._empirical`: tolerance = the larger distance of mean +- k SD of K_eff / K* from 1,
+k = 4.10 (the 99% prediction interval of one new seed), rounded up to two digits): default tier
+K_eff / K* = 1.0412, 1.04112, 1.04115, 1.04115, 1.04115 -> K_rtol 0.042 (was 0.09 by the former
+``twice_max_deviation``); full tier (T = v = 10, tau = 3) K_eff / K* = 1.03518, 1.03515, 1.03519,
+1.03511, 1.03513 -> K_rtol 0.036 (was 0.08). The seed-to-seed spread is tiny (SD 3e-5): the
+tolerance is the systematic K_eff / K* - 1 = 4.1% (3.5%) of finite training plus the spread.
+The loss bound ``L* + 1e-6`` is the claim's definition (not fitted).
 """
 
 from __future__ import annotations
@@ -76,12 +79,12 @@ def falsify(params: dict) -> dict:
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
 #: ``{(tier, threshold): (rule, reference, values per calibration seed)}``.
 CALIBRATION = {
-    ("default", "K_rtol"): ("twice_max_deviation", 1.0, (1.0412, 1.04112, 1.04115, 1.04115, 1.04115)),
-    ("full", "K_rtol"): ("twice_max_deviation", 1.0, (1.03518, 1.03515, 1.03519, 1.03511, 1.03513)),
+    ("default", "K_rtol"): ("prediction_deviation", 1.0, (1.0412, 1.04112, 1.04115, 1.04115, 1.04115)),
+    ("full", "K_rtol"): ("prediction_deviation", 1.0, (1.03518, 1.03515, 1.03519, 1.03511, 1.03513)),
 }
 
-DEFAULT = dict(steps=300, seed=0, K_rtol=0.09, T=5, v=4, tau=2)
-FULL = dict(steps=400, seeds=JUDGED_SEEDS, K_rtol=0.08)
+DEFAULT = dict(steps=300, seed=0, K_rtol=0.042, T=5, v=4, tau=2)
+FULL = dict(steps=400, seeds=JUDGED_SEEDS, K_rtol=0.036)
 
 
 def domain():

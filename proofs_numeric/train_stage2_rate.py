@@ -8,19 +8,24 @@ Setting: one-hot, identity decoder, squared loss, ``scale="none"``, entries N(0,
 SGD, T = 5, v = 4, tau = 2, lr 5 (the ``train.two-stage-ordering`` setting). Measured rate: the
 median of the per-step log growth over the logged steps at which the topic part lies between 10x
 and 50x its initial size (before, the decaying partner mode still contaminates it; after, the
-non-linear regime starts). Relative tolerance ``RATE_RTOL`` = 2%. The L2 runs use ``reg = 0.5`` and
+non-linear regime starts). Relative tolerance ``RATE_RTOL`` = 1.6%. The L2 runs use ``reg = 0.5`` and
 ``2`` times the threshold (on every trained matrix) and must end with the topic part above
-``MIN_REG_GROWTH`` = 5.1x / below 1x its initial size.
+``MIN_REG_GROWTH`` = 4.68x / below 1x its initial size.
 
 Tiers: the default ``verify`` runs seed 0; ``verify --full`` runs seeds 0-4 (init draws) and reports
 the fraction passing and 95% t-intervals of the measured rate, measured / predicted rate and the
 regularised growth.
 
 Calibration (seeds 100-104, never judged; rules of :mod:`proofs_numeric._empirical`): measured /
-predicted rate 1.00779, 1.00494, 1.00135, 1.00333, 1.00032 -> ``twice_max_deviation`` gives
-RATE_RTOL = 0.02 (was 0.05, set before calibration: too loose); final growth under ``reg = 0.5`` x
-threshold 19.15, 14.35, 9.30, 14.00, 12.85 -> ``halfway`` from the null 1 (no growth) gives
-MIN_REG_GROWTH = 1 + 8.30/2 = 5.1 (was 5, the same rule with a coarser rounding). The prediction
+predicted rate 1.00779, 1.00494, 1.00135, 1.00333, 1.00032 -> ``prediction_deviation`` (mean +- k SD,
+k = 4.10, the 99% prediction interval of one new seed) gives RATE_RTOL = 0.016 (was 0.02 by the former
+``twice_max_deviation``); final growth under ``reg = 0.5`` x threshold 19.15, 14.35, 9.30, 14.00, 12.85
+-> ``prediction_lower`` on the log scale (mean - k SD of the logs, k = 4.10) gives MIN_REG_GROWTH = 4.68
+(was 5.1 by the former ``halfway``). Written reason for going below 2/3 of the smallest calibration
+value (the floor of :mod:`proofs_numeric._empirical`): the regularised run's final growth varies
+2-fold across seeds (9.3-19.1, SD of the logs 0.26), so a bound that one new seed clears with 99%
+probability lies at 4.7; the claim's words ("L2 below the threshold does not prevent stage 2") need
+growth well above 1, which 4.68 keeps. The prediction
 itself is derived, not fitted; "< 1 with L2 at 2x the threshold" is the claim's definition.
 """
 
@@ -36,15 +41,20 @@ from theorycheck.strategies import params as params_of
 from theorycheck.strategies import seeds
 
 #: Growth factor the ``reg = 0.5`` x threshold run must exceed (calibrated on seeds 100-104, see above).
-MIN_REG_GROWTH = 5.1
+MIN_REG_GROWTH = 4.68
 #: Relative tolerance of measured / predicted rate (calibrated, see the docstring).
-RATE_RTOL = 0.02
+RATE_RTOL = 0.016
 
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):
 #: ``{(tier, threshold): (rule, null or reference, values per calibration seed)}``.
 CALIBRATION = {
-    ("default", "rate_rtol"): ("twice_max_deviation", 1.0, (1.00779, 1.00494, 1.00135, 1.00333, 1.00032)),
-    ("default", "min_reg_growth"): ("halfway", 1.0, (19.1484, 14.3506, 9.30209, 13.9963, 12.8464)),
+    ("default", "rate_rtol"): ("prediction_deviation", 1.0, (1.00779, 1.00494, 1.00135, 1.00333, 1.00032)),
+    ("default", "min_reg_growth"): (
+        "prediction_lower_log",
+        1.0,
+        (19.1484, 14.3506, 9.30209, 13.9963, 12.8464),
+        "2-fold spread across seeds (9.3-19.1): the 99% prediction bound is 4.68, still well above no growth (1)",
+    ),
 }
 
 

@@ -7,7 +7,9 @@ import pytest
 from test_stage1_montecarlo import exact_finite_N
 
 import theorycheck as tc
+from proofs_numeric import attention_finite_n as claim
 from theorycheck.analysis.landscape import finite_n_gap
+from theorycheck.analysis.stats import power_law_fit
 from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
 from theorycheck.sampling.finite_exact import exact_finite_loss
 from theorycheck.sampling.montecarlo import mc_attention_loss
@@ -79,3 +81,36 @@ def test_monte_carlo_key_masked_converges_to_exact():
     se = np.hypot(g["stderr"][1], g["stderr"][0] * 100 / 800)
     assert abs(g["gap"][1] - extrap) <= 4 * se + 0.25 * abs(extrap)
     assert abs(g["mc"][1] - g["exact"]) <= 4 * g["stderr"][1] + 1.5 * abs(g["gap"][0]) * 100 / 800
+
+
+def test_finite_n_claim_figure_lengths_leave_the_verdict_unchanged():
+    """``figure_Ns`` adds lengths to the figure only: expected, measured, tolerance and details of the
+    claim at its default parameters equal those without them; the figure gets every length."""
+    p = dict(claim.CLAIM.default_params[0])
+    assert len(claim.NS) + len(p["figure_Ns"]) >= 6  # enough lengths to show the 1/N law
+    p["n_docs"] = 300
+    with_fig = claim.check(p)
+    without = claim.check({k: v for k, v in p.items() if k != "figure_Ns"})
+    for field in ("expected", "measured", "tolerance", "passed", "details"):
+        assert getattr(with_fig, field) == getattr(without, field), field
+    N, gap, se = with_fig.data["gap"]
+    assert list(N) == sorted(claim.NS + tuple(p["figure_Ns"]))
+    np.testing.assert_array_equal(gap[np.searchsorted(N, claim.NS)], without.data["gap"][1])
+
+
+def test_power_law_fit_recovers_the_exponent_and_matches_weighted_polyfit():
+    N = np.array([25.0, 50, 100, 200, 400, 800])
+    fit = power_law_fit(N, 0.37 / N)
+    assert fit.slope == pytest.approx(-1.0, abs=1e-12) and fit.intercept == pytest.approx(np.log(0.37))
+    rng = np.random.default_rng(0)
+    y = 0.37 / N * np.exp(rng.normal(0, 0.05, N.size))
+    se = 0.05 * y * rng.uniform(0.5, 2.0, N.size)
+    fit = power_law_fit(N, y, se)
+    coef, cov = np.polyfit(np.log(N), np.log(y), 1, w=y / se, cov="unscaled")  # independent weighted LS
+    assert fit.slope == pytest.approx(coef[0], rel=1e-10) and fit.intercept == pytest.approx(coef[1], rel=1e-10)
+    assert fit.slope_stderr == pytest.approx(np.sqrt(cov[0, 0]), rel=1e-10)
+    # points <= 0 are left out; fewer than two positive points: NaN
+    assert power_law_fit([1.0, 2.0, 4.0], [1.0, -1.0, 0.25]).slope == pytest.approx(-1.0)
+    assert np.isnan(power_law_fit([1.0, 2.0], [1.0, 0.0]).slope)
+    with pytest.raises(ValueError, match="same shape"):
+        power_law_fit([1.0, 2.0], [1.0])

@@ -27,7 +27,7 @@ def _no_work(*args, **kwargs):
 def test_solve_attention_n_grid_refused_before_work(extra, n, message, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(cli_solve, "run_solve", _no_work)
     out, js = tmp_path / "x.npz", tmp_path / "s.json"
-    assert main(["solve", "attention", *extra, "--n-grid", n, "--out", str(out), "--json", str(js)]) == 2
+    assert main(["solve", "attention", *extra, "--n-grid", n, "--npz", str(out), "--json", str(js)]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert re.search(message, err), err

@@ -70,12 +70,12 @@ def test_solve_value_optimum_scalars_match_the_library(tmp_path):
 
 def test_npz_suffix_is_added_and_the_printed_path_is_real(tmp_path, capsys):
     stem = tmp_path / "w"
-    assert main(["solve", "value", *SMALL, "--out", str(stem)]) == 0
+    assert main(["solve", "value", *SMALL, "--npz", str(stem)]) == 0
     assert f"written to {stem}.npz" in capsys.readouterr().out
     assert not stem.exists() and (tmp_path / "w.npz").is_file()
     d = np.load(tmp_path / "w.npz")
     assert int(d["status"]) == 0 and d["W"].shape == (13, 13)
-    assert main(["solve", "attention", *SMALL, "--out", str(tmp_path / "a.npz")]) == 0
+    assert main(["solve", "attention", *SMALL, "--npz", str(tmp_path / "a.npz")]) == 0
     a = np.load(tmp_path / "a.npz")
     assert a["x"].shape == (2,) and float(a["K"]) > 0
 

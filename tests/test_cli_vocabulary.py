@@ -5,11 +5,13 @@ package-internal imports inside functions of ``theorycheck.cli``."""
 import argparse
 import ast
 import json
+import re
 import subprocess
 import sys
 import types
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from theorycheck import cli
@@ -25,17 +27,21 @@ def _flags(p) -> dict[str, argparse.Action]:
 
 
 def test_the_table_covers_every_subcommand():
-    assert set(SUBCOMMANDS) == {
+    """Every module of ``cli.COMMANDS`` is a subcommand (new ones included: the tests below iterate the parser)."""
+    assert set(SUBCOMMANDS) >= {
         "verify",
         "solve",
         "landscape",
         "train",
+        "dynamics",
         "realdata",
         "bench",
         "benchmark",
         "spec",
     }
-    assert set(LEAVES) == set(SUBCOMMANDS) - {"solve"} | {"solve value", "solve embedding", "solve attention"}
+    assert len(SUBCOMMANDS) == len(cli.COMMANDS)
+    assert {"solve value", "solve embedding", "solve attention"} <= set(LEAVES)
+    assert {name.split()[0] for name in LEAVES} == set(SUBCOMMANDS)
     for module in cli.COMMANDS:
         assert callable(module.add_parser) and callable(module.run)
         assert module.DESCRIPTION and "\n" not in module.DESCRIPTION
@@ -182,3 +188,97 @@ def test_interrupt_is_one_line_exit_130(monkeypatch, capsys):
     monkeypatch.setattr(cli.spec, "run", interrupted)
     assert cli.main(["spec"]) == 130
     assert capsys.readouterr().err == "theorycheck spec: interrupted\n"
+
+
+# ----------------------------------------------------------------------------- one vocabulary (issue #26 item 8)
+#: Leaves that print no summary (so take no ``--json FILE``), and why.
+NO_SUMMARY = {
+    "spec": "prints a section of SPEC.md, no summary",
+    "bench": "runs the benchmark scripts, which print and write their own results",
+}
+#: Leaves with an output folder but no progress bar of their own (so no ``--quiet``), and why.
+NO_PROGRESS_BAR = {
+    "bench": "the scripts print their own progress",
+    "solve value": "one solver call",
+    "solve embedding": "one solver call",
+    "solve attention": "one solver call",
+}
+#: The leaves that write PNG figures (``--no-figures``) and those drawing random numbers (``--seed``).
+FIGURES = {"verify", "landscape", "train", "dynamics", "realdata"}
+SEEDED = {"verify", "train", "dynamics", "realdata"}
+OUTPUT_FLAGS = ("--out", "--json", "--npz")
+
+
+@pytest.mark.parametrize("name", sorted(LEAVES))
+def test_one_vocabulary(name):
+    """The same names for the same things on every leaf: ``--out`` a folder, ``--json FILE`` wherever a summary is
+    printed, ``--force`` wherever something is written, ``--quiet`` wherever a progress bar is shown."""
+    flags = _flags(LEAVES[name])
+    if "--out" in flags:
+        assert "folder" in flags["--out"].help, (name, flags["--out"].help)
+        if name not in NO_PROGRESS_BAR:
+            assert "--quiet" in flags, name
+    if name not in NO_SUMMARY:
+        assert "--json" in flags and flags["--json"].metavar == "FILE", name
+    if any(f in flags for f in OUTPUT_FLAGS):
+        assert "--force" in flags, name
+    for flag in ("--json", "--npz"):
+        if flag in flags:
+            assert flags[flag].metavar == "FILE" and "file" in flags[flag].help, (name, flag)
+    assert ("--no-figures" in flags) == (name in FIGURES), name
+    if name in SEEDED:
+        assert "--seed" in flags, name
+    assert not {"--blas-threads", "--output", "--outdir", "--json-out", "--n-threads"} & set(flags), name
+
+
+@pytest.mark.parametrize("name", sorted(set(FIGURES) | {"benchmark"}))
+def test_quiet_and_no_figures_where_expected(name):
+    flags = _flags(LEAVES[name])
+    assert "--quiet" in flags and flags["--quiet"].help == "no progress bar", name
+
+
+def test_no_message_names_a_flag_no_command_has():
+    """Every ``--flag`` in a string of the package (messages, help, hints) is a flag of some subcommand: no error
+    points at a flag that does not exist (an ``n_sets`` or a ``--force`` of another command)."""
+    flags = {s for p in LEAVES.values() for a in p._actions for s in a.option_strings} | {"--version"}
+    pip_flags = {"--no-deps"}  # the install hint of the nlp extra
+    root = Path(cli.__file__).parents[1]
+    bad = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for tok in re.findall(r"(?<![\w-])--[a-z][a-z-]*", node.value):
+                    if tok not in flags | pip_flags:
+                        bad.append(f"{path.relative_to(root)}: {tok}")
+    assert not bad, bad
+
+
+def test_solve_out_is_a_folder_and_npz_a_file(tmp_path, capsys):
+    small = ["solve", "value", "--T", "3", "--v", "2", "--tau", "1"]
+    out, js = tmp_path / "sol", tmp_path / "s.json"
+    assert cli.main([*small, "--out", str(out), "--json", str(js), "--npz", str(tmp_path / "w")]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [".theorycheck.json", "optimum.npz", "summary.json"]
+    assert json.loads((out / "summary.json").read_text()) == json.loads(js.read_text())
+    with np.load(out / "optimum.npz") as a, np.load(tmp_path / "w.npz") as b:
+        assert sorted(a.files) == sorted(b.files) and float(a["A"]) == float(b["A"])
+    capsys.readouterr()
+    assert cli.main([*small, "--out", str(tmp_path / "x.npz")]) == 2  # the old single-file --out
+    err = capsys.readouterr().err
+    assert "--out is an output folder" in err and "--npz" in err and not (tmp_path / "x.npz").exists()
+
+
+def test_seeds_help_names_the_folders_it_writes(tmp_path, capsys):
+    (seeds,) = [a for a in LEAVES["train"]._actions if "--seeds" in a.option_strings]
+    assert "seed<s> for a single-run preset" in seeds.help and "<run>-seed<s>" in seeds.help
+    out = tmp_path / "run"
+    argv = ["train", "--preset", "stage1-population", "--steps", "2", "--seeds", "0,3", "--quiet", "--no-figures"]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+    assert {p.name for p in out.iterdir() if p.is_dir()} == {"seed0", "seed3"}
+
+
+def test_landscape_quiet_and_no_figures(tmp_path, capsys):
+    out = tmp_path / "l"
+    argv = ["landscape", "--T", "3", "--v", "2", "--tau", "1", "--n-grid", "3", "--quiet", "--no-figures"]
+    assert cli.main([*argv, "--out", str(out)]) == 0
+    assert sorted(p.name for p in out.iterdir()) == [".theorycheck.json", "grid.npz", "optimum.json"]
+    assert "landscape.png" not in capsys.readouterr().out

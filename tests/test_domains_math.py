@@ -67,7 +67,7 @@ def test_domain_draws_fit_check(claim):
     assert list(inspect.signature(claim.check).parameters)[:2] == ["params", "inject"]
     keys = set().union(*(set(p) for p in claim.default_params))
     optional = {"K_table", "L_table", "alpha_spec", "beta_spec", "alpha_first_form", "L_spec", "L0_spec", "quoted"}
-    optional |= {"figure", "kind", "Ns", "alpha", "beta", "box", "seed", "seeds"}
+    optional |= {"figure", "figure_Ns", "kind", "Ns", "alpha", "beta", "box", "seed", "seeds", "route"}
     seen = []
 
     @settings(max_examples=3, deadline=None, suppress_health_check=list(HealthCheck), database=None)

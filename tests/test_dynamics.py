@@ -16,6 +16,7 @@ import pytest
 from hypothesis import example, given, settings
 
 import theorycheck as tc
+from proofs_numeric import _spec_route
 from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
 from theorycheck.diagnostics import check_gradient
 from theorycheck.nn import ModelConfig, Transformer, population_batch
@@ -61,7 +62,9 @@ def test_paper_configuration_gradient_pattern(tm_paper, mk_spec):
     np.testing.assert_allclose(G[1:, 1:], -gamma * (B - 1.0 / tm.T), atol=1e-12 * gamma * 1e3, rtol=0)
     assert np.abs(G[0]).max() < 1e-15 and np.abs(G[:, 0]).max() < 1e-15
     assert de.multiplicity == 9
-    assert stage2_onset(tm, mk).sigma_max == pytest.approx(4.963962035e-05, rel=1e-9)
+    # SPEC §4.5 item 3 by the independent mpmath route (not a number this code printed): 4.963962035e-5
+    route = float(_spec_route.sigma_max(_spec_route.consts(tm.T, tm.v, tm.tau, mk.p_m, mk.p_c, mk.p_r)))
+    assert stage2_onset(tm, mk).sigma_max == pytest.approx(route, rel=1e-9)
 
 
 def test_dense_G_is_the_score_gradient_of_the_population_loss(tm_small, mk_spec):

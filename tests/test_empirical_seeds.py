@@ -17,12 +17,18 @@ import proofs_numeric
 from proofs_numeric import _empirical
 from proofs_numeric._empirical import (
     CALIBRATION_SEEDS,
+    FLOOR_FRACTION,
     JUDGED_SEEDS,
+    MIN_POWER_FULL,
     RATE_SEEDS,
     at_least_k_of_n,
     clopper_pearson,
     false_refutation_probability,
     halfway,
+    k_of_n_power,
+    prediction_deviation,
+    prediction_k,
+    prediction_lower,
     twice_max_deviation,
 )
 from theorycheck.report.claims import ClaimResult, compare_greater, over_seeds
@@ -64,7 +70,20 @@ def test_default_tier_runs_at_most_two_seeds_and_has_a_domain(claim):
 
 
 def _rule(rule, values, null):
-    return {"halfway": halfway, "twice_max_deviation": twice_max_deviation}[rule](values, null)
+    return {
+        "prediction_lower": prediction_lower,
+        "prediction_lower_log": lambda v, n: prediction_lower(v, n, log=True),
+        "prediction_deviation": prediction_deviation,
+    }[rule](values, null)
+
+
+def _calibration_tables():
+    import importlib
+
+    for claim in EMPIRICAL:
+        mod = importlib.import_module(claim.check.__module__)
+        for (tier, name), entry in getattr(mod, "CALIBRATION", {}).items():
+            yield claim, mod, tier, name, entry
 
 
 @pytest.mark.parametrize("claim", EMPIRICAL, ids=lambda c: c.id)
@@ -74,7 +93,7 @@ def test_thresholds_are_their_calibration_rule_applied_to_the_calibration_values
 
     mod = importlib.import_module(claim.check.__module__)
     table = getattr(mod, "CALIBRATION", {})
-    for (tier, name), (rule, null, values) in table.items():
+    for (tier, name), (rule, null, values, *_reason) in table.items():
         assert len(values) == len(CALIBRATION_SEEDS)
         if rule == "definition":  # fixed by the claim's words; recorded, not fitted
             continue
@@ -82,6 +101,75 @@ def test_thresholds_are_their_calibration_rule_applied_to_the_calibration_values
         used = params.get(name, getattr(mod, name.upper(), None))
         assert used is not None, f"{claim.id}: threshold {name!r} not found"
         assert used == pytest.approx(_rule(rule, values, null), rel=1e-12), (claim.id, tier, name)
+
+
+def test_fitted_thresholds_use_the_spread_rules_and_respect_the_floor_or_write_a_reason():
+    """Issue 25 item 4: no threshold from a fixed fraction (``halfway``) or a multiple of the largest deviation;
+    an "exceed" threshold below FLOOR_FRACTION x the smallest calibration value carries a written reason."""
+    seen = 0
+    for claim, _mod, tier, name, entry in _calibration_tables():
+        rule, null, values = entry[:3]
+        assert rule in ("definition", "prediction_lower", "prediction_lower_log", "prediction_deviation"), (
+            claim.id,
+            name,
+            rule,
+        )
+        if rule.startswith("prediction_lower"):
+            seen += 1
+            used = _rule(rule, values, null)
+            if used < FLOOR_FRACTION * min(values):
+                assert len(entry) == 4 and len(entry[3]) > 20, f"{claim.id} {tier} {name}: below the floor, no reason"
+    assert seen >= 6
+
+
+def test_prediction_rules():
+    # k of the one-sided 99% prediction bound of one new value
+    assert prediction_k(5) == pytest.approx(stats.t.ppf(0.99, 4) * math.sqrt(1.2), rel=1e-12)
+    x = np.array([0.973178, 0.973957, 0.973043, 0.971378, 0.971762])
+    raw = x.mean() - prediction_k(5) * x.std(ddof=1)
+    assert prediction_lower(x, 0.0) == pytest.approx(0.968) and 0.968 <= raw < 0.969
+    # log scale, and the null when the bound does not beat it
+    assert prediction_lower([2.99805, 3.19185, 3.00158, 3.06296, 2.87883], 1.0, log=True) == pytest.approx(2.59)
+    assert prediction_lower([1.47355, 2.16424, 1.91437, 1.37293, 2.29683], 1.0, log=True) == 1.0
+    assert prediction_deviation([1.0412, 1.04112, 1.04115, 1.04115, 1.04115]) == pytest.approx(0.042)
+    assert prediction_deviation([3.40896, 3.40636, 3.41861, 3.42044, 3.4201], 3.3954) == pytest.approx(0.014)
+    # the bad "halfway" threshold is far below the spread rule's (0.48 against 0.968)
+    assert halfway(x, 0.0) == pytest.approx(0.48)
+    assert halfway(x, 0.0) < FLOOR_FRACTION * x.min() < prediction_lower(x, 0.0)
+    with pytest.raises(ValueError, match="finite"):
+        prediction_lower([1.0], 0.0)
+    with pytest.raises(ValueError, match="log scale"):
+        prediction_lower([1.0, -1.0], 0.0, log=True)
+
+
+@given(values=st.lists(st.floats(0.5, 2.0), min_size=5, max_size=5))
+def test_a_new_normal_seed_clears_the_prediction_bound_at_the_stated_rate(values):
+    """The bound is below the sample minimum's neighbourhood: mean - k SD <= mean, rounded down."""
+    b = prediction_lower(values, 0.0)
+    assert b <= float(np.mean(values)) + 1e-12
+
+
+def test_prediction_bound_coverage_by_simulation():
+    """Coverage of mean - k SD for one new normal draw is 99% (20000 simulated calibrations, 3 SE)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(20000, 6))
+    cal, new = x[:, :5], x[:, 5]
+    bound = cal.mean(axis=1) - prediction_k(5) * cal.std(axis=1, ddof=1)
+    cover = float(np.mean(new >= bound))
+    assert abs(cover - 0.99) <= 3 * math.sqrt(0.99 * 0.01 / 20000)
+
+
+def test_every_k_of_n_rule_under_full_has_power_at_least_0_9():
+    """Issue 25 item 4: P[refute | a seed fails 30% of the time] >= 0.9 for every k-of-n rule of --full."""
+    rules = 0
+    for claim in EMPIRICAL:
+        for p in claim.full_params:
+            if "min_passing" in p:
+                rules += 1
+                power = k_of_n_power(len(p["seeds"]), p["min_passing"])
+                assert power >= MIN_POWER_FULL, (claim.id, len(p["seeds"]), p["min_passing"], power)
+    assert rules >= 1
+    assert k_of_n_power(5, 3) == pytest.approx(1 - stats.binom.sf(2, 5, 0.7))  # the old rule: 0.16
 
 
 def test_calibration_rules():
@@ -242,8 +330,10 @@ def test_false_refutation_probability_refuses_bad_input():
 def test_deep_two_stage_is_a_three_of_five_block_claim_whose_rate_is_recorded():
     from proofs_numeric import train_deep_two_stage as deep
 
-    assert deep.FULL["seeds"] == JUDGED_SEEDS and deep.FULL["min_passing"] == deep.MIN_PASSING == 3
-    assert deep.BLOCK_SEEDS == len(JUDGED_SEEDS) == 5
+    assert deep.FULL["seeds"] == tuple(range(34)) and deep.FULL["min_passing"] == deep.FULL_MIN_PASSING == 28
+    assert k_of_n_power(34, 28) == pytest.approx(0.921, abs=5e-4)
+    assert false_refutation_probability(34, 28, 0.10) < 0.05
+    assert deep.MIN_PASSING == 3 and deep.BLOCK_SEEDS == len(JUDGED_SEEDS) == 5  # the explore block
     assert deep.seed_block({"seed": 7}) == {"seeds": (7, 8, 9, 10, 11), "min_passing": 3}
     if not CALIBRATION_JSON.exists():
         pytest.skip("benchmarks/results/calibration.json not present")

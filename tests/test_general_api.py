@@ -288,6 +288,11 @@ TABLE = [
         lambda m, mk: P.attention_loss_estimate(_S(m), _W(m), m, mk),
         _check_estimate,
     ),
+    _same(
+        "population.family_attention_loss",
+        lambda m, mk: P.family_attention_loss(1.0, 0.5, _W(m), m, mk, grad=True),
+        uniform_only=True,
+    ),
     _same("population.embedding_loss", lambda m, mk: P.embedding_loss(_WE(m), m, mk)),
     _same("population.embedding_loss_grad", lambda m, mk: P.embedding_loss_grad(_WE(m), m, mk)),
     _same(

@@ -85,7 +85,7 @@ def test_solve_value_general_and_the_paper_model_through_it(tmp_path, capsys):
     assert gen["fun"] == pytest.approx(sym["fun"], abs=1e-12)  # the same minimum loss (SPEC §11.3)
     np.save(tmp_path / "phi.npy", GeneralTopicModel.overlapping(3, 2, eps=0.3, tau=2).phi)
     out = tmp_path / "opt"
-    code = cli.main(["solve", "value", "--topic-word", str(tmp_path / "phi.npy"), "--tau", "2", "--out", str(out)])
+    code = cli.main(["solve", "value", "--topic-word", str(tmp_path / "phi.npy"), "--tau", "2", "--npz", str(out)])
     assert code == 0
     W = np.load(tmp_path / "opt.npz")["W"]
     g = GeneralTopicModel.overlapping(3, 2, eps=0.3, tau=2)
@@ -101,7 +101,7 @@ def test_solve_embedding_and_attention_general(tmp_path, capsys):
         assert cli.main(argv) == 0
         s = json.loads(path.read_text())
         assert s["success"] and s["model"]["n_words"] == 5
-    assert np.load(tmp_path / "embedding.npz")["G"].shape == (6, 6)
+    assert np.load(tmp_path / "embedding" / "optimum.npz")["G"].shape == (6, 6)
 
 
 def test_solve_bad_model_error_names_the_flag(capsys):

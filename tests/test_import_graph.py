@@ -176,7 +176,19 @@ def test_module_import_graph_has_no_cycles():
 #: The layers, lowest first (README "Architecture"): a module imports only from its own layer or
 #: lower ones. Utilities at the bottom, the facade ``theorycheck/__init__`` at the top.
 LAYERS = [
-    {"_validate", "_memory", "_version", "_threads", "_alloc", "_io", "_dask", "_mpl", "spec", "diagnostics"},
+    {
+        "_validate",
+        "_memory",
+        "_version",
+        "_threads",
+        "_alloc",
+        "_io",
+        "_dask",
+        "_mpl",
+        "_interrupt",
+        "spec",
+        "diagnostics",
+    },
     {"models"},
     {"population"},
     {"sampling"},

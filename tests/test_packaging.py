@@ -24,7 +24,15 @@ ROOT = Path(__file__).resolve().parent.parent
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 PAPER_TITLE = "How Do Transformers Learn Topic Structure: Towards a Mechanistic Understanding"
 #: What a wheel build reads; the tests and benchmarks are sdist-only.
-BUILD_INPUTS = ("theorycheck", "proofs_numeric", "pyproject.toml", "README.md", "LICENSE", "MANIFEST.in")
+BUILD_INPUTS = (
+    "theorycheck",
+    "_theorycheck_cli.py",
+    "proofs_numeric",
+    "pyproject.toml",
+    "README.md",
+    "LICENSE",
+    "MANIFEST.in",
+)
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +55,7 @@ def wheel(tmp_path_factory) -> zipfile.ZipFile:
 
 def test_wheel_ships_spec_and_py_typed(wheel):
     names = set(wheel.namelist())
-    assert {"theorycheck/SPEC.md", "theorycheck/py.typed", "theorycheck/__init__.py"} <= names
+    assert {"theorycheck/SPEC.md", "theorycheck/py.typed", "theorycheck/__init__.py", "_theorycheck_cli.py"} <= names
     data = "theorycheck/problems/data/lda_wiki10.npy"  # the fitted-LDA problem model (package data)
     assert data in names and wheel.read(data) == (ROOT / data).read_bytes()
     assert wheel.read("theorycheck/SPEC.md") == (ROOT / "theorycheck" / "SPEC.md").read_bytes()
@@ -63,7 +71,7 @@ def test_wheel_metadata(wheel):
     assert re.search(r"^License-File: LICENSE$", meta, re.M)
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in wheel.namelist())
     assert (
-        "theorycheck = theorycheck.cli:main" in wheel.read(meta_name.replace("METADATA", "entry_points.txt")).decode()
+        "theorycheck = _theorycheck_cli:main" in wheel.read(meta_name.replace("METADATA", "entry_points.txt")).decode()
     )
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.analysis.phase import diagram_boundaries, find_boundary, phase_diagram, phase_model, phase_point
-from theorycheck.report._plots_general import phase_figures, phase_heatmaps
+from theorycheck.report._plots_general import STAT_LABELS, phase_figures, phase_heatmaps
 
 MK = tc.Masking()
 
@@ -110,4 +110,4 @@ def test_figures_one_per_conclusion(tmp_path):
         fig.savefig(tmp_path / f"{name}.png")
         assert (tmp_path / f"{name}.png").stat().st_size > 1000
     fig = phase_heatmaps([d2], "gram_gap", title="t")
-    assert "gram_gap" in fig.axes[1].get_ylabel()
+    assert STAT_LABELS["gram_gap"][0] in fig.axes[1].get_ylabel()  # the statistic in words, with its unit

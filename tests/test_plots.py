@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from theorycheck.analysis.phase import PhaseDiagram
 from theorycheck.realdata import plots as rplots
 from theorycheck.report import plots
+from theorycheck.report._plots_general import phase_heatmaps, x_axis
 from theorycheck.report._plotstyle import annotation_format
 
 V = 4  # words per topic of the synthetic token matrices (T = 3: V1 = 13)
@@ -57,6 +59,12 @@ def _sweep_rows():
     ]
 
 
+def _phase(kind, values, taus=(1, 2, 3, 4)):
+    x = np.asarray(values, float)
+    corr = np.where(x[:, None] < 1.0, np.cos(x)[:, None], 0.0) * (np.asarray(taus)[None, :] < 4)
+    return PhaseDiagram(kind, x, np.asarray(taus), 4, 3, {}, {"value_correlation": corr, "attention_preference": corr})
+
+
 def _figures():
     a = np.linspace(-5, 12, 30)
     b = np.linspace(-8, 8, 25)
@@ -84,7 +92,9 @@ def _figures():
             a, b, L, optimum=(2.0, 2.0), logK=lk, L_K=0.96 + 1e-3 * np.tanh((lk - 4) ** 2), K_star=70.05, title="T=3"
         ),
         "attention_sweep": lambda: plots.attention_sweep(_sweep_rows()),
-        "finite_n_gap": lambda: plots.finite_n_gap([50, 100, 200, 400], [0.008, 0.004, 0.002, 0.001], [1e-4] * 4),
+        "finite_n_gap": lambda: plots.finite_n_gap(
+            [25, 50, 100, 200, 400, 800, 1600], 0.37 / np.array([25, 50, 100, 200, 400, 800, 1600]), [2e-4] * 7
+        ),
         "loss_vs_K": lambda: plots.loss_vs_K(
             [(t, lk, (lk - np.log(10 * t)) ** 2, 10.0 * t) for t in (1, 3, 10)], title="loss along K"
         ),
@@ -103,6 +113,16 @@ def _figures():
         "realdata_classes": lambda: rplots.attention_class_lines(lift, ["same_topic", "different_topic", "no_topic"]),
         "realdata_similarity": lambda: rplots.similarity_distributions(
             {"same_topic": np.linspace(-0.2, 0.8, 500), "different_topic": np.linspace(-0.2, 0.4, 500)}
+        ),
+        "phase_overlap": lambda: phase_heatmaps(
+            [_phase("overlap", (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0))],
+            "value_correlation",
+            level=0.5,
+            boundaries=[np.array([1.0, 1.0, 1.0, np.nan])],
+            title="overlap",
+        ),
+        "phase_zipf": lambda: phase_heatmaps(
+            [_phase("zipf", (0.0, 0.5, 1.0, 2.0, 4.0))], "attention_preference", title="zipf"
         ),
         "realdata_specificity": lambda: rplots.specificity_gap(spec_rows),
     }
@@ -275,3 +295,128 @@ def test_head_count_mismatch_names_the_expected_count():
     recs = [{"step": 0, "attn_topic_ratio_heads": [1.0, 1.1, 0.9, 1.2]}]
     with pytest.raises(ValueError, match="n_layers \\* n_heads = 6"):
         plots.attention_head_ratios(recs, 2, 3)
+
+
+# ----------------------------------------------------------------------------- issue 26 item 9: trust at a glance
+def _colourbars(fig):
+    return [ax for ax in fig.axes if ax.get_label() == "<colorbar>"]
+
+
+@pytest.mark.parametrize("name", sorted(FIGURES))
+def test_every_colourbar_says_what_its_colour_shows(name):
+    for cb in _colourbars(FIGURES[name]()):
+        assert (cb.get_ylabel() or cb.get_xlabel()).strip(), f"{name}: a colourbar without a label"
+
+
+def _overlaps(a, b):
+    return not (a.x1 <= b.x0 or a.x0 >= b.x1 or a.y1 <= b.y0 or a.y0 >= b.y1)
+
+
+def test_landscape_legend_outside_every_panel_and_round_colourbar_ticks():
+    fig = _drawn("attention_landscape")
+    r = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert legends, "the optimum and K* are explained in a legend"
+    for leg in legends:
+        for ax in _plot_axes(fig):
+            assert not _overlaps(leg.get_window_extent(r), ax.get_window_extent(r)), "a legend over a panel"
+    (cb,) = _colourbars(fig)
+    ticks = cb.get_yticks()
+    lo, hi = cb.get_ylim()
+    ticks = ticks[(ticks >= lo) & (ticks <= hi)]
+    assert ticks.size >= 3
+    step = np.diff(ticks)
+    np.testing.assert_allclose(step, step[0], rtol=1e-9)  # evenly spaced values ...
+    mant = step[0] / 10.0 ** np.floor(np.log10(step[0]))
+    assert any(np.isclose(mant, m) for m in (1, 2, 2.5, 5)), step[0]  # ... at a round step
+    assert all(len(t.get_text().lstrip("-").replace(".", "").strip("0")) <= 4 for t in cb.get_yticklabels())
+    # drawn to scale: the tick positions are linear in their values
+    pos = cb.transData.transform(np.c_[np.zeros_like(ticks), ticks])[:, 1]
+    np.testing.assert_allclose(np.diff(pos), np.diff(pos)[0], rtol=1e-6)
+
+
+def _phase_fig(values, kind="overlap", level=0.5, boundary=(1.0, 1.0, 1.0, np.nan)):
+    return phase_heatmaps(
+        [_phase(kind, values)], "value_correlation", level=level, boundaries=[np.array(boundary)], title="t"
+    )
+
+
+def test_phase_colourbar_in_words_with_the_level_marked_and_named():
+    fig = _draw(_phase_fig((0.0, 0.25, 0.5, 0.75, 1.0)))
+    ax, cb = fig.axes[0], _colourbars(fig)[0]
+    label = cb.get_ylabel()
+    assert "value_correlation" not in label and "Pearson" in label and "unit" in label and "level 0.5" in label
+    assert any(np.allclose(ln.get_ydata(), 0.5) for ln in cb.get_lines()), "the level drawn on the colourbar"
+    assert "= 0.5 (the level)" in ax.get_legend().get_texts()[0].get_text()
+    fig = _draw(_phase_fig((0.0, 0.5, 1.0), kind="zipf", level=0.0, boundary=(np.nan,) * 4))
+    assert "never crosses the level 0" in fig.axes[0].get_title()
+
+
+@pytest.mark.parametrize(
+    "values",
+    [(0.0, 0.5, 2.0, 8.0), (0.0, 0.3, 0.6, 0.9), (0.0, 0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 1.0), (0.0, 0.5, 0.999, 1.0)],
+)
+def test_phase_x_axis_is_honest(values):
+    """Unequal steps between the grid values are unequal distances on the axis; the cells are centred
+    at the values' positions, in order; a linear axis places every value at itself."""
+    kind = "zipf" if max(values) > 1 else "overlap"
+    ax = _draw(_phase_fig(values, kind=kind)).axes[0]
+    ticks = ax.get_xticks()
+    labels = [float(t.get_text()) for t in ax.get_xticklabels()]
+    assert labels == [float(f"{x:g}") for x in values if float(f"{x:g}") in labels] and len(labels) >= 2
+    pos = ax.get_xticks()
+    assert np.all(np.diff(pos) > 0)
+    steps = np.diff(values)
+    if not np.allclose(steps, steps[0]):
+        assert not np.allclose(np.diff(ticks), np.diff(ticks)[0]), "unequal values equally spaced"
+    to_axis, xlabel = x_axis(kind, values)
+    if "log" not in xlabel:
+        np.testing.assert_allclose(pos, labels)
+    else:  # linear up to 0.9, one decade of 1 - eps per 0.1 beyond
+        x = np.asarray(values)
+        np.testing.assert_allclose(to_axis(x[x <= 0.9]), x[x <= 0.9])
+        big = x[(x > 0.9) & (x < 1)]
+        np.testing.assert_allclose(np.diff(to_axis(big)), 0.1 * np.diff(-np.log10(1 - big)))
+        assert to_axis(1.0) > to_axis(big).max()
+
+
+def test_overlapping_norm_curves_are_called_so_and_stay_distinguishable():
+    recs = _train_records(identical_kq=True)
+    for r in recs:
+        r["norm_W_Q"] *= 1.002  # 0.2% apart: on top of each other at any readable size
+    lines = _norm_lines(plots.training_curves(recs, stages=STAGES, v=V))
+    k = next(ln for lab, ln in lines.items() if lab.startswith("||W_K||"))
+    q = next(ln for lab, ln in lines.items() if lab.startswith("||W_Q||"))
+    assert "overlaps ||W_K||: within 0.20%" in q.get_label()
+    assert (k.get_linestyle(), k.get_marker()) != (q.get_linestyle(), q.get_marker())
+    assert k.get_markevery() != q.get_markevery()  # markers staggered, not stacked
+    far = _norm_lines(plots.training_curves(_train_records(identical_kq=False), stages=STAGES, v=V))
+    assert not any("overlaps ||W_V" in lab for lab in far)
+
+
+def test_deep_model_figure_is_a_grid_not_a_strip():
+    deep = [{k: r[k] for k in r if k != "K_eff_median"} for r in _train_records(deep=True)]  # three panels
+    for fig in (plots.training_curves(deep, stages=STAGES), plots.training_curves(_train_records(deep=True), v=V)):
+        w, h = fig.get_size_inches()
+        assert w / h <= 2.0, (w, h)
+        norms = _plot_axes(fig)[0]
+        lines = [ln for ln in norms.get_lines() if ln.get_label().startswith("||")]
+        styles = {(ln.get_color(), ln.get_linestyle(), ln.get_marker()) for ln in lines}
+        assert len(styles) == len(lines) == 8  # every layer and matrix drawn differently
+
+
+def test_finite_n_figure_is_log_log_with_a_fitted_slope():
+    fig = FIGURES["finite_n_gap"]()
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
+    labels = [t.get_text() for leg in fig.legends for t in leg.get_texts()]
+    fit = next(t for t in labels if t.startswith("fit: slope"))
+    assert float(fit.split()[2]) == pytest.approx(-1.0, abs=0.01)  # synthetic 0.37 / N
+    assert any("1/N" in t for t in labels)
+
+
+def test_heatmaps_name_their_matrix_and_colour():
+    fig = plots.heatmap_pair(_token_matrix(0), _token_matrix(1), titles=("a", "b"), suptitle="W^V")
+    assert "W^V" in _colourbars(fig)[0].get_ylabel()
+    fig = plots.gram_pair(_token_matrix(0), _token_matrix(1))
+    assert "Gram" in _colourbars(fig)[0].get_ylabel()

@@ -401,7 +401,7 @@ def test_cli_solve_value_writes_npz(tmp_path, capsys):
     from theorycheck.cli import main
 
     out = tmp_path / "w.npz"
-    code = main(["solve", "value", "--T", "4", "--v", "3", "--tau", "2", "--method", "lstsq", "--out", str(out)])
+    code = main(["solve", "value", "--T", "4", "--v", "3", "--tau", "2", "--method", "lstsq", "--npz", str(out)])
     assert code == 0
     printed = capsys.readouterr().out
     assert "SolveResult(" not in printed  # one summary table, not the repr too
@@ -416,7 +416,7 @@ def test_cli_solve_value_structured_and_errors(tmp_path, capsys):
     from theorycheck.cli import main
 
     out = tmp_path / "big.npz"
-    assert main(["solve", "value", "--T", "1000", "--v", "100", "--tau", "3", "--out", str(out)]) == 0
+    assert main(["solve", "value", "--T", "1000", "--v", "100", "--tau", "3", "--npz", str(out)]) == 0
     d = np.load(out)
     assert bool(d["structured"]) and "W" not in d
     res = optimal_value_matrix(tc.TopicModel(T=1000, v=100, tau=3), tc.Masking())

@@ -5,8 +5,10 @@ not list is refused, naming it, whatever the flag. Single-file outputs refuse an
 unless ``--force``. Files are ``0o666 & ~umask``, folders ``0o777 & ~umask``.
 """
 
+import json
 import os
 import stat
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -21,6 +23,7 @@ from theorycheck._io import (
     write_json,
 )
 from theorycheck.cli import main
+from theorycheck.cli import train as cli_train
 
 USER_FILES = (
     "config.json",
@@ -47,13 +50,19 @@ def _snapshot(folder, names):
     return {n: ((folder / n).read_bytes(), (folder / n).stat().st_mtime_ns) for n in names}
 
 
-def test_train_force_touches_no_file_of_the_user(tmp_path, capsys):
-    """The issue's reproduction: all 8 files were overwritten with exit 0."""
+def test_train_force_touches_no_file_of_the_user(tmp_path, capsys, monkeypatch):
+    """The issue's reproduction: all 8 files were overwritten with exit 0. Now refused before any work, naming them."""
+
+    def no_work(*args, **kwargs):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(cli_train, "run_preset", no_work)
     out = tmp_path / "run"
     before = _user_folder(out)
     assert main(["train", "--preset", "two-stage", "--steps", "60", "--out", str(out), "--force", "--quiet"]) == 2
-    err = capsys.readouterr().err
-    assert "refusing to overwrite" in err and "checkpoint-50" in err and "did not write" in err
+    (err,) = capsys.readouterr().err.strip().splitlines()
+    assert "checkpoint-50.json" in err and "config.json" in err and "did not write" in err
+    assert "--force never replaces them" in err
     assert _snapshot(out, USER_FILES) == before
 
 
@@ -128,7 +137,7 @@ def test_an_existing_file_is_refused_unless_force(tmp_path):
     assert f.read_text() == "mine"
 
 
-@pytest.mark.parametrize(("flag", "name"), [("--json", "s.json"), ("--out", "w.npz")])
+@pytest.mark.parametrize(("flag", "name"), [("--json", "s.json"), ("--npz", "w.npz")])
 def test_solve_refuses_an_existing_output_file(tmp_path, capsys, flag, name):
     f = tmp_path / name
     before = _user_folder(tmp_path, (name,))
@@ -170,8 +179,10 @@ def test_outputs_are_readable_as_the_umask_allows(tmp_path, umask, mask, fmode, 
 
 def test_solve_and_train_outputs_are_0644_under_umask_022(tmp_path, umask):
     umask(0o022)
-    assert main(["solve", "value", *SMALL, "--json", str(tmp_path / "s.json"), "--out", str(tmp_path / "w")]) == 0
+    assert main(["solve", "value", *SMALL, "--json", str(tmp_path / "s.json"), "--npz", str(tmp_path / "w")]) == 0
     assert _mode(tmp_path / "s.json") == 0o644 and _mode(tmp_path / "w.npz") == 0o644
+    assert main(["solve", "value", *SMALL, "--out", str(tmp_path / "sol")]) == 0
+    assert _mode(tmp_path / "sol") == 0o755 and _mode(tmp_path / "sol" / "optimum.npz") == 0o644
     run = tmp_path / "run"
     assert main(["train", "--preset", "two-stage", "--steps", "10", "--out", str(run), "--quiet"]) == 0
     files = [p for p in run.rglob("*") if p.is_file()]
@@ -188,3 +199,22 @@ def test_force_into_a_folder_with_too_many_foreign_files_is_refused(tmp_path, mo
     with pytest.raises(ValueError, match="more than 2 files theorycheck did not write"):
         prepare_output_dir(out, force=True)
     assert _snapshot(out, before) == before
+
+
+def test_bench_force_keeps_a_result_file_of_the_user(tmp_path, capfd):
+    """``bench --out DIR --force``: a benchmark script (another process) does not overwrite a file of the user's."""
+    folder = tmp_path / "benchmarks"
+    folder.mkdir()
+    common = Path(__file__).resolve().parents[1] / "benchmarks"
+    (folder / "bench_fake.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(common)!r})\nimport _common\n_common.write_json('fake', {{'x': 1}})\n"
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "fake.json").write_text("mine")
+    argv = ["bench", "--dir", str(folder), "--out", str(out), "--force"]
+    assert main(argv) == 1
+    assert "refusing to overwrite" in capfd.readouterr().err and (out / "fake.json").read_text() == "mine"
+    (out / "fake.json").unlink()
+    assert main(argv) == 0 and json.loads((out / "fake.json").read_text())["x"] == 1
+    assert main(argv) == 0  # the marker now lists it: a rerun replaces it

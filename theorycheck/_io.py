@@ -212,6 +212,12 @@ def _list_files(folder) -> list[str]:
     return sorted(f for f in _walk(Path(os.fspath(folder))) if f != MARKER and not f.endswith("/"))
 
 
+def _list_entries(folder) -> list[str]:
+    """Every file and empty folder (``"x/"``) under ``folder`` except the marker: what a marker lists by default,
+    so that an empty folder theorycheck made (``figures/`` of a report without figures) is not taken for the user's."""
+    return sorted(f for f in _walk(Path(os.fspath(folder))) if f != MARKER)
+
+
 def _foreign_entries(folder: Path, limit: int | None = 5) -> list[str]:
     """Up to ``limit`` (``None``: all) entries of ``folder`` its marker does not list (all if no marker)."""
     marker = read_marker(folder)
@@ -228,8 +234,8 @@ def _foreign_entries(folder: Path, limit: int | None = 5) -> list[str]:
 def write_marker(folder, *, command: str, files=None) -> Path:
     """Write the marker :data:`MARKER` into ``folder``: tool, version, command, UTC date and ``files``.
 
-    ``files`` (relative POSIX paths) defaults to every file now in the folder; only files listed
-    there may later be replaced or removed by theorycheck.
+    ``files`` (relative POSIX paths) defaults to every file and empty folder (``"x/"``) now in the folder;
+    only files listed there may later be replaced or removed by theorycheck.
     """
     folder = Path(os.fspath(folder))
     data = {
@@ -237,7 +243,7 @@ def write_marker(folder, *, command: str, files=None) -> Path:
         "version": __version__,
         "command": str(command),
         "date": datetime.now(UTC).isoformat(timespec="seconds"),
-        "files": sorted(_list_files(folder) if files is None else files),
+        "files": sorted(_list_entries(folder) if files is None else files),
     }
     return write_json(folder / MARKER, data)
 
@@ -260,8 +266,21 @@ def _make_parent(p: Path, flag: str) -> None:
         raise ValueError(
             f"{flag} {str(p)!r}: cannot create the parent folder {str(parent)!r} (permission denied)"
         ) from None
-    if not os.access(parent, os.W_OK):
-        raise ValueError(f"{flag} {str(p)!r}: the folder {str(parent)!r} is not writable")
+    _check_writable(parent, p, flag)
+
+
+def _check_writable(folder: Path, p: Path, flag: str) -> None:
+    """A ``ValueError`` naming ``flag`` and ``p`` unless a file can be created in ``folder``: tried for real (a
+    probe folder made and removed at once), so that read-only mounts, immutable folders and ACLs are caught
+    as well as permission bits, also for root, before any work."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".theorycheck-probe-", dir=folder))
+    except OSError as exc:
+        what = "the folder" if folder == p else "its folder"
+        raise ValueError(
+            f"{flag} {str(p)!r}: cannot write in {what} {str(folder)!r} ({exc.strerror or exc}); "
+            "choose a writable location"
+        ) from None
 
 
 def prepare_output_dir(path, *, force: bool = False, kind: str = "dir", suffix: str | None = None, flag: str = "--out"):
@@ -309,6 +328,8 @@ def prepare_output_dir(path, *, force: bool = False, kind: str = "dir", suffix: 
         raise ValueError(f"{flag} {str(p)!r} is an existing file, not a folder; give a new folder name")
     p = p.resolve()
     _make_parent(p, flag)
+    if p.is_dir():
+        _check_writable(p, p, flag)  # written into (--force, or --out .) or renamed away: both need it writable
     if p.is_dir() and force:
         foreign = _foreign_entries(p, limit=MAX_FOREIGN + 1)
         if len(foreign) > MAX_FOREIGN:
@@ -335,11 +356,16 @@ def _install_replace(tmp: Path, out: Path, command: str) -> None:
         os.replace(tmp, out)
         return
     trash = Path(tempfile.mkdtemp(prefix=f".{out.name}.old-", dir=out.parent))
-    os.replace(out, trash / "old")
+    try:
+        os.replace(out, trash / "old")
+    except BaseException:
+        os.rmdir(trash)  # nothing moved: no stray ``.NAME.old-*`` folder is left behind
+        raise
     try:
         os.replace(tmp, out)
     except BaseException:
-        os.replace(trash / "old", out)
+        os.replace(trash / "old", out)  # the old folder back (if even this fails, it stays in ``trash``)
+        os.rmdir(trash)
         raise
     shutil.rmtree(trash, ignore_errors=True)
 

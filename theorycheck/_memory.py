@@ -25,7 +25,15 @@ try:  # POSIX only
 except ImportError:  # pragma: no cover - Windows
     resource = None  # type: ignore[assignment]
 
-__all__ = ["MAX_BYTES_ENV", "default_max_bytes", "resolve_max_bytes", "check_alloc", "check_grid", "format_bytes"]
+__all__ = [
+    "MAX_BYTES_ENV",
+    "check_env",
+    "default_max_bytes",
+    "resolve_max_bytes",
+    "check_alloc",
+    "check_grid",
+    "format_bytes",
+]
 
 MAX_BYTES_ENV = "THEORYCHECK_MAX_BYTES"
 _SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -124,6 +132,14 @@ def _parse_bytes(text: str) -> int:
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{MAX_BYTES_ENV}={text!r} is not a positive size; use bytes such as 8e9, 512M or 16G")
     return int(value)
+
+
+def check_env() -> None:
+    """Raise the ``ValueError`` of a malformed ``THEORYCHECK_MAX_BYTES`` now: a command calls this before any work,
+    so that a bad value is one error up front, not the error of every check that allocates."""
+    env = os.environ.get(MAX_BYTES_ENV)
+    if env:
+        _parse_bytes(env)
 
 
 def default_max_bytes() -> int:

@@ -4,4 +4,5 @@ A literal in a module without imports, so that setuptools reads it without impor
 and any module can import it while the package initialises.
 """
 
+#: The package version.
 __version__ = "0.1.0"

@@ -46,10 +46,12 @@ __all__ = [
     "diagram_boundaries",
 ]
 
+#: Model families of a phase diagram: overlapping topics (``eps``) and Zipfian word laws (``s``).
 KINDS = ("overlap", "zipf")
 #: Statistic names of a point: value / gram ``gap``, ``correlation``, ``energy``; attention.
 MATRIX_STATISTICS = tuple(f"{o}_{s}" for o in ("value", "gram") for s in ("gap", "correlation", "energy"))
 ATTENTION_STATISTICS = ("attention_preference", "attention_alpha", "attention_beta")
+#: Every statistic of a phase-diagram point (matrix statistics, then attention statistics).
 STATISTICS = MATRIX_STATISTICS + ATTENTION_STATISTICS
 
 

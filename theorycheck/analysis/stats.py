@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import asdict, dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -201,6 +202,8 @@ __all__ += [
     "block_contrast",
     "block_score",
     "relative_distance",
+    "PowerLawFit",
+    "power_law_fit",
     "StageBoundaries",
     "detect_stages",
     "effective_K",
@@ -275,6 +278,40 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
         out["n_" + k] = n
     out["same_minus_diff"] = out["same_topic"] - out["diff_topic"]
     return out
+
+
+class PowerLawFit(NamedTuple):
+    """``y ~ exp(intercept) x^slope``; ``slope_stderr`` from the weights; ``n``: points used."""
+
+    slope: float
+    slope_stderr: float
+    intercept: float
+    n: int
+
+
+def power_law_fit(x, y, stderr=None) -> PowerLawFit:
+    """Weighted least-squares line through ``(log x, log y)`` over the points with ``y > 0``.
+
+    .. math:: \\log y_i = c + s \\log x_i, \\qquad w_i = (y_i / \\sigma_i)^2
+
+    (``sigma_i / y_i`` is the standard error of ``log y_i``; unit weights without ``stderr``),
+    with ``se(s) = (\\sum_i w_i (\\log x_i - \bar u_w)^2)^{-1/2}``. E.g. the finite-document gap
+    ``L_MC(N) - L(N = inf)`` against ``N``: slope -1 for the O(1/N) law (SPEC §1.1). NaN fields
+    when fewer than two points are positive.
+    """
+    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"x and y must be 1-d of the same shape, got {x.shape} and {y.shape}")
+    s = np.ones_like(y) if stderr is None else np.asarray(stderr, dtype=float)
+    ok = np.isfinite(x) & np.isfinite(y) & (x > 0) & (y > 0) & np.isfinite(s) & (s > 0)
+    if np.count_nonzero(ok) < 2:
+        return PowerLawFit(np.nan, np.nan, np.nan, int(np.count_nonzero(ok)))
+    u, t = np.log(x[ok]), np.log(y[ok])
+    w = np.ones_like(u) if stderr is None else (y[ok] / s[ok]) ** 2
+    ub, tb = np.average(u, weights=w), np.average(t, weights=w)
+    sxx = float(np.sum(w * (u - ub) ** 2))
+    slope = float(np.sum(w * (u - ub) * (t - tb)) / sxx)
+    return PowerLawFit(slope, float(sxx**-0.5), float(tb - slope * ub), int(u.size))
 
 
 def relative_distance(X, ref) -> float:

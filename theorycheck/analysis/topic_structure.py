@@ -108,7 +108,7 @@ def _word_topics(g, topics) -> np.ndarray:
 
 
 def token_labels(topics, V1: int) -> np.ndarray:
-    """Topic label of every token ``0 .. V1-1`` (entry 0, [MASK], is never read), shape ``(V1,)``.
+    """Topic label of every token ``t`` in ``range(V1)`` (entry 0, [MASK], is never read), shape ``(V1,)``.
 
     ``topics`` is either ``v``, the words per topic of the paper's layout (label ``(w - 1) // v``;
     ``V1 - 1`` must be a multiple of ``v``), or the labels themselves, shape ``(V1,)``: a model's

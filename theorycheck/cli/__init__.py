@@ -1,4 +1,5 @@
-"""Command line: ``theorycheck verify | solve value|embedding|attention | landscape | train | realdata | bench | spec``.
+"""Command line: ``theorycheck verify | solve value|embedding|attention | landscape | train | dynamics | realdata |
+bench | spec``.
 
 The CLI parses, builds configurations, calls the library and writes files; no mathematics lives
 here. One module per subcommand, each with
@@ -19,7 +20,10 @@ once in :mod:`theorycheck.cli.common`. Conventions:
   replaced only if it is new, empty or written by theorycheck; ``--force`` writes into a folder
   holding other files and never deletes them;
 - a bad flag or value prints the library's own ``ValueError``/``TypeError`` text on one line and
-  exits 2; a result that is not certified (or a failing claim) exits 1.
+  exits 2; a result that is not certified (or a failing claim) exits 1;
+- Ctrl-C at any moment is one line and exit 130: during a command (:func:`~.common.run_command`; ``verify``
+  writes the finished rows marked partial, ``train`` checkpoints), during parsing (:func:`main`) and while
+  the package imports (the console command's launcher ``_theorycheck_cli.py``, outside the package).
 
 Adding a subcommand (e.g. ``benchmark``): write ``theorycheck/cli/benchmark.py`` with ``DESCRIPTION``,
 ``add_parser`` and ``run`` as above, and add the module to :data:`COMMANDS` below, one line::
@@ -39,13 +43,13 @@ import argparse
 import sys
 
 from .._version import __version__
-from . import bench, benchmark, landscape, realdata, solve, spec, train, verify
+from . import bench, benchmark, dynamics, landscape, realdata, solve, spec, train, verify
 from .common import add_threads_flag, leaf_parsers, run_command
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
 #: The subcommands, in the order of ``theorycheck --help``.
-COMMANDS = (verify, solve, landscape, train, realdata, bench, benchmark, spec)
+COMMANDS = (verify, solve, landscape, train, dynamics, realdata, bench, benchmark, spec)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -65,7 +69,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     """Run ``theorycheck`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
-    args.argv = argv
-    return run_command(args)
+    try:
+        argv = list(sys.argv[1:] if argv is None else argv)
+        args = build_parser().parse_args(argv)
+        args.argv = argv
+        return run_command(args)
+    except KeyboardInterrupt:  # outside the command (parsing, or while a handler reports): the same one line
+        print("theorycheck: interrupted", file=sys.stderr)
+        return 130

@@ -41,6 +41,23 @@ def _benchmarks_dir(path) -> Path:
     return folder
 
 
+def _call(cmd, **kw) -> int:
+    """Run one benchmark script and return its exit code. It runs in its own session, so that a Ctrl-C in the
+    terminal reaches this process only: the script is then terminated quietly (no traceback of its own) and
+    the ``KeyboardInterrupt`` goes on to the one-line report of :func:`theorycheck.cli.common.run_command`."""
+    proc = subprocess.Popen(cmd, start_new_session=True, **kw)
+    try:
+        return proc.wait()
+    except BaseException:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        raise
+
+
 def run(args) -> int:
     folder = _benchmarks_dir(args.dir)
     known = {f.stem[len("bench_") :]: f for f in sorted(folder.glob("bench_*.py"))}
@@ -56,7 +73,7 @@ def run(args) -> int:
     start, code = time.time(), 0
     for name in args.names or list(known):
         print(f"==> bench {name}", flush=True)
-        rc = subprocess.call([sys.executable, str(known[name]), *shlex.split(args.extra)], cwd=folder, env=env)
+        rc = _call([sys.executable, str(known[name]), *shlex.split(args.extra)], cwd=folder, env=env)
         if rc:
             print(f"bench {name} exited with code {rc}", file=sys.stderr)
             code = 1

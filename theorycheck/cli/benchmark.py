@@ -11,7 +11,15 @@ import shlex
 from ..problems._registry import list_problems
 from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
 from ..problems._solvers import solver_names
-from .common import add_jobs_flag, add_scheduler_flag
+from .common import (
+    add_jobs_flag,
+    add_json_flag,
+    add_out_flags,
+    add_quiet_flag,
+    add_scheduler_flag,
+    json_path,
+    write_json_summary,
+)
 
 __all__ = ["DESCRIPTION", "add_parser", "run"]
 
@@ -54,13 +62,9 @@ def add_parser(subparsers):
     )
     p.add_argument("--quick", action="store_true", help="a small set (< 1 minute on 2 cores)")
     p.add_argument("--list", action="store_true", help="list problems and solvers and exit")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--out", default="theorycheck-benchmark", help="output folder (default: %(default)s)")
-    p.add_argument(
-        "--force",
-        action="store_true",
-        help="write into a folder holding other files: only theorycheck's files are replaced, none deleted",
-    )
+    add_quiet_flag(p)
+    add_out_flags(p, "theorycheck-benchmark", "output folder (a rerun resumes its finished runs)")
+    add_json_flag(p, "the summary (runs, resumed, fastest solver per family)")
     return p
 
 
@@ -102,6 +106,7 @@ def run(args) -> int:
         budget = min(budget, QUICK["budget"])
     if args.solver:
         solvers = list(solvers if solvers is not None else DEFAULT_SOLVERS) + list(args.solver)
+    json_file = json_path(args)
     command = "theorycheck " + " ".join(shlex.quote(a) for a in getattr(args, "argv", ["benchmark"]))
     records, summary = run_benchmark(
         args.out,
@@ -121,4 +126,5 @@ def run(args) -> int:
     print(f"{len(records)} runs ({summary['resumed']} resumed), {fails} failed; {args.out}/report.html")
     for fam, best in summary["fastest"].items():
         print(f"  {fam:28s} fastest to 1e-8: " + (f"{best[0]} ({best[1]:.3g} s)" if best else "none reached it"))
+    write_json_summary(json_file, {"runs": len(records), "failed": fails, **summary})
     return 0

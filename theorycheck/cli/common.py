@@ -31,9 +31,11 @@ import sys
 
 import numpy as np
 
-from .. import _threads
+from .. import _memory, _threads
+from .._interrupt import redeliver_swallowed_ctrl_c
 from .._io import prepare_output_dir, write_json
 from ..models import GeneralTopicModel, Masking, TopicModel
+from ..population._moments import MAX_ENUMERATED_SETS
 
 __all__ = [
     "add_model_flags",
@@ -42,6 +44,7 @@ __all__ = [
     "parse_model_spec",
     "general_models",
     "model_flags",
+    "require_enumerable_sets",
     "model_summary",
     "add_out_flags",
     "add_force_flag",
@@ -156,11 +159,34 @@ def parse_model_spec(text: str, *, T: int, v: int, law: dict) -> GeneralTopicMod
         raise ValueError(f"--model {text!r}: {exc}") from None
 
 
+_NPY_MAGIC = b"\x93NUMPY"
+_SAVE_HINT = "save the matrix with numpy.save('phi.npy', phi) (phi a float array of shape (T, n_words))"
+
+
 def _load_phi(path: str) -> np.ndarray:
+    """The array of a ``.npy`` file; a text table, a ``.npz`` or a pickle is refused with the way to convert it."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(_NPY_MAGIC))
+    except OSError as exc:
+        raise ValueError(f"--topic-word {path!r}: cannot read it ({exc.strerror or exc})") from None
+    if head.startswith(b"PK"):
+        raise ValueError(f"--topic-word {path!r} is a .npz archive, not a .npy array; {_SAVE_HINT}")
+    if head != _NPY_MAGIC:
+        raise ValueError(
+            f"--topic-word {path!r} is not a .npy file (no NumPy header; a text table?); {_SAVE_HINT}, e.g. "
+            f"numpy.save('phi.npy', numpy.loadtxt({path!r})) for a whitespace-separated text table"
+        )
     try:
         return np.load(path, allow_pickle=False)
-    except (OSError, ValueError) as exc:
-        raise ValueError(f"--topic-word {path!r}: cannot read a .npy array ({exc})") from None
+    except ValueError as exc:
+        if "pickle" in str(exc):
+            raise ValueError(
+                f"--topic-word {path!r} holds Python objects, not numbers; {_SAVE_HINT} from a float array"
+            ) from None
+        raise ValueError(f"--topic-word {path!r}: cannot read the .npy array ({exc})") from None
+    except OSError as exc:
+        raise ValueError(f"--topic-word {path!r}: cannot read the .npy array ({exc})") from None
 
 
 def general_models(args) -> tuple[GeneralTopicModel, Masking]:
@@ -179,6 +205,19 @@ def general_models(args) -> tuple[GeneralTopicModel, Masking]:
         return GeneralTopicModel(phi, **_law(args, T)), mk
     except (ValueError, TypeError) as exc:
         raise ValueError(f"--topic-word {args.topic_word!r}: {exc}") from None
+
+
+def require_enumerable_sets(args, tm) -> None:
+    """A ``ValueError`` naming ``--T``/``--tau`` when a general model's exact attention loss (SPEC §11.4) would
+    average over more uniform-tau topic sets ``C(T, tau)`` than it enumerates (:data:`MAX_ENUMERATED_SETS`): the
+    library samples sets then (``n_sets=``), which the commands do not offer. Checked before any work."""
+    if not wants_general(args) or tm.prior != "uniform-tau" or tm.n_topic_sets <= MAX_ENUMERATED_SETS:
+        return
+    raise ValueError(
+        f"--T {tm.T} --tau {tm.tau}: the exact attention loss of a general model averages over all C(T, tau) = "
+        f"{tm.n_topic_sets:,} topic sets, at most {MAX_ENUMERATED_SETS:,}; choose a smaller --T or --tau, or "
+        "--prior dirichlet (sampled document laws)"
+    )
 
 
 def model_flags(args) -> list[str]:
@@ -211,8 +250,9 @@ def _(tm: TopicModel) -> dict:
 # ----------------------------------------------------------------------------- outputs and run options
 def add_out_flags(p, default: str | None, what: str = "output folder") -> None:
     """``--out DIR`` and ``--force`` for commands that write a folder."""
+    shown = "%(default)s" if default is not None else "none"
     p.add_argument(
-        "--out", default=default, help=f"{what}; replaced only if new, empty or theorycheck's (default: %(default)s)"
+        "--out", default=default, help=f"{what}; replaced only if new, empty or theorycheck's (default: {shown})"
     )
     add_force_flag(p)
 
@@ -299,13 +339,18 @@ def error(args, message: str) -> int:
 def run_command(args) -> int:
     """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``;
     a ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one
-    line on stderr and exit code 2; Ctrl-C that the command does not handle itself is one line and
-    exit code 130."""
+    line on stderr and exit code 2, and so is an ``OSError`` (a file system failure: its message and the
+    path); Ctrl-C that the command does not handle itself is one line and exit code 130."""
     try:
-        _threads.configure(args.threads)
-        return int(args.func(args) or 0)
+        _threads.configure(args.threads)  # also checks $THEORYCHECK_THREADS
+        _memory.check_env()  # a malformed $THEORYCHECK_MAX_BYTES: one error before any work
+        with redeliver_swallowed_ctrl_c():  # a Ctrl-C during a Numba compilation reaches the command too
+            return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
         return error(args, str(exc))
+    except OSError as exc:  # a file system failure past the upfront checks (disk full, a folder removed meanwhile)
+        where = " ".join(repr(str(f)) for f in (exc.filename, exc.filename2) if f is not None)
+        return error(args, f"{exc.strerror or exc}{': ' + where if where else ''}")
     except KeyboardInterrupt:
         print(f"theorycheck {args.command}: interrupted", file=sys.stderr)
         return 130

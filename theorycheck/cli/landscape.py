@@ -17,11 +17,14 @@ from ..report.landscape import write_landscape
 from .common import (
     add_json_flag,
     add_model_flags,
+    add_no_figures_flag,
     add_out_flags,
+    add_quiet_flag,
     add_scheduler_flag,
     command,
     json_path,
     models,
+    require_enumerable_sets,
     wants_general,
     write_json_summary,
 )
@@ -62,12 +65,15 @@ def add_parser(sub):
     )
     add_scheduler_flag(p, "the --sweep")
     add_out_flags(p, "theorycheck-landscape")
+    add_no_figures_flag(p)
+    add_quiet_flag(p)
     add_json_flag(p, "the optimum record (as optimum.json)")
     return p
 
 
 def run(args) -> int:
     tm, mk = models(args)
+    require_enumerable_sets(args, tm)
     loss = check_loss(args.loss)
     if args.n_grid is not None:
         general = wants_general(args)
@@ -85,11 +91,12 @@ def run(args) -> int:
         with scheduler_executor(args.scheduler) as ex:
             v = cast(TopicModel, tm).v  # require_symmetric above
             configs = DEFAULT_SWEEP if kind == "spec" else growth_configs(v=v)
-            rows = asymptotic_sweep(configs, mk, value=args.value, executor=ex)
+            rows = asymptotic_sweep(configs, mk, value=args.value, executor=ex, progress=not args.quiet)
     kw = {"value": args.value, "n_grid": args.n_grid, "loss": loss, "force": args.force, "command": command(args)}
-    info = write_landscape(tm, mk, out, sweep=rows, **kw)
+    info = write_landscape(tm, mk, out, sweep=rows, figures=not args.no_figures, **kw)
     print(_optimum_line(info, args.value, loss))
-    print(f"written {out}/grid.npz, landscape.png, optimum.json" + (", sweep.json" if rows is not None else ""))
+    names = ["grid.npz", *([] if args.no_figures else ["landscape.png"]), "optimum.json"]
+    print(f"written {out}/{', '.join(names)}" + (", sweep.json" if rows is not None else ""))
     write_json_summary(json_file, info)
     return 0 if info["status"] == 0 or (info.get("at_boundary") and "solver" not in info) else 1
 

@@ -23,18 +23,20 @@ from typing import Any
 import numpy as np
 
 from .. import solvers
-from .._io import atomic_write_bytes, prepare_output_dir
+from .._io import atomic_directory, atomic_write_bytes, prepare_output_dir, write_json
 from .._memory import check_grid
 from .._validate import check_loss
 from ..analysis.stats import embedding_topic_stats
 from ..models import GeneralTopicModel, TopicModel
 from .common import (
-    add_force_flag,
     add_json_flag,
     add_model_flags,
+    add_out_flags,
+    command,
     json_path,
     model_summary,
     models,
+    require_enumerable_sets,
     wants_general,
     write_json_summary,
 )
@@ -241,9 +243,14 @@ def add_solve_flags(p, problem: str) -> None:
         g.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (SPEC §4.3)")
         g.add_argument("--loss", choices=("squared", "ce"), default="squared", help="SPEC §2.2 (default: %(default)s)")
         g.add_argument("--n-grid", type=int, default=None, help=_N_GRID_HELP)
+    add_out_flags(p, None, "output folder for summary.json and optimum.npz")
     add_json_flag(p, "the summary (same keys for every problem)")
-    p.add_argument("--out", default=None, help="write the optimum and residuals to this .npz file (suffix added)")
-    add_force_flag(p)
+    p.add_argument(
+        "--npz",
+        default=None,
+        metavar="FILE",
+        help="write the optimum and residuals to this .npz file (suffix added; an existing file needs --force)",
+    )
     p.set_defaults(problem=problem)
 
 
@@ -302,16 +309,31 @@ def _solve_given(args) -> dict:
 
 def run(args) -> int:
     tm, mk = models(args)
+    if args.problem == "attention":
+        require_enumerable_sets(args, tm)
+    given = _solve_given(args)
+    if args.out is not None and str(args.out).endswith(".npz"):
+        raise ValueError(
+            f"--out {args.out!r}: --out is an output folder (summary.json, optimum.npz); "
+            f"for a single .npz file use --npz {args.out}"
+        )
+    out = None if args.out is None else prepare_output_dir(args.out, force=args.force, flag="--out")
     json_file = json_path(args)
     npz_path = None
-    if args.out is not None:
-        npz_path = prepare_output_dir(args.out, kind="file", suffix=".npz", force=args.force, flag="--out")
-    res = run_solve(args.problem, tm, mk, _solve_given(args))
+    if args.npz is not None:
+        npz_path = prepare_output_dir(args.npz, kind="file", suffix=".npz", force=args.force, flag="--npz")
+    res = run_solve(args.problem, tm, mk, given)
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
     print(format_summary(summary))
+    payload = npz_payload(args.problem, res, tm, summary)
+    if out is not None:
+        with atomic_directory(out, force=args.force, command=command(args)) as tmp:
+            write_json(tmp / "summary.json", summary)
+            atomic_write_bytes(tmp / "optimum.npz", payload)
+        print(f"written {out}/summary.json, optimum.npz")
     write_json_summary(json_file, summary)
     if npz_path is not None:
-        print(f"written to {atomic_write_bytes(npz_path, npz_payload(args.problem, res, tm, summary))}")
+        print(f"written to {atomic_write_bytes(npz_path, payload)}")
     if not res.success:
         print(f"theorycheck solve {args.problem}: not certified (status {res.status}): {res.message}", file=sys.stderr)
     return 0 if res.success else 1

@@ -5,6 +5,8 @@ general topic-word matrix (SPEC §11.7: the preset's SGD rate scaled to the new 
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 from pathlib import Path
 
@@ -13,6 +15,7 @@ import numpy as np
 from .. import _io
 from .._validate import check_int
 from ..nn import PRESETS, DataConfig, ModelConfig, TrainingInterrupted, preset, run_preset, stage_curves, train
+from ..nn.checkpoint import list_checkpoints
 from ..population import moments
 from ..report.training import write_figures
 from ..solvers import optimal_embedding_gram
@@ -130,6 +133,12 @@ def _train_folder(args):
     if args.resume and not out.is_dir():
         raise ValueError(f"--resume: the run folder {args.out!r} does not exist; nothing to resume")
     if not args.resume:
+        unfinished = _unfinished_run(out)
+        if unfinished is not None:  # a run killed before it wrote its marker: its files are not the user's
+            raise ValueError(
+                f"--out folder {args.out!r} holds a train run that did not finish (newest checkpoint {unfinished}); "
+                "continue it with --resume (same flags), or choose a new --out folder (delete this one to start over)"
+            )
         out = _io.prepare_output_dir(out, force=args.force, flag="--out")
 
     def files():
@@ -137,12 +146,60 @@ def _train_folder(args):
 
     marker = _io.read_marker(out) if out.is_dir() else None
     foreign = set() if args.resume or not out.is_dir() else files() - set(marker["files"] if marker else ())
+    clash = sorted(f for f in foreign if _TRAIN_OUTPUT.fullmatch(f))
+    if clash:  # --force: a file of the user's under a name the run writes is refused now, before any work
+        raise ValueError(
+            f"--out folder {str(out)!r} holds files theorycheck did not write under names a train run writes "
+            f"({', '.join(clash[:5])}{', ...' if len(clash) > 5 else ''}); --force never replaces them: move them "
+            "away or choose a new --out folder"
+        )
 
     def mark():
         if out.is_dir():
             _io.write_marker(out, command=_train_command(args), files=sorted(files() - foreign))
 
     return out, mark
+
+
+#: The names a train run writes in its folder, or in a run folder just under it (a grid, ``--seeds``).
+_TRAIN_OUTPUT = re.compile(
+    r"([^/]+/)?(config\.json|metrics\.jsonl|params\.npz|stages\.json|summary\.json|summary\.md"
+    r"|checkpoint-\d+\.(json|npz)|figures/[^/]+\.png)"
+)
+
+
+def _unfinished_run(out: Path) -> str | None:
+    """``"checkpoint-40.json, step 40"``: the newest checkpoint of a train run in ``out`` (or in a run folder just
+    under it, for a grid or ``--seeds``) that the folder's marker does not list, i.e. of a run killed before its
+    end; ``None`` if there is none."""
+    if not out.is_dir():
+        return None
+    marker = _io.read_marker(out)
+    owned = set(marker["files"]) if marker else set()
+    found = []
+    for folder in [out, *sorted(p for p in out.iterdir() if p.is_dir() and not p.is_symlink())]:
+        for step, js in list_checkpoints(folder):
+            if js.relative_to(out).as_posix() in owned:
+                continue
+            try:
+                meta = json.loads(js.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(meta, dict) and "config_hash" in meta:  # written by theorycheck's trainer
+                found.append((step, js.relative_to(out).as_posix()))
+                break
+    if not found:
+        return None
+    step, name = max(found)
+    return f"{name}, step {step}"
+
+
+def _has_checkpoint(out: Path) -> bool:
+    """Whether ``out`` (or a run folder just under it) holds a checkpoint ``--resume`` can continue from."""
+    if not out.is_dir():
+        return False
+    folders = [out, *(p for p in out.iterdir() if p.is_dir() and not p.is_symlink())]
+    return any(list_checkpoints(folder) for folder in folders)
 
 
 def _parse_seeds(text):
@@ -191,8 +248,17 @@ def run(args) -> int:
             summary = run_preset(args.preset, out, seeds=seeds, client=args.scheduler, **kw)
     except (TrainingInterrupted, KeyboardInterrupt) as exc:
         mark()
-        where = f"at step {exc.step}" if isinstance(exc, TrainingInterrupted) else "(no checkpoint written)"
-        print(f"interrupted {where}; resume with: {_train_command(args)} --resume", file=sys.stderr)
+        again = _train_command(args)
+        if isinstance(exc, TrainingInterrupted):
+            print(f"theorycheck train: interrupted at step {exc.step}; resume with: {again} --resume", file=sys.stderr)
+        elif _has_checkpoint(out):
+            print(f"theorycheck train: interrupted; resume with: {again} --resume", file=sys.stderr)
+        else:
+            again += " --force" if args.force else ""
+            print(
+                f"theorycheck train: interrupted before its first checkpoint; start again with: {again}",
+                file=sys.stderr,
+            )
         return 130
     if not args.no_figures:
         single = len(summary["runs"]) == 1 and summary["runs"][0]["run"] == args.preset

@@ -4,6 +4,7 @@ their domain (:mod:`theorycheck.report.explore`); ``--claims PATH`` adds users' 
 
 from __future__ import annotations
 
+import json
 import sys
 
 from .._dask import scheduler_executor
@@ -23,12 +24,15 @@ from ..report.explore import explore_claims, format_explore, write_explore_repor
 from ..report.runner import RunInterrupted
 from .common import (
     add_jobs_flag,
+    add_json_flag,
     add_no_figures_flag,
     add_out_flags,
     add_quiet_flag,
     add_scheduler_flag,
     add_seed_flag,
     command,
+    json_path,
+    write_json_summary,
 )
 
 #: The largest ``verify --explore N`` accepted (checked before any work): N configurations per claim.
@@ -59,6 +63,7 @@ def add_parser(sub):
         f"(1 to {MAX_EXPLORE:,})",
     )
     add_seed_flag(p, 0, "seed of --explore (same seed, same configurations)")
+    add_json_flag(p, "the results (results.json of the report)")
     p.add_argument(
         "--claims",
         action="append",
@@ -70,18 +75,19 @@ def add_parser(sub):
 
 
 def run(args) -> int:
-    registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
-    claims, skipped = select_claims(registry.claims, args.only), registry.skipped
-    if args.list:
-        return _list_claims(claims, registry)
-    if args.explore is not None:
-        return _explore(args, claims)
+    if args.list or args.explore is not None:
+        registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
+        claims = select_claims(registry.claims, args.only)
+        return _list_claims(claims, registry) if args.list else _explore(args, claims)
     jobs = default_jobs() if args.jobs is None else _cap_jobs(check_int("--jobs", args.jobs, low=1))
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
     partial = None
-    with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails in seconds
+    with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails first, in seconds
+        registry = collect(args.claims)
+        claims, skipped = select_claims(registry.claims, args.only), registry.skipped
         out = prepare_output_dir(args.out, force=args.force, flag="--out")  # before any claim runs
+        json_file = json_path(args)
         try:
             rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
         except RunInterrupted as exc:  # Ctrl-C: the finished rows are written, the report marked partial
@@ -99,6 +105,7 @@ def run(args) -> int:
     out = write_report(
         rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=command(args), tier=tier
     )
+    write_json_summary(json_file, json.loads((out / "results.json").read_text()))
     if partial is not None:
         print(f"theorycheck verify: {partial}; the partial report is in {out}", file=sys.stderr)
         return 130
@@ -131,11 +138,13 @@ def _explore(args, claims) -> int:
     n = check_int("--explore", args.explore, low=1, high=MAX_EXPLORE)
     seed = check_int("--seed", args.seed, low=0)
     out = prepare_output_dir(args.out, force=args.force, flag="--out")
+    json_file = json_path(args)
     progress = None if args.quiet else (lambda r: print(format_explore([r]), flush=True))
     results = explore_claims(claims, n, seed=seed, progress=progress)
     if args.quiet:
         print(format_explore(results))
     out = write_explore_report(results, out, n=n, seed=seed, force=args.force, command=command(args))
+    write_json_summary(json_file, json.loads((out / "results.json").read_text()))
     n_bad = sum(r.verdict == "REFUTED" for r in results)
     n_skip = sum(r.verdict == "SKIP" for r in results)
     print(

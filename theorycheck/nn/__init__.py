@@ -8,6 +8,7 @@ SPEC section                  name
 §4.0 (N -> inf batch)         :func:`population_batch`
 §5.1, §5.2 (training)         :class:`TrainConfig`, :class:`Trainer`, :func:`train`, :func:`preset`
 §5 (probes, resume)           :data:`DEFAULT_PROBES`, :class:`ProbeContext`, :func:`load_checkpoint`
+§4.5, §5.2 (stage grid)       :func:`stage_grid`, :func:`run_stages`
 ============================  =====================================================
 """
 
@@ -27,7 +28,8 @@ from .model import Transformer
 from .optim import SGD, Adam, make_optimizer
 from .presets import PRESETS, preset, run_preset
 from .probes import DEFAULT_PROBES, ProbeContext, stage1_reference
-from .trainer import Trainer, TrainingInterrupted, TrainResult, load_metrics, stage_curves, train
+from .stage_grid import stage_grid
+from .trainer import Trainer, TrainingInterrupted, TrainResult, load_metrics, run_stages, stage_curves, train
 
 __all__ = [
     "PARAM_NAMES",
@@ -54,6 +56,8 @@ __all__ = [
     "run_preset",
     "stage1_reference",
     "stage_curves",
+    "stage_grid",
+    "run_stages",
     "train",
     "TrainingInterrupted",
     "DataStream",

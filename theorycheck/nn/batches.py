@@ -24,8 +24,12 @@ import scipy.sparse as sp
 from .._validate import check_choice
 from ..models import GeneralTopicModel, Masking
 from ..population import population_contexts
+from ._factored_kernels import KeyFactors
 from .config import ModelConfig
 from .layers import Groups
+
+#: relative tolerance of ``K = key_coef @ key_basis`` checked by :class:`CountBatch`
+_FACTOR_RTOL = 1e-12
 
 __all__ = [
     "CountBatch",
@@ -56,6 +60,14 @@ class CountBatch:
         Total loss weight of the group (``sum(Y[e])``).
     Y : ndarray, shape (E, V1)
         Weighted target counts: the loss is ``sum_e sum_x Y[e, x] l(o_e, x)``.
+    key_coef, key_basis : ndarray, shapes (G, r) and (r, V1), optional
+        Non-negative factors with ``K = key_coef @ key_basis`` (e.g. the population's
+        ``m_S = [theta_S, 1] [a Phi; c]``, SPEC §11.5): a one-layer, one-head model with the
+        identity decoder then evaluates the batch by the fused route of
+        :mod:`theorycheck.nn._factored_kernels` (:meth:`key_factors`), given also the target factors.
+    target_coef, target_basis : ndarray, shapes (G, s) and (V1, s, V1), optional
+        Non-negative factors of the targets, ``Y[e] = sum_t target_coef[ctx[e], t]
+        target_basis[qtok[e], t]`` (the population's ``theta_S`` and per-topic targets).
     """
 
     K: np.ndarray
@@ -63,11 +75,35 @@ class CountBatch:
     qtok: np.ndarray
     weight: np.ndarray
     Y: np.ndarray
+    key_coef: np.ndarray | None = field(default=None, repr=False)
+    key_basis: np.ndarray | None = field(default=None, repr=False)
+    target_coef: np.ndarray | None = field(default=None, repr=False)
+    target_basis: np.ndarray | None = field(default=None, repr=False)
     _P_ctx: object = field(default=None, repr=False)
     _P_q: object = field(default=None, repr=False)
 
     def __post_init__(self):
         self._collapsed = None
+        self._factors: KeyFactors | None = None
+        given = [x is not None for x in (self.key_coef, self.key_basis, self.target_coef, self.target_basis)]
+        if any(given) and not all(given):
+            raise ValueError("pass all of key_coef, key_basis, target_coef, target_basis, or none")
+        if all(given):
+            _check_factors(self)
+
+    @property
+    def factored(self) -> bool:
+        """Whether the batch carries key and target factors (:meth:`key_factors`)."""
+        return self.key_coef is not None
+
+    def key_factors(self) -> KeyFactors | None:
+        """The index of the fused route (built on first use), or ``None`` without factors."""
+        if self._factors is None and self.factored:
+            self._factors = KeyFactors.build(
+                self.key_coef, self.key_basis, self.ctx, self.qtok, self.Y, self.weight,
+                self.target_coef, self.target_basis,
+            )  # fmt: skip
+        return self._factors
 
     def _scatter(self, which: str):
         """The sparse ``(G, E)`` context (``which="ctx"``) or ``(V1, E)`` query-token scatter matrix,
@@ -135,6 +171,34 @@ class CountBatch:
             P = self._scatter("ctx")
             self._collapsed = (np.asarray(P @ self.Y), np.asarray(P @ self.weight))
         return self._collapsed
+
+
+def _check_factors(b: CountBatch) -> None:
+    """``K = key_coef @ key_basis`` and ``Y[e] = target_coef[ctx[e]] @ target_basis[qtok[e]]`` (shapes,
+    signs, and values to ``_FACTOR_RTOL`` relative)."""
+    G, V1 = b.K.shape
+    U, R = np.asarray(b.key_coef, dtype=np.float64), np.asarray(b.key_basis, dtype=np.float64)
+    Th, B = np.asarray(b.target_coef, dtype=np.float64), np.asarray(b.target_basis, dtype=np.float64)
+    if U.ndim != 2 or R.ndim != 2 or U.shape[0] != G or R.shape != (U.shape[1], V1):
+        raise ValueError(
+            f"key_coef and key_basis must have shapes (G, r) and (r, V1) with (G, V1) = {(G, V1)}, "
+            f"got {U.shape} and {R.shape}"
+        )
+    if Th.ndim != 2 or Th.shape[0] != G or B.shape != (V1, Th.shape[1], V1):
+        raise ValueError(
+            f"target_coef and target_basis must have shapes (G, s) and (V1, s, V1) with (G, V1) = {(G, V1)}, "
+            f"got {Th.shape} and {B.shape}"
+        )
+    for name, M in (("key_coef", U), ("key_basis", R), ("target_coef", Th), ("target_basis", B)):
+        if np.any(M < 0):
+            raise ValueError(f"{name} must be non-negative")
+    for name, approx, exact in (
+        ("key_coef @ key_basis", U @ R, b.K),
+        ("the factored targets", np.einsum("es,esx->ex", Th[b.ctx], B[b.qtok]), b.Y),
+    ):
+        err = float(np.max(np.abs(approx - exact), initial=0.0))
+        if err > _FACTOR_RTOL * max(float(np.max(np.abs(exact), initial=0.0)), np.finfo(float).tiny):
+            raise ValueError(f"{name} must equal the batch's arrays (to {_FACTOR_RTOL:g} relative), off by {err:.3g}")
 
 
 @dataclass
@@ -329,4 +393,7 @@ def population_batch(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool = Fa
     :func:`theorycheck.population.value_loss`).
     """
     pc = population_contexts(tm, mk, mask_keys=mask_keys)
-    return CountBatch(K=pc.K, ctx=pc.ctx, qtok=pc.qtok, weight=pc.weight, Y=pc.Y)
+    return CountBatch(
+        K=pc.K, ctx=pc.ctx, qtok=pc.qtok, weight=pc.weight, Y=pc.Y, key_coef=pc.key_coef, key_basis=pc.key_basis,
+        target_coef=pc.target_coef, target_basis=pc.target_basis,
+    )  # fmt: skip

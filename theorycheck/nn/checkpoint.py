@@ -121,8 +121,11 @@ def _read(js: Path) -> tuple[dict, Checkpoint]:
     return meta, Checkpoint(step=step, params=params, opt=ost, path=npz)
 
 
-def load_checkpoint(out: str | os.PathLike, cfg: TrainConfig) -> Checkpoint:
+def load_checkpoint(out: str | os.PathLike, cfg: TrainConfig, model: Transformer | None = None) -> Checkpoint:
     """The newest intact checkpoint of ``out`` for ``cfg`` (see the module docstring).
+
+    With ``model``, a checkpoint whose arrays do not fit it (a parameter missing, or of another shape) is
+    treated like a damaged one: named in a warning and skipped for the previous checkpoint.
 
     Raises ``ValueError`` if ``out`` holds no checkpoint, if every checkpoint is damaged, or if the
     checkpoint's configuration differs from ``cfg`` (the message lists the fields)."""
@@ -139,15 +142,34 @@ def load_checkpoint(out: str | os.PathLike, cfg: TrainConfig) -> Checkpoint:
         except ValueError as exc:
             damaged.append(str(exc))
             continue
+        _check_same_config(meta, cfg, js)
+        if model is not None:
+            try:
+                _check_fits(ck, model)
+            except ValueError as exc:
+                damaged.append(str(exc))
+                continue
         if damaged:
             warnings.warn(
                 f"resume: {'; '.join(damaged)}; using the previous checkpoint {js.name} (step {ck.step})",
                 TheorycheckWarning,
                 stacklevel=3,
             )
-        _check_same_config(meta, cfg, js)
         return ck
     raise ValueError(f"resume: every checkpoint in {out} is damaged: {'; '.join(damaged)}")
+
+
+def _check_fits(ck: Checkpoint, model: Transformer) -> None:
+    """A ``ValueError`` naming the checkpoint's file unless its parameters fit ``model`` (names and shapes)."""
+    for name, (mod, key) in model.named_params().items():
+        want = mod.params[key].shape
+        if name not in ck.params:
+            raise ValueError(f"{ck.path.name} does not fit the model (no parameter {name!r})")
+        if ck.params[name].shape != want:
+            raise ValueError(
+                f"{ck.path.name} does not fit the model (parameter {name!r} has shape {ck.params[name].shape}, "
+                f"the model's is {want})"
+            )
 
 
 def _check_same_config(meta: dict, cfg: TrainConfig, js: Path) -> None:

@@ -446,5 +446,20 @@ def config_diff(old: dict, new: dict, prefix: str = "") -> list[str]:
         if isinstance(a, dict) and isinstance(b, dict):
             out += config_diff(a, b, f"{prefix}{k}.")
         elif a != b:
-            out.append(f"{prefix}{k}: {a!r} -> {b!r}")
+            out.append(f"{prefix}{k}: {_brief(a)} -> {_brief(b)}")
     return out
+
+
+def _brief(x, limit: int = 80) -> str:
+    """``repr(x)``, or for a long one (a topic-word matrix ``phi`` as nested lists) its shape and a prefix."""
+    text = repr(x)
+    if len(text) <= limit:
+        return text
+    if isinstance(x, list):
+        shape = [len(x)]
+        inner = x[0] if x else None
+        while isinstance(inner, list):
+            shape.append(len(inner))
+            inner = inner[0] if inner else None
+        return f"<{' x '.join(map(str, shape))} array {text[: limit // 2]}...>"
+    return text[:limit] + "..."

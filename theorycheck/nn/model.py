@@ -37,6 +37,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._validate import check_rng
+from ._factored_kernels import factored_loss_grad
 from .batches import CountBatch, PositionBatch
 from .config import ModelConfig
 from .layers import attention_forward, key_distribution, log_weights
@@ -44,6 +45,9 @@ from .modules import AttentionLayer, Decoder, Embedding
 from .rowwise import loss_head
 
 __all__ = ["Transformer"]
+
+#: the fused route falls back to the layer-by-layer one when a softmax normaliser is below this
+_MIN_NORMALISER = 1e-280
 
 
 def _packing(batch: PositionBatch):
@@ -77,6 +81,10 @@ class Transformer:
     #: what :meth:`forward` leaves for :meth:`backward`: ``("count", None)`` or
     #: ``("pos", (shape of the packed rows, their tokens, the row of each loss entry, distinct))``
     _cache: tuple[str, tuple[tuple[int, ...], np.ndarray, np.ndarray, bool] | None]
+
+    #: take the fused route of :meth:`loss_and_grad` where it applies (``False``: always the
+    #: layer-by-layer route, e.g. as the reference the fused route is tested against)
+    fused: bool = True
 
     def __init__(self, cfg: ModelConfig, *, rng=None, seed=None):
 
@@ -227,17 +235,70 @@ class Transformer:
         val, _ = loss_head(O, Y, w, self.cfg.loss)
         return val + self.reg_loss()
 
+    def fused_route(self, batch) -> bool:
+        """Whether :meth:`loss_and_grad` takes the fused route on ``batch``: a :class:`CountBatch` with
+        key factors (e.g. the exact population), one layer and one softmax head, no residual or layer
+        norm, the identity decoder, and :attr:`fused` on (see :mod:`theorycheck.nn._factored_kernels`)."""
+        c = self.cfg
+        return (
+            self.fused
+            and isinstance(batch, CountBatch)
+            and batch.factored
+            and c.n_layers == 1
+            and c.n_heads == 1
+            and c.attention == "softmax"
+            and not c.residual
+            and not c.layer_norm
+            and c.decoder == "identity"
+        )
+
+    def _fused_loss_and_grad(self, batch) -> float | None:
+        """The fused route (the same loss and gradients as the layer-by-layer route, to rounding);
+        ``None`` when a normaliser is not safely positive (the caller then takes the generic route)."""
+        self._check_batch(batch)
+        lay, emb = self.layers[0], self.embedding
+        P = lay.params
+        if emb.one_hot:  # the token tables W W^E are the matrices themselves
+            Kt, Qt, Vt = P["W_K"][0], P["W_Q"][0], P["W_V"][0]
+        else:
+            tab = emb.table()
+            Kt, Qt, Vt = P["W_K"][0] @ tab, P["W_Q"][0] @ tab, P["W_V"][0] @ tab
+        S = lay.c * (Qt.T @ Kt)
+        loss, dS, dVtT, db, zmin = factored_loss_grad(
+            S, Vt.T, self.decoder.params["b_dec"], lay.c, batch.key_factors(), self.cfg.loss
+        )
+        if not zmin >= _MIN_NORMALISER:
+            return None
+        dVt, dQt, dKt = dVtT.T, Kt @ dS.T, Qt @ dS
+        if emb.one_hot:
+            grads = {"W_V": dVt[None], "W_Q": dQt[None], "W_K": dKt[None]}
+        else:
+            grads = {"W_V": (dVt @ tab.T)[None], "W_Q": (dQt @ tab.T)[None], "W_K": (dKt @ tab.T)[None]}
+            emb.add_table_grad(P["W_V"][0].T @ dVt + P["W_Q"][0].T @ dQt + P["W_K"][0].T @ dKt)
+        lay._accumulate(grads)
+        self.decoder._accumulate({"b_dec": db})
+        return loss
+
     def loss_and_grad(self, batch) -> float:
-        """Loss (with L2 term); gradients are *accumulated* into ``grads`` (call ``zero_grad`` first)."""
+        """Loss (with L2 term); gradients are *accumulated* into ``grads`` (call ``zero_grad`` first).
+
+        Batches with key factors go through the fused route when it applies (:meth:`fused_route`)."""
+        val = self._fused_loss_and_grad(batch) if self.fused_route(batch) else None
+        if val is not None:
+            self._add_reg_grads()
+            return val + self.reg_loss()
         O = self.forward(batch)
         Y, w = self._targets(batch)
         val, dO = loss_head(O, Y, w, self.cfg.loss)
         self.backward(dO)
+        self._add_reg_grads()
+        return val + self.reg_loss()
+
+    def _add_reg_grads(self):
         if self.cfg.reg > 0.0:
             for _n, (m, k) in self.named_params().items():
                 if k in m.trainable and k != "b_dec":
                     m.grads[k] += 2.0 * self.cfg.reg * m.params[k]
-        return val + self.reg_loss()
 
     # ------------------------------------------------------------------ inspection
     def score_matrix(self, layer: int = 0, head: int = 0) -> np.ndarray:

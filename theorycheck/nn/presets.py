@@ -297,6 +297,7 @@ def _compensation_grid() -> list[tuple[str, TrainConfig]]:
     ]
 
 
+#: Preset name -> function returning its :class:`TrainConfig` (or a grid of labelled configurations).
 PRESETS: dict[str, Callable[[], TrainConfig | list[tuple[str, TrainConfig]]]] = {
     "official-demo": _preset_official_demo,
     "stage1-population": _preset_stage1_population,

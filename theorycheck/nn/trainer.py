@@ -45,7 +45,7 @@ from .model import Transformer
 from .optim import make_optimizer
 from .probes import DEFAULT_PROBES, Probe, ProbeContext, References
 
-__all__ = ["Trainer", "TrainResult", "TrainingInterrupted", "train", "load_metrics", "stage_curves"]
+__all__ = ["Trainer", "TrainResult", "TrainingInterrupted", "train", "load_metrics", "run_stages", "stage_curves"]
 
 
 class TrainingInterrupted(Exception):
@@ -182,7 +182,7 @@ class Trainer:
         self.out.mkdir(parents=True, exist_ok=True)
         mpath = self.out / "metrics.jsonl"
         if resume:
-            ck = load_checkpoint(self.out, self.cfg)
+            ck = load_checkpoint(self.out, self.cfg, self.model)  # one that does not fit: skipped
             self.model.load_state_dict(ck.params)
             self.opt.load_state_dict(ck.opt)
             self.step = ck.step
@@ -259,8 +259,8 @@ class Trainer:
             done = self.step == cfg.steps
             if cfg.checkpoint_every and (self.step % cfg.checkpoint_every == 0 or done):
                 self.save_checkpoint()
-            if guard.signame is not None and not done:
-                if not (cfg.checkpoint_every and self.step % cfg.checkpoint_every == 0):
+            if guard.signame is not None:  # also on the last step: a Ctrl-C is never dropped
+                if not (cfg.checkpoint_every and (self.step % cfg.checkpoint_every == 0 or done)):
                     self.save_checkpoint()
                 ck = list_checkpoints(self.out)[0][1] if self.out is not None else None
                 raise TrainingInterrupted(self.step, guard.signame, ck)
@@ -296,23 +296,9 @@ class Trainer:
         buf = io.BytesIO()
         np.savez(buf, **arrays)
         atomic_write_bytes(self.out / "params.npz", buf.getvalue())
-        if not recs:
-            return None
-        Ke = [r.get("K_eff_median") for r in recs]
-        has_K = all(k is not None for k in Ke)
-        bs = [r.get("block_score_W_V") for r in recs]
-        has_bs = has_K and all(b is not None for b in bs)
-        nV, nKQ = stage_curves(recs)
-        st = detect_stages(
-            [r["step"] for r in recs],
-            nV,
-            nKQ,
-            K_eff=Ke if has_K else None,
-            v=self.cfg.data.v,
-            block_score=bs if has_bs else None,
-        )
-        stages = st.to_dict()
-        write_json(self.out / "stages.json", stages, sort_keys=True, indent=2)
+        stages = run_stages(self.cfg, recs)
+        if stages is not None:
+            write_json(self.out / "stages.json", stages, sort_keys=True, indent=2)
         return stages
 
 
@@ -346,6 +332,28 @@ def stage_curves(recs: list[dict]) -> tuple[list, list]:
         nKQ = [float(np.max(kq(r) / k0)) for r in recs]
         return nV, nKQ
     return [r["norm_W_V"] for r in recs], [r["norm_KQ"] for r in recs]
+
+
+def run_stages(cfg: TrainConfig, recs: list[dict]) -> dict | None:
+    """The stage boundaries of a run (``stages.json``; ``None`` without records): the rules of
+    :func:`theorycheck.analysis.stats.detect_stages` on :func:`stage_curves`, with the structural rule
+    (``K_eff`` and the W^V block score) where every record has them (SPEC §5.2)."""
+    if not recs:
+        return None
+    Ke = [r.get("K_eff_median") for r in recs]
+    has_K = all(k is not None for k in Ke)
+    bs = [r.get("block_score_W_V") for r in recs]
+    has_bs = has_K and all(b is not None for b in bs)
+    nV, nKQ = stage_curves(recs)
+    st = detect_stages(
+        [r["step"] for r in recs],
+        nV,
+        nKQ,
+        K_eff=Ke if has_K else None,
+        v=cfg.data.v,
+        block_score=bs if has_bs else None,
+    )
+    return st.to_dict()
 
 
 def load_metrics(out: str | os.PathLike) -> list[dict]:

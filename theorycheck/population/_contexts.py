@@ -10,7 +10,10 @@ query groups of ``S`` are
 - query word ``w`` with target weights ``(p_r / (T v)) p_S + p_c p_S(w) e_w``,
 
 all divided by ``C(T, tau)``. The loss of any position-free one-layer model summed over these
-weighted groups is its exact population MLM loss. :func:`theorycheck.nn.population_batch`
+weighted groups is its exact population MLM loss. The key densities are linear in the topic
+mixture ``theta_S = 1_S / tau`` (SPEC §11.5): ``K = U R`` with ``U = [theta_S^T, 1]`` and
+``R = [a Phi; c]`` (``U = theta_S^T``, ``R = Phi`` with ``mask_keys``), returned as ``key_coef``
+and ``key_basis`` for routes that share per-token work across the contexts. :func:`theorycheck.nn.population_batch`
 wraps the arrays into a ``CountBatch``.
 """
 
@@ -22,7 +25,7 @@ import numpy as np
 
 from .._memory import check_alloc
 from ..models import GeneralTopicModel, Masking, check_models
-from ._moments import _enumerate_sets, _masked_density, _set_mixture, _topic_density
+from ._moments import _c_vector, _enumerate_sets, _masked_density, _set_mixture, _topic_density
 
 __all__ = ["PopulationContexts", "population_contexts"]
 
@@ -41,6 +44,13 @@ class PopulationContexts:
         ``Y.sum(axis=1)``.
     Y : ndarray, shape (E, V1)
         Target weights: the population loss is ``sum_e sum_x Y[e, x] l(o_e, x)``.
+    key_coef, key_basis : ndarray, shapes (G, r) and (r, V1)
+        Non-negative factors with ``K = key_coef @ key_basis`` (in exact arithmetic; ``r = T + 1``,
+        ``T`` with ``mask_keys``).
+    target_coef, target_basis : ndarray, shapes (G, T) and (V1, T, V1)
+        ``theta_S`` of every context and the per-topic targets of every query token:
+        ``Y[e] = sum_t target_coef[ctx[e], t] target_basis[qtok[e], t]`` (the rows above with
+        ``p_S`` replaced by ``phi_t``).
     """
 
     K: np.ndarray
@@ -48,6 +58,10 @@ class PopulationContexts:
     qtok: np.ndarray
     weight: np.ndarray
     Y: np.ndarray
+    key_coef: np.ndarray | None = None
+    key_basis: np.ndarray | None = None
+    target_coef: np.ndarray | None = None
+    target_basis: np.ndarray | None = None
 
 
 def population_contexts(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool = False) -> PopulationContexts:
@@ -77,4 +91,25 @@ def population_contexts(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool =
     qtok = np.tile(np.arange(V1), n)
     w = Y.sum(axis=1)
     keep = w > 0
-    return PopulationContexts(K=K, ctx=ctx[keep], qtok=qtok[keep], weight=w[keep], Y=np.ascontiguousarray(Y[keep]))
+    theta, Phi = np.stack(thetas), tm.topic_token_matrix()
+    coef, basis = theta, Phi
+    if not mask_keys:  # m_S = a p_S + c = [theta_S, 1] [a Phi; c]
+        coef = np.hstack([coef, np.ones((n, 1))])
+        basis = np.vstack([mk.a * basis, _c_vector(tm, mk)])
+    check_alloc("population targets per topic (V1 x T x V1)", (V1, tm.T, V1))
+    B = np.empty((V1, tm.T, V1))  # the rows of Y with p_S replaced by phi_t
+    B[0] = mk.p_mask * Phi
+    B[1:] = (mk.p_r / nw) * Phi[None]
+    B[idx, :, idx] += mk.p_c * Phi[:, 1:].T
+    B /= n
+    return PopulationContexts(
+        K=K,
+        ctx=ctx[keep],
+        qtok=qtok[keep],
+        weight=w[keep],
+        Y=np.ascontiguousarray(Y[keep]),
+        key_coef=coef,
+        key_basis=basis,
+        target_coef=theta,
+        target_basis=B,
+    )

@@ -55,6 +55,7 @@ LADDERS = {
     "attention-S/full": _TINY,
 }
 
+#: Problem family name -> (problem class, model kinds it is defined on).
 FAMILIES = {
     "stage1-value/lsq": (ValueLSQ, ("paper", "zipf", "overlap", "unequal", "lda")),
     "stage1-value/ridge": (ValueRidge, ("paper", "zipf", "overlap", "lda")),
@@ -69,6 +70,7 @@ FAMILIES = {
     "attention-S/full": (AttentionS, ("paper",)),
 }
 
+#: Model kind name -> constructor ``(T, v, tau) -> model`` of the problem ladders.
 MODELS = {
     "paper": lambda T, v, tau: TopicModel(T, v, tau),
     "zipf": lambda T, v, tau: GeneralTopicModel.zipf(T, v, 1.0, tau=tau),

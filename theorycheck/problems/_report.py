@@ -106,6 +106,9 @@ def _plain_log(plt, ax, base: float = 10.0) -> None:
             axis.set_minor_formatter(ticker.NullFormatter())
 
 
+_LINESTYLES = ("-", "--", "-.", ":")
+
+
 def _style(plt):
     plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8})
 
@@ -122,7 +125,8 @@ def _convergence(plt, recs, title):
         t = np.maximum(np.array([p["t"] for p in tr], dtype=float), 1e-6)
         ev = np.maximum(np.array([p["evals"] for p in tr], dtype=float), 1)
         lab = r["solver"] + ("" if r["status"] in ("ok", "budget") else f" [{r['status']}]")
-        kw = dict(color=cmap(i % 10), ls=("-", "--")[(i // 10) % 2], label=lab, ms=4, lw=1.4)
+        # colour and line style both change from one solver to the next: curves on top of each other stay apart
+        kw = dict(color=cmap(i % 10), ls=_LINESTYLES[i % len(_LINESTYLES)], label=lab, ms=4, lw=1.4)
         kw["marker"] = "o" if len(tr) < 3 else None
         axes[0].step(t, y, where="post", **kw)
         axes[1].step(ev, y, where="post", **kw)
@@ -141,6 +145,7 @@ def _convergence(plt, recs, title):
         ax.set_ylabel("|f(x) - f*| / |f*|")
         for tol in TOLS:
             ax.axhline(tol, color="grey", ls=":", lw=0.8)
+    axes[1].plot([], [], color="grey", ls=":", lw=0.8, label="accuracy targets " + ", ".join(f"{t:g}" for t in TOLS))
     axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.suptitle(title)
     fig.tight_layout()
@@ -152,13 +157,13 @@ def _profile(plt, records, tol):
     fig, ax = plt.subplots(figsize=(7.5, 4.2))
     cmap = plt.get_cmap("tab10")
     for i, (s, y) in enumerate(sorted(prof.items())):
-        ls = ("-", "--", ":", "-.")[(i // 10) % 4]
-        ax.step(taus, y, where="post", label=s, color=cmap(i % 10), ls=ls, lw=1.6)
+        ls = _LINESTYLES[i % len(_LINESTYLES)]  # colour and style: solvers at the same fraction stay apart
+        ax.step(taus, y, where="post", label=s, color=cmap(i % 10), ls=ls, lw=2.2 - 0.15 * (i % 5))
     ax.set_xscale("log", base=2)
     _plain_log(plt, ax, base=2.0)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("tau (time / fastest solver's time)")
-    ax.set_ylabel(f"fraction solved to {tol:g}")
+    ax.set_ylabel(f"fraction of instances solved to {tol:g}")
     ax.set_title(f"Dolan-More performance profile, relative suboptimality <= {tol:g}")
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
     fig.tight_layout()

@@ -29,7 +29,7 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
     finite = np.abs(gap[np.isfinite(gap)])
     v = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     im = ax.imshow(gap, cmap="RdBu_r", vmin=-v, vmax=v, aspect="auto")
-    colorbar(fig, im, ax, label="lift: same topic - different topic")
+    colorbar(fig, im, ax, label="lift n·A: same topic - different topic\n(units of the uniform weight 1/n)")
     if gap_ci is not None:
         ci = np.asarray(gap_ci, dtype=float)
         for (l, h), _g in np.ndenumerate(gap):
@@ -39,7 +39,8 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
     ax.set_ylabel("layer")
     ax.set_xticks(range(gap.shape[1]))
     ax.set_yticks(range(gap.shape[0]))
-    ax.set_title(title, fontsize=9)
+    marked = "\n+ / -: bootstrap CI above / below 0" if gap_ci is not None else ""
+    ax.set_title(title + marked, fontsize=9)
     return fig
 
 
@@ -77,8 +78,9 @@ def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int 
             v = np.asarray(v, dtype=float)
             if v.size:
                 ax.hist(v, bins=edges, density=True, histtype="step", label=f"{name} (mean {v.mean():.3g})")
-    ax.set_xlabel(metric)
+    ax.set_xlabel(f"{metric} similarity of a word pair's embeddings")
     ax.set_ylabel("density")
+    ax.set_title(f"embedding {metric} similarity by pair class", fontsize=9)
     ax.legend(fontsize=7)
     return fig
 

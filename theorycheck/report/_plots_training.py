@@ -10,7 +10,7 @@ import numpy as np
 from .._mpl import mpl
 from ._plotstyle import LINE_STYLES, annotation_format, auto_scale, colorbar, figure, legend_outside
 
-__all__ = ["attention_head_ratios", "training_curves"]
+__all__ = ["attention_head_ratios", "stage_grid", "training_curves"]
 
 _NORM_LABELS = {
     "norm_W_V": "||W^V||",
@@ -32,51 +32,81 @@ def _curve(records, key):
     return np.asarray(vals, float) if vals and all(x is not None for x in vals) else None
 
 
-def _norm_panel(ax, steps, records, keys):
-    """Norm curves; coinciding curves keep distinct line styles and markers and say so in the legend."""
-    drawn = []
+_LAYER_MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*")
+
+
+def _visual_gap(a, b, lo, hi, log):
+    """Largest distance between curves ``a`` and ``b`` as a fraction of the axis height."""
+    if log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = np.abs(np.log10(a / b)) / max(np.log10(hi / lo), 1e-12)
+    else:
+        d = np.abs(a - b) / max(hi - lo, 1e-300)
+    d = d[np.isfinite(d)]
+    return float(d.max()) if d.size else 0.0
+
+
+def _norm_curves(steps, records, keys):
+    """``[(label, values, plot style)]`` of the norm panel."""
     if records and "norm_W_V_layers" in records[0] and "norm_W_K_layers" in records[0]:
-        # deep model: one colour per layer, ||W^V_l|| solid, ||W_K,l|| ||W_Q,l|| dashed
+        # deep model: colour and marker per layer, ||W^V_l|| solid, ||W_K,l|| ||W_Q,l|| dashed
         nV = np.array([r["norm_W_V_layers"] for r in records], dtype=float)
         nK = np.array([r["norm_W_K_layers"] for r in records], dtype=float)
         nQ = np.array([r["norm_W_Q_layers"] for r in records], dtype=float)
-        for li in range(nV.shape[1]):
-            kq = nK[:, li] * nQ[:, li]
-            ax.plot(steps, nV[:, li], color=f"C{li % 10}", label=f"||W^V|| layer {li}")
-            ax.plot(
-                steps, np.where(kq > 0, kq, np.nan), color=f"C{li % 10}", ls="--", label=f"||W_K|| ||W_Q|| layer {li}"
-            )
-            drawn += [nV[:, li], kq]
-    else:
-        every = max(1, len(steps) // 12)
-        for k in keys:
-            arr = _curve(records, k)
-            if arr is None or not arr.max() > 0:
+        every, n_layers = max(1, len(steps) // 8), nV.shape[1]
+        curves = []
+        for li in range(n_layers):
+            style = dict(color=f"C{li % 10}", marker=_LAYER_MARKERS[li % len(_LAYER_MARKERS)], mfc="none", ms=5)
+            style["markevery"] = (li * every // n_layers, every)
+            curves.append((f"||W^V|| layer {li}", nV[:, li], dict(style, ls="-")))
+            curves.append((f"||W_K|| ||W_Q|| layer {li}", nK[:, li] * nQ[:, li], dict(style, ls="--")))
+        return curves
+    curves, every = [], max(1, len(steps) // 12)
+    for k in keys:
+        arr = _curve(records, k)
+        if arr is not None and arr.max() > 0:
+            ls, marker, lw = LINE_STYLES[len(curves) % len(LINE_STYLES)]
+            offset = (len(curves) * max(1, every // 4) % every, every)  # markers staggered between curves
+            style = dict(ls=ls, marker=marker, markevery=offset, mfc="none", ms=5, lw=lw)
+            curves.append((_NORM_LABELS.get(k, k), arr, style))
+    return curves
+
+
+def _norm_panel(ax, steps, records, keys):
+    """Norm curves; coinciding curves keep distinct line styles and markers and say so in the legend."""
+    curves = _norm_curves(steps, records, keys)
+    pos = np.concatenate([a[a > 0] for _, a, _ in curves]) if curves else np.empty(0)
+    lo, hi = (float(pos.min()), float(pos.max())) if pos.size else (1.0, 1.0)
+    log = pos.size > 0 and np.log10(hi / lo) > 1.0  # the rule of auto_scale
+    for n, (label, arr, style) in enumerate(curves):
+        legend = label
+        for prev_label, prev, _ in curves[:n]:
+            if prev.shape != arr.shape:
                 continue
-            label = _NORM_LABELS.get(k, k)
-            same = [lab for lab, prev in drawn if prev.shape == arr.shape and np.array_equal(prev, arr)]
-            if same:
-                label += f" (identical to {same[0]})"
-            ls, marker, lw = LINE_STYLES[len(drawn) % len(LINE_STYLES)]
-            y = np.where(arr > 0, arr, np.nan)
-            ax.plot(steps, y, ls=ls, marker=marker, markevery=every, mfc="none", ms=5, lw=lw, label=label)
-            drawn.append((label.split(" (")[0], arr))
-        drawn = [a for _, a in drawn]
-    auto_scale(ax, "y", drawn)
+            if np.array_equal(prev, arr):
+                legend += f"\n(identical to {prev_label})"
+                break
+            if _visual_gap(arr, prev, lo, hi, log) < 0.01:  # within 1% of the axis height: drawn on top of each other
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    rel = float(np.nanmax(np.abs(arr / np.where(prev != 0, prev, np.nan) - 1.0)))
+                legend += f"\n(overlaps {prev_label}: within {rel:.2%})"
+                break
+        ax.plot(steps, np.where(arr > 0, arr, np.nan), label=legend, **style)
+    auto_scale(ax, "y", [a for _, a, _ in curves])
     ax.set_ylabel("Frobenius norm")
 
 
 def _structure_panels(fig, slots, steps, bs, Ke, v):
     axes = []
     if bs is not None:
-        ax = fig.add_subplot(*slots.pop(0))
+        ax = fig.add_subplot(slots.pop(0))
         ax.plot(steps, bs, color="tab:blue")
         ax.set_ylim(-0.05, 1.05)
         ax.set_ylabel("block score of W^V (R^2)")
         ax.set_title("W^V topic structure", fontsize=9)
         axes.append(ax)
     if Ke is not None and v is not None:
-        ax = fig.add_subplot(*slots.pop(0))
+        ax = fig.add_subplot(slots.pop(0))
         ax.plot(steps, Ke / v, color="tab:green")
         ax.axhline(1.0, color="k", lw=0.6, ls=":")
         auto_scale(ax, "y", [Ke / v])
@@ -97,10 +127,12 @@ def training_curves(
     """Norm curves of a training run, topic structure and loss, with the stage boundaries (SPEC §5.2).
 
     Panels: the norms (log axis only when they span more than a decade; curves that coincide,
-    e.g. ``||W_K|| = ||W_Q||``, keep distinct line styles and markers and are marked "identical"
-    in the legend), the block score of ``W^V`` and ``K_eff / v`` when the records carry
-    ``block_score_W_V`` / ``K_eff_median`` (``K_eff / v`` needs ``v``, words per topic;
-    1 = no preference for the query's topic), and the loss. Legends sit outside the axes; the
+    e.g. ``||W_K|| = ||W_Q||``, keep distinct line styles and staggered markers and are marked
+    "identical", or "overlaps" with their largest relative difference when they lie within 1% of
+    the axis height; a deep model: colour and marker per layer), the block score of ``W^V`` and
+    ``K_eff / v`` when the records carry ``block_score_W_V`` / ``K_eff_median`` (``K_eff / v``
+    needs ``v``, words per topic; 1 = no preference for the query's topic), and the loss, in a
+    grid (two panels side by side; three: the norms across the top row; four: 2 x 2). Legends sit outside the axes; the
     stage boundaries are drawn in every panel and explained once below them.
 
     Parameters
@@ -113,13 +145,15 @@ def training_curves(
     steps = np.array([r["step"] for r in records], dtype=float)
     bs, Ke = _curve(records, "block_score_W_V"), _curve(records, "K_eff_median")
     n = 2 + (bs is not None) + (Ke is not None and v is not None)
-    rows, cols = (2, 2) if n == 4 else (1, n)
-    fig = figure(6.2 * cols, 3.6 * rows)
-    slots = [(rows, cols, k + 1) for k in range(n)]
-    ax1 = fig.add_subplot(*slots.pop(0))
+    rows, cols = (1, 2) if n == 2 else (2, 2)
+    fig = figure(6.2 * cols, 4.0 * rows)
+    grid = fig.add_gridspec(rows, cols)
+    # three panels: the norms across the top row, the other two below
+    slots = [grid[0, :]] + [grid[1, 0], grid[1, 1]] if n == 3 else [grid[k // cols, k % cols] for k in range(n)]
+    ax1 = fig.add_subplot(slots.pop(0))
     _norm_panel(ax1, steps, records, keys)
     ax1.set_title(title, fontsize=9)
-    ax2 = fig.add_subplot(*slots.pop(-1))
+    ax2 = fig.add_subplot(slots.pop(-1))
     axes = [ax1, *_structure_panels(fig, slots, steps, bs, Ke, v), ax2]
     ax2.plot(steps, [r["loss"] for r in records], label="train loss", color="k")
     dev = [(r["step"], r["dev_loss"]) for r in records if r.get("dev_loss") is not None]
@@ -206,4 +240,42 @@ def attention_head_ratios(records, n_layers: int, n_heads: int, *, title: str = 
     ax2.set_xticks(range(n_heads))
     ax2.set_yticks(range(n_layers))
     ax2.set_title(f"step {int(steps[-1])}", fontsize=9)
+    return fig
+
+
+_GRID_PANELS = (
+    ("stage1_end", "stage-1 end (norm rule)"),
+    ("stage2_start", "stage-2 start (norm rule)"),
+    ("stage2_attention", "attention favours topic (K_eff >= 1.1 v)"),
+)
+
+
+def stage_grid(rows):
+    """Stage boundaries over a learning-rate x init-scale grid (rows of :func:`theorycheck.nn.stage_grid`):
+    one panel per boundary, cells coloured by the step (log scale) and labelled with it, ``-`` where the
+    rule did not fire within the run."""
+    lrs = sorted({r["lr"] for r in rows})
+    scales = sorted({r["init_scale"] for r in rows})
+    colors = mpl("matplotlib.colors")
+    fig = figure(4.2 * len(_GRID_PANELS) + 0.6, 0.55 * len(lrs) + 2.2)
+    axes = fig.subplots(1, len(_GRID_PANELS), squeeze=False)[0]
+    steps = max((r.get("steps") or 1 for r in rows), default=1)
+    norm = colors.LogNorm(vmin=1, vmax=max(steps, 2))
+    for ax, (key, title) in zip(axes, _GRID_PANELS):
+        M = np.full((len(lrs), len(scales)), np.nan)
+        for r in rows:
+            if r.get(key) is not None:
+                M[lrs.index(r["lr"]), scales.index(r["init_scale"])] = max(float(r[key]), 1.0)
+        im = ax.imshow(np.ma.masked_invalid(M), origin="lower", aspect="auto", cmap="viridis", norm=norm)
+        for i in range(len(lrs)):
+            for j in range(len(scales)):
+                text = "-" if np.isnan(M[i, j]) else f"{int(M[i, j])}"
+                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if text != "-" else "black")
+        ax.set_xticks(range(len(scales)), [f"{s:g}" for s in scales])
+        ax.set_yticks(range(len(lrs)), [f"{x:g}" for x in lrs])
+        ax.set_xlabel("init scale s (entries N(0, s^2))")
+        ax.set_ylabel("SGD learning rate")
+        ax.set_title(title, fontsize=10)
+    colorbar(fig, im, list(axes), label="step")
+    fig.suptitle(f"two-stage dynamics (exact population): stage boundaries, {steps} steps per cell (-: not reached)")
     return fig

@@ -23,6 +23,7 @@ __all__ = [
     "legend_outside",
     "log_axis",
     "new_figure",
+    "round_ticks",
     "topic_grid",
 ]
 
@@ -121,3 +122,15 @@ def colorbar(fig, mappable, ax, label: str = "", **kw):
     if label:
         cb.set_label(label, labelpad=6)
     return cb
+
+
+def round_ticks(lo: float, hi: float, n: int = 6) -> np.ndarray:
+    """Round tick values (1, 2, 2.5, 5 x 10^k steps) inside ``[lo, hi]``, at least two of them."""
+    ticker = mpl("matplotlib.ticker")
+    for bins in (n, n + 2, n + 4):
+        t = ticker.MaxNLocator(nbins=bins, steps=[1, 2, 2.5, 5, 10]).tick_values(lo, hi)
+        span = max(abs(hi - lo), 1e-300)
+        t = t[(t >= lo - 1e-9 * span) & (t <= hi + 1e-9 * span)]
+        if t.size >= 2:
+            return t
+    return np.array([lo, hi])

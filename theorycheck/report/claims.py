@@ -34,7 +34,9 @@ __all__ = [
     "by_seed",
 ]
 
+#: Where a claim comes from: derived by us, stated in the paper, or measured (empirical).
 SOURCES = ("DERIVED", "PAPER", "EMPIRICAL")
+#: Verification tiers: ``default`` (about a minute) and ``full`` (paper-size runs over seeds).
 TIERS = ("default", "full")
 
 

@@ -28,8 +28,10 @@ def write_landscape(
     force: bool = False,
     command: str = "theorycheck landscape",
     sweep: list | None = None,
+    figures: bool = True,
 ) -> dict:
-    """Write ``grid.npz`` (alpha, beta, L, and for block W^V the log K curve), ``landscape.png`` and ``optimum.json``.
+    """Write ``grid.npz`` (alpha, beta, L, and for block W^V the log K curve), ``landscape.png`` (unless
+    ``figures=False``) and ``optimum.json``.
 
     The arrays and the certified optimum are :func:`~theorycheck.analysis.landscape.landscape_data`'s
     (SPEC §4.3; a general model: SPEC §11.4, ``grid.npz`` also holds ``G`` and the figure marks the
@@ -49,10 +51,11 @@ def write_landscape(
     xlabel = fig_kw.pop("xlabel", None)
     with atomic_directory(out, force=force, command=command) as tmp:
         np.savez(tmp / "grid.npz", **arrays)
-        fig = plots.attention_landscape(**fig_kw)
-        if xlabel is not None:
-            fig.axes[0].set_xlabel(xlabel)
-        fig.savefig(tmp / "landscape.png", dpi=110, format="png")
+        if figures:
+            fig = plots.attention_landscape(**fig_kw)
+            if xlabel is not None:
+                fig.axes[0].set_xlabel(xlabel)
+            fig.savefig(tmp / "landscape.png", dpi=110, format="png")
         write_json(tmp / "optimum.json", info, sort_keys=True)
         if sweep is not None:
             write_json(tmp / "sweep.json", {"value": value, "mk": mk.to_dict(), "rows": list(sweep)}, sort_keys=True)

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._plots_training import attention_head_ratios, training_curves
+from .._mpl import mpl
+from ..analysis.stats import power_law_fit
+from ._plots_training import attention_head_ratios, stage_grid, training_curves
 from ._plotstyle import (
     GRAM_AXES,
     KQ_AXES,
@@ -29,6 +31,7 @@ from ._plotstyle import (
     legend_outside,
     log_axis,
     new_figure,
+    round_ticks,
     topic_grid,
 )
 
@@ -51,6 +54,7 @@ __all__ = [
     "heatmap",
     "heatmap_pair",
     "loss_vs_K",
+    "stage_grid",
     "training_curves",
 ]
 
@@ -64,6 +68,7 @@ def heatmap(
     ax_labels=TOKEN_AXES,
     cmap: str = "RdBu_r",
     symmetric: bool = True,
+    cbar_label: str = "entry value",
     fig=None,
     ax=None,
 ):
@@ -79,6 +84,8 @@ def heatmap(
         attention matrix, :data:`KQ_AXES` for ``W_K^T W_Q``, :data:`GRAM_AXES` for a Gram matrix.
     symmetric : bool
         Colour scale symmetric around 0.
+    cbar_label : str
+        What the colour shows, e.g. ``"W^V entry"`` or ``"attention weight"``.
     """
     M = np.asarray(M, dtype=float)
     if fig is None:
@@ -88,7 +95,7 @@ def heatmap(
     vmax = float(np.max(np.abs(M))) if M.size else 1.0
     kw = dict(vmin=-vmax, vmax=vmax) if symmetric and vmax > 0 else {}
     im = ax.imshow(M, cmap=cmap, interpolation="nearest", **kw)
-    colorbar(fig, im, ax)
+    colorbar(fig, im, ax, label=cbar_label)
     topic_grid(ax, M.shape[0], block)
     ax.set_title(title)
     ax.set_xlabel(ax_labels[0])
@@ -96,7 +103,7 @@ def heatmap(
     return fig
 
 
-def _matrix_pair(A, B, titles, block, vmax, ax_labels, suptitle, size):
+def _matrix_pair(A, B, titles, block, vmax, ax_labels, suptitle, size, cbar_label):
     fig = figure(*size)
     axes = [fig.add_subplot(1, 2, k + 1) for k in range(2)]
     for ax, M, title in zip(axes, (A, B), titles):
@@ -105,14 +112,21 @@ def _matrix_pair(A, B, titles, block, vmax, ax_labels, suptitle, size):
         ax.set_title(title, fontsize=9)
         ax.set_xlabel(ax_labels[0])
         ax.set_ylabel(ax_labels[1])
-    colorbar(fig, im, axes, shrink=0.8)
+    colorbar(fig, im, axes, label=cbar_label, shrink=0.8)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
     return fig
 
 
 def gram_pair(
-    G_left, G_right, *, titles=("", ""), block: int | None = None, suptitle: str = "", vmax: float | None = None
+    G_left,
+    G_right,
+    *,
+    titles=("", ""),
+    block: int | None = None,
+    suptitle: str = "",
+    vmax: float | None = None,
+    cbar_label: str = "Gram entry <E e_i, E e_j> (shared scale)",
 ):
     """Two token-indexed Gram matrices side by side on a shared symmetric colour scale.
 
@@ -130,10 +144,19 @@ def gram_pair(
     B = np.asarray(G_right, dtype=float)
     if vmax is None:
         vmax = float(max(np.max(np.abs(A)), np.max(np.abs(B)), 1e-300))
-    return _matrix_pair(A, B, titles, block, vmax, GRAM_AXES, suptitle, (10.5, 4.8))
+    return _matrix_pair(A, B, titles, block, vmax, GRAM_AXES, suptitle, (10.5, 4.8), cbar_label)
 
 
-def heatmap_pair(left, right, *, titles=("", ""), block: int | None = None, suptitle: str = "", ax_labels=VALUE_AXES):
+def heatmap_pair(
+    left,
+    right,
+    *,
+    titles=("", ""),
+    block: int | None = None,
+    suptitle: str = "",
+    ax_labels=VALUE_AXES,
+    cbar_label: str = "W^V entry (shared scale)",
+):
     """Two token-indexed matrices side by side on one shared symmetric colour scale.
 
     Parameters
@@ -145,11 +168,13 @@ def heatmap_pair(left, right, *, titles=("", ""), block: int | None = None, supt
         Words per topic ``v`` (topic grid lines, see :func:`heatmap`).
     ax_labels : (str, str)
         ``(xlabel, ylabel)``; default :data:`VALUE_AXES` (rows are outputs, columns inputs).
+    cbar_label : str
+        What the shared colour scale shows (default: ``W^V`` entries).
     """
     L = np.asarray(left, dtype=float)
     R = np.asarray(right, dtype=float)
     vmax = float(max(np.max(np.abs(L)), np.max(np.abs(R)))) if L.size else 1.0
-    return _matrix_pair(L, R, titles, block, vmax, ax_labels, suptitle, (10.4, 4.6))
+    return _matrix_pair(L, R, titles, block, vmax, ax_labels, suptitle, (10.4, 4.6), cbar_label)
 
 
 # ----------------------------------------------------------------------------- attention (SPEC §4.3)
@@ -159,22 +184,28 @@ def attention_landscape(
     """Contour plot of ``L(alpha, beta)`` (``L[i, j]`` at ``alpha[i], beta[j]``), optionally beside ``L(log K)``.
 
     ``optimum``: ``(alpha*, beta*)`` marked with a star; for the block ``W^V`` the level sets are
-    the curves ``K = e^alpha + (v-1) e^beta = const`` (SPEC §4.3).
+    the curves ``K = e^alpha + (v-1) e^beta = const`` (SPEC §4.3). The colour levels are denser
+    near the minimum; the colourbar is drawn to scale (proportional spacing) with round ticks, and
+    the legend sits below the panels, off the data.
     """
     alpha, beta, L = np.asarray(alpha, float), np.asarray(beta, float), np.asarray(L, float)
     two = logK is not None and L_K is not None
-    fig = figure(11.0 if two else 5.8, 4.6)
+    fig = figure(11.0 if two else 5.8, 5.0)
     ax = fig.add_subplot(1, 2 if two else 1, 1)
     lo, hi = float(np.min(L)), float(np.quantile(L, 0.9))
     levels = lo + (hi - lo) * np.linspace(0, 1, 25) ** 2
     cs = ax.contourf(beta, alpha, L, levels=levels, cmap="viridis", extend="max")
     ax.contour(beta, alpha, L, levels=levels[::3], colors="k", linewidths=0.4)
-    cb = colorbar(fig, cs, ax, label="population loss L(alpha, beta)")
-    ticks = levels[::4]
-    cb.set_ticks(ticks, labels=[f"{t:.5g}" for t in ticks])
+    cb = colorbar(
+        fig, cs, ax, label="population loss L(alpha, beta)\n(levels denser near the minimum)", spacing="proportional"
+    )
+    ticks = round_ticks(lo, hi)
+    cb.set_ticks(ticks, labels=[f"{t:.6g}" for t in ticks])
+    cb.ax.minorticks_off()
+    handles = []
     if optimum is not None and np.all(np.isfinite(optimum)):
-        ax.plot([optimum[1]], [optimum[0]], marker="*", ms=14, color="r", ls="none", label="optimum")
-        ax.legend(loc="lower right", fontsize=8)
+        (star,) = ax.plot([optimum[1]], [optimum[0]], marker="*", ms=14, color="r", ls="none")
+        handles.append((star, f"optimum (alpha*, beta*) = ({optimum[0]:.4g}, {optimum[1]:.4g})"))
     ax.set_xlabel("beta (same topic, other word)")
     ax.set_ylabel("alpha (same word)")
     head = "L(alpha, beta)" if "W^V" in title else f"L(alpha, beta), W^V={value}"
@@ -182,13 +213,15 @@ def attention_landscape(
     if two:
         ax2 = fig.add_subplot(1, 2, 2)
         ax2.plot(np.exp(np.asarray(logK)), L_K, lw=1.5)
-        ax2.set_xscale("log")
+        log_axis(ax2, "x", np.exp(np.asarray(logK)))
         if K_star is not None:
-            ax2.axvline(K_star, color="r", ls="--", lw=1, label=f"K* = {K_star:.4g}")
-            ax2.legend(fontsize=8)
+            line = ax2.axvline(K_star, color="r", ls="--", lw=1)
+            handles.append((line, f"K* = {K_star:.4g} (optimum along K)"))
         ax2.set_xlabel("K = e^alpha + (v-1) e^beta")
-        ax2.set_ylabel("L (block W^V)")
+        ax2.set_ylabel("population loss L along K (block W^V)")
         ax2.set_title("loss along K", fontsize=9)
+    if handles:
+        fig.legend(*zip(*handles), loc="outside lower center", ncol=len(handles), fontsize=8)
     return fig
 
 
@@ -223,23 +256,50 @@ def attention_sweep(rows, *, title: str = ""):
 
 
 def finite_n_gap(N, gap, stderr, *, title: str = ""):
-    """Monte Carlo finite-N loss minus the exact N -> inf loss, with 2-sigma error bars, and N x gap (SPEC §4.4)."""
+    """Monte Carlo finite-N loss minus the exact N -> inf loss against N (SPEC §1.1, §4.3).
+
+    Left: the gap on log-log axes with 2-sigma error bars, the weighted power-law fit
+    (:func:`theorycheck.analysis.stats.power_law_fit`, its slope and standard error in the legend)
+    and the 1/N law through the fit's centre; gaps <= 0 cannot be drawn on a log axis and are
+    counted in the title. Right: ``N x gap`` (flat if the gap is O(1/N)).
+    """
     N, gap, stderr = (np.asarray(x, float) for x in (N, gap, stderr))
-    fig = figure(10.5, 4.2)
+    fit = power_law_fit(N, gap, stderr)
+    fig = figure(11.0, 4.6)
     ax1 = fig.add_subplot(1, 2, 1)
-    ax1.errorbar(N, gap, yerr=2 * stderr, fmt="o-", capsize=3)
-    ax1.axhline(0.0, color="k", lw=0.6)
-    ax1.set_ylabel("L_MC(N) - L(N = inf)")
-    ax1.set_title(title or "finite-document gap", fontsize=9)
+    pos = gap > 0
+    lower = np.minimum(2 * stderr, 0.95 * gap)  # a log axis cannot show a bar reaching below 0
+    ax1.errorbar(
+        N[pos], gap[pos], yerr=[lower[pos], 2 * stderr[pos]], fmt="o", capsize=3, label="Monte Carlo gap (2 SE)"
+    )
+    if np.isfinite(fit.slope):
+        grid = np.geomspace(N.min(), N.max(), 50)
+        ax1.plot(grid, np.exp(fit.intercept) * grid**fit.slope, "-", color="tab:red",
+                 label=f"fit: slope {fit.slope:.2f} +/- {fit.slope_stderr:.2f} ({fit.n} points)")  # fmt: skip
+        u = np.average(np.log(N[pos]))
+        centre = np.exp(fit.intercept + fit.slope * u)
+        ax1.plot(grid, centre * np.exp(u) / grid, "k:", lw=1.2, label="1/N law (slope -1)")
+    log_axis(ax1, "x", N)
+    log_axis(ax1, "y", [gap[pos], (gap + 2 * stderr)[pos]])
+    ax1.set_ylabel("gap L_MC(N) - L(N = inf)")
+    dropped = int(np.count_nonzero(~pos))
+    ax1.set_title(
+        (title or "finite-document gap") + (f"\n({dropped} gaps <= 0 not drawn)" if dropped else ""), fontsize=9
+    )
+    handles, labels = ax1.get_legend_handles_labels()
+    order = sorted(range(len(labels)), key=lambda k: not labels[k].startswith("Monte"))
+    fig.legend([handles[k] for k in order], [labels[k] for k in order], loc="outside lower center", ncol=3, fontsize=8)
     ax2 = fig.add_subplot(1, 2, 2)
     ax2.errorbar(N, N * gap, yerr=2 * N * stderr, fmt="s-", capsize=3)
+    ax2.axhline(0.0, color="k", lw=0.6)
     ax2.set_ylabel("N x gap  (flat if O(1/N))")
     ax2.set_title("gap scaled by N (error bars: 2 standard errors)", fontsize=9)
+    log_axis(ax2, "x", N)
     for ax in (ax1, ax2):
-        log_axis(ax, "x", N)
         if N.size <= 8:  # ticks at the measured lengths
             ax.set_xticks(N, labels=[f"{n:g}" for n in N])
-        ax.set_xlabel("document length N")
+            ax.xaxis.set_minor_locator(mpl("matplotlib.ticker").NullLocator())
+        ax.set_xlabel("document length N (log scale)")
     return fig
 
 

@@ -33,12 +33,14 @@ import time
 import traceback
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
+from multiprocessing import forkserver
 
 import numba
 from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from .. import _threads
+from .._interrupt import end_workers, ignore_sigint, sigint_ignored
 from .._io import jsonable
 from .._threads import blas_threads
 from .._validate import check_int
@@ -143,7 +145,9 @@ def default_jobs() -> int:
 
 
 def _init_worker(numba_threads: int) -> None:
-    """Process-pool initializer: one BLAS thread, ``numba_threads`` Numba threads (the user's choice wins)."""
+    """Process-pool initializer: Ctrl-C left to the parent (:func:`theorycheck._interrupt.ignore_sigint`), one
+    BLAS thread, ``numba_threads`` Numba threads (the user's choice wins)."""
+    ignore_sigint()
     if _threads.requested() is not None:
         _threads.configure()
         return
@@ -156,7 +160,17 @@ def process_pool(jobs: int):
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["proofs_numeric", "theorycheck.report.runner"])
     numba_threads = max(1, default_jobs() // jobs)
+    with sigint_ignored():  # the forkserver (and the workers it forks) leave Ctrl-C to this process
+        forkserver.ensure_running()
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(numba_threads,))
+
+
+def _close_pool(pool, interrupted: bool) -> None:
+    """Shut down a pool of :func:`process_pool`; after Ctrl-C its workers are ended at once (the checks they run are
+    not waited for, :func:`theorycheck._interrupt.end_workers`)."""
+    if interrupted:
+        end_workers(pool)
+    pool.shutdown(wait=not interrupted, cancel_futures=True)
 
 
 def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]:
@@ -306,7 +320,7 @@ def run_claims(
         raise RunInterrupted([rows[i] for i in sorted(rows)], len(checks)) from None
     finally:
         if pool is not None and pool is not executor:
-            pool.shutdown(wait=not interrupted, cancel_futures=True)
+            _close_pool(pool, interrupted)
         bar.close()
     if cache is not None:
         measured: dict[str, float] = {}

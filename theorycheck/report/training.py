@@ -50,20 +50,33 @@ def figures_from_run(run) -> dict:
     lay = model.layers[0]
     figs = {
         "norms": plots.training_curves(recs, stages=stages, v=v),
-        "W_V": plots.heatmap(lay.params["W_V"][0], title="W^V (layer 0, head 0)", block=v, ax_labels=plots.VALUE_AXES),
+        "W_V": plots.heatmap(
+            lay.params["W_V"][0],
+            title="value matrix W^V (layer 0, head 0)",
+            block=v,
+            ax_labels=plots.VALUE_AXES,
+            cbar_label="W^V entry",
+        ),
     }
     if mc.attention == "softmax":
         figs["attention"] = plots.heatmap(
             _row_softmax(model.score_matrix()),
-            title="attention over key tokens (equal counts)",
+            title="attention softmax_b S[a, b], layer 0, head 0\n(query a, key b; key tokens in equal counts)",
             block=v,
             symmetric=False,
             cmap="viridis",
             ax_labels=plots.SCORE_AXES,
+            cbar_label="attention weight (each row sums to 1)",
         )
     if not model.embedding.one_hot:
         tab = model.embedding.params["W_E"]
-        figs["gram"] = plots.heatmap(tab.T @ tab, title="embedding Gram W_E^T W_E", block=v, ax_labels=plots.GRAM_AXES)
+        figs["gram"] = plots.heatmap(
+            tab.T @ tab,
+            title="embedding Gram W_E^T W_E",
+            block=v,
+            ax_labels=plots.GRAM_AXES,
+            cbar_label="Gram entry <W_E e_i, W_E e_j>",
+        )
     if any(r.get("attn_topic_ratio_heads") for r in recs):
         figs["attention_heads"] = plots.attention_head_ratios(recs, mc.n_layers, mc.n_heads)
     return figs

@@ -1,14 +1,14 @@
 """Finite documents (SPEC §1, §2.1, §2.2, §11.1): sampling, BERT-style masking, and the finite-N loss
 by Monte Carlo and by exact enumeration.
 
-=====================================  ==========================================  ==================
-SPEC section                           name                                        module
-=====================================  ==========================================  ==================
-§1.2, §11.1 (documents)                :func:`sample_documents`, :class:`Documents`  ``documents``
-§2.1 (masking)                         :func:`mask_documents`, :class:`MaskedBatch`  ``masking``
-§2.2, §3.1 (finite-N loss, estimate)   :func:`mc_attention_loss`, :func:`doc_losses`  ``montecarlo``
-§2.2 (finite-N loss, exact)            :func:`exact_finite_loss`                   ``finite_exact``
-=====================================  ==========================================  ==================
+=====================================  ================================================  ==================
+SPEC section                           name                                              module
+=====================================  ================================================  ==================
+§1.2, §11.1 (documents)                :func:`sample_documents`, :class:`Documents`      ``documents``
+§2.1 (masking)                         :func:`mask_documents`, :class:`MaskedBatch`      ``masking``
+§2.2, §3.1 (finite-N loss, estimate)   :func:`mc_attention_loss`, :func:`doc_losses`     ``montecarlo``
+§2.2 (finite-N loss, exact)            :func:`exact_finite_loss`                         ``finite_exact``
+=====================================  ================================================  ==================
 
 Every sampler takes ``rng`` (a ``numpy.random.Generator``) or ``seed``; the same seed gives
 bit-identical output.

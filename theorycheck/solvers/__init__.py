@@ -8,23 +8,23 @@ their fields; the backend's own options are their field ``solver_options``), ret
 ``certificate``) and is certified by one shared function with one status table
 (:data:`STATUS_MESSAGES`; ``theorycheck.solvers._certify``).
 
-=========================== =====================================================================
-SPEC section                function
-=========================== =====================================================================
-§4.0, §4.2 stage-1 ``W^V``  :func:`optimal_value_matrix`, :class:`BlockValueMatrix`,
-                            :func:`value_block_constants` (min-norm constants:
-                            ``theorycheck.population.stage1_block_constants``),
-                            :func:`minimiser_violation`
-§11.3, §11.5 general phi    the same two solvers dispatch on a ``GeneralTopicModel``
-                            (:class:`LowRankMatrix` results; the ``_lowrank`` modules)
-§4.1 tied embedding Gram    :func:`optimal_embedding_gram`, :func:`closed_form_gram`,
-                            :class:`BlockGram`, :func:`embedding_from_gram`,
-                            :func:`min_embedding_dim`, :func:`embedding_minimiser_violation`,
-                            :func:`identifiable_part`
-§4.3 (alpha, beta) attention :func:`optimal_attention`
-§11.4 general attention      :func:`optimal_attention` on a ``GeneralTopicModel``,
-                             :func:`cotopic_matrix`, :func:`stage1_value_matrix`
-=========================== =====================================================================
+=============================  =====================================================================
+SPEC section                   function
+=============================  =====================================================================
+§4.0, §4.2 stage-1 ``W^V``     :func:`optimal_value_matrix`, :class:`BlockValueMatrix`,
+                               :func:`value_block_constants` (min-norm constants:
+                               ``theorycheck.population.stage1_block_constants``),
+                               :func:`minimiser_violation`
+§11.3, §11.5 general phi       the same two solvers dispatch on a ``GeneralTopicModel``
+                               (:class:`LowRankMatrix` results; the ``_lowrank`` modules)
+§4.1 tied embedding Gram       :func:`optimal_embedding_gram`, :func:`closed_form_gram`,
+                               :class:`BlockGram`, :func:`embedding_from_gram`,
+                               :func:`min_embedding_dim`, :func:`embedding_minimiser_violation`,
+                               :func:`identifiable_part`
+§4.3 (alpha, beta) attention   :func:`optimal_attention`
+§11.4 general attention        :func:`optimal_attention` on a ``GeneralTopicModel``,
+                               :func:`cotopic_matrix`, :func:`stage1_value_matrix`
+=============================  =====================================================================
 
 Layout by concept: one subpackage per solver family, closed form, numeric methods, residuals and
 certificates side by side: :mod:`.value` (stage-1 ``W^V``), :mod:`.gram` (tied embedding Gram),

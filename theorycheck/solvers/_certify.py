@@ -43,6 +43,8 @@ __all__ = [
 
 SUCCESS, ITERATION_LIMIT, SOLVER_FAILURE, ON_BOUNDARY, NOT_CERTIFIED = 0, 1, 2, 3, 4
 
+#: Status code -> message of every :class:`SolveResult` (0 success, 1 iteration limit, 2 solver failure,
+#: 3 on the search box's boundary, 4 not certified): the one status table of the solvers.
 STATUS_MESSAGES = {
     SUCCESS: "Optimisation terminated successfully; every residual within tol (relative to its scale).",
     ITERATION_LIMIT: "Iteration or time limit reached before convergence.",

@@ -42,8 +42,8 @@ def _check_opt_int(name, value, low):
 class ValueOptions:
     """Options of :func:`theorycheck.solvers.optimal_value_matrix` (SPEC §4.2, §11.3).
 
-    Fields
-    ------
+    Attributes
+    ----------
     dense : bool or None, default None
         ``method="closed-form"`` only: a dense ``(V1, V1)`` array (``True``) or the structured matrix
         (``False``: a :class:`BlockValueMatrix` for the paper's model, a :class:`LowRankMatrix` for a
@@ -70,8 +70,8 @@ class ValueOptions:
 class GramOptions:
     """Options of :func:`theorycheck.solvers.optimal_embedding_gram` (SPEC §4.1, §11.5).
 
-    Fields
-    ------
+    Attributes
+    ----------
     seed : int or None, default None
         ``method="factorized"`` only: seed of the initial ``W^E`` (``None``: 0).
     init_scale : float or None, default None
@@ -105,8 +105,8 @@ class GramOptions:
 class AttentionOptions:
     """Options of :func:`theorycheck.solvers.optimal_attention` (SPEC §4.3, §11.4).
 
-    Fields
-    ------
+    Attributes
+    ----------
     n_grid : int or None, default None
         Grid points per axis. Paper's model: 20001 over ``log K`` (``value="block"``), 401 per axis
         (``"identity"``); at least 11. General model: coarse grid over the first two family
@@ -122,17 +122,25 @@ class AttentionOptions:
     certify : {None, "interval"}, default None
         Paper's model, squared loss: ``"interval"`` adds rigorous bounds ``lower <= min L <= upper`` over
         the search box by interval branch and bound (:func:`theorycheck.solvers.attention.interval_certificate`),
-        enlarging the box until the certified argmin is interior (at most 4 rounds, |coordinate| <= 200);
-        status 0 (``certificate["kind"] = "certified optimum"``) needs an interior argmin and
-        ``L* - lower <= certify_options["tol"]`` (default 1e-9); an argmin on the box is status 3
-        (``"bound on the box"``); otherwise 4. The returned point lies in ``certificate["box"]`` and
-        ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
+        enlarging the box until the certified argmin is interior (at most 4 rounds, ``|coordinate| <= 200``);
+        status 0 (``certificate["kind"] = "certified optimum"``) needs an interior argmin,
+        ``L* - lower <= certify_options["tol"]`` (default 1e-9) and the whole-domain certificate
+        (``certificate["global"]``: every global minimiser finite, ``L* - global_lower <= tol``); an
+        argmin on the box is status 3 (``"bound on the box"``); otherwise 4. The returned point lies in
+        ``certificate["box"]`` and ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
     certify_options : dict or None, default None
-        Passed to ``interval_certificate`` (``tol``, ``max_boxes``); needs ``certify="interval"``.
-    family : None, "co-topic", array or list of arrays, default None
+        Passed to ``interval_certificate`` and ``global_certificate`` (``tol``, ``max_boxes``); needs
+        ``certify="interval"``. ``"recheck": True`` adds the Arb re-check (needs python-flint, the
+        ``certify`` extra) as ``certificate["recheck"]``.
+    family : None, "co-topic", "label", array or list of arrays, default None
         General model: the score family ``alpha I_w + beta G`` (default ``G`` the co-topic similarity,
-        :func:`theorycheck.solvers.cotopic_matrix`), a word-similarity ``G`` (``(n_words, n_words)``
+        :func:`theorycheck.solvers.cotopic_matrix`), ``"label"`` (``alpha I_w + beta Z``, ``Z`` the same-label
+        indicator of the SPEC §11.6 labels), a word-similarity ``G`` (``(n_words, n_words)``
         or ``(V1, V1)``) or a list of ``(V1, V1)`` basis matrices ``B_k`` of ``sum_k c_k B_k``.
+        ``"co-topic"`` and ``"label"`` with ``method="family"`` and the stage-1 ``W^V`` (or ``"label"``, squared
+        loss, any ``W^V``) use the structured evaluator of SPEC §11.8 (no ``V1 x V1`` array; the co-topic
+        family costs ``O(V1^2 T^2)`` per ``beta``, the label family ``O(V1 T)`` per document law); the others
+        the dense evaluator, refused before any work when its arrays do not fit.
     mask_keys : bool, default False
         General model: hide selected positions as keys (the official code's convention), as in
         :func:`theorycheck.population.attention_loss`.

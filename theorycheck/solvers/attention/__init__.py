@@ -11,8 +11,11 @@ module              content
                     certified grid (SPEC §4.3)
 ``_family``         the generic route: score families / unrestricted ``S`` on the exact
                     population loss (SPEC §11.4); :func:`cotopic_matrix`, :func:`stage1_value_matrix`
+``_structured``     the generic route's structured (alpha, beta) search on the family evaluator of
+                    SPEC §11.8 (label and co-topic families, no ``V1 x V1`` array)
 ``_interval``       rigorous interval branch and bound on the (alpha, beta) loss
-                    (:func:`interval_certificate`, ``options.certify="interval"``)
+                    (:func:`interval_certificate` on a box, :func:`global_certificate` on the
+                    whole domain, ``options.certify="interval"``)
 ``_interval_loss``  the (alpha, beta) loss written for interval arithmetic (shared by both engines)
 ``_interval_vec``   the numpy interval engine
 =================== =====================================================================
@@ -20,7 +23,7 @@ module              content
 
 from .._options import AttentionOptions
 from ._family import cotopic_matrix, stage1_value_matrix
-from ._interval import IntervalCertificate, interval_certificate, interval_loss
+from ._interval import IntervalCertificate, global_certificate, interval_certificate, interval_loss
 from ._solve import optimal_attention
 
 __all__ = [
@@ -29,6 +32,7 @@ __all__ = [
     "cotopic_matrix",
     "stage1_value_matrix",
     "interval_certificate",
+    "global_certificate",
     "interval_loss",
     "IntervalCertificate",
 ]

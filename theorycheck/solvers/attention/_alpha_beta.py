@@ -25,8 +25,10 @@ Certificate (both values):
    rounds, :data:`ENLARGE_CAP`). What it proves (SPEC §7, interval certificate): ``lower <= min_B L
    <= upper`` on the final box ``B``, with the returned point in ``B`` and ``lower <= fun <= upper``
    (checked); status 0 only for a converged, interior argmin (``kind="certified optimum"``: every
-   minimiser over ``B`` is a local minimiser of ``L``); status 3 is a bound on the box only.
-   It does not prove that ``min_B L`` is the global minimum beyond ``B`` (tails: step 2, floats).
+   minimiser over ``B`` is a local minimiser of ``L``, and the whole-domain certificate on a compact chart
+   bounds the infimum over the whole line / plane within ``tol`` of ``fun`` with every global minimiser
+   finite); status 3 is a bound on the box only (``certificate["global_lower"]`` still bounds the
+   infimum over the whole domain).
 
 For the block ``W^V`` the loss depends only on ``K = e^alpha + (v - 1) e^beta`` (a flat direction):
 the canonical representative reported is ``alpha* = beta* = log(K*/v)`` (uniform per-word weight
@@ -61,7 +63,8 @@ from .._certify import (
     certify as certify_residuals,
 )
 from .._result import SolveResult
-from ._interval import DEFAULT_BOXES, interval_certificate
+from ._arb import arb_recheck
+from ._interval import DEFAULT_BOXES, global_certificate, interval_certificate
 
 __all__ = ["solve_alpha_beta", "ATTENTION_METHODS", "DEFAULT_TOL"]
 
@@ -262,10 +265,21 @@ def _attach_interval(res, tm, mk, value, box, opts):
     (b) ``lower <= fun <= upper`` (checked here: a violation beyond rounding is an error; at rounding
         level the enclosure is widened to hold ``fun``, which keeps both bounds rigorous);
     (c) status 0 only for ``kind="certified optimum"``: converged, argmin interior to the box,
-        ``fun - lower <= tol`` and the solver's own checks passed; an argmin on the (capped) box is
+        ``fun - lower <= tol``, the solver's own checks passed, and the whole-domain certificate
+        (:func:`._interval.global_certificate`, ``certificate["global"]``) converged with every global
+        minimiser finite (argmin off the chart's edges) and ``fun - global_lower <= tol``: then ``fun``
+        is within ``tol`` of the infimum over the whole line / plane; an argmin on the (capped) box is
         status 3 with ``kind="bound on the box"``; otherwise status 4, ``kind="not certified"``.
+
+    ``opts["recheck"] = True`` (needs python-flint) re-derives the whole-domain bounds in Arb
+    (:func:`._arb.arb_recheck`, its own loss code) into ``certificate["recheck"]``; enclosures that do not
+    intersect raise.
     """
+    opts = dict(opts)
+    recheck = opts.pop("recheck", False)
     cert, tried, interior = _certified_box(tm, mk, value, box, opts)
+    gopts = {k: opts[k] for k in ("tol", "max_boxes", "engine", "offset", "constants") if k in opts}
+    gcert = global_certificate(tm, mk, value, x0=_point_of(res, value), **gopts)
     cbox = cert.box
     moved = not _in_box(_point_of(res, value), cbox) or (res.status == ON_BOUNDARY and interior and cert.converged)
     if moved:
@@ -280,7 +294,9 @@ def _attach_interval(res, tm, mk, value, box, opts):
     if not lower <= res.fun <= upper:
         raise AssertionError(f"interval certificate: lower {lower!r} <= L {res.fun!r} <= upper {upper!r} fails")
     excess = res.fun - lower
-    ok = cert.converged and excess <= cert.tol
+    g_excess = math.inf if gcert is None else res.fun - gcert.lower
+    g_ok = gcert is not None and gcert.converged and not gcert.info["at_infinity"] and g_excess <= cert.tol
+    ok = cert.converged and excess <= cert.tol and g_ok
     if not interior and cert.converged:
         status, kind = ON_BOUNDARY, "bound on the box"
         msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the box "
@@ -290,10 +306,7 @@ def _attach_interval(res, tm, mk, value, box, opts):
         status, kind, msg = SUCCESS, "certified optimum", res.message if not moved else STATUS_MESSAGES[SUCCESS]
     else:
         status, kind = (res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED), "not certified"
-        msg = (
-            f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {cert.tol:g}), "
-            f"gap {cert.gap:.3g} after {cert.n_boxes} boxes (converged: {cert.converged}); solver: {res.message}"
-        )
+        msg = _not_certified(res, cert, gcert, excess, g_excess)
     res.status, res.message = status, msg
     if moved:
         res.info["at_boundary"] = status == ON_BOUNDARY
@@ -309,7 +322,39 @@ def _attach_interval(res, tm, mk, value, box, opts):
         "boxes_tried": tried,
         "argmin_interior": interior,
         "interval": cert.as_dict(),
+        "global": None if gcert is None else gcert.as_dict(),
+        "global_lower": None if gcert is None else gcert.lower,
+        "global_upper": None if gcert is None else gcert.upper,
     }
+    if recheck and gcert is not None:
+        _attach_recheck(res, tm, mk, value, gcert, cert.tol, opts)
+
+
+def _not_certified(res, cert, gcert, excess, g_excess):
+    """The message of a ``"not certified"`` outcome."""
+    whole = ("chart degenerate" if gcert is None else f"L* - lower = {g_excess:.3g}, gap {gcert.gap:.3g}, "
+             f"argmin at infinity: {gcert.info['at_infinity']}")  # fmt: skip
+    return (
+        f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {cert.tol:g}), "
+        f"gap {cert.gap:.3g} after {cert.n_boxes} boxes (converged: {cert.converged}); whole domain: {whole}; "
+        f"solver: {res.message}"
+    )
+
+
+def _attach_recheck(res, tm, mk, value, gcert, tol, opts):
+    """The optional Arb re-check (python-flint) of the whole-domain certificate, SPEC §7: its bounds in
+    ``certificate["recheck"]``; enclosures that do not intersect raise (a testing ``offset`` or other
+    ``constants`` are not re-checked: the Arb loss is the plain §4.3 one)."""
+    if opts.get("offset") or opts.get("constants") is not None:
+        res.certificate["recheck"] = {"engine": "arb (python-flint)", "skipped": "offset / constants"}
+        return
+    lo, up, n, am = arb_recheck(tm.T, tm.v, tm.tau, mk.p_m, mk.p_c, mk.p_r, value, tol=tol)
+    agree = max(lo, gcert.lower) <= min(up, gcert.upper) and lo <= res.fun
+    res.certificate["recheck"] = {"engine": "arb (python-flint)", "lower": lo, "upper": up, "n_boxes": n,
+                                  "argmin": [list(b) for b in am], "agrees": agree,
+                                  "discrepancy": max(abs(lo - gcert.lower), abs(up - gcert.upper))}  # fmt: skip
+    if not agree:
+        raise AssertionError(f"Arb re-check contradicts the interval certificate: {res.certificate['recheck']}")
 
 
 def _detail(res):

@@ -11,6 +11,11 @@ Two searches, both minimising :func:`theorycheck.population.attention_loss` of a
 - ``method="lbfgs"``: unrestricted ``S`` (``V1^2`` numbers) by L-BFGS on the exact loss and its
   gradient, started at the family optimum (small sizes: ``O(C(T, tau) V1^3)`` per evaluation).
 
+The label family ``alpha I_w + beta Z`` (``options.family="label"``, ``Z`` the same-label indicator of the
+SPEC §11.6 labels) and the co-topic family with the stage-1 ``W^V`` run on the structured evaluator of SPEC
+§11.8 (:mod:`._structured`: no ``V1 x V1`` array, corpus-sized vocabularies); everything else on the dense
+evaluator, whose arrays are checked against the memory limit before any work.
+
 For the paper's model ``G`` is the within-topic all-ones block, so the family is the (alpha, beta)
 family of SPEC §4.3 reparametrised (``alpha_sym = alpha + beta``, ``beta_sym = beta``) and its
 optimum equals :func:`theorycheck.solvers.optimal_attention`'s.
@@ -31,12 +36,14 @@ from ..._memory import check_alloc
 from ..._validate import check_array, check_choice
 from ...models import Masking, check_models
 from ...population import attention_loss, attention_loss_grad
+from ...population._attention_dense import _DENSE_ARRAYS
 from .._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, check_contract
 from .._certify import certify as certify_residuals
 from .._options import ValueOptions
 from .._result import SolveResult
 from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
+from ._structured import structured_family, structured_solve
 
 __all__ = [
     "solve_family",
@@ -109,9 +116,14 @@ def _basis(g, family):
     I_w[0, 0] = 0.0
     if family is None or (isinstance(family, str) and family == "co-topic"):
         return [I_w, _cotopic(g)], "alpha I_w + beta G (co-topic)"
+    if isinstance(family, str) and family == "label":
+        z = g.dominant_topic()
+        Z = np.zeros((g.V1, g.V1))
+        Z[1:, 1:] = z[:, None] == z[None, :]
+        return [I_w, Z], "alpha I_w + beta Z (labels)"
     if isinstance(family, str):
         raise ValueError(
-            f"family must be 'co-topic', a word-similarity matrix or a list of basis matrices, got {family!r}"
+            f"family must be 'co-topic', 'label', a word-similarity matrix or a list of basis matrices, got {family!r}"
         )
     if isinstance(family, (list, tuple)):
         if not family:
@@ -238,7 +250,29 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     n_theta, seed, x0, mask_keys = opts.n_theta, (0 if opts.seed is None else opts.seed), opts.x0, opts.mask_keys
     box, family = opts.box, opts.family
     kind = "lbfgs" if method == "lbfgs" else "family"
+    if isinstance(value, str):
+        check_choice("value", value, ("stage1", "block", "identity"))
     t0 = time.perf_counter()
+    fam = structured_family(family, value, loss) if kind == "family" else None
+    if fam is not None:  # SPEC §11.8: no V1 x V1 array on this route
+        box = _check_box(box, 2)
+        c, Lf, grad, at_boundary, r, info = structured_solve(
+            g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, FAMILY_GRID, options
+        )
+        info.update(coefficients=c.tolist(), loss_family=Lf, at_boundary=at_boundary, loss_kind=loss)
+        info.update(alpha=float(c[0]), beta=float(c[1]))
+        backend = ON_BOUNDARY if at_boundary else (ITERATION_LIMIT if r.status == 1 else SUCCESS)
+        gnorm = float(np.max(np.abs(grad)))
+        res = SolveResult(c, Lf, 0, "family (structured): grid + L-BFGS-B", nit=int(r.nit),
+                          residuals={"gradient_norm": gnorm})  # fmt: skip
+        res.status, res.message, rel = certify_residuals({"gradient": (gnorm, 1.0)}, tol, backend=backend)
+        info.update(loss=Lf, gap_to_uniform=info["loss_uniform"] - Lf, relative_residuals=rel, tol=tol)
+        res.info = info
+        res.time = time.perf_counter() - t0
+        return res
+    check_alloc("optimal_attention (dense general route)", (_DENSE_ARRAYS, g.V1, g.V1),
+                alternative="method='family' with options.family='label' or 'co-topic' and value='stage1' "
+                "(the structured route, SPEC §11.8)")  # fmt: skip
     W, value_kind = _value(g, mk, value)
     basis, fam_name = _basis(g, family)
     box = _check_box(box, len(basis))
@@ -246,6 +280,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     c, Lf, grad, at_boundary, r = _solve_family(obj, basis, box, n_grid, options if kind == "family" else {})
     info = dict(coefficients=c.tolist(), loss_family=Lf, family=fam_name, value_kind=value_kind, W=W)
     info.update(loss_uniform=obj.loss(np.zeros((g.V1, g.V1))), at_boundary=at_boundary, loss_kind=loss)
+    info.update(route="dense")
     if len(basis) == 2:
         info.update(alpha=float(c[0]), beta=float(c[1]))
     backend = ON_BOUNDARY if at_boundary else (ITERATION_LIMIT if r.status == 1 else SUCCESS)

@@ -38,7 +38,9 @@ intervals, adds a second-order bound at the float minimiser (interval Hessian) a
 boxes of a round at once; it falls back to mpmath when a constant leaves the float range.
 
 Scope: squared loss, uniform-tau prior, the search box only (the loss at the box's edges is part
-of the bound, the loss outside is not). ``argmin`` touching a side of the box means the minimum over
+of the bound, the loss outside is not). :func:`global_certificate` covers the whole line / plane:
+the same branch and bound on a compact chart in which the loss is rational (SPEC §7, whole-domain
+certificate). ``argmin`` touching a side of the box means the minimum over
 the box may be on that side (the optimum at or beyond the box); ``optimal_attention`` then enlarges
 the box, and reports a bound on the box (status 3) when the argmin still touches it at the cap.
 """
@@ -54,9 +56,9 @@ from mpmath import iv
 from ..._validate import check_choice, check_int, check_real
 from ...models import Masking, TopicModel, check_models
 from . import _interval_vec as vec
-from ._interval_loss import _down, _Dual, _evaluate, _setup, _up
+from ._interval_loss import COMPACT, _down, _Dual, _evaluate, _setup, _up
 
-__all__ = ["IntervalCertificate", "interval_certificate", "interval_loss", "DEFAULT_BOXES"]
+__all__ = ["IntervalCertificate", "interval_certificate", "interval_loss", "global_certificate", "DEFAULT_BOXES"]
 
 #: Default search boxes: the grids of :func:`theorycheck.solvers.optimal_attention`.
 DEFAULT_BOXES = {"block": ((-30.0, 60.0),), "identity": ((-10.0, 40.0), (-40.0, 20.0))}
@@ -262,6 +264,110 @@ def interval_certificate(
         tol=tol,
         info=info,
     )
+
+
+def global_certificate(
+    tm: TopicModel,
+    mk: Masking,
+    value: str = "block",
+    *,
+    tol: float = 1e-9,
+    max_boxes: int = 20_000,
+    constants=None,
+    offset: float = 0.0,
+    engine: str = "numpy",
+    x0=None,
+) -> IntervalCertificate | None:
+    """Rigorous bounds ``lower <= inf L <= upper`` over the whole domain: ``log K in R`` (block) or
+    ``(alpha, beta) in R^2`` (identity) (SPEC §7, whole-domain certificate).
+
+    The loss is a rational function of a compact chart (``u = K/(K + k) in [0, 1]`` for the block
+    ``W^V``; ``(u, w) in [0, 1]^2``, the barycentric weights of the identity case, see
+    :func:`._interval_loss._identity_loss_uw`), continuous on the closed square; the open square is the
+    image of the whole line / plane, so ``inf`` over the domain equals ``min`` over the closed square.
+    The same branch and bound as :func:`interval_certificate` runs on the square (only ``+ - * /``:
+    no ``exp`` enclosure is involved). ``argmin`` (chart coordinates) holds every minimiser of the
+    closed square; ``info["at_infinity"]`` is True when it touches an edge (then the infimum may be a
+    limit at infinity), ``info["argmin_original"]`` maps it back (``log K`` or ``(alpha, beta)`` ranges,
+    ``+-inf`` at the edges). ``x0``: a point of the original coordinates to expand around (the float
+    optimum). Returns ``None`` when the chart is degenerate (``1 - rho v = 0``: the context holds only
+    the query topic's words, the loss does not depend on the scores).
+    """
+    _check(tm, mk, value)
+    tol = check_real("tol", tol, low=0.0, low_open=True)
+    max_boxes = check_int("max_boxes", max_boxes, low=1)
+    offset = check_real("offset", offset)
+    check_choice("engine", engine, ("numpy", "mpmath"))
+    chart = next(c for c, v in COMPACT.items() if v == value)
+    cst_f = _setup(tm, mk, chart, constants)
+    if "k_in" not in cst_f:
+        return None
+    k, box = float(cst_f["k_in"].mid), ((0.0, 1.0),) if value == "block" else ((0.0, 1.0), (0.0, 1.0))
+    y0 = None if x0 is None else _to_chart(tuple(float(c) for c in x0), k, tm.v)
+    if engine == "numpy":
+        lower, upper, x_best, n_boxes, argmin, info = _numpy_engine(
+            tm, mk, chart, box, constants, offset, tol, max_boxes, y0
+        )
+    else:
+        lower, upper, x_best, n_boxes, argmin, info = _mpmath_engine(
+            tm, mk, chart, box, constants, offset, tol, max_boxes
+        )
+    at_inf = any(lo <= 0.0 or hi >= 1.0 for lo, hi in argmin[: 1 if tm.v == 1 else 2])
+    info.update(
+        domain="R" if value == "block" else "R^2",
+        chart="u = K/(K + k)" if value == "block" else "(u, w): barycentric (e^a, (v-1) e^b, k)/sum",
+        k=k,
+        at_infinity=at_inf,
+        argmin_original=[list(b) for b in _from_chart_box(argmin, k, tm.v)],
+        x_best_original=[c[0] for c in _from_chart_box(tuple((c, c) for c in x_best), k, tm.v)],
+    )
+    gap = upper - lower
+    return IntervalCertificate(
+        lower=lower,
+        upper=upper,
+        gap=gap,
+        converged=gap <= tol,
+        n_boxes=n_boxes,
+        argmin=argmin,
+        x_best=x_best,
+        variables=("u",) if value == "block" else ("u", "w"),
+        box=box,
+        tol=tol,
+        method="interval-branch-and-bound (compact chart, whole domain)",
+        info=info,
+    )
+
+
+def _to_chart(x, k, v):
+    """Chart coordinates of a float point ``(log K,)`` or ``(alpha, beta)`` (clipped to [0, 1])."""
+    if len(x) == 1:
+        return (min(1.0, max(0.0, 1.0 / (1.0 + k * math.exp(-x[0])))),)
+    P = math.exp(min(x[0], 700.0))
+    Q = (v - 1) * math.exp(min(x[1], 700.0))
+    u = P / (P + Q + k) if math.isfinite(P + Q) else (1.0 if P >= Q else 0.0)
+    w = Q / (Q + k) if math.isfinite(Q) else 1.0
+    return (min(1.0, max(0.0, u)), min(1.0, max(0.0, w)))
+
+
+def _logit(y, k):
+    """``log(k y/(1 - y))`` with the limits ``-inf`` at 0 and ``+inf`` at 1."""
+    return -math.inf if y <= 0.0 else math.inf if y >= 1.0 else math.log(k * y / (1.0 - y))
+
+
+def _from_chart_box(box, k, v):
+    """Original-coordinate ranges of a chart box (float; reporting only): ``log K`` from ``u``;
+    ``alpha = log(k u/((1-u)(1-w)))``, ``beta = log(k w/((v-1)(1-w)))``."""
+    (u0, u1), rest = box[0], box[1:]
+    if not rest:
+        return ((_logit(u0, k), _logit(u1, k)),)
+    w0, w1 = rest[0]
+    if v == 1:
+        return ((_logit(u0, k), _logit(u1, k)), (-math.inf, math.inf))
+    # alpha increases in u and in w; beta increases in w only
+    a_lo = _logit(u0, k) - (math.log1p(-w0) if w0 < 1.0 else -math.inf)
+    a_hi = _logit(u1, k) - (math.log1p(-w1) if w1 < 1.0 else -math.inf)
+    a_lo, a_hi = (-math.inf if math.isnan(a_lo) else a_lo), (math.inf if math.isnan(a_hi) else a_hi)
+    return ((a_lo, a_hi), (_logit(w0, k / (v - 1)), _logit(w1, k / (v - 1))))
 
 
 def _check_x0(x0, box):

@@ -165,7 +165,11 @@ def ivec_exact(x) -> IVec:
     """The tightest float interval holding the exact number ``x`` (int, float or Fraction; cached: treat
     the result as immutable)."""
     fr = Fraction(x)
-    f = float(fr)
+    try:
+        f = float(fr)
+    except OverflowError:  # beyond the float range: [max float, inf] (or its negative)
+        big = float(np.finfo(float).max)
+        return IVec(big, _INF) if fr > 0 else IVec(-_INF, -big)
     lo = f if Fraction(f) <= fr else float(np.nextafter(f, -_INF))
     hi = f if Fraction(f) >= fr else float(np.nextafter(f, _INF))
     return IVec(lo, hi)

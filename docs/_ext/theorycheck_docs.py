@@ -1,0 +1,386 @@
+"""Sphinx extension of theorycheck's documentation site.
+
+- **Math reference.** The page ``spec`` is ``theorycheck/SPEC.md`` (the package data, read at build time), each
+  numbered section preceded by a stable label: ``§4.3`` -> ``spec-4-3``, ``§4.3(a)`` -> ``spec-4-3a``,
+  ``§4.1 D1`` -> ``spec-4-1-d1``.
+- **Citations as links.** Every ``§x.y`` naming a SPEC section in a docstring (``autodoc-process-docstring``) or
+  in a Markdown page of the site (``source-read``) becomes a link to its label; code (backticks, fenced blocks)
+  and headings are left alone.
+- **API reference.** ``api/<facade>.rst`` is generated from each facade's ``__all__``: an autosummary table
+  (one page per public name) of the names whose home is that facade, links for the names it re-exports.
+- **Measured figures.** The page ``performance`` gets the tables of every ``benchmarks/results/*.json``
+  appended, rendered from the JSON at build time (no hand-typed numbers).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shutil
+import sys
+import types
+from pathlib import Path
+
+from sphinx.application import Sphinx
+from sphinx.errors import PycodeError
+from sphinx.pycode import ModuleAnalyzer
+from sphinx.util import logging
+
+from theorycheck import spec as _spec
+
+logger = logging.getLogger(__name__)
+
+DOCS = Path(__file__).resolve().parent.parent
+ROOT = DOCS.parent
+RESULTS = ROOT / "benchmarks" / "results"
+
+#: The facades whose ``__all__`` the API reference documents. A name's home page is the first facade
+#: in this order that exports it; the others link there (so every object is documented once).
+FACADES = [
+    "theorycheck.models",
+    "theorycheck.population",
+    "theorycheck.sampling",
+    "theorycheck.solvers",
+    "theorycheck.problems",
+    "theorycheck.analysis.topic_structure",
+    "theorycheck.analysis.stats",
+    "theorycheck.analysis.dynamics",
+    "theorycheck.analysis.landscape",
+    "theorycheck.analysis.phase",
+    "theorycheck.analysis",
+    "theorycheck.strategies",
+    "theorycheck.diagnostics",
+    "theorycheck.spec",
+    "theorycheck.nn",
+    "theorycheck.report",
+    "theorycheck.realdata",
+    "theorycheck",
+]
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# SPEC labels and citation links
+
+
+def spec_label(number: str) -> str:
+    """``"4.3"`` -> ``"spec-4-3"``, ``"4.3(a)"`` -> ``"spec-4-3a"``, ``"4.1 D1"`` -> ``"spec-4-1-d1"``."""
+    text = number.strip().lower().replace("(", "").replace(")", "")
+    return "spec-" + re.sub(r"[.\s]+", "-", text)
+
+
+def spec_labels() -> dict[str, str]:
+    """Section number (as SPEC writes it) -> label, for every numbered section."""
+    return {number: spec_label(number) for number in _spec.sections()}
+
+
+_CITE = re.compile(r"(?<![\w§])§\s?(\d+(?:\.\d+)?)(\([a-z]\))?(?: (D\d+))?(?![\w(])")
+# Code and interpreted text are left alone: rST/Markdown literals and roles (``...``, `...`, :role:`...`).
+_CODE = re.compile(r"(``.+?``|:?[\w:.+-]*`[^`]+`_*|\{\w+\}`[^`]+`|\[[^\]]*\]\([^)]*\))", re.S)
+
+
+def _link_citations(text: str, known: dict[str, str], fmt: str) -> str:
+    def sub(m: re.Match) -> str:
+        number = m[1] + (m[2] or "") + (f" {m[3]}" if m[3] else "")
+        label = known.get(number) or known.get(m[1] + (m[2] or "")) or known.get(m[1])
+        if label is None:
+            return m[0]
+        return fmt.format(text=m[0], label=label)
+
+    parts = _CODE.split(text)
+    return "".join(p if i % 2 else _CITE.sub(sub, p) for i, p in enumerate(parts))
+
+
+_BORDER = re.compile(r"^\s*=+(\s+=+)+\s*$")
+
+
+def link_citations_rst(text: str, known: dict[str, str]) -> str:
+    """Every ``§x.y`` outside code in rST ``text`` as ``:ref:`§x.y <spec-x-y>```.
+
+    Lines of simple tables (between ``===  ===`` borders) are left alone: a link would widen a cell past
+    its column.
+    """
+    lines = text.split("\n")
+    keep, in_table = [False] * len(lines), False
+    for i, line in enumerate(lines):
+        if _BORDER.match(line):
+            closing = in_table and (i + 1 == len(lines) or not lines[i + 1].strip())
+            in_table = not closing
+            keep[i] = True
+        elif in_table:
+            keep[i] = True
+    out, chunk = [], []
+    for line, k in zip(lines, keep):
+        if k:
+            if chunk:
+                out.append(_link_citations("\n".join(chunk), known, ":ref:`{text} <{label}>`"))
+                chunk = []
+            out.append(line)
+        else:
+            chunk.append(line)
+    if chunk:
+        out.append(_link_citations("\n".join(chunk), known, ":ref:`{text} <{label}>`"))
+    return "\n".join(out)
+
+
+def link_citations_md(text: str, known: dict[str, str]) -> str:
+    """Every ``§x.y`` outside code, fenced blocks and headings of MyST ``text`` as a ``{ref}`` link."""
+    out, fenced = [], False
+    for line in text.splitlines(keepends=True):
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if fenced or line.lstrip().startswith(("#", "```", "~~~", "(")):
+            out.append(line)
+        else:
+            out.append(_link_citations(line, known, "{{ref}}`{text} <{label}>`"))
+    return "".join(out)
+
+
+_HEADING = re.compile(r"^(#{1,6})\s+§")
+
+
+def spec_page() -> str:
+    """SPEC.md as MyST, a ``(label)=`` target before each numbered section's heading."""
+    labels = iter(spec_labels().values())
+    out, fenced, titled = [], False, False
+    for line in _spec.spec_text().splitlines():
+        if line.lstrip().startswith(("```", "~~~")):
+            fenced = not fenced
+        if not fenced and _HEADING.match(line):
+            out.extend([f"({next(labels)})=", ""])
+        if not fenced and re.match(r"^#{1,5}\s", line):
+            if titled:  # the file's title stays the page title; its sections (several "# §k.") go one level down
+                line = "#" + line
+            titled = True
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def _data_doc(name: str, obj) -> list[str] | None:
+    """The ``#:`` comment of a constant re-exported by a facade, read from the module that defines it."""
+    short = name.rsplit(".", 1)[-1]
+    for modname, mod in sorted(sys.modules.items()):
+        if modname.startswith("theorycheck") and getattr(mod, short, None) is obj:
+            try:
+                docs = ModuleAnalyzer.for_module(modname).find_attr_docs()
+            except PycodeError:
+                continue
+            if ("", short) in docs:
+                return [line for line in docs["", short] if line is not None]
+    return None
+
+
+def _on_docstring(app, what, name, obj, options, lines: list[str]) -> None:
+    if what == "data":
+        lines[:] = _data_doc(name, obj) or []
+    text = link_citations_rst("\n".join(lines), app.env.theorycheck_spec_labels)
+    lines[:] = text.split("\n")
+
+
+def _on_source_read(app, docname: str, source: list[str]) -> None:
+    if docname == "spec":  # SPEC's own cross-references ("see §2.1") become links too
+        source[0] = link_citations_md(spec_page(), app.env.theorycheck_spec_labels)
+        return
+    if docname == "performance":
+        source[0] = source[0].rstrip() + "\n\n" + performance_tables(RESULTS)
+    if app.env.doc2path(docname).suffix == ".md":
+        source[0] = link_citations_md(source[0], app.env.theorycheck_spec_labels)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# API pages
+
+
+def _homes() -> dict[int, tuple[str, str]]:
+    """``id(object)`` -> ``(facade, name)`` of its home facade (the first in :data:`FACADES` exporting it)."""
+    homes: dict[int, tuple[str, str]] = {}
+    for facade in FACADES:
+        mod = importlib.import_module(facade)
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            if _documentable(obj):
+                homes.setdefault(id(obj), (facade, name))
+    return homes
+
+
+def _documentable(obj) -> bool:
+    """Functions and classes are documented on their home page; data (constants) on every facade exporting it."""
+    return callable(obj) and not isinstance(obj, types.ModuleType)
+
+
+def api_page(facade: str, homes: dict[int, tuple[str, str]]) -> str:
+    mod = importlib.import_module(facade)
+    here, elsewhere, modules = [], [], []
+    for name in mod.__all__:
+        obj = getattr(mod, name)
+        if isinstance(obj, types.ModuleType):
+            modules.append(obj.__name__)
+        elif _documentable(obj) and homes[id(obj)][0] != facade:
+            elsewhere.append((name, "{}.{}".format(*homes[id(obj)]), isinstance(obj, type)))
+        else:
+            here.append(name)
+    title = f"``{facade}``"
+    lines = [
+        f".. _api-{facade}:",
+        "",
+        title,
+        "=" * len(title),
+        "",
+        f".. automodule:: {facade}",
+        "   :no-members:",
+        "",
+        f".. currentmodule:: {facade}",
+        "",
+    ]
+    if here:
+        lines += [".. autosummary::", "   :toctree: generated", "   :nosignatures:", ""]
+        lines += [f"   {name}" for name in here] + [""]
+    if modules:
+        lines += ["Submodules: " + ", ".join(f":mod:`{m}`" for m in modules) + ".", ""]
+    if elsewhere:
+        lines += ["Also exported here (documented at their home):", ""]
+        for name, target, is_class in elsewhere:
+            lines.append(f"- :py:{'class' if is_class else 'func'}:`{name} <{target}>`")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def write_api_pages(app: Sphinx) -> None:
+    """``docs/api/<facade>.rst`` for every facade (generated; ignored by git)."""
+    homes = _homes()
+    folder = DOCS / "api"
+    for facade in FACADES:
+        path = folder / f"{facade}.rst"
+        text = api_page(facade, homes)
+        if not path.exists() or path.read_text() != text:  # unchanged pages keep their mtime (incremental builds)
+            path.write_text(text)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Measured figures from benchmarks/results/*.json
+
+
+def _fmt(x) -> str:
+    if x is None:
+        return "–"
+    if isinstance(x, bool):
+        return "yes" if x else "no"
+    if isinstance(x, float):
+        return f"{x:.4g}"
+    if isinstance(x, int):
+        return str(x)
+    if isinstance(x, list):
+        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x) and len(x) <= 6:
+            return ", ".join(_fmt(v) for v in x)
+        return f"({len(x)} values)"
+    if isinstance(x, dict):
+        return ", ".join(f"{k}={_fmt(v)}" for k, v in x.items() if not isinstance(v, (dict, list)))
+    return str(x).replace("|", "\\|").replace("\n", " ")
+
+
+def _table(headers: list[str], rows: list[list]) -> list[str]:
+    out = ["| " + " | ".join(str(h) for h in headers) + " |", "|" + "---|" * len(headers)]
+    out += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
+    return out + [""]
+
+
+def _records_table(records: list[dict]) -> list[str]:
+    keys: list[str] = []
+    for r in records:
+        keys += [k for k, v in r.items() if k not in keys and (not isinstance(v, (dict, list)) or k == "params")]
+    return _table(keys, [[r.get(k) for k in keys] for r in records])
+
+
+def _render(key: str, value, depth: int) -> list[str]:
+    heading = "#" * min(depth, 6)
+    if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
+        return [f"{heading} {key}", "", *_records_table(value)]
+    if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values()):
+        records = [{"": k, **r} for k, r in value.items()]
+        out = [f"{heading} {key}", "", *_records_table(records)]
+        for k, r in value.items():  # nested lists of records (e.g. per-threshold rows) as their own tables
+            for sub, rows in r.items():
+                if isinstance(rows, list) and rows and all(isinstance(x, dict) for x in rows):
+                    out += [f"{'#' * min(depth + 1, 6)} {k}: {sub}", "", *_records_table(rows)]
+        return out
+    return []
+
+
+def performance_tables(folder: Path) -> str:
+    """Markdown for every ``*.json`` in ``folder``: its machine, its scalars, and each list of records as a table."""
+    files = sorted(folder.glob("*.json"), key=lambda p: (p.name == "calibration.json", p.name))  # timings first
+    if not files:
+        return "No benchmark results in `benchmarks/results/` at build time.\n"
+    out = []
+    for path in files:
+        data = json.loads(path.read_text())
+        out += [f"## `{path.name}`", ""]
+        machine = data.get("machine")
+        if isinstance(machine, dict):
+            out += ["Machine: " + ", ".join(f"{k} {_fmt(v)}" for k, v in machine.items()) + ".", ""]
+        scalars = {k: v for k, v in data.items() if k != "machine" and not isinstance(v, (dict, list))}
+        scalars.update(
+            {k: v for k, v in data.items() if isinstance(v, list) and v and not isinstance(v[0], (dict, list))}
+        )
+        if scalars:
+            out += [f"- {k}: {_fmt(v)}" for k, v in scalars.items()] + [""]
+        if isinstance(data.get("headers"), list) and isinstance(data.get("rows"), list) and data["rows"]:
+            if all(isinstance(r, list) for r in data["rows"]):
+                out += _table(data["headers"], data["rows"])
+        for key, value in data.items():
+            if key in ("machine", "headers") or (key == "rows" and "headers" in data):
+                continue
+            out += _render(key, value, 3)
+    return "\n".join(out) + "\n"
+
+
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def _on_config_inited(app: Sphinx, config) -> None:
+    write_api_pages(app)  # before Sphinx looks for source files and autosummary for its directives
+    if _local_mathjax() is not None:  # else Sphinx's default: MathJax from its CDN
+        config.mathjax_path = "mathjax/tex-chtml.js"
+
+
+def _local_mathjax() -> Path | None:
+    """MathJax 3's ``es5`` folder from the ``django-static-mathjax`` wheel (the ``docs`` extra), if installed."""
+    try:
+        import mathjax  # django-static-mathjax: MathJax's static files only, no Django dependency
+    except ImportError:
+        return None
+    es5 = Path(mathjax.__file__).parent / "static" / "mathjax" / "es5"
+    return es5 if (es5 / "tex-chtml.js").is_file() else None
+
+
+def _on_builder_inited(app: Sphinx) -> None:
+    app.env.theorycheck_spec_labels = spec_labels()
+
+
+def _on_build_finished(app: Sphinx, exc) -> None:
+    """Copy MathJax (the script and its fonts) into ``_static/mathjax`` so that the site renders math offline."""
+    es5 = _local_mathjax()
+    if exc is not None or es5 is None or app.builder.format != "html":
+        return
+    dest = Path(app.outdir) / "_static" / "mathjax"
+    dest.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(es5 / "tex-chtml.js", dest / "tex-chtml.js")
+    shutil.copytree(
+        es5 / "output" / "chtml" / "fonts" / "woff-v2",
+        dest / "output" / "chtml" / "fonts" / "woff-v2",
+        dirs_exist_ok=True,
+    )
+
+
+def _on_env_before_read(app, env, docnames) -> None:
+    env.theorycheck_spec_labels = spec_labels()
+
+
+def setup(app: Sphinx) -> dict:
+    app.connect("config-inited", _on_config_inited)
+    app.connect("builder-inited", _on_builder_inited)
+    app.connect("build-finished", _on_build_finished)
+    app.connect("env-before-read-docs", _on_env_before_read)
+    app.connect("source-read", _on_source_read)
+    app.connect("autodoc-process-docstring", _on_docstring, priority=600)  # after numpydoc's own (500)
+    return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

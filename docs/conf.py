@@ -1,0 +1,59 @@
+"""Sphinx configuration of theorycheck's documentation site (build: ``docs/build.sh``; see docs/contributing.md)."""
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
+sys.path.insert(0, str(DOCS.parent))
+
+import theorycheck  # noqa: E402
+
+project = "theorycheck"
+author = "the theorycheck developers"
+copyright = "the theorycheck developers (MIT licence)"
+release = theorycheck.__version__
+version = release
+
+extensions = [
+    "myst_nb",  # MyST Markdown pages and executed MyST-Markdown notebooks (the tutorials); includes myst_parser
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "sphinx.ext.mathjax",
+    "sphinx_copybutton",
+    "theorycheck_docs",  # docs/_ext: SPEC page and its labels, citation links, API pages, measured figures
+]
+
+source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
+root_doc = "index"
+exclude_patterns = ["_build", "jupyter_execute", "**.ipynb_checkpoints", "_ext", "_templates"]
+templates_path = ["_templates"]
+
+# MyST: $...$ and $$...$$ math, amsmath environments, ::: fences, {ref} labels of the SPEC page.
+myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
+myst_dmath_double_inline = True
+suppress_warnings = ["myst.header"]  # SPEC.md is hand-laid: a subsection may follow a top-level heading directly
+
+# Tutorials: executed at every build, in order, each in its own kernel; an error fails the build.
+nb_execution_mode = "force"
+nb_execution_timeout = 240
+nb_execution_raise_on_error = True
+nb_execution_show_tb = True
+nb_merge_streams = True
+
+# API reference: autosummary pages for the names in each facade's __all__ (docs/_ext/theorycheck_docs.py).
+autosummary_generate = True
+autosummary_imported_members = True
+autodoc_default_options = {"member-order": "bysource"}
+autodoc_typehints = "none"  # numpydoc's Parameters sections state the types; signatures stay readable
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+numpydoc_xref_param_type = False
+
+html_theme = "furo"
+html_title = f"theorycheck {release}"
+html_copy_source = False
+html_show_sourcelink = False
+html_static_path = ["_static"]
+nb_execution_in_temp = True  # tutorials write their files (reports, claims) into a temporary folder

@@ -1,0 +1,220 @@
+"""The structured (alpha, beta) family evaluator (SPEC §11.8) against the dense evaluator of SPEC §11.4, finite
+differences and the closed form of SPEC §4.3; its refusals; the structured route of ``optimal_attention``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _general_strategies import general_models
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import theorycheck as tc
+from theorycheck import GeneralTopicModel, Masking
+from theorycheck.analysis.landscape import family_scores
+from theorycheck.population import alpha_beta_loss, attention_loss_grad, family_attention_loss
+from theorycheck.solvers import cotopic_matrix, optimal_attention, optimal_value_matrix
+
+REL = 1e-12
+
+
+def _label_matrix(g):
+    z = g.dominant_topic()
+    Z = np.zeros((g.V1, g.V1))
+    Z[1:, 1:] = z[:, None] == z[None, :]
+    return Z
+
+
+def _factors(g, mk):
+    return optimal_value_matrix(g, mk, options={"dense": False}).x
+
+
+def _dense_reference(g, mk, alpha, beta, B, W, b, mask_keys, loss, kw):
+    """Loss and (alpha, beta)-gradient of the dense evaluator: dL/dalpha = <dL/dS, I_w>, dL/dbeta = <dL/dS, B>."""
+    r = attention_loss_grad(family_scores(alpha, beta, B), W, g, mk, b, mask_keys=mask_keys, loss=loss, **kw)
+    I_w = np.eye(g.V1)
+    I_w[0, 0] = 0.0
+    return float(r.loss), float(np.vdot(r.dS, I_w)), float(np.vdot(r.dS, B))  # type: ignore[arg-type]
+
+
+def _close(a, b, scale):
+    assert abs(a - b) <= REL * max(1.0, abs(scale)), (a, b)
+
+
+maskings = st.sampled_from([Masking(), Masking(p_m=0.3, p_c=0.2, p_r=0.3), Masking(p_m=0.5, p_c=0.0, p_r=0.0)])
+scores = st.floats(-4.0, 4.0)
+
+
+@settings(max_examples=25)
+@given(
+    g=general_models(max_T=4, max_v=3, paper=True),
+    mk=maskings,
+    alpha=scores,
+    beta=scores,
+    family=st.sampled_from(["label", "co-topic"]),
+    mask_keys=st.booleans(),
+    with_bias=st.booleans(),
+    factored=st.booleans(),
+)
+def test_structured_equals_dense_squared(g, mk, alpha, beta, family, mask_keys, with_bias, factored):
+    """Squared loss and its (alpha, beta)-gradient: structured == dense to 1e-12 (relative), uniform-tau law."""
+    Wf = _factors(g, mk)
+    W = Wf.toarray()
+    b = np.linspace(-0.3, 0.4, g.V1) if with_bias else None
+    B = _label_matrix(g) if family == "label" else cotopic_matrix(g)
+    L, da, db = _dense_reference(g, mk, alpha, beta, B, W, b, mask_keys, "squared", {})
+    Wgiven = Wf if (factored or family == "co-topic") else W
+    r = family_attention_loss(alpha, beta, Wgiven, g, mk, family=family, b=b, mask_keys=mask_keys, grad=True)
+    assert r.exact and r.stderr == 0.0 and r.n == g.n_topic_sets
+    _close(r.value, L, L)
+    _close(r.dalpha, da, 1.0)
+    _close(r.dbeta, db, 1.0)
+
+
+@settings(max_examples=10)
+@given(
+    g=general_models(max_T=3, max_v=3, prior="dirichlet"),
+    alpha=scores,
+    beta=scores,
+    family=st.sampled_from(["label", "co-topic"]),
+    loss=st.sampled_from(["squared", "ce"]),
+    mask_keys=st.booleans(),
+)
+def test_structured_equals_dense_dirichlet(g, alpha, beta, family, loss, mask_keys):
+    """Dirichlet law: the same sampled theta (seed) in both evaluators; loss (squared or CE) and gradient agree."""
+    mk = Masking()
+    Wf = _factors(g, mk)
+    B = _label_matrix(g) if family == "label" else cotopic_matrix(g)
+    kw = dict(n_theta=16, seed=5)
+    L, da, db = _dense_reference(g, mk, alpha, beta, B, Wf.toarray(), None, mask_keys, loss, kw)
+    r = family_attention_loss(alpha, beta, Wf, g, mk, family=family, mask_keys=mask_keys, loss=loss, grad=True, **kw)
+    assert not r.exact and r.n == 16 and r.stderr > 0.0
+    _close(r.value, L, L)
+    _close(r.dalpha, da, 1.0)
+    _close(r.dbeta, db, 1.0)
+
+
+@settings(max_examples=10)
+@given(g=general_models(max_T=3, max_v=2), alpha=scores, beta=scores, with_bias=st.booleans())
+def test_structured_ce_equals_dense(g, alpha, beta, with_bias):
+    mk = Masking()
+    Wf = _factors(g, mk)
+    b = np.linspace(0.2, -0.5, g.V1) if with_bias else None
+    B = cotopic_matrix(g)
+    L, da, db = _dense_reference(g, mk, alpha, beta, B, Wf.toarray(), b, False, "ce", {})
+    r = family_attention_loss(alpha, beta, Wf, g, mk, family="co-topic", b=b, loss="ce", grad=True)
+    _close(r.value, L, L)
+    _close(r.dalpha, da, 1.0)
+    _close(r.dbeta, db, 1.0)
+
+
+@pytest.mark.parametrize("family", ["label", "co-topic"])
+@pytest.mark.parametrize("loss", ["squared", "ce"])
+def test_gradient_matches_finite_differences(family, loss):
+    rng = np.random.default_rng(3)
+    g = GeneralTopicModel(rng.dirichlet(np.full(12, 0.5), size=4), tau=2)
+    mk = Masking()
+    Wf = _factors(g, mk)
+    b = rng.normal(size=g.V1) * 0.2
+    a0, b0, h = 0.8, -0.6, 1e-5
+    r = family_attention_loss(a0, b0, Wf, g, mk, family=family, b=b, loss=loss, grad=True)
+
+    def f(a, bt):
+        return family_attention_loss(a, bt, Wf, g, mk, family=family, b=b, loss=loss).value
+
+    fa = (f(a0 + h, b0) - f(a0 - h, b0)) / (2 * h)
+    fb = (f(a0, b0 + h) - f(a0, b0 - h)) / (2 * h)
+    assert abs(r.dalpha - fa) <= 1e-8 and abs(r.dbeta - fb) <= 1e-8
+    assert abs(r.dalpha) + abs(r.dbeta) > 1e-6  # a non-trivial gradient
+
+
+@settings(max_examples=15)
+@given(
+    T=st.integers(2, 5),
+    v=st.integers(1, 4),
+    data=st.data(),
+    alpha=scores,
+    beta=scores,
+    family=st.sampled_from(["label", "co-topic"]),
+)
+def test_paper_model_equals_closed_form(T, v, data, alpha, beta, family):
+    """On the paper's model both families are SPEC §4.3's with alpha_sym = alpha + beta, beta_sym = beta."""
+    tau = data.draw(st.integers(1, T))
+    tm = tc.TopicModel(T=T, v=v, tau=tau)
+    mk = Masking()
+    g = GeneralTopicModel.from_topic_model(tm)
+    r = family_attention_loss(alpha, beta, _factors(g, mk), tm, mk, family=family)
+    L = alpha_beta_loss(alpha + beta, beta, tm, mk, "block")
+    _close(r.value, L, L)
+
+
+def test_dense_and_factored_W_agree_and_refusals():
+    rng = np.random.default_rng(0)
+    g = GeneralTopicModel(rng.dirichlet(np.full(9, 0.6), size=3), tau=2)
+    mk = Masking()
+    Wf = _factors(g, mk)
+    r1 = family_attention_loss(1.0, 0.3, Wf, g, mk, grad=True)
+    r2 = family_attention_loss(1.0, 0.3, Wf.toarray(), g, mk, grad=True)
+    r3 = family_attention_loss(1.0, 0.3, (Wf.left, Wf.right), g, mk, grad=True)
+    _close(r1.value, r2.value, 1.0)
+    assert r1 == r3
+    with pytest.raises(ValueError, match="factored"):
+        family_attention_loss(1.0, 0.3, Wf.toarray(), g, mk, family="co-topic")
+    with pytest.raises(ValueError, match="factored"):
+        family_attention_loss(1.0, 0.3, Wf.toarray(), g, mk, loss="ce")
+    with pytest.raises(ValueError, match="family"):
+        family_attention_loss(1.0, 0.3, Wf, g, mk, family="cosine")
+    with pytest.raises(ValueError, match="factors must both have shape"):
+        family_attention_loss(1.0, 0.3, (Wf.left, Wf.right[:-1]), g, mk)
+    with pytest.raises(ValueError, match="seed"):
+        family_attention_loss(1.0, 0.3, Wf, GeneralTopicModel(g.phi, prior="dirichlet", alpha=0.5), mk)
+    with pytest.raises(ValueError, match="above the memory limit"):
+        family_attention_loss(1.0, 0.3, Wf, g, mk, max_bytes=1000)
+
+
+def test_sampled_sets_have_a_standard_error():
+    rng = np.random.default_rng(1)
+    g = GeneralTopicModel(rng.dirichlet(np.full(10, 0.6), size=5), tau=2)
+    mk = Masking()
+    Wf = _factors(g, mk)
+    exact = family_attention_loss(0.5, 1.0, Wf, g, mk)
+    est = family_attention_loss(0.5, 1.0, Wf, g, mk, n_sets=400, seed=0)
+    assert est.n == 400 and not est.exact and est.stderr > 0
+    assert abs(est.value - exact.value) <= 5 * est.stderr
+
+
+@pytest.mark.parametrize("family", ["label", "co-topic"])
+def test_optimal_attention_structured_route_matches_dense(family):
+    """The solver's structured route (stage-1 W) reaches the dense route's optimum (a given W: dense route)."""
+    rng = np.random.default_rng(2)
+    g = GeneralTopicModel(rng.dirichlet(np.full(12, 0.4), size=3), tau=2)
+    mk = Masking()
+    s = optimal_attention(g, mk, options={"family": family})
+    assert s.info["route"] == "structured" and s.status in (0, 3)
+    W = s.info["W"]
+    B = _label_matrix(g) if family == "label" else cotopic_matrix(g)
+    d = optimal_attention(g, mk, value=W, options={"family": B[1:, 1:]})
+    assert d.info["route"] == "dense"
+    assert abs(s.fun - d.fun) <= 1e-9
+    _close(s.fun, tc.population.attention_loss(s.info["S"], W, g, mk), 1.0)
+
+
+def test_optimal_attention_refuses_a_dense_request_before_work():
+    g = GeneralTopicModel(np.full((2, 30000), 1 / 30000), tau=1)
+    with pytest.raises(ValueError, match="structured route"):
+        optimal_attention(g, Masking(), method="lbfgs")
+
+
+@pytest.mark.parametrize("v", [1, 2])
+def test_own_word_cancellation_regime_is_exact(v):
+    """alpha << 0 << beta (the own word's weight e^{alpha+beta} far below e^beta): the label tables' subtraction
+    would lose ~eps e^{2 beta}; the evaluator detects it and uses the blocked tables (the closed form holds)."""
+    tm = tc.TopicModel(T=2 + v, v=v, tau=1)
+    mk = Masking(0.15, 0.1, 0.1)
+    Wf = _factors(GeneralTopicModel.from_topic_model(tm), mk)
+    for a, b in [(-11.67, 11.67), (-20.0, 25.0)]:
+        L = alpha_beta_loss(a + b, b, tm, mk, "block")
+        for family in ("label", "co-topic"):
+            r = family_attention_loss(a, b, Wf, tm, mk, family=family)
+            assert r.value >= 0.0
+            assert abs(r.value - L) <= 1e-12 * max(1.0, L)

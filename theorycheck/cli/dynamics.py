@@ -1,0 +1,122 @@
+"""``theorycheck dynamics``: stage boundaries of the exact two-stage dynamics over a learning-rate x
+init-scale grid (SPEC §4.5, §5.2), one training run of the preset ``two-stage`` per cell
+(:func:`theorycheck.nn.stage_grid`), written as a table and a figure; cells in local worker processes
+(``--jobs``) or on a Dask cluster (``--scheduler``).
+"""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
+from contextlib import nullcontext
+
+from .. import _io
+from .._dask import scheduler_executor
+from .._validate import check_int
+from ..nn.stage_grid import GRID_COLUMNS, GRID_PRESET, MAX_CELLS, MAX_GRID_STEPS, check_grid, stage_grid
+from ..report.plots import stage_grid as stage_grid_figure
+from ..report.runner import default_jobs
+from .common import (
+    add_jobs_flag,
+    add_json_flag,
+    add_no_figures_flag,
+    add_out_flags,
+    add_quiet_flag,
+    add_scheduler_flag,
+    add_seed_flag,
+    command,
+    json_path,
+    write_json_summary,
+)
+
+DESCRIPTION = (
+    "stage boundaries of the exact two-stage dynamics over a grid of learning rates and init scales (SPEC §5.2)"
+)
+
+#: the default grid: the preset's lr 30 and init 0.01 in the middle
+DEFAULT_LRS = "10,20,30,40"
+DEFAULT_SCALES = "0.003,0.01,0.03"
+
+
+def add_parser(sub):
+    p = sub.add_parser("dynamics", help=DESCRIPTION, description=DESCRIPTION)
+    p.add_argument("--lr", default=DEFAULT_LRS, help="comma-separated SGD learning rates > 0 (default: %(default)s)")
+    p.add_argument(
+        "--init-scale",
+        default=DEFAULT_SCALES,
+        help="comma-separated init scales s > 0, entries N(0, s^2) (default: %(default)s)",
+    )
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=None,
+        help=f"steps per cell, 1 to {MAX_GRID_STEPS:,} (default: the {GRID_PRESET} preset's 3000)",
+    )
+    add_seed_flag(p, None, f"the initialisation seed of every cell (default: the {GRID_PRESET} preset's)")
+    add_jobs_flag(p, None, "1 = in this process; more: local worker processes")
+    add_scheduler_flag(p, "the cells")
+    add_out_flags(p, "theorycheck-dynamics", "output folder (stage_grid.md, stage_grid.json, figures/stage_grid.png)")
+    add_no_figures_flag(p)
+    add_quiet_flag(p)
+    add_json_flag(p, "the grid rows")
+    return p
+
+
+def _parse_list(flag: str, text: str) -> list[float]:
+    try:
+        values = [float(t) for t in text.split(",")]
+    except ValueError:
+        raise ValueError(f"{flag} must be comma-separated numbers > 0 such as 10,30, got {text!r}") from None
+    return values
+
+
+def _pool(jobs: int):
+    """``jobs`` local worker processes (``forkserver``: no Numba thread pool inherited across fork)."""
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("forkserver"))
+
+
+def _table(rows) -> str:
+    lines = ["| " + " | ".join(GRID_COLUMNS) + " |", "|" + "---|" * len(GRID_COLUMNS)]
+    for r in rows:
+        cells = [
+            f"{r[c]:.6g}" if isinstance(r[c], float) else ("-" if r[c] is None else str(r[c])) for c in GRID_COLUMNS
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> int:
+    lrs = _parse_list("--lr", args.lr)
+    scales = _parse_list("--init-scale", args.init_scale)
+    if len(lrs) * len(scales) > MAX_CELLS:
+        raise ValueError(f"--lr x --init-scale has {len(lrs)} x {len(scales)} cells; at most {MAX_CELLS} are accepted")
+    if args.steps is not None:
+        check_int("--steps", args.steps, low=1, high=MAX_GRID_STEPS)
+    if args.seed is not None:
+        check_int("--seed", args.seed, low=0)
+    check_grid(lrs, scales, steps=args.steps, seed=args.seed)  # every value, before any work
+    jobs = 1 if args.jobs is None else check_int("--jobs", args.jobs, low=1, high=max(default_jobs(), 1) * 4)
+    if args.scheduler is not None and args.jobs is not None:
+        raise ValueError("pass --jobs (local worker processes) or --scheduler (a Dask cluster), not both")
+    out = _io.prepare_output_dir(args.out, force=args.force, flag="--out")
+    json_file = json_path(args)
+    local = _pool(jobs) if jobs > 1 and args.scheduler is None else nullcontext()
+    with scheduler_executor(args.scheduler) as dask_ex, local as pool:
+        rows = stage_grid(
+            lrs, scales, steps=args.steps, seed=args.seed, executor=dask_ex or pool, progress=not args.quiet
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    summary = {"preset": GRID_PRESET, "lrs": lrs, "init_scales": scales, "rows": rows}
+    files = [_io.write_json(out / "stage_grid.json", summary, sort_keys=True, indent=2)]
+    files.append(_io.atomic_write_text(out / "stage_grid.md", _table(rows)))
+    if not args.no_figures:
+        (out / "figures").mkdir(exist_ok=True)
+        buf = io.BytesIO()
+        stage_grid_figure(rows).savefig(buf, dpi=110, format="png")
+        files.append(_io.atomic_write_bytes(out / "figures" / "stage_grid.png", buf.getvalue()))
+    _io.write_marker(out, command=command(args), files=sorted(p.relative_to(out).as_posix() for p in files))
+    print(_table(rows), end="")
+    print(f"written {out}/stage_grid.md, stage_grid.json" + ("" if args.no_figures else ", figures/stage_grid.png"))
+    write_json_summary(json_file, summary)
+    return 0

@@ -1,0 +1,393 @@
+"""Structured exact attention loss of the (alpha, beta) score families of a general topic model (SPEC §11.8).
+
+For ``S = alpha I_w + beta B`` with ``B`` the same-label indicator ``Z`` (``family="label"``, the SPEC §11.6
+labels) or the co-topic cosine ``G`` (``family="co-topic"``, :func:`theorycheck.solvers.cotopic_matrix`)
+the exact loss of SPEC §11.4 is evaluated without any ``V1 x V1`` array: the context law is linear in
+``theta`` (``m_theta = Phi~^T theta``, SPEC §11.5), so the ``V1``-sized work is done once per ``beta``
+(:mod:`._attention_tables`) and a document law ``theta`` then costs
+
+- squared loss, label family: ``O(V1 T + L T^2)``; co-topic family: ``O(V1 T^2)``;
+- cross-entropy (factored ``W`` only): ``O(V1^2 k)`` (every output coordinate of every query enters the
+  log-sum-exp; ``k = rank W``), after ``O(V1^2 T k)`` per ``beta``.
+
+With ``A = ||N_theta||^2``, ``B_q = b^T N_theta``, ``D = e_x^T N_theta``, ``F = p_theta^T N_theta`` and
+``Z = Z_theta(x)`` (:mod:`._attention_tables`) the squared loss of a word query is
+
+.. math::
+    \\ell_x = \\omega (A/Z^2 + 2 B_q/Z + \\|b\\|^2) - 2 p_c p_\\theta(x) (D/Z + b_x)
+             - \\tfrac{2 p_r}{n} (F/Z + p_\\theta^T b) + \\omega,\\qquad \\omega = p_c p_\\theta(x) + p_r/n,
+
+the [MASK] query attends uniformly (``o = W m_theta + b``), and the gradient in ``(alpha, beta)`` follows
+by the chain rule through ``Z, A, B_q, D, F`` (``d g / d alpha = e^alpha e^{beta B_xx} m_theta(x)``, the
+``beta``-derivatives of the tables). Uniform-tau: exact over all ``C(T, tau)`` sets, evaluated in chunks
+of sets, parallel over sets on ``--threads`` / ``THEORYCHECK_THREADS`` threads (default 1, the project's
+policy for shared machines, :mod:`theorycheck._threads`); Dirichlet: over sampled ``theta`` with the standard error.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import warnings
+from concurrent.futures import ThreadPoolExecutor
+from typing import NamedTuple
+
+import numba
+import numpy as np
+from numpy.typing import ArrayLike
+from scipy.special import logsumexp, softmax
+
+from .._memory import check_alloc, resolve_max_bytes
+from .._threads import blas_threads, numba_threads, requested
+from .._validate import check_array, check_choice, check_int, check_loss, check_real
+from ..models import GeneralTopicModel, Masking, check_models
+from ._attention_loss import DEFAULT_N_THETA, _check_n_sets, _thetas
+from ._attention_tables import (
+    LabelBasis,
+    ValueOperator,
+    blocked_tables,
+    context_rows,
+    cotopic_rows,
+    label_rows,
+    label_tables,
+    static_tables,
+)
+
+__all__ = ["family_attention_loss", "FamilyLoss", "FamilyEvaluator", "FAMILIES", "value_operator"]
+
+#: The structured score families: ``alpha I_w + beta Z`` (labels) and ``alpha I_w + beta G`` (co-topic).
+FAMILIES = ("label", "co-topic")
+_CHUNK_BYTES = 16 * 2**20
+#: Laws per chunk and words per block of the squared-loss kernel (the GEMM output of a chunk x block stays in cache).
+_LAW_CHUNK = 512
+#: Largest estimated rounding error (relative to max(1, loss)) of the label tables before the blocked route
+CANCEL_TOL = 1e-13
+_WORD_BLOCK = 256
+_FACTORS_HINT = (
+    "pass W^V factored as (left, right) with W = left @ right.T (e.g. optimal_value_matrix(g, mk).x, a "
+    "LowRankMatrix), or use attention_loss for a small model"
+)
+
+
+class FamilyLoss(NamedTuple):
+    """Loss of the family at ``(alpha, beta)`` with its error and (optionally) its gradient.
+
+    ``value`` (exact when ``exact``), ``stderr`` (0 for the enumeration of the uniform-tau sets, else
+    ``sd / sqrt(n)``), ``n`` document laws, ``dalpha``, ``dbeta`` (``None`` without ``grad``).
+    """
+
+    value: float
+    stderr: float
+    n: int
+    exact: bool
+    dalpha: float | None
+    dbeta: float | None
+
+
+def value_operator(W, V1: int, name: str = "W") -> ValueOperator:
+    """A validated ``W^V``: a dense ``(V1, V1)`` array, a pair ``(left, right)`` or an object with ``left`` and
+    ``right`` attributes (``W = left @ right.T``, both ``(V1, k)``)."""
+    pair = (W.left, W.right) if hasattr(W, "left") and hasattr(W, "right") else None
+    if pair is None and isinstance(W, tuple) and len(W) == 2:
+        pair = W
+    if pair is not None:
+        U = check_array(f"{name}.left", pair[0])
+        V = check_array(f"{name}.right", pair[1])
+        if U.ndim != 2 or V.ndim != 2 or U.shape[0] != V1 or V.shape != U.shape:
+            raise ValueError(f"{name}: factors must both have shape (V1={V1}, k), got {U.shape} and {V.shape}")
+        return ValueOperator(left=U, right=V)
+    return ValueOperator(dense=check_array(name, W, shape=(V1, V1)))
+
+
+class FamilyEvaluator:
+    """The structured loss of one family for fixed ``(model, masking, W, b, mask_keys, loss, document laws)``;
+    the ``beta``-tables are cached for the last ``beta`` (a grid over ``alpha`` reuses them)."""
+
+    def __init__(self, g, mk, op: ValueOperator, family, b, mask_keys, loss, theta, sampled):
+        self.g, self.mk, self.op, self.family, self.b, self.loss = g, mk, op, family, b, loss
+        self.theta, self.sampled = theta, sampled
+        Mp, Phi = context_rows(g, mk, mask_keys)
+        self.st = static_tables(op, Mp, Phi, b)
+        labels = g.dominant_topic()
+        self.rows = label_rows(labels) if family == "label" else cotopic_rows(g.phi)
+        self.lb = LabelBasis(op, self.st, labels, b) if (family == "label" and loss == "squared") else None
+        self._beta: float | None = None
+        self._blocked_label = self._tables_blocked = False
+        self._tables: object = None
+
+    def tables(self, beta):
+        if self._beta != beta or self._blocked_label != self._tables_blocked:
+            self._tables_blocked = self._blocked_label
+            if self.loss == "ce":
+                self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b, want_K=True)
+            elif self.lb is not None and not self._blocked_label:
+                self._tables = label_tables(self.lb, self.st, beta)
+            else:
+                self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b)
+            self._beta = beta
+        return self._tables
+
+    def per_law(self, alpha, beta, want_grad=False):
+        """Per-law losses ``(n,)`` and, with ``want_grad``, their ``alpha``- and ``beta``-derivatives."""
+        tb = self.tables(beta)
+        with blas_threads(), numba_threads():  # --threads / THEORYCHECK_THREADS, else 1 (shared machines)
+            if self.loss == "ce":  # laws in parallel threads
+                parts = [self.theta[i : i + 1] for i in range(len(self.theta))]
+                work = functools.partial(_ce_chunk, st=self.st, tbK=tb, op=self.op, alpha=alpha, mk=self.mk,
+                                         want_grad=want_grad)  # fmt: skip
+                with ThreadPoolExecutor(min(len(parts), requested() or 1)) as ex:
+                    res = list(ex.map(work, parts))
+                out = [np.concatenate([r[i] for r in res]) for i in range(3 if want_grad else 1)]
+            else:  # laws in parallel Numba threads
+                out = _sq_laws(self.theta, self.st, tb, alpha, self.mk, want_grad)
+                # label tables carry e^beta on the own word and g subtracts it for alpha < 0: the error of
+                # A / Z^2 is ~ eps x the size of its summands; beyond CANCEL_TOL use the blocked tables (exact)
+                err = 4.0 * np.finfo(float).eps * float(np.max(out[3]))
+                if tb.diag_in and err > CANCEL_TOL * max(1.0, float(np.max(np.abs(out[0])))):
+                    if self.op.factored:
+                        self._blocked_label = True
+                        return self.per_law(alpha, beta, want_grad)
+                    warnings.warn(f"family_attention_loss: label family with a dense W^V at alpha={alpha:g}, "
+                                  f"beta={beta:g}: rounding error up to {err:.1e} (cancellation); pass W^V "
+                                  "factored for the exact blocked route", RuntimeWarning, stacklevel=3)  # fmt: skip
+                out = out[:3]
+        return tuple(out) if want_grad else out[0]
+
+    def __call__(self, alpha, beta, want_grad=False) -> FamilyLoss:
+        n = len(self.theta)
+        if want_grad:
+            per, da, db = self.per_law(alpha, beta, True)
+            ga, gb = float(da.mean()), float(db.mean())
+        else:
+            per, ga, gb = self.per_law(alpha, beta, False), None, None
+        se = float(per.std(ddof=1) / math.sqrt(n)) if self.sampled else 0.0
+        return FamilyLoss(float(per.mean()), se, n, not self.sampled, ga, gb)
+
+
+def _sq_laws(theta, st, tb, alpha, mk, want_grad):
+    """Squared loss per law (module docstring) and its ``(alpha, beta)``-derivatives.
+
+    Blocked for the cache: per chunk of laws and block of words one GEMM of the laws with the word-major tables
+    (``theta . table[x]`` for every table), the group dots once per chunk (labels) or per block (one group per
+    word), then the fused per-(law, word) kernel :func:`_sq_kernel` (parallel over laws).
+    """
+    nw_tab, ng_tab = (7, 4) if want_grad else (5, 2)
+    _, n_w, T = tb.word.shape
+    G = tb.group.shape[0]
+    per_word = G == n_w and np.array_equal(tb.grp, np.arange(n_w))
+    Wst = np.ascontiguousarray(tb.word[:nw_tab].transpose(1, 0, 2)).reshape(n_w * nw_tab, T).T  # word-major
+    Gst = tb.group[:, :ng_tab].reshape(G * ng_tab, T).T
+    Qst = tb.quad[:, :ng_tab].reshape(G * ng_tab, T * T).T
+    chunk = max(1, min(len(theta), _LAW_CHUNK))
+    ea = math.exp(alpha) if tb.diag_in == 0.0 else math.expm1(alpha)
+    consts = np.array([ea, mk.p_c, mk.p_r / n_w, st.bn2, tb.diag_in])
+    outs = [np.zeros(len(theta)) for _ in range(4)]
+    for i0 in range(0, len(theta), chunk):
+        Th = theta[i0 : i0 + chunk]
+        nl = len(Th)
+        TT = (Th[:, :, None] * Th[:, None, :]).reshape(nl, T * T)
+        if not per_word:
+            Dg = (Th @ Gst).reshape(nl, G, ng_tab)
+            Dq = (TT @ Qst).reshape(nl, G, ng_tab)
+        acc = np.zeros((4, nl))
+        for x0 in range(0, n_w, _WORD_BLOCK):
+            x1 = min(n_w, x0 + _WORD_BLOCK)
+            Dw = (Th @ Wst[:, x0 * nw_tab : x1 * nw_tab]).reshape(nl, x1 - x0, nw_tab)
+            if per_word:
+                Dg = (Th @ Gst[:, x0 * ng_tab : x1 * ng_tab]).reshape(nl, x1 - x0, ng_tab)
+                Dq = (TT @ Qst[:, x0 * ng_tab : x1 * ng_tab]).reshape(nl, x1 - x0, ng_tab)
+                grp = np.arange(x1 - x0)
+            else:
+                grp = tb.grp[x0:x1]
+            _sq_kernel(Dw, Dg, Dq, grp, tb.scal[:, x0:x1], Th @ st.pb, consts, want_grad, acc)
+        pb = Th @ st.pb
+        mask = TT @ st.Gm0.ravel() + 2.0 * (Th @ st.bm0) + st.bn2 - 2.0 * (TT @ st.Fm0.ravel() + pb)
+        outs[0][i0 : i0 + nl] = acc[0] + mk.p_mask * (mask + 1.0)
+        outs[1][i0 : i0 + nl], outs[2][i0 : i0 + nl] = acc[1], acc[2]
+        outs[3][i0 : i0 + nl] = acc[3]
+    return outs
+
+
+@numba.njit(cache=True, parallel=True, fastmath=False)
+def _sq_kernel(Dw, Dg, Dq, grp, scal, pb, consts, want_grad, out):  # pragma: no cover - compiled
+    """Adds to ``out[:, i]`` the sum over a block of word queries of ``ell_x`` and its derivatives (module
+    docstring) for every law ``i``.
+
+    ``Dw[i, x, j]`` = ``theta_i . word[j, x]``, ``Dg[i, g, j]`` = ``theta_i . group[g, j]``, ``Dq[i, g, j]`` =
+    ``theta_i^T quad[g, j] theta_i`` (the tables of :class:`._attention_tables.Tables`).
+    """
+    nl, n_w, _ = Dw.shape
+    ea, p_c, prn, bn2, c0 = consts[0], consts[1], consts[2], consts[3], consts[4]
+    for i in numba.prange(nl):
+        acc, acc_a, acc_b = 0.0, 0.0, 0.0
+        pbi = pb[i]
+        for x in range(n_w):
+            gi = grp[x]
+            mx, px, thc, thd, thpw = Dw[i, x, 0], Dw[i, x, 1], Dw[i, x, 2], Dw[i, x, 3], Dw[i, x, 4]
+            ths, thbb = Dg[i, gi, 0], Dg[i, gi, 1]
+            qG, qF = Dq[i, gi, 0], Dq[i, gi, 1]
+            ed, w2, wxx, bw, bx = scal[0, x], scal[2, x], scal[3, x], scal[4, x], scal[5, x]
+            g = ea * ed * mx
+            Z = ths + g
+            A = qG + 2.0 * g * thc + g * g * w2
+            Bq = thbb + g * bw
+            D = thd + g * wxx
+            F = qF + g * thpw
+            om = p_c * px + prn
+            iz = 1.0 / Z
+            acc += om * (A * iz * iz + 2.0 * Bq * iz + bn2) - 2.0 * p_c * px * (D * iz + bx)
+            acc += om - 2.0 * prn * (F * iz + pbi)
+            out[3, i] += om * (qG + 2.0 * abs(g * thc) + g * g * w2) * iz * iz  # size of the summands of A/Z^2
+            if want_grad:
+                lA, lB, lD, lF = om * iz * iz, 2.0 * om * iz, -2.0 * p_c * px * iz, -2.0 * prn * iz
+                lZ = (-2.0 * om * A * iz - 2.0 * om * Bq + 2.0 * p_c * px * D + 2.0 * prn * F) * iz * iz
+                ga = (ea + c0) * ed * mx
+                acc_a += ga * (lZ + 2.0 * lA * (thc + g * w2) + lB * bw + lD * wxx + lF * thpw)
+                gb = ea * scal[1, x] * mx
+                dZ = Dg[i, gi, 2] + gb
+                dA = Dq[i, gi, 2] + 2.0 * gb * thc + 2.0 * g * Dw[i, x, 5] + 2.0 * g * gb * w2
+                dB = Dg[i, gi, 3] + gb * bw
+                dD = Dw[i, x, 6] + gb * wxx
+                dF = Dq[i, gi, 3] + gb * thpw
+                acc_b += lZ * dZ + lA * dA + lB * dB + lD * dD + lF * dF
+        out[0, i] += acc
+        out[1, i] += acc_a
+        out[2, i] += acc_b
+
+
+def _ce_chunk(Th, st, tbK, op, alpha, mk, want_grad):
+    """Cross-entropy per law (one law per call; ``O(V1^2 k)``), from the ``K`` tables of :func:`blocked_tables`."""
+    tb, K, dK = tbK
+    U, V = op.U, op.V
+    n_w = K.shape[0]
+    s_tab, ds_tab, ed, ded = tb.group[:, 0], tb.group[:, 2], tb.scal[0], tb.scal[1]
+    V1 = U.shape[0]
+    bvec = st.bvec
+    p_c, p_r, p_mask = mk.p_c, mk.p_r, mk.p_mask
+    pr_n = p_r / n_w
+    ea = math.exp(alpha) if tb.diag_in == 0.0 else math.expm1(alpha)
+    pers, das, dbs = [], [], []
+    K0 = V.T @ st.Mp.T  # (k, T)
+    step = max(1, _CHUNK_BYTES // (8 * 2 * V1))
+    for th in Th:
+        mx, px = st.mp @ th, st.ph @ th
+        p = st.Phi.T @ th  # (V1,)
+        g = ea * ed * mx
+        Z = s_tab @ th + g
+        Num = np.einsum("t,xtk->xk", th, K) + g[:, None] * V[1:]
+        kap = Num / Z[:, None]
+        Up = U.T @ p
+        om = p_c * px + pr_n
+        val = 0.0
+        Gk = np.zeros_like(kap)
+        for x0 in range(0, n_w, step):
+            x1 = min(n_w, x0 + step)
+            O = kap[x0:x1] @ U.T + bvec
+            lse = logsumexp(O, axis=1)
+            oxx = O[np.arange(x1 - x0), np.arange(x0 + 1, x1 + 1)]
+            val += float(om[x0:x1] @ lse - p_c * px[x0:x1] @ oxx - pr_n * (O @ p).sum())
+            if want_grad:
+                Gk[x0:x1] = (om[x0:x1, None] * softmax(O, axis=1)) @ U - p_c * px[x0:x1, None] * U[x0 + 1 : x1 + 1]
+                Gk[x0:x1] -= pr_n * Up[None, :]
+        o0 = U @ (K0 @ th) + bvec
+        val += p_mask * float(logsumexp(o0) - p @ o0)
+        pers.append(val)
+        if want_grad:
+            ga = (ea + tb.diag_in) * ed * mx
+            dka = (ga[:, None] * V[1:] - kap * ga[:, None]) / Z[:, None]
+            gb = ea * ded * mx
+            dZ = ds_tab @ th + gb
+            dkb = (np.einsum("t,xtk->xk", th, dK) + gb[:, None] * V[1:] - kap * dZ[:, None]) / Z[:, None]
+            das.append(float(np.sum(Gk * dka)))
+            dbs.append(float(np.sum(Gk * dkb)))
+    out = [np.array(pers)]
+    return (out[0], np.array(das), np.array(dbs)) if want_grad else (out[0],)
+
+
+def _counts(g, n_sets, n_theta):
+    if g.prior == "uniform-tau":
+        if n_theta is not None:
+            raise ValueError("n_theta is for prior='dirichlet'; with prior='uniform-tau' pass n_sets to sample sets")
+        return _check_n_sets(g, n_sets, "pass n_sets (and seed) to average over sampled topic sets"), None
+    if n_sets is not None:
+        raise ValueError("n_sets is for prior='uniform-tau'; with prior='dirichlet' pass n_theta")
+    return None, DEFAULT_N_THETA if n_theta is None else check_int("n_theta", n_theta, low=2)
+
+
+def check_structured(g, op: ValueOperator, family, loss, max_bytes):
+    """Refuse, before any work, what the structured route cannot do or cannot fit (``ValueError``)."""
+    family = check_choice("family", family, FAMILIES)
+    if not op.factored and (family == "co-topic" or loss == "ce"):
+        what = "the co-topic family" if family == "co-topic" else "loss='ce'"
+        raise ValueError(f"family_attention_loss: {what} needs a factored W^V (a dense one costs O(V1^3) per "
+                         f"beta); {_FACTORS_HINT}")  # fmt: skip
+    V1, T = g.V1, g.T
+    k = op.U.shape[1] if op.factored else T
+    if family == "co-topic" or loss == "ce":  # tables (n, T, T) x 4 or K (n, T, k) x 2, the RHS and one block
+        check_alloc("family_attention_loss: per-word tables", (V1, T, max(4 * T, 2 * k) + 2 * (k + 1) + 16),
+                    max_bytes=max_bytes, alternative="family='label' (O(V1 T) tables) or a smaller model")  # fmt: skip
+    else:
+        check_alloc("family_attention_loss: label tables", (V1, 16 * T + 64), max_bytes=max_bytes,
+                    alternative="a smaller model")  # fmt: skip
+    return family
+
+
+def make_evaluator(g, mk, W, family="label", b=None, mask_keys=False, loss="squared", *, n_sets=None,
+                   n_theta=None, rng=None, seed=None, max_bytes=None) -> FamilyEvaluator:  # fmt: skip
+    """A validated :class:`FamilyEvaluator` (the solver's entry; arguments as in :func:`family_attention_loss`)."""
+    check_models(g, mk, general=True)
+    mk.require_masked_positions("family_attention_loss")
+    loss = check_loss(loss)
+    if max_bytes is not None:
+        resolve_max_bytes(max_bytes)
+    if not isinstance(mask_keys, (bool, np.bool_)):
+        raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
+    op = value_operator(W, g.V1)
+    b = None if b is None else check_array("b", b, shape=(g.V1,))
+    family = check_structured(g, op, family, loss, max_bytes)
+    n_sets, n_theta = _counts(g, n_sets, n_theta)
+    theta, sampled = _thetas(g, n_sets, n_theta, rng, seed, max_bytes)
+    return FamilyEvaluator(g, mk, op, family, b, bool(mask_keys), loss, theta, sampled)
+
+
+def family_attention_loss(
+    alpha: float, beta: float, W, tm: GeneralTopicModel, mk: Masking, *, family: str = "label",
+    b: ArrayLike | None = None, mask_keys: bool = False, loss: str = "squared", grad: bool = False,
+    n_sets: int | None = None, n_theta: int | None = None, rng: np.random.Generator | None = None,
+    seed: int | np.random.SeedSequence | None = None, max_bytes: int | None = None,
+) -> FamilyLoss:  # fmt: skip
+    """Exact loss (and gradient in ``(alpha, beta)``) of ``S = alpha I_w + beta B`` without a ``V1 x V1`` array
+    (SPEC §11.8; the loss of SPEC §11.4).
+
+    Parameters
+    ----------
+    alpha, beta : float
+        Same-word and family scores; ``B`` is the same-label indicator ``Z`` (``family="label"``, SPEC §11.6
+        labels, diagonal 1) or the co-topic cosine ``G`` (``family="co-topic"``), so the score of the query's
+        own word is ``alpha + beta`` in both.
+    W : array (V1, V1), or factors ``(left, right)`` / an object with ``left``, ``right`` (``W = left right^T``)
+        Frozen ``W^V`` (e.g. :func:`theorycheck.solvers.optimal_value_matrix`'s ``LowRankMatrix``). The
+        co-topic family and the cross-entropy need the factors.
+    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+    b, mask_keys, loss, n_sets, n_theta, rng, seed, max_bytes
+        As in :func:`theorycheck.population.attention_loss` (Dirichlet: ``seed`` or ``rng`` required).
+    grad : bool
+        Also return ``dL/dalpha``, ``dL/dbeta`` (exact, of the same average).
+
+    Returns
+    -------
+    FamilyLoss
+        ``(value, stderr, n, exact, dalpha, dbeta)``.
+
+    Notes
+    -----
+    Cost per ``beta``: label family, squared loss: ``O(V1 T k)`` once per ``W`` (dense ``W``: ``O(V1^2 T)``)
+    and ``O(V1 T + L T^2)``; co-topic (and any cross-entropy): one blocked product ``O(V1^2 T k)``. Per
+    document law: ``O(V1 T + L T^2)`` (label), ``O(V1 T^2)`` (co-topic), ``O(V1^2 k)`` (cross-entropy).
+    Memory ``O(V1 T)`` (label) or ``O(V1 T max(T, k))`` plus one row block (co-topic, cross-entropy).
+    """
+    a = check_real("alpha", alpha)
+    bt = check_real("beta", beta)
+    ev = make_evaluator(tm, mk, W, family, b, mask_keys, loss, n_sets=n_sets, n_theta=n_theta, rng=rng,
+                        seed=seed, max_bytes=max_bytes)  # fmt: skip
+    return ev(a, bt, bool(grad))

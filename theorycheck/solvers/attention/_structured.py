@@ -1,0 +1,105 @@
+"""The structured route of the general model's (alpha, beta) family search (SPEC §11.8).
+
+For the label family ``S = alpha I_w + beta Z`` and the co-topic family ``S = alpha I_w + beta G`` with the
+stage-1 ``W^V`` (factored, rank <= T), the identity or a given dense ``W^V`` (label family, squared loss),
+:func:`theorycheck.solvers.optimal_attention` minimises the exact loss of
+:func:`theorycheck.population.family_attention_loss` and its exact ``(alpha, beta)``-gradient: the coarse grid
+of :mod:`._family` (``beta`` outer, so the ``beta``-tables are built once per grid column), then L-BFGS-B
+from the best grid points, as the dense route does. No ``V1 x V1`` array is formed (``info["S"]`` and a
+dense ``info["W"]`` only when ``V1 <=`` :data:`DENSE_INFO_MAX`).
+
+What is certified: the projected gradient (exact, not finite differences) at the returned point and the
+coarse grid (no point of it is below the optimum). The interval certificate of the paper's model
+(``options.certify="interval"``) evaluates the closed form of SPEC §4.3 on intervals; no interval
+version of this evaluator exists, so ``certify`` is refused for a general model.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import optimize
+from tqdm.auto import tqdm
+
+from ..._memory import check_alloc
+from ..._validate import check_array
+from ...population._attention_structured import make_evaluator
+from .._options import ValueOptions
+from ..value._solve import DEFAULT_TOL as VALUE_TOL
+from ..value._solve import _optimal_value_matrix
+
+__all__ = ["structured_family", "structured_solve", "DENSE_INFO_MAX", "FAMILY_NAMES"]
+
+#: Largest ``V1`` for which the structured route also returns the dense ``S`` and ``W`` in ``info``.
+DENSE_INFO_MAX = 2001
+FAMILY_NAMES = {"label": "alpha I_w + beta Z (labels)", "co-topic": "alpha I_w + beta G (co-topic)"}
+
+
+def structured_family(family, value, loss):
+    """The structured family name (``"label"`` / ``"co-topic"``) when the structured route applies, else None."""
+    fam = "co-topic" if family is None else family
+    if not isinstance(fam, str) or fam not in FAMILY_NAMES:
+        return None
+    if isinstance(value, str) and value in ("stage1", "block"):
+        return fam
+    return fam if (fam == "label" and loss == "squared") else None  # a dense W^V: label family, squared loss
+
+
+def _value(g, mk, value):
+    if isinstance(value, str) and value in ("stage1", "block"):
+        opts = ValueOptions(dense=False)
+        return _optimal_value_matrix(g, mk, "closed-form", 0.0, VALUE_TOL, None, opts).x, "stage1"
+    if isinstance(value, str):  # "identity" (checked by the caller)
+        check_alloc("optimal_attention: identity W^V", (g.V1, g.V1), alternative="value='stage1' (factored)")
+        W = np.eye(g.V1)
+        W[0, 0] = 0.0
+        return W, "identity"
+    return check_array("value", value, shape=(g.V1, g.V1)), "given"
+
+
+def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options):
+    """Grid + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary, scipy result, info)``."""
+    W, value_kind = _value(g, mk, value)
+    kw = dict(n_theta=n_theta, seed=seed) if g.prior == "dirichlet" else {}
+    ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, **kw)  # type: ignore[arg-type]
+
+    def fg(c):
+        r = ev(float(c[0]), float(c[1]), True)
+        return r.value, np.array([r.dalpha, r.dbeta])
+
+    A = np.linspace(grid[0][0], grid[0][1], n_grid) if n_grid >= 2 else np.zeros(1)
+    B = np.linspace(grid[1][0], grid[1][1], n_grid) if n_grid >= 2 else np.zeros(1)
+    pts = []
+    with tqdm(total=len(A) * len(B), desc="attention grid", unit="pt", leave=False) as bar:
+        for j, b in enumerate(B):  # beta outer: one set of beta-tables per column
+            for i, a in enumerate(A):
+                pts.append((ev(float(a), float(b)).value, i * len(B) + j, np.array([a, b])))
+                bar.update()
+    starts = [c for _, _, c in sorted(pts, key=lambda t: t[:2])[:3]]
+    opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 1000, **options}
+    runs = [optimize.minimize(fg, c0, jac=True, method="L-BFGS-B", bounds=box, options=opts) for c0 in starts]
+    r = min(runs, key=lambda rr: rr.fun)
+    c = np.asarray(r.x, dtype=float)
+    L, grad = fg(c)
+    lo, hi = np.array(box).T
+    on_lo, on_hi = c <= lo + 1e-6, c >= hi - 1e-6
+    proj = np.where((on_lo & (grad > 0)) | (on_hi & (grad < 0)), 0.0, grad)
+    info = dict(
+        family=FAMILY_NAMES[fam],
+        value_kind=value_kind,
+        loss_uniform=ev(0.0, 0.0).value,
+        route="structured",
+        grid_min=float(min(p[0] for p in pts)),
+        loss_stderr=ev(float(c[0]), float(c[1])).stderr,
+        n_laws=len(ev.theta),
+    )
+    info["nfev"] = len(pts) + sum(int(rr.nfev) for rr in runs) + 3
+    if g.V1 <= DENSE_INFO_MAX:
+        Bm = ev.rows(1, g.V1)  # (n, V1) word rows of Z or G
+        S = np.zeros((g.V1, g.V1))
+        S[1:] = c[1] * Bm
+        S[np.arange(1, g.V1), np.arange(1, g.V1)] += c[0]
+        info["S"] = S
+        info["W"] = W if isinstance(W, np.ndarray) else W.toarray()
+    else:
+        info["S"], info["W"] = None, W
+    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info
