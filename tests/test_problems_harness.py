@@ -2,6 +2,7 @@
 
 import importlib.metadata
 import json
+import os
 import textwrap
 import time
 
@@ -286,3 +287,37 @@ def test_scaling_uses_V1_where_the_number_of_variables_is_fixed():
     fig, slopes = _scaling(plt, recs, "stage1-value/block")
     assert abs(slopes["s"] - 0.5) <= 1e-9 and "V1" in fig.axes[0].get_xlabel()
     plt.close(fig)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes need os.fork")
+def test_a_dead_worker_is_seen_even_when_siblings_were_forked_concurrently():
+    """Workers forked at once by several threads must not inherit each other's pipe ends: otherwise a dead
+    worker's pipe stays open in a sibling, its EOF never comes and the run waits out SETUP_TIMEOUT (a hang
+    seen in the suite). Each worker is killed but one; every killed one must read as dead at once."""
+    import signal
+    import threading
+
+    from theorycheck.problems import _worker
+
+    for _ in range(5):
+        made: list = []
+        start = threading.Barrier(6)
+
+        def make(start=start, made=made):
+            start.wait()
+            made.append(_worker._Worker())
+
+        threads = [threading.Thread(target=make) for _ in range(6)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        try:
+            survivor, *doomed = made
+            for w in doomed:
+                os.kill(w.pid, signal.SIGKILL)
+            for w in doomed:
+                assert w._recv(5.0)[0] == "dead"  # EOF within the poll, not a 5 s timeout
+        finally:
+            for w in made:
+                w.kill()

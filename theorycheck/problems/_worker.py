@@ -72,8 +72,11 @@ class _Worker:
     ended: str | None
 
     def __init__(self):
-        ours, theirs = Pipe()
+        # The pipe is made, the process forked and the parent's copy of the worker's end closed under one
+        # lock: a worker forked by another thread must never inherit this pipe's ends, or this worker's death
+        # would not reach us as EOF (its pipe held open by a sibling) and a run could hang.
         with _lock, warnings.catch_warnings():
+            ours, theirs = Pipe()
             warnings.simplefilter("ignore", DeprecationWarning)  # "process is multi-threaded" (3.12+)
             pid = os.fork()
             if pid == 0:  # the worker
@@ -89,7 +92,7 @@ class _Worker:
                 finally:
                     os._exit(code)
             _workers.add(self)
-        theirs.close()
+            theirs.close()
         self.pid, self.conn, self.ended = pid, ours, None
 
     def kill(self) -> str:
@@ -106,7 +109,7 @@ class _Worker:
             self.ended = (
                 f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
             )
-        self.conn.close()
+            self.conn.close()  # under the lock: no worker forked from now on inherits this end
         return self.ended
 
     def close(self) -> None:
