@@ -321,3 +321,49 @@ def test_a_dead_worker_is_seen_even_when_siblings_were_forked_concurrently():
         finally:
             for w in made:
                 w.kill()
+
+
+_FORK_SCRIPT = """
+import numba, numpy as np
+from theorycheck.problems._harness import Cell, run_cell
+from theorycheck.problems._worker import guarded_run
+from theorycheck._threads import fork_is_safe
+cell = Cell("attention-ab/cotopic:zipf", {"T": 3, "tau": 2, "v": 4}, "closed-form", 0)
+if MODE == "omp-first":
+    @numba.njit(parallel=True)
+    def f(x):
+        s = 0.0
+        for i in numba.prange(x.size):
+            s += x[i]
+        return s
+    f(np.ones(10))
+    assert numba.threading_layer() == "omp" and not fork_is_safe()
+else:  # what run_benchmark does: a fork-safe layer first, then parallel kernels here (certificates), then fork
+    from theorycheck._threads import prefer_forksafe_layer
+    prefer_forksafe_layer()
+    assert run_cell(cell, 5.0, 10**6)["status"] == "ok" and fork_is_safe()
+rec = guarded_run(cell, 5.0, 10**6)
+print("STATUS", rec["status"], rec.get("message"))
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes need os.fork")
+@pytest.mark.parametrize("mode", ["omp-first", "fresh"])
+def test_a_worker_never_inherits_gnu_openmp(mode):
+    """A child forked after Numba's GNU OpenMP layer ran is terminated by Numba when it runs a parallel
+    kernel (the co-topic closed form does): every such run was an 'error ... signal 15' in the default
+    set. Once OpenMP has run, cells run in the process; a fresh process gets a fork-safe layer first."""
+    import subprocess
+    import sys
+
+    env = dict(os.environ, NUMBA_THREADING_LAYER="omp" if mode == "omp-first" else "default")
+    out = subprocess.run(
+        [sys.executable, "-c", f"MODE = {mode!r}\n" + _FORK_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
+    if mode == "omp-first" and "omp" in out.stderr and "No threading layer" in out.stderr:
+        pytest.skip("Numba's OpenMP layer is not available here")
+    assert "STATUS ok" in out.stdout, out.stdout + out.stderr[-2000:]

@@ -34,6 +34,8 @@ __all__ = [
     "small_problem",
     "kernel_blas_serial",
     "thread_info",
+    "prefer_forksafe_layer",
+    "fork_is_safe",
 ]
 
 #: Environment variable read by :func:`requested` (an integer >= 1).
@@ -193,3 +195,32 @@ def thread_info() -> dict:
         "numba_pool": _max_numba(),
         "blas": blas,
     }
+
+
+def prefer_forksafe_layer() -> None:
+    """Ask Numba for a fork-safe threading layer if it has not launched one yet (no effect afterwards).
+
+    A process that forks workers (the benchmark harness, :mod:`theorycheck.problems._worker`) must not
+    have run a parallel kernel on GNU OpenMP: a forked child that then runs one is terminated by
+    Numba ("fork() called from a process already using GNU OpenMP"). ``"forksafe"`` picks TBB,
+    Intel OpenMP or the built-in work queue, whichever is installed. The kernels' results do not
+    depend on the layer (they give the same bits on any thread count).
+    """
+    import numba
+
+    if _layer_launched() is None:
+        numba.config.THREADING_LAYER = "forksafe"  # type: ignore[attr-defined]  # read when the layer launches
+
+
+def _layer_launched() -> str | None:
+    import numba
+
+    try:
+        return str(numba.threading_layer())
+    except ValueError:  # no parallel kernel has run in this process yet
+        return None
+
+
+def fork_is_safe() -> bool:
+    """Whether a child forked now may run Numba's parallel kernels: False once GNU OpenMP has launched here."""
+    return _layer_launched() != "omp"
