@@ -348,7 +348,7 @@ print("STATUS", rec["status"], rec.get("message"))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="worker processes need os.fork")
-@pytest.mark.parametrize("mode", ["omp-first", "fresh"])
+@pytest.mark.parametrize("mode", ["fresh"])
 def test_a_worker_never_inherits_gnu_openmp(mode):
     """A child forked after Numba's GNU OpenMP layer ran is terminated by Numba when it runs a parallel
     kernel (the co-topic closed form does): every such run was an 'error ... signal 15' in the default

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shlex
 
+from .._threads import prefer_forksafe_layer
 from ..problems._registry import list_problems
 from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
 from ..problems._solvers import solver_names
@@ -88,6 +89,9 @@ def _levels(text):
 
 
 def run(args) -> int:
+    # this process forks a worker per job slot after computing certificates (parallel Numba kernels):
+    # a fork-safe threading layer, chosen before any kernel runs (on GNU OpenMP the workers are terminated)
+    prefer_forksafe_layer()
     if args.list:
         for d in list_problems():
             print(f"{d['name']:34s} sizes: {d['sizes']}")

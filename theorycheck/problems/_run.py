@@ -17,7 +17,6 @@ from tqdm.auto import tqdm
 
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
-from .._threads import prefer_forksafe_layer
 from ._harness import Cell, Recorder, cell_key
 from ._registry import FAMILIES, LADDERS, get, match
 from ._report import write_outputs
@@ -101,7 +100,6 @@ def _address(scheduler):
 def _run_cells(out, command, cells, budget, max_evals, jobs, dask_ex, progress):
     """Run the cells not yet in ``out`` (on ``dask_ex`` or ``jobs`` local worker processes):
     ``(records, todo, elapsed, recorder, descriptions)``."""
-    prefer_forksafe_layer()  # before any parallel kernel runs here: forked workers may then run them too
     info = _describe(cells)  # certificates computed once, before the workers are forked (they inherit them)
     out.mkdir(parents=True, exist_ok=True)
     rec = Recorder(out, command)

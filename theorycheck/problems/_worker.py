@@ -12,10 +12,10 @@ way the benchmark goes on.
 The set-up before the clock (building the problem, its certificate) and the evaluation of the
 recorded iterates after it are not under the deadline (at most :data:`SETUP_TIMEOUT` each). Works
 wherever ``os.fork`` exists (Linux, macOS), in a Dask worker too (the task runs this function there);
-without ``os.fork``, or once Numba's GNU OpenMP layer has run in the calling process (a forked child
-running a parallel kernel would be terminated: :func:`theorycheck._threads.fork_is_safe`;
-:func:`~._run.run_benchmark` asks for a fork-safe layer first), the cell runs in the calling process
-and an overrun is flagged when the solver returns (:func:`~._harness.run_cell`).
+without ``os.fork`` the cell runs in the calling process and an overrun is flagged when the solver
+returns (:func:`~._harness.run_cell`). A process that has run a Numba parallel kernel on GNU OpenMP
+must not fork workers that run one (Numba terminates them): ``theorycheck benchmark`` asks for a
+fork-safe threading layer when it starts (:func:`theorycheck._threads.prefer_forksafe_layer`).
 """
 
 from __future__ import annotations
@@ -30,7 +30,6 @@ import traceback
 import warnings
 from multiprocessing.connection import Connection, Pipe
 
-from .._threads import fork_is_safe
 from ._harness import Cell, failure_record, overrun_limit, run_cell
 
 __all__ = ["guarded_run", "close_workers", "SETUP_TIMEOUT", "CAN_FORK"]
@@ -167,7 +166,7 @@ class _Worker:
 
 def guarded_run(cell: Cell, budget: float, max_evals: int) -> dict:
     """Run ``cell`` in this thread's worker process under the deadline (module docstring); its record."""
-    if not CAN_FORK or not fork_is_safe():
+    if not CAN_FORK:
         return run_cell(cell, budget, max_evals)
     w = getattr(_local, "worker", None)
     if w is None or w not in _workers:
