@@ -72,6 +72,13 @@ def add_parser(sub):
         "--n-cooccur", type=int, default=d.n_cooccur, help="N most co-occurring pairs (default: %(default)s)"
     )
     p.add_argument("--n-boot", type=int, default=d.n_boot, help="bootstrap replicates (default: %(default)s)")
+    p.add_argument(
+        "--attention-laws",
+        type=int,
+        default=d.attention_laws,
+        help="sampled document laws of the theory's optimal attention beside MiniLM's heads (SPEC §11.9); "
+        "0 skips it (default: %(default)s)",
+    )
     add_seed_flag(p, d.seed, "seed of LDA, the window order and the bootstrap")
     add_no_figures_flag(p)
     add_quiet_flag(p)
@@ -94,6 +101,7 @@ def run(args) -> int:
         n_no_topic=args.n_no_topic,
         n_cooccur=args.n_cooccur,
         n_boot=args.n_boot,
+        attention_laws=args.attention_laws,
         seed=args.seed,
         **({} if args.threads is None else {"blas_threads": args.threads}),
     )
@@ -149,7 +157,28 @@ def _print_summary(s: dict) -> None:
                 f"{m} {r[m]['gap']:.4g} [{r[m]['ci_low']:.4g}, {r[m]['ci_high']:.4g}]" for m in ("dot", "cosine")
             )
         )
+    at = s.get("theory", {}).get("attention")
+    if at:
+        o, th, c = at["optimum"], at["theory"], at["counts"]
+        print(
+            f"theory attention (label family, {o['n_laws']} laws): alpha* {o['alpha']:.4g} ± {_se(o['alpha_se'])}, "
+            f"beta* {o['beta']:.4g} ± {_se(o['beta_se'])}; predicted lift same {th['same_topic']:.4g}, different "
+            f"{th['different_topic']:.4g}, gap {th['gap']:.4g} [{th['gap_ci'][0]:.4g}, {th['gap_ci'][1]:.4g}], "
+            f"ratio {th['ratio']:.4g} [{th['ratio_ci'][0]:.4g}, {th['ratio_ci'][1]:.4g}]"
+        )
+        print(
+            f"MiniLM heads vs the theory's interval: gap above {c['gap']['above']} / overlapping "
+            f"{c['gap']['overlaps']} / below {c['gap']['below']}; ratio above {c['ratio']['above']} / overlapping "
+            f"{c['ratio']['overlaps']} / below {c['ratio']['below']} (head-mean gap {at['minilm_mean_gap']:.4g}, "
+            f"ratio {at['minilm_mean_ratio']:.4g}; per head: theory_gap.md)"
+        )
     t = s["timing"]
     print(
-        f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; total {t['total_s']:.1f} s"
+        f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; theory route "
+        f"{t.get('theory_s', float('nan')):.1f} s wall, {t.get('theory_cpu_s', float('nan')):.1f} s CPU; "
+        f"total {t['total_s']:.1f} s"
     )
+
+
+def _se(x) -> str:
+    return "n/a" if x is None else f"{x:.2g}"

@@ -66,6 +66,8 @@ def write_realdata(
                 figs["theory_similarity"] = plots.theory_similarity(
                     result.values["theory"], result.summary["theory"]["table"]
                 )
+            if result.summary.get("theory", {}).get("attention"):
+                figs["theory_attention"] = plots.attention_theory_heads(result.summary["theory"]["attention"])
             for name, fig in figs.items():
                 fig.savefig(tmp / "figures" / f"{name}.png", dpi=110, bbox_inches="tight")
                 plt.close(fig)

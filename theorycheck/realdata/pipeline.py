@@ -3,7 +3,9 @@
 corpus -> content words -> seeded LDA -> word topics -> token ids -> (embedding statistics,
 attention statistics over windows of the corpus run through the numpy encoder, co-occurrence
 comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with planted topics
-+ the exact embedding optimum at the fitted topics beside MiniLM (:mod:`.theory`, SPEC §11.5).
++ the exact embedding optimum at the fitted topics beside MiniLM (:mod:`.theory`, SPEC §11.5)
++ the theory's optimal attention there and the lifts it predicts beside MiniLM's heads
+(:mod:`.attention_theory`, SPEC §11.9).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from .._validate import check_choice, check_int, check_real
 from ..models import TopicModel
 from ..sampling import sample_documents
 from . import stats as S
+from .attention_theory import N_LAWS
 from .corpus import Corpus, content_words, read_text_folder, stop_words, wikipedia_fragment
 from .encoder import NumpyBert
 from .mapping import TokenTopics, map_to_tokens
@@ -77,6 +80,9 @@ class RealDataConfig:
     specificity_fractions : tuple of float
         ``top_fraction`` values of the topic-specificity sweep (:func:`specificity_sweep`; smaller =
         only the most topic-specific words get a topic). Empty to skip.
+    attention_laws : int
+        Sampled document laws of the theory's optimal attention at the fitted topics, compared with
+        MiniLM's heads (:mod:`.attention_theory`, SPEC §11.9); 0 skips that comparison.
     """
 
     corpus: str = "wikipedia"
@@ -99,6 +105,7 @@ class RealDataConfig:
     synth_docs: int = 400
     blas_threads: int | None = 1
     specificity_fractions: tuple = (0.0025, 0.005, 0.01, 0.02, 0.05)
+    attention_laws: int = N_LAWS
 
     def __post_init__(self):
         if not isinstance(self.corpus, str) or not self.corpus:
@@ -126,6 +133,8 @@ class RealDataConfig:
         for f in fr:
             check_real("specificity_fractions[i]", f, low=0.0, high=1.0, low_open=True)
         object.__setattr__(self, "specificity_fractions", fr)
+        if check_int("attention_laws", self.attention_laws, low=0) == 1:
+            raise ValueError("attention_laws must be 0 (skip) or at least 2, got 1")
 
 
 @dataclass
@@ -458,7 +467,10 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     synth = synthetic_signal(cfg.synth_T, cfg.synth_v, cfg.synth_alpha, cfg.synth_docs, seed=cfg.seed)
     timing["synthetic_s"] = time.perf_counter() - t
 
-    theory = theory_comparison(prep, n_boot=cfg.n_boot, seed=cfg.seed)  # own random stream (SPEC §11.5)
+    theory = theory_comparison(  # own random streams (SPEC §11.5, §11.9)
+        prep, n_boot=cfg.n_boot, seed=cfg.seed, attention=att if cfg.attention_laws else None,
+        attention_laws=cfg.attention_laws or None,
+    )  # fmt: skip
     timing.update(theory.timing)
     timing["total_s"] = time.perf_counter() - t0
 

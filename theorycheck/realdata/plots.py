@@ -15,6 +15,7 @@ __all__ = [
     "similarity_distributions",
     "specificity_gap",
     "theory_similarity",
+    "attention_theory_heads",
 ]
 
 
@@ -137,4 +138,43 @@ def theory_similarity(data: dict, table: list):
     ax.set_xticklabels([r["source"] for r in table])
     ax.set_xlim(-0.6, len(table) - 0.4)
     ax.set_ylabel("cosine: same topic - different topic (95% CI)")
+    return fig
+
+
+def attention_theory_heads(summary: dict):
+    """Measured attention lift per MiniLM head (points, 95% window-bootstrap CI) against the theory's prediction
+    (line, 95% band); top: gap same - different topic, bottom: ratio same / different topic. ``summary`` is
+    :func:`theorycheck.realdata.attention_theory.attention_theory`'s (heads ordered by layer, then head)."""
+    heads, th = summary["heads"], summary["theory"]
+    n_layers = 1 + max(h["layer"] for h in heads)
+    n_heads = 1 + max(h["head"] for h in heads)
+    x = np.array([h["layer"] * (n_heads + 1) + h["head"] for h in heads], dtype=float)
+    fig = figure(max(6.0, 0.11 * x.size + 2.0), 6.4)
+    axes = fig.subplots(2, 1, sharex=True)
+    colours = [f"C{k % 10}" for k in range(n_layers)]
+    for ax, key, ref, label in (
+        (axes[0], "gap", 0.0, "lift n·A: same topic - different topic"),
+        (axes[1], "ratio", 1.0, "lift n·A: same topic / different topic"),
+    ):
+        y = np.array([h[key] for h in heads], dtype=float)
+        ci = np.array([h[f"{key}_ci"] for h in heads], dtype=float)
+        for layer in range(n_layers):
+            sel = np.array([h["layer"] == layer for h in heads])
+            ax.errorbar(x[sel], y[sel], yerr=[y[sel] - ci[sel, 0], ci[sel, 1] - y[sel]], fmt="o", ms=3, lw=0.8,
+                        capsize=1.5, color=colours[layer], label=f"MiniLM layer {layer}")  # fmt: skip
+        lo, hi = th[f"{key}_ci"]
+        ax.axhspan(lo, hi, color="k", alpha=0.15, lw=0)
+        ax.axhline(th[key], color="k", lw=1.2, label=f"theory {th[key]:.3g} [{lo:.3g}, {hi:.3g}]")
+        ax.axhline(ref, color="k", lw=0.6, ls=":")
+        ax.set_ylabel(label, fontsize=8)
+    o = summary["optimum"]
+    axes[0].set_title(
+        f"theory: optimal alpha I + beta Z at the fitted topics (alpha* = {o['alpha']:.3g}, beta* = {o['beta']:.3g}); "
+        "MiniLM: per head, 95% CI",
+        fontsize=9,
+    )
+    axes[0].legend(fontsize=6, ncol=4, loc="best")
+    axes[1].set_xticks([layer * (n_heads + 1) + (n_heads - 1) / 2 for layer in range(n_layers)])
+    axes[1].set_xticklabels([f"layer {layer}" for layer in range(n_layers)])
+    axes[1].set_xlabel("MiniLM head (grouped by layer, heads 0.. left to right)")
     return fig

@@ -37,6 +37,8 @@ __all__ = [
     "top_cooccurring_pairs",
     "cooccurrence_lift",
     "pair_similarity",
+    "bootstrap_weights",
+    "percentile_ci",
 ]
 
 CLASSES = ("same_token", "same_topic", "different_topic", "no_topic")
@@ -95,6 +97,20 @@ def pair_classes(ids, membership) -> np.ndarray:
     out[both & inter] = 1
     out[same] = 0
     return out
+
+
+def bootstrap_weights(n: int, n_boot: int, rng) -> np.ndarray:
+    """``(n_boot, n)`` multiplicities of ``n`` resampled units (multinomial, equal probabilities): a
+    replicate's statistic weights unit ``i`` by ``W[b, i]`` (the bootstrap of every statistic here)."""
+    return rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)
+
+
+def percentile_ci(values, level: float = 0.95) -> tuple[float, float]:
+    """Percentile interval ``(q_{(1-level)/2}, q_{(1+level)/2})`` of bootstrap replicates (NaN if none)."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return float("nan"), float("nan")
+    return _boot_ci(values, level)
 
 
 def _boot_ci(values, level):
@@ -178,7 +194,7 @@ def embedding_pair_stats(E, membership, ids, *, n_boot: int = 200, level: float 
     Cos = G / np.outer(norms, norms)
     cls = pair_classes(ids, M)
     n = ids.size
-    W = rng.multinomial(n, np.full(n, 1.0 / n), size=n_boot).astype(np.float64)  # (B, n) token weights
+    W = bootstrap_weights(n, n_boot, rng)  # (B, n) token weights
     out: dict[str, dict[str, PairStats]] = {"dot": {}, "cosine": {}}
     boot_means: dict[str, dict[str, np.ndarray]] = {"dot": {}, "cosine": {}}
     for c, name in enumerate(CLASSES):
@@ -236,6 +252,10 @@ class AttentionStats:
         Bootstrap-over-sequences CI of ``lift(same_topic) - lift(different_topic)``.
     mean_gap_ci : (float, float)
         The same for the gap averaged over all layers and heads.
+    ratio_ci : ndarray, shape (L, H, 2), or None
+        Bootstrap-over-sequences CI of ``lift(same_topic) / lift(different_topic)`` (the same replicates as
+        ``gap_ci``; scale-free: it does not change when attention to other positions, e.g. [CLS] and [SEP],
+        scales both lifts alike).
     """
 
     classes: tuple
@@ -245,12 +265,20 @@ class AttentionStats:
     n_sequences: int
     gap_ci: np.ndarray
     mean_gap_ci: tuple
+    ratio_ci: np.ndarray | None = None
 
     @property
     def gap(self) -> np.ndarray:
         """``(L, H)`` same-topic minus different-topic mean lift."""
         i, j = self.classes.index("same_topic"), self.classes.index("different_topic")
         return self.mean_lift[..., i] - self.mean_lift[..., j]
+
+    @property
+    def ratio(self) -> np.ndarray:
+        """``(L, H)`` same-topic over different-topic mean lift (NaN where a class is empty)."""
+        i, j = self.classes.index("same_topic"), self.classes.index("different_topic")
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return self.mean_lift[..., i] / self.mean_lift[..., j]
 
 
 @dataclass
@@ -338,21 +366,25 @@ class AttentionAccumulator:
             mean_raw = raw.sum(axis=0) / tot
         i, j = ATTN_CLASSES.index("same_topic"), ATTN_CLASSES.index("different_topic")
         S = cnt.shape[0]
-        W = rng.multinomial(S, np.full(S, 1.0 / S), size=n_boot).astype(np.float64)  # (B, S)
+        W = bootstrap_weights(S, n_boot, rng)  # (B, S) window weights
         with np.errstate(invalid="ignore", divide="ignore"):
             gi = np.einsum("bs,slh->blh", W, lift[..., i]) / (W @ cnt[:, i])[:, None, None]
             gj = np.einsum("bs,slh->blh", W, lift[..., j]) / (W @ cnt[:, j])[:, None, None]
+            rt = gi / gj
         g = gi - gj
         ok = np.all(np.isfinite(g), axis=(1, 2))
-        g = g[ok]
+        g, rt = g[ok], rt[ok]
         if g.shape[0]:
             q = np.quantile(g, [(1 - level) / 2, (1 + level) / 2], axis=0)
             gap_ci = np.stack([q[0], q[1]], axis=-1)
             mlo, mhi = _boot_ci(g.mean(axis=(1, 2)), level)
+            qr = np.quantile(rt, [(1 - level) / 2, (1 + level) / 2], axis=0)
+            ratio_ci = np.stack([qr[0], qr[1]], axis=-1)
         else:
             gap_ci = np.full(mean_lift.shape[:2] + (2,), np.nan)
+            ratio_ci = gap_ci.copy()
             mlo = mhi = float("nan")
-        return AttentionStats(ATTN_CLASSES, mean_lift, mean_raw, tot.astype(np.int64), S, gap_ci, (mlo, mhi))
+        return AttentionStats(ATTN_CLASSES, mean_lift, mean_raw, tot.astype(np.int64), S, gap_ci, (mlo, mhi), ratio_ci)
 
 
 def cooccurrence_matrix(sequences, valid, vocab_size: int, *, keep=None):

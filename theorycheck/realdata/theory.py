@@ -21,6 +21,12 @@ Dirichlet pseudo-count ``eta`` (``1 / n_topics`` by default), so every ``phi`` e
 positive and every word lies in some topic; a floor would only move probability to words the fit
 did not give it. :func:`theory_model` refuses a fit with a word of zero weight in every topic.
 
+Attention (issue #24, SPEC §11.8-§11.9). Given MiniLM's measured attention (``attention``, an
+:class:`~theorycheck.realdata.stats.AttentionStats`), the comparison also holds the theory's optimal
+label-family attention at the same model and the lifts it predicts in the same classes, beside every
+MiniLM layer and head (:mod:`.attention_theory`); ``summary["attention"]`` and the second part of the
+table.
+
 Randomness. The bootstrap of this comparison draws from its own stream
 ``default_rng([seed, SEED_STREAM])`` (so the rest of a run keeps its numbers), and the theory and
 MiniLM statistics use the SAME token resampling (two generators with that seed): the intervals
@@ -38,6 +44,7 @@ from .._validate import check_int, check_real
 from ..models import GeneralTopicModel, Masking
 from ..solvers import optimal_embedding_gram
 from . import stats as S
+from .attention_theory import attention_theory, format_attention_table
 from .mapping import TokenTopics
 from .topics import TopicFit
 
@@ -168,9 +175,11 @@ def _figure_data(embeddings: dict, membership, ids, *, max_words: int, seed: int
 
 @dataclass
 class TheoryComparison:
-    """``summary`` (JSON-ready, deterministic: model and table rows), ``figure`` (arrays for :mod:`.plots`),
-    the compared topic tokens ``token_ids`` (ascending) and their LDA ``words``, and ``timing``
-    (``theory_s`` in total, ``theory_model_s`` for the model and its optimum, ``theory_vocab_size``)."""
+    """``summary`` (JSON-ready, deterministic: model and table rows, ``attention`` when measured attention was
+    given), ``figure`` (arrays for :mod:`.plots`), the compared topic tokens ``token_ids`` (ascending) and their
+    LDA ``words``, and ``timing`` (``theory_s`` wall and ``theory_cpu_s`` process CPU in total,
+    ``theory_model_s`` for the model and its optimum, ``attention_*`` for the attention part,
+    ``theory_vocab_size``)."""
 
     summary: dict
     figure: dict
@@ -198,12 +207,13 @@ def _theory_matrix(prep_fit, tt, vocab_size, mk, alpha):
         "loss": float(res.fun),
         "loss_gap": float(res.residuals["loss_gap"]),
     }
-    return E, info, rows
+    return E, info, rows, g
 
 
 def theory_comparison(
     prep, *, masking: Masking | None = None, alpha: float | None = None, n_boot: int = 200, seed: int = 0,
-    max_figure_words: int = MAX_FIGURE_WORDS,
+    max_figure_words: int = MAX_FIGURE_WORDS, attention: S.AttentionStats | None = None,
+    attention_laws: int | None = None,
 ) -> TheoryComparison:  # fmt: skip
     """The theory at the fitted topics beside the pretrained embeddings (module docstring).
 
@@ -218,6 +228,12 @@ def theory_comparison(
     n_boot, seed : bootstrap replicates and seed (stream ``[seed, SEED_STREAM]``).
     max_figure_words : int
         Topic tokens in the figure's similarity matrices.
+    attention : AttentionStats, optional
+        MiniLM's measured attention over the same topic tokens and classes (the pipeline's); with it the
+        theory's optimal attention and its predicted lifts are added (:func:`.attention_theory.attention_theory`,
+        ``summary["attention"]``).
+    attention_laws : int, optional
+        Sampled document laws of the attention optimum (default :data:`.attention_theory.N_LAWS`).
     """
     mk = Masking() if masking is None else masking
     if not isinstance(mk, Masking):
@@ -225,27 +241,37 @@ def theory_comparison(
     n_boot = check_int("n_boot", n_boot, low=10)
     seed = check_int("seed", seed, low=0)
     max_figure_words = check_int("max_figure_words", max_figure_words, low=2)
-    t0 = time.perf_counter()
+    if attention is not None and not isinstance(attention, S.AttentionStats):
+        raise TypeError(f"attention must be an AttentionStats, got {type(attention).__name__}")
+    t0, c0 = time.perf_counter(), time.process_time()
     tt = prep.token_topics
     M = tt.vocab_membership
     E_model = prep.model.word_embeddings
-    E_theory, info, rows = _theory_matrix(prep.fit, tt, E_model.shape[0], mk, alpha)
+    E_theory, info, rows, g = _theory_matrix(prep.fit, tt, E_model.shape[0], mk, alpha)
     t_model = time.perf_counter() - t0
     embeddings = {"theory": E_theory, "MiniLM": E_model}
     table = compare_embeddings(embeddings, M, tt.token_ids, n_boot=n_boot, seed=seed)
     fig = _figure_data(embeddings, M, tt.token_ids, max_words=max_figure_words, seed=seed)
     summary = {"model": info, "table": table, "figure_words": fig["n_words"]}
+    timing = {}
+    if attention is not None:
+        kw = {} if attention_laws is None else {"n_laws": attention_laws}
+        at = attention_theory(g, mk, rows, M[tt.token_ids], attention, n_boot=n_boot, seed=seed, **kw)
+        summary["attention"] = at.summary
+        timing.update(at.timing)
     words = tuple(prep.fit.vocab[i] for i in rows)
-    timing = {
-        "theory_s": time.perf_counter() - t0,
-        "theory_model_s": t_model,
-        "theory_vocab_size": info["lda_vocabulary"],
-    }
+    timing.update(
+        theory_s=time.perf_counter() - t0,
+        theory_cpu_s=time.process_time() - c0,
+        theory_model_s=t_model,
+        theory_vocab_size=info["lda_vocabulary"],
+    )
     return TheoryComparison(summary, fig, tt.token_ids.copy(), words, timing)
 
 
 def format_theory_table(summary: dict) -> str:
-    """Markdown table of :func:`theory_comparison`'s ``summary`` (one row per metric and source)."""
+    """Markdown table of :func:`theory_comparison`'s ``summary`` (one row per metric and source), followed by
+    the attention table (:func:`.attention_theory.format_attention_table`) when the summary has one."""
     m = summary["model"]
     head = (
         f"Exact population optimum of the tied embedding model (min-norm Gram, SPEC §11.5) at the "
@@ -263,4 +289,7 @@ def format_theory_table(summary: dict) -> str:
                 f"| {x['same_topic']:.4g} | {x['different_topic']:.4g} | {x['gap']:.4g} "
                 f"| [{x['ci_low']:.4g}, {x['ci_high']:.4g}] | {x['gap_over_sd']:.3g} |"
             )
-    return head + "\n".join(lines) + "\n"
+    out = head + "\n".join(lines) + "\n"
+    if summary.get("attention"):
+        out += "\n" + format_attention_table(summary["attention"])
+    return out

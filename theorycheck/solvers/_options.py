@@ -149,8 +149,10 @@ class AttentionOptions:
         topic proportions (common random numbers; :func:`theorycheck.population.attention_loss_estimate`).
     seed : int or None, default None
         General model, Dirichlet prior: seed of that sample (``None``: 0).
-    x0 : array (V1, V1) or None, default None
-        General model, ``method="lbfgs"``: starting scores (default: the family optimum).
+    x0 : array or None, default None
+        General model, ``method="lbfgs"``: starting scores ``(V1, V1)`` (default: the family optimum);
+        ``method="family"``: starting coefficients (one per family coefficient, inside the box), replacing the
+        coarse grid (a warm start, e.g. the optimum on fewer sampled laws).
     solver_options : dict or None, default None
         Options of the local refinement: ``scipy.optimize.minimize_scalar`` (bounded; paper's model,
         block) or L-BFGS-B (identity; general model), e.g. ``{"maxiter": 1}``; reaching its iteration

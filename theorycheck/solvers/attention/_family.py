@@ -190,14 +190,23 @@ def _combine(c, basis):
     return sum(ck * B for ck, B in zip(c, basis))
 
 
-def _solve_family(obj, basis, box, n_grid, options):
+def _check_start(x0, box):
+    """``options.x0`` of the family method: one start per coefficient, inside the box."""
+    c = check_array("x0", x0, shape=(len(box),))
+    lo, hi = np.array(box).T
+    if np.any(c < lo) or np.any(c > hi):
+        raise ValueError(f"x0 must lie in the box {box}, got {c.tolist()}")
+    return c
+
+
+def _solve_family(obj, basis, box, n_grid, options, x0=None):
     def fg(c):
         L, dS = obj(_combine(c, basis))
         return L, np.array([float(np.vdot(dS, B)) for B in basis])
 
     opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 1000, **options}
     runs = [optimize.minimize(fg, c0, jac=True, method="L-BFGS-B", bounds=box, options=opts)
-            for c0 in _family_starts(obj, basis, n_grid)]  # fmt: skip
+            for c0 in ([x0] if x0 is not None else _family_starts(obj, basis, n_grid))]  # fmt: skip
     r = min(runs, key=lambda rr: rr.fun)
     c = np.asarray(r.x, dtype=float)
     L, grad = fg(c)
@@ -226,7 +235,8 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     """The generic route of :func:`theorycheck.solvers.optimal_attention` (SPEC §11.4), any topic model.
 
     ``method``: ``"family"`` (``"grid"`` is its alias): the best ``S = sum_k c_k B_k`` (default
-    ``alpha I_w + beta G``); ``"lbfgs"``: unrestricted ``S`` by L-BFGS, started at ``options.x0`` or
+    ``alpha I_w + beta G``), from the coarse grid or, given ``options.x0`` (one number per coefficient), from
+    that start alone; ``"lbfgs"``: unrestricted ``S`` by L-BFGS, started at ``options.x0`` (``(V1, V1)``) or
     at the family optimum. ``value``: ``"stage1"`` (``"block"`` is its alias; the minimum-norm
     stage-1 ``C Sigma^+``, :func:`stage1_value_matrix`), ``"identity"`` (``W_00 = 0``) or a
     ``(V1, V1)`` matrix. The options read here (:class:`~theorycheck.solvers.AttentionOptions`):
@@ -236,8 +246,9 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     Returns a :class:`SolveResult`: ``x`` the coefficients (family) or ``S`` (lbfgs); ``fun`` the
     exact loss; residual ``gradient_norm`` (projected on the box for the family); ``info``: ``S``,
     ``W``, ``coefficients``, ``alpha``, ``beta`` (family), ``loss_uniform`` (``S = 0``),
-    ``loss_family``, ``family``, ``value_kind``, ``at_boundary``, ``nfev``. Status 0 / 1 (iteration
-    limit) / 3 (a coefficient on the box) / 4 (gradient above ``tol``).
+    ``loss_family``, ``family``, ``value_kind``, ``at_boundary``, ``nfev``; structured route with sampled laws:
+    ``x_cov``, ``x_stderr`` (the optimum's sampling covariance, :func:`._structured.optimum_covariance`).
+    Status 0 / 1 (iteration limit) / 3 (a coefficient on the box) / 4 (gradient above ``tol``).
     """
     mk.require_masked_positions("optimal_attention")
     check_choice("method", method, GENERAL_ATTENTION_METHODS)
@@ -256,8 +267,9 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     fam = structured_family(family, value, loss) if kind == "family" else None
     if fam is not None:  # SPEC §11.8: no V1 x V1 array on this route
         box = _check_box(box, 2)
+        start = None if x0 is None else _check_start(x0, box)
         c, Lf, grad, at_boundary, r, info = structured_solve(
-            g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, FAMILY_GRID, options
+            g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, FAMILY_GRID, options, start
         )
         info.update(coefficients=c.tolist(), loss_family=Lf, at_boundary=at_boundary, loss_kind=loss)
         info.update(alpha=float(c[0]), beta=float(c[1]))
@@ -277,7 +289,8 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     basis, fam_name = _basis(g, family)
     box = _check_box(box, len(basis))
     obj = _Objective(g, mk, W, loss, bool(mask_keys), n_theta, seed)
-    c, Lf, grad, at_boundary, r = _solve_family(obj, basis, box, n_grid, options if kind == "family" else {})
+    start = _check_start(x0, box) if (kind == "family" and x0 is not None) else None
+    c, Lf, grad, at_boundary, r = _solve_family(obj, basis, box, n_grid, options if kind == "family" else {}, start)
     info = dict(coefficients=c.tolist(), loss_family=Lf, family=fam_name, value_kind=value_kind, W=W)
     info.update(loss_uniform=obj.loss(np.zeros((g.V1, g.V1))), at_boundary=at_boundary, loss_kind=loss)
     info.update(route="dense")

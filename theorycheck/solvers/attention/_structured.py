@@ -8,6 +8,10 @@ of :mod:`._family` (``beta`` outer, so the ``beta``-tables are built once per gr
 from the best grid points, as the dense route does. No ``V1 x V1`` array is formed (``info["S"]`` and a
 dense ``info["W"]`` only when ``V1 <=`` :data:`DENSE_INFO_MAX`).
 
+A start ``x0`` (``options.x0`` of length 2, e.g. the optimum on fewer laws) replaces the grid: one L-BFGS-B run
+from it (the basin is then the caller's choice). For sampled laws (Dirichlet, sampled sets) ``info`` also carries
+the sampling covariance of the optimum (:func:`optimum_covariance`, the M-estimator sandwich).
+
 What is certified: the projected gradient (exact, not finite differences) at the returned point and the
 coarse grid (no point of it is below the optimum). The interval certificate of the paper's model
 (``options.certify="interval"``) evaluates the closed form of SPEC §4.3 on intervals; no interval
@@ -27,7 +31,7 @@ from .._options import ValueOptions
 from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
 
-__all__ = ["structured_family", "structured_solve", "DENSE_INFO_MAX", "FAMILY_NAMES"]
+__all__ = ["structured_family", "structured_solve", "optimum_covariance", "DENSE_INFO_MAX", "FAMILY_NAMES"]
 
 #: Largest ``V1`` for which the structured route also returns the dense ``S`` and ``W`` in ``info``.
 DENSE_INFO_MAX = 2001
@@ -56,8 +60,38 @@ def _value(g, mk, value):
     return check_array("value", value, shape=(g.V1, g.V1)), "given"
 
 
-def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options):
-    """Grid + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary, scipy result, info)``."""
+def optimum_covariance(ev, c, *, rel_step: float = 1e-4):
+    """Sampling covariance of the minimiser ``c`` of an average over sampled laws (the M-estimator sandwich).
+
+    With ``L_n(c) = (1/n) sum_i l_i(c)`` and ``grad L_n(c_n) = 0``, ``c_n - c_inf ~ -H^{-1} (1/n) sum_i grad l_i``,
+    so
+
+    .. math:: \\mathrm{Cov}(c_n) \\approx H^{-1} \\frac{\\widehat{\\mathrm{Cov}}(\\nabla l_i(c_n))}{n} H^{-1},
+
+    ``H`` the Hessian of ``L_n`` by central differences of its exact gradient (steps ``rel_step max(1, |c_k|)``,
+    symmetrised), ``nabla l_i`` the exact per-law gradients (SPEC §11.8). ``None`` when ``H`` is not positive
+    definite (no local minimum to expand around).
+    """
+    c = np.asarray(c, dtype=float)
+    H = np.zeros((2, 2))
+    for k in range(2):
+        h = rel_step * max(1.0, abs(c[k]))
+        up, dn = c.copy(), c.copy()
+        up[k] += h
+        dn[k] -= h
+        gu, gd = (ev(float(p[0]), float(p[1]), True) for p in (up, dn))
+        H[:, k] = (np.array([gu.dalpha, gu.dbeta]) - np.array([gd.dalpha, gd.dbeta])) / (2 * h)
+    H = (H + H.T) / 2
+    if not np.all(np.linalg.eigvalsh(H) > 0):
+        return None
+    _, da, db = ev.per_law(float(c[0]), float(c[1]), True)
+    Hi = np.linalg.inv(H)
+    return Hi @ (np.cov(np.stack([da, db])) / len(da)) @ Hi
+
+
+def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options, x0=None):
+    """Grid (or the start ``x0``) + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary,
+    scipy result, info)``."""
     W, value_kind = _value(g, mk, value)
     kw = dict(n_theta=n_theta, seed=seed) if g.prior == "dirichlet" else {}
     ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, **kw)  # type: ignore[arg-type]
@@ -69,7 +103,10 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
     A = np.linspace(grid[0][0], grid[0][1], n_grid) if n_grid >= 2 else np.zeros(1)
     B = np.linspace(grid[1][0], grid[1][1], n_grid) if n_grid >= 2 else np.zeros(1)
     pts = []
-    with tqdm(total=len(A) * len(B), desc="attention grid", unit="pt", leave=False) as bar:
+    if x0 is not None:  # a warm start replaces the grid
+        A = B = np.zeros(0)
+        pts.append((ev(float(x0[0]), float(x0[1])).value, 0, np.asarray(x0, dtype=float)))
+    with tqdm(total=len(A) * len(B), desc="attention grid", unit="pt", leave=False, disable=x0 is not None) as bar:
         for j, b in enumerate(B):  # beta outer: one set of beta-tables per column
             for i, a in enumerate(A):
                 pts.append((ev(float(a), float(b)).value, i * len(B) + j, np.array([a, b])))
@@ -93,6 +130,12 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
         n_laws=len(ev.theta),
     )
     info["nfev"] = len(pts) + sum(int(rr.nfev) for rr in runs) + 3
+    info["start"] = "x0" if x0 is not None else "grid"
+    if ev.sampled:  # the optimum's sampling error (the laws are a sample)
+        cov = None if np.any(on_lo | on_hi) else optimum_covariance(ev, c)
+        info["x_cov"] = cov
+        info["x_stderr"] = None if cov is None else np.sqrt(np.diag(cov))
+        info["nfev"] += 0 if cov is None else 5
     if g.V1 <= DENSE_INFO_MAX:
         Bm = ev.rows(1, g.V1)  # (n, V1) word rows of Z or G
         S = np.zeros((g.V1, g.V1))
