@@ -161,6 +161,12 @@ def test_cli_realdata_end_to_end(tmp_path, capsys):
     assert [r["source"] for r in res["theory"]["table"]] == ["theory", "MiniLM"]
     for r in res["theory"]["table"]:
         assert f"gap, {r['source']:6s}: dot {r['dot']['gap']:.4g} [{r['dot']['ci_low']:.4g}" in printed
+    # and the theory's attention beside MiniLM's heads (SPEC §11.9)
+    at = res["theory"]["attention"]
+    assert f"alpha* {at['optimum']['alpha']:.4g}" in printed and f"gap {at['theory']['gap']:.4g}" in printed
+    c = at["counts"]["gap"]
+    assert f"gap above {c['above']} / overlapping {c['overlaps']} / below {c['below']}" in printed
+    assert sum(c.values()) == 72
 
 
 def test_cli_realdata_unreadable_corpus(tmp_path, capsys):

@@ -246,3 +246,16 @@ def test_run_realdata_writes_the_theory_table_and_figure(planted, tmp_path):
     assert (out / "theory_gap.md").read_text() == format_theory_table(th)
     assert (out / "figures" / "theory_similarity.png").stat().st_size > 10_000
     assert saved["theory"]["table"][0]["dot"]["gap"] == pytest.approx(th["table"][0]["dot"]["gap"], rel=1e-15)
+    # the attention part (SPEC §11.9): the theory's optimum and lifts beside every MiniLM layer and head
+    at = th["attention"]
+    L, H = res.attention.gap.shape
+    assert len(at["heads"]) == L * H == 72 and at["optimum"]["status"] == 0
+    np.testing.assert_allclose([h["gap"] for h in at["heads"]], res.attention.gap.ravel(), rtol=1e-12)
+    assert at["optimum"]["n_laws"] == planted.attention_laws and timing["attention_theory_cpu_s"] > 0
+    assert "figures/theory_attention.png" in saved["figures"]
+    assert (out / "figures" / "theory_attention.png").stat().st_size > 10_000
+    assert "Predicted lift n·A on unmasked text" in (out / "theory_gap.md").read_text()
+    from dataclasses import replace
+
+    off = run_realdata(replace(planted, attention_laws=0), progress=False)
+    assert "attention" not in off.summary["theory"]

@@ -72,6 +72,15 @@ def add_parser(sub):
         "--n-cooccur", type=int, default=d.n_cooccur, help="N most co-occurring pairs (default: %(default)s)"
     )
     p.add_argument("--n-boot", type=int, default=d.n_boot, help="bootstrap replicates (default: %(default)s)")
+    _add_theory_flags(p, d)
+    add_seed_flag(p, d.seed, "seed of LDA, the window order and the bootstrap")
+    add_no_figures_flag(p)
+    add_quiet_flag(p)
+    add_json_flag(p, "the summary (summary.json of the report)")
+    return p
+
+
+def _add_theory_flags(p, d) -> None:
     p.add_argument(
         "--attention-laws",
         type=int,
@@ -79,11 +88,6 @@ def add_parser(sub):
         help="sampled document laws of the theory's optimal attention beside MiniLM's heads (SPEC §11.9); "
         "0 skips it (default: %(default)s)",
     )
-    add_seed_flag(p, d.seed, "seed of LDA, the window order and the bootstrap")
-    add_no_figures_flag(p)
-    add_quiet_flag(p)
-    add_json_flag(p, "the summary (summary.json of the report)")
-    return p
 
 
 def run(args) -> int:

@@ -164,9 +164,11 @@ def attention_theory_heads(summary: dict):
                         capsize=1.5, color=colours[layer], label=f"MiniLM layer {layer}")  # fmt: skip
         lo, hi = th[f"{key}_ci"]
         ax.axhspan(lo, hi, color="k", alpha=0.15, lw=0)
-        ax.axhline(th[key], color="k", lw=1.2, label=f"theory {th[key]:.3g} [{lo:.3g}, {hi:.3g}]")
+        line = ax.axhline(th[key], color="k", lw=1.2, label=f"theory {th[key]:.3g} [{lo:.3g}, {hi:.3g}] (95% band)")
         ax.axhline(ref, color="k", lw=0.6, ls=":")
         ax.set_ylabel(label, fontsize=8)
+        if key == "ratio":
+            ax.legend(handles=[line], fontsize=6, loc="best")
     o = summary["optimum"]
     axes[0].set_title(
         f"theory: optimal alpha I + beta Z at the fitted topics (alpha* = {o['alpha']:.3g}, beta* = {o['beta']:.3g}); "

@@ -191,7 +191,9 @@ def _combine(c, basis):
 
 
 def _check_start(x0, box):
-    """``options.x0`` of the family method: one start per coefficient, inside the box."""
+    """``options.x0`` of the family method: one start per coefficient, inside the box (``None`` stays ``None``)."""
+    if x0 is None:
+        return None
     c = check_array("x0", x0, shape=(len(box),))
     lo, hi = np.array(box).T
     if np.any(c < lo) or np.any(c > hi):
@@ -267,9 +269,8 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     fam = structured_family(family, value, loss) if kind == "family" else None
     if fam is not None:  # SPEC §11.8: no V1 x V1 array on this route
         box = _check_box(box, 2)
-        start = None if x0 is None else _check_start(x0, box)
         c, Lf, grad, at_boundary, r, info = structured_solve(
-            g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, FAMILY_GRID, options, start
+            g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, FAMILY_GRID, options, _check_start(x0, box)
         )
         info.update(coefficients=c.tolist(), loss_family=Lf, at_boundary=at_boundary, loss_kind=loss)
         info.update(alpha=float(c[0]), beta=float(c[1]))
@@ -289,7 +290,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     basis, fam_name = _basis(g, family)
     box = _check_box(box, len(basis))
     obj = _Objective(g, mk, W, loss, bool(mask_keys), n_theta, seed)
-    start = _check_start(x0, box) if (kind == "family" and x0 is not None) else None
+    start = _check_start(x0, box) if kind == "family" else None
     c, Lf, grad, at_boundary, r = _solve_family(obj, basis, box, n_grid, options if kind == "family" else {}, start)
     info = dict(coefficients=c.tolist(), loss_family=Lf, family=fam_name, value_kind=value_kind, W=W)
     info.update(loss_uniform=obj.loss(np.zeros((g.V1, g.V1))), at_boundary=at_boundary, loss_kind=loss)
