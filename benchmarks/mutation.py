@@ -203,9 +203,9 @@ AREA_TESTS = {
     "sampler": ("test_sampling", "test_general_sampling", "test_general_montecarlo", "test_attention_montecarlo",
                 "test_stage1_montecarlo"),
     "rat": ("test_certificates", "test_rational_bias_loss", "test_solver_routes", "test_embedding_solvers",
-            "test_stage1_solve_value", "test_domains_math"),
+            "test_stage1_solve_value", "test_domains_math", "test_rational_psd"),
     "interval": ("test_interval_vec", "test_interval_attach", "test_certificates", "test_interval_global",
-                 "test_attention_solver"),
+                 "test_attention_solver", "test_interval_dual"),
     "cache": ("test_cache_reach", "test_verify_cache"),
 }  # fmt: skip
 #: ``-k`` selection of ``tests/test_claims.py`` for the falsifier and tolerance mutants (the mutated claim).
