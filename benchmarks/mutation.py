@@ -18,6 +18,7 @@ Usage::
     python benchmarks/mutation.py --mutants centring,ln-mean --claims gradient
     python benchmarks/mutation.py --list
     python benchmarks/mutation.py --json results/mutation.json
+    python benchmarks/mutation.py --tests --mutants rat-psd    # the mutant's area tests instead of verify
 
 The default claim set is every claim whose id starts with one of :data:`DEFAULT_CLAIMS` (the
 training and real-data claims are slow and test other things). Expect about a minute per mutant
@@ -26,9 +27,11 @@ on 2 cores.
 Mutants of test-only machinery (:data:`NON_NUMERICAL`: the cache key, the falsifiers, a loosened
 tolerance) cannot be caught by ``verify``, which neither runs falsifiers nor reads the cache with
 ``--no-cache``; the tests catch them. The goal for every other mutant is that ``verify`` catches it
-whenever the tests do. ``benchmarks/results/mutation_issue25.json`` records one run of the issue-25
-mutants: ``verify`` restricted to the claims of the mutated area (a lower bound on what the full
-default set catches) and the test files of that area (``pytest -x``).
+whenever the tests do. ``--tests`` runs, instead of ``verify``, ``pytest -x`` on the test files of the
+mutant's area (:data:`AREA_TESTS`; :data:`CLAIM_TESTS` selects the mutated claim's cases of
+``tests/test_claims.py``) in a temporary copy of the whole checkout. ``benchmarks/results/mutation_issue25.json``
+records the issue-25 mutants: ``verify`` restricted to the claims of the mutated area (a lower bound on
+what the full default set catches) and the tests of that area.
 """
 
 from __future__ import annotations
@@ -267,7 +270,7 @@ def run_mutant(root: Path, m: Mutant, claims: str, timeout: float) -> dict:
         rc, tail = None, f"timeout after {timeout:g} s"
     finally:
         (root / m.path).write_text(original)
-    status = {0: "survived", 1: "caught"}.get(rc, "error")
+    status = "error" if rc is None else {0: "survived", 1: "caught"}.get(rc, "error")
     failed = _failed_claims(out)
     shutil.rmtree(out, ignore_errors=True)
     return dict(name=m.name, what=m.what, status=status, returncode=rc, failed_claims=failed,
@@ -296,7 +299,7 @@ def run_mutant_tests(root: Path, m: Mutant, timeout: float) -> dict:
         rc, out = None, f"timeout after {timeout:g} s"
     finally:
         (root / m.path).write_text(original)
-    status = {0: "survived", 1: "caught"}.get(rc, "error")  # pytest: 1 = a test failed
+    status = "error" if rc is None else {0: "survived", 1: "caught"}.get(rc, "error")  # pytest: 1 = a test failed
     failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in out.splitlines() if ln.startswith("FAILED ")]
     return dict(name=m.name, what=m.what, status=status, returncode=rc, failed_tests=failed, files=files, k=kexpr,
                 seconds=round(time.perf_counter() - t0, 1), tail="" if status == "caught" else out[-400:])  # fmt: skip
@@ -354,7 +357,7 @@ def main(argv=None) -> int:
         for m in MUTANTS:
             print(f"{m.name:18s} {m.path:48s} {m.what}")
         return 0
-    chosen = MUTANTS
+    chosen: tuple[Mutant, ...] = MUTANTS
     if args.mutants:
         names = args.mutants.split(",")
         unknown = sorted(set(names) - {m.name for m in MUTANTS})

@@ -133,7 +133,7 @@ def _ad_parts(tm, mk, value):
     cst_iv, cst_q = _setup(tm, mk, chart), _setup(tm, mk, chart, make=lambda x: x)
     if "k_in" not in cst_q:  # degenerate chart (the loss does not depend on the scores)
         return []
-    worst = (-1.0, 0.0, 0.0, {})
+    worst: tuple[float, float, float, dict] = (-1.0, 0.0, 0.0, {})
     for pt in CHART_POINTS[value]:
         n = len(pt)
         F = _evaluate([_Dual(_iv(x), [int(i == j) for j in range(n)]) for i, x in enumerate(pt)], tm, cst_iv, chart)
@@ -168,7 +168,8 @@ def _mpmath_engine_parts(tm, mk, value, sol, x_sol):
         if value == "block":
             F = alpha_beta_loss_logK(grid[0], tm, mk, loss="squared")
         else:
-            F = alpha_beta_loss(*np.meshgrid(*grid), tm, mk, "identity", loss="squared")
+            A, B = np.meshgrid(*grid)
+            F = alpha_beta_loss(A, B, tm, mk, "identity", loss="squared")
         f_min = min(float(np.min(F)), sol.fun if name == "around L*" else np.inf)
         d = {f"mpmath_{name}_lower": cert.lower, f"mpmath_{name}_upper": cert.upper, f"float_{name}_min": f_min}
         parts += [
