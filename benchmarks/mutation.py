@@ -18,6 +18,7 @@ Usage::
     python benchmarks/mutation.py --mutants centring,ln-mean --claims gradient
     python benchmarks/mutation.py --list
     python benchmarks/mutation.py --json results/mutation.json
+    python benchmarks/mutation.py --tests --mutants rat-psd    # the mutant's area tests instead of verify
 
 The default claim set is every claim whose id starts with one of :data:`DEFAULT_CLAIMS` (the
 training and real-data claims are slow and test other things). Expect about a minute per mutant
@@ -26,9 +27,11 @@ on 2 cores.
 Mutants of test-only machinery (:data:`NON_NUMERICAL`: the cache key, the falsifiers, a loosened
 tolerance) cannot be caught by ``verify``, which neither runs falsifiers nor reads the cache with
 ``--no-cache``; the tests catch them. The goal for every other mutant is that ``verify`` catches it
-whenever the tests do. ``benchmarks/results/mutation_issue25.json`` records one run of the issue-25
-mutants: ``verify`` restricted to the claims of the mutated area (a lower bound on what the full
-default set catches) and the test files of that area (``pytest -x``).
+whenever the tests do. ``--tests`` runs, instead of ``verify``, ``pytest -x`` on the test files of the
+mutant's area (:data:`AREA_TESTS`; :data:`CLAIM_TESTS` selects the mutated claim's cases of
+``tests/test_claims.py``) in a temporary copy of the whole checkout. ``benchmarks/results/mutation_issue25.json``
+records the issue-25 mutants: ``verify`` restricted to the claims of the mutated area (a lower bound on
+what the full default set catches) and the tests of that area.
 """
 
 from __future__ import annotations
@@ -194,6 +197,38 @@ MUTANTS = (
 NON_NUMERICAL = frozenset({"cache-from-import", "cache-params", "falsify-noop", "falsify-far", "tolerance-loosened"})
 
 
+#: Issue 25 item 6: the test files of each mutated area (``--tests``: ``pytest -x`` on them, in a copy of the
+#: whole checkout); a mutant's area is its name's first word. Falsifier and tolerance mutants run the one
+#: claim's cases of ``tests/test_claims.py`` (``-k``), the whole file being a second full ``verify``.
+AREA_TESTS = {
+    "gen": ("test_general_model", "test_general_population", "test_moments", "test_general_solvers",
+            "test_general_attention", "test_general_landscape", "test_phase"),
+    "sampler": ("test_sampling", "test_general_sampling", "test_general_montecarlo", "test_attention_montecarlo",
+                "test_stage1_montecarlo"),
+    "rat": ("test_certificates", "test_rational_bias_loss", "test_solver_routes", "test_embedding_solvers",
+            "test_stage1_solve_value", "test_domains_math", "test_rational_psd"),
+    "interval": ("test_interval_vec", "test_interval_attach", "test_certificates", "test_interval_global",
+                 "test_attention_solver", "test_interval_dual"),
+    "cache": ("test_cache_reach", "test_verify_cache"),
+}  # fmt: skip
+#: ``-k`` selection of ``tests/test_claims.py`` for the falsifier and tolerance mutants (the mutated claim).
+CLAIM_TESTS = {
+    "falsify-noop": "attention.identity-optimum",
+    "falsify-far": "general.dirichlet-model",
+    "tolerance-loosened": "general.landscape-grid or loosened",
+}
+
+
+def tests_of(m: Mutant) -> tuple[list[str], str | None]:
+    """``(test files, -k expression or None)`` of a mutant (:data:`AREA_TESTS`, :data:`CLAIM_TESTS`)."""
+    if m.name in CLAIM_TESTS:
+        return ["tests/test_claims.py"], CLAIM_TESTS[m.name]
+    area = m.name.split("-")[0]
+    if area not in AREA_TESTS:
+        raise KeyError(f"mutant {m.name!r}: no test files listed for its area {area!r} (AREA_TESTS)")
+    return [f"tests/{f}.py" for f in AREA_TESTS[area]], None
+
+
 def _copy_tree(dst: Path) -> None:
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
     for pkg in ("theorycheck", "proofs_numeric"):
@@ -235,11 +270,57 @@ def run_mutant(root: Path, m: Mutant, claims: str, timeout: float) -> dict:
         rc, tail = None, f"timeout after {timeout:g} s"
     finally:
         (root / m.path).write_text(original)
-    status = {0: "survived", 1: "caught"}.get(rc, "error")
+    status = "error" if rc is None else {0: "survived", 1: "caught"}.get(rc, "error")
     failed = _failed_claims(out)
     shutil.rmtree(out, ignore_errors=True)
     return dict(name=m.name, what=m.what, status=status, returncode=rc, failed_claims=failed,
                 seconds=round(time.perf_counter() - t0, 1), tail="" if status == "caught" else tail)  # fmt: skip
+
+
+def _copy_checkout(dst: Path) -> None:
+    """The whole checkout minus VCS, caches and results (the tests read docs/, pyproject.toml, ...)."""
+    ignore = shutil.ignore_patterns(".git", "__pycache__", "*.pyc", ".hypothesis", ".pytest_cache", "results",
+                                    "_build", ".venv", "theorycheck-report", "runs")  # fmt: skip
+    shutil.copytree(ROOT, dst, ignore=ignore, dirs_exist_ok=True)
+
+
+def run_mutant_tests(root: Path, m: Mutant, timeout: float) -> dict:
+    """Apply ``m`` to the checkout copy at ``root``, run ``pytest -x`` on its area's tests, restore the file."""
+    files, kexpr = tests_of(m)
+    original = _apply(root, m)
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(root / ".numba-cache"))
+    cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *files]
+    cmd += ["-k", kexpr] if kexpr else []
+    t0 = time.perf_counter()
+    try:
+        proc = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+        rc, out = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired:
+        rc, out = None, f"timeout after {timeout:g} s"
+    finally:
+        (root / m.path).write_text(original)
+    status = "error" if rc is None else {0: "survived", 1: "caught"}.get(rc, "error")  # pytest: 1 = a test failed
+    failed = [ln.split(" ", 1)[1].split(" - ")[0] for ln in out.splitlines() if ln.startswith("FAILED ")]
+    return dict(name=m.name, what=m.what, status=status, returncode=rc, failed_tests=failed, files=files, k=kexpr,
+                seconds=round(time.perf_counter() - t0, 1), tail="" if status == "caught" else out[-400:])  # fmt: skip
+
+
+def run_tests(mutants, timeout: float = 3600.0, echo=print) -> dict:
+    """``pytest -x`` on each mutant's area tests (:func:`tests_of`) in one temporary copy of the checkout."""
+    with tempfile.TemporaryDirectory(prefix="theorycheck-mutation-tests-") as tmp:
+        root = Path(tmp)
+        _copy_checkout(root)
+        for m in mutants:
+            tests_of(m)
+            _apply(root, m)
+            (root / m.path).write_text((ROOT / m.path).read_text())
+        results = []
+        for m in mutants:
+            r = run_mutant_tests(root, m, timeout)
+            results.append(r)
+            echo(f"{r['name']:18s} {r['status']:9s} {r['seconds']:7.1f} s  {', '.join(r['failed_tests'])[:90]}")
+    caught = sum(r["status"] == "caught" for r in results)
+    return dict(results=results, caught=caught, total=len(results), mode="tests")
 
 
 def run(mutants, claims: str = DEFAULT_CLAIMS, timeout: float = 1800.0, echo=print) -> dict:
@@ -266,22 +347,32 @@ def main(argv=None) -> int:
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds per verify run")
     ap.add_argument("--json", help="write the results to this JSON file")
     ap.add_argument("--list", action="store_true", help="list the mutants and exit")
+    ap.add_argument(
+        "--tests",
+        action="store_true",
+        help="run each mutant's area tests (pytest -x, AREA_TESTS / CLAIM_TESTS) instead of verify",
+    )
     args = ap.parse_args(argv)
     if args.list:
         for m in MUTANTS:
             print(f"{m.name:18s} {m.path:48s} {m.what}")
         return 0
-    chosen = MUTANTS
+    chosen: tuple[Mutant, ...] = MUTANTS
     if args.mutants:
         names = args.mutants.split(",")
         unknown = sorted(set(names) - {m.name for m in MUTANTS})
         if unknown:
             ap.error(f"unknown mutants {unknown}; --list shows them")
         chosen = tuple(m for m in MUTANTS if m.name in names)
-    res = run(chosen, args.claims, args.timeout)
+    if args.tests:
+        res = run_tests(chosen, args.timeout)
+        what = "the tests"
+    else:
+        res = run(chosen, args.claims, args.timeout)
+        what = f"verify (claims: {args.claims})"
     survivors = [r["name"] for r in res["results"] if r["status"] == "survived"]
     errors = [r["name"] for r in res["results"] if r["status"] == "error"]
-    print(f"\nverify caught {res['caught']}/{res['total']} mutants (claims: {args.claims})")
+    print(f"\n{what} caught {res['caught']}/{res['total']} mutants")
     print(f"survivors: {', '.join(survivors) or 'none'}; errors (crash/timeout): {', '.join(errors) or 'none'}")
     if args.json:
         Path(args.json).write_text(json.dumps(res, indent=2))
