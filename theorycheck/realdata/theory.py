@@ -168,9 +168,10 @@ def _figure_data(embeddings: dict, membership, ids, *, max_words: int, seed: int
 
 @dataclass
 class TheoryComparison:
-    """``summary`` (JSON-ready, deterministic: model and table rows), ``figure`` (arrays for :mod:`.plots`),
-    the compared topic tokens ``token_ids`` (ascending) and their LDA ``words``, and ``timing``
-    (``theory_s`` in total, ``theory_model_s`` for the model and its optimum, ``theory_vocab_size``)."""
+    """``summary`` (JSON-ready, deterministic: model and table rows), ``figure`` (arrays for
+    :mod:`theorycheck.realdata.plots`), the compared topic tokens ``token_ids`` (ascending) and their LDA
+    ``words``, and ``timing`` (``theory_s`` in total, ``theory_model_s`` for the model and its optimum,
+    ``theory_vocab_size``)."""
 
     summary: dict
     figure: dict
