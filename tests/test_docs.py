@@ -97,6 +97,10 @@ def test_citations_become_links_outside_code_only():
     md = ext.link_citations_md("text SPEC §4.1\n```python\nx = 1  # SPEC §4.2\n```\n## Heading §4.3\n", known)
     assert "{ref}`§4.1 <spec-4-1>`" in md
     assert "# SPEC §4.2" in md and "## Heading §4.3" in md
+    md = ext.link_citations_md("(as in §4.1)\n(spec-4-1)=\n$x \\text{ §4.2}$ and §4.3\n", known)
+    assert "(as in {ref}`§4.1 <spec-4-1>`)" in md, "a line that opens with a parenthesis is text"
+    assert "(spec-4-1)=\n" in md and "$x \\text{ §4.2}$" in md, "labels and math stay as written"
+    assert "and {ref}`§4.3 <spec-4-3>`" in md
 
 
 def test_spec_page_labels_every_numbered_section():

@@ -149,7 +149,7 @@ def link_citations_md(text: str, known: dict[str, str]) -> str:
     for line in text.splitlines(keepends=True):
         if line.lstrip().startswith(("```", "~~~")) or line.strip() == "$$":
             fenced = not fenced
-        if fenced or line.lstrip().startswith(("#", "```", "~~~", "(")):
+        if fenced or line.lstrip().startswith(("#", "```", "~~~")) or re.match(r"\s*\([\w-]+\)=\s*$", line):
             out.append(line)
         else:
             out.append(_link_citations(line, known, "{{ref}}`{text} <{label}>`"))
