@@ -97,6 +97,10 @@ def test_citations_become_links_outside_code_only():
     md = ext.link_citations_md("text SPEC §4.1\n```python\nx = 1  # SPEC §4.2\n```\n## Heading §4.3\n", known)
     assert "{ref}`§4.1 <spec-4-1>`" in md
     assert "# SPEC §4.2" in md and "## Heading §4.3" in md
+    md = ext.link_citations_md("(as in §4.1)\n(spec-4-1)=\n$x \\text{ §4.2}$ and §4.3\n", known)
+    assert "(as in {ref}`§4.1 <spec-4-1>`)" in md, "a line that opens with a parenthesis is text"
+    assert "(spec-4-1)=\n" in md and "$x \\text{ §4.2}$" in md, "labels and math stay as written"
+    assert "and {ref}`§4.3 <spec-4-3>`" in md
 
 
 def test_spec_page_labels_every_numbered_section():
@@ -116,6 +120,57 @@ def test_performance_tables_render_every_result_file(tmp_path):
     assert "## `a.json`" in md and "Machine: cpus 2." in md
     assert "| x | 1.235 |" in md, "headers/rows table"
     assert "| y | 0.5 | 2 |" in md, "list of records as a table"
+
+
+def test_measured_marker_renders_one_result_file(tmp_path):
+    ext = _ext()
+    (tmp_path / "b.json").write_text('{"machine": {"cpus": 2}, "headers": ["case", "ratio"], "rows": [["y", 3.5]]}')
+    md = ext.insert_measured("Intro.\n\n% measured: b.json\n\nAfter.\n", tmp_path)
+    assert "### `b.json`" in md and "| y | 3.5 |" in md and "% measured" not in md
+    assert md.startswith("Intro.") and md.rstrip().endswith("After.")
+    with pytest.raises(FileNotFoundError, match="missing.json"):
+        ext.insert_measured("% measured: missing.json\n", tmp_path)
+
+
+def test_spec_headings_render_their_formulas_as_math():
+    ext = _ext()
+    assert ext.heading_math("## §4.3 Theorem 3 — stage 2: optimal attention given W^V") == (
+        "## §4.3 Theorem 3 — stage 2: optimal attention given $W^V$"
+    )
+    assert ext.heading_math("### §4.1 D2 — tied decoder, no bias (`G = (W^E)^T W^E`, PSD)") == (
+        "### §4.1 D2 — tied decoder, no bias ($G = (W^E)^\\top W^E$, PSD)"
+    )
+    assert "$W^V_{00} = 0$" in ext.heading_math("### §4.3(b) Identity (diagonal) W^V (`W^V_00 = 0`)")
+    assert ext.heading_math("# SPEC — the mathematics that `theorycheck` checks").endswith("`theorycheck` checks")
+
+
+def test_references_resolve_to_where_the_object_is_documented():
+    ext = _ext()
+    homes = ext._homes()
+    # a function re-exported by a facade, a member of a re-exported class, a class by its defining module
+    assert ext.documented_name("theorycheck.sampling.documents.sample_documents", homes) == (
+        "theorycheck.sampling.sample_documents"
+    )
+    assert ext.documented_name("theorycheck.analysis.phase.GeneralTopicModel.zipf", homes) == (
+        "theorycheck.models.GeneralTopicModel.zipf"
+    )
+    assert ext.documented_name("theorycheck.models.paper.TopicModel", homes) == "theorycheck.models.TopicModel"
+    # private helpers and names that do not exist have no documented page
+    assert ext.documented_name("theorycheck._memory.check_alloc", homes) is None
+    assert ext.documented_name("theorycheck.report.claims._relative_margin", homes) is None
+    assert ext.documented_name("theorycheck.models.no_such_name", homes) is None
+
+
+def test_spec_formulas_are_tex_not_code():
+    """SPEC writes its formulas in TeX (``$...$``, ``$$...$$``); code spans hold identifiers, flags and file names.
+    A code span with a Greek letter or a relation sign is a formula MathJax would not render."""
+    body = "\n".join(line for line in spec.spec_text().splitlines() if not line.startswith("#"))
+    spans = re.findall(r"(?<!`)`([^`]+)`(?!`)", body)
+    formulas = [s for s in spans if re.search(r"[α-ωΓΣΦΠΛΔΘℓ≤≥≠≈∈→⇒‖√∑]", s) and s != "i, j ≥ 4"]
+    assert not formulas, f"formulas left in code spans: {formulas[:10]}"
+    assert body.count("$$") % 2 == 0 and body.count("$$") >= 40, "display math blocks"
+    inline = re.sub(r"\$\$.*?\$\$", "", body, flags=re.S)
+    assert len(re.findall(r"(?<!\\)\$[^$\n]+\$", inline)) > 800, "inline math"
 
 
 # -- the built site ------------------------------------------------------------------------------------------------
@@ -185,3 +240,86 @@ def test_tutorials_were_executed(name):
     page = (HTML / "tutorials" / f"{name}.html").read_text(encoding="utf-8")
     assert "cell_output" in page, f"tutorial {name} shows no output: was it executed?"
     assert "Traceback" not in page, f"tutorial {name} shows a traceback"
+
+
+# The SPEC page: math per top-level section (about half of what the TeX conversion gave, so that a section whose
+# formulas fall back to plain text or code fails), no raw TeX or unrendered sub/superscripts outside math, and
+# every formula well formed (balanced braces and environments: what MathJax needs to render it).
+SPEC_MATH_FLOOR = {0: 2, 1: 25, 2: 15, 3: 25, 4: 300, 5: 30, 6: 50, 7: 40, 8: 45, 9: 3, 10: 2, 11: 160}
+
+
+def _spec_sections() -> dict[int, str]:
+    html = (HTML / "spec.html").read_text(encoding="utf-8")
+    starts = [(m.start(), int(m[1])) for m in re.finditer(r'<section id="spec-(\d+)"', html)]
+    ends = [s for s, _ in starts[1:]] + [len(html)]
+    return {n: html[s:e] for (s, n), e in zip(starts, ends)}
+
+
+@built
+def test_spec_sections_contain_rendered_math():
+    sections = _spec_sections()
+    assert set(sections) == set(SPEC_MATH_FLOOR), "top-level SPEC sections"
+    counts = {n: len(re.findall(r'class="math', body)) for n, body in sections.items()}
+    low = {n: (counts[n], floor) for n, floor in SPEC_MATH_FLOOR.items() if counts[n] < floor}
+    assert not low, f"SPEC sections with too little rendered math (count, floor): {low}"
+
+
+@built
+def test_spec_has_no_raw_tex_or_unrendered_formulas():
+    html = (HTML / "spec.html").read_text(encoding="utf-8")
+    p = _Text()
+    p.feed(html[html.index("<article") : html.index("</article>")])  # the page, not the site's navigation
+    text = " ".join(p.text)
+    raw = re.findall(r"\\[A-Za-z]+|\$|\b[A-Za-z][A-Za-z0-9]*[_^]\{?[A-Za-z0-9*]", text)
+    assert not raw, f"raw TeX or sub/superscripts outside math on the SPEC page: {sorted(set(raw))[:20]}"
+
+
+class _Math(HTMLParser):
+    """The TeX source of every math container (the text MathJax typesets)."""
+
+    def __init__(self):
+        super().__init__()
+        self.formulas: list[str] = []
+        self._depth = 0
+
+    def handle_starttag(self, tag, attrs):
+        classes = (dict(attrs).get("class") or "").split()
+        if self._depth:
+            self._depth += 1
+        elif "math" in classes and tag in {"span", "div"}:
+            self._depth = 1
+            self.formulas.append("")
+
+    def handle_endtag(self, tag):
+        if self._depth:
+            self._depth -= 1
+
+    def handle_data(self, data):
+        if self._depth:
+            self.formulas[-1] += data
+
+
+@built
+def test_spec_formulas_are_well_formed():
+    p = _Math()
+    p.feed((HTML / "spec.html").read_text(encoding="utf-8"))
+    assert len(p.formulas) > 1000
+    bad = []
+    for f in p.formulas:
+        body = re.sub(r"\\[{}]", "", f)
+        depth = 0
+        for ch in body:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            if depth < 0:
+                break
+        envs = re.findall(r"\\(begin|end)\{(\w+)\}", f)
+        stack = []
+        for kind, name in envs:
+            if kind == "begin":
+                stack.append(name)
+            elif not stack or stack.pop() != name:
+                stack.append("mismatch")
+                break
+        if depth != 0 or stack or len(re.findall(r"\\left\b", f)) != len(re.findall(r"\\right\b", f)):
+            bad.append(f.strip()[:80])
+    assert not bad, f"malformed formulas: {bad[:10]}"

@@ -9,13 +9,19 @@
 - **API reference.** ``api/<facade>.rst`` is generated from each facade's ``__all__``: an autosummary table
   (one page per public name) of the names whose home is that facade, links for the names it re-exports.
 - **Measured figures.** The page ``performance`` gets the tables of every ``benchmarks/results/*.json``
-  appended, rendered from the JSON at build time (no hand-typed numbers).
+  appended, rendered from the JSON at build time (no hand-typed numbers); a line ``% measured: NAME.json`` in
+  any page (a MyST comment) is replaced by the tables of that one file.
+- **Cross-references.** A Python reference to an object documented under another path (a function re-exported
+  by a facade, a member of such a class, a constant) resolves to its documented page; a class page lists public
+  bases only.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
+import pkgutil
 import re
 import shutil
 import sys
@@ -54,7 +60,18 @@ FACADES = [
     "theorycheck.spec",
     "theorycheck.nn",
     "theorycheck.report",
+    "theorycheck.report.explore",
     "theorycheck.realdata",
+    "theorycheck.realdata.corpus",
+    "theorycheck.realdata.tokenizer",
+    "theorycheck.realdata.encoder",
+    "theorycheck.realdata.mapping",
+    "theorycheck.realdata.topics",
+    "theorycheck.realdata.stats",
+    "theorycheck.realdata.theory",
+    "theorycheck.realdata.output",
+    "theorycheck.realdata.plots",
+    "theorycheck.realdata.pipeline",
     "theorycheck",
 ]
 
@@ -75,8 +92,11 @@ def spec_labels() -> dict[str, str]:
 
 
 _CITE = re.compile(r"(?<![\w§])§\s?(\d+(?:\.\d+)?)(\([a-z]\))?(?: (D\d+))?(?![\w(])")
-# Code and interpreted text are left alone: rST/Markdown literals and roles (``...``, `...`, :role:`...`).
-_CODE = re.compile(r"(``.+?``|:?[\w:.+-]*`[^`]+`_*|\{\w+\}`[^`]+`|\[[^\]]*\]\([^)]*\))", re.S)
+# Code, math and interpreted text are left alone: rST/Markdown literals and roles (``...``, `...`, :role:`...`),
+# MyST math ($...$, $$...$$) and Markdown links.
+_CODE = re.compile(
+    r"(\$\$.+?\$\$|(?<![\\$])\$[^$\n]+\$|``.+?``|:?[\w:.+-]*`[^`]+`_*|\{\w+\}`[^`]+`|\[[^\]]*\]\([^)]*\))", re.S
+)
 
 
 def _link_citations(text: str, known: dict[str, str], fmt: str) -> str:
@@ -124,12 +144,12 @@ def link_citations_rst(text: str, known: dict[str, str]) -> str:
 
 
 def link_citations_md(text: str, known: dict[str, str]) -> str:
-    """Every ``§x.y`` outside code, fenced blocks and headings of MyST ``text`` as a ``{ref}`` link."""
+    """Every ``§x.y`` outside code, math, fenced blocks and headings of MyST ``text`` as a ``{ref}`` link."""
     out, fenced = [], False
     for line in text.splitlines(keepends=True):
-        if line.lstrip().startswith(("```", "~~~")):
+        if line.lstrip().startswith(("```", "~~~")) or line.strip() == "$$":
             fenced = not fenced
-        if fenced or line.lstrip().startswith(("#", "```", "~~~", "(")):
+        if fenced or line.lstrip().startswith(("#", "```", "~~~")) or re.match(r"\s*\([\w-]+\)=\s*$", line):
             out.append(line)
         else:
             out.append(_link_citations(line, known, "{{ref}}`{text} <{label}>`"))
@@ -152,8 +172,27 @@ def spec_page() -> str:
             if titled:  # the file's title stays the page title; its sections (several "# §k.") go one level down
                 line = "#" + line
             titled = True
+            line = heading_math(line)
         out.append(line)
     return "\n".join(out) + "\n"
+
+
+_HEADING_CODE = re.compile(r"`([^`]*\^[^`]*)`")
+_HEADING_SUPER = re.compile(r"(?<![\w$^])([A-Z]\^[A-Z]\w*)(?![\w$])")
+
+
+def heading_math(line: str) -> str:
+    """A SPEC heading as the site shows it: its formulas (``W^V``, ```G = (W^E)^T W^E```) as inline TeX.
+
+    SPEC.md keeps its headings as printed (``theorycheck spec`` and the section titles read them); only the page
+    renders them as math."""
+
+    def code(m: re.Match) -> str:
+        body = re.sub(r"\^T\b", r"^\\top", m[1])
+        return "$" + re.sub(r"_(\d\d+)", r"_{\1}", body) + "$"
+
+    parts = re.split(r"(`[^`]*`|\$[^$]*\$)", _HEADING_CODE.sub(code, line))
+    return "".join(p if i % 2 else _HEADING_SUPER.sub(r"$\1$", p) for i, p in enumerate(parts))
 
 
 def _data_doc(name: str, obj) -> list[str] | None:
@@ -183,6 +222,7 @@ def _on_source_read(app, docname: str, source: list[str]) -> None:
         return
     if docname == "performance":
         source[0] = source[0].rstrip() + "\n\n" + performance_tables(RESULTS)
+    source[0] = insert_measured(source[0], RESULTS)
     if app.env.doc2path(docname).suffix == ".md":
         source[0] = link_citations_md(source[0], app.env.theorycheck_spec_labels)
 
@@ -201,6 +241,11 @@ def _homes() -> dict[int, tuple[str, str]]:
             if _documentable(obj):
                 homes.setdefault(id(obj), (facade, name))
     return homes
+
+
+@functools.cache
+def _cached_homes() -> dict[int, tuple[str, str]]:
+    return _homes()
 
 
 def _documentable(obj) -> bool:
@@ -242,7 +287,29 @@ def api_page(facade: str, homes: dict[int, tuple[str, str]]) -> str:
         for name, target, is_class in elsewhere:
             lines.append(f"- :py:{'class' if is_class else 'func'}:`{name} <{target}>`")
         lines.append("")
+    submodules = public_submodules(facade)
+    if submodules:  # last: ``py:module`` changes the current module of what follows
+        lines += ["Modules of this package", "-" * len("Modules of this package"), ""]
+        for name, summary in submodules:
+            lines += [f".. py:module:: {name}", "", f"- ``{name}``: {summary}" if summary else f"- ``{name}``", ""]
     return "\n".join(lines)
+
+
+def public_submodules(facade: str) -> list[tuple[str, str]]:
+    """``(module, first docstring line)`` of the public submodules of package ``facade`` that are not facades
+    themselves (a facade has its own page): the targets of ``:mod:`` references to them."""
+    mod = importlib.import_module(facade)
+    if not hasattr(mod, "__path__"):
+        return []
+    out = []
+    for info in pkgutil.iter_modules(mod.__path__):
+        name = f"{facade}.{info.name}"
+        if info.name.startswith("_") or name in FACADES or info.name in mod.__all__:
+            continue  # private, a facade with its own page, or shadowed by a public name (``nn.stage_grid``)
+        sub = importlib.import_module(name)
+        doc = (sub.__doc__ or "").strip().split("\n\n")[0]
+        out.append((name, " ".join(doc.split())))
+    return out
 
 
 def write_api_pages(app: Sphinx) -> None:
@@ -306,32 +373,53 @@ def _render(key: str, value, depth: int) -> list[str]:
     return []
 
 
+def result_tables(path: Path, depth: int = 2) -> list[str]:
+    """Markdown of one results file: its name as a heading of level ``depth``, its machine, its scalars, and each
+    list of records as a table."""
+    data = json.loads(path.read_text())
+    out = [f"{'#' * depth} `{path.name}`", ""]
+    machine = data.get("machine")
+    if isinstance(machine, dict):
+        out += ["Machine: " + ", ".join(f"{k} {_fmt(v)}" for k, v in machine.items()) + ".", ""]
+    scalars = {k: v for k, v in data.items() if k != "machine" and not isinstance(v, (dict, list))}
+    scalars.update({k: v for k, v in data.items() if isinstance(v, list) and v and not isinstance(v[0], (dict, list))})
+    if scalars:
+        out += [f"- {k}: {_fmt(v)}" for k, v in scalars.items()] + [""]
+    if isinstance(data.get("headers"), list) and isinstance(data.get("rows"), list) and data["rows"]:
+        if all(isinstance(r, list) for r in data["rows"]):
+            out += _table(data["headers"], data["rows"])
+    for key, value in data.items():
+        if key in ("machine", "headers") or (key == "rows" and "headers" in data):
+            continue
+        out += _render(key, value, depth + 1)
+    return out
+
+
 def performance_tables(folder: Path) -> str:
-    """Markdown for every ``*.json`` in ``folder``: its machine, its scalars, and each list of records as a table."""
-    files = sorted(folder.glob("*.json"), key=lambda p: (p.name == "calibration.json", p.name))  # timings first
+    """Markdown for every ``*.json`` in ``folder`` (:func:`result_tables`), timings first."""
+    files = sorted(folder.glob("*.json"), key=lambda p: (p.name == "calibration.json", p.name))
     if not files:
         return "No benchmark results in `benchmarks/results/` at build time.\n"
     out = []
     for path in files:
-        data = json.loads(path.read_text())
-        out += [f"## `{path.name}`", ""]
-        machine = data.get("machine")
-        if isinstance(machine, dict):
-            out += ["Machine: " + ", ".join(f"{k} {_fmt(v)}" for k, v in machine.items()) + ".", ""]
-        scalars = {k: v for k, v in data.items() if k != "machine" and not isinstance(v, (dict, list))}
-        scalars.update(
-            {k: v for k, v in data.items() if isinstance(v, list) and v and not isinstance(v[0], (dict, list))}
-        )
-        if scalars:
-            out += [f"- {k}: {_fmt(v)}" for k, v in scalars.items()] + [""]
-        if isinstance(data.get("headers"), list) and isinstance(data.get("rows"), list) and data["rows"]:
-            if all(isinstance(r, list) for r in data["rows"]):
-                out += _table(data["headers"], data["rows"])
-        for key, value in data.items():
-            if key in ("machine", "headers") or (key == "rows" and "headers" in data):
-                continue
-            out += _render(key, value, 3)
+        out += result_tables(path)
     return "\n".join(out) + "\n"
+
+
+_MEASURED = re.compile(r"^% measured: (\S+\.json)\s*$", re.M)
+
+
+def insert_measured(text: str, folder: Path) -> str:
+    """Every line ``% measured: NAME.json`` of a Markdown page (a MyST comment, invisible without this extension)
+    replaced by the tables of ``folder/NAME.json`` (:func:`result_tables`, one heading level below ``##``)."""
+
+    def sub(m: re.Match) -> str:
+        path = folder / m[1]
+        if not path.is_file():
+            raise FileNotFoundError(f"{m[0].strip()!r}: no {path}")
+        return "\n".join(result_tables(path, depth=3))
+
+    return _MEASURED.sub(sub, text)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -372,6 +460,108 @@ def _on_build_finished(app: Sphinx, exc) -> None:
     )
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# Cross-references by object identity
+
+
+def _import_path(path: str):
+    """The object named by dotted ``path`` (module prefix imported, the rest by attribute), or ``None``."""
+    parts = path.split(".")
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except ImportError:
+            continue
+        for attr in parts[k:]:
+            obj = getattr(obj, attr, _MISSING)
+            if obj is _MISSING:
+                return None
+        return obj
+    return None
+
+
+_MISSING = object()
+
+
+def documented_name(path: str, homes: dict[int, tuple[str, str]]) -> str | None:
+    """The documented name of the object a dotted ``path`` names, when it is documented under another path: a
+    function or class re-exported by a facade (``theorycheck.sampling.documents.sample_documents`` ->
+    ``theorycheck.sampling.sample_documents``), a member of such a class, a constant exported by a facade.
+    ``None`` for objects the site does not document (private helpers)."""
+    if not path.startswith("theorycheck") or any(p.startswith("_") for p in path.split(".")[-1:]):
+        return None
+    parts = path.split(".")
+    for k in range(len(parts), 1, -1):
+        obj = _import_path(".".join(parts[:k]))
+        if obj is None:
+            continue
+        rest = parts[k:]
+        if isinstance(obj, types.ModuleType) and not rest:
+            return obj.__name__  # a target when its module is documented (a facade, or a public submodule of one)
+        if id(obj) in homes:
+            return ".".join(homes[id(obj)]) + "".join(f".{r}" for r in rest)
+        if not rest and not callable(obj) and not isinstance(obj, types.ModuleType):
+            for facade in FACADES:  # constants: documented on every facade that exports them
+                mod = importlib.import_module(facade)
+                if parts[-1] in mod.__all__ and getattr(mod, parts[-1]) is obj:
+                    return f"{facade}.{parts[-1]}"
+    return None
+
+
+def _on_missing_reference(app, env, node, contnode):
+    """Resolve a Python reference to an object documented under another path (see :func:`documented_name`)."""
+    if node.get("refdomain") != "py":
+        return None
+    target = node["reftarget"].lstrip("~.")
+    modname = node.get("py:module") or ""
+    prefixes = [modname.rsplit(".", k)[0] for k in range(modname.count(".") + 1)] if modname else []
+    pagename = node["refdoc"].rsplit("/", 1)[-1]  # an API page is named after the object it documents
+    page = _import_path(pagename) if pagename.startswith("theorycheck.") else None
+    home = getattr(page, "__module__", None) if page is not None and not isinstance(page, types.ModuleType) else None
+    if isinstance(home, str):
+        prefixes.insert(0, home)  # the module defining the documented object: its docstring's own names
+    homes = _cached_homes()
+    for candidate in [f"{p}.{target}" for p in prefixes] + [target]:
+        name = documented_name(candidate, homes)
+        if name is None:
+            continue
+        domain = env.get_domain("py")
+        found = domain.resolve_xref(env, node["refdoc"], app.builder, "obj", name, node, contnode)
+        if found is not None:
+            return found
+    return None
+
+
+def _private(cls: type) -> bool:
+    """A class of the package that the site does not document: private by name or by module, not re-exported."""
+    path = f"{cls.__module__}.{cls.__qualname__}"
+    return path.startswith("theorycheck") and "._" in f".{path}" and id(cls) not in _cached_homes()
+
+
+def _drop_private_bases(app, name, obj, options, bases: list) -> None:
+    """A class page lists documented bases only: an undocumented base of the package (``_Validated``,
+    ``TokenMatrixShape`` of a private module) is replaced by its own bases."""
+    out: list = []
+    todo = list(bases)
+    while todo:
+        base = todo.pop(0)
+        if isinstance(base, type) and _private(base):
+            todo[:0] = [b for b in base.__bases__ if b is not object]
+        elif base not in out:
+            out.append(base)
+    bases[:] = out or [object]
+
+
+def _on_env_get_outdated(app, env, added, changed, removed) -> list[str]:
+    """Pages whose text comes from outside ``docs/`` at read time are read again at every build: ``spec``
+    (SPEC.md), ``performance`` and every page with a ``% measured:`` line (benchmarks/results/*.json)."""
+    generated = ["spec", "performance"]
+    for path in sorted(DOCS.rglob("*.md")):
+        if "_build" not in path.parts and _MEASURED.search(path.read_text(encoding="utf-8")):
+            generated.append(path.relative_to(DOCS).with_suffix("").as_posix())
+    return [d for d in generated if d in env.found_docs and d not in added | changed]
+
+
 def _on_env_before_read(app, env, docnames) -> None:
     env.theorycheck_spec_labels = spec_labels()
 
@@ -381,6 +571,9 @@ def setup(app: Sphinx) -> dict:
     app.connect("builder-inited", _on_builder_inited)
     app.connect("build-finished", _on_build_finished)
     app.connect("env-before-read-docs", _on_env_before_read)
+    app.connect("env-get-outdated", _on_env_get_outdated)
     app.connect("source-read", _on_source_read)
+    app.connect("missing-reference", _on_missing_reference)
+    app.connect("autodoc-process-bases", _drop_private_bases)
     app.connect("autodoc-process-docstring", _on_docstring, priority=600)  # after numpydoc's own (500)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -17,7 +17,7 @@ the symmetric landscape (one writer, one plotting function).
 Sweeps take a :class:`concurrent.futures.Executor` (``executor.map`` is all that is used):
 ``None`` runs serially in this process; pass a ``ProcessPoolExecutor``, or a Dask
 ``distributed.Client`` / scheduler address (``client=``, or directly as ``executor``) to run on a
-cluster (:mod:`theorycheck._dask`). Each task is a pure function of its arguments (seeds are
+cluster (``theorycheck._dask``). Each task is a pure function of its arguments (seeds are
 derived before submission), so every executor returns the serial result bit for bit.
 """
 
@@ -104,7 +104,7 @@ def alpha_beta_grid(
     """Closed-form ``L(alpha, beta)`` of SPEC §4.3 on a grid (:func:`theorycheck.population.alpha_beta_loss`).
 
     ``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: ``"squared"`` or ``"ce"``. A general model:
-    the exact loss of ``S = alpha I_w + beta G`` at every point (:func:`general_grid`, SPEC §11.4).
+    the exact loss of ``S = alpha I_w + beta G`` at every point (``general_grid``, SPEC §11.4).
     """
     check_models(tm, mk, general=True)
     check_choice("value", value, VALUES)
@@ -114,7 +114,7 @@ def alpha_beta_grid(
 
 @functools.singledispatch
 def _grid(tm: GeneralTopicModel, mk, value, A, B, loss) -> LandscapeGrid:
-    """Generic route: the exact loss at every point (:func:`general_grid`, SPEC §11.4)."""
+    """Generic route: the exact loss at every point (``general_grid``, SPEC §11.4)."""
     return general_grid(tm, mk, value, A, B, loss)
 
 
@@ -215,7 +215,7 @@ def asymptotic_sweep(
     Keys: ``T, v, tau, status, alpha, beta, K, K_over_v, K_over_vtau, loss, loss_uniform,
     gap_to_uniform, attention_ratio, same_word_weight, same_topic_weight, beta_to_minus_inf``.
     ``executor``: any ``concurrent.futures.Executor`` (``None``: serial); ``client``: a
-    ``distributed.Client`` or a scheduler address (:func:`theorycheck._dask.resolve_executor`).
+    ``distributed.Client`` or a scheduler address (``theorycheck._dask.resolve_executor``).
     """
     check_choice("value", value, VALUES)
     mk = Masking() if mk is None else mk
@@ -318,10 +318,10 @@ def landscape_data(
     general model, whose points are exact evaluations, :data:`GENERAL_N_GRID`). ``arrays`` holds
     alpha, beta, L and, for block W^V, the log K curve (``logK``, ``L_K``).
 
-    A general model (SPEC §11.4; :func:`_general_landscape`): ``arrays`` holds alpha, beta, L and
+    A general model (SPEC §11.4; ``_general_landscape``): ``arrays`` holds alpha, beta, L and
     ``G``; the optimum record the grid argmin (``alpha, beta, loss``), ``loss_uniform``,
     ``at_boundary`` (grid argmin on the grid's edge) and the solver's family optimum under
-    ``solver``. The files are written by :func:`theorycheck.report.landscape.write_landscape`.
+    ``solver``. The files are written by ``theorycheck.report.landscape.write_landscape``.
     """
     check_models(tm, mk, general=True)
     build, default_n_grid = _landscape_route(tm)

@@ -302,7 +302,7 @@ class GeneralTopicModel:
 
     @classmethod
     def from_lda(cls, fit, *, prior: str = "dirichlet", tau=None, alpha=0.1, floor: float = 0.0) -> GeneralTopicModel:
-        """From a fitted LDA: a :class:`theorycheck.realdata.TopicFit`, an object with ``components_``
+        """From a fitted LDA: a :class:`theorycheck.realdata.topics.TopicFit`, an object with ``components_``
         (scikit-learn) or a ``(T, n_words)`` array of non-negative weights (rows are normalised).
 
         ``floor >= 0`` is added to every weight before normalising (keeps every word in some topic).

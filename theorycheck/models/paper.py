@@ -114,7 +114,7 @@ class TopicModel(GeneralTopicModel):
         """``phi = kron(I_T, 1_v^T / v)``, shape ``(T, T*v)`` (read-only), materialised on first use.
 
         The closed forms never need it; a generic route that does is checked against the memory
-        guard first (:func:`theorycheck._memory.check_alloc`).
+        guard first (``theorycheck._memory.check_alloc``).
         """
         check_alloc(
             "TopicModel.phi (the generic route's topic-word matrix)",

@@ -64,7 +64,7 @@ class CountBatch:
         Non-negative factors with ``K = key_coef @ key_basis`` (e.g. the population's
         ``m_S = [theta_S, 1] [a Phi; c]``, SPEC §11.5): a one-layer, one-head model with the
         identity decoder then evaluates the batch by the fused route of
-        :mod:`theorycheck.nn._factored_kernels` (:meth:`key_factors`), given also the target factors.
+        ``theorycheck.nn._factored_kernels`` (:meth:`key_factors`), given also the target factors.
     target_coef, target_basis : ndarray, shapes (G, s) and (V1, s, V1), optional
         Non-negative factors of the targets, ``Y[e] = sum_t target_coef[ctx[e], t]
         target_basis[qtok[e], t]`` (the population's ``theta_S`` and per-topic targets).
@@ -117,7 +117,7 @@ class CountBatch:
 
     @property
     def groups(self) -> Groups:
-        """Query groups for the count path of :func:`theorycheck.nn.layers.attention_forward`."""
+        """Query groups for the count path of ``theorycheck.nn.layers.attention_forward``."""
         return Groups(qtok=self.qtok, ctx=self.ctx, P_q=self._scatter("q"))
 
     def context_sum(self, A):

@@ -5,7 +5,7 @@ Each checkpoint is a pair ``checkpoint-<step>.npz`` (parameters ``param/*`` and 
 optimizer step count, the full configuration and its SHA-256 (:func:`theorycheck.nn.config.config_hash`),
 the package version and the SHA-256 of the ``.npz`` bytes). Both are written with
 :func:`theorycheck._io.atomic_write_bytes`, the ``.npz`` first: the ``.json`` is the commit mark.
-The last :data:`KEEP` checkpoints are kept.
+The last ``KEEP`` checkpoints are kept.
 
 :func:`load_checkpoint` takes the newest checkpoint whose files are intact; a corrupted one
 (truncated, random bytes, missing ``.npz``, hash mismatch) is named in a warning and the previous
@@ -69,7 +69,7 @@ def remove_checkpoints(out, keep: int = 0) -> None:
 
 
 def save_checkpoint(out: str | os.PathLike, step: int, model: Transformer, opt: SGD | Adam, cfg: TrainConfig) -> Path:
-    """Write ``checkpoint-<step>.npz/.json`` atomically and prune to the last :data:`KEEP`."""
+    """Write ``checkpoint-<step>.npz/.json`` atomically and prune to the last ``KEEP``."""
     out = Path(out)
     arrays = {f"param/{k}": v for k, v in model.state_dict().items()}
     ost = opt.state_dict()

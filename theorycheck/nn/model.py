@@ -238,7 +238,7 @@ class Transformer:
     def fused_route(self, batch) -> bool:
         """Whether :meth:`loss_and_grad` takes the fused route on ``batch``: a :class:`CountBatch` with
         key factors (e.g. the exact population), one layer and one softmax head, no residual or layer
-        norm, the identity decoder, and :attr:`fused` on (see :mod:`theorycheck.nn._factored_kernels`)."""
+        norm, the identity decoder, and :attr:`fused` on (see ``theorycheck.nn._factored_kernels``)."""
         c = self.cfg
         return (
             self.fused

@@ -119,10 +119,10 @@ def stage_grid(
 ) -> list[dict]:
     """Stage boundaries of the ``two-stage`` preset for every (learning rate, init scale) pair.
 
-    Returns one row per cell (:data:`GRID_COLUMNS` plus ``steps``), learning rates outer, init scales
+    Returns one row per cell (``GRID_COLUMNS`` plus ``steps``), learning rates outer, init scales
     inner, in the given orders. A boundary that no rule found is ``None`` (e.g. a run too short for
     stage 2). ``lrs`` and ``init_scales``: distinct positive finite numbers; at most
-    :data:`MAX_CELLS` cells and :data:`MAX_GRID_STEPS` steps (checked before any work). ``executor`` (a
+    ``MAX_CELLS`` cells and ``MAX_GRID_STEPS`` steps (checked before any work). ``executor`` (a
     :class:`concurrent.futures.Executor`) or ``client`` (a ``distributed.Client`` or a scheduler
     address) runs the cells concurrently; ``progress``: a bar over the cells."""
     cfgs = check_grid(lrs, init_scales, steps=steps, seed=seed)

@@ -42,7 +42,7 @@ contexts                   ``PopulationContexts``           weighted context; nn
 
 Loss names are ``"squared"`` and ``"ce"`` everywhere; gradients are named tuples. Every function
 that builds a dense ``V1 x V1`` array checks its size first (``max_bytes=`` or
-``$THEORYCHECK_MAX_BYTES``, see :mod:`theorycheck._memory`).
+``$THEORYCHECK_MAX_BYTES``, see ``theorycheck._memory``).
 """
 
 from ._alpha_beta import (

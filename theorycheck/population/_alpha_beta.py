@@ -83,7 +83,7 @@ def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, f
 
     (independent of ``tau`` and of the Dirichlet ``alpha``; ``gamma = 0`` when ``q = 0``).
 
-    Constant context (:func:`stage1_constant_context`: ``tau = T``, ``T = 1`` or ``a = 0``):
+    Constant context (``stage1_constant_context``: ``tau = T``, ``T = 1`` or ``a = 0``):
     ``Sigma = mu mu^T`` with ``mu = (a + r) u + q e_0``, the minimum-norm minimiser is
     ``u mu^T / ||mu||^2`` and, with ``||mu||^2 = (a + r)^2 / n + q^2``,
 
@@ -137,7 +137,7 @@ def block_token_matrix(
     words ``i``, row 0 zero. Used by :func:`alpha_beta_value_matrix` (SPEC §4.2 ``W^V``),
     :func:`alpha_beta_score_matrix` (SPEC §4.3 scores), ``BlockValueMatrix.toarray`` and
     ``BlockGram.toarray`` (SPEC §4.1). The size is checked by
-    :func:`theorycheck._memory.check_alloc` before anything is allocated (``ValueError`` naming
+    ``theorycheck._memory.check_alloc`` before anything is allocated (``ValueError`` naming
     ``alternative`` above ``max_bytes``).
     """
     V1 = int(T) * int(v) + 1
@@ -171,8 +171,8 @@ def alpha_beta_value_matrix(
 
     ``"block"``: ``W_{ww'} = A`` (same topic), ``B0`` (different topics), ``W_{w0} = gamma``,
     row 0 zero (:func:`stage1_block_constants`, or ``constants=(A, B0, gamma)``), assembled by
-    :func:`block_token_matrix`. ``"identity"``: identity on words, ``W_00 = 0``.
-    ``max_bytes``: memory limit of the dense array (:func:`theorycheck._memory.check_alloc`).
+    ``block_token_matrix``. ``"identity"``: identity on words, ``W_00 = 0``.
+    ``max_bytes``: memory limit of the dense array (``theorycheck._memory.check_alloc``).
     """
     require_symmetric(tm, "alpha_beta_value_matrix", "solvers.stage1_value_matrix(g, mk)")
     _check(tm, mk, value)
@@ -203,7 +203,7 @@ def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_by
     """Score matrix ``S`` (``S[x, y]`` = score of key token y for query token x), shape ``(V1, V1)`` (SPEC §4.3).
 
     ``S[x, x] = alpha`` for words, ``S[x, y] = beta`` for distinct words of one topic, 0 else.
-    ``max_bytes``: memory limit of the dense array (:func:`theorycheck._memory.check_alloc`).
+    ``max_bytes``: memory limit of the dense array (``theorycheck._memory.check_alloc``).
     """
     require_symmetric(
         tm, "alpha_beta_score_matrix", "analysis.landscape.family_scores(alpha, beta, solvers.cotopic_matrix(g))"

@@ -220,7 +220,7 @@ def _check_dense(tm, what, max_bytes):
 
 # ----------------------------------------------------------------------------- generic route (SPEC §11.4)
 def _generic_counts(g, n_sets, n_theta, max_bytes):
-    """Any model: ``n_sets`` (uniform-tau) or ``n_theta`` (Dirichlet, default :data:`DEFAULT_N_THETA`) and the
+    """Any model: ``n_sets`` (uniform-tau) or ``n_theta`` (Dirichlet, default ``DEFAULT_N_THETA``) and the
     dense path's memory."""
     if g.prior == "uniform-tau":
         if n_theta is not None:
@@ -425,7 +425,7 @@ def attention_loss(
     Notes
     -----
     The paper's model, squared loss: ``O(V1^3)`` dense products once, then ``O(V1 tau^2)`` per topic set (Numba); its
-    group tables hold ``V1 (T+1)^2`` entries, and above :data:`STRUCTURED_MAX_ENTRIES` the dense
+    group tables hold ``V1 (T+1)^2`` entries, and above ``STRUCTURED_MAX_ENTRIES`` the dense
     path is used instead. Cross-entropy needs every output coordinate: ``O(V1^3)`` per topic set
     (stacked GEMMs).
     """
@@ -496,7 +496,7 @@ def attention_loss_estimate(
         Uniform-tau: average over ``n_sets >= 2`` sampled topic sets instead of all ``C(T, tau)``
         (required above 200000 sets).
     n_theta : int, optional
-        Dirichlet: number of i.i.d. ``theta ~ Dir(alpha)`` (default :data:`DEFAULT_N_THETA`).
+        Dirichlet: number of i.i.d. ``theta ~ Dir(alpha)`` (default ``DEFAULT_N_THETA``).
     rng, seed
         Randomness of the samples; required whenever the laws are sampled.
 

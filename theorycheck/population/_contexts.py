@@ -69,7 +69,7 @@ def population_contexts(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool =
 
     Any topic model with the uniform-tau law: a :class:`~theorycheck.models.GeneralTopicModel` has
     the same contexts with ``p_S = Phi^T 1_S / tau`` and ``u = 1_W / n_words`` (SPEC §11.1); the
-    densities dispatch on the model (:mod:`._moments`).
+    densities dispatch on the model (``._moments``).
     """
     check_models(tm, mk, general=True)
     if not isinstance(mask_keys, (bool, np.bool_)):

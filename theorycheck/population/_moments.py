@@ -17,7 +17,7 @@ Every formula is one ``functools.singledispatch`` function: the generic route (a
 §11.2) is the base, and the paper's :class:`~theorycheck.models.TopicModel` registers its closed
 form (SPEC §1.1, §4.0: ``p_S = (1/(tau v)) sum_{t in S} 1_t``, ``E[pp^T] = (s_same - s_diff) B +
 s_diff J``; no ``phi`` is materialised). The public functions validate their arguments once and
-call the dispatcher. :func:`stage1_factors` gives the rank-``rho`` factors ``Sigma = X X^T``,
+call the dispatcher. ``stage1_factors`` gives the rank-``rho`` factors ``Sigma = X X^T``,
 ``C = Y X^T`` of SPEC §11.5 used by the generic value loss and the generic solvers.
 """
 
@@ -225,7 +225,7 @@ def expected_pp(tm: GeneralTopicModel, *, max_bytes: int | None = None) -> np.nd
     Any model: ``Phi^T M2 Phi``; the paper's model: ``E[p p^T] = (s_same - s_diff) B + s_diff J``
     with ``B`` the within-topic all-ones blocks and ``J`` the all-ones matrix on words (see
     :meth:`TopicModel.pair_moments`). The one dense array is checked against ``max_bytes`` first
-    (:func:`theorycheck._memory.check_alloc`).
+    (``theorycheck._memory.check_alloc``).
     """
     check_models(tm, general=True)
     return _expected_pp(tm, max_bytes)
@@ -321,7 +321,7 @@ def moments(
     ----------
     method : {"closed-form", "enumerate"}
         ``"enumerate"`` averages over every ``tau``-subset (uniform-tau prior only, at most
-        :data:`MAX_ENUMERATED_SETS` sets); it is the independent check of the closed form.
+        ``MAX_ENUMERATED_SETS`` sets); it is the independent check of the closed form.
     max_bytes : int, optional
         Memory limit for the two dense ``V1 x V1`` results (plus the ``C(T, tau) x V1`` topic-set
         matrices of ``"enumerate"``); default ``$THEORYCHECK_MAX_BYTES`` or half the available
@@ -330,7 +330,7 @@ def moments(
     Notes
     -----
     The structured solvers never call it: ``value_loss`` works from block sums (or the rank-T
-    factors of :func:`stage1_factors`) and ``optimal_value_matrix(method="closed-form")`` returns a
+    factors of ``stage1_factors``) and ``optimal_value_matrix(method="closed-form")`` returns a
     structured matrix.
     """
     check_models(tm, mk, general=True)

@@ -224,7 +224,7 @@ def value_loss(W: ArrayLike, tm: GeneralTopicModel, mk: Masking, b: ArrayLike | 
     Returns
     -------
     float
-        ``L(W, b) = E E_{x~p} ||W m + b - e_x||^2 + reg ||W||_F^2``; minimum :func:`min_value_loss`
+        ``L(W, b) = E E_{x~p} ||W m + b - e_x||^2 + reg ||W||_F^2``; minimum ``min_value_loss``
         (the paper's model: ``1 - E||p||^2``) at ``reg = 0``. Cost: one pass over W (the paper's
         model), ``O(V1^2 T)`` (any model).
     """

@@ -16,7 +16,7 @@ family                        problem                                           
 ============================  ===========================================================  ============
 
 The solver protocol (``solver(problem, budget, callback) -> x``) and the built-in solvers are in
-:mod:`._solvers`; the harness (``theorycheck benchmark``) in :mod:`._harness`.
+``._solvers``; the harness (``theorycheck benchmark``) in ``._harness``.
 """
 
 from ._problem import Certificate, Problem

@@ -40,7 +40,7 @@ def write_realdata(
     If anything fails, the temporary folder is removed and an existing ``out`` is left untouched.
     ``results.json`` follows the package JSON policy (non-finite floats, e.g. an empty pair
     class, are ``null``). ``out`` is replaced only if it is new, empty or theorycheck's own;
-    ``force`` writes into it keeping other files (:func:`theorycheck._io.atomic_directory`).
+    ``force`` writes into it keeping other files (``theorycheck._io.atomic_directory``).
     """
     _check_serialisable(result.summary)
     out = Path(os.fspath(out)).expanduser().resolve()

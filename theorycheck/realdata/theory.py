@@ -176,7 +176,8 @@ def _figure_data(embeddings: dict, membership, ids, *, max_words: int, seed: int
 @dataclass
 class TheoryComparison:
     """``summary`` (JSON-ready, deterministic: model and table rows, ``attention`` when measured attention was
-    given), ``figure`` (arrays for :mod:`.plots`), the compared topic tokens ``token_ids`` (ascending) and their
+    given), ``figure`` (arrays for
+    :mod:`theorycheck.realdata.plots`), the compared topic tokens ``token_ids`` (ascending) and their
     LDA ``words``, and ``timing`` (``theory_s`` wall and ``theory_cpu_s`` process CPU in total,
     ``theory_model_s`` for the model and its optimum, ``attention_*`` for the attention part,
     ``theory_vocab_size``)."""

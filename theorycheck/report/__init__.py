@@ -5,7 +5,7 @@
 - :mod:`.runner`: running the checks of a tier, in a process pool or any Executor, with the result cache;
 - :mod:`.cache`: the result cache (keys over the claim's sources, parameters and versions);
 - :mod:`.discovery`: where claims come from (built in, ``verify --claims PATH``, entry points ``theorycheck.claims``);
-- :mod:`._writer`: the console table, ``report.md`` / ``results.json``;
+- ``._writer``: the console table, ``report.md`` / ``results.json``;
 - :mod:`.plots`: every figure the package draws (data in, Figure out, no mathematics).
 """
 

@@ -133,7 +133,7 @@ def write_report(
     ``skipped`` lists one-line reasons for claims that could not be registered here (e.g. an
     optional extra is missing); they appear in both files. ``out`` is replaced only if it is
     new, empty or theorycheck's own; ``force`` writes into a folder holding other files, keeping
-    them (:func:`theorycheck._io.atomic_directory`). ``command`` is recorded in the folder's marker.
+    them (``theorycheck._io.atomic_directory``). ``command`` is recorded in the folder's marker.
     ``tier`` names the tier that ran; both files list the checks each tier holds (:func:`tier_summary`)
     and mark rows reused from the result cache with their date.
     """

@@ -213,7 +213,7 @@ def compare_all(results: list[ClaimResult]) -> ClaimResult:
     """Combine sub-checks: passes iff all pass.
 
     Reports the sub-check closest to failure *relative to its own scale* (see
-    :func:`_relative_margin`), so the reported margin, tolerance, expected and measured values
+    ``_relative_margin``), so the reported margin, tolerance, expected and measured values
     belong together; ``details["relative_margin"]`` holds that scale-free margin.
     """
     worst = min(results, key=_relative_margin)
@@ -273,7 +273,7 @@ def over_seeds(
     ``check_one(dict(params, seed=s), inject)`` checks one seed. The combined result is the
     worst seed (as :func:`compare_all` picks it); ``details`` hold the seeds, the fraction of
     seeds that pass, every seed's measured value and margin, and a 95% Student-t interval over
-    seeds (:func:`t_interval`) of the margin and of each named detail in ``statistics``.
+    seeds (``t_interval``) of the margin and of each named detail in ``statistics``.
     ``data`` is the first seed's (for figures).
     """
     seeds = [int(s) for s in params["seeds"]]

@@ -274,7 +274,7 @@ def run_claims(
     ``jobs``: worker processes (1: in this process); ``executor``: any Executor to use instead
     (not shut down here); ``cache``: a :class:`~theorycheck.report.cache.ResultCache` to reuse and
     store results (``None``: compute everything, store nothing). ERROR rows are never cached. Ctrl-C stops
-    the run: :class:`RunInterrupted` carries the rows that finished.
+    the run: ``RunInterrupted`` carries the rows that finished.
     """
     jobs = check_int("jobs", jobs, low=1)
     checks = _checks(claims, tier)

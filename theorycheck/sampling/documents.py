@@ -125,7 +125,7 @@ def sample_documents(
         Document length, or an inclusive range ``(lo, hi)`` drawn uniformly per document
         (the paper's experiments use ``(100, 150)``).
     rng, seed
-        Randomness (see :func:`theorycheck._validate.check_rng`).
+        Randomness (see ``theorycheck._validate.check_rng``).
     topic_sets : array_like of int, shape (n_docs, tau), optional
         Fix the topic set of every document (stratified sampling); uniform-tau prior only.
     max_bytes : int, optional

@@ -49,7 +49,7 @@ class ValueOptions:
         (``False``: a :class:`BlockValueMatrix` for the paper's model, a :class:`LowRankMatrix` for a
         general one); ``None``: dense when ``V1 <= 2001``.
     max_bytes : int or None, default None
-        Memory limit of the dense arrays (:func:`theorycheck._memory.check_alloc`); default
+        Memory limit of the dense arrays (``theorycheck._memory.check_alloc``); default
         ``$THEORYCHECK_MAX_BYTES`` or half the available memory.
     solver_options : dict or None, default None
         Passed to ``cvxpy.Problem.solve`` (``method="cvxpy"`` only), e.g. ``{"max_iters": 50}``.
@@ -80,7 +80,7 @@ class GramOptions:
         ``method="factorized"`` only: L-BFGS iteration limit (``None``: 20000; the same as
         ``solver_options={"maxiter": ..., "maxfun": 2 * ...}``).
     max_bytes : int or None, default None
-        Memory limit of the dense methods (:func:`theorycheck._memory.check_alloc`).
+        Memory limit of the dense methods (``theorycheck._memory.check_alloc``).
     solver_options : dict or None, default None
         Backend options: passed to ``cvxpy.Problem.solve`` (cvxpy) or merged into the L-BFGS-B options
         (factorized), e.g. ``{"maxiter": 5}``.
@@ -121,7 +121,7 @@ class AttentionOptions:
         :func:`theorycheck.population.attention_loss` when affordable.
     certify : {None, "interval"}, default None
         Paper's model, squared loss: ``"interval"`` adds rigorous bounds ``lower <= min L <= upper`` over
-        the search box by interval branch and bound (:func:`theorycheck.solvers.attention.interval_certificate`),
+        the search box by interval branch and bound (``theorycheck.solvers.attention.interval_certificate``),
         enlarging the box until the certified argmin is interior (at most 4 rounds, ``|coordinate| <= 200``);
         status 0 (``certificate["kind"] = "certified optimum"``) needs an interior argmin,
         ``L* - lower <= certify_options["tol"]`` (default 1e-9) and the whole-domain certificate

@@ -46,7 +46,7 @@ def optimal_attention(
     Paper's model: the global minimiser of ``L(alpha, beta)`` (the (alpha, beta) score family,
     :func:`theorycheck.population.alpha_beta_loss`) with a grid certificate; for the block ``W^V`` it
     depends only on ``K = e^alpha + (v - 1) e^beta``. Any other topic model: the best scores of a
-    linear family, or unrestricted scores (:func:`._family.solve_family`).
+    linear family, or unrestricted scores (``._family.solve_family``).
 
     Parameters
     ----------
@@ -58,7 +58,7 @@ def optimal_attention(
     reg : float
         Must be 0: the score families are unregularised (accepted for the shared contract).
     tol : float
-        Acceptance threshold on the relative residuals (:mod:`theorycheck.solvers._certify`). Paper's
+        Acceptance threshold on the relative residuals (``theorycheck.solvers._certify``). Paper's
         model: the finite-difference derivative (``dL/dlog K`` or the gradient; scale 1, loss units),
         the grid consistency ``max(0, lower_bound - L*)`` (scale 1) and the general-evaluator
         difference (scale ``|L*|``). General model: the (projected) gradient max-norm.
@@ -91,7 +91,7 @@ def optimal_attention(
         ``certificate["box"]`` and ``lower <= fun <= upper`` always holds; status 0 iff
         ``certificate["kind"] == "certified optimum"``, status 3 is ``"bound on the box"`` (a lower
         bound on the box's minimum only, not a certified optimum).
-        General model: see :func:`._family.solve_family`.
+        General model: see ``._family.solve_family``.
 
     """
     check_models(tm, mk, general=True)

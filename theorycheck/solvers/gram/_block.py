@@ -89,7 +89,7 @@ class BlockGram(TokenMatrixShape):
         return float(min(vals))
 
     def toarray(self, *, max_bytes=None) -> np.ndarray:
-        """Dense ``(V1, V1)`` matrix (:func:`theorycheck.population._alpha_beta.block_token_matrix`).
+        """Dense ``(V1, V1)`` matrix (``theorycheck.population._alpha_beta.block_token_matrix``).
 
         Raises ``ValueError`` (before allocating) above ``max_bytes`` (default
         ``$THEORYCHECK_MAX_BYTES`` or half the available memory).
@@ -131,7 +131,7 @@ def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> Bloc
         ``p_m > 0`` and ``a = 1 - p_m (1 - p_c) > 0``; any ``q, r >= 0``; either prior.
     bias : bool
         With a free (unpenalised) decoder bias ``b``; its optimal value is then
-        ``b = u - G mu = u`` (uniform over words, see :func:`optimal_bias`).
+        ``b = u - G mu = u`` (uniform over words, see ``optimal_bias``).
 
     Returns
     -------
@@ -224,7 +224,7 @@ def embedding_from_gram(
     tol : float, optional
         Eigenvalue tolerance, default ``1e-9 * max(1, |G|_max) * V1``.
     max_bytes : int, optional
-        Memory limit (:func:`theorycheck._memory.check_alloc`) of the ``(d, V1)`` output and, for a
+        Memory limit (``theorycheck._memory.check_alloc``) of the ``(d, V1)`` output and, for a
         :class:`BlockGram`, of its ``(T, T)`` topic Gram.
 
     Returns

@@ -102,7 +102,7 @@ METHODS = ("closed-form", "schur", "cvxpy", "factorized", "rational")
 SOLVERS = ("CLARABEL", "SCS")
 #: Largest V1 for the dense methods and the dense re-check of the closed form (O(V1^3) cost).
 DENSE_CHECK_MAX_V1 = 2001
-#: Default acceptance tolerance on the relative residuals (see :mod:`._certify`).
+#: Default acceptance tolerance on the relative residuals (see ``._certify``).
 DEFAULT_TOL = 1e-6
 #: L-BFGS options of the factorized method (``options=`` overrides them).
 LBFGS_OPTIONS = {"maxiter": 20_000, "maxfun": 40_000, "ftol": 1e-15, "gtol": 1e-11, "maxcor": 30}
@@ -196,19 +196,19 @@ def optimal_embedding_gram(
     tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
         ``p_m > 0`` and ``a > 0`` (some original words visible). The route is chosen by the model
         type: the methods below for the paper's model; ``G* = Y (X^T Y)^+ Y^T`` (``"closed-form"``) or
-        the SDP (``"cvxpy"``), ``reg = 0``, for any other (SPEC §11.5; :mod:`._lowrank`).
+        the SDP (``"cvxpy"``), ``reg = 0``, for any other (SPEC §11.5; ``._lowrank``).
     method : {"closed-form", "schur", "cvxpy", "factorized", "rational"}
         See the module docstring. ``"closed-form"`` returns a :class:`BlockGram` (any V1, O(1));
         the others a dense ``(V1, V1)`` array (moderate V1 only). ``"rational"``: the minimum-trace
         optimal Gram in exact rational arithmetic (small sizes, ``reg = 0``), its optimality
-        conditions verified exactly (:mod:`theorycheck.solvers._rational`).
+        conditions verified exactly (``theorycheck.solvers._rational``).
     reg : float
         ``reg = 0``: the minimum-norm minimiser (``"closed-form"``, ``"schur"``, ``"cvxpy"``) or the
         minimiser L-BFGS reaches from ``init_scale``-small init (``"factorized"``: equal to the min-norm
         one on the identifiable part, see :func:`identifiable_part`). ``reg > 0`` (``"cvxpy"``,
         ``"factorized"`` only): minimiser of ``L(G) + reg tr G``.
     tol : float
-        Acceptance threshold on the relative residuals (:mod:`theorycheck.solvers._certify`): PSD
+        Acceptance threshold on the relative residuals (``theorycheck.solvers._certify``): PSD
         violation and asymmetry relative to ``||G||_F``; loss gap ``L(G) - L*`` (``reg = 0``) and KKT
         residuals (``reg > 0``) relative to 1 (the loss of ``G = 0``).
     solver : {"CLARABEL", "SCS"}, optional
@@ -216,7 +216,7 @@ def optimal_embedding_gram(
     options : GramOptions or dict, optional
         ``seed``, ``init_scale``, ``maxiter`` (``"factorized"`` only), ``max_bytes`` and the backend's
         ``solver_options`` (passed to ``cvxpy.Problem.solve``, or merged into the L-BFGS-B options
-        :data:`LBFGS_OPTIONS`); every field is documented in :class:`GramOptions`.
+        ``LBFGS_OPTIONS``); every field is documented in :class:`GramOptions`.
     d : int, optional
         Embedding dimension; required for ``"factorized"`` (``>= min_embedding_dim`` when
         ``reg = 0``); for the other methods ``d < rank`` raises.
@@ -230,7 +230,7 @@ def optimal_embedding_gram(
         ``residuals``: ``loss_gap``, ``min_eig``, ``minimiser_violation`` (§4.1 D1),
         ``dist_closed_form`` and, for ``reg > 0``, ``kkt_dual_infeasibility``,
         ``kkt_complementarity``; ``certificate`` (cvxpy, ``reg = 0``): the duality gap and dual
-        infeasibility recomputed from cvxpy's multipliers. Status: table of :mod:`._certify`.
+        infeasibility recomputed from cvxpy's multipliers. Status: table of ``._certify``.
 
     Raises
     ------

@@ -4,7 +4,7 @@
 :func:`value_block_constants` returns the optimal constants for every ``reg >= 0``: at
 ``reg = 0`` it calls :func:`theorycheck.population.stage1_block_constants` (the single home of the
 minimum-norm formulas, SPEC §4.2); for ``reg > 0`` it minimises the reduced three-parameter
-ridge quadratic exactly (:func:`_ridge_constants`, derivation in :mod:`._solve`).
+ridge quadratic exactly (``_ridge_constants``, derivation in :mod:`._solve`).
 :func:`structured_constants` is an independent O(1) numerical route, ``C_hat (Sigma_hat + reg I)^+``
 in the topic-symmetric algebra of :mod:`._symmetric`, used to test the formulas at any size.
 """
@@ -57,7 +57,7 @@ class BlockValueMatrix(TokenMatrixShape):
         return math.sqrt(T * v * (v * self.A**2 + (T - 1) * v * self.B0**2 + self.gamma**2))
 
     def toarray(self, *, max_bytes=None) -> np.ndarray:
-        """The dense ``(V1, V1)`` array (:func:`theorycheck.population._alpha_beta.block_token_matrix`).
+        """The dense ``(V1, V1)`` array (``theorycheck.population._alpha_beta.block_token_matrix``).
 
         Raises ``ValueError`` (before allocating) when it would exceed ``max_bytes``
         (default ``$THEORYCHECK_MAX_BYTES`` or half the available memory).
@@ -114,7 +114,7 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
 
     ``reg = 0``: :func:`theorycheck.population.stage1_block_constants` (minimum-norm ``C Sigma^+``);
     ``case`` is ``"informative"`` or ``"constant-context"``. ``reg > 0``: the exact minimiser of the
-    reduced ridge quadratic (:func:`_ridge_constants`), ``case = "ridge"``.
+    reduced ridge quadratic (``_ridge_constants``), ``case = "ridge"``.
     With ``T = 1`` there are no cross-topic entries and ``B0`` is reported as 0.
     """
     require_symmetric(

@@ -72,7 +72,7 @@ class LowRankMatrix:
         return math.sqrt(max(float(np.sum((self.left.T @ self.left) * (self.right.T @ self.right))), 0.0))
 
     def toarray(self, *, max_bytes=None) -> np.ndarray:
-        """The dense matrix (checked against ``max_bytes`` first, :func:`theorycheck._memory.check_alloc`)."""
+        """The dense matrix (checked against ``max_bytes`` first, ``theorycheck._memory.check_alloc``)."""
         check_alloc("LowRankMatrix.toarray", self.shape, max_bytes=max_bytes, alternative="the factors left, right")
         return self.left @ self.right.T
 

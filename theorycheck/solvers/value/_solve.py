@@ -260,16 +260,16 @@ def optimal_value_matrix(
         ``mk.p_m > 0``. Any prior; degenerate cases (``tau = T``, ``T = 1``, ``a = 0``,
         ``q = 0``, ``v = 1``) are handled exactly (module docstring). The route is chosen by the
         model type: the block closed form for the paper's model, the low-rank formulas of SPEC
-        §11.3 (methods ``"closed-form"``, ``"lstsq"``, ``"cvxpy"``; :mod:`._lowrank`) for any other.
+        §11.3 (methods ``"closed-form"``, ``"lstsq"``, ``"cvxpy"``; ``._lowrank``) for any other.
     method : {"closed-form", "cvxpy", "lstsq", "rational"}
         ``"rational"``: exact rational arithmetic (small sizes, ``reg = 0``; masking probabilities read
         as exact decimals): ``W = C Sigma^+`` with ``W Sigma = C`` and ``W (I - Sigma Sigma^+) = 0``
         verified exactly; ``info["x_exact"]`` and ``info["loss_exact"]`` hold the exact values
-        (:mod:`theorycheck.solvers._rational`).
+        (``theorycheck.solvers._rational``).
     reg : float
         ``lambda >= 0``.
     tol : float
-        Acceptance threshold on the relative residuals (:mod:`theorycheck.solvers._certify`):
+        Acceptance threshold on the relative residuals (``theorycheck.solvers._certify``):
         ``||W(Sigma + reg I) - C||_F / ||C||_F`` and, for ``reg = 0``, ``|L(W) - L*|`` (scale 1, the
         loss of ``W = 0``) and the out-of-range norm ``||W - W P||_F / ||W||_F``.
     solver : str, optional
@@ -286,7 +286,7 @@ def optimal_value_matrix(
         ``reg > 0``, ``error_bound``; for ``reg = 0``, ``loss_gap``, ``range_violation``,
         ``range_violation_rel``; ``certificate`` (``reg > 0``): ``{"error_bound": ...}``, a certified
         bound on ``||W - W_opt||_F``; ``info``: block constants (closed form), backend status (cvxpy),
-        ``relative_residuals``. Status codes: the table of :mod:`theorycheck.solvers._certify`.
+        ``relative_residuals``. Status codes: the table of ``theorycheck.solvers._certify``.
 
     Raises
     ------
