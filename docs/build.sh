@@ -7,5 +7,5 @@ set -euo pipefail
 PYTHON=${PYTHON:-python}
 if [[ "$PYTHON" == */* ]]; then PYTHON=$(realpath -s "$PYTHON"); fi  # a relative path still works after the cd
 cd "$(dirname "$0")"
-rm -rf api/generated  # autosummary stubs are regenerated from the facades' __all__
+rm -rf api/generated api/theorycheck*.rst  # autosummary stubs are regenerated from the facades' __all__
 exec "$PYTHON" -m sphinx -W -n --keep-going -j "${DOCS_JOBS:-2}" -b html . _build/html "$@"

@@ -69,6 +69,7 @@ FACADES = [
     "theorycheck.realdata.topics",
     "theorycheck.realdata.stats",
     "theorycheck.realdata.theory",
+    "theorycheck.realdata.attention_theory",
     "theorycheck.realdata.output",
     "theorycheck.realdata.plots",
     "theorycheck.realdata.pipeline",

@@ -19,7 +19,7 @@ drawn i.i.d. from ``p_theta``. Compared quantities: ``gap = lift_same - lift_dif
 Cost (the law is Dirichlet, so its expectation is a sample): a pilot on :data:`N_PILOT` laws with a
 :data:`PILOT_GRID` x :data:`PILOT_GRID` grid finds the basin, the optimum on :data:`N_LAWS` laws starts from
 the pilot's optimum (no grid), and its sampling covariance is the sandwich of
-:func:`theorycheck.solvers.attention._structured.optimum_covariance` (reported as the standard errors of
+``theorycheck.solvers.attention._structured.optimum_covariance`` (reported as the standard errors of
 ``alpha*``, ``beta*``, and propagated into the lifts' intervals by the delta method). The lifts use
 :data:`N_LIFT` further laws (own stream ``[seed, SEED_STREAM, 1]``), bootstrapped.
 """
@@ -59,7 +59,7 @@ SEED_STREAM = 24
 N_PILOT = 256
 N_LAWS = 2048
 N_LIFT = 2048
-#: Grid points per axis of the pilot (over :data:`theorycheck.solvers.attention._family.FAMILY_GRID`).
+#: Grid points per axis of the pilot (over ``theorycheck.solvers.attention._family.FAMILY_GRID``).
 PILOT_GRID = 5
 _LEVEL = 0.95
 _Z = 1.959963984540054  # normal quantile of the 95% level

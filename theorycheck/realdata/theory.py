@@ -231,10 +231,10 @@ def theory_comparison(
         Topic tokens in the figure's similarity matrices.
     attention : AttentionStats, optional
         MiniLM's measured attention over the same topic tokens and classes (the pipeline's); with it the
-        theory's optimal attention and its predicted lifts are added (:func:`.attention_theory.attention_theory`,
-        ``summary["attention"]``).
+        theory's optimal attention and its predicted lifts are added
+        (:func:`theorycheck.realdata.attention_theory.attention_theory`, ``summary["attention"]``).
     attention_laws : int, optional
-        Sampled document laws of the attention optimum (default :data:`.attention_theory.N_LAWS`).
+        Sampled document laws of the attention optimum (default :data:`theorycheck.realdata.attention_theory.N_LAWS`).
     """
     mk = Masking() if masking is None else masking
     if not isinstance(mk, Masking):
@@ -272,7 +272,8 @@ def theory_comparison(
 
 def format_theory_table(summary: dict) -> str:
     """Markdown table of :func:`theory_comparison`'s ``summary`` (one row per metric and source), followed by
-    the attention table (:func:`.attention_theory.format_attention_table`) when the summary has one."""
+    the attention table (:func:`theorycheck.realdata.attention_theory.format_attention_table`) when the
+    summary has one."""
     m = summary["model"]
     head = (
         f"Exact population optimum of the tied embedding model (min-norm Gram, SPEC §11.5) at the "
