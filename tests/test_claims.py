@@ -96,9 +96,10 @@ def test_claim_can_fail(claim, i):
       the passing margin of the same configuration (how far the true value clears the threshold; for an
       exact comparison, which passes at margin 0, ``EXACT_SCALE``).
 
-    Either way the falsifier's size is a fixed number in its claim module (not derived from the tolerance or
-    threshold), so a tolerance loosened FALSIFIER_MAX_RATIO-fold, or a threshold moved by FALSIFIER_MAX_RATIO
-    passing margins, lets the falsifier pass and this test fail (``test_loosened_tolerance_lets_the_falsifier_pass``
+    Either way the falsifier is fixed independently of the tolerance or threshold (a number in its claim
+    module, or a fixed construction such as the realdata claims' permutation nulls), so a tolerance loosened
+    FALSIFIER_MAX_RATIO-fold, or a threshold moved by FALSIFIER_MAX_RATIO passing margins, lets the falsifier
+    pass and this test fail (``test_sized_falsifiers_fail_a_loosened_tolerance``
     checks that tie on claims of each kind).
     """
     params = claim.default_params[i]
@@ -142,7 +143,7 @@ LOOSENED = (
 
 
 @pytest.mark.parametrize(("claim_id", "i"), LOOSENED, ids=[f"{c}[{i}]" for c, i in LOOSENED])
-def test_loosened_tolerance_lets_the_falsifier_pass(claim_id, i, monkeypatch):
+def test_sized_falsifiers_fail_a_loosened_tolerance(claim_id, i, monkeypatch):
     """The tie itself: with every tolerance multiplied by FALSIFIER_MAX_RATIO (``compare_close``) and every
     threshold moved FALSIFIER_MAX_RATIO passing margins in the claim's favour (``compare_greater``), the
     falsifier passes, i.e. ``test_claim_can_fail`` catches such a loosening."""
