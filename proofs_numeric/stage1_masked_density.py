@@ -76,7 +76,7 @@ def domain():
 
 def falsify(params: dict) -> dict:
     """Density for p_m 10% too large (a plausible bookkeeping error): the [MASK] share is then off by about
-    4.5 x the Z_MAX standard errors (issue 25 item 6: a loosened Z_MAX lets it pass)."""
+    5 x the Z_MAX standard errors (issue 25 item 6: a loosened Z_MAX lets it pass)."""
     from theorycheck import Masking
 
     tm, mk = models(params)
