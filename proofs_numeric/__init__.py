@@ -6,6 +6,11 @@ all, sorted by id (a claim id defined twice is a ``ValueError`` naming both modu
 parametrise over it; ``theorycheck verify`` runs it, together with users' claims
 (``verify --claims PATH``) and installed plugins (:mod:`theorycheck.report.discovery`).
 
+Every claim's ``falsify`` is sized (issue 25 item 6; the rule and its exemptions are in
+``tests/test_claims.py``): it breaks the deciding equality by 1-10 x its tolerance, or moves a
+tolerance-0 check's quantity at most 10 passing margins past its threshold, by a fixed number written
+in the module, so that a loosened tolerance or threshold lets the falsifier pass and the test fail.
+
 A module whose claims cannot run here (an optional extra is missing) registers none and sets
 ``SKIPPED`` to a one-line reason; :data:`SKIPPED` lists those reasons (each once) so that the
 report says what was left out and how to enable it.

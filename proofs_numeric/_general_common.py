@@ -157,7 +157,7 @@ def overlap_structure_check(p: dict, inject: dict | None, obj: str):
     grid = structure_grid("overlap", p, inject)
     eps, taus = np.asarray(p["values"], float), np.asarray(p["taus"])
     on = (eps[:, None] < 1.0) & (taus[None, :] < T)
-    gap_av, corr = grid[f"{obj}_gap"] * mk.a * v, grid[f"{obj}_correlation"]
+    gap_av, corr = grid[f"{obj}_gap"] * mk.a * v + inject.get("gap_shift", 0.0), grid[f"{obj}_correlation"]
     # round-off model of the closed forms near eps = 1: errors scaled by 1 + 1e-3 / (1 - eps)^2
     d = np.where(eps < 1.0, 1.0 - eps, 1.0)
     w = np.where(eps < 1.0, 1.0 + 1e-3 / (d * d), 1.0)[:, None]
@@ -183,8 +183,10 @@ def overlap_structure_check(p: dict, inject: dict | None, obj: str):
 
 
 def overlap_falsify(params: dict) -> dict:
-    """Planted layout error: words labelled ``w % T`` (interleaved) instead of ``w // v`` (contiguous topics)."""
-    return {"layout": True}
+    """The scaled gap a v gap off by 3e-9 (3 x OVERLAP_TOL, a fixed number; issue 25 item 6: a loosened tolerance
+    lets it pass). (The planted layout error ``{"layout": True}``, words labelled ``w % T`` instead of ``w // v``,
+    breaks it by ~1e9 x.)"""
+    return {"gap_shift": 3e-9}
 
 
 OVERLAP_DEFAULT = (
@@ -225,7 +227,7 @@ def attention_check(kind: str, p: dict, inject: dict | None):
     mk, T, v = masking(p), p["T"], p["v"]
     grid = attention_grid(kind, p, inject)
     x, taus = np.asarray(p["values"], float), np.asarray(p["taus"])
-    pref = grid["attention_preference"]
+    pref = grid["attention_preference"] + inject.get("pref_shift", 0.0)
     mid = (taus >= 2) & (taus <= T - 1)
     subs = [compare_greater(float(pref[:, mid].min()), 0.0, label="preference > 0 (2 <= tau <= T-1)",
                             details={"min preference (2 <= tau < T)": float(pref[:, mid].min())})]  # fmt: skip
@@ -252,22 +254,25 @@ def attention_check(kind: str, p: dict, inject: dict | None):
 
 
 def attention_falsify(params: dict) -> dict:
-    """Planted sign error: the scores are used negated (a maximised instead of minimised loss, or S -> -S)."""
-    return {"negate": True}
+    """The measured preferences lowered by 3e-9: at eps = 0 (paper's model) they then differ from the (alpha,
+    beta) closed form by 3 x its 1e-9 tolerance (a fixed number; issue 25 item 6: a loosened tolerance lets it
+    pass). (The planted sign error ``{"negate": True}``, scores used negated, breaks every sign by far.)"""
+    return {"pref_shift": -3e-9}
 
 
-def attention_claim(*, id: str, statement: str, check, domain, plot, values, full_values) -> Claim:
+def attention_claim(*, id: str, statement: str, check, domain, plot, values, full_values, falsify=None) -> Claim:
     """The :class:`Claim` of an attention-preference row (EMPIRICAL, SPEC §11.6, §11.4, §4.3): default grid
     T = 4, v = 3, taus 1..3 over ``values``, full grid T = 5, taus 1..4 over ``full_values``, the paper's masking,
-    the sign plant, preconditions p_r > 0 and p_c > 0. ``check``, ``domain`` and ``plot`` stay module-level
-    functions of the claim's own module (its origin, its cache key, picklable)."""
+    ``falsify`` (default :func:`attention_falsify`), preconditions p_r > 0 and p_c > 0. ``check``, ``domain``,
+    ``plot`` and ``falsify`` stay module-level functions of the claim's own module (its origin, its cache key,
+    picklable)."""
     from theorycheck.strategies import p_c_positive
 
     mk = dict(p_m=0.15, p_c=0.1, p_r=0.1)
     return Claim(id=id, statement=statement, source="EMPIRICAL", spec="SPEC §11.6, §11.4, §4.3", check=check,
                  default_params=(dict(T=4, v=3, taus=(1, 2, 3), values=tuple(values), **mk),),
                  full_params=(dict(T=5, v=3, taus=(1, 2, 3, 4), values=tuple(full_values), **mk),),
-                 falsify=attention_falsify, plot=plot, domain=domain,
+                 falsify=falsify or attention_falsify, plot=plot, domain=domain,
                  preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)), cost=4.0)  # fmt: skip
 
 
@@ -292,7 +297,7 @@ def zipf_structure_check(p: dict, inject: dict | None):
     on = taus < T
     subs = []
     for obj in ("value", "gram"):
-        g_min = float(grid[f"{obj}_gap"][:, on].min())
+        g_min = float(grid[f"{obj}_gap"][:, on].min()) + inject.get("gap_shift", 0.0)
         c_min = float(grid[f"{obj}_correlation"][:, on].min())
         subs.append(compare_greater(g_min, 0.0, label=f"{obj}: gap > 0 (every s, tau < T)",
                                     details={f"{obj}: min correlation (tau < T)": c_min}))  # fmt: skip

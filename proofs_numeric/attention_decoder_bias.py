@@ -82,8 +82,9 @@ def domain():
 
 
 def falsify(params):
-    """Pass the dense evaluator a bias 1% smaller than the structured one."""
-    return {"b_scale": 0.99}
+    """Pass the dense evaluator a bias smaller by a relative 4e-12 than the structured one: the losses then
+    differ by 3-7 x TOL on the default configurations (issue 25 item 6: a loosened TOL lets it pass)."""
+    return {"b_scale": 1.0 - 4e-12}
 
 
 CLAIM = Claim(

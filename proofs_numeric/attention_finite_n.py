@@ -60,7 +60,7 @@ def check_exact(params, inject):
     S, W, b = _random_point(tm, params["seed"])
     subs = []
     for N in params["Ns"]:
-        exact = exact_finite_loss(S, W, tm, mk, N + inject.get("N_offset", 0), b)
+        exact = exact_finite_loss(S, W, tm, mk, N + inject.get("N_offset", 0), b) + inject.get("exact_shift", 0.0)
         est = mc_attention_loss(S, W, tm, mk, N=N, n_docs=params["n_docs"], b=b, seed=params["seed"] + N)
         subs.append(
             compare_close(
@@ -137,9 +137,11 @@ def domain():
 
 
 def falsify(params):
-    """Compare with a limit 0.01 off the exact loss: the gap then no longer decays like 1/N; for the
-    exact configuration, compare with E_{N-1} instead of E_N (an off-by-one in the document length)."""
-    return {"N_offset": -1} if params.get("kind") == "exact" else {"exact_shift": 0.01}
+    """Compare with a limit off the exact loss by a fixed amount (issue 25 item 6: the falsified error is a few
+    x the tolerance, so a loosened tolerance lets it pass): 0.003 for the O(1/N) kind (the N gap at N = 400
+    then moves by 350 x 0.003, about 3 x its tolerance), 0.02 for the exact kind (about 3 x its 4 standard
+    errors). (``{"N_offset": -1}``, E_{N-1} instead of E_N, breaks the exact kind by 18 x.)"""
+    return {"exact_shift": 0.02} if params.get("kind") == "exact" else {"exact_shift": 0.003}
 
 
 def plot(results):

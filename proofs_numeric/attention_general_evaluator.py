@@ -13,7 +13,6 @@ from theorycheck.population import (
     alpha_beta_score_matrix,
     alpha_beta_value_matrix,
     attention_loss,
-    stage1_block_constants,
 )
 from theorycheck.report.claims import Claim, compare_close
 from theorycheck.strategies import masking_params, model_params, params
@@ -33,7 +32,7 @@ def check(params, inject=None):
         if W is None:
             W = alpha_beta_value_matrix(tm, mk, value)
         for a, b in POINTS:
-            g = attention_loss(alpha_beta_score_matrix(a, b, tm), W, tm, mk)
+            g = attention_loss(alpha_beta_score_matrix(a, b, tm), W, tm, mk) + inject.get("shift", 0.0)
             c = alpha_beta_loss(a, b, tm, mk, value)
             errs[f"{value}({a:g},{b:g})"] = abs(g - c)
     worst = max(errs.values())
@@ -54,10 +53,9 @@ def domain():
 
 
 def falsify(params):
-    """Use a block W^V whose [MASK] column is 1% off the stage-1 gamma in the general evaluator."""
-    tm, mk = models(params)
-    A, B0, gamma = stage1_block_constants(tm, mk)
-    return {"W_block": alpha_beta_value_matrix(tm, mk, "block", constants=(A, B0, 1.01 * gamma))}
+    """Shift the general evaluator's loss by 3e-10 (3 x TOL, a fixed number; issue 25 item 6: a loosened TOL lets
+    it pass). (A [MASK] column 1% off gamma breaks it by 2e4-2e5 x TOL.)"""
+    return {"shift": 3e-10}
 
 
 CLAIM = Claim(

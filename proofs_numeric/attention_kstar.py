@@ -40,7 +40,7 @@ from theorycheck.solvers import optimal_attention
 from theorycheck.strategies import masking_grid_params, model_params, params
 
 from . import _spec_route
-from ._attention_common import kstar, models, swapped_constants
+from ._attention_common import kstar, models
 from .attention_asymptotic import route_checks
 
 #: relative rounding level of a loss value (a few ulps of sums of O(1) terms)
@@ -88,7 +88,8 @@ def check(params, inject=None):
     det = {"K_solver": sol.K, "K_own": K, "argmin_resolution": res_K, "curvature_logK": curv}
     subs = [compare_close(sol.K / K, 1.0, max(1e-5, res_K), details=det, label="K*_solver / K*_own = 1")]
     # independent route (topic-permutation symmetry, one set evaluated densely) at K* and K = v
-    subs += route_checks(tm, mk, (math.log(K), math.log(tm.v)), inject.get("constants"), f"tau={tm.tau}")
+    shift = inject.get("route_shift", 0.0)
+    subs += route_checks(tm, mk, (math.log(K), math.log(tm.v)), inject.get("constants"), f"tau={tm.tau}", shift)
     if uniform_optimal(tm, mk):
         tol = max(1e-3, res_K)
         subs.append(compare_close(K / tm.v, 1.0, tol, details={"K_star_over_v": K / tm.v}, label="K*/v = 1"))
@@ -128,9 +129,10 @@ def plot(results):
 
 
 def falsify(params):
-    """Anti-topic block W^V (same- and different-topic entries exchanged): K* drops below v."""
-    tm, mk = models(params)
-    return {"constants": swapped_constants(tm, mk)}
+    """Shift the closed form by 3e-10 (3 x ROUTE_TOL, a fixed number) against the symmetric route (issue 25
+    item 6: a loosened tolerance lets it pass). (An anti-topic block W^V, ``{"constants":
+    swapped_constants(tm, mk)}``, drops K* below v by far.)"""
+    return {"route_shift": 3e-10}
 
 
 CLAIM = Claim(

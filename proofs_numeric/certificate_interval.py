@@ -187,8 +187,27 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """A loss offset of ten times ``max_gap`` lifts the certified interval above the solver's optimum."""
-    return {"offset": 10.0 * params["max_gap"]}
+    """A loss offset that moves the certified enclosures just off the optimum (issue 25 item 6: sized so that a
+    loosened tolerance lets it pass). With the independent route (the default configurations): a negative
+    offset puts the smaller certified upper bound 3e-15 below the route's L* (3 x the 1e-15 of the membership
+    check, a fixed number), i.e. ``-(min(upper) - L_route + 3e-15)``, computed here from one unperturbed
+    certificate per domain; downwards, so that the solver's L* stays above the lower bounds (a tolerance-free
+    check an upward offset would break as well). Without the route: 6e-9, 3 x the default ``max_gap`` 2e-9
+    between the solver's L* and the lower bound. (An offset of 10 ``max_gap`` breaks the membership check by
+    2e7 x.)"""
+    if not params.get("route"):
+        return {"offset": 6e-9}
+    tm, mk = models(params)
+    value, tol, n = params["value"], params["tol"], params["max_boxes"]
+    uppers = [interval_certificate(tm, mk, value, box=params.get("box"), tol=tol, max_boxes=n).upper]
+    sol = optimal_attention(tm, mk, value=value, loss="squared", options={"check_general": False})
+    x_sol = (sol.info["logK"],) if value == "block" else (sol.alpha, sol.beta)
+    g = global_certificate(tm, mk, value, tol=tol, max_boxes=n, x0=x_sol)
+    if g is not None:
+        uppers.append(g.upper)
+    c = _spec_route.consts(tm.T, tm.v, tm.tau, mk.p_m, mk.p_c, mk.p_r)
+    L_r = float(_spec_route.kstar(c)[1] if value == "block" else _spec_route.identity_optimum(c)[2])
+    return {"offset": -(min(uppers) - L_r + 3e-15)}
 
 
 CLAIM = Claim(

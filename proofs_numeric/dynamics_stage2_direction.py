@@ -24,13 +24,12 @@ def check(params, inject=None):
     cf = stage2_onset(tm, mk, method="closed-form")
     W_V = inject.get("W_V")
     de = stage2_onset(tm, mk, method="dense", W_V=None if W_V is None else W_V(tm))
-    sig = {"sigma_closed_form": cf.sigma_max, "sigma_dense": de.sigma_max}
+    sigma = de.sigma_max * (1.0 + inject.get("sigma_rel", 0.0)) + inject.get("sigma_abs", 0.0)
+    sig = {"sigma_closed_form": cf.sigma_max, "sigma_dense": sigma}
     if cf.sigma_max > 0:  # relative agreement
-        subs = [
-            compare_close(de.sigma_max / cf.sigma_max, 1.0, 1e-8, details=sig, label="sigma_dense / sigma_closed = 1")
-        ]
+        subs = [compare_close(sigma / cf.sigma_max, 1.0, 1e-8, details=sig, label="sigma_dense / sigma_closed = 1")]
     else:  # tau = 1: no first-order drive at all
-        subs = [compare_close(de.sigma_max, 0.0, 1e-12, details=sig, label="sigma_dense = 0")]
+        subs = [compare_close(sigma, 0.0, 1e-12, details=sig, label="sigma_dense = 0")]
     if 1 < tm.tau < tm.T:
         subs.append(
             compare_close(
@@ -58,17 +57,10 @@ def domain():
 
 
 def falsify(params):
-    """Identity W^V on the words instead of the block optimum: the first-order drive then favours
-    the query word itself (a diagonal component), so G leaves the topic-contrast span and its
-    top singular value no longer matches the block closed form."""
-    import numpy as np
-
-    def identity(tm):
-        W = np.eye(tm.V1)
-        W[0, 0] = 0.0
-        return W
-
-    return {"W_V": identity}
+    """The dense top singular value off by a relative 3e-8 (3 x the relative 1e-8 tolerance), or where sigma = 0
+    (tau = 1 or tau = T) by an absolute 3e-12 (3 x the absolute 1e-12): fixed numbers (issue 25 item 6: a loosened
+    tolerance lets it pass). (An identity W^V, ``{"W_V": ...}``, breaks it by ~1e9 x.)"""
+    return {"sigma_abs": 3e-12} if params["tau"] in (1, params["T"]) else {"sigma_rel": 3e-8}
 
 
 CLAIM = Claim(

@@ -63,8 +63,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Scale the formula's same-topic value by 1 + 1e-3."""
-    return {"x_scale": 1 + 1e-3}
+    """Scale the formula's same-topic value by 1 + 1.2e-5: G is then off by 2.8-4.4 x its 1e-6 tolerance on the
+    default configurations (issue 25 item 6: a loosened tolerance lets it pass)."""
+    return {"x_scale": 1 + 1.2e-5}
 
 
 CLAIM = Claim(

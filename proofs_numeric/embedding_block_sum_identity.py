@@ -99,8 +99,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Perturb the trained embeddings by 1e-3 * N(0,1): no longer a minimiser."""
-    return {"perturb": 1e-3}
+    """Perturb the trained embeddings by 2e-6 * N(0,1): no longer a minimiser, the block sums off by a few x TOL
+    (issue 25 item 6: a loosened TOL lets it pass)."""
+    return {"perturb": 2e-6}
 
 
 def plot(results):

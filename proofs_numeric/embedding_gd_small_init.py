@@ -90,8 +90,10 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Start gradient descent from a large init (std 0.5)."""
-    return {"init_scale": 0.5}
+    """Start gradient descent from a 20x larger init (std 0.02): the Gram's distance to G* (3.7e-4) and E_0
+    (0.019) then exceed their tolerances 1e-4 and 0.01 by 3.7 x and 1.9 x (issue 25 item 6: a loosened tolerance
+    lets it pass; std 0.5 gives 6.7e3 x)."""
+    return {"init_scale": 0.02}
 
 
 CLAIM = Claim(

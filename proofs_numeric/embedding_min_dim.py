@@ -36,7 +36,7 @@ def check(params: dict, inject: dict | None = None):
     tm, mk = models(params)
     d_min = min_embedding_dim(tm, mk) + inject.get("d_offset", 0)
     L_star = tm.min_value_loss()
-    gap_ok = embedding_loss(lbfgs_embedding(tm, mk, d_min), tm, mk) - L_star
+    gap_ok = embedding_loss(lbfgs_embedding(tm, mk, d_min), tm, mk) - L_star + inject.get("gap_shift", 0.0)
     bound, s = _eckart_young_bound(tm, mk, tm.T - 1)
     gap_low = embedding_loss(lbfgs_embedding(tm, mk, tm.T - 1), tm, mk) - L_star
     bias_ok = optimal_embedding_gram(tm, mk, method="factorized", d=tm.T - 1, bias=True, options={"seed": 0})
@@ -67,8 +67,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Claim that d = T - 1 already suffices."""
-    return {"d_offset": -1}
+    """Add 3e-8 (3 x the 1e-8 tolerance, a fixed number) to the loss gap at d = T (issue 25 item 6: a loosened
+    tolerance lets it pass). (``{"d_offset": -1}``, claiming that d = T - 1 suffices, breaks it by ~1e6 x.)"""
+    return {"gap_shift": 3e-8}
 
 
 CLAIM = Claim(

@@ -101,8 +101,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Scale the formula's same-topic value x by 1 + 1e-4."""
-    return {"x_scale": 1 + 1e-4}
+    """Scale the formula's same-topic value x by 1 + 1.5e-5: G is then off by a few x TOL on the default
+    configurations (issue 25 item 6: a loosened TOL lets it pass)."""
+    return {"x_scale": 1 + 1.5e-5}
 
 
 def plot(results):

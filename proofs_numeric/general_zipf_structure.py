@@ -21,7 +21,7 @@ import numpy as np
 
 from theorycheck.report.claims import Claim
 
-from ._general_common import overlap_falsify, plot_stat, structure_domain, zipf_structure_check
+from ._general_common import plot_stat, structure_domain, zipf_structure_check
 
 S_GRID = tuple(float(s) for s in np.arange(0.0, 8.5, 1.0))
 
@@ -43,6 +43,13 @@ def plot(results):
     return figs
 
 
+def falsify(params: dict) -> dict:
+    """Both gaps lowered by 3.5e-3 (a fixed number): the Gram's smallest gap (1.7e-3 at s = 8, tau < T, the passing
+    margin) then ends 1.7e-3 below 0, as far below as it was above (issue 25 item 6: a threshold loosened by more
+    than that lets it pass). (The planted layout error ``{"layout": True}`` breaks the gaps by far.)"""
+    return {"gap_shift": -3.5e-3}
+
+
 CLAIM = Claim(
     id="general.zipf-structure",
     statement=(
@@ -55,7 +62,7 @@ CLAIM = Claim(
     check=check,
     default_params=(dict(T=4, v=3, taus=(1, 2, 3, 4), values=S_GRID, p_m=0.15, p_c=0.1, p_r=0.1),),
     full_params=(dict(T=8, v=6, taus=tuple(range(1, 9)), values=S_GRID, p_m=0.15, p_c=0.1, p_r=0.1),),
-    falsify=overlap_falsify,
+    falsify=falsify,
     plot=plot,
     domain=domain,
     cost=0.5,

@@ -63,8 +63,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Add a generic 1e-4 perturbation: no longer a minimiser, block-sum gaps off by ~1e-4."""
-    return {"perturb": 1e-4}
+    """Add a generic 1.5e-10 perturbation: no longer a minimiser, block-sum gaps off by a few x TOL (issue 25
+    item 6: a loosened TOL lets it pass)."""
+    return {"perturb": 1.5e-10}
 
 
 CLAIM = Claim(

@@ -29,7 +29,7 @@ def check(params: dict, inject: dict | None = None):
     _, C = moments(tm, mk, method="enumerate")
     kappa = inject.get("kappa", (tau - 1) / (T - 1))
     same = -2 * (a / (tau * T * v * v) + r / (T * v) ** 2)
-    diff = -2 * (a * kappa / (tau * T * v * v) + r / (T * v) ** 2)
+    diff = -2 * (a * kappa / (tau * T * v * v) + r / (T * v) ** 2) + inject.get("diff_shift", 0.0)
     mask = -2 * q / (T * v)
     cls = entry_classes(G, tm)
     parts = [
@@ -63,8 +63,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Use kappa = tau/T (a plausible slip) in the different-topic formula."""
-    return {"kappa": params["tau"] / params["T"]}
+    """Shift the different-topic formula by 3e-14 (3 x TOL, a fixed number; issue 25 item 6: a loosened TOL lets
+    it pass). (``{"kappa": tau / T}``, a plausible slip, breaks it by 4e9-1e11 x TOL.)"""
+    return {"diff_shift": 3e-14}
 
 
 CLAIM = Claim(

@@ -70,7 +70,12 @@ def check(params: dict, inject: dict | None = None):
         W_end2, d1 = _descend(W0, tm, mk, lr, steps, {"min-norm": W_star, "predicted": other})
     L_star = min_loss_formula(params)
     parts = [
-        compare_close(d0["min-norm"][-1] / nrm, 0.0, TOL, label="from W = 0: ||W_GD - W*|| / ||W*|| -> 0"),
+        compare_close(
+            d0["min-norm"][-1] / nrm + inject.get("dist_shift", 0.0),
+            0.0,
+            TOL,
+            label="from W = 0: ||W_GD - W*|| / ||W*|| -> 0",
+        ),
         compare_close(d1["predicted"][-1] / nrm, 0.0, TOL, label="from W0: ||W_GD - (W* + W0 P_null)|| / ||W*|| -> 0"),
         compare_close(value_loss(W_end2, tm, mk), L_star, 1e-12, label="from W0: L(W_GD) = min loss"),
     ]
@@ -115,8 +120,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Stop after 5 steps: far from converged."""
-    return {"steps": 5}
+    """The distance from W = 0's end point to W* off by a relative 3e-8 (3 x TOL, a fixed number; issue 25 item 6:
+    a loosened TOL lets it pass). (``{"steps": 5}``, stopping far from convergence, breaks it by 1e10 x TOL.)"""
+    return {"dist_shift": 3e-8}
 
 
 def plot(results):

@@ -122,8 +122,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Sample with alpha = 0.3 but test against Dirichlet(0.1)."""
-    return {"alpha_sample": 0.3}
+    """Sample with alpha = 0.125 but test against Dirichlet(0.1): the |z| of mean ||theta||^2 is then a few x its
+    tolerance 5 (issue 25 item 6: a loosened tolerance lets it pass; alpha = 0.3 gives 27 x)."""
+    return {"alpha_sample": 0.125}
 
 
 CLAIM = Claim(

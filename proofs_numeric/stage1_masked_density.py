@@ -75,11 +75,12 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Density for p_m 20% too large (a plausible bookkeeping error): the [MASK] share alone is off by ~40 sigma."""
+    """Density for p_m 10% too large (a plausible bookkeeping error): the [MASK] share is then off by about
+    5 x the Z_MAX standard errors (issue 25 item 6: a loosened Z_MAX lets it pass)."""
     from theorycheck import Masking
 
     tm, mk = models(params)
-    wrong = Masking(min(1.0, 1.2 * mk.p_m), mk.p_c, mk.p_r)
+    wrong = Masking(min(1.0, 1.1 * mk.p_m), mk.p_c, mk.p_r)
     return {"density": masked_density(tm, wrong, np.asarray(params["topics"]))}
 
 

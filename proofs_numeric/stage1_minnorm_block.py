@@ -81,8 +81,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Shift the closed-form same-topic entry A by 1e-8 (100x the tolerance)."""
-    return {"A_shift": 1e-8}
+    """Shift the closed-form same-topic entry A by 3e-10 (3 x TOL, a fixed number; issue 25 item 6: a loosened TOL
+    lets it pass)."""
+    return {"A_shift": 3e-10}
 
 
 def plot(results):

@@ -74,8 +74,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Solve the reduced problem with lambda off by 1%."""
-    return {"reg_factor": 1.01}
+    """Solve the reduced problem with lambda off by a relative 1e-8: the entries then differ by 2.3-5.5 x TOL on the
+    default configurations (issue 25 item 6: a loosened TOL lets it pass; 1% gives 2e6-5e6 x)."""
+    return {"reg_factor": 1.0 + 1e-8}
 
 
 CLAIM = Claim(

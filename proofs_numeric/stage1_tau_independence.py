@@ -32,6 +32,7 @@ def check(params: dict, inject: dict | None = None):
     Ws = [optimal_value_matrix(tm, mk, method="lstsq").x for tm in laws]
     ref = Ws[0]
     devs = [float(np.abs(W - ref).max()) for W in Ws]
+    devs[-1] += inject.get("dev_shift", 0.0)
     res = compare_close(
         max(devs),
         0.0,
@@ -53,8 +54,9 @@ def domain():
 
 
 def falsify(params: dict) -> dict:
-    """Include tau = T, where the min-norm W is the rank-one u mu^T/||mu||^2 instead."""
-    return {"taus": list(range(1, params["T"] + 1))}
+    """One law's W off by 3e-10 (3 x TOL, a fixed number; issue 25 item 6: a loosened TOL lets it pass).
+    (``{"taus": 1..T}``, including tau = T where the min-norm W is rank one, breaks it by 2.5e9 x TOL.)"""
+    return {"dev_shift": 3e-10}
 
 
 CLAIM = Claim(

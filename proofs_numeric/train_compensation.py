@@ -68,6 +68,7 @@ def _check_one(params: dict, inject: dict | None = None):
     r_fe = _final(fe, params["steps"], params["seed"])
     r_fa = _final(fa, params["steps"], params["seed"])
     ratio = r_fe["attn_same_topic"] / r_fe["attn_diff_topic"]
+    block = r_fa["block_score_gram"] + inject.get("block_score_shift", 0.0)
     return compare_all(
         [
             compare_greater(
@@ -80,19 +81,21 @@ def _check_one(params: dict, inject: dict | None = None):
                 },
             ),
             compare_greater(
-                r_fa["block_score_gram"],
+                block,
                 params["min_gram_block_score"],
                 label="Gram block score (frozen attention) > threshold",
-                details={"gram_block_score_frozen_attention": r_fa["block_score_gram"]},
+                details={"gram_block_score_frozen_attention": block},
             ),
         ]
     )
 
 
 def falsify(params: dict) -> dict:
-    """Handicap both: with the embedding frozen *and* attention uniform only W^V learns, and
-    neither the (random) embedding nor the attention carries topics; same for the second run."""
-    return {"freeze_attention_too": True, "freeze_embedding_too": True}
+    """The Gram block score read 0.01 lower (a fixed number, about 9 calibration SDs of 0.0011): it then lands
+    about 0.005 below the 0.968 threshold, as far below as seed 0 is above it (issue 25 item 6: a threshold
+    loosened by more than that lets it pass). (``{"freeze_attention_too": True, "freeze_embedding_too":
+    True}``, handicapping both, breaks both sub-checks by far.)"""
+    return {"block_score_shift": -0.01}
 
 
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):

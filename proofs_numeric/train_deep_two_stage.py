@@ -116,12 +116,13 @@ def check(params: dict, inject: dict | None = None):
 
 
 def _check_one(params: dict, inject: dict | None = None):
+    inject = inject or {}
     recs = run(params, inject)
     steps = np.array([r["step"] for r in recs])
     nV, nKQ = (np.asarray(c) for c in stage_curves(recs))
     early = params["early_step"]
     i = int(np.flatnonzero(steps == early)[0])
-    v_growth, kq_growth = float(nV[i] / nV[0]), float(nKQ[i])
+    v_growth, kq_growth = float(nV[i] / nV[0]) * inject.get("V_growth_scale", 1.0), float(nKQ[i])
     g_v, g_kq = params.get("min_V_growth", MIN_V_GROWTH), params.get("max_KQ_growth", MAX_KQ_GROWTH)
     details = {"V_growth_early": v_growth, "KQ_growth_early": kq_growth, "early_step": early}
     sub = [
@@ -165,9 +166,11 @@ def _part2(st, early: int, min_ratio: float) -> list:
 
 
 def falsify(params: dict) -> dict:
-    """Adam (lr 0.003) instead of SGD: every coordinate moves by about ``lr`` per step whatever its
-    gradient, so W^K, W^Q (entries ~0.003) grow from the first steps and part 1 fails."""
-    return {"optimizer": "adam", "lr": 0.003, "steps": params["early_step"] + 10}
+    """The ||W^V|| growth by the early step read 25% lower (a fixed factor): seed 0's 3.20 becomes 2.40, about 0.19
+    below MIN_V_GROWTH = 2.59, as far below as the closest sub-check passes (issue 25 item 6: a threshold loosened
+    by more than that lets it pass). (Adam lr 0.003 instead of SGD, ``{"optimizer": "adam", "lr": 0.003,
+    "steps": early_step + 10}``, makes W^K, W^Q grow from the first steps: part 1 fails by far.)"""
+    return {"V_growth_scale": 0.75}
 
 
 def plot(results):

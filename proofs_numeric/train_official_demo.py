@@ -62,9 +62,10 @@ def _check_one(params: dict, inject: dict | None = None):
 
 
 def falsify(params: dict) -> dict:
-    """Adam lr 1e-4 instead of 1e-2: after 1500 steps W^V has barely left its init and the dev
-    cross-entropy is far above the official value."""
-    return {"lr": 1e-4}
+    """Adam lr 5e-3 instead of 1e-2: after 500 steps the best dev cross-entropy is 3.621, 4.8 x the tolerance
+    (1.4% of 3.3954) above the official value (issue 25 item 6: a loosened rtol lets it pass; lr 1e-4 gives
+    25 x)."""
+    return {"lr": 5e-3}
 
 
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):

@@ -92,10 +92,11 @@ def _check_one(params: dict, inject: dict | None = None):
 
 
 def falsify(params: dict) -> dict:
-    """Start from a random W instead of 0: GD then converges to another minimizer (its null-space
-    component never decays), not the minimum-norm one."""
+    """Start from a small random W (entries N(0, (4e-7)^2)) instead of 0: GD then converges to another minimizer
+    (its null-space component never decays), about 3 x TOL from the minimum-norm one (issue 25 item 6: a
+    loosened TOL lets it pass; scale 0.1 gives 7e5 x)."""
     V1 = params["T"] * params["v"] + 1
-    return {"init_W_V": np.random.default_rng(0).normal(scale=0.1, size=(V1, V1))}
+    return {"init_W_V": np.random.default_rng(0).normal(scale=4e-7, size=(V1, V1))}
 
 
 #: Calibration runs on seeds 100-104 (never judged): the tolerance is a convergence tolerance (definition):

@@ -56,8 +56,9 @@ def _check_one(params: dict, inject: dict | None = None):
     toks = sample_documents(d.topic_model(), params["n_docs"], params["N"], seed=params["seed"]).tokens
     st = attention_class_averages(res.model.attention_weights(toks), toks, d.v)
     K = effective_K(res.model.score_matrix(), d.v)
+    same = st["same_topic"] * inject.get("same_topic_scale", 1.0)
     out = compare_greater(
-        st["same_topic"],
+        same,
         st["diff_topic"],
         label="same-topic attention > different-topic attention",
         details={
@@ -73,8 +74,11 @@ def _check_one(params: dict, inject: dict | None = None):
 
 
 def falsify(params: dict) -> dict:
-    """Identity W^V instead of the block-wise stage-1 optimum."""
-    return {"identity_W_V": True}
+    """Same-topic attention read at 0.15 x its value (a fixed factor, below the 1 / 4.6 at which it would tie with
+    different-topic attention): the margin is then -0.31 x the different-topic attention, a tenth of the passing
+    margin 3.6 x (issue 25 item 6: a threshold loosened by more than that lets it pass). (The theory's own
+    falsifier, an identity W^V ``{"identity_W_V": True}`` whose optimum has beta <= 0, breaks it by far.)"""
+    return {"same_topic_scale": 0.15}
 
 
 #: Calibration runs on seeds 100-104 (never judged): the threshold (ratio > 1, a strict inequality) is the

@@ -55,7 +55,7 @@ def _check_one(params: dict, inject: dict | None = None):
     loss = float(model.loss(tr.batch_at(cfg.steps)))
     opt = optimal_attention(cfg.data.topic_model(), cfg.data.masking(), value="block")
     K_star, L_star = float(opt.K), float(opt.loss)
-    K_eff = float(tr.metrics(cfg.steps, loss, 0.0, full=False)["K_eff_median"])
+    K_eff = float(tr.metrics(cfg.steps, loss, 0.0, full=False)["K_eff_median"]) * inject.get("K_eff_scale", 1.0)
     details = {"K_eff": K_eff, "K_star": K_star, "K_eff_over_K_star": K_eff / K_star, "loss": loss, "L_star": L_star}
     sub = [
         compare_close(K_eff / K_star, 1.0, params["K_rtol"], details=details, label="K_eff / K* within K_rtol of 1"),
@@ -72,8 +72,10 @@ def _check_one(params: dict, inject: dict | None = None):
 
 
 def falsify(params: dict) -> dict:
-    """Stop after 20 steps: Adam has overshot (measured ``K_eff`` 198, loss 0.96228 > L*)."""
-    return {"steps": 20}
+    """K_eff read 12% too large (a fixed factor): K_eff / K* - 1 is then about 0.17, 4 x K_rtol = 0.042 (issue 25
+    item 6: a loosened K_rtol lets it pass). (``{"steps": 20}``, stopping while Adam has overshot, gives
+    ``K_eff`` 198 and a loss above L*, 23 x K_rtol.)"""
+    return {"K_eff_scale": 1.12}
 
 
 #: Calibration on seeds 100-104 (never judged; ``benchmarks/calibrate_empirical.py``):

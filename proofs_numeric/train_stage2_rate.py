@@ -113,16 +113,17 @@ def _check_one(params: dict, inject: dict | None = None):
     pred = stage2_onset(tm, mk, lr=params["lr"])
     steps, vals = topic_part_curve(params, scale=inject.get("scale", "none"))
     rate, n = measured_rate(steps, vals)
+    predicted = pred.growth_per_step * inject.get("pred_scale", 1.0)
     subs = [
         compare_close(
-            rate / pred.growth_per_step,
+            rate / predicted,
             1.0,
             params.get("rate_rtol", RATE_RTOL),
             label="measured / predicted growth rate within rate_rtol of 1",
             details={
-                "rate_ratio": rate / pred.growth_per_step,
+                "rate_ratio": rate / predicted,
                 "rate_measured": rate,
-                "rate_predicted": pred.growth_per_step,
+                "rate_predicted": predicted,
                 "window_logs": n,
                 "sigma_max": pred.sigma_max,
             },
@@ -152,9 +153,11 @@ def _check_one(params: dict, inject: dict | None = None):
 
 
 def falsify(params: dict) -> dict:
-    """Train with the score factor 1/sqrt(d_a) while predicting with c = 1: the measured rate is
-    then ~sqrt(d_a) = sqrt(21) times slower than predicted."""
-    return {"scale": "sqrt"}
+    """A predicted rate 5% too large (a slip in the prediction's constant, a fixed factor): measured / predicted
+    is then 0.955, 2.8 x RATE_RTOL from 1 (issue 25 item 6: a loosened RATE_RTOL lets it pass). (``{"scale":
+    "sqrt"}``, training with the score factor 1/sqrt(d_a) while predicting with c = 1, makes the rate
+    unmeasurable.)"""
+    return {"pred_scale": 1.05}
 
 
 def plot(results):

@@ -63,13 +63,14 @@ def check(params: dict, inject: dict | None = None):
 
 
 def _check_one(params: dict, inject: dict | None = None):
+    inject = inject or {}
     recs = run(params, inject)
     steps = np.array([r["step"] for r in recs])
     nV = np.array([r["norm_W_V"] for r in recs])
     nKQ = np.array([r["norm_KQ"] for r in recs])
     st = detect_stages(steps, nV, nKQ, frac=0.9, kq_factor=10.0)
     r0 = recs[0]
-    ratio0 = r0["gradnorm_W_V"] / max(r0["gradnorm_W_K"], r0["gradnorm_W_Q"])
+    ratio0 = r0["gradnorm_W_V"] / (max(r0["gradnorm_W_K"], r0["gradnorm_W_Q"]) * inject.get("KQ_grad_scale", 1.0))
     sub = [
         compare_greater(
             np.log10(ratio0),
@@ -122,9 +123,11 @@ def _check_one(params: dict, inject: dict | None = None):
 
 
 def falsify(params: dict) -> dict:
-    """Initialise W^K, W^Q 30x larger (entries ~0.3): the K/Q gradients are no longer negligible
-    at the start, so W^V no longer dominates the first steps."""
-    return {"scale_KQ": 30.0}
+    """The step-0 W^K, W^Q gradient norms read 30x larger (a fixed factor, what a 30x larger W^K, W^Q init does to
+    them): seed 0's ratio 1811 becomes 60, log10 0.22 below the threshold 2 where it was 1.26 above it (issue 25
+    item 6: a threshold loosened by more than that lets it pass). (``{"scale_KQ": 30.0}``, the 30x larger init
+    itself, also delays stage 2 beyond the 600 steps.)"""
+    return {"KQ_grad_scale": 30.0}
 
 
 def plot(results):

@@ -5,7 +5,7 @@ the layer-by-layer route; the fallback when a softmax normaliser underflows; fac
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from theorycheck.models import GeneralTopicModel, Masking, TopicModel
@@ -51,8 +51,11 @@ def _grads(m, batch, fused):
     loss=st.sampled_from(["squared", "ce"]),
     seed=st.integers(0, 2**16),
 )
+@example(tm=TopicModel(T=2, v=1, tau=1), mk=Masking(1.0, 1.0, 0.0), mask_keys=False, loss="squared", seed=0)
 def test_kernel_equals_numpy_reference(tm, mk, mask_keys, loss, seed):
-    """The Numba kernel and the vectorised numpy reference of the same formulas agree to 1e-12."""
+    """The Numba kernel and the vectorised numpy reference of the same formulas agree to 1e-12 (gradients:
+    1e-11 relative, or 1e-14 absolute where a gradient is zero up to rounding, e.g. p_m = p_c = 1 with one word:
+    every entry ~1e-16, drawn by hypothesis once the example pool changed)."""
     batch = population_batch(tm, mk, mask_keys=mask_keys)
     rng = np.random.default_rng(seed)
     V1 = tm.V1
@@ -64,7 +67,7 @@ def test_kernel_equals_numpy_reference(tm, mk, mask_keys, loss, seed):
     ref = factored_loss_grad_ref(S, VtT, bias, 0.7, fk, loss)
     assert got[0] == pytest.approx(ref[0], rel=RTOL, abs=1e-14)
     for x, y in zip(got[1:4], ref[1:4]):
-        assert _rel(x, y) < 1e-11
+        assert _rel(x, y) < 1e-11 or float(np.max(np.abs(np.asarray(x) - np.asarray(y)), initial=0.0)) < 1e-14
     assert got[4] == pytest.approx(ref[4], rel=RTOL)
 
 
