@@ -172,6 +172,41 @@ def test_every_k_of_n_rule_under_full_has_power_at_least_0_9():
     assert k_of_n_power(5, 3) == pytest.approx(1 - stats.binom.sf(2, 5, 0.7))  # the old rule: 0.16
 
 
+def _binomial_power(n: int, k: int, fail: float) -> float:
+    """``P[fewer than k of n seeds pass]`` when each seed fails with probability ``fail``: the binomial sum."""
+    return sum(math.comb(n, j) * (1 - fail) ** j * fail ** (n - j) for j in range(k))
+
+
+ALL_EMPIRICAL = [c for c in proofs_numeric.CLAIMS if c.source == "EMPIRICAL"]
+
+
+@pytest.mark.parametrize("claim", ALL_EMPIRICAL, ids=lambda c: c.id)
+def test_every_full_tier_seed_rule_has_power_at_least_0_9_and_states_it(claim):
+    """Issue 25 item 4, for every EMPIRICAL claim: each multi-seed check of ``--full`` is a k-of-n rule
+    (``min_passing`` = k, else every seed must pass: k = n, :func:`by_seed`); its power, the probability of
+    refuting when a seed fails 30% of the time, recomputed here from the binomial sum, is >= 0.9, agrees with
+    :func:`k_of_n_power`, and the claim module's docstring states it (3 digits)."""
+    import importlib
+
+    assert _empirical.POWER_FAIL_RATE == 0.3 and MIN_POWER_FULL == 0.9
+    doc = " ".join((importlib.import_module(claim.check.__module__).__doc__ or "").split())
+    for p in claim.full_params:
+        if "seeds" not in p:  # a deterministic computation (no seed enters it): no seed rule to judge
+            assert not any("seed" in q for q in claim.default_params), claim.id
+            continue
+        n = len(set(p["seeds"]))
+        k = p.get("min_passing", n)
+        power = _binomial_power(n, k, 0.3)
+        assert power >= 0.9, (claim.id, n, k, power)
+        assert k_of_n_power(n, k) == pytest.approx(power, abs=1e-12)
+        assert "power" in doc and f"{power:.3f}" in doc, (claim.id, f"docstring does not state power {power:.3f}")
+    # the all-seeds rule on the judged seeds; five seeds would not do (0.832)
+    assert _binomial_power(len(JUDGED_SEEDS), len(JUDGED_SEEDS), 0.3) == pytest.approx(
+        _empirical.ALL_SEEDS_POWER, abs=5e-4
+    )
+    assert _binomial_power(5, 5, 0.3) < MIN_POWER_FULL <= _binomial_power(7, 7, 0.3)
+
+
 def test_calibration_rules():
     assert halfway([1.47, 2.16, 1.91, 1.37, 2.30], 1.0) == pytest.approx(1.18)
     assert halfway([0.9714, 0.974], 0.0) == pytest.approx(0.48)
@@ -333,7 +368,7 @@ def test_deep_two_stage_is_a_three_of_five_block_claim_whose_rate_is_recorded():
     assert deep.FULL["seeds"] == tuple(range(34)) and deep.FULL["min_passing"] == deep.FULL_MIN_PASSING == 28
     assert k_of_n_power(34, 28) == pytest.approx(0.921, abs=5e-4)
     assert false_refutation_probability(34, 28, 0.10) < 0.05
-    assert deep.MIN_PASSING == 3 and deep.BLOCK_SEEDS == len(JUDGED_SEEDS) == 5  # the explore block
+    assert deep.MIN_PASSING == 3 and deep.BLOCK_SEEDS == 5  # the explore block
     assert deep.seed_block({"seed": 7}) == {"seeds": (7, 8, 9, 10, 11), "min_passing": 3}
     if not CALIBRATION_JSON.exists():
         pytest.skip("benchmarks/results/calibration.json not present")
