@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import platform
 import sys
 import time
@@ -72,10 +73,23 @@ def _one_seed_params(params: dict, seed: int) -> dict:
     return dict({k: v for k, v in params.items() if k not in ("seeds", "min_passing")}, seed=seed)
 
 
+def _claim_seed(folder: Path, seed: int) -> bool:
+    """Take ``seed`` for this process (``seed<s>.lock`` created exclusively); ``False`` if it is done or taken."""
+    if (folder / f"seed{seed}.pkl").exists():
+        return False
+    try:
+        os.close(os.open(folder / f"seed{seed}.lock", os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    return True
+
+
 def run_seeds(claim_id: str, folder: str, lo: int, hi: int) -> None:
     """The per-seed checks (``_check_one`` of the claim module) of seeds ``[lo, hi)`` of the claim's
     ``full_params[0]["seeds"]``, each pickled to ``folder/seed<s>.pkl`` with its CPU seconds: the seeds of one
-    check split over processes. :func:`assemble` then runs the claim's own ``check`` on the stored results."""
+    check split over processes (a seed another process took, ``seed<s>.lock``, or finished is skipped, so
+    several processes may share one range). :func:`assemble` then runs the claim's own ``check`` on the stored
+    results."""
     import pickle
 
     from theorycheck._threads import blas_threads
@@ -84,6 +98,8 @@ def run_seeds(claim_id: str, folder: str, lo: int, hi: int) -> None:
     params = claim.full_params[0]
     Path(folder).mkdir(parents=True, exist_ok=True)
     for s in params["seeds"][lo:hi]:
+        if not _claim_seed(Path(folder), s):  # done, or taken by another process
+            continue
         t0, w0 = time.process_time(), time.perf_counter()
         with blas_threads():
             res = mod._check_one(_one_seed_params(params, s), None)
@@ -159,9 +175,11 @@ def _calibration(claim_id: str) -> dict:
 def summarize(results: list[str], cpu_logs: list[str], note: str | None, out: Path) -> dict:
     from proofs_numeric._empirical import POWER_FAIL_RATE, k_of_n_power
 
-    rows = []
+    by_key: dict = {}  # a check in several files (runs split by hand) counts once: the first file's row
     for f in results:
-        rows += json.loads(Path(f).read_text())["claims"]
+        for r in json.loads(Path(f).read_text())["claims"]:
+            by_key.setdefault(_key(r["id"], r["params"]), r)
+    rows = list(by_key.values())
     cpu = {}
     for f in cpu_logs:
         for line in Path(f).read_text().splitlines():
