@@ -114,11 +114,22 @@ def assemble(claim_id: str, folder: str, results_json: str, cpu_log: str) -> Non
     ``verify --json`` writes it (``{"claims": [row]}``) and one CPU line (the sum over seeds)."""
     import pickle
 
+    from theorycheck.report.claims import over_seeds
     from theorycheck.report.runner import ReportRow
 
     claim, mod = _claim_and_module(claim_id)
-    params = claim.full_params[0]
-    stored = {s: pickle.loads(Path(folder, f"seed{s}.pkl").read_bytes()) for s in params["seeds"]}
+    params = dict(claim.full_params[0])
+    done = [s for s in params["seeds"] if Path(folder, f"seed{s}.pkl").exists()]
+    stored = {s: pickle.loads(Path(folder, f"seed{s}.pkl").read_bytes()) for s in done}
+    incomplete = None
+    if len(done) < len(params["seeds"]):  # not every seed ran: judge nothing, record what is decided already
+        n, k = len(params["seeds"]), params.get("min_passing", len(params["seeds"]))
+        n_pass = sum(bool(v["result"].passed) for v in stored.values())
+        n_fail = len(done) - n_pass
+        verdict = "PASS" if n_pass >= k else "FAIL" if n_fail > n - k else "undecided"
+        incomplete = {"seeds_run": done, "n_passed": n_pass, "n_failed": n_fail, "rule_k": k, "rule_n": n}
+        incomplete["decided"] = verdict
+        params = {key: v for key, v in params.items() if key != "min_passing"} | {"seeds": tuple(done)}
 
     def stored_check_one(p, inject=None):
         assert inject is None and p == _one_seed_params(params, p["seed"]), p
@@ -127,12 +138,16 @@ def assemble(claim_id: str, folder: str, results_json: str, cpu_log: str) -> Non
     original = mod._check_one
     mod._check_one = stored_check_one
     try:
-        res = claim.run(dict(params))
+        # an incomplete block is summarised over the seeds run (every seed's values), never judged by the k-of-n rule
+        res = claim.run(dict(params)) if incomplete is None else over_seeds(stored_check_one, params)
     finally:
         mod._check_one = original
     cpu = sum(v["cpu"] for v in stored.values())
     row = ReportRow(claim, res, sum(v["wall"] for v in stored.values()), None, "full").to_json()
     row["details"]["cpu_seconds_per_seed"] = [round(stored[s]["cpu"], 2) for s in params["seeds"]]
+    if incomplete is not None:
+        row["passed"] = None
+        row["incomplete"] = incomplete
     Path(results_json).write_text(json.dumps({"claims": [row]}, indent=1))
     line = {"claim": claim_id, "params": {k: (list(v) if isinstance(v, tuple) else v) for k, v in params.items()}}
     line.update(cpu=cpu, wall=row["seconds"], passed=row["passed"], error=None)
@@ -194,7 +209,7 @@ def summarize(results: list[str], cpu_logs: list[str], note: str | None, out: Pa
         t = tot[r["tier"]]
         t["cpu"] += c.get("cpu", 0.0)
         t["checks"] += 1
-        t["failed"] += not r["passed"]
+        t["failed"] += r["passed"] is False
         if r["tier"] != "full":
             continue
         d = r["details"] or {}
@@ -208,11 +223,14 @@ def summarize(results: list[str], cpu_logs: list[str], note: str | None, out: Pa
             "expected": r["expected"],
             "measured": r["measured"],
             "margin": r["margin"],
+            "incomplete": r.get("incomplete"),
             "cpu_seconds": round(c["cpu"], 2) if c else None,
             "wall_seconds": round(c["wall"], 2) if c else r["seconds"],
         }
         if seeds:
             n, k = len(seeds), r["params"].get("min_passing", len(seeds))
+            if r.get("incomplete"):  # the rule of the whole block, of which only some seeds ran
+                n, k = r["incomplete"]["rule_n"], r["incomplete"]["rule_k"]
             entry.update(
                 seeds=seeds,
                 rule=f"at least {k} of {n} seeds pass" if k < n else f"all {n} seeds pass",
@@ -275,8 +293,9 @@ def main(argv=None) -> int:
         return 0
     data = summarize(a.results, a.cpu, a.note, Path(a.out))
     for e in data["full_checks"]:
+        verdict = {True: "PASS", False: "FAIL"}.get(e["passed"], "INCOMPLETE")
         print(
-            f"{e['claim']:40s} {'PASS' if e['passed'] else 'FAIL'} cpu {e['cpu_seconds']}s "
+            f"{e['claim']:40s} {verdict} cpu {e['cpu_seconds']}s "
             f"{e.get('rule', '')} power {e.get('power_at_30pct_seed_failure', '-')}"
         )
     print(data["totals_by_tier"])
