@@ -381,3 +381,33 @@ def test_deep_two_stage_is_a_three_of_five_block_claim_whose_rate_is_recorded():
         p = false_refutation_probability(5, 3, e["failure_fraction"])
         assert e["false_refutation_probability"] == pytest.approx(p)
         assert p < 0.01  # the block rule rarely refutes a claim holding at the measured rate
+
+
+def test_over_seeds_statistics_skip_a_seed_without_the_value_and_the_deep_claim_records_nan():
+    """A seed without a value (NaN: deep-4x4's stage 2 not reached within the budget) is skipped by the block's
+    mean and t-interval and counted, instead of crashing the whole --full check (found by the --full run: seeds
+    19 and 30 of 0-33 have no stage-2 ratio)."""
+    from proofs_numeric import train_deep_two_stage as deep
+    from theorycheck.analysis.stats import StageBoundaries
+
+    def one(params, inject=None):
+        s = params["seed"]
+        return compare_greater(s + 1.0, 0.0, details={"stat": math.nan if s == 2 else 2.0 * s})
+
+    res = over_seeds(one, {"seeds": (0, 1, 2, 3)}, statistics=("stat",))
+    assert res.passed
+    assert math.isnan(res.details["stat_per_seed"][2]) and res.details["stat_n_finite"] == 3
+    assert res.details["stat_mean"] == pytest.approx(np.mean([0.0, 2.0, 6.0]))
+    assert res.details["stat_ci95"] == pytest.approx(_t_ci([0.0, 2.0, 6.0]))
+    full = over_seeds(one, {"seeds": (0, 1, 3)}, statistics=("stat",))
+    assert "stat_n_finite" not in full.details  # unchanged when every seed has the value
+
+    st = StageBoundaries(stage1_end=350, stage2_start=None, plateau_V=1.0, initial_KQ=1.0, rule="test")
+    (missing,) = deep._part2(st, 30, deep.MIN_STAGE2_OVER_EARLY)
+    assert not missing.passed and math.isnan(missing.details["stage2_over_early"])
+
+
+def _t_ci(vals):
+    x = np.asarray(vals)
+    half = stats.t.ppf(0.975, x.size - 1) * x.std(ddof=1) / math.sqrt(x.size)
+    return [x.mean() - half, x.mean() + half]
