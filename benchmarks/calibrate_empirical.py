@@ -5,7 +5,7 @@ on ``CALIBRATION_SEEDS`` (100-104, :mod:`proofs_numeric._empirical`), collect th
 each threshold and apply the threshold's rule (``prediction_lower[_log]``, ``prediction_deviation`` or
 ``definition``, see :mod:`proofs_numeric._empirical`). The result (statistic per seed, the rule,
 the calibrated threshold, the threshold the claim uses now) is printed and merged into
-``benchmarks/results/calibration.json``. The judged seeds (0-4) are never run here.
+``benchmarks/results/calibration.json``. The judged seeds (0-6) are never run here.
 
     python benchmarks/calibrate_empirical.py                 # every claim (long: full tiers included)
     python benchmarks/calibrate_empirical.py --only train.compensation --tier default

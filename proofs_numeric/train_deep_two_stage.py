@@ -154,7 +154,8 @@ def _check_one(params: dict, inject: dict | None = None):
 def _part2(st, early: int, min_ratio: float) -> list:
     """Stage 2 reached, after stage 1 ends and later than ``min_ratio`` x the early step."""
     det = {"stage1_end": st.stage1_end, "stage2_start": st.stage2_start}
-    if st.stage2_start is None or st.stage1_end is None:
+    if st.stage2_start is None or st.stage1_end is None:  # no ratio: NaN, so that the block's statistics skip it
+        det["stage2_over_early"] = float("nan")
         return [ClaimResult(False, "detected", "not detected", -1.0, details=det, label="stage 2 within the budget")]
     det["stage2_over_early"] = st.stage2_start / early
     return [

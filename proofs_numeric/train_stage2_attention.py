@@ -7,8 +7,8 @@ the official ``inspect_result.py`` on 50 fresh unmasked documents of length 50 (
 Falsification uses the theory itself: with an identity W^V (``W_00 = 0``) the optimum has
 ``beta <= 0`` (SPEC §4.3 (b)), so same-topic/different-word attention is *not* larger.
 
-Tiers: the default ``verify`` runs seed 0; ``verify --full`` runs seeds 0-4 (init and documents) and
-reports the fraction passing and a 95% t-interval of the same/different attention ratio. No fitted
+Tiers: the default ``verify`` runs seed 0; ``verify --full`` runs seeds 0-6 (all must pass: power 0.918) (init and
+documents) and reports the fraction passing and a 95% t-interval of the same/different attention ratio. No fitted
 threshold: the comparison is a strict inequality (calibration seeds 100-104, never judged: ratios
 4.6105, 4.6020, 4.5853, 4.6109, 4.5912).
 """

@@ -273,7 +273,8 @@ def over_seeds(
     ``check_one(dict(params, seed=s), inject)`` checks one seed. The combined result is the
     worst seed (as :func:`compare_all` picks it); ``details`` hold the seeds, the fraction of
     seeds that pass, every seed's measured value and margin, and a 95% Student-t interval over
-    seeds (``t_interval``) of the margin and of each named detail in ``statistics``.
+    seeds (``t_interval``) of the margin and of each named detail in ``statistics`` (over the seeds
+    where it is finite: a seed records NaN for a value it does not have, counted in ``<key>_n_finite``).
     ``data`` is the first seed's (for figures).
     """
     seeds = [int(s) for s in params["seeds"]]
@@ -296,9 +297,12 @@ def over_seeds(
     }
     for key in statistics:
         vals = [float(_detail(r.details, key)) for r in results]
+        finite = [v for v in vals if math.isfinite(v)]  # NaN: the seed has no such value (e.g. a stage not reached)
         details[f"{key}_per_seed"] = vals
-        details[f"{key}_mean"] = float(np.mean(vals))
-        details[f"{key}_ci95"] = t_interval(vals)
+        details[f"{key}_mean"] = float(np.mean(finite)) if finite else math.nan
+        details[f"{key}_ci95"] = t_interval(finite)
+        if len(finite) < len(vals):
+            details[f"{key}_n_finite"] = len(finite)
     return ClaimResult(
         passed=worst.passed,
         expected=worst.expected,
