@@ -57,9 +57,8 @@ class KeyFactors:
 
     ``U`` (G, r) and ``R`` (r, V1) dense; their nonzeros as CSR; the loss entries grouped by query
     token (``order``, ``qstart``); the targets ``Y`` as CSR; ``support``: the key columns (some
-    ``R[j, b] != 0``). The targets factored as ``Y[e] = sum_t Theta[ctx[e], t] B[qtok[e], t]``
-    (``Theta`` (G, s), ``B`` (V1, s, V1)): ``Theta`` as CSR (``tptr``, ``tidx``, ``tval``), ``B`` as
-    CSR over the rows ``a s + t``; ``grid``: the constants of the squared loss's Gram route."""
+    ``R[j, b] != 0``); ``grid``: the constants of the squared loss's Gram route, with the targets
+    factored as ``Y[e] = sum_t Theta[ctx[e], t] B[qtok[e], t]`` (``Theta`` (G, s), ``B`` (V1, s, V1))."""
 
     U: np.ndarray
     R: np.ndarray
@@ -78,12 +77,6 @@ class KeyFactors:
     yval: np.ndarray
     weight: np.ndarray
     Y: np.ndarray
-    tptr: np.ndarray
-    tidx: np.ndarray
-    tval: np.ndarray
-    bptr: np.ndarray
-    bidx: np.ndarray
-    bval: np.ndarray
     grid: SquaredGrid
 
     @classmethod
@@ -91,16 +84,13 @@ class KeyFactors:
         U = np.ascontiguousarray(U, dtype=np.float64)
         R = np.ascontiguousarray(R, dtype=np.float64)
         V1 = R.shape[1]
-        B = np.asarray(B, dtype=np.float64)
         Uc, Rr, Yc = sp.csr_matrix(U), sp.csr_matrix(R), sp.csr_matrix(Y)
-        Tc, Bc = sp.csr_matrix(np.asarray(Theta, dtype=np.float64)), sp.csr_matrix(B.reshape(-1, B.shape[-1]))
-        for m in (Uc, Rr, Yc, Tc, Bc):
+        for m in (Uc, Rr, Yc):
             m.sort_indices()
         qtok = np.asarray(qtok, dtype=np.int64)
         order = np.argsort(qtok, kind="stable").astype(np.int64)
         qstart = np.searchsorted(qtok[order], np.arange(V1 + 1)).astype(np.int64)
         i64 = np.int64
-        bptr, bidx, bval = Bc.indptr.astype(i64), Bc.indices.astype(i64), Bc.data.astype(np.float64)
         return cls(
             U=U,
             R=R,
@@ -119,13 +109,7 @@ class KeyFactors:
             yval=Yc.data.astype(np.float64),
             weight=np.ascontiguousarray(weight, dtype=np.float64),
             Y=np.asarray(Y),
-            tptr=Tc.indptr.astype(i64),
-            tidx=Tc.indices.astype(i64),
-            tval=Tc.data.astype(np.float64),
-            bptr=bptr,
-            bidx=bidx,
-            bval=bval,
-            grid=SquaredGrid.build(U, ctx, qtok, weight, Theta, bptr, bidx, bval, V1),
+            grid=SquaredGrid.build(U, ctx, qtok, weight, Theta, B),
         )
 
     @property

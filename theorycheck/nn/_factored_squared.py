@@ -56,6 +56,8 @@ class SquaredGrid:
     ``present``: ``N > 0``; ``Theta`` (G, s) dense; ``UUw`` / ``UU`` (G, r (r + 1) / 2): the pair
     products ``U_j U_k`` (``j <= k``), with weight 2 off the diagonal (``UUw``, for ``z^T Gamma z``)
     or 1 (``UU``); ``pj``, ``pk``: the pairs; ``TU`` (G, s r): ``Theta_t U_j`` at column ``t r + j``;
+    the targets' basis token-last by topic: for topic ``t`` the output coordinates ``x`` where some
+    ``B[a, t, x] != 0`` are ``xidx[xptr[t]:xptr[t + 1]]`` and row ``k`` of ``BX`` is ``B[:, t, x_k]``;
     ``sumw``: ``sum W``; ``db_targets`` (V1,): ``-2 sum_{a,t} (sum_g N Theta_gt) B[a, t]``."""
 
     N: np.ndarray
@@ -67,15 +69,19 @@ class SquaredGrid:
     pj: np.ndarray
     pk: np.ndarray
     TU: np.ndarray
+    xptr: np.ndarray
+    xidx: np.ndarray
+    BX: np.ndarray
     sumw: float
     db_targets: np.ndarray
 
     @classmethod
-    def build(cls, U, ctx, qtok, weight, Theta, bptr, bidx, bval, V1: int) -> SquaredGrid:
+    def build(cls, U, ctx, qtok, weight, Theta, B) -> SquaredGrid:
         U = np.asarray(U, dtype=np.float64)
         Theta = np.ascontiguousarray(Theta, dtype=np.float64)
+        B = np.asarray(B, dtype=np.float64)
         G, r = U.shape
-        s = Theta.shape[1]
+        V1, s = B.shape[0], Theta.shape[1]
         N = np.zeros((G, V1))
         W = np.zeros((G, V1))
         np.add.at(N, (ctx, qtok), 1.0)
@@ -84,13 +90,14 @@ class SquaredGrid:
         UU = np.ascontiguousarray(U[:, pj] * U[:, pk])
         UUw = np.ascontiguousarray(UU * np.where(pj == pk, 1.0, 2.0))
         TU = np.ascontiguousarray((Theta[:, :, None] * U[:, None, :]).reshape(G, s * r))
+        cols = [np.flatnonzero(np.any(B[:, t, :] != 0.0, axis=0)) for t in range(s)]
+        xptr = np.concatenate([[0], np.cumsum([c.size for c in cols])]).astype(np.int64)
+        xidx = np.concatenate(cols + [np.zeros(0, dtype=np.int64)]).astype(np.int64)
+        tk = np.repeat(np.arange(s), np.diff(xptr))
+        BX = np.ascontiguousarray(B[:, tk, xidx].T) if xidx.size else np.zeros((0, V1))
         sumt = Theta.T @ N  # (s, V1): sum over the entries of token a of Theta[g, t]
         db_t = np.zeros(V1)
-        for a in range(V1):
-            for t in range(s):
-                row = a * s + t
-                sl = slice(bptr[row], bptr[row + 1])
-                db_t[bidx[sl]] -= 2.0 * sumt[t, a] * bval[sl]
+        np.add.at(db_t, xidx, -2.0 * np.einsum("ka,ka->k", BX, sumt[tk]))
         return cls(
             N=N,
             W=W,
@@ -101,34 +108,42 @@ class SquaredGrid:
             pj=pj.astype(np.int64),
             pk=pk.astype(np.int64),
             TU=TU,
+            xptr=xptr,
+            xidx=xidx,
+            BX=BX,
             sumw=float(W.sum()),
             db_targets=db_t,
         )
 
 
 @numba.njit(cache=True, fastmath=False)
-def _forward_tables(ST, Vcat, bias, rptr, ridx, rval, support, bptr, bidx, bval, pj, pk):  # pragma: no cover
+def _forward_tables(ST, Vcat, bias, rptr, ridx, rval, support, xptr, xidx, BX, pj, pk):  # pragma: no cover
     """Token-last tables: ``EcT[k, a] = R[j, b_k] E[a, b_k]`` (``k`` a nonzero of ``R``), ``FT``,
     ``ERT``, the packed Gram ``GmT[p, a] = F_pj[a] . F_pk[a]``, ``FbT[j, a] = F_j[a] . b``,
     ``MT[t r + j, a] = B[a, t] . F_j[a]`` and ``BbT[t, a] = B[a, t] . b``."""
     V1 = ST.shape[1]
     d = Vcat.shape[1]
     r = rptr.shape[0] - 1
-    s = (bptr.shape[0] - 1) // V1
+    s = xptr.shape[0] - 1
     m = np.full(V1, -np.inf)
     for q in range(support.shape[0]):
         row = ST[support[q]]
         for a in range(V1):
             if row[a] > m[a]:
                 m[a] = row[a]
+    ES = np.empty((support.shape[0], V1))  # exp(S[a, b] - m_a) for the key columns b, once each
+    spos = np.full(V1, -1)
+    for q in range(support.shape[0]):
+        row, out = ST[support[q]], ES[q]
+        spos[support[q]] = q
+        for a in range(V1):
+            out[a] = np.exp(row[a] - m[a])
     nnz = ridx.shape[0]
     EcT = np.empty((nnz, V1))
     for k in range(nnz):
-        row = ST[ridx[k]]
-        out = EcT[k]
-        v = rval[k]
+        e, out, v = ES[spos[ridx[k]]], EcT[k], rval[k]
         for a in range(V1):
-            out[a] = v * np.exp(row[a] - m[a])
+            out[a] = v * e[a]
     FT = np.empty((r, d, V1))
     ERT = np.zeros((r, V1))
     for j in range(r):
@@ -161,25 +176,23 @@ def _forward_tables(ST, Vcat, bias, rptr, ridx, rval, support, bptr, bidx, bval,
                 out[a] += bi * x[a]
     MT = np.zeros((s * r, V1))
     BbT = np.zeros((s, V1))
-    for a in range(V1):
-        for t in range(s):
-            row = a * s + t
-            acc = 0.0
-            for q in range(bptr[row], bptr[row + 1]):
-                acc += bval[q] * bias[bidx[q]]
-            BbT[t, a] = acc
+    for t in range(s):
+        bb = BbT[t]
+        for k in range(xptr[t], xptr[t + 1]):
+            x, bx = xidx[k], BX[k]
+            bi = bias[x]
+            for a in range(V1):
+                bb[a] += bx[a] * bi
             for j in range(r):
-                acc = 0.0
-                Fj = FT[j]
-                for q in range(bptr[row], bptr[row + 1]):
-                    acc += bval[q] * Fj[bidx[q], a]
-                MT[t * r + j, a] = acc
+                Fjx, out = FT[j, x], MT[t * r + j]
+                for a in range(V1):
+                    out[a] += bx[a] * Fjx[a]
     return EcT, FT, ERT, GmT, FbT, MT, BbT
 
 
 @numba.njit(cache=True, fastmath=False)
 def _squared_step(
-    ST, Vcat, bias, c, rptr, ridx, rval, support, bptr, bidx, bval, U, UUw, UU, pj, pk, TU, Theta, N, W, present,
+    ST, Vcat, bias, c, rptr, ridx, rval, support, xptr, xidx, BX, U, UUw, UU, pj, pk, TU, Theta, N, W, present,
     sumw, db_targets, dST, dVtT, db,
 ):  # fmt: skip  # pragma: no cover - compiled
     """Loss, ``dL/dS^T`` (into ``dST``), ``dL/dv`` (into ``dVtT``), ``dL/db`` (into ``db``); returns
@@ -189,9 +202,7 @@ def _squared_step(
     r = rptr.shape[0] - 1
     s = Theta.shape[1]
     G = U.shape[0]
-    EcT, FT, ERT, GmT, FbT, MT, BbT = _forward_tables(
-        ST, Vcat, bias, rptr, ridx, rval, support, bptr, bidx, bval, pj, pk
-    )
+    EcT, FT, ERT, GmT, FbT, MT, BbT = _forward_tables(ST, Vcat, bias, rptr, ridx, rval, support, xptr, xidx, BX, pj, pk)
     Z = np.dot(U, ERT)
     uu = np.dot(UUw, GmT)
     ub = np.dot(U, FbT)
@@ -244,15 +255,13 @@ def _squared_step(
                 gk, Fk = G2[j, k], FT[k, i]
                 for a in range(V1):
                     out[a] += gk[a] * Fk[a]
-    for j in range(r):  # token-outer within one H_j: the rows it touches stay in cache
-        Hj = HT[j]
-        for a in range(V1):
-            for t in range(s):
-                pv = 2.0 * PiT[t * r + j, a]
-                if pv != 0.0:
-                    row = a * s + t
-                    for q in range(bptr[row], bptr[row + 1]):
-                        Hj[bidx[q], a] -= pv * bval[q]
+    for t in range(s):
+        for k in range(xptr[t], xptr[t + 1]):
+            x, bx = xidx[k], BX[k]
+            for j in range(r):
+                pv, out = PiT[t * r + j], HT[j, x]
+                for a in range(V1):
+                    out[a] -= 2.0 * pv[a] * bx[a]
     for i in range(d):
         db[i] = 2.0 * sumw * bias[i] + db_targets[i]
     for j in range(r):
@@ -291,7 +300,7 @@ def squared_loss_grad(S, VtT, bias, c: float, fk, grid: SquaredGrid):
     db = np.empty(d)
     g = grid
     loss, zmin = _squared_step(
-        ST, Vcat, bias, float(c), fk.rptr, fk.ridx, fk.rval, fk.support, fk.bptr, fk.bidx, fk.bval,
+        ST, Vcat, bias, float(c), fk.rptr, fk.ridx, fk.rval, fk.support, g.xptr, g.xidx, g.BX,
         fk.U, g.UUw, g.UU, g.pj, g.pk, g.TU, g.Theta, g.N, g.W, g.present, g.sumw, g.db_targets, dST, dVtT, db,
     )  # fmt: skip
     return float(loss), dST.T, dVtT, db, float(zmin)
