@@ -222,3 +222,10 @@ def test_fused_route_with_missing_and_repeated_entries(loss):
     l_old, g_old = _grads(m, sub, False)
     assert l_new == pytest.approx(l_old, rel=1e-12)
     _assert_grads_close(g_new, g_old)
+
+
+def test_unknown_loss_is_refused_before_any_work():
+    batch = population_batch(TopicModel(3, 2, 2), Masking())
+    V1 = batch.K.shape[1]
+    with pytest.raises(ValueError, match="loss must be one of \\['ce', 'squared'\\], got 'hinge'"):
+        factored_loss_grad(np.zeros((V1, V1)), np.zeros((V1, V1)), np.zeros(V1), 1.0, batch.key_factors(), "hinge")

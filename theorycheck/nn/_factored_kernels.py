@@ -293,6 +293,8 @@ def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str, thread
     (default: the user's choice, else 1; :func:`theorycheck._threads.numba_threads`): a step is a few
     milliseconds of work, which a second thread speeds up on an idle machine but stalls at its
     barrier on a loaded one; the result is the same bits on any count."""
+    if loss not in LOSS_CODES:
+        raise ValueError(f"loss must be one of {sorted(LOSS_CODES)}, got {loss!r}")
     if loss == "squared":
         with kernel_blas_serial():
             return squared_loss_grad(S, VtT, bias, c, fk, fk.grid)
