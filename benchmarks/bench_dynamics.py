@@ -14,7 +14,13 @@ Rows:
    folder, probes included), wall and CPU, and the largest relative parameter difference between
    the two trajectories at the end;
 3. the whole 3000-step preset with the fused route (wall and CPU), and the layer-by-layer route's
-   time for it extrapolated from row 2 (``--full-old`` runs it instead).
+   time for it extrapolated from row 2 (``--full-old`` runs it instead);
+4. the whole command ``theorycheck train --preset two-stage`` in a fresh process (imports, Numba cache
+   loading, run folder, metrics, checkpoints, figures): wall and CPU of the child process (the
+   layer-by-layer column: row 3's layer-by-layer time plus the command's time outside the steps).
+
+The fused route's squared loss runs :mod:`theorycheck.nn._factored_squared` (Gram forms over
+(context, token) grids, serial).
 
 Numba threads: the defaults (the layer-by-layer kernels on every core, the fused kernel on one thread:
 :func:`theorycheck.nn._factored_kernels.factored_loss_grad`); BLAS serial inside the steps (``Trainer.run``). The load
@@ -27,7 +33,12 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
+import subprocess
+import sys
+import tempfile
 import time
+from pathlib import Path
 
 import numba
 import numpy as np
@@ -98,6 +109,33 @@ def _run_rows(old_steps: int, full_old: bool) -> tuple[list, list, float]:
     return row2, row3, diff
 
 
+def _command_row(row3) -> list:
+    """Row 4: ``theorycheck train --preset two-stage`` in a child process (its own CPU time)."""
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])))
+    with tempfile.TemporaryDirectory(prefix="bench-dynamics-") as tmp:
+        cmd = [
+            sys.executable,
+            "-m",
+            "theorycheck.cli",
+            "train",
+            "--preset",
+            "two-stage",
+            "--quiet",
+            "--out",
+            tmp + "/run",
+        ]
+        ru0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+        w0 = time.perf_counter()
+        subprocess.run(cmd, check=True, env=env, stdout=subprocess.DEVNULL)
+        wall = time.perf_counter() - w0
+        ru1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (ru1.ru_utime - ru0.ru_utime) + (ru1.ru_stime - ru0.ru_stime)
+    w_old, c_old = row3[1] + (wall - row3[2]), row3[4] + (cpu - row3[5])
+    label = "theorycheck train --preset two-stage (whole command, fresh process)"
+    return [label, w_old, wall, w_old / wall, c_old, cpu, c_old / cpu]
+
+
 def main(argv=None):
     """Print the table and write ``results/dynamics.json``."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -109,6 +147,8 @@ def main(argv=None):
     loads["after step row"] = _load()
     row2, row3, diff = _run_rows(args.old_steps, args.full_old)
     rows += [row2, row3]
+    loads["after run rows"] = _load()
+    rows.append(_command_row(row3))
     loads["end"] = _load()
     headers = ["what", "old_wall_s", "fused_wall_s", "wall_ratio", "old_cpu_s", "fused_cpu_s", "cpu_ratio"]
     print(

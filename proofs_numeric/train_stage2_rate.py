@@ -37,6 +37,7 @@ from proofs_numeric._empirical import JUDGED_SEEDS
 from theorycheck.analysis.dynamics import stage2_onset, topic_contrast_basis
 from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, train
 from theorycheck.report.claims import Claim, ClaimResult, by_seed, compare_all, compare_close
+from theorycheck.report.plots import stage2_growth
 from theorycheck.strategies import params as params_of
 from theorycheck.strategies import seeds
 
@@ -161,22 +162,8 @@ def falsify(params: dict) -> dict:
 
 
 def plot(results):
-    from theorycheck.report.plots import _new_figure
-
-    fig = _new_figure(figsize=(5.6, 3.8))
-    ax = fig.add_subplot(1, 1, 1)
-    for r in results:
-        d = r.data
-        if "steps" not in d:
-            continue
-        ax.semilogy(d["steps"], d["topic_part"] / d["topic_part"][0], label="measured (topic part of S)")
-        ax.semilogy(d["steps"], np.exp(d["pred"] * d["steps"]), ls="--", label="linearised prediction, slope only")
-    ax.axhspan(10, 50, color="0.9", label="measurement window")
-    ax.set_xlabel("step")
-    ax.set_ylabel("growth over initial value")
-    ax.set_title("stage-2 onset: predicted vs measured growth", fontsize=9)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
+    runs = [(r.data["steps"], r.data["topic_part"], r.data["pred"]) for r in results if "steps" in r.data]
+    fig = stage2_growth(runs)
     return {"stage2_rate": fig}
 
 

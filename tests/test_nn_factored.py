@@ -183,15 +183,52 @@ def test_factor_validation():
         CountBatch(**base, **{**f, "target_coef": 0.5 * b.target_coef})
 
 
-def test_kernel_gives_the_same_bits_on_any_thread_count():
-    """Fixed token blocks, partial sums added in block order: 1 and 2 Numba threads agree exactly."""
+@pytest.mark.parametrize("loss", ["ce", "squared"])
+def test_kernel_gives_the_same_bits_on_any_thread_count(loss):
+    """Cross-entropy: fixed token blocks, partial sums added in block order; squared: a serial kernel.
+    1 and 2 Numba threads agree exactly."""
     tm = TopicModel(4, 3, 2)
     batch = population_batch(tm, Masking())
     rng = np.random.default_rng(7)
     S, VtT, bias = rng.normal(0, 2, (tm.V1, tm.V1)), rng.normal(0, 0.5, (tm.V1, tm.V1)), rng.normal(0, 0.3, tm.V1)
     out = []
     for n in (1, 2):
-        out.append(factored_loss_grad(S, VtT, bias, 1.0, batch.key_factors(), "squared", threads=n))
+        out.append(factored_loss_grad(S, VtT, bias, 1.0, batch.key_factors(), loss, threads=n))
     assert out[0][0] == out[1][0]
     for x, y in zip(out[0][1:4], out[1][1:4]):
         assert np.array_equal(x, y)
+
+
+def _sub_batch(batch, keep):
+    """The loss entries ``keep`` (indices, repeats allowed) of a factored batch, factors unchanged."""
+    keep = np.sort(np.asarray(keep))
+    return CountBatch(
+        K=batch.K, ctx=batch.ctx[keep], qtok=batch.qtok[keep], weight=batch.weight[keep], Y=batch.Y[keep],
+        key_coef=batch.key_coef, key_basis=batch.key_basis, target_coef=batch.target_coef,
+        target_basis=batch.target_basis,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("loss", ["squared", "ce"])
+def test_fused_route_with_missing_and_repeated_entries(loss):
+    """The squared route sums over a (context, token) grid with entry counts and weight sums: loss
+    entries dropped (a pair that is no entry) and repeated (a pair counted twice) give the layer-by-layer
+    route's loss and gradients."""
+    rng = np.random.default_rng(11)
+    batch = population_batch(TopicModel(4, 3, 2), Masking(0.2, 0.1, 0.1))
+    E = batch.ctx.size
+    keep = np.concatenate([rng.choice(E, size=E // 2, replace=False), rng.choice(E, size=E // 5)])
+    sub = _sub_batch(batch, keep)
+    assert sub.factored and np.unique(np.stack([sub.ctx, sub.qtok]), axis=1).shape[1] < sub.ctx.size
+    m = _model(batch.K.shape[1], loss, seed=4)
+    l_new, g_new = _grads(m, sub, True)
+    l_old, g_old = _grads(m, sub, False)
+    assert l_new == pytest.approx(l_old, rel=1e-12)
+    _assert_grads_close(g_new, g_old)
+
+
+def test_unknown_loss_is_refused_before_any_work():
+    batch = population_batch(TopicModel(3, 2, 2), Masking())
+    V1 = batch.K.shape[1]
+    with pytest.raises(ValueError, match="loss must be one of \\['ce', 'squared'\\], got 'hinge'"):
+        factored_loss_grad(np.zeros((V1, V1)), np.zeros((V1, V1)), np.zeros(V1), 1.0, batch.key_factors(), "hinge")

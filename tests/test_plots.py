@@ -105,6 +105,23 @@ def _figures():
             title="a long title that used to run into the second panel: own - other vs 1/a, T=4, v=3",
             rel_error=[2e-8, 5e-8, 1e-7, 4e-7],
         ),
+        "stage_grid": lambda: plots.stage_grid(
+            [
+                dict(
+                    lr=lr,
+                    init_scale=s,
+                    steps=3000,
+                    stage1_end=600 // lr,
+                    stage2_start=42000 // lr,
+                    stage2_attention=None if lr < 20 else 53000 // lr,
+                )
+                for lr in (10, 20, 30, 40)
+                for s in (0.003, 0.01, 0.03)
+            ]
+        ),  # fmt: skip
+        "stage2_growth": lambda: plots.stage2_growth(
+            [(np.arange(0, 600, 5), 0.01 * np.exp(0.011 * np.arange(0, 600, 5)), 0.0105)] * 2
+        ),
         "convergence": lambda: plots.convergence(
             np.arange(100), {"from 0": 0.8 ** np.arange(100), "from W0": 0.8 ** np.arange(100) + 1}
         ),
@@ -310,6 +327,21 @@ def test_every_colourbar_says_what_its_colour_shows(name):
 
 def _overlaps(a, b):
     return not (a.x1 <= b.x0 or a.x0 >= b.x1 or a.y1 <= b.y0 or a.y0 >= b.y1)
+
+
+#: figures whose legends sit beside the panels (never over data), checked geometrically
+LEGENDS_OUTSIDE = ("stage2_growth", "loss_vs_K", "attention_landscape")
+
+
+@pytest.mark.parametrize("name", LEGENDS_OUTSIDE)
+def test_legend_lies_outside_every_panel(name):
+    fig = _drawn(name)
+    r = fig.canvas.get_renderer()
+    legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert legends, f"{name}: no legend"
+    for leg in legends:
+        for ax in _plot_axes(fig):
+            assert not _overlaps(leg.get_window_extent(r), ax.get_window_extent(r)), f"{name}: a legend over a panel"
 
 
 def test_landscape_legend_outside_every_panel_and_round_colourbar_ticks():

@@ -15,7 +15,7 @@ from theorycheck.cli import main
 from theorycheck.cli.benchmark import _levels
 from theorycheck.problems import _solvers, load_solver
 from theorycheck.problems._harness import Cell, run_cell
-from theorycheck.problems._report import _scaling, fit_exponent, performance_profile
+from theorycheck.problems._report import _scaling, fit_exponent, performance_profile, size_text
 from theorycheck.problems._run import DEFAULT, default_levels, plan, run_benchmark
 
 AB = "attention-ab/block:paper"
@@ -367,3 +367,15 @@ def test_a_worker_never_inherits_gnu_openmp(mode):
     if mode == "omp-first" and "omp" in out.stderr and "No threading layer" in out.stderr:
         pytest.skip("Numba's OpenMP layer is not available here")
     assert "STATUS ok" in out.stdout, out.stdout + out.stderr[-2000:]
+
+
+def test_size_text_reads_every_stored_form_of_a_size():
+    """Figure titles name the size as ``T = 3, v = 4``: from the dict, its JSON (records) or its Python
+    text (problem descriptions); other text is kept."""
+    d = {"T": 3, "tau": 2, "v": 4, "p": 0.25}
+    want = "T = 3, tau = 2, v = 4, p = 0.25"
+    assert size_text(d) == want
+    assert size_text(json.dumps(d)) == want
+    assert size_text(str(d)) == want
+    assert size_text("ladder 2") == "ladder 2"
+    assert "{" not in size_text(json.dumps({"V1": 101})) and size_text(json.dumps({"V1": 101})) == "V1 = 101"

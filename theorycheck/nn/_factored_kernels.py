@@ -22,7 +22,10 @@ of one ``V1 x V1`` attention per context). The decoder is the identity plus the 
     \\frac{\\partial L}{\\partial v_b} = \\sum_j R[j, b] \\sum_a E[a, b]\\, H_j[a], \\qquad
     \\frac{\\partial L}{\\partial S[a, b]} = E[a, b] \\sum_j R[j, b]\\,(H_j[a] \\cdot v_b - h_j[a])
 
-(the softmax Jacobian ``A (dA - A . dA)`` with ``A . dA = g_e . u_e``). All work is per query token
+(the softmax Jacobian ``A (dA - A . dA)`` with ``A . dA = g_e . u_e``). The squared loss is a
+quadratic form in ``U[g] / Z_e`` and goes by products over (context, token) grids
+(:mod:`theorycheck.nn._factored_squared`, serial). Cross-entropy runs here, one output row per loss
+entry; all its work is per query token
 ``a``, in a fixed number of blocks of tokens (one parallel task each, :data:`TOKEN_BLOCKS`); each
 token writes its own rows, and the value gradient's per-block partial sums, the partial losses and
 bias gradients are added in a fixed order, so the result is the same bits on any thread count.
@@ -40,10 +43,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._threads import kernel_blas_serial, numba_threads
+from ._factored_squared import SquaredGrid, squared_loss_grad
 
 __all__ = ["KeyFactors", "LOSS_CODES", "TOKEN_BLOCKS", "factored_loss_grad", "factored_loss_grad_ref"]
 
-#: the loss heads of the fused route and their kernel codes
+#: the loss heads of the fused route and their kernel codes (squared: :mod:`._factored_squared`)
 LOSS_CODES = {"squared": 0, "ce": 1}
 
 
@@ -53,9 +57,8 @@ class KeyFactors:
 
     ``U`` (G, r) and ``R`` (r, V1) dense; their nonzeros as CSR; the loss entries grouped by query
     token (``order``, ``qstart``); the targets ``Y`` as CSR; ``support``: the key columns (some
-    ``R[j, b] != 0``). The targets factored as ``Y[e] = sum_t Theta[ctx[e], t] B[qtok[e], t]``
-    (``Theta`` (G, s), ``B`` (V1, s, V1)): ``Theta`` as CSR (``tptr``, ``tidx``, ``tval``), ``B`` as
-    CSR over the rows ``a s + t``."""
+    ``R[j, b] != 0``); ``grid``: the constants of the squared loss's Gram route, with the targets
+    factored as ``Y[e] = sum_t Theta[ctx[e], t] B[qtok[e], t]`` (``Theta`` (G, s), ``B`` (V1, s, V1))."""
 
     U: np.ndarray
     R: np.ndarray
@@ -74,22 +77,15 @@ class KeyFactors:
     yval: np.ndarray
     weight: np.ndarray
     Y: np.ndarray
-    tptr: np.ndarray
-    tidx: np.ndarray
-    tval: np.ndarray
-    bptr: np.ndarray
-    bidx: np.ndarray
-    bval: np.ndarray
+    grid: SquaredGrid
 
     @classmethod
     def build(cls, U, R, ctx, qtok, Y, weight, Theta, B) -> KeyFactors:
         U = np.ascontiguousarray(U, dtype=np.float64)
         R = np.ascontiguousarray(R, dtype=np.float64)
         V1 = R.shape[1]
-        B = np.asarray(B, dtype=np.float64)
         Uc, Rr, Yc = sp.csr_matrix(U), sp.csr_matrix(R), sp.csr_matrix(Y)
-        Tc, Bc = sp.csr_matrix(np.asarray(Theta, dtype=np.float64)), sp.csr_matrix(B.reshape(-1, B.shape[-1]))
-        for m in (Uc, Rr, Yc, Tc, Bc):
+        for m in (Uc, Rr, Yc):
             m.sort_indices()
         qtok = np.asarray(qtok, dtype=np.int64)
         order = np.argsort(qtok, kind="stable").astype(np.int64)
@@ -113,12 +109,7 @@ class KeyFactors:
             yval=Yc.data.astype(np.float64),
             weight=np.ascontiguousarray(weight, dtype=np.float64),
             Y=np.asarray(Y),
-            tptr=Tc.indptr.astype(i64),
-            tidx=Tc.indices.astype(i64),
-            tval=Tc.data.astype(np.float64),
-            bptr=Bc.indptr.astype(i64),
-            bidx=Bc.indices.astype(i64),
-            bval=Bc.data.astype(np.float64),
+            grid=SquaredGrid.build(U, ctx, qtok, weight, Theta, B),
         )
 
     @property
@@ -169,110 +160,6 @@ def _sparse_dot(ptr, idx, val, row, x):  # pragma: no cover - compiled
     for k in range(ptr[row], ptr[row + 1]):
         acc += val[k] * x[idx[k]]
     return acc
-
-
-@numba.njit(cache=True, fastmath=False)
-def _rows_squared(a, bias, f, tf, F, ER, H, h, dba):  # pragma: no cover - compiled
-    """Squared loss of the rows of query token ``a`` in closed form over the factor coefficients:
-    with ``z_k = U[g, k] / Z_e``, ``u_e = sum_k z_k F_k`` and the targets
-    ``Y_e = sum_t theta_t B_t`` (``theta = Theta[g]``, ``B_t = B[a, t]``):
-    ``||u||^2 = z^T (F F^T) z``, ``u.b = z . (F b)``, ``Y.u = sum_t theta_t sum_k z_k (B_t . F_k)``,
-    ``Y.b = sum_t theta_t (B_t . b)``; backward ``H_j = 2 sum_k Gamma_jk F_k + 2 beta_j b - 2 sum_t
-    Pi_jt B_t`` with ``Gamma_jk = sum_e w z_j z_k``, ``beta_j = sum_e w z_j``, ``Pi_jt = sum_e z_j
-    theta_t``; the bias gradient ``2 (sum_k beta_k F_k + (sum_e w) b) - 2 sum_t (sum_e theta_t) B_t``.
-    Returns ``(loss, min Z)``."""
-    (uptr, uidx, uval, rptr, ridx, rval, support, ctx, order, qstart, yptr, yidx, yval, weight) = f
-    (tptr, tidx, tval, bptr, bidx, bval) = tf
-    r, d = F.shape
-    ns = (bptr.shape[0] - 1) // (qstart.shape[0] - 1)  # B has V1 s rows
-    b0 = a * ns
-    Gm = np.dot(F, F.T)  # (r, r) Gram of the F_j (BLAS, serial inside the kernel)
-    Fb = np.dot(F, bias)
-    bb = np.dot(bias, bias)
-    Bb = np.empty(ns)
-    M = np.empty((ns, r))
-    for t in range(ns):
-        Bb[t] = _sparse_dot(bptr, bidx, bval, b0 + t, bias)
-        for k in range(r):
-            M[t, k] = _sparse_dot(bptr, bidx, bval, b0 + t, F[k])
-    Gam = np.zeros((r, r))
-    beta = np.zeros(r)
-    Pi = np.zeros((r, ns))
-    sumt = np.zeros(ns)
-    sumw = 0.0
-    loss = 0.0
-    zmin = np.inf
-    for j in range(r):
-        h[j] = 0.0
-    for q in range(qstart[a], qstart[a + 1]):
-        e = order[q]
-        gc = ctx[e]
-        w = weight[e]
-        sumw += w
-        t0, t1 = tptr[gc], tptr[gc + 1]
-        Yb = 0.0
-        for m in range(t0, t1):
-            Yb += tval[m] * Bb[tidx[m]]
-            sumt[tidx[m]] += tval[m]
-        Z = _normaliser(gc, uptr, uidx, uval, ER)
-        if Z < zmin:
-            zmin = Z
-        if not Z > 0.0:  # no key: u = 0
-            loss += w * (bb + 1.0) - 2.0 * Yb
-            continue
-        iz = 1.0 / Z
-        k0, k1 = uptr[gc], uptr[gc + 1]
-        uu = 0.0
-        ub = 0.0
-        Yu = 0.0
-        for k in range(k0, k1):
-            zk = uval[k] * iz
-            jk = uidx[k]
-            ub += zk * Fb[jk]
-            for l in range(k0, k1):
-                uu += zk * (uval[l] * iz) * Gm[jk, uidx[l]]
-            for m in range(t0, t1):
-                Yu += tval[m] * zk * M[tidx[m], jk]
-        loss += w * (uu + 2.0 * ub + bb + 1.0) - 2.0 * (Yu + Yb)
-        tt = 2.0 * w * (uu + ub) - 2.0 * Yu
-        for k in range(k0, k1):
-            j = uidx[k]
-            zk = uval[k] * iz
-            h[j] += zk * tt
-            beta[j] += zk * w
-            for l in range(k0, k1):
-                Gam[j, uidx[l]] += w * zk * (uval[l] * iz)
-            for m in range(t0, t1):
-                Pi[j, tidx[m]] += zk * tval[m]
-    for j in range(r):
-        Hj = H[j]
-        for i in range(d):
-            Hj[i] = 2.0 * beta[j] * bias[i]
-        for k in range(r):
-            gjk = 2.0 * Gam[j, k]
-            if gjk != 0.0:
-                Fk = F[k]
-                for i in range(d):
-                    Hj[i] += gjk * Fk[i]
-        for t in range(ns):
-            p = 2.0 * Pi[j, t]
-            if p != 0.0:
-                for k in range(bptr[b0 + t], bptr[b0 + t + 1]):
-                    Hj[bidx[k]] -= p * bval[k]
-    for i in range(d):
-        dba[i] = 2.0 * sumw * bias[i]
-    for k in range(r):
-        bk = 2.0 * beta[k]
-        if bk != 0.0:
-            Fk = F[k]
-            for i in range(d):
-                dba[i] += bk * Fk[i]
-    for t in range(ns):
-        st = 2.0 * sumt[t]
-        if st != 0.0:
-            for k in range(bptr[b0 + t], bptr[b0 + t + 1]):
-                dba[bidx[k]] -= st * bval[k]
-    return loss, zmin
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -363,7 +250,7 @@ def _token_finish(a, Vt, c, rptr, ridx, rval, Erow, H, h, dSa, dVpart):  # pragm
 
 @numba.njit(cache=True, parallel=True, fastmath=False)
 def _factored_tokens(
-    S, VtT, Vt, bias, c, kind, f, tf, bounds, E_all, dS, loss_a, db_a, Zmin_a, dVparts, dVtT
+    S, VtT, Vt, bias, c, f, bounds, E_all, dS, loss_a, db_a, Zmin_a, dVparts, dVtT
 ):  # pragma: no cover - compiled
     """One task per block of query tokens ``bounds[k]:bounds[k+1]`` (tokens in order within a block);
     the blocks' value-gradient partial sums are added in block order (see the module docstring)."""
@@ -380,10 +267,7 @@ def _factored_tokens(
         part[:, :] = 0.0
         for a in range(bounds[blk], bounds[blk + 1]):
             _token_setup(a, S, VtT, rptr, ridx, rval, support, E_all[a], F, ER)
-            if kind == 0:
-                la, za = _rows_squared(a, bias, f, tf, F, ER, H, h, db_a[a])
-            else:
-                la, za = _rows_ce(a, bias, f, F, ER, H, h, db_a[a], np.empty(d), np.empty(d), np.empty(d))
+            la, za = _rows_ce(a, bias, f, F, ER, H, h, db_a[a], np.empty(d), np.empty(d), np.empty(d))
             loss_a[a] = la
             Zmin_a[a] = za
             _token_finish(a, Vt, c, rptr, ridx, rval, E_all[a], H, h, dS[a], part)
@@ -397,7 +281,9 @@ TOKEN_BLOCKS = 4
 
 
 def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str, threads: int | None = None):
-    """Loss and gradients of the fused route (Numba; see the module docstring).
+    """Loss and gradients of the fused route (Numba; see the module docstring): the squared loss by the
+    Gram forms of :func:`theorycheck.nn._factored_squared.squared_loss_grad` (serial), cross-entropy
+    by the per-token kernel here.
 
     ``S`` (V1, V1): the scores ``c Q_t^T K_t``; ``VtT`` (V1, d): the value vector ``v_b`` of every
     token (``d = V1``, identity decoder); ``bias``: ``b^dec``; ``c``: the score factor (the
@@ -407,6 +293,11 @@ def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str, thread
     (default: the user's choice, else 1; :func:`theorycheck._threads.numba_threads`): a step is a few
     milliseconds of work, which a second thread speeds up on an idle machine but stalls at its
     barrier on a loaded one; the result is the same bits on any count."""
+    if loss not in LOSS_CODES:
+        raise ValueError(f"loss must be one of {sorted(LOSS_CODES)}, got {loss!r}")
+    if loss == "squared":
+        with kernel_blas_serial():
+            return squared_loss_grad(S, VtT, bias, c, fk, fk.grid)
     V1, d = VtT.shape
     S = np.ascontiguousarray(S, dtype=np.float64)
     VtT = np.ascontiguousarray(VtT, dtype=np.float64)
@@ -424,13 +315,9 @@ def factored_loss_grad(S, VtT, bias, c: float, fk: KeyFactors, loss: str, thread
     bounds = (np.arange(nb + 1, dtype=np.int64) * V1) // nb
     dVparts = np.empty((nb, V1, d))
     dVtT = np.empty((V1, d))
-    tf = (fk.tptr, fk.tidx, fk.tval, fk.bptr, fk.bidx, fk.bval)
     Vt = np.ascontiguousarray(VtT.T)
-    code = LOSS_CODES[loss]
     with kernel_blas_serial(), numba_threads(threads):
-        _factored_tokens(
-            S, VtT, Vt, bias, float(c), code, f, tf, bounds, E_all, dS, loss_a, db_a, Zmin_a, dVparts, dVtT
-        )
+        _factored_tokens(S, VtT, Vt, bias, float(c), f, bounds, E_all, dS, loss_a, db_a, Zmin_a, dVparts, dVtT)
     total = 0.0
     for a in range(V1):  # fixed order: the same sum on any thread count
         total += loss_a[a]

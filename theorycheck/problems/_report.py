@@ -17,10 +17,12 @@ matplotlib is imported here only (optional dependency; without it the figures ar
 
 from __future__ import annotations
 
+import ast
 import base64
 import csv
 import html
 import io
+import json
 import math
 import re
 from collections import defaultdict
@@ -31,7 +33,7 @@ from .._io import atomic_write_bytes, dumps_json
 from .._mpl import mpl
 from ._harness import FAILURES, TOLS
 
-__all__ = ["COLUMNS", "write_outputs", "performance_profile", "fit_exponent"]
+__all__ = ["COLUMNS", "write_outputs", "performance_profile", "fit_exponent", "size_text"]
 
 COLUMNS = [
     "problem", "family", "model", "size", "n", "V1", "solver", "repeat", "status", "wall", "nfev", "ngev",
@@ -232,6 +234,23 @@ def _table_html(rows, cols):
     return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
+def size_text(size) -> str:
+    """A problem size for a title: ``{"T": 3, "v": 4}`` (a dict, or its JSON or Python text, as the
+    records store it) reads ``T = 3, v = 4``; anything else is returned as text."""
+    d = size
+    if isinstance(size, str):
+        try:
+            d = json.loads(size)
+        except ValueError:
+            try:
+                d = ast.literal_eval(size)
+            except (ValueError, SyntaxError):
+                return size
+    if not isinstance(d, dict):
+        return str(size)
+    return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in d.items())
+
+
 def _figures(recorder, records):
     """Convergence, profile and scaling PNGs written through ``recorder``: ``(figures, slopes)``."""
     figures = []
@@ -243,8 +262,9 @@ def _figures(recorder, records):
         if r["repeat"] == 0:
             groups[(r["problem"], r["size"])].append(r)
     for (prob, size), recs in sorted(groups.items()):
-        fig = _convergence(plt, recs, f"{prob}  {size}")
-        figures.append((f"figures/convergence_{_slug(prob)}_{_slug(size)}.png", _png(fig), f"{prob} {size}"))
+        label = f"{prob} ({size_text(size)})"
+        fig = _convergence(plt, recs, label)
+        figures.append((f"figures/convergence_{_slug(prob)}_{_slug(size)}.png", _png(fig), label))
         plt.close(fig)
     for tol in TOLS:
         fig = _profile(plt, records, tol)

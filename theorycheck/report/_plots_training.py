@@ -10,7 +10,7 @@ import numpy as np
 from .._mpl import mpl
 from ._plotstyle import LINE_STYLES, annotation_format, auto_scale, colorbar, figure, legend_outside
 
-__all__ = ["attention_head_ratios", "stage_grid", "training_curves"]
+__all__ = ["attention_head_ratios", "stage2_growth", "stage_grid", "training_curves"]
 
 _NORM_LABELS = {
     "norm_W_V": "||W^V||",
@@ -252,30 +252,69 @@ _GRID_PANELS = (
 
 def stage_grid(rows):
     """Stage boundaries over a learning-rate x init-scale grid (rows of :func:`theorycheck.nn.stage_grid`):
-    one panel per boundary, cells coloured by the step (log scale) and labelled with it, ``-`` where the
-    rule did not fire within the run."""
+    one panel per boundary, cells coloured by the step (log scale over the steps shown) and labelled
+    with it and with ``lr x step`` (constant along a column when a boundary scales like ``1/lr``),
+    grey with ``-`` where the rule did not fire within the run. Labels are black on light cells and
+    white on dark ones."""
     lrs = sorted({r["lr"] for r in rows})
     scales = sorted({r["init_scale"] for r in rows})
     colors = mpl("matplotlib.colors")
-    fig = figure(4.2 * len(_GRID_PANELS) + 0.6, 0.55 * len(lrs) + 2.2)
+    fig = figure(4.2 * len(_GRID_PANELS) + 0.6, 0.75 * len(lrs) + 2.2)
     axes = fig.subplots(1, len(_GRID_PANELS), squeeze=False)[0]
     steps = max((r.get("steps") or 1 for r in rows), default=1)
-    norm = colors.LogNorm(vmin=1, vmax=max(steps, 2))
+    found = [float(r[k]) for r in rows for k, _ in _GRID_PANELS if r.get(k) is not None]
+    lo = max(min(found, default=1.0), 1.0)
+    norm = colors.LogNorm(vmin=lo, vmax=max(steps, 2 * lo))
+    cmap = mpl("matplotlib").colormaps["viridis"].with_extremes(bad="0.9")
     for ax, (key, title) in zip(axes, _GRID_PANELS):
         M = np.full((len(lrs), len(scales)), np.nan)
         for r in rows:
             if r.get(key) is not None:
                 M[lrs.index(r["lr"]), scales.index(r["init_scale"])] = max(float(r[key]), 1.0)
-        im = ax.imshow(np.ma.masked_invalid(M), origin="lower", aspect="auto", cmap="viridis", norm=norm)
+        im = ax.imshow(np.ma.masked_invalid(M), origin="lower", aspect="auto", cmap=cmap, norm=norm)
         for i in range(len(lrs)):
             for j in range(len(scales)):
-                text = "-" if np.isnan(M[i, j]) else f"{int(M[i, j])}"
-                ax.text(j, i, text, ha="center", va="center", fontsize=8, color="white" if text != "-" else "black")
+                if np.isnan(M[i, j]):
+                    ax.text(j, i, "-", ha="center", va="center", fontsize=9, color="black")
+                    continue
+                red, green, blue, _ = cmap(norm(M[i, j]))
+                ink = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
+                ax.text(j, i + 0.1, f"{int(M[i, j])}", ha="center", va="center", fontsize=9, color=ink)
+                lt = f"lr x step = {lrs[i] * M[i, j]:,.0f}"
+                ax.text(j, i - 0.2, lt, ha="center", va="center", fontsize=7, color=ink)
         ax.set_xticks(range(len(scales)), [f"{s:g}" for s in scales])
         ax.set_yticks(range(len(lrs)), [f"{x:g}" for x in lrs])
         ax.set_xlabel("init scale s (entries N(0, s^2))")
         ax.set_ylabel("SGD learning rate")
         ax.set_title(title, fontsize=10)
-    colorbar(fig, im, list(axes), label="step")
+    cb = colorbar(fig, im, list(axes), label="step")
+    decades = 10.0 ** np.arange(np.floor(np.log10(norm.vmin)), np.ceil(np.log10(norm.vmax)) + 1)
+    ticks = np.outer(decades, [1.0, 2.0, 5.0]).ravel()
+    ticks = ticks[(ticks >= norm.vmin) & (ticks <= norm.vmax)]
+    if ticks.size >= 2:
+        cb.set_ticks(ticks, labels=[f"{t:g}" for t in ticks])
+        cb.ax.minorticks_off()
     fig.suptitle(f"two-stage dynamics (exact population): stage boundaries, {steps} steps per cell (-: not reached)")
+    return fig
+
+
+def stage2_growth(runs, *, window=(10.0, 50.0)):
+    """Stage-2 onset (SPEC §4.5): the measured growth of the topic part of the score matrix over its
+    initial value against the linearised prediction ``exp(rate * step)`` (slope only), log scale.
+
+    ``runs``: iterable of ``(steps, topic_part, rate)``; ``window``: the growth range over which the
+    rate is measured (shaded). The legend sits to the right of the axes."""
+    fig = figure(7.4, 3.8)
+    ax = fig.add_subplot(1, 1, 1)
+    for k, (steps, part, rate) in enumerate(runs):
+        steps, part = np.asarray(steps, float), np.asarray(part, float)
+        tag = f" (run {k + 1})" if k else ""
+        (line,) = ax.semilogy(steps, part / part[0], label=f"measured (topic part of S){tag}")
+        pred = f"linearised prediction, slope only{tag}"
+        ax.semilogy(steps, np.exp(rate * steps), ls="--", color=line.get_color(), label=pred)
+    ax.axhspan(*window, color="0.9", zorder=0, label="measurement window")
+    ax.set_xlabel("step")
+    ax.set_ylabel("growth over initial value")
+    ax.set_title("stage-2 onset: predicted vs measured growth", fontsize=9)
+    legend_outside(ax)
     return fig

@@ -59,7 +59,8 @@ def log_axis(ax, which: str, values) -> None:
     """Log scale on axis ``which`` ("x" or "y") with readable ticks.
 
     Majors at 1, 2, 5 x 10^k when the data span fewer than three decades (one label per decade
-    otherwise), plain numbers ("200", "0.05") between 1e-3 and 1e5, no minor tick labels.
+    otherwise), every major labelled: plain numbers ("200", "0.05") between 1e-3 and 1e5, short
+    scientific text ("2e-9", "1e-8") outside, no minor tick labels.
     """
     ticker = mpl("matplotlib.ticker")
     axis = ax.xaxis if which == "x" else ax.yaxis
@@ -73,6 +74,16 @@ def log_axis(ax, which: str, values) -> None:
     axis.set_minor_formatter(ticker.NullFormatter())
     if lo >= 1e-3 and hi <= 1e5:
         axis.set_major_formatter(ticker.FuncFormatter(lambda x, _pos: f"{x:.6g}"))
+    else:
+        axis.set_major_formatter(ticker.FuncFormatter(lambda x, _pos: _short_sci(x)))
+
+
+def _short_sci(x: float) -> str:
+    """``2e-9``, ``1e+12``, ``2.5e-7``: a tick value as short scientific text (no mathtext)."""
+    if x == 0 or not np.isfinite(x):
+        return f"{x:g}"
+    mant, exp = f"{x:.6e}".split("e")
+    return f"{float(mant):g}e{int(exp)}" if int(exp) < 0 else f"{float(mant):g}e+{int(exp)}"
 
 
 def auto_scale(ax, which: str, values, *, decades: float = 1.0) -> None:

@@ -18,7 +18,7 @@ import numpy as np
 
 from .._mpl import mpl
 from ..analysis.stats import power_law_fit
-from ._plots_training import attention_head_ratios, stage_grid, training_curves
+from ._plots_training import attention_head_ratios, stage2_growth, stage_grid, training_curves
 from ._plotstyle import (
     GRAM_AXES,
     KQ_AXES,
@@ -54,6 +54,7 @@ __all__ = [
     "heatmap",
     "heatmap_pair",
     "loss_vs_K",
+    "stage2_growth",
     "stage_grid",
     "training_curves",
 ]
