@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import optimize
-from tqdm.auto import tqdm
 
 from ..._memory import check_alloc
+from ..._progress import bar as progress_bar
 from ..._validate import check_array
 from ...population._attention_structured import make_evaluator
 from .._options import ValueOptions
@@ -69,7 +69,7 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
     A = np.linspace(grid[0][0], grid[0][1], n_grid) if n_grid >= 2 else np.zeros(1)
     B = np.linspace(grid[1][0], grid[1][1], n_grid) if n_grid >= 2 else np.zeros(1)
     pts = []
-    with tqdm(total=len(A) * len(B), desc="attention grid", unit="pt", leave=False) as bar:
+    with progress_bar(total=len(A) * len(B), desc="attention grid", unit="pt", leave=False) as bar:
         for j, b in enumerate(B):  # beta outer: one set of beta-tables per column
             for i, a in enumerate(A):
                 pts.append((ev(float(a), float(b)).value, i * len(B) + j, np.array([a, b])))
