@@ -9,9 +9,8 @@ from the best grid points, as the dense route does. No ``V1 x V1`` array is form
 dense ``info["W"]`` only when ``V1 <=`` :data:`DENSE_INFO_MAX`).
 
 What is certified: the projected gradient (exact, not finite differences) at the returned point and the
-coarse grid (no point of it is below the optimum). The interval certificate of the paper's model
-(``options.certify="interval"``) evaluates the closed form of SPEC §4.3 on intervals; no interval
-version of this evaluator exists, so ``certify`` is refused for a general model.
+coarse grid (no point of it is below the optimum); with ``options.certify="interval"`` (label family, squared
+loss, uniform-tau) rigorous bounds on the box and on all of ``R^2`` (:mod:`._interval_general`, SPEC §7).
 """
 
 from __future__ import annotations
@@ -57,7 +56,8 @@ def _value(g, mk, value):
 
 
 def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options):
-    """Grid + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary, scipy result, info)``."""
+    """Grid + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary, scipy result, info, W, ev)``
+    (``W`` the ``W^V`` used, ``ev`` the float evaluator, for the interval certificate)."""
     W, value_kind = _value(g, mk, value)
     kw = dict(n_theta=n_theta, seed=seed) if g.prior == "dirichlet" else {}
     ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, **kw)  # type: ignore[arg-type]
@@ -102,4 +102,4 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
         info["W"] = W if isinstance(W, np.ndarray) else W.toarray()
     else:
         info["S"], info["W"] = None, W
-    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info
+    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info, W, ev
