@@ -254,9 +254,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
         check_choice("value", value, ("stage1", "block", "identity"))
     t0 = time.perf_counter()
     fam = structured_family(family, value, loss) if kind == "family" else None
-    copts = None
-    if opts.certify is not None:  # refused before any work when not covered
-        copts = check_general_certify(g, opts, method, fam, value, loss)
+    copts = None if opts.certify is None else check_general_certify(g, opts, method, fam, value, loss)  # no work yet
     if fam is not None:  # SPEC §11.8: no V1 x V1 array on this route
         box = _check_box(box, 2)
         c, Lf, grad, at_boundary, r, info, W, ev = structured_solve(

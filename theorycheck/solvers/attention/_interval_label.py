@@ -153,14 +153,7 @@ class LabelLoss:
                     alternative="a smaller model")  # fmt: skip
         self.sets = np.array(list(itertools.combinations(range(T), tau)), dtype=np.int64).reshape(-1, tau)
         Phi = _exact(g.topic_token_matrix())
-        if mask_keys:
-            Mp = Phi
-        else:
-            rn = ivec_exact(e["r"] / n)
-            Mp = Phi * ivec_exact(e["a"])
-            col = np.arange(V1) > 0
-            Mp = IVec(np.where(col, (Mp + rn).lo, (Mp + ivec_exact(e["q"])).lo),
-                      np.where(col, (Mp + rn).hi, (Mp + ivec_exact(e["q"])).hi))  # fmt: skip
+        Mp = Phi if mask_keys else _contexts(Phi, e, n)
         labels = np.asarray(g.dominant_topic())
         present = np.unique(labels)
         self.grp = np.searchsorted(present, labels)  # (n,) label index of each word
@@ -188,19 +181,7 @@ class LabelLoss:
         GK0 = imatmul(Gu, K0)  # (k, T)
         self.Gm0 = imatmul(IVec(K0.lo.T, K0.hi.T), GK0)  # (T, T)
         self.Fm0 = _transpose(imatmul(PU, K0))  # [t, s] = phi_s . W m'_t
-        self.C1, self.D1 = IVec(np.zeros((n, T))), IVec(np.zeros((n, T)))
-        Grm, Grr, Fr = [], [], []
-        for li in range(L):
-            Kli = _take(Kl, li, 0)  # (k, T)
-            KliT = IVec(Kli.lo.T, Kli.hi.T)
-            Grm.append(imatmul(KliT, GK0))
-            Grr.append(imatmul(KliT, imatmul(Gu, Kli)))
-            Fr.append(_transpose(imatmul(PU, Kli)))
-            rows = np.flatnonzero(self.grp == li)
-            c1, d1 = imatmul(_take(vg, rows, 0), Kli), imatmul(_exact(U[rows + 1]), Kli)
-            for tgt, src in ((self.C1, c1), (self.D1, d1)):
-                tgt.lo[rows], tgt.hi[rows] = src.lo, src.hi
-        self.Grm, self.Grr, self.Fr = (_stack(x) for x in (Grm, Grr, Fr))  # (L, T, T)
+        self._label_tables(Kl, Gu, GK0, PU, vg, U)
         self.mp = IVec(Mp.lo[:, 1:].T, Mp.hi[:, 1:].T)  # (n, T)
         self.ph = _exact(Phi.lo[:, 1:].T)
         ML = imatmul(Mp, _exact(onehot.T))  # (T, L)
@@ -217,6 +198,24 @@ class LabelLoss:
         self.p_mask = ivec_exact(1 - e["p_c"] - e["p_r"])
         self._cache: list | None = [] if self.pairs <= _CACHE_PAIRS else None
         self._const = self._mask_term()
+
+    def _label_tables(self, Kl, Gu, GK0, PU, vg, U):
+        """Per label ``l``: ``(W r_{t l}).(W m'_s)``, ``(W r_{t l}).(W r_{s l})``, ``phi_s . W r_{t l}`` ``(L, T, T)``;
+        per word ``x``: ``(W^T W r_{t, z_x})_x``, ``(W r_{t, z_x})_x`` ``(n, T)``."""
+        n, T = vg.lo.shape[0], Kl.lo.shape[2]
+        self.C1, self.D1 = IVec(np.zeros((n, T))), IVec(np.zeros((n, T)))
+        Grm, Grr, Fr = [], [], []
+        for li in range(Kl.lo.shape[0]):
+            Kli = _take(Kl, li, 0)  # (k, T)
+            KliT = IVec(Kli.lo.T, Kli.hi.T)
+            Grm.append(imatmul(KliT, GK0))
+            Grr.append(imatmul(KliT, imatmul(Gu, Kli)))
+            Fr.append(_transpose(imatmul(PU, Kli)))
+            rows = np.flatnonzero(self.grp == li)
+            c1, d1 = imatmul(_take(vg, rows, 0), Kli), imatmul(_exact(U[rows + 1]), Kli)
+            for tgt, src in ((self.C1, c1), (self.D1, d1)):
+                tgt.lo[rows], tgt.hi[rows] = src.lo, src.hi
+        self.Grm, self.Grr, self.Fr = (_stack(x) for x in (Grm, Grr, Fr))  # (L, T, T)
 
     # ------------------------------------------------------------------ coefficients per (law, word)
     def _tsum(self, X: IVec, S) -> IVec:
@@ -398,6 +397,14 @@ def _intersect(t, lo, hi):
     bad = a > b  # cannot happen for two enclosures of one number; keep the hull then
     c = IVec(np.where(bad, np.minimum(v.lo, lo), a), np.where(bad, np.maximum(v.hi, hi), b))
     return T2(c, t.g, t.h) if isinstance(t, T2) else c
+
+
+def _contexts(Phi: IVec, e, n) -> IVec:
+    """``m'_t = a phi_t + r/n`` on words, ``q`` on [MASK] (SPEC §11.5), outward."""
+    Mp = Phi * ivec_exact(e["a"])
+    words, mask = Mp + ivec_exact(e["r"] / n), Mp + ivec_exact(e["q"])
+    col = np.arange(Phi.lo.shape[1]) > 0
+    return IVec(np.where(col, words.lo, mask.lo), np.where(col, words.hi, mask.hi))
 
 
 def _row_sum(a: IVec, shape) -> IVec:
