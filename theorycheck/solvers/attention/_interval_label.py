@@ -196,7 +196,7 @@ class LabelLoss:
         self.tau_inv = ivec_exact(Fraction(1, tau))
         self.p_c, self.p_r_n = ivec_exact(e["p_c"]), ivec_exact(e["p_r"] / n)
         self.p_mask = ivec_exact(1 - e["p_c"] - e["p_r"])
-        self._cache: list | None = [] if self.pairs <= _CACHE_PAIRS else None
+        self._cache: list | None = None
         self._const = self._mask_term()
 
     def _label_tables(self, Kl, Gu, GK0, PU, vg, U):
@@ -311,15 +311,18 @@ class LabelLoss:
         return [~own, (lab - own) == 0, (tot - lab) == 0]
 
     def _chunks(self):
-        if self._cache:
+        """The coefficient chunks (kept after a complete pass when they fit :data:`_CACHE_PAIRS`)."""
+        if self._cache is not None:
             yield from self._cache
             return
         step = max(1, _PAIRS // max(1, len(self.grp)))
+        keep: list | None = [] if self.pairs <= _CACHE_PAIRS else None
         for i0 in range(0, self.n_laws, step):
             c = self._chunk_coeffs(self.sets[i0 : i0 + step])
-            if self._cache is not None:
-                self._cache.append(c)
+            if keep is not None:
+                keep.append(c)
             yield c
+        self._cache = keep
 
     # ------------------------------------------------------------------ the loss on boxes
     def _sum(self, weights):
