@@ -25,7 +25,7 @@ from theorycheck.solvers.attention._interval_label import LabelLoss
 from theorycheck.solvers.attention._interval_vec import evaluate
 
 MK = tc.Masking()
-SIZES = [(3, 12, 2), (4, 40, 2), (6, 200, 3), (10, 500, 3)]
+SIZES = [(3, 12, 2), (4, 40, 2), (6, 100, 3)]
 
 
 def _model(T, n, tau, seed=0):
