@@ -75,7 +75,7 @@ def main():
     if args.big:
         out["big"] = _big(max(r["boxes"] for r in rows))
         print(out["big"])
-    write_json("interval_label.json", out)
+    write_json("interval_label", out)
 
 
 if __name__ == "__main__":
