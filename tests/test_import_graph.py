@@ -181,6 +181,7 @@ LAYERS = [
         "_memory",
         "_version",
         "_threads",
+        "_progress",
         "_alloc",
         "_io",
         "_dask",

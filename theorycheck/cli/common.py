@@ -31,7 +31,7 @@ import sys
 
 import numpy as np
 
-from .. import _memory, _threads
+from .. import _memory, _progress, _threads
 from .._interrupt import redeliver_swallowed_ctrl_c
 from .._io import prepare_output_dir, write_json
 from ..models import GeneralTopicModel, Masking, TopicModel
@@ -344,7 +344,8 @@ def run_command(args) -> int:
     try:
         _threads.configure(args.threads)  # also checks $THEORYCHECK_THREADS
         _memory.check_env()  # a malformed $THEORYCHECK_MAX_BYTES: one error before any work
-        with redeliver_swallowed_ctrl_c():  # a Ctrl-C during a Numba compilation reaches the command too
+        # --quiet also silences the bars inside library routines (theorycheck._progress), in workers too
+        with redeliver_swallowed_ctrl_c(), _progress.quiet(bool(getattr(args, "quiet", False)) or _progress.is_quiet()):
             return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
         return error(args, str(exc))

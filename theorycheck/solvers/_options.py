@@ -128,10 +128,14 @@ class AttentionOptions:
         (``certificate["global"]``: every global minimiser finite, ``L* - global_lower <= tol``); an
         argmin on the box is status 3 (``"bound on the box"``); otherwise 4. The returned point lies in
         ``certificate["box"]`` and ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
+        General model, ``family="label"``, squared loss, uniform-tau: rigorous bounds over all of
+        ``(alpha, beta) in R^2`` on the structured loss (compact chart; ``certificate["domain"] = "R^2"``):
+        status 0 certified optimum, 3 ``"bound (infimum at infinity)"``, 4 not certified; other families, the
+        cross-entropy, the Dirichlet prior and ``method="lbfgs"`` are refused before any work (SPEC §7, §11.8).
     certify_options : dict or None, default None
         Passed to ``interval_certificate`` and ``global_certificate`` (``tol``, ``max_boxes``); needs
         ``certify="interval"``. ``"recheck": True`` adds the Arb re-check (needs python-flint, the
-        ``certify`` extra) as ``certificate["recheck"]``.
+        ``certify`` extra) as ``certificate["recheck"]`` (paper's model only).
     family : None, "co-topic", "label", array or list of arrays, default None
         General model: the score family ``alpha I_w + beta G`` (default ``G`` the co-topic similarity,
         :func:`theorycheck.solvers.cotopic_matrix`), ``"label"`` (``alpha I_w + beta Z``, ``Z`` the same-label

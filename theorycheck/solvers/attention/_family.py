@@ -43,6 +43,7 @@ from .._options import ValueOptions
 from .._result import SolveResult
 from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
+from ._interval_general import attach_general_interval, check_general_certify
 from ._structured import structured_family, structured_solve
 
 __all__ = [
@@ -243,7 +244,9 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     stage-1 ``C Sigma^+``, :func:`stage1_value_matrix`), ``"identity"`` (``W_00 = 0``) or a
     ``(V1, V1)`` matrix. The options read here (:class:`~theorycheck.solvers.AttentionOptions`):
     ``n_grid`` (default 7), ``box``, ``family``, ``mask_keys``, ``n_theta``, ``seed``, ``x0``,
-    ``solver_options`` (L-BFGS-B); ``certify`` is for the paper's (alpha, beta) family only.
+    ``solver_options`` (L-BFGS-B), ``certify`` / ``certify_options`` (``tol``, ``max_boxes``: the interval
+    certificate of the label family on the structured route, :mod:`._interval_general`; refused, before any
+    work, for other families, the cross-entropy, the Dirichlet prior and ``method="lbfgs"``).
 
     Returns a :class:`SolveResult`: ``x`` the coefficients (family) or ``S`` (lbfgs); ``fun`` the
     exact loss; residual ``gradient_norm`` (projected on the box for the family); ``info``: ``S``,
@@ -256,9 +259,6 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     check_choice("method", method, GENERAL_ATTENTION_METHODS)
     tol, options = check_contract(method, tol, solver, opts.solver_options, uses_solver=False, uses_options=True,
                                   stacklevel=8)  # fmt: skip
-    if opts.certify is not None:
-        raise ValueError("options.certify / certify_options (interval bounds) are for the paper's (alpha, beta) "
-                         "family; leave options.certify=None for a GeneralTopicModel")  # fmt: skip
     n_grid = _N_GRID if opts.n_grid is None else opts.n_grid
     n_theta, seed, x0, mask_keys = opts.n_theta, (0 if opts.seed is None else opts.seed), opts.x0, opts.mask_keys
     box, family = opts.box, opts.family
@@ -267,9 +267,10 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
         check_choice("value", value, ("stage1", "block", "identity"))
     t0 = time.perf_counter()
     fam = structured_family(family, value, loss) if kind == "family" else None
+    copts = None if opts.certify is None else check_general_certify(g, opts, method, fam, value, loss)  # no work yet
     if fam is not None:  # SPEC §11.8: no V1 x V1 array on this route
         box = _check_box(box, 2)
-        c, Lf, grad, at_boundary, r, info = structured_solve(
+        c, Lf, grad, at_boundary, r, info, W, ev = structured_solve(
             g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, FAMILY_GRID, options, _check_start(x0, box)
         )
         info.update(coefficients=c.tolist(), loss_family=Lf, at_boundary=at_boundary, loss_kind=loss)
@@ -281,6 +282,8 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
         res.status, res.message, rel = certify_residuals({"gradient": (gnorm, 1.0)}, tol, backend=backend)
         info.update(loss=Lf, gap_to_uniform=info["loss_uniform"] - Lf, relative_residuals=rel, tol=tol)
         res.info = info
+        if copts is not None:
+            attach_general_interval(res, g, mk, W, mask_keys, copts, ev)
         res.time = time.perf_counter() - t0
         return res
     check_alloc("optimal_attention (dense general route)", (_DENSE_ARRAYS, g.V1, g.V1),

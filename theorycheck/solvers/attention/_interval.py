@@ -242,28 +242,31 @@ def interval_certificate(
     offset = check_real("offset", offset)
     check_choice("engine", engine, ("numpy", "mpmath"))
     x0 = _check_x0(x0, box)
+    variables = ("logK",) if value == "block" else ("alpha", "beta")
+    return _run_engine(tm, mk, value, box, constants, offset, tol, max_boxes, engine, x0, variables)
+
+
+def _run_engine(tm, mk, value, box, constants, offset, tol, max_boxes, engine, x0, variables, method=None,
+                extra=None) -> IntervalCertificate:  # fmt: skip
+    """Branch and bound on ``box`` with ``engine`` and the certificate of its result; ``extra(argmin, x_best)``
+    returns entries added to ``info`` (the whole-domain chart's)."""
     if engine == "numpy":
-        lower, upper, x_best, n_boxes, argmin, info = _numpy_engine(
-            tm, mk, value, box, constants, offset, tol, max_boxes, x0
-        )
+        out = _numpy_engine(tm, mk, value, box, constants, offset, tol, max_boxes, x0)
     else:
-        lower, upper, x_best, n_boxes, argmin, info = _mpmath_engine(
-            tm, mk, value, box, constants, offset, tol, max_boxes
-        )
+        out = _mpmath_engine(tm, mk, value, box, constants, offset, tol, max_boxes)
+    lower, upper, x_best, n_boxes, argmin, info = out
+    if extra is not None:
+        info.update(extra(argmin, x_best))
+    return make_certificate(lower, upper, n_boxes, argmin, x_best, variables, box, tol, info, method)
+
+
+def make_certificate(lower, upper, n_boxes, argmin, x_best, variables, box, tol, info, method=None):
+    """An :class:`IntervalCertificate` (``gap = upper - lower``, ``converged = gap <= tol``)."""
     gap = upper - lower
-    return IntervalCertificate(
-        lower=lower,
-        upper=upper,
-        gap=gap,
-        converged=gap <= tol,
-        n_boxes=n_boxes,
-        argmin=argmin,
-        x_best=x_best,
-        variables=("logK",) if value == "block" else ("alpha", "beta"),
-        box=box,
-        tol=tol,
-        info=info,
-    )
+    kw = {} if method is None else {"method": method}
+    return IntervalCertificate(lower=lower, upper=upper, gap=gap, converged=gap <= tol, n_boxes=n_boxes,
+                               argmin=argmin, x_best=x_best, variables=variables, box=box, tol=tol, info=info,
+                               **kw)  # fmt: skip
 
 
 def global_certificate(
@@ -304,38 +307,20 @@ def global_certificate(
         return None
     k, box = float(cst_f["k_in"].mid), ((0.0, 1.0),) if value == "block" else ((0.0, 1.0), (0.0, 1.0))
     y0 = None if x0 is None else _to_chart(tuple(float(c) for c in x0), k, tm.v)
-    if engine == "numpy":
-        lower, upper, x_best, n_boxes, argmin, info = _numpy_engine(
-            tm, mk, chart, box, constants, offset, tol, max_boxes, y0
+
+    def extra(argmin, x_best):
+        return dict(
+            domain="R" if value == "block" else "R^2",
+            chart="u = K/(K + k)" if value == "block" else "(u, w): barycentric (e^a, (v-1) e^b, k)/sum",
+            k=k,
+            at_infinity=any(lo <= 0.0 or hi >= 1.0 for lo, hi in argmin[: 1 if tm.v == 1 else 2]),
+            argmin_original=[list(b) for b in _from_chart_box(argmin, k, tm.v)],
+            x_best_original=[c[0] for c in _from_chart_box(tuple((c, c) for c in x_best), k, tm.v)],
         )
-    else:
-        lower, upper, x_best, n_boxes, argmin, info = _mpmath_engine(
-            tm, mk, chart, box, constants, offset, tol, max_boxes
-        )
-    at_inf = any(lo <= 0.0 or hi >= 1.0 for lo, hi in argmin[: 1 if tm.v == 1 else 2])
-    info.update(
-        domain="R" if value == "block" else "R^2",
-        chart="u = K/(K + k)" if value == "block" else "(u, w): barycentric (e^a, (v-1) e^b, k)/sum",
-        k=k,
-        at_infinity=at_inf,
-        argmin_original=[list(b) for b in _from_chart_box(argmin, k, tm.v)],
-        x_best_original=[c[0] for c in _from_chart_box(tuple((c, c) for c in x_best), k, tm.v)],
-    )
-    gap = upper - lower
-    return IntervalCertificate(
-        lower=lower,
-        upper=upper,
-        gap=gap,
-        converged=gap <= tol,
-        n_boxes=n_boxes,
-        argmin=argmin,
-        x_best=x_best,
-        variables=("u",) if value == "block" else ("u", "w"),
-        box=box,
-        tol=tol,
-        method="interval-branch-and-bound (compact chart, whole domain)",
-        info=info,
-    )
+
+    variables = ("u",) if value == "block" else ("u", "w")
+    return _run_engine(tm, mk, chart, box, constants, offset, tol, max_boxes, engine, y0, variables,
+                       "interval-branch-and-bound (compact chart, whole domain)", extra)  # fmt: skip
 
 
 def _to_chart(x, k, v):

@@ -296,13 +296,15 @@ class T2:
 # ------------------------------------------------------------------ evaluation on arrays of boxes
 def evaluate(lo, hi, tm, cst, value, order: int, offset: float = 0.0):
     """The loss on the boxes ``[lo[:, i], hi[:, i]]`` (arrays ``(N, n)``): an :class:`IVec` (order 0) or
-    a :class:`T2` (order 1: value and gradient; order 2: and Hessian), plus ``offset``."""
+    a :class:`T2` (order 1: value and gradient; order 2: and Hessian), plus ``offset``. ``value``: the paper
+    model's case (``tm``, ``cst``: its constants) or a callable ``xs -> loss`` on the variables (the general
+    model's label family, :class:`._interval_label.LabelLoss`; ``tm``, ``cst`` unused)."""
     n = lo.shape[1]
     xs = [IVec(lo[:, i], hi[:, i]) for i in range(n)]
     if order >= 1:
         xs = [T2.variable(x, i, n, order) for i, x in enumerate(xs)]
     with np.errstate(all="ignore"):
-        out = _evaluate(xs, tm, cst, value)
+        out = value(xs) if callable(value) else _evaluate(xs, tm, cst, value)
         return out + offset if offset else out
 
 
@@ -405,10 +407,14 @@ def float_minimiser(box, tm, cst, value, n_grid: int = 81, n_newton: int = 4):
     return x
 
 
-def _bisect(lo, hi, smear):
-    """Children of each box, bisected along its side of largest smear (then width)."""
+def _bisect(lo, hi, smear, widest_if_unbounded=False):
+    """Children of each box, bisected along its side of largest smear (then width); with
+    ``widest_if_unbounded``, along its widest side when no smear of the box is finite."""
     w = hi - lo
     key = np.where(np.isfinite(smear), smear, np.finfo(float).max) + 1e-300 * w
+    if widest_if_unbounded:
+        bounded = np.isfinite(smear) & (smear < np.finfo(float).max)
+        key = np.where(np.any(bounded, axis=1, keepdims=True), key, w)
     axis = np.argmax(key, axis=1)
     rows = np.arange(len(lo))
     mid = 0.5 * lo[rows, axis] + 0.5 * hi[rows, axis]
@@ -419,11 +425,12 @@ def _bisect(lo, hi, smear):
 
 
 @_quiet
-def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01):
+def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01, widest_if_unbounded=False):
     """Rigorous ``(lower, upper, x_best, n_boxes, live)`` for ``min L`` over ``box`` (module docstring).
 
     ``live``: ``(lo, hi)`` arrays of the boxes with ``lower <= upper`` when the search stopped (their
     hull encloses every global minimiser). Boxes are settled at ``lower >= upper - settle * tol``.
+    ``widest_if_unbounded``: see :func:`_bisect` (the general model's certificates).
     """
     lo = np.array([[b[0] for b in box]], float)
     hi = np.array([[b[1] for b in box]], float)
@@ -453,7 +460,7 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
         kept_hi.append(hi[done])
         if len(split) == 0:
             break
-        lo, hi = _bisect(lo[split], hi[split], smear[split])
+        lo, hi = _bisect(lo[split], hi[split], smear[split], widest_if_unbounded)
     lows = np.concatenate(kept_lower) if kept_lower else np.zeros(0)
     lower = float(min(np.min(lows, initial=np.inf), upper))
     los, his = np.vstack(kept_lo) if kept_lo else lo, np.vstack(kept_hi) if kept_hi else hi

@@ -13,18 +13,17 @@ from it (the basin is then the caller's choice). For sampled laws (Dirichlet, sa
 the sampling covariance of the optimum (:func:`optimum_covariance`, the M-estimator sandwich).
 
 What is certified: the projected gradient (exact, not finite differences) at the returned point and the
-coarse grid (no point of it is below the optimum). The interval certificate of the paper's model
-(``options.certify="interval"``) evaluates the closed form of SPEC §4.3 on intervals; no interval
-version of this evaluator exists, so ``certify`` is refused for a general model.
+coarse grid (no point of it is below the optimum); with ``options.certify="interval"`` (label family, squared
+loss, uniform-tau) rigorous bounds on the box and on all of ``R^2`` (:mod:`._interval_general`, SPEC §7).
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy import optimize
-from tqdm.auto import tqdm
 
 from ..._memory import check_alloc
+from ..._progress import bar as progress_bar
 from ..._validate import check_array
 from ...population._attention_structured import make_evaluator
 from .._options import ValueOptions
@@ -91,7 +90,7 @@ def optimum_covariance(ev, c, *, rel_step: float = 1e-4):
 
 def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options, x0=None):
     """Grid (or the start ``x0``) + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary,
-    scipy result, info)``."""
+    scipy result, info, W, ev)`` (``W`` the ``W^V`` used, ``ev`` the float evaluator, for the interval certificate)."""
     W, value_kind = _value(g, mk, value)
     kw = dict(n_theta=n_theta, seed=seed) if g.prior == "dirichlet" else {}
     ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, **kw)  # type: ignore[arg-type]
@@ -106,7 +105,9 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
     if x0 is not None:  # a warm start replaces the grid
         A = B = np.zeros(0)
         pts.append((ev(float(x0[0]), float(x0[1])).value, 0, np.asarray(x0, dtype=float)))
-    with tqdm(total=len(A) * len(B), desc="attention grid", unit="pt", leave=False, disable=x0 is not None) as bar:
+    with progress_bar(
+        total=len(A) * len(B), desc="attention grid", unit="pt", leave=False, disable=x0 is not None
+    ) as bar:
         for j, b in enumerate(B):  # beta outer: one set of beta-tables per column
             for i, a in enumerate(A):
                 pts.append((ev(float(a), float(b)).value, i * len(B) + j, np.array([a, b])))
@@ -145,4 +146,4 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
         info["W"] = W if isinstance(W, np.ndarray) else W.toarray()
     else:
         info["S"], info["W"] = None, W
-    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info
+    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info, W, ev

@@ -1,0 +1,202 @@
+"""The interval certificate of the general model's label family (``options.certify="interval"``; SPEC §7, §11.8).
+
+:func:`attach_general_interval` adds to a structured-route result (:mod:`._structured`) the rigorous bounds of
+:class:`._interval_label.LabelLoss` by the numpy branch and bound of :mod:`._interval_vec` on the compact chart
+``(u, w) in [0, 1]^2`` (:func:`label_global_certificate`): ``lower <= inf L <= upper`` over **all** of
+``(alpha, beta) in R^2``, and a chart box ``argmin`` holding every minimiser (``info["argmin_original"]``: its
+``(alpha, beta)`` ranges, infinite at the edges). The search box of the float solver therefore does not limit the
+statement: when the chart's argmin is finite and the solver's point is on its box (or worse than the chart's best
+point by more than ``tol``), the chart's best point replaces it (``info["moved_to_box"]``).
+:func:`label_box_certificate` is the same on a box of ``(alpha, beta)`` (original coordinates; slower: the level
+sets run along ``alpha + beta``).
+
+Outcomes: status 0 (``kind="certified optimum"``) iff the branch and bound converged (``gap <= tol``), its argmin is
+off the square's edges (every global minimiser finite) and ``fun - lower <= tol``; status 3
+(``"bound (infimum at infinity)"``) when the argmin touches an edge (the infimum may be a limit, e.g.
+``beta -> -inf``; ``lower`` still bounds it, the returned point is finite); otherwise status 4 (``"not
+certified"``, or the solver's failure status). The returned point is always a point of ``R^2`` and
+``lower <= fun <= upper`` always holds (``fun`` is checked against the rigorous enclosure at the point).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..._validate import check_int, check_real
+from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
+from . import _interval_vec as vec
+from ._interval import make_certificate
+from ._interval_label import LabelLoss
+
+__all__ = ["attach_general_interval", "check_general_certify", "label_box_certificate", "label_global_certificate"]
+
+#: The certificate's options for a general model (``certify_options``), with their defaults.
+GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": 20_000}
+#: Largest |coordinate| of a box of :func:`label_box_certificate` (``e^{2 |x|}`` stays far inside the float range).
+BOX_LIMIT = 300.0
+
+
+def check_general_certify(g, opts, method, fam, value, loss) -> dict:
+    """Refuse, before any work, what the general model's interval certificate does not cover (``ValueError``);
+    return the certificate's options with their defaults."""
+    where = "options.certify='interval' on a general topic model"
+    if method == "lbfgs":
+        raise ValueError(f"{where} certifies the (alpha, beta) label family, not unrestricted scores "
+                         "(method='lbfgs'); use method='family'")  # fmt: skip
+    if fam != "label":
+        what = "the co-topic family" if fam == "co-topic" else f"the family {opts.family!r}"
+        raise ValueError(f"{where} is implemented for options.family='label' only, not {what}: the label family's "
+                         "scores give each query three key classes (own word, same label, other), a finite chart; "
+                         "the co-topic weights e^(beta G_xy) take a different value per key")  # fmt: skip
+    if loss != "squared":
+        raise ValueError(f"{where} needs loss='squared', got loss={loss!r}")
+    if g.prior != "uniform-tau":
+        raise ValueError(f"{where} needs prior='uniform-tau' (the Dirichlet loss is a sampled estimate), "
+                         f"got prior={g.prior!r}")  # fmt: skip
+    out = dict(GENERAL_CERTIFY_OPTIONS)
+    for key, val in (opts.certify_options or {}).items():
+        if key not in GENERAL_CERTIFY_OPTIONS:
+            raise ValueError(f"{where}: certify_options[{key!r}] is not supported (supported: "
+                             f"{sorted(GENERAL_CERTIFY_OPTIONS)}; the Arb re-check is for the paper's "
+                             "model)")  # fmt: skip
+        out[key] = val
+    out["tol"] = check_real("certify_options['tol']", out["tol"], low=0.0, low_open=True)
+    out["max_boxes"] = check_int("certify_options['max_boxes']", out["max_boxes"], low=1)
+    return out
+
+
+def _argmin(lo, hi, box):
+    if len(lo) == 0:
+        return tuple(tuple(b) for b in box)
+    return tuple((float(lo[:, i].min()), float(hi[:, i].max())) for i in range(len(box)))
+
+
+def label_box_certificate(LL: LabelLoss, box, tol, max_boxes, x0):
+    """Rigorous ``lower <= min_box L <= upper`` of the label family over ``box`` of ``(alpha, beta)``."""
+    box = tuple((float(lo), float(hi)) for lo, hi in box)
+    if not all(-BOX_LIMIT <= lo < hi <= BOX_LIMIT for lo, hi in box):
+        raise ValueError(
+            f"box must be 2 (low, high) pairs with -{BOX_LIMIT:g} <= low < high <= {BOX_LIMIT:g}, got {box!r}"
+        )
+    x0 = np.clip(np.asarray(x0, float), [b[0] for b in box], [b[1] for b in box])
+    lower, upper, x_best, n, (lo, hi) = vec.branch_and_bound(
+        box, None, None, LL.original, offset=0.0, tol=tol, max_boxes=max_boxes, widest_if_unbounded=True, x0=x0
+    )
+    info = {"n_live_boxes": len(lo), "engine": "numpy (structured label loss)", "x0": x0.tolist()}
+    return make_certificate(lower, upper, n, _argmin(lo, hi, box), tuple(float(c) for c in x_best),
+                            ("alpha", "beta"), box, tol, info)  # fmt: skip
+
+
+def to_chart(alpha, beta):
+    """``(u, w)`` of ``(alpha, beta)``: ``w = 1/(1 + e^-beta)``, ``u = 1/(1 + e^-alpha + e^-(alpha+beta))``."""
+    with np.errstate(over="ignore"):
+        w = 1.0 / (1.0 + math.exp(min(-beta, 700.0)))
+        u = 1.0 / (1.0 + math.exp(min(-alpha, 700.0)) + math.exp(min(-alpha - beta, 700.0)))
+    return u, w
+
+
+def _log_ratio(x, y):
+    """``log(x / y)`` with ``+-inf`` at the ends."""
+    return math.inf if y <= 0.0 else -math.inf if x <= 0.0 else math.log(x / y)
+
+
+def from_chart_box(box):
+    """Original ranges of a chart box (reporting only): ``beta = log(w/(1-w))``, ``alpha = log(u/((1-u) w))``
+    (increasing in ``u``, decreasing in ``w``)."""
+    (u0, u1), (w0, w1) = box
+    return ((_log_ratio(u0, (1.0 - u0) * w1), _log_ratio(u1, (1.0 - u1) * w0)),
+            (_log_ratio(w0, 1.0 - w0), _log_ratio(w1, 1.0 - w1)))  # fmt: skip
+
+
+def label_global_certificate(LL: LabelLoss, tol, max_boxes, x0):
+    """Rigorous ``lower <= inf_{R^2} L <= upper`` on the compact chart, or ``None`` when a key class has zero mass
+    (the loss is then not continuous on the closed square)."""
+    box = ((0.0, 1.0), (0.0, 1.0))
+    y0 = np.array(to_chart(*x0))
+    lower, upper, x_best, n, (lo, hi) = vec.branch_and_bound(
+        box, None, None, LL.chart, offset=0.0, tol=tol, max_boxes=max_boxes, widest_if_unbounded=True, x0=y0
+    )
+    argmin = _argmin(lo, hi, box)
+    info = {
+        "n_live_boxes": len(lo),
+        "engine": "numpy (structured label loss, chart)",
+        "domain": "R^2",
+        "chart": "(u, w): weights (u, (1-u) w, (1-u)(1-w)) = (e^(alpha+beta), e^beta, 1)/sum",
+        "at_infinity": any(a <= 0.0 or b >= 1.0 for a, b in argmin),
+        "argmin_original": [list(b) for b in from_chart_box(argmin)],
+        "x_best_original": [b[0] for b in from_chart_box(tuple((c, c) for c in x_best))],
+    }
+    return make_certificate(lower, upper, n, argmin, tuple(float(c) for c in x_best), ("u", "w"), box, tol, info,
+                            "interval-branch-and-bound (compact chart, whole domain)")  # fmt: skip
+
+
+def _point_enclosure(LL, x):
+    p = np.asarray([x], float)
+    out = vec.evaluate(p, p, None, None, LL.original, order=0)
+    return float(out.lo[0]), float(out.hi[0])
+
+
+def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
+    """Add the whole-domain interval certificate to the structured result ``res`` (module docstring); ``W``: the
+    ``W^V`` the solver used (factors or dense), ``ev``: its float evaluator (for a moved point)."""
+    U, V = (W.left, W.right) if hasattr(W, "left") else (np.asarray(W, float), np.eye(g.V1))
+    LL = LabelLoss(g, mk, U, V, bool(mask_keys))
+    x = (float(res.x[0]), float(res.x[1]))
+    gc = label_global_certificate(LL, copts["tol"], copts["max_boxes"], x)
+    at_inf = gc.info["at_infinity"]
+    xb = tuple(gc.info["x_best_original"])
+    better = gc.converged and not at_inf and all(map(math.isfinite, xb)) and res.fun - gc.upper > gc.tol
+    moved = better or (res.status == ON_BOUNDARY and gc.converged and not at_inf and all(map(math.isfinite, xb)))
+    if moved:  # the chart's best point (finite) replaces the solver's: the box is enlarged to hold the optimum
+        x = (float(xb[0]), float(xb[1]))
+        r = ev(x[0], x[1], True)
+        res.x, res.fun = np.array(x), r.value
+        res.info.update(alpha=x[0], beta=x[1], coefficients=list(x), loss=r.value, loss_family=r.value,
+                        moved_to_box=True, gap_to_uniform=res.info["loss_uniform"] - r.value)  # fmt: skip
+    if not all(map(math.isfinite, x)):
+        raise AssertionError(f"interval certificate: the returned point {x} is not a point of R^2")
+    plo, phi = _point_enclosure(LL, x)
+    slack = 1e-12 * max(1.0, abs(res.fun))
+    if not (plo - slack <= res.fun <= phi + slack and gc.lower - slack <= res.fun):
+        raise AssertionError(f"interval certificate contradicts the result: L = {res.fun!r}, enclosure at the point "
+                             f"[{plo!r}, {phi!r}], lower = {gc.lower!r}")  # fmt: skip
+    lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
+    excess = res.fun - lower
+    if gc.converged and at_inf:
+        status, kind = ON_BOUNDARY, "bound (infimum at infinity)"
+        msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the chart's edge "
+               f"(original ranges {gc.info['argmin_original']}): the infimum over R^2 may be a limit at infinity; "
+               "lower bounds it, the returned point is a finite point, not a certified optimum")  # fmt: skip
+    elif gc.converged and excess <= gc.tol and (res.status == SUCCESS or moved):
+        status, kind, msg = SUCCESS, "certified optimum", STATUS_MESSAGES[SUCCESS]
+    else:
+        status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
+        kind = "not certified"
+        why = (
+            "; labels of a single word make the chart's corner (u, w) = (0, 1) a discontinuity (it carries the "
+            "whole line alpha + beta = const), where the bound does not close"
+            if LL.single_word_labels
+            else ""
+        )
+        msg = (f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
+               f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; "
+               f"solver: {res.message}")  # fmt: skip
+    res.status, res.message = status, msg
+    res.info["at_boundary"] = status == ON_BOUNDARY
+    res.certificate = {
+        **(res.certificate or {}),
+        "lower": lower,
+        "upper": upper,
+        "gap": upper - lower,
+        "method": gc.method + " (structured label loss, SPEC §11.8)",
+        "kind": kind,
+        "certified": status == SUCCESS,
+        "domain": "R^2",
+        "argmin_interior": gc.converged and not at_inf,
+        "argmin_original": gc.info["argmin_original"],
+        "global": gc.as_dict(),
+        "global_lower": gc.lower,
+        "global_upper": gc.upper,
+    }
