@@ -50,9 +50,12 @@ def check(params, inject=None):
     nw = tm.n_words
     same, masked = int(np.sum(shown == orig)), int(np.sum(shown == 0))
     replaced = shown[(shown != orig) & (shown != 0)]
+    p_own = p_c + p_r / nw
+    if inject.get("own_word_shift_se"):  # falsifier: the own-word probability moved by this many standard errors
+        p_own += float(inject["own_word_shift_se"]) * math.sqrt(p_own * (1.0 - p_own) / k)
     subs = [
         _freq(k, n, mk.p_m, "selected"),
-        _freq(same, k, p_c + p_r / nw, "own_word"),
+        _freq(same, k, p_own, "own_word"),
         _freq(masked, k, 1.0 - p_c - p_r, "mask"),
         _freq(replaced.size, k, p_r * (1.0 - 1.0 / nw), "other_word"),
     ]
@@ -76,8 +79,10 @@ def domain():
 
 
 def falsify(params):
-    """Compare against the probabilities with p_c and p_r exchanged."""
-    return {"swap": True}
+    """Move the own-word probability by 8 binomial standard errors (the tolerance is 5): the falsified error is
+    about 1.6 x the tolerance, so a tolerance loosened to 10 x lets it pass. (The former falsifier, p_c and p_r
+    exchanged, ``{"swap": True}``, still works; it misses by 56-120 x the tolerance.)"""
+    return {"own_word_shift_se": 8.0}
 
 
 _BASE = dict(T=5, v=4, tau=2, N=40, n_docs=5000, p_m=0.3)

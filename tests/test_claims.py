@@ -61,12 +61,7 @@ FALSIFIER_MAX_RATIO = 10.0
 EXACT_SCALE = 2.0**-52
 #: Claims whose falsifier is not sized, each with its one-line reason. A listed claim whose falsifier meets
 #: the rule fails the test (un-list it).
-FALSIFIER_NOT_SIZED: dict[str, str] = {
-    "sampling.masking-frequencies": (
-        "check() reads only the boolean 'swap' hook (p_c and p_r exchanged: 56-120 x the 5 SE); a sized "
-        "probability offset needs a hook in check(), left out while the mutation work changes that file"
-    ),
-}
+FALSIFIER_NOT_SIZED: dict[str, str] = {}
 
 
 def falsified_ratio(res) -> float:
@@ -139,6 +134,7 @@ LOOSENED = (
     ("embedding.same-topic-larger", 0),
     ("general.zipf-structure", 0),
     ("attention.identity-optimum", 1),
+    ("sampling.masking-frequencies", 0),
 )
 
 
