@@ -9,9 +9,15 @@ from pathlib import Path
 
 import numpy as np
 
-from theorycheck import _io
+from theorycheck import GeneralTopicModel, _io
 
 RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def dirichlet_model(T: int, n: int, tau: int, *, seed: int = 0, floor: float = 1e-9):
+    """A seeded general topic model: ``phi`` rows Dirichlet(0.1) over ``n`` words, plus ``floor``, renormalised."""
+    phi = np.random.default_rng(seed).dirichlet(np.full(n, 0.1), size=T) + floor
+    return GeneralTopicModel(phi / phi.sum(axis=1, keepdims=True), tau=tau)
 
 
 def _sample(fn, min_time: float) -> float:

@@ -22,7 +22,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import print_table, write_json
+from _common import dirichlet_model, print_table, write_json
 
 import theorycheck as tc
 from theorycheck.solvers import optimal_embedding_gram, optimal_value_matrix
@@ -30,11 +30,6 @@ from theorycheck.solvers import optimal_embedding_gram, optimal_value_matrix
 MK = tc.Masking()
 #: cost exponent in n of each route (to skip a run predicted above the budget)
 EXPONENT = {"moments-closed-form": 2.0, "moments-enumerate": 2.0, "lstsq": 3.0, "closed-form-dense": 2.0}
-
-
-def _model(T, n, tau, seed=0):
-    phi = np.random.default_rng(seed).dirichlet(np.full(n, 0.1), size=T) + 1e-9
-    return tc.GeneralTopicModel(phi / phi.sum(axis=1, keepdims=True), tau=tau)
 
 
 def _timed(fn):
@@ -98,7 +93,7 @@ def main(argv=None) -> int:
     sizes = [300, 1000] if args.quick else [500, 2000, 5000]
     budget, rows = Budget(args.budget), []
     for n in sizes:
-        rows.append(_one_size(_model(args.T, n, args.tau), budget))
+        rows.append(_one_size(dirichlet_model(args.T, n, args.tau, floor=1e-9), budget))
         print(f"n_words={n} done", flush=True)
     keys = ["moments_closed_form_s", "moments_enumerate_s", "W_closed_form_factored_s", "W_closed_form_dense_s",
             "W_lstsq_s", "gram_closed_form_s"]  # fmt: skip

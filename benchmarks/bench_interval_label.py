@@ -17,7 +17,7 @@ import argparse
 import time
 
 import numpy as np
-from _common import print_table, write_json
+from _common import dirichlet_model, print_table, write_json
 
 import theorycheck as tc
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
@@ -28,11 +28,6 @@ MK = tc.Masking()
 SIZES = [(3, 12, 2), (4, 40, 2), (6, 100, 3)]
 
 
-def _model(T, n, tau, seed=0):
-    phi = np.random.default_rng(seed).dirichlet(np.full(n, 0.1), size=T) + 1e-12
-    return tc.GeneralTopicModel(phi / phi.sum(axis=1, keepdims=True), tau=tau)
-
-
 def _cpu(fn):
     c = time.process_time()
     out = fn()
@@ -40,7 +35,7 @@ def _cpu(fn):
 
 
 def _row(T, n, tau):
-    g = _model(T, n, tau)
+    g = dirichlet_model(T, n, tau, floor=1e-12)
     opts = {"family": "label"}
     c_float, r0 = _cpu(lambda: optimal_attention(g, MK, options=opts))
     c_cert, r = _cpu(lambda: optimal_attention(g, MK, options={**opts, "certify": "interval"}))
@@ -51,7 +46,7 @@ def _row(T, n, tau):
 
 
 def _big(boxes):
-    g = _model(20, 13586, 3)
+    g = dirichlet_model(20, 13586, 3, floor=1e-12)
     W = optimal_value_matrix(g, MK, options={"dense": False}).x
     c_setup, LL = _cpu(lambda: LabelLoss(g, MK, W.left, W.right))
     x = np.array([[8.59, 0.182]])
