@@ -164,18 +164,22 @@ def attention_theory_heads(summary: dict):
                         capsize=1.5, color=colours[layer], label=f"MiniLM layer {layer}")  # fmt: skip
         lo, hi = th[f"{key}_ci"]
         ax.axhspan(lo, hi, color="k", alpha=0.15, lw=0)
-        line = ax.axhline(th[key], color="k", lw=1.2, label=f"theory {th[key]:.3g} [{lo:.3g}, {hi:.3g}] (95% band)")
+        style = dict(color="k", lw=1.2, ls="-" if key == "gap" else "--")
+        ax.axhline(th[key], **style, label=f"theory {key} {th[key]:.3g} [{lo:.3g}, {hi:.3g}] (95% band)")
         ax.axhline(ref, color="k", lw=0.6, ls=":")
         ax.set_ylabel(label, fontsize=8)
-        if key == "ratio":
-            ax.legend(handles=[line], fontsize=6, loc="best")
     o = summary["optimum"]
     axes[0].set_title(
         f"theory: optimal alpha I + beta Z at the fitted topics (alpha* = {o['alpha']:.3g}, beta* = {o['beta']:.3g}); "
         "MiniLM: per head, 95% CI",
         fontsize=9,
     )
-    axes[0].legend(fontsize=6, ncol=4, loc="best")
+    handles, labels = axes[0].get_legend_handles_labels()
+    h1, l1 = axes[1].get_legend_handles_labels()
+    theory = [k for k, lab in enumerate(l1) if lab.startswith("theory")]
+    handles += [h1[k] for k in theory]
+    labels += [l1[k] for k in theory]
+    fig.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=7)  # below the panels, off the data
     axes[1].set_xticks([layer * (n_heads + 1) + (n_heads - 1) / 2 for layer in range(n_layers)])
     axes[1].set_xticklabels([f"layer {layer}" for layer in range(n_layers)])
     axes[1].set_xlabel("MiniLM head (grouped by layer, heads 0.. left to right)")
