@@ -323,3 +323,22 @@ def test_spec_formulas_are_well_formed():
         if depth != 0 or stack or len(re.findall(r"\\left\b", f)) != len(re.findall(r"\\right\b", f)):
             bad.append(f.strip()[:80])
     assert not bad, f"malformed formulas: {bad[:10]}"
+
+
+def test_claim_counts_in_the_pages_match_the_registry():
+    """The README, the landing page and the verify guide state how many claims (and default-tier checks)
+    ``theorycheck verify`` runs: the numbers must be the registry's."""
+    from proofs_numeric import CLAIMS
+
+    n_claims = len(CLAIMS)
+    n_checks = sum(len(c.default_params) for c in CLAIMS)
+    n_no_nlp = sum(len(c.default_params) for c in CLAIMS if not c.id.startswith("realdata."))
+    root = Path(__file__).resolve().parents[1]
+    for page in ("README.md", "docs/index.md", "docs/guide/verify.md"):
+        text = (root / page).read_text(encoding="utf-8")
+        claims = [int(m) for m in re.findall(r"(?:runs|all|\()\s?(\d+) claims\b", text)]
+        assert claims and set(claims) == {n_claims}, (page, claims, n_claims)
+        checks = [int(m) for m in re.findall(r"(?:\(|;)\s?(\d+) checks\b", text)]
+        assert set(checks) <= {n_checks}, (page, checks, n_checks)
+    guide = (root / "docs/guide/verify.md").read_text(encoding="utf-8")
+    assert f"{n_no_nlp} without" in guide
