@@ -154,15 +154,6 @@ def _normaliser(gc, uptr, uidx, uval, ER):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, fastmath=False)
-def _sparse_dot(ptr, idx, val, row, x):  # pragma: no cover - compiled
-    """``sum_k val[k] x[idx[k]]`` over the CSR row ``row``."""
-    acc = 0.0
-    for k in range(ptr[row], ptr[row + 1]):
-        acc += val[k] * x[idx[k]]
-    return acc
-
-
-@numba.njit(cache=True, fastmath=False)
 def _rows_ce(a, bias, f, F, ER, H, h, dba, y, g, u):  # pragma: no cover - compiled
     """Cross-entropy rows of query token ``a``, one output row at a time: ``y = u + b``,
     ``g = w softmax(y) - Y``, ``H_j += (U[g, j] / Z) g``, ``h_j += (U[g, j] / Z) g . u``. Returns
