@@ -20,6 +20,7 @@ certified"``, or the solver's failure status). The returned point is always a po
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -29,11 +30,14 @@ from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
 from ._interval import make_certificate
 from ._interval_label import LabelLoss
+from ._interval_scores import score_loss, to_scores
 
 __all__ = ["attach_general_interval", "check_general_certify", "label_box_certificate", "label_global_certificate"]
 
 #: The certificate's options for a general model (``certify_options``), with their defaults.
 GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": 20_000}
+#: Half-width of the score box ``Q`` of :func:`label_split_certificate` around the float optimum.
+SPLIT_RADIUS = 4.0
 #: Largest |coordinate| of a box of :func:`label_box_certificate` (``e^{2 |x|}`` stays far inside the float range).
 BOX_LIMIT = 300.0
 
@@ -132,6 +136,79 @@ def label_global_certificate(LL: LabelLoss, tol, max_boxes, x0):
                             "interval-branch-and-bound (compact chart, whole domain)")  # fmt: skip
 
 
+def _sigmoid(x):
+    return 1.0 / (1.0 + math.exp(min(-x, 700.0)))
+
+
+def _u_of_scores(s, b):
+    """The chart's ``u = e^s / (e^s + e^beta + 1)`` at scores ``(s, beta)``."""
+    return 1.0 / (1.0 + math.exp(min(b - s, 700.0)) + math.exp(min(-s, 700.0)))
+
+
+def outer_chart_boxes(q):
+    """Four chart boxes covering ``R^2`` minus the score box ``q = [s0, s1] x [b0, b1]`` (SPEC §11.8):
+    ``beta < b0``, ``beta > b1``, and in the strip ``b0 <= beta <= b1`` the points with ``s < s0`` (``u <
+    u(s0, b0)``: ``u`` decreases in ``beta``) and with ``s > s1`` (``u > u(s1, b1)``). The float chart
+    coordinates are moved outward by the factor ``1 +- 1e-12`` (far above their few-ulp rounding)."""
+    (s0, s1), (b0, b1) = q
+    up, dn = 1.0 + 1e-12, 1.0 - 1e-12
+    w0, w1 = _sigmoid(b0), _sigmoid(b1)
+    ua, ub = _u_of_scores(s0, b0), _u_of_scores(s1, b1)
+    strip = (w0 * dn, min(1.0, w1 * up))
+    return [((0.0, 1.0), (0.0, min(1.0, w0 * up))), ((0.0, 1.0), (w1 * dn, 1.0)),
+            ((0.0, min(1.0, ua * up)), strip), ((ub * dn, 1.0), strip)]  # fmt: skip
+
+
+def _scores_to_original(lo, hi):
+    """``(alpha, beta)`` ranges of ``(s, beta)`` boxes: ``alpha = s - beta``."""
+    return ((float(np.min(lo[:, 0] - hi[:, 1])), float(np.max(hi[:, 0] - lo[:, 1]))),
+            (float(np.min(lo[:, 1])), float(np.max(hi[:, 1]))))  # fmt: skip
+
+
+def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
+    """Rigorous ``lower <= inf_{R^2} L <= upper`` on a split domain (SPEC §7, §11.8): the score box ``Q`` of
+    half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)`` by the score-coordinate evaluator
+    (:mod:`._interval_scores`), then the four chart boxes of :func:`outer_chart_boxes` by the chart evaluator,
+    each pruned against the best upper bound found so far. ``argmin`` holds every global minimiser: the hull of
+    the live boxes, in ``(alpha, beta)`` (``info["argmin_original"]``; infinite where an outer box on the chart's
+    edge stays live)."""
+    xs = np.array(to_scores(*x0))
+    q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
+    lower, upper, xb, n, (qlo, qhi) = vec.branch_and_bound(
+        q, None, None, functools.partial(score_loss, LL), offset=0.0, tol=tol, max_boxes=max_boxes, x0=xs
+    )
+    x_best = (float(xb[0] - xb[1]), float(xb[1]))
+    ranges = [_scores_to_original(qlo, qhi)] if len(qlo) else []
+    at_inf, per_region = False, [n]
+    for box in outer_chart_boxes(q):
+        lo_c, up_c, xb_c, n_c, (clo, chi) = vec.branch_and_bound(
+            box, None, None, LL.chart, offset=0.0, tol=tol, max_boxes=max(1, max_boxes - n), x0=None,
+            widest_if_unbounded=True, upper=upper,
+        )  # fmt: skip
+        n += n_c
+        per_region.append(n_c)
+        lower = min(lower, lo_c)
+        if xb_c is not None and up_c < upper:
+            upper = up_c
+            x_best = tuple(b[0] for b in from_chart_box(tuple((c, c) for c in xb_c)))
+        if len(clo):
+            hull = _argmin(clo, chi, box)
+            at_inf = at_inf or any(a <= 0.0 or b >= 1.0 for a, b in hull)
+            ranges.append(from_chart_box(hull))
+    argmin = tuple((min(r[i][0] for r in ranges), max(r[i][1] for r in ranges)) for i in range(2)) if ranges else q
+    info = {
+        "engine": "numpy (structured label loss: scores inside, chart outside)",
+        "domain": "R^2",
+        "split": {"scores_box": [list(b) for b in q], "radius": radius, "boxes_per_region": per_region},
+        "at_infinity": at_inf,
+        "argmin_original": [list(b) for b in argmin],
+        "x_best_original": list(x_best),
+    }
+    method = "interval-branch-and-bound (split domain: score box + chart, whole domain)"
+    whole = ((-math.inf, math.inf),) * 2
+    return make_certificate(lower, upper, n, argmin, x_best, ("alpha", "beta"), whole, tol, info, method)
+
+
 def _point_enclosure(LL, x):
     p = np.asarray([x], float)
     out = vec.evaluate(p, p, None, None, LL.original, order=0)
@@ -144,7 +221,7 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
     U, V = (W.left, W.right) if hasattr(W, "left") else (np.asarray(W, float), np.eye(g.V1))
     LL = LabelLoss(g, mk, U, V, bool(mask_keys))
     x = (float(res.x[0]), float(res.x[1]))
-    gc = label_global_certificate(LL, copts["tol"], copts["max_boxes"], x)
+    gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, SPLIT_RADIUS)
     at_inf = gc.info["at_infinity"]
     xb = tuple(gc.info["x_best_original"])
     better = gc.converged and not at_inf and all(map(math.isfinite, xb)) and res.fun - gc.upper > gc.tol

@@ -425,20 +425,24 @@ def _bisect(lo, hi, smear, widest_if_unbounded=False):
 
 
 @_quiet
-def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01, widest_if_unbounded=False):
+def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01, widest_if_unbounded=False,
+                     upper=np.inf):  # fmt: skip
     """Rigorous ``(lower, upper, x_best, n_boxes, live)`` for ``min L`` over ``box`` (module docstring).
 
     ``live``: ``(lo, hi)`` arrays of the boxes with ``lower <= upper`` when the search stopped (their
     hull encloses every global minimiser). Boxes are settled at ``lower >= upper - settle * tol``.
-    ``widest_if_unbounded``: see :func:`_bisect` (the general model's certificates).
+    ``widest_if_unbounded``: see :func:`_bisect` (the general model's certificates). ``upper``: a rigorous
+    upper bound known from elsewhere (another region of a split domain; ``x_best`` is ``None`` while no point
+    of this box beats it).
     """
     lo = np.array([[b[0] for b in box]], float)
     hi = np.array([[b[1] for b in box]], float)
     x0 = None if x0 is None else np.asarray(x0, float)
-    upper, x_best = np.inf, None
+    upper, x_best = float(upper), None
     if x0 is not None:
-        upper = float(evaluate(x0[None], x0[None], tm, cst, value, order=0, offset=offset).hi[0])
-        x_best = x0
+        u0 = float(evaluate(x0[None], x0[None], tm, cst, value, order=0, offset=offset).hi[0])
+        if u0 < upper:
+            upper, x_best = u0, x0
     kept_lower, kept_lo, kept_hi = [], [], []
     n_boxes, scale = 0, 1e-14 * max(1.0, float(np.max(np.abs(hi) + np.abs(lo))))
     while len(lo):  # the budget below keeps n_boxes <= max_boxes; every child is evaluated

@@ -1,0 +1,125 @@
+"""The label family's rigorous loss in score coordinates ``(s, beta) = (alpha + beta, beta)`` (SPEC §7, §11.8).
+
+:class:`._interval_label.LabelLoss` writes each (law, word) pair's loss as a quadratic in the attention masses
+``h = (h_1, h_2, h_3)`` of the query's three key classes (own word, the rest of its label, all other keys):
+``ell = omega (h^T G h + 1) - E . h``. The class scores are ``(alpha + beta, beta, 0) = (s, beta, 0)``, so ``h`` is
+the softmax of ``sigma + log m`` with ``sigma = (s, beta, 0)`` and the pair's class masses ``m``. In these
+coordinates the derivatives of ``h`` are polynomials in ``h`` (``dh_a/dsigma_j = h_a (delta_aj - h_j)``), and with
+``r = 2 omega G h - E`` and ``rho = h . r``:
+
+.. math::
+    \\frac{\\partial \\ell}{\\partial \\sigma_j} = h_j (r_j - \\rho),\\qquad
+    \\frac{\\partial^2 \\ell}{\\partial \\sigma_j \\partial \\sigma_k}
+    = \\sum_{a, b} D_{aj}\\, 2 \\omega G_{ab}\\, D_{bk} + \\delta_{jk} h_j (r_j - \\rho) - h_j h_k (r_j + r_k - 2\\rho),
+    \\quad D_{aj} = h_a (\\delta_{aj} - h_j)
+
+for ``j, k in {s, beta}``. On a box of ``(s, beta)`` each ``h_i`` is monotone in ``s`` and in ``beta`` separately
+(``h_1 = 1/(1 + r_12 e^(beta - s) + r_13 e^-s)`` increases in ``s`` and decreases in ``beta``, ``h_2 = 1/(1 +
+r_21 e^(s - beta) + r_23 e^-beta)`` the reverse, ``h_3 = 1/(1 + r_31 e^s + r_32 e^beta)`` decreases in both), so
+its range on the box is the hull of its four corner values (outward rounded). The value, gradient and Hessian are
+the natural interval extensions of the formulas above over those ranges (``h (1 - h)`` with its exact range),
+summed over the pairs with outward rounding. Unlike forward-mode interval differentiation of the chain
+``exp -> + -> 1/x -> quadratic`` (:meth:`LabelLoss.original`), every ``h`` enters through its exact range, and the
+Hessian enclosures are an order of magnitude narrower on the same box (``benchmarks/bench_interval_label.py``).
+The loss is smooth on all of ``R^2`` in these coordinates (no chart singularity), which makes it the evaluator of
+the local certificate and of the inner region of the whole-domain certificate (:mod:`._interval_general`).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import numpy as np
+
+from ._interval_label import LabelLoss, _clip01, _row_sum
+from ._interval_vec import T2, IVec, ivec_exact
+
+__all__ = ["score_loss", "to_scores"]
+
+
+def to_scores(alpha, beta):
+    """``(s, beta) = (alpha + beta, beta)``."""
+    return float(alpha) + float(beta), float(beta)
+
+
+def _omx(x: IVec) -> IVec:
+    """``x (1 - x)`` with its exact range on ``x`` in ``[0, 1]`` (concave: the minimum at an end, the maximum at
+    ``1/2`` when the interval holds it)."""
+    one = ivec_exact(1)
+    a, b = IVec(x.lo) * (one - IVec(x.lo)), IVec(x.hi) * (one - IVec(x.hi))
+    lo = np.maximum(np.minimum(a.lo, b.lo), 0.0)
+    hi = np.where((x.lo <= 0.5) & (x.hi >= 0.5), 0.25, np.maximum(a.hi, b.hi))
+    return IVec(lo, hi)
+
+
+def _ranges(cf, exps):
+    """The class masses' ranges ``[h_i]`` on each box: hulls of the corner values (module docstring)."""
+    r, ind = cf[3:9], cf[9:12]
+    lo, hi = [np.inf] * 3, [-np.inf] * 3
+    for e in exps:
+        hs = (
+            (e["b-s"] * r[0] + e["-s"] * r[1] + 1).recip() * ind[0],
+            (e["s-b"] * r[2] + e["-b"] * r[3] + 1).recip() * ind[1],
+            (e["s"] * r[4] + e["b"] * r[5] + 1).recip() * ind[2],
+        )
+        for i in range(3):
+            hc = _clip01(hs[i])
+            lo[i], hi[i] = np.minimum(lo[i], hc.lo), np.maximum(hi[i], hc.hi)
+    return [IVec(lo[i], hi[i]) for i in range(3)]
+
+
+def _pair_terms(cf, h, order):
+    """``[ell, (dell/ds, dell/dbeta), (d2 ss, d2 s beta, d2 beta beta)]`` per (box, pair) on the ranges ``h``."""
+    Gb, Eb, om = cf[12:18], cf[18:21], cf[21]
+    G = ((Gb[0], Gb[1], Gb[2]), (Gb[1], Gb[3], Gb[4]), (Gb[2], Gb[4], Gb[5]))
+    q = (h[0].sq() * Gb[0] + h[1].sq() * Gb[3] + h[2].sq() * Gb[5]
+         + (h[0] * h[1] * Gb[1] + h[0] * h[2] * Gb[2] + h[1] * h[2] * Gb[4]) * 2)  # fmt: skip
+    out = [(q + 1) * om - (h[0] * Eb[0] + h[1] * Eb[1] + h[2] * Eb[2])]
+    if order == 0:
+        return out
+    om2 = om * 2
+    r = [om2 * (G[a][0] * h[0] + G[a][1] * h[1] + G[a][2] * h[2]) - Eb[a] for a in range(3)]
+    rho = r[0] * h[0] + r[1] * h[1] + r[2] * h[2]
+    g = [h[j] * (r[j] - rho) for j in range(2)]
+    out += g
+    if order == 1:
+        return out
+    h01 = h[0] * h[1]
+    D = ((_omx(h[0]), -h01), (-h01, _omx(h[1])), (-(h[0] * h[2]), -(h[1] * h[2])))
+    GD = [[om2 * (G[a][0] * D[0][j] + G[a][1] * D[1][j] + G[a][2] * D[2][j]) for j in range(2)] for a in range(3)]
+    for j, k in ((0, 0), (0, 1), (1, 1)):
+        term = D[0][j] * GD[0][k] + D[1][j] * GD[1][k] + D[2][j] * GD[2][k] - h[j] * h[k] * (r[j] + r[k] - rho * 2)
+        out.append(term + g[j] if j == k else term)
+    return out
+
+
+def score_loss(LL: LabelLoss, xs):
+    """The loss on arrays of ``(s, beta)`` boxes (module docstring): an :class:`IVec` for :class:`IVec` variables,
+    a :class:`T2` (gradient; Hessian when the variables carry one) for :class:`T2` variables (the evaluator
+    protocol of :func:`._interval_vec.evaluate`)."""
+    order = 0 if isinstance(xs[0], IVec) else (1 if xs[0].h is None else 2)
+    S, B = (x if isinstance(x, IVec) else x.v for x in xs)
+    N = S.lo.shape[0]
+    per = max(1, 60_000 // N)
+    exps = []
+    for s in (S.lo, S.hi):
+        for b in (B.lo, B.hi):
+            s_, b_ = IVec(s[:, None]), IVec(b[:, None])
+            exps.append({"b-s": (b_ - s_).exp(), "-s": (-s_).exp(), "s-b": (s_ - b_).exp(), "-b": (-b_).exp(),
+                         "s": s_.exp(), "b": b_.exp()})  # fmt: skip
+    acc: list | None = None
+    for c in LL._chunks():
+        P = c[0].lo.shape[0]
+        for p0 in range(0, P, per):
+            sl = slice(p0, min(P, p0 + per))
+            cf = [IVec(x.lo[None, sl], x.hi[None, sl]) for x in c]
+            terms = _pair_terms(cf, _ranges(cf, exps), order)
+            sums = [_row_sum(t, (N, sl.stop - sl.start)) for t in terms]
+            acc = sums if acc is None else [a + b for a, b in zip(acc, sums)]
+    assert acc is not None
+    inv = ivec_exact(Fraction(1, LL.n_laws))
+    v = (acc[0] + LL._const) * inv
+    if order == 0:
+        return v
+    g = [a * inv for a in acc[1:3]]
+    return T2(v, g, None if order == 1 else [a * inv for a in acc[3:6]])
