@@ -25,7 +25,7 @@ import math
 
 import numpy as np
 
-from ..._validate import check_int, check_real
+from ..._validate import check_choice, check_int, check_real
 from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
 from ._interval import make_certificate
@@ -34,10 +34,13 @@ from ._interval_scores import score_loss, to_scores
 
 __all__ = ["attach_general_interval", "check_general_certify", "label_box_certificate", "label_global_certificate"]
 
-#: The certificate's options for a general model (``certify_options``), with their defaults.
-GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": 20_000}
-#: Half-width of the score box ``Q`` of :func:`label_split_certificate` around the float optimum.
-SPLIT_RADIUS = 4.0
+#: The certificate's options for a general model (``certify_options``), with their defaults (``None``: the
+#: scope's default of :data:`SCOPE_DEFAULTS`).
+GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": None, "scope": "global", "radius": None, "max_pairs": 2_000_000}
+#: Per scope: the branch and bound's box budget and the half-width of the score box ``Q`` around the float optimum
+#: (global: the inner region of :func:`label_split_certificate`; local: the whole domain of
+#: :func:`label_local_certificate`).
+SCOPE_DEFAULTS = {"global": {"max_boxes": 20_000, "radius": 4.0}, "local": {"max_boxes": 400, "radius": 0.25}}
 #: Largest |coordinate| of a box of :func:`label_box_certificate` (``e^{2 |x|}`` stays far inside the float range).
 BOX_LIMIT = 300.0
 
@@ -67,7 +70,20 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
                              "model)")  # fmt: skip
         out[key] = val
     out["tol"] = check_real("certify_options['tol']", out["tol"], low=0.0, low_open=True)
+    scope = check_choice("certify_options['scope']", out["scope"], tuple(SCOPE_DEFAULTS))
+    for key, val in SCOPE_DEFAULTS[scope].items():
+        out[key] = val if out[key] is None else out[key]
     out["max_boxes"] = check_int("certify_options['max_boxes']", out["max_boxes"], low=1)
+    out["radius"] = check_real("certify_options['radius']", out["radius"], low=0.0, low_open=True, high=BOX_LIMIT)
+    out["max_pairs"] = check_int("certify_options['max_pairs']", out["max_pairs"], low=1)
+    pairs = math.comb(g.T, g.tau) * (g.V1 - 1)
+    if scope == "global" and pairs > out["max_pairs"]:
+        raise ValueError(
+            f"{where}: the whole-domain certificate evaluates all C(T, tau) x n = {pairs:,} (set, word) pairs on each "
+            f"of its boxes (about a thousand), above certify_options['max_pairs'] = {out['max_pairs']:,}; use "
+            "certify_options={'scope': 'local'} (a certified local minimum on a score box around the optimum) or "
+            "raise 'max_pairs'"
+        )
     return out
 
 
@@ -215,18 +231,50 @@ def _point_enclosure(LL, x):
     return float(out.lo[0]), float(out.hi[0])
 
 
+def label_local_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
+    """Rigorous ``lower <= min_Q L <= upper`` on the score box ``Q`` of half-width ``radius`` around ``x0``
+    (``|alpha + beta - s_0| <= radius``, ``|beta - beta_0| <= radius``) by the score-coordinate evaluator.
+    ``info["interior"]``: the live boxes' hull (holding every minimiser over ``Q``) is inside ``Q``'s interior, so
+    each minimiser over ``Q`` is a local minimiser of ``L`` over ``R^2``."""
+    xs = np.array(to_scores(*x0))
+    q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
+    lower, upper, xb, n, (lo, hi) = vec.branch_and_bound(
+        q, None, None, functools.partial(score_loss, LL), offset=0.0, tol=tol, max_boxes=max_boxes, x0=xs
+    )
+    argmin = _argmin(lo, hi, q)
+    interior = bool(len(lo)) and all(b[0] < a[0] and a[1] < b[1] for a, b in zip(argmin, q))
+    x_best = (float(xb[0] - xb[1]), float(xb[1]))
+    info = {
+        "engine": "numpy (structured label loss, score coordinates)",
+        "domain": "score box",
+        "scores_box": [list(b) for b in q],
+        "radius": radius,
+        "interior": interior,
+        "at_infinity": False,
+        "argmin_original": [list(b) for b in (_scores_to_original(lo, hi) if len(lo) else q)],
+        "x_best_original": list(x_best),
+    }
+    return make_certificate(lower, upper, n, argmin, tuple(float(c) for c in xb), ("s", "beta"), q, tol, info,
+                            "interval-branch-and-bound (score box around the optimum, local)")  # fmt: skip
+
+
 def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
-    """Add the whole-domain interval certificate to the structured result ``res`` (module docstring); ``W``: the
-    ``W^V`` the solver used (factors or dense), ``ev``: its float evaluator (for a moved point)."""
+    """Add the interval certificate to the structured result ``res`` (module docstring): whole-domain
+    (``copts["scope"] == "global"``, :func:`label_split_certificate`) or local (:func:`label_local_certificate`);
+    ``W``: the ``W^V`` the solver used (factors or dense), ``ev``: its float evaluator (for a moved point)."""
     U, V = (W.left, W.right) if hasattr(W, "left") else (np.asarray(W, float), np.eye(g.V1))
     LL = LabelLoss(g, mk, U, V, bool(mask_keys))
     x = (float(res.x[0]), float(res.x[1]))
-    gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, SPLIT_RADIUS)
+    local = copts["scope"] == "local"
+    certify = label_local_certificate if local else label_split_certificate
+    gc = certify(LL, copts["tol"], copts["max_boxes"], x, copts["radius"])
     at_inf = gc.info["at_infinity"]
     xb = tuple(gc.info["x_best_original"])
     better = gc.converged and not at_inf and all(map(math.isfinite, xb)) and res.fun - gc.upper > gc.tol
-    moved = better or (res.status == ON_BOUNDARY and gc.converged and not at_inf and all(map(math.isfinite, xb)))
-    if moved:  # the chart's best point (finite) replaces the solver's: the box is enlarged to hold the optimum
+    moved = better or (
+        not local and res.status == ON_BOUNDARY and gc.converged and not at_inf and all(map(math.isfinite, xb))
+    )
+    if moved:  # the certificate's best point (finite) replaces the solver's
         x = (float(xb[0]), float(xb[1]))
         r = ev(x[0], x[1], True)
         res.x, res.fun = np.array(x), r.value
@@ -241,12 +289,20 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
                              f"[{plo!r}, {phi!r}], lower = {gc.lower!r}")  # fmt: skip
     lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
     excess = res.fun - lower
-    if gc.converged and at_inf:
+    q, where = gc.info.get("scores_box"), "R^2"
+    if local:
+        where = f"the score box alpha + beta in [{q[0][0]:.6g}, {q[0][1]:.6g}], beta in [{q[1][0]:.6g}, {q[1][1]:.6g}]"
+    if local and gc.converged and gc.info["interior"] and excess <= gc.tol and (res.status == SUCCESS or moved):
+        status, kind = SUCCESS, "certified local minimum"
+        msg = (f"{STATUS_MESSAGES[SUCCESS]} Interval certificate (scope='local'): L(x) is within tol of min L over "
+               f"{where}, and every minimiser over that box is inside it (a local minimum of L over R^2); the "
+               "whole-domain certificate was not run")  # fmt: skip
+    elif not local and gc.converged and at_inf:
         status, kind = ON_BOUNDARY, "bound (infimum at infinity)"
         msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the chart's edge "
                f"(original ranges {gc.info['argmin_original']}): the infimum over R^2 may be a limit at infinity; "
                "lower bounds it, the returned point is a finite point, not a certified optimum")  # fmt: skip
-    elif gc.converged and excess <= gc.tol and (res.status == SUCCESS or moved):
+    elif not local and gc.converged and excess <= gc.tol and (res.status == SUCCESS or moved):
         status, kind, msg = SUCCESS, "certified optimum", STATUS_MESSAGES[SUCCESS]
     else:
         status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
@@ -254,10 +310,13 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
         why = (
             "; labels of a single word make the chart's corner (u, w) = (0, 1) a discontinuity (it carries the "
             "whole line alpha + beta = const), where the bound does not close"
-            if LL.single_word_labels
+            if LL.single_word_labels and not local
+            else "; a minimiser over the score box lies on its edge (not a local minimum of L there)"
+            if local and gc.converged and not gc.info["interior"]
             else ""
         )
-        msg = (f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
+        scope = f" (scope='local', {where})" if local else ""
+        msg = (f"Not certified by interval arithmetic{scope}: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
                f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; "
                f"solver: {res.message}")  # fmt: skip
     res.status, res.message = status, msg
@@ -270,10 +329,12 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
         "method": gc.method + " (structured label loss, SPEC §11.8)",
         "kind": kind,
         "certified": status == SUCCESS,
-        "domain": "R^2",
-        "argmin_interior": gc.converged and not at_inf,
+        "scope": copts["scope"],
+        "domain": where,
+        "argmin_interior": gc.converged and not at_inf and (gc.info["interior"] if local else True),
         "argmin_original": gc.info["argmin_original"],
-        "global": gc.as_dict(),
-        "global_lower": gc.lower,
-        "global_upper": gc.upper,
+        "global": None if local else gc.as_dict(),
+        "local": gc.as_dict() if local else None,
+        "global_lower": None if local else gc.lower,
+        "global_upper": None if local else gc.upper,
     }

@@ -1,0 +1,154 @@
+"""The label family's certificate in score coordinates (SPEC §7, §11.8): the score-coordinate evaluator's enclosures
+against the dense evaluator (values), the structured gradient (at points) and finite differences of it (Hessian on
+boxes); the split domain's outer chart boxes cover the plane outside the score box; the split-domain certificate
+against the chart-only certificate and a fine grid; the local scope, its failure on a box flatter than tol, and the
+refusal of a whole-domain certificate above ``max_pairs``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from _general_strategies import general_models
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_interval_label import _dense, _model, _w, maskings
+
+from theorycheck import Masking
+from theorycheck.population import family_attention_loss
+from theorycheck.solvers import optimal_attention, optimal_value_matrix
+from theorycheck.solvers.attention._interval_general import (
+    label_global_certificate,
+    label_split_certificate,
+    outer_chart_boxes,
+    to_chart,
+)
+from theorycheck.solvers.attention._interval_label import LabelLoss
+from theorycheck.solvers.attention._interval_scores import score_loss
+from theorycheck.solvers.attention._interval_vec import evaluate
+
+
+def _grad_sb(g, mk, UV, mask_keys, s, b):
+    """The structured float gradient in ``(s, beta)``: d/ds = d/dalpha, d/dbeta|_s = d/dbeta - d/dalpha."""
+    r = family_attention_loss(s - b, b, UV, g, mk, family="label", mask_keys=mask_keys, grad=True)
+    return np.array([r.dalpha, r.dbeta - r.dalpha])
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    g=general_models(max_T=4, max_v=3, paper=True),
+    mk=maskings,
+    mask_keys=st.booleans(),
+    kind=st.sampled_from(["stage1", "identity"]),
+    centre=st.tuples(st.floats(-6.0, 8.0), st.floats(-6.0, 6.0)),
+    width=st.tuples(st.floats(0.0, 2.0), st.floats(0.0, 2.0)),
+    frac=st.lists(st.tuples(st.floats(0.05, 0.95), st.floats(0.05, 0.95)), min_size=2, max_size=2),
+)
+def test_score_enclosures_contain_the_dense_values_and_derivatives(g, mk, mask_keys, kind, centre, width, frac):
+    (U, V), W = _w(g, mk, kind)
+    LL = LabelLoss(g, mk, U, V, mask_keys)
+    lo = np.array([[centre[0] - width[0] / 2, centre[1] - width[1] / 2]])
+    hi = np.array([[centre[0] + width[0] / 2, centre[1] + width[1] / 2]])
+    pts = [lo[0] + np.array(f) * (hi[0] - lo[0]) for f in frac]
+    F = evaluate(lo, hi, None, None, lambda xs: score_loss(LL, xs), order=2)
+    for s, b in pts:
+        d = _dense(g, mk, W, s - b, b, mask_keys)
+        slack = 1e-12 * max(1.0, abs(d))
+        assert F.v.lo[0] - slack <= d <= F.v.hi[0] + slack
+        gr = _grad_sb(g, mk, (U, V), mask_keys, s, b)
+        for i in range(2):
+            assert F.g[i].lo[0] - 1e-10 <= gr[i] <= F.g[i].hi[0] + 1e-10
+    # the Hessian enclosure holds a central difference of the exact gradient at an interior point (the
+    # difference's truncation error is O(h^2) times the third derivative, far below the slack)
+    s, b = pts[0]
+    h = 1e-4 * max(1.0, width[0], width[1])
+    if width[0] > 2 * h and width[1] > 2 * h:
+        s, b = float(np.clip(s, lo[0, 0] + h, hi[0, 0] - h)), float(np.clip(b, lo[0, 1] + h, hi[0, 1] - h))
+        col_s = (_grad_sb(g, mk, (U, V), mask_keys, s + h, b) - _grad_sb(g, mk, (U, V), mask_keys, s - h, b)) / (2 * h)
+        col_b = (_grad_sb(g, mk, (U, V), mask_keys, s, b + h) - _grad_sb(g, mk, (U, V), mask_keys, s, b - h)) / (2 * h)
+        for k, val in enumerate((col_s[0], 0.5 * (col_s[1] + col_b[0]), col_b[1])):
+            slack = 1e-5 * max(1.0, abs(val))
+            assert F.h[k].lo[0] - slack <= val <= F.h[k].hi[0] + slack, (k, F.h[k].lo, val, F.h[k].hi)
+    # a point's enclosure is tight
+    p = pts[0]
+    P = evaluate(p[None], p[None], None, None, lambda xs: score_loss(LL, xs), order=1)
+    assert P.v.hi[0] - P.v.lo[0] <= 1e-10
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    q=st.tuples(st.floats(-30.0, 30.0), st.floats(0.0, 20.0), st.floats(-30.0, 30.0), st.floats(0.0, 20.0)),
+    p=st.tuples(st.floats(-60.0, 60.0), st.floats(-60.0, 60.0)),
+)
+def test_outer_chart_boxes_cover_the_plane_outside_the_score_box(q, p):
+    s0, ds, b0, db = q
+    box = ((s0, s0 + ds), (b0, b0 + db))
+    alpha, beta = p
+    s = alpha + beta
+    inside = box[0][0] <= s <= box[0][1] and box[1][0] <= beta <= box[1][1]
+    u, w = to_chart(alpha, beta)
+    covered = any(a <= u <= b and c <= w <= d for (a, b), (c, d) in outer_chart_boxes(box))
+    assert inside or covered, (box, p, (u, w), outer_chart_boxes(box))
+
+
+@pytest.mark.parametrize("mask_keys", [False, True])
+def test_split_certificate_agrees_with_the_chart_certificate_and_a_grid(mask_keys):
+    g, mk = _model(), Masking()
+    r = optimal_attention(g, mk, options={"family": "label", "mask_keys": mask_keys})
+    W = optimal_value_matrix(g, mk, options={"dense": False}).x
+    LL = LabelLoss(g, mk, W.left, W.right, mask_keys)
+    sc = label_split_certificate(LL, 1e-9, 20_000, r.x, 2.0)
+    cc = label_global_certificate(LL, 1e-9, 20_000, r.x)
+    assert sc.converged and cc.converged
+    assert max(sc.lower, cc.lower) <= min(sc.upper, cc.upper) + 1e-12
+    assert sc.lower <= r.fun + 1e-12 and r.fun - sc.lower <= 1e-9
+    (a_lo, a_hi), (b_lo, b_hi) = sc.info["argmin_original"]
+    assert a_lo <= r.x[0] <= a_hi and b_lo <= r.x[1] <= b_hi
+    # outside the score box too: a coarse grid over a wide range never goes below the lower bound
+    A, B = np.linspace(-20, 30, 26), np.linspace(-25, 25, 26)
+    grid = [family_attention_loss(a, b, W, g, mk, family="label", mask_keys=mask_keys).value for a in A for b in B]
+    assert min(grid) >= sc.lower - 1e-12
+
+
+def test_local_scope_certifies_a_local_minimum():
+    g, mk = _model(), Masking()
+    opts = {"family": "label", "certify": "interval", "certify_options": {"scope": "local", "radius": 0.5}}
+    r = optimal_attention(g, mk, options=opts)
+    c = r.certificate
+    assert r.status == 0 and c["kind"] == "certified local minimum" and c["scope"] == "local", r.message
+    assert c["global"] is None and c["argmin_interior"] and c["local"]["converged"]
+    assert c["lower"] <= r.fun <= c["upper"] and c["gap"] <= 1e-9
+    assert "scope='local'" in r.message and "whole-domain certificate was not run" in r.message
+    # the local lower bound is no lower than the whole-domain one, and a fine grid of the score box holds it
+    full = optimal_attention(g, mk, options={"family": "label", "certify": "interval"})
+    assert full.certificate["lower"] <= c["lower"] + 1e-12
+    W = optimal_value_matrix(g, mk, options={"dense": False}).x
+    s0, b0 = r.x[0] + r.x[1], r.x[1]
+    S, B = s0 + np.linspace(-0.5, 0.5, 15), b0 + np.linspace(-0.5, 0.5, 15)
+    grid = [family_attention_loss(s - b, b, W, g, mk, family="label").value for s in S for b in B]
+    assert min(grid) >= c["lower"] - 1e-12
+
+
+def test_local_scope_on_a_box_flatter_than_tol_is_not_certified():
+    """On a score box of radius 1e-7 the loss varies by far less than tol: every box settles, the minimisers'
+    hull reaches the box's edge, and no local minimum is claimed."""
+    g, mk = _model(), Masking()
+    opts = {"family": "label", "certify": "interval", "certify_options": {"scope": "local", "radius": 1e-7}}
+    r = optimal_attention(g, mk, options=opts)
+    c = r.certificate
+    assert r.status == 4 and not c["certified"] and c["kind"] == "not certified"
+    assert "lies on its edge" in r.message and c["lower"] <= r.fun <= c["upper"]
+
+
+@pytest.mark.parametrize(
+    "copts, match",
+    [
+        ({"max_pairs": 10}, r"all C\(T, tau\) x n = 36 \(set, word\) pairs.*max_pairs'\] = 10.*'scope': 'local'"),
+        ({"scope": "nearby"}, r"certify_options\['scope'\] must be one of 'global', 'local'"),
+        ({"scope": "local", "radius": 0.0}, r"certify_options\['radius'\]"),
+        ({"max_pairs": 0}, r"certify_options\['max_pairs'\]"),
+    ],
+)
+def test_certificate_option_refusals(copts, match):
+    with pytest.raises(ValueError, match=match):
+        optimal_attention(_model(), Masking(), options={"family": "label", "certify": "interval",
+                                                        "certify_options": copts})  # fmt: skip
