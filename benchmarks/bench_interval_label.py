@@ -1,12 +1,16 @@
 """CPU cost of the general model's interval certificate (label family, SPEC §7, §11.8) beside the float solve.
 
 Seeded Dirichlet(0.1) topics (as ``bench_structured_attention.py``), the stage-1 ``W^V``, uniform-tau: for each size
-the float structured search (grid + L-BFGS-B) and the same search with ``certify="interval"`` (the whole-domain
-chart certificate), CPU seconds (``time.process_time``) side by side in one run, with the ratio, the status, the gap
-and the branch-and-bound boxes. For the corpus-sized case (``--big``: T = 20, 13,586 words, tau = 3, 1,140 sets,
-15.5 million (set, word) pairs) the full certificate does not fit in minutes: the rigorous coefficient setup, one
-point enclosure and one second-order box evaluation are timed, and the certificate's CPU is estimated as the boxes
-of the largest full run times the cost of one box. Writes ``results/interval_label.json``.
+the float structured search (grid + L-BFGS-B), then, side by side in one run (CPU seconds, ``time.process_time``):
+the whole-domain certificate on the compact chart alone (the route before the split domain,
+:func:`label_global_certificate`), the split-domain certificate ``optimal_attention(..., certify="interval")``
+(score box + chart boxes, :func:`label_split_certificate`) and the local certificate (``certify_options={"scope":
+"local"}``), with their statuses, gaps and branch-and-bound boxes. For the corpus-sized case (``--big``: T = 20,
+13,586 words, tau = 3, 1,140 sets, 15.5 million (set, word) pairs, coefficients held in memory): the rigorous setup,
+the first (coefficient) pass, one order-1 point and one order-2 score box (the work of one branch-and-bound box
+besides the points), and the local certificate (interval Newton on score boxes) end to end; the whole-domain
+certificate is estimated as the split route's boxes of the largest full run times the cost of one box. Writes
+``results/interval_label.json``.
 
 Run: ``python benchmarks/bench_interval_label.py [--quick] [--big]``.
 """
@@ -20,12 +24,20 @@ import numpy as np
 from _common import dirichlet_model, print_table, write_json
 
 import theorycheck as tc
+import theorycheck.solvers.attention._interval_label as il
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
+from theorycheck.solvers.attention._interval_general import (
+    LOCAL_RADII,
+    label_global_certificate,
+    label_local_certificate,
+)
 from theorycheck.solvers.attention._interval_label import LabelLoss
+from theorycheck.solvers.attention._interval_scores import score_loss
 from theorycheck.solvers.attention._interval_vec import evaluate
 
 MK = tc.Masking()
 SIZES = [(3, 12, 2), (4, 40, 2), (6, 100, 3)]
+BIG = (20, 13586, 3)
 
 
 def _cpu(fn):
@@ -34,28 +46,49 @@ def _cpu(fn):
     return time.process_time() - c, out
 
 
+def _cert(g, scope):
+    opts = {"family": "label", "certify": "interval", "certify_options": {"scope": scope}}
+    c, r = _cpu(lambda: optimal_attention(g, MK, options=opts))
+    cert = r.certificate
+    return c, r, cert, (cert["local"] or cert["global"])["n_boxes"]
+
+
 def _row(T, n, tau):
     g = dirichlet_model(T, n, tau, floor=1e-12)
-    opts = {"family": "label"}
-    c_float, r0 = _cpu(lambda: optimal_attention(g, MK, options=opts))
-    c_cert, r = _cpu(lambda: optimal_attention(g, MK, options={**opts, "certify": "interval"}))
-    cert = r.certificate
-    return dict(T=T, words=n, tau=tau, float_cpu=c_float, cert_cpu=c_cert,
-                ratio=c_cert / c_float, status=r.status, kind=cert["kind"], gap=cert["gap"],
-                boxes=cert["global"]["n_boxes"], fun=r.fun, lower=cert["lower"], float_fun=r0.fun)  # fmt: skip
+    c_float, r0 = _cpu(lambda: optimal_attention(g, MK, options={"family": "label"}))
+    W = optimal_value_matrix(g, MK, options={"dense": False}).x
+    c_chart, cc = _cpu(lambda: label_global_certificate(LabelLoss(g, MK, W.left, W.right), 1e-9, 20_000, r0.x))
+    c_split, r, cert, n_split = _cert(g, "global")
+    c_local, rl, lcert, n_local = _cert(g, "local")
+    return dict(T=T, words=n, tau=tau, float_cpu=c_float, chart_cpu=c_chart, chart_boxes=cc.n_boxes,
+                chart_gap=cc.gap, cert_cpu=c_split, ratio=c_split / c_float, chart_over_split=c_chart / c_split,
+                status=r.status, kind=cert["kind"], gap=cert["gap"], boxes=n_split, local_cpu=c_local,
+                local_status=rl.status, local_kind=lcert["kind"], local_gap=lcert["gap"], local_boxes=n_local,
+                fun=r.fun, lower=cert["lower"], float_fun=r0.fun)  # fmt: skip
 
 
 def _big(boxes):
-    g = dirichlet_model(20, 13586, 3, floor=1e-12)
+    il._CACHE_PAIRS = 20_000_000  # hold the corpus's 15.5 M pairs' coefficients in memory (about 5.5 GB)
+    g = dirichlet_model(*BIG, floor=1e-12)
+    c_float, r0 = _cpu(lambda: optimal_attention(g, MK, options={"family": "label"}))
     W = optimal_value_matrix(g, MK, options={"dense": False}).x
     c_setup, LL = _cpu(lambda: LabelLoss(g, MK, W.left, W.right))
-    x = np.array([[8.59, 0.182]])
-    c_point, p = _cpu(lambda: evaluate(x, x, None, None, LL.original, order=0))
-    box = np.array([[0.8, 0.4]]), np.array([[0.85, 0.45]])
-    c_box, b = _cpu(lambda: evaluate(box[0], box[1], None, None, LL.chart, order=2))
-    return dict(T=20, words=13586, tau=3, pairs=LL.pairs, setup_cpu=c_setup, point_cpu=c_point,
-                point_width=float(p.hi[0] - p.lo[0]), box_order2_cpu=c_box, boxes_assumed=boxes,
-                cert_cpu_estimate=c_setup + boxes * c_box)  # fmt: skip
+    f = lambda xs: score_loss(LL, xs)  # noqa: E731
+    x = np.array([[r0.x[0] + r0.x[1], r0.x[1]]])
+    c_first, _ = _cpu(lambda: evaluate(x, x, None, None, f, order=1))
+    c_point, p = _cpu(lambda: evaluate(x, x, None, None, f, order=1))
+    c_box, b = _cpu(lambda: evaluate(x - 0.05, x + 0.05, None, None, f, order=2))
+    c_local, lc = _cpu(lambda: label_local_certificate(LL, 1e-9, r0.x, LOCAL_RADII))
+    per_box = c_box + 2 * c_point
+    return dict(T=BIG[0], words=BIG[1], tau=BIG[2], pairs=LL.pairs, float_cpu=c_float, x=r0.x.tolist(), fun=r0.fun,
+                setup_cpu=c_setup, first_pass_cpu=c_first, point_order1_cpu=c_point,
+                point_width=float(p.v.hi[0] - p.v.lo[0]), box_order2_cpu=c_box, box_radius=0.05,
+                box_hessian=[[float(h.lo[0]), float(h.hi[0])] for h in b.h], local_radius=lc.info["radius"],
+                local_radii_tried=lc.info["radii_tried"], local_hessian=lc.info["hessian_enclosure"],
+                local_newton_image=lc.info["newton_image"], local_cpu=c_local, local_converged=lc.converged,
+                local_boxes=lc.n_boxes, local_gap=lc.gap,
+                local_interior=lc.info["interior"], local_lower_minus_fun=lc.lower - r0.fun, boxes_assumed=boxes,
+                cert_cpu_estimate=c_first + boxes * per_box)  # fmt: skip
 
 
 def main():
@@ -64,7 +97,8 @@ def main():
     ap.add_argument("--big", action="store_true")
     args = ap.parse_args()
     rows = [_row(*s) for s in (SIZES[:2] if args.quick else SIZES)]
-    keys = ["T", "words", "tau", "float_cpu", "cert_cpu", "ratio", "status", "gap", "boxes"]
+    keys = ["T", "words", "tau", "float_cpu", "chart_cpu", "chart_boxes", "cert_cpu", "boxes", "chart_over_split",
+            "status", "gap", "local_cpu", "local_boxes", "local_status"]  # fmt: skip
     print_table(keys, [[r[k] for k in keys] for r in rows])
     out = {"rows": rows}
     if args.big:

@@ -110,33 +110,42 @@ def test_split_certificate_agrees_with_the_chart_certificate_and_a_grid(mask_key
 
 
 def test_local_scope_certifies_a_local_minimum():
+    """Interval Newton on a score box: a strictly convex box holding exactly one critical point; its bounds hold the
+    whole-domain certificate's optimum and the minimum of a fine grid of the box, and the Newton image (which holds
+    the critical point) is within 1e-7 of the float optimum."""
     g, mk = _model(), Masking()
-    opts = {"family": "label", "certify": "interval", "certify_options": {"scope": "local", "radius": 0.5}}
+    opts = {"family": "label", "certify": "interval", "certify_options": {"scope": "local"}}
     r = optimal_attention(g, mk, options=opts)
     c = r.certificate
     assert r.status == 0 and c["kind"] == "certified local minimum" and c["scope"] == "local", r.message
-    assert c["global"] is None and c["argmin_interior"] and c["local"]["converged"]
+    loc = c["local"]
+    assert c["global"] is None and c["argmin_interior"] and loc["interior"] and loc["converged"]
     assert c["lower"] <= r.fun <= c["upper"] and c["gap"] <= 1e-9
     assert "scope='local'" in r.message and "whole-domain certificate was not run" in r.message
-    # the local lower bound is no lower than the whole-domain one, and a fine grid of the score box holds it
-    full = optimal_attention(g, mk, options={"family": "label", "certify": "interval"})
-    assert full.certificate["lower"] <= c["lower"] + 1e-12
+    full = optimal_attention(g, mk, options={"family": "label", "certify": "interval"}).certificate
+    assert full["lower"] <= c["lower"] + 1e-12 and max(full["lower"], c["lower"]) <= min(full["upper"], c["upper"])
+    (s_lo, s_hi), (b_lo, b_hi) = loc["newton_image"]  # holds the critical point: a tiny step from the float optimum
+    assert s_lo - 1e-7 <= r.x[0] + r.x[1] <= s_hi + 1e-7 and b_lo - 1e-7 <= r.x[1] <= b_hi + 1e-7
     W = optimal_value_matrix(g, mk, options={"dense": False}).x
-    s0, b0 = r.x[0] + r.x[1], r.x[1]
-    S, B = s0 + np.linspace(-0.5, 0.5, 15), b0 + np.linspace(-0.5, 0.5, 15)
+    rad = loc["radius"]
+    S = r.x[0] + r.x[1] + np.linspace(-rad, rad, 9)
+    B = r.x[1] + np.linspace(-rad, rad, 9)
     grid = [family_attention_loss(s - b, b, W, g, mk, family="label").value for s in S for b in B]
     assert min(grid) >= c["lower"] - 1e-12
+    # a given radius is the only one tried
+    one = optimal_attention(g, mk, options={**opts, "certify_options": {"scope": "local", "radius": rad}})
+    assert one.status == 0 and one.certificate["local"]["radii_tried"] == [rad]
 
 
-def test_local_scope_on_a_box_flatter_than_tol_is_not_certified():
-    """On a score box of radius 1e-7 the loss varies by far less than tol: every box settles, the minimisers'
-    hull reaches the box's edge, and no local minimum is claimed."""
+def test_local_scope_where_the_hessian_is_not_positive_definite_is_not_certified():
+    """A score box far too wide for convexity (half-width 200: it reaches the loss's flat tails): no Newton test,
+    status 4 with the radii tried in the message, and still lower <= fun <= upper."""
     g, mk = _model(), Masking()
-    opts = {"family": "label", "certify": "interval", "certify_options": {"scope": "local", "radius": 1e-7}}
+    opts = {"family": "label", "certify": "interval", "certify_options": {"scope": "local", "radius": 200.0}}
     r = optimal_attention(g, mk, options=opts)
     c = r.certificate
     assert r.status == 4 and not c["certified"] and c["kind"] == "not certified"
-    assert "lies on its edge" in r.message and c["lower"] <= r.fun <= c["upper"]
+    assert "on no score box tried (half-widths [200.0])" in r.message and c["lower"] <= r.fun <= c["upper"]
 
 
 @pytest.mark.parametrize(

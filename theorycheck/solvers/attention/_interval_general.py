@@ -31,16 +31,18 @@ from . import _interval_vec as vec
 from ._interval import make_certificate
 from ._interval_label import LabelLoss
 from ._interval_scores import score_loss, to_scores
+from ._interval_vec import IVec
 
 __all__ = ["attach_general_interval", "check_general_certify", "label_box_certificate", "label_global_certificate"]
 
-#: The certificate's options for a general model (``certify_options``), with their defaults (``None``: the
-#: scope's default of :data:`SCOPE_DEFAULTS`).
-GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": None, "scope": "global", "radius": None, "max_pairs": 2_000_000}
-#: Per scope: the branch and bound's box budget and the half-width of the score box ``Q`` around the float optimum
-#: (global: the inner region of :func:`label_split_certificate`; local: the whole domain of
-#: :func:`label_local_certificate`).
-SCOPE_DEFAULTS = {"global": {"max_boxes": 20_000, "radius": 4.0}, "local": {"max_boxes": 400, "radius": 0.25}}
+#: The certificate's options for a general model (``certify_options``), with their defaults (``radius=None``:
+#: the scope's default of :data:`SCOPE_DEFAULTS`; ``max_boxes``: the whole-domain branch and bound's budget).
+GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": 20_000, "scope": "global", "radius": None, "max_pairs": 2_000_000}
+#: Per scope, the half-width of the score box around the float optimum: the inner region of
+#: :func:`label_split_certificate` (global); ``None`` for the local scope: the radii :data:`LOCAL_RADII` in turn.
+SCOPE_DEFAULTS: dict[str, dict[str, float | None]] = {"global": {"radius": 4.0}, "local": {"radius": None}}
+#: Half-widths of the score boxes the local certificate tries in turn (:func:`label_local_certificate`).
+LOCAL_RADII = (0.25, 0.05, 0.01, 2e-3, 4e-4, 8e-5)
 #: Largest |coordinate| of a box of :func:`label_box_certificate` (``e^{2 |x|}`` stays far inside the float range).
 BOX_LIMIT = 300.0
 
@@ -74,7 +76,8 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
     for key, val in SCOPE_DEFAULTS[scope].items():
         out[key] = val if out[key] is None else out[key]
     out["max_boxes"] = check_int("certify_options['max_boxes']", out["max_boxes"], low=1)
-    out["radius"] = check_real("certify_options['radius']", out["radius"], low=0.0, low_open=True, high=BOX_LIMIT)
+    if out["radius"] is not None:
+        out["radius"] = check_real("certify_options['radius']", out["radius"], low=0.0, low_open=True, high=BOX_LIMIT)
     out["max_pairs"] = check_int("certify_options['max_pairs']", out["max_pairs"], low=1)
     pairs = math.comb(g.T, g.tau) * (g.V1 - 1)
     if scope == "global" and pairs > out["max_pairs"]:
@@ -231,31 +234,59 @@ def _point_enclosure(LL, x):
     return float(out.lo[0]), float(out.hi[0])
 
 
-def label_local_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
-    """Rigorous ``lower <= min_Q L <= upper`` on the score box ``Q`` of half-width ``radius`` around ``x0``
-    (``|alpha + beta - s_0| <= radius``, ``|beta - beta_0| <= radius``) by the score-coordinate evaluator.
-    ``info["interior"]``: the live boxes' hull (holding every minimiser over ``Q``) is inside ``Q``'s interior, so
-    each minimiser over ``Q`` is a local minimiser of ``L`` over ``R^2``."""
+def label_local_certificate(LL: LabelLoss, tol, x0, radii):
+    """A certified strict local minimum near ``x0`` by the interval Newton test on score boxes (SPEC §7).
+
+    For each half-width ``r`` of ``radii`` in turn, ``B`` the score box ``|s - s_0| <= r``, ``|beta - beta_0| <= r``
+    around ``x0`` (``s = alpha + beta``): the Hessian enclosure ``H(B)`` (:mod:`._interval_scores`) must be
+    positive definite for every matrix in it (``h_ss > 0`` and ``h_ss h_bb - h_sb^2 > 0`` at their lower ends) and
+    the Newton image ``N(B) = x_0 - H(B)^{-1} g(x_0)`` (``g(x_0)`` the gradient's enclosure at the point; Cramer's
+    rule in interval arithmetic) must lie in ``B``'s interior. Then ``L`` is strictly convex on ``B``, ``B`` holds
+    exactly one critical point ``x_c`` (in ``N(B)``), which minimises ``L`` over ``B`` and is a strict local
+    minimiser on ``R^2``, and ``L(x_0) + g(x_0) . (x_c - x_0) <= L(x_c) <= L(x_0)`` (convexity): the bounds.
+    ``info["interior"]``: the test passed (on the first radius that passes); ``n_boxes``: the boxes tried."""
+    f = functools.partial(score_loss, LL)
     xs = np.array(to_scores(*x0))
-    q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
-    lower, upper, xb, n, (lo, hi) = vec.branch_and_bound(
-        q, None, None, functools.partial(score_loss, LL), offset=0.0, tol=tol, max_boxes=max_boxes, x0=xs
-    )
-    argmin = _argmin(lo, hi, q)
-    interior = bool(len(lo)) and all(b[0] < a[0] and a[1] < b[1] for a, b in zip(argmin, q))
-    x_best = (float(xb[0] - xb[1]), float(xb[1]))
+    P = vec.evaluate(xs[None], xs[None], None, None, f, order=1)
+    g = [IVec(x.lo, x.hi) for x in P.g]
+    lower, upper = float(P.v.lo[0]), float(P.v.hi[0])
+    tried, passed, newton, hess = [], False, None, None
+    for r in radii:
+        lo, hi = (xs - r)[None], (xs + r)[None]
+        h11, h12, h22 = vec.evaluate(lo, hi, None, None, f, order=2).h
+        det = h11 * h22 - h12.sq()
+        tried.append(float(r))
+        hess = [[float(h.lo[0]), float(h.hi[0])] for h in (h11, h12, h22)]
+        if not (h11.lo[0] > 0 and det.lo[0] > 0):
+            continue
+        d = [(h22 * g[0] - h12 * g[1]) / det, (h11 * g[1] - h12 * g[0]) / det]  # H^{-1} g, every H in H(B)
+        N = [IVec(xs[i]) - d[i] for i in range(2)]
+        newton = [[float(N[i].lo[0]), float(N[i].hi[0])] for i in range(2)]
+        if all(lo[0, i] < N[i].lo[0] and N[i].hi[0] < hi[0, i] for i in range(2)):
+            passed = True
+            step = IVec(0.0) - (g[0] * d[0] + g[1] * d[1])  # g . (x_c - x_0), x_c - x_0 in -d
+            lower = float((P.v + step).lo[0])
+            break
+    r = tried[-1]
+    q = ((xs[0] - r, xs[0] + r), (xs[1] - r, xs[1] + r))
+    argmin = tuple(tuple(b) for b in newton) if passed and newton is not None else q
+    lo_a = np.array([[a[0] for a in argmin]])
+    hi_a = np.array([[a[1] for a in argmin]])
     info = {
         "engine": "numpy (structured label loss, score coordinates)",
         "domain": "score box",
         "scores_box": [list(b) for b in q],
-        "radius": radius,
-        "interior": interior,
+        "radius": r,
+        "radii_tried": tried,
+        "hessian_enclosure": hess,
+        "newton_image": newton,
+        "interior": passed,
         "at_infinity": False,
-        "argmin_original": [list(b) for b in (_scores_to_original(lo, hi) if len(lo) else q)],
-        "x_best_original": list(x_best),
+        "argmin_original": [list(b) for b in _scores_to_original(lo_a, hi_a)],
+        "x_best_original": [float(x0[0]), float(x0[1])],
     }
-    return make_certificate(lower, upper, n, argmin, tuple(float(c) for c in xb), ("s", "beta"), q, tol, info,
-                            "interval-branch-and-bound (score box around the optimum, local)")  # fmt: skip
+    return make_certificate(lower, upper, len(tried), argmin, tuple(float(c) for c in xs), ("s", "beta"), q, tol,
+                            info, "interval Newton on a score box around the optimum (local)")  # fmt: skip
 
 
 def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
@@ -266,8 +297,11 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
     LL = LabelLoss(g, mk, U, V, bool(mask_keys))
     x = (float(res.x[0]), float(res.x[1]))
     local = copts["scope"] == "local"
-    certify = label_local_certificate if local else label_split_certificate
-    gc = certify(LL, copts["tol"], copts["max_boxes"], x, copts["radius"])
+    if local:
+        radii = LOCAL_RADII if copts["radius"] is None else (copts["radius"],)
+        gc = label_local_certificate(LL, copts["tol"], x, radii)
+    else:
+        gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"])
     at_inf = gc.info["at_infinity"]
     xb = tuple(gc.info["x_best_original"])
     better = gc.converged and not at_inf and all(map(math.isfinite, xb)) and res.fun - gc.upper > gc.tol
@@ -294,9 +328,10 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
         where = f"the score box alpha + beta in [{q[0][0]:.6g}, {q[0][1]:.6g}], beta in [{q[1][0]:.6g}, {q[1][1]:.6g}]"
     if local and gc.converged and gc.info["interior"] and excess <= gc.tol and (res.status == SUCCESS or moved):
         status, kind = SUCCESS, "certified local minimum"
-        msg = (f"{STATUS_MESSAGES[SUCCESS]} Interval certificate (scope='local'): L(x) is within tol of min L over "
-               f"{where}, and every minimiser over that box is inside it (a local minimum of L over R^2); the "
-               "whole-domain certificate was not run")  # fmt: skip
+        msg = (f"{STATUS_MESSAGES[SUCCESS]} Interval certificate (scope='local'): L is strictly convex on {where} "
+               "(interval Hessian positive definite), which holds exactly one critical point (interval Newton), a "
+               "strict local minimum of L over R^2 whose value is within tol of L(x); the whole-domain certificate "
+               "was not run")  # fmt: skip
     elif not local and gc.converged and at_inf:
         status, kind = ON_BOUNDARY, "bound (infimum at infinity)"
         msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the chart's edge "
@@ -311,8 +346,9 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
             "; labels of a single word make the chart's corner (u, w) = (0, 1) a discontinuity (it carries the "
             "whole line alpha + beta = const), where the bound does not close"
             if LL.single_word_labels and not local
-            else "; a minimiser over the score box lies on its edge (not a local minimum of L there)"
-            if local and gc.converged and not gc.info["interior"]
+            else f"; on no score box tried (half-widths {gc.info['radii_tried']}) was the interval Hessian positive "
+            "definite with the Newton image inside the box"
+            if local and not gc.info["interior"]
             else ""
         )
         scope = f" (scope='local', {where})" if local else ""
