@@ -25,6 +25,7 @@ import math
 
 import numpy as np
 
+from ..._progress import bar as progress_bar
 from ..._validate import check_choice, check_int, check_real
 from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
@@ -251,7 +252,7 @@ def label_local_certificate(LL: LabelLoss, tol, x0, radii):
     g = [IVec(x.lo, x.hi) for x in P.g]
     lower, upper = float(P.v.lo[0]), float(P.v.hi[0])
     tried, passed, newton, hess = [], False, None, None
-    for r in radii:
+    for r in progress_bar(radii, desc="interval Newton (score boxes)", unit="box", leave=False, delay=2.0):
         lo, hi = (xs - r)[None], (xs + r)[None]
         h11, h12, h22 = vec.evaluate(lo, hi, None, None, f, order=2).h
         det = h11 * h22 - h12.sq()

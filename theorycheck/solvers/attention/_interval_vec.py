@@ -38,6 +38,7 @@ from functools import lru_cache, wraps
 import numpy as np
 from scipy.optimize import minimize
 
+from ..._progress import bar as progress_bar
 from ._interval_loss import _evaluate
 
 __all__ = ["IVec", "T2", "ivec_exact", "evaluate", "box_bounds", "branch_and_bound", "float_minimiser"]
@@ -445,9 +446,11 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
             upper, x_best = u0, x0
     kept_lower, kept_lo, kept_hi = [], [], []
     n_boxes, scale = 0, 1e-14 * max(1.0, float(np.max(np.abs(hi) + np.abs(lo))))
+    pbar = progress_bar(total=max_boxes, desc="interval branch and bound", unit="box", leave=False, delay=2.0)
     while len(lo):  # the budget below keeps n_boxes <= max_boxes; every child is evaluated
         lower, up, x_up, smear = box_bounds(lo, hi, tm, cst, value, x0, offset)
         n_boxes += len(lo)
+        pbar.update(len(lo))
         k = int(np.argmin(up))
         if up[k] < upper:
             upper, x_best = float(up[k]), x_up[k].copy()
@@ -465,6 +468,7 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
         if len(split) == 0:
             break
         lo, hi = _bisect(lo[split], hi[split], smear[split], widest_if_unbounded)
+    pbar.close()
     lows = np.concatenate(kept_lower) if kept_lower else np.zeros(0)
     lower = float(min(np.min(lows, initial=np.inf), upper))
     los, his = np.vstack(kept_lo) if kept_lo else lo, np.vstack(kept_hi) if kept_hi else hi
