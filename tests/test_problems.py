@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from theorycheck import problems
 from theorycheck.models import GeneralTopicModel, Masking, TopicModel
-from theorycheck.population import value_loss, value_loss_grad
+from theorycheck.population import family_attention_loss, value_loss, value_loss_grad
 from theorycheck.problems import Certificate
 from theorycheck.problems._attention import AlphaBetaCotopic
+from theorycheck.solvers import optimal_value_matrix
 
 ALL = [d["name"] for d in problems.list()]
 
@@ -314,3 +315,31 @@ def test_lda_problems_are_certified_and_attained(name):
     W = np.linalg.lstsq(Sigma + p.size.get("reg", 1e-3 if "ridge" in name else 0.0) * np.eye(len(Sigma)), C.T,
                         rcond=None)[0].T  # fmt: skip
     assert p.f_star <= value_loss(W, p.tm, p.mk, reg=getattr(p, "reg", 0.0)) + 1e-12
+
+
+@pytest.mark.parametrize("model", ["zipf", "unequal", "lda"])
+def test_label_problem_is_certified_over_the_plane(model):
+    """attention-ab/label: f and its gradient from the dense loss agree with the structured evaluator; f* is
+    certified over R^2 (gap <= 1e-9), no point of a wide grid is below its lower bound, and the minimiser is
+    stationary."""
+    p = problems.get(f"attention-ab/label:{model}")
+    c = p.certificate
+    assert c.kind == "certified" and c.gap <= 1e-9 and "rigorous" in c.method
+    W = optimal_value_matrix(p.tm, p.mk, options={"dense": False}).x
+    for a, b in ((0.5, -1.0), (3.0, 2.0)):
+        r = family_attention_loss(a, b, W, p.tm, p.mk, family="label", grad=True)
+        assert abs(p.f(np.array([a, b])) - r.value) <= 1e-12
+        np.testing.assert_allclose(p.grad(np.array([a, b])), [r.dalpha, r.dbeta], rtol=1e-8, atol=1e-12)
+    grid = [p.f(np.array([a, b])) for a in np.linspace(-10, 30, 9) for b in np.linspace(-20, 20, 9)]
+    assert min(grid) >= c.lower - 1e-12 and p.f_star < p.f(p.x0) - 1e-4
+    assert np.linalg.norm(p.grad(p.minimiser)) <= 1e-6
+
+
+def test_label_problem_with_its_infimum_at_infinity_is_an_upper_bound():
+    """On the overlap model the label family's infimum is a limit (beta -> -inf at fixed alpha + beta): the
+    certificate does not close, f* is an upper bound only (no minimiser), attained by the reference to 1e-12."""
+    p = problems.get("attention-ab/label:overlap")
+    c = p.certificate
+    assert c.kind == "upper-bound" and c.lower == 0.0 and p.minimiser is None and "not certified" in c.method
+    x = p.reference()
+    assert abs(p.f(x) - c.upper) <= 1e-12 and p.f(x + np.array([5.0, -5.0])) - p.f(x) <= 1e-12

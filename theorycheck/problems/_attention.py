@@ -21,6 +21,10 @@ contracted with ``I_w`` and ``G``). **Its certificate is only numerical**: ``f*`
 of ``solvers.optimal_attention(g, mk)`` (a 7 x 7 grid of starts + L-BFGS-B on a box), with no proven
 lower bound (``lower = upper``; a solver may find a lower value).
 
+``attention-ab/label``: the same with the label family ``S = alpha I_w + beta Z`` (``Z`` the same-label indicator
+of the SPEC §11.6 labels); ``f*`` **certified over all of** ``R^2`` by the general model's interval certificate
+(``optimal_attention(g, mk, options={"family": "label", "certify": "interval"})``, SPEC §7, §11.8).
+
 ``attention-S/full``: ``min_S L(S)`` over all ``V1 x V1`` score matrices with the block ``W^V``
 (:func:`~theorycheck.population.attention_loss` and its exact gradient). **Only an upper bound on
 f* is known**: the certified optimum of the ``(alpha, beta)`` family; the lower bound is the trivial
@@ -43,7 +47,7 @@ from ..population import (
 from ..solvers import cotopic_matrix, optimal_attention, stage1_value_matrix
 from ._problem import Certificate, Problem
 
-__all__ = ["AlphaBeta", "AlphaBetaIdentity", "AlphaBetaCE", "AlphaBetaCotopic", "AttentionS"]
+__all__ = ["AlphaBeta", "AlphaBetaIdentity", "AlphaBetaCE", "AlphaBetaCotopic", "AlphaBetaLabel", "AttentionS"]
 
 
 class AlphaBeta(Problem):
@@ -158,6 +162,32 @@ class AlphaBetaCotopic(Problem):
         fx = self.f(x)
         method = "numerical only: best of a 7 x 7 grid of starts + L-BFGS-B (SPEC §11.4), no proven lower bound"
         return Certificate(method, fx, fx, kind="numerical"), x
+
+
+class AlphaBetaLabel(AlphaBetaCotopic):
+    """``(alpha, beta)`` scores ``alpha I_w + beta Z`` on a general topic model (``Z`` the same-label indicator of
+    the SPEC §11.6 labels, diagonal 1), stage-1 ``W^V``, squared loss (SPEC §11.4, §11.8); nonconvex, 2-d; f*
+    certified over all of ``R^2`` by the split-domain interval branch and bound (SPEC §7)."""
+
+    family = "attention-ab/label"
+
+    def __init__(self, model, size, tm, mk):
+        super().__init__(model, size, tm, mk)
+        z = np.asarray(tm.dominant_topic())
+        self._G = np.zeros((tm.V1, tm.V1))  # the family's second basis matrix: Z
+        self._G[1:, 1:] = z[:, None] == z[None, :]
+
+    def reference(self) -> np.ndarray:
+        return np.asarray(optimal_attention(self.tm, self.mk, options={"family": "label"}).x, dtype=float)
+
+    def _optimum(self):
+        res = optimal_attention(self.tm, self.mk, options={"family": "label", "certify": "interval"})
+        c, x = res.certificate, np.asarray(res.x, dtype=float)
+        if c["certified"]:
+            method = "interval branch and bound over R^2 (SPEC §7, §11.8; score box + chart), rigorous"
+            return Certificate(method, c["lower"], c["upper"]), x
+        method = f"interval branch and bound over R^2 (SPEC §7, §11.8): {c['kind']}, an upper bound only"
+        return Certificate(method, 0.0, float(c["upper"]), kind="upper-bound"), None
 
 
 class AttentionS(Problem):

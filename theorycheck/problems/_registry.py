@@ -21,7 +21,7 @@ import fnmatch
 import functools
 
 from ..models import GeneralTopicModel, Masking, TopicModel
-from ._attention import AlphaBeta, AlphaBetaCE, AlphaBetaCotopic, AlphaBetaIdentity, AttentionS
+from ._attention import AlphaBeta, AlphaBetaCE, AlphaBetaCotopic, AlphaBetaIdentity, AlphaBetaLabel, AttentionS
 from ._gram import GramFactor, GramSDP
 from ._lda import lda_model
 from ._value import ValueLSQ, ValueRidge
@@ -52,6 +52,7 @@ LADDERS = {
     "attention-ab/identity": _SMALL,
     "attention-ab/block-ce": _SMALL,
     "attention-ab/cotopic": _TINY,
+    "attention-ab/label": _TINY,
     "attention-S/full": _TINY,
 }
 
@@ -67,6 +68,7 @@ FAMILIES = {
     "attention-ab/identity": (AlphaBetaIdentity, ("paper",)),
     "attention-ab/block-ce": (AlphaBetaCE, ("paper",)),
     "attention-ab/cotopic": (AlphaBetaCotopic, ("zipf", "overlap", "unequal", "lda")),
+    "attention-ab/label": (AlphaBetaLabel, ("zipf", "overlap", "unequal", "lda")),
     "attention-S/full": (AttentionS, ("paper",)),
 }
 
