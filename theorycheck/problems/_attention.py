@@ -183,6 +183,7 @@ class AlphaBetaLabel(AlphaBetaCotopic):
     def _optimum(self):
         res = optimal_attention(self.tm, self.mk, options={"family": "label", "certify": "interval"})
         c, x = res.certificate, np.asarray(res.x, dtype=float)
+        assert c is not None  # certify="interval" always attaches one
         if c["certified"]:
             method = "interval branch and bound over R^2 (SPEC §7, §11.8; score box + chart), rigorous"
             return Certificate(method, c["lower"], c["upper"]), x
