@@ -1,10 +1,14 @@
 """Numba kernel of the score-coordinate interval evaluator (SPEC §7, §11.8): :func:`score_sums`.
 
 The same formulas as the numpy engine of :mod:`._interval_scores` (``_ranges``: the class masses' ranges ``[h_i]``
-as hulls of their corner values, clipped to ``[0, 1]``, times the class indicators; ``_pair_terms``: the loss
+from their corner values, clipped to ``[0, 1]``, times the class indicators; ``_pair_terms``: the loss
 ``omega (h^T G h + 1) - E . h``, its gradient ``h_j (r_j - rho)`` and Hessian in ``(s, beta)``, ``h (1 - h)`` with
 its exact range), evaluated per (box, pair) in compiled code and summed over the pairs per box; the numpy engine is
-the reference the tests compare with.
+the reference the tests compare with. Two shortcuts give the same ranges up to rounding: each ``h_i`` is monotone
+in ``s`` and in ``beta`` (the reason its range is the hull of the corner values), so its lower end is taken from the
+enclosure at the corner of its least value and its upper end from the one at the corner of its largest
+(:func:`_ranges`: two corner evaluations instead of four); and a product with a non-negative factor (a class mass,
+an exponential, an indicator, ``2``) takes two end products instead of four (:func:`_mulh`).
 
 **Rounding.** Every ``+ - * /`` is IEEE-754 correctly rounded to nearest (Numba's ``fastmath=False``: no
 contraction into FMA, no reassociation). For a float ``x = fl(y)`` of one such operation the exact ``y`` lies
@@ -91,6 +95,20 @@ def _mul(al, ah, bl, bh):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _mulh(al, ah, bl, bh):
+    """Product with a non-negative interval ``[al, ah]`` (``al >= 0``): for ``a`` in it and ``b`` in ``[bl, bh]``,
+    ``a b >= a bl >= al bl`` when ``bl >= 0`` and ``>= ah bl`` otherwise (the upper end likewise); a NaN end
+    (``0 * inf``) becomes infinite in :func:`_dn`, :func:`_up`."""
+    return _dn(al * bl if bl >= 0.0 else ah * bl), _up(ah * bh if bh >= 0.0 else al * bh)
+
+
+@numba.njit(cache=True, fastmath=False)
+def _mulh2(a, bl, bh):
+    """:func:`_mulh` with the non-negative interval as a pair ``a``."""
+    return _mulh(a[0], a[1], bl, bh)
+
+
+@numba.njit(cache=True, fastmath=False)
 def _mulp(al, ah, bl, bh):
     """Product of two intervals in ``[0, 1]`` (class masses): the ends multiply."""
     return _dn(al * bl), _up(ah * bh)
@@ -113,8 +131,8 @@ def _recip(lo, hi):
 @numba.njit(cache=True, fastmath=False)
 def _omx(lo, hi):
     """``x (1 - x)`` with its exact range for ``x`` in ``[lo, hi]`` within ``[0, 1]``."""
-    al, ah = _mul(lo, lo, *_sub(1.0, 1.0, lo, lo))
-    bl, bh = _mul(hi, hi, *_sub(1.0, 1.0, hi, hi))
+    al, ah = _mulh(lo, lo, *_sub(1.0, 1.0, lo, lo))
+    bl, bh = _mulh(hi, hi, *_sub(1.0, 1.0, hi, hi))
     rlo = max(min(al, bl), 0.0)
     rhi = 0.25 if (lo <= 0.5 and hi >= 0.5) else max(ah, bh)
     return rlo, rhi
@@ -135,25 +153,34 @@ def _acc(s, k, lo, hi):
 @numba.njit(cache=True, fastmath=False)
 def _mass(cf, ex, c, i, ia, ib):
     """``h_i = clip01(1 / (e_a r_(2i) + e_b r_(2i+1) + 1) ind_i)`` at corner ``c`` (``ia``, ``ib``: its exps)."""
-    xl, xh = _mul(ex[c, ia, 0], ex[c, ia, 1], cf[4 * i], cf[4 * i + 1])
-    yl, yh = _mul(ex[c, ib, 0], ex[c, ib, 1], cf[4 * i + 2], cf[4 * i + 3])
+    xl, xh = _mulh(ex[c, ia, 0], ex[c, ia, 1], cf[4 * i], cf[4 * i + 1])
+    yl, yh = _mulh(ex[c, ib, 0], ex[c, ib, 1], cf[4 * i + 2], cf[4 * i + 3])
     zl, zh = _add(xl, xh, yl, yh)
     zl, zh = _add(zl, zh, 1.0, 1.0)
     ql, qh = _recip(zl, zh)
-    hl, hh = _mul(ql, qh, cf[12 + 2 * i], cf[13 + 2 * i])
+    hl, hh = _mulh(cf[12 + 2 * i], cf[13 + 2 * i], ql, qh)
     return min(max(hl, 0.0), 1.0), min(max(hh, 0.0), 1.0)
+
+
+#: Per class mass ``h_i``: the corners (``(s_lo, b_lo), (s_lo, b_hi), (s_hi, b_lo), (s_hi, b_hi)``) of its least and
+#: largest value on a box (``h_1`` increases in ``s``, decreases in ``beta``; ``h_2`` the reverse; ``h_3`` decreases
+#: in both: :mod:`._interval_scores`).
+_LOW_CORNER = (1, 2, 3)
+_HIGH_CORNER = (2, 1, 0)
 
 
 @numba.njit(cache=True, fastmath=False)
 def _ranges(cf, ex, nc, h):
-    """``h[i] = (lo, hi)`` of the class masses: the hull over the box's ``nc`` corners (module docstring)."""
+    """``h[i] = (lo, hi)`` of the class masses on a box: the lower end of the enclosure at the corner of the least
+    value, the upper end of the one at the corner of the largest (a subset of the hull of the four corners' values,
+    by the monotonicity in ``s`` and in ``beta``; the same range up to rounding); at a point (``nc == 1``) its one
+    corner."""
     for i in range(3):
-        h[i, 0], h[i, 1] = _INF, -_INF
-    for c in range(nc):
-        for i in range(3):
-            lo, hi = _mass(cf, ex, c, i, 2 * i, 2 * i + 1)
-            h[i, 0] = min(h[i, 0], lo)
-            h[i, 1] = max(h[i, 1], hi)
+        if nc == 1:
+            h[i, 0], h[i, 1] = _mass(cf, ex, 0, i, 2 * i, 2 * i + 1)
+        else:
+            h[i, 0] = _mass(cf, ex, _LOW_CORNER[i], i, 2 * i, 2 * i + 1)[0]
+            h[i, 1] = _mass(cf, ex, _HIGH_CORNER[i], i, 2 * i, 2 * i + 1)[1]
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -167,34 +194,34 @@ def _g(cf, a, b):
 @numba.njit(cache=True, fastmath=False)
 def _dot3(cf, a, x):
     """``G[a][0] x_0 + G[a][1] x_1 + G[a][2] x_2`` (left to right, as the numpy engine)."""
-    sl, sh = _mul(x[0, 0], x[0, 1], *_g(cf, a, 0))
-    tl, th = _mul(x[1, 0], x[1, 1], *_g(cf, a, 1))
+    sl, sh = _mulh(x[0, 0], x[0, 1], *_g(cf, a, 0))
+    tl, th = _mulh(x[1, 0], x[1, 1], *_g(cf, a, 1))
     sl, sh = _add(sl, sh, tl, th)
-    tl, th = _mul(x[2, 0], x[2, 1], *_g(cf, a, 2))
+    tl, th = _mulh(x[2, 0], x[2, 1], *_g(cf, a, 2))
     return _add(sl, sh, tl, th)
 
 
 @numba.njit(cache=True, fastmath=False)
 def _value(cf, h):
     """``omega (h^T G h + 1) - E . h``."""
-    ql, qh = _mul(cf[18], cf[19], *_sq(h[0, 0], h[0, 1]))
-    tl, th = _mul(cf[24], cf[25], *_sq(h[1, 0], h[1, 1]))
+    ql, qh = _mulh2(_sq(h[0, 0], h[0, 1]), cf[18], cf[19])
+    tl, th = _mulh2(_sq(h[1, 0], h[1, 1]), cf[24], cf[25])
     ql, qh = _add(ql, qh, tl, th)
-    tl, th = _mul(cf[28], cf[29], *_sq(h[2, 0], h[2, 1]))
+    tl, th = _mulh2(_sq(h[2, 0], h[2, 1]), cf[28], cf[29])
     ql, qh = _add(ql, qh, tl, th)
-    cl, ch = _mul(cf[20], cf[21], *_mulp(h[0, 0], h[0, 1], h[1, 0], h[1, 1]))
-    tl, th = _mul(cf[22], cf[23], *_mulp(h[0, 0], h[0, 1], h[2, 0], h[2, 1]))
+    cl, ch = _mulh2(_mulp(h[0, 0], h[0, 1], h[1, 0], h[1, 1]), cf[20], cf[21])
+    tl, th = _mulh2(_mulp(h[0, 0], h[0, 1], h[2, 0], h[2, 1]), cf[22], cf[23])
     cl, ch = _add(cl, ch, tl, th)
-    tl, th = _mul(cf[26], cf[27], *_mulp(h[1, 0], h[1, 1], h[2, 0], h[2, 1]))
+    tl, th = _mulh2(_mulp(h[1, 0], h[1, 1], h[2, 0], h[2, 1]), cf[26], cf[27])
     cl, ch = _add(cl, ch, tl, th)
-    cl, ch = _mul(cl, ch, 2.0, 2.0)
+    cl, ch = _mulh(2.0, 2.0, cl, ch)
     ql, qh = _add(ql, qh, cl, ch)
     ql, qh = _add(ql, qh, 1.0, 1.0)
     vl, vh = _mul(ql, qh, cf[36], cf[37])
-    el, eh = _mul(h[0, 0], h[0, 1], cf[30], cf[31])
-    tl, th = _mul(h[1, 0], h[1, 1], cf[32], cf[33])
+    el, eh = _mulh(h[0, 0], h[0, 1], cf[30], cf[31])
+    tl, th = _mulh(h[1, 0], h[1, 1], cf[32], cf[33])
     el, eh = _add(el, eh, tl, th)
-    tl, th = _mul(h[2, 0], h[2, 1], cf[34], cf[35])
+    tl, th = _mulh(h[2, 0], h[2, 1], cf[34], cf[35])
     el, eh = _add(el, eh, tl, th)
     return _sub(vl, vh, el, eh)
 
@@ -202,18 +229,18 @@ def _value(cf, h):
 @numba.njit(cache=True, fastmath=False)
 def _gradient(cf, h, r, g):
     """``r_a = 2 omega (G h)_a - E_a``, ``rho = h . r`` (returned), ``g_j = h_j (r_j - rho)`` for ``j = s, beta``."""
-    o2l, o2h = _mul(cf[36], cf[37], 2.0, 2.0)
+    o2l, o2h = _mulh(2.0, 2.0, cf[36], cf[37])
     for a in range(3):
         dl, dh = _dot3(cf, a, h)
         dl, dh = _mul(o2l, o2h, dl, dh)
         r[a, 0], r[a, 1] = _sub(dl, dh, cf[30 + 2 * a], cf[31 + 2 * a])
-    pl, ph = _mul(r[0, 0], r[0, 1], h[0, 0], h[0, 1])
-    tl, th = _mul(r[1, 0], r[1, 1], h[1, 0], h[1, 1])
+    pl, ph = _mulh(h[0, 0], h[0, 1], r[0, 0], r[0, 1])
+    tl, th = _mulh(h[1, 0], h[1, 1], r[1, 0], r[1, 1])
     pl, ph = _add(pl, ph, tl, th)
-    tl, th = _mul(r[2, 0], r[2, 1], h[2, 0], h[2, 1])
+    tl, th = _mulh(h[2, 0], h[2, 1], r[2, 0], r[2, 1])
     pl, ph = _add(pl, ph, tl, th)
     for j in range(2):
-        g[j, 0], g[j, 1] = _mul(h[j, 0], h[j, 1], *_sub(r[j, 0], r[j, 1], pl, ph))
+        g[j, 0], g[j, 1] = _mulh(h[j, 0], h[j, 1], *_sub(r[j, 0], r[j, 1], pl, ph))
     return pl, ph, o2l, o2h
 
 
@@ -235,7 +262,7 @@ def _hessian(cf, h, r, g, rho, o2, D, GD, out):
             tl, th = _mul(D[2, j, 0], D[2, j, 1], *_g(cf, a, 2))
             sl, sh = _add(sl, sh, tl, th)
             GD[a, j, 0], GD[a, j, 1] = _mul(o2[0], o2[1], sl, sh)
-    rho2 = _mul(rho[0], rho[1], 2.0, 2.0)
+    rho2 = _mulh(2.0, 2.0, rho[0], rho[1])
     for m in range(3):
         j, k = (0, 0) if m == 0 else ((0, 1) if m == 1 else (1, 1))
         sl, sh = _mul(D[0, j, 0], D[0, j, 1], GD[0, k, 0], GD[0, k, 1])
@@ -245,7 +272,7 @@ def _hessian(cf, h, r, g, rho, o2, D, GD, out):
         sl, sh = _add(sl, sh, tl, th)
         ul, uh = _add(r[j, 0], r[j, 1], r[k, 0], r[k, 1])
         ul, uh = _sub(ul, uh, *rho2)
-        ul, uh = _mul(ul, uh, *_mulp(h[j, 0], h[j, 1], h[k, 0], h[k, 1]))
+        ul, uh = _mulh2(_mulp(h[j, 0], h[j, 1], h[k, 0], h[k, 1]), ul, uh)
         sl, sh = _sub(sl, sh, ul, uh)
         if j == k:
             sl, sh = _add(sl, sh, g[j, 0], g[j, 1])
