@@ -6,9 +6,10 @@ and fills the coefficient caches): what :func:`._interval_vec.box_bounds` asks o
 order-2 box evaluation and the order-1 enclosures at two points) with ``engine="numpy"`` and ``engine="numba"``, the
 ratio, and the widths of both engines' enclosures; at 6 x 100 words also :func:`label_split_certificate` end to end
 with each engine. With ``--big`` the corpus-sized case (T = 20, 13,586 words, tau = 3: 15.5 million (law, word)
-pairs): the rigorous setup, one pass over the coefficients (numpy, and numpy + packing for the kernel), and the
-same box work per engine, the coefficient passes included (they are recomputed on every evaluation at that size);
-the kernel's share without them is given separately. The Numba thread count and the load average are recorded.
+pairs): the rigorous setup, one pass over the coefficients (numpy, and numpy + packing for the kernel; the packed
+coefficients are kept when they fit half the memory limit, ``packed_cached``), the kernel alone, and the same box
+work per engine end to end (numpy recomputes its coefficients on every evaluation at that size; the kernel reads the
+kept packed ones, or repacks them when they were not kept). The Numba thread count and the load average are recorded.
 Writes ``results/interval_scores.json``.
 
 Run: ``python benchmarks/bench_interval_scores.py [--big] [--repeat R]``.
@@ -29,8 +30,8 @@ import theorycheck as tc
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
 from theorycheck.solvers.attention import _interval_general as ig
 from theorycheck.solvers.attention._interval_label import LabelLoss
-from theorycheck.solvers.attention._interval_scores import _corner_exps, packed_chunks, score_loss, to_scores
-from theorycheck.solvers.attention._interval_scores_kernel import score_sums
+from theorycheck.solvers.attention._interval_scores import _PACKED, _corner_exps, packed_chunks, score_loss, to_scores
+from theorycheck.solvers.attention._interval_scores_kernel import N_COEF, score_sums
 from theorycheck.solvers.attention._interval_vec import IVec, evaluate
 
 MK = tc.Masking()
@@ -125,7 +126,8 @@ def _big(repeat):
         kern[name] = c
     out = dict(T=20, words=13586, tau=3, pairs=LL.pairs, setup_cpu=c_setup, coefficient_pass_cpu=c_coef,
                coefficient_and_pack_pass_cpu=c_pack, kernel_only_cpu=kern,
-               kernel_only_box_work_cpu=kern["order2_box"] + kern["order1_points"])  # fmt: skip
+               kernel_only_box_work_cpu=kern["order2_box"] + kern["order1_points"],
+               packed_cached=LL in _PACKED, packed_bytes=LL.pairs * 2 * N_COEF * 8)  # fmt: skip
     out["numba"] = dict(cpu=_cpu(lambda: _box_work(LL, lo, hi, pts, "numba"))[0])
     print(out, flush=True)
     out["numpy"] = dict(cpu=_cpu(lambda: _box_work(LL, lo, hi, pts, "numpy"))[0])

@@ -142,11 +142,12 @@ def _corner_exps(S: IVec, B: IVec) -> np.ndarray:
 
 def packed_chunks(LL: LabelLoss):
     """The pair coefficients of ``LL`` packed for the kernel, chunk by chunk; kept (per ``LL``) after a complete
-    pass when all of them fit a quarter of the memory limit (:func:`theorycheck._memory.default_max_bytes`)."""
+    pass when all of them fit half the memory limit (:func:`theorycheck._memory.default_max_bytes`: half the available
+    memory unless ``THEORYCHECK_MAX_BYTES`` says otherwise), else recomputed by numpy on every evaluation."""
     if LL in _PACKED:
         yield from _PACKED[LL]
         return
-    keep: list | None = [] if LL.pairs * 2 * N_COEF * 8 <= default_max_bytes() // 4 else None
+    keep: list | None = [] if LL.pairs * 2 * N_COEF * 8 <= default_max_bytes() // 2 else None
     for c in LL._chunks():
         p = pack_coefficients(c)
         if keep is not None:
