@@ -23,6 +23,10 @@ summed over the pairs with outward rounding. Unlike forward-mode interval differ
 Hessian enclosures are an order of magnitude narrower on the same box (``benchmarks/bench_interval_label.py``).
 The loss is smooth on all of ``R^2`` in these coordinates (no chart singularity), which makes it the evaluator of
 the local certificate and of the inner region of the whole-domain certificate (:mod:`._interval_general`).
+
+Two engines evaluate the per-(box, pair) terms: the Numba kernel of :mod:`._interval_scores_kernel` (the default of
+:func:`score_loss`) and numpy (``engine="numpy"``, the reference); the coefficients of the pairs come from
+:meth:`LabelLoss._chunks` in both.
 """
 
 from __future__ import annotations
