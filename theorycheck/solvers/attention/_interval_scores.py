@@ -26,7 +26,7 @@ the local certificate and of the inner region of the whole-domain certificate (:
 
 Two engines evaluate the per-(box, pair) terms: the Numba kernel of :mod:`._interval_scores_kernel` (the default of
 :func:`score_loss`) and numpy (``engine="numpy"``, the reference); the coefficients of the pairs come from
-:meth:`LabelLoss._chunks` in both.
+``LabelLoss._chunks()`` in both.
 """
 
 from __future__ import annotations
