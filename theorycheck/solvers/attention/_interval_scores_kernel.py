@@ -11,20 +11,22 @@ enclosure at the corner of its least value and its upper end from the one at the
 an exponential, an indicator, ``2``) takes two end products instead of four (:func:`_mulh`).
 
 **Rounding.** Every ``+ - * /`` is IEEE-754 correctly rounded to nearest (Numba's ``fastmath=False``: no
-contraction into FMA, no reassociation). For a float ``x = fl(y)`` of one such operation the exact ``y`` lies
-between the neighbours of ``x`` (``x`` is a nearest float of ``y``), and the gap from ``x`` to either neighbour is
-``<= 2^-52 |x|`` for a normal ``x`` (``|x| = 2^e m``, ``1 <= m < 2``: the spacing is ``2^(e-52)`` above, at most
-that below) and ``2^-1074`` below ``2^-1021``; so ``gap <= d := 2^-52 |x| + 2^-1074``. The computed ``d`` is ``>=``
-the gap: ``2^-52 |x|`` is exact when it is normal, and otherwise rounds to ``>= 2^-1074`` times the integer part
-of the gap's multiple (the gap itself is a float and rounding is monotone); adding ``2^-1074`` rounds to ``>=`` its
-float operand. Then ``x - d <= pred(x) <= y`` exactly, and as ``pred(x)`` is a float and rounding is monotone the
-computed ``fl(x - d) <= pred(x) <= y``: :func:`_dn` is a lower bound of ``y``, :func:`_up` (``fl(x + d)``) an upper
-bound. A NaN (``inf - inf``, ``0 * inf``) becomes ``-inf`` in a lower end and ``+inf`` in an upper end (the whole
-line: always an enclosure; an overflowed lower end ``+inf`` becomes ``-inf``); ``1/x`` of an interval holding 0 is
-the whole line. The sums over pairs use the same rule at every addition, pairwise in two levels (tiles of
-:data:`TILE` pairs, then the tiles of a block, then the blocks), so the accumulated widening stays near
-``(TILE + n_tiles) 2^-52`` relative instead of ``n_pairs 2^-52``. The ``exp`` enclosures of the box corners are
-computed outside by :meth:`._interval_vec.IVec.exp` (as in the numpy engine) and passed in.
+contraction into FMA, no reassociation). Let ``x = fl(y)`` be the float of one such operation, ``y`` exact and in
+the float range. ``x`` is a nearest float of ``y``, so ``pred(x) <= y <= succ(x)``. The gap from ``x`` to either
+neighbour is ``<= g(x)``: ``g = 2^-1074`` for ``|x| < 2^-1021``, else ``g = 2^(e-52) <= 2^-52 |x|`` for ``2^e <=
+|x| < 2^(e+1)`` (the spacing away from zero; towards zero it is the same or half). The computed ``d = fl(fl(2^-52
+|x|) + 2^-1074)`` is ``>= g``: below ``2^-1021`` because ``fl(a + 2^-1074) >= 2^-1074`` for ``a >= 0``; above,
+because ``2^-52 |x| >= g``, ``g`` is a float (``e - 52 >= -1073``) and rounding is monotone, so ``fl(2^-52 |x|) >=
+g``, and adding ``2^-1074`` rounds to ``>=`` its float operand. Hence ``x - d <= pred(x)`` exactly, and as
+``pred(x)`` is a float and rounding is monotone the computed ``fl(x - d) <= pred(x) <= y``: :func:`_dn` is a lower
+bound of ``y`` and likewise :func:`_up` (``fl(x + d) >= succ(x) >= y``) an upper bound (``_up`` of the largest
+float overflows to ``+inf``). Beyond the float range ``x`` is infinite: an infinite end on its own side stays, a
+lower end ``+inf`` becomes ``inf - inf`` = NaN, and a NaN (also ``0 * inf``) becomes ``-inf`` in a lower end and
+``+inf`` in an upper end (the whole line: always an enclosure); ``1/x`` of an interval holding 0 is the whole line.
+The sums over pairs use the same rule at every addition, pairwise in two levels (tiles of :data:`TILE` pairs, then
+the tiles of a block, then the blocks), so the accumulated widening stays near ``(TILE + n_tiles) 2^-52`` relative
+instead of ``n_pairs 2^-52``. The ``exp`` enclosures of the box corners are computed outside by
+:meth:`._interval_vec.IVec.exp` (as in the numpy engine) and passed in.
 
 **Threads.** The pairs are cut into at most :data:`BLOCKS` blocks of whole tiles, fixed by the number of pairs only;
 the blocks run in parallel (``prange``), each with its own partial sums, combined in block order at the end: the
