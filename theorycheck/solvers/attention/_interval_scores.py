@@ -23,18 +23,26 @@ summed over the pairs with outward rounding. Unlike forward-mode interval differ
 Hessian enclosures are an order of magnitude narrower on the same box (``benchmarks/bench_interval_label.py``).
 The loss is smooth on all of ``R^2`` in these coordinates (no chart singularity), which makes it the evaluator of
 the local certificate and of the inner region of the whole-domain certificate (:mod:`._interval_general`).
+
+Two engines evaluate the per-(box, pair) terms: the Numba kernel of :mod:`._interval_scores_kernel` (the default of
+:func:`score_loss`) and numpy (``engine="numpy"``, the reference); the coefficients of the pairs come from
+``LabelLoss._chunks()`` in both.
 """
 
 from __future__ import annotations
 
+import weakref
 from fractions import Fraction
 
 import numpy as np
 
+from ..._memory import default_max_bytes
+from ..._threads import small_problem
 from ._interval_label import LabelLoss, _clip01, _row_sum
+from ._interval_scores_kernel import N_COEF, pack_coefficients, score_sums
 from ._interval_vec import T2, IVec, ivec_exact
 
-__all__ = ["score_loss", "to_scores"]
+__all__ = ["ENGINES", "packed_chunks", "score_loss", "to_scores"]
 
 
 def to_scores(alpha, beta):
@@ -93,12 +101,16 @@ def _pair_terms(cf, h, order):
     return out
 
 
-def score_loss(LL: LabelLoss, xs):
-    """The loss on arrays of ``(s, beta)`` boxes (module docstring): an :class:`IVec` for :class:`IVec` variables,
-    a :class:`T2` (gradient; Hessian when the variables carry one) for :class:`T2` variables (the evaluator
-    protocol of :func:`._interval_vec.evaluate`)."""
-    order = 0 if isinstance(xs[0], IVec) else (1 if xs[0].h is None else 2)
-    S, B = (x if isinstance(x, IVec) else x.v for x in xs)
+#: Engines of :func:`score_loss`.
+ENGINES = ("numba", "numpy")
+#: Below this many (box, pair) evaluations per call the kernel runs on one thread (thread start-up outweighs it).
+SERIAL_BELOW = 1_000_000
+#: Packed coefficients (:func:`._interval_scores_kernel.pack_coefficients`) kept per :class:`LabelLoss` (weakly).
+_PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
+    """The per-box interval sums over the pairs of ``[ell, grad, Hess]`` by numpy (the reference engine)."""
     N = S.lo.shape[0]
     per = max(1, 60_000 // N)
     exps = []
@@ -118,6 +130,65 @@ def score_loss(LL: LabelLoss, xs):
             sums = [_row_sum(t, (N, sl.stop - sl.start)) for t in terms]
             acc = sums if acc is None else [a + b for a, b in zip(acc, sums)]
     assert acc is not None
+    return acc
+
+
+def _corner_exps(S: IVec, B: IVec) -> np.ndarray:
+    """``(N, 4, 6, 2)``: per box and corner the enclosures of ``e^(beta - s), e^-s, e^(s - beta), e^-beta, e^s,
+    e^beta`` (:meth:`IVec.exp`, as the numpy engine)."""
+    N = S.lo.shape[0]
+    ex = np.empty((N, 4, 6, 2))
+    for c, (s, b) in enumerate((s, b) for s in (S.lo, S.hi) for b in (B.lo, B.hi)):
+        s_, b_ = IVec(s), IVec(b)
+        for k, e in enumerate(((b_ - s_).exp(), (-s_).exp(), (s_ - b_).exp(), (-b_).exp(), s_.exp(), b_.exp())):
+            ex[:, c, k, 0], ex[:, c, k, 1] = e.lo, e.hi
+    return ex
+
+
+def packed_chunks(LL: LabelLoss):
+    """The pair coefficients of ``LL`` packed for the kernel, chunk by chunk; kept (per ``LL``) after a complete
+    pass when all of them fit half the memory limit (:func:`theorycheck._memory.default_max_bytes`: half the available
+    memory unless ``THEORYCHECK_MAX_BYTES`` says otherwise), else recomputed by numpy on every evaluation."""
+    if LL in _PACKED:
+        yield from _PACKED[LL]
+        return
+    keep: list | None = [] if LL.pairs * 2 * N_COEF * 8 <= default_max_bytes() // 2 else None
+    for c in LL._chunks():
+        p = pack_coefficients(c)
+        if keep is not None:
+            keep.append(p)
+        yield p
+    if keep is not None:
+        _PACKED[LL] = keep
+
+
+def _numba_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
+    """The same sums by the Numba kernel (:mod:`._interval_scores_kernel`)."""
+    N = S.lo.shape[0]
+    ex = _corner_exps(S, B)
+    nc = np.where((S.lo == S.hi) & (B.lo == B.hi), 1, 4).astype(np.int64)
+    nq = (1, 3, 6)[order]
+    acc: list | None = None
+    for coef in packed_chunks(LL):
+        with small_problem(coef.shape[0] * N, SERIAL_BELOW, numba=True):
+            out = score_sums(coef, ex, nc, order)
+        sums = [IVec(out[:, 2 * q], out[:, 2 * q + 1]) for q in range(nq)]
+        acc = sums if acc is None else [a + b for a, b in zip(acc, sums)]
+    assert acc is not None
+    return acc
+
+
+def score_loss(LL: LabelLoss, xs, engine: str = "numba"):
+    """The loss on arrays of ``(s, beta)`` boxes (module docstring): an :class:`IVec` for :class:`IVec` variables,
+    a :class:`T2` (gradient; Hessian when the variables carry one) for :class:`T2` variables (the evaluator
+    protocol of :func:`._interval_vec.evaluate`). ``engine``: ``"numba"`` (the compiled kernel of
+    :mod:`._interval_scores_kernel`) or ``"numpy"`` (the reference; the same formulas, enclosures equal up to
+    rounding)."""
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    order = 0 if isinstance(xs[0], IVec) else (1 if xs[0].h is None else 2)
+    S, B = (x if isinstance(x, IVec) else x.v for x in xs)
+    acc = (_numba_sums if engine == "numba" else _numpy_sums)(LL, S, B, order)
     inv = ivec_exact(Fraction(1, LL.n_laws))
     v = (acc[0] + LL._const) * inv
     if order == 0:
