@@ -6,11 +6,11 @@ the whole-domain certificate on the compact chart alone (the route before the sp
 :func:`label_global_certificate`), the split-domain certificate ``optimal_attention(..., certify="interval")``
 (score box + chart boxes, :func:`label_split_certificate`) and the local certificate (``certify_options={"scope":
 "local"}``), with their statuses, gaps and branch-and-bound boxes. For the corpus-sized case (``--big``: T = 20,
-13,586 words, tau = 3, 1,140 sets, 15.5 million (set, word) pairs, coefficients held in memory): the rigorous setup,
-the first (coefficient) pass, one order-1 point and one order-2 score box (the work of one branch-and-bound box
-besides the points), and the local certificate (interval Newton on score boxes) end to end; the whole-domain
-certificate is estimated as the split route's boxes of the largest full run times the cost of one box. Writes
-``results/interval_label.json``.
+13,586 words, tau = 3, 1,140 sets, 15.5 million (set, word) pairs; the score evaluator keeps its packed
+coefficients in memory): the rigorous setup, the first (coefficient) pass, one order-1 point and one order-2
+score box (the work of one branch-and-bound box besides the points), and the local certificate (interval Newton
+on score boxes) end to end; the whole-domain certificate is estimated as the split route's boxes of the largest
+full run times the cost of one box. Writes ``results/interval_label.json``.
 
 Run: ``python benchmarks/bench_interval_label.py [--quick] [--big]``.
 """
@@ -24,7 +24,6 @@ import numpy as np
 from _common import dirichlet_model, print_table, write_json
 
 import theorycheck as tc
-import theorycheck.solvers.attention._interval_label as il
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
 from theorycheck.solvers.attention._interval_general import (
     LOCAL_RADII,
@@ -68,7 +67,6 @@ def _row(T, n, tau):
 
 
 def _big(boxes):
-    il._CACHE_PAIRS = 20_000_000  # hold the corpus's 15.5 M pairs' coefficients in memory (about 5.5 GB)
     g = dirichlet_model(*BIG, floor=1e-12)
     c_float, r0 = _cpu(lambda: optimal_attention(g, MK, options={"family": "label"}))
     W = optimal_value_matrix(g, MK, options={"dense": False}).x

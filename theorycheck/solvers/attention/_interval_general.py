@@ -217,7 +217,7 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
             ranges.append(from_chart_box(hull))
     argmin = tuple((min(r[i][0] for r in ranges), max(r[i][1] for r in ranges)) for i in range(2)) if ranges else q
     info = {
-        "engine": "numpy (structured label loss: scores inside, chart outside)",
+        "engine": "numba score box (numpy reference), numpy chart outside (structured label loss)",
         "domain": "R^2",
         "split": {"scores_box": [list(b) for b in q], "radius": radius, "boxes_per_region": per_region},
         "at_infinity": at_inf,
@@ -274,7 +274,7 @@ def label_local_certificate(LL: LabelLoss, tol, x0, radii):
     lo_a = np.array([[a[0] for a in argmin]])
     hi_a = np.array([[a[1] for a in argmin]])
     info = {
-        "engine": "numpy (structured label loss, score coordinates)",
+        "engine": "numba (structured label loss, score coordinates)",
         "domain": "score box",
         "scores_box": [list(b) for b in q],
         "radius": r,
@@ -290,6 +290,54 @@ def label_local_certificate(LL: LabelLoss, tol, x0, radii):
                             info, "interval Newton on a score box around the optimum (local)")  # fmt: skip
 
 
+def _move_if_better(res, gc, local, ev):
+    """Replace the solver's point by the certificate's best (finite) point when that is better by more than
+    ``tol``, or (whole domain) when the solver stopped on its search box; returns whether it moved."""
+    at_inf = gc.info["at_infinity"]
+    xb = tuple(gc.info["x_best_original"])
+    ok = gc.converged and not at_inf and all(map(math.isfinite, xb))
+    moved = (ok and res.fun - gc.upper > gc.tol) or (ok and not local and res.status == ON_BOUNDARY)
+    if moved:
+        x = (float(xb[0]), float(xb[1]))
+        r = ev(x[0], x[1], True)
+        res.x, res.fun = np.array(x), r.value
+        res.info.update(alpha=x[0], beta=x[1], coefficients=list(x), loss=r.value, loss_family=r.value,
+                        moved_to_box=True, gap_to_uniform=res.info["loss_uniform"] - r.value)  # fmt: skip
+    return moved
+
+
+def _outcome(res, gc, LL, local, where, excess, moved):
+    """``(status, kind, message)`` of the certified result (module docstring; SPEC §7)."""
+    solver_ok = res.status == SUCCESS or moved
+    if local and gc.converged and gc.info["interior"] and excess <= gc.tol and solver_ok:
+        return SUCCESS, "certified local minimum", (
+            f"{STATUS_MESSAGES[SUCCESS]} Interval certificate (scope='local'): L is strictly convex on {where} "
+            "(interval Hessian positive definite), which holds exactly one critical point (interval Newton), a "
+            "strict local minimum of L over R^2 whose value is within tol of L(x); the whole-domain certificate "
+            "was not run")  # fmt: skip
+    if not local and gc.converged and gc.info["at_infinity"]:
+        return ON_BOUNDARY, "bound (infimum at infinity)", (
+            f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the chart's edge "
+            f"(original ranges {gc.info['argmin_original']}): the infimum over R^2 may be a limit at infinity; "
+            "lower bounds it, the returned point is a finite point, not a certified optimum")  # fmt: skip
+    if not local and gc.converged and excess <= gc.tol and solver_ok:
+        return SUCCESS, "certified optimum", STATUS_MESSAGES[SUCCESS]
+    status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
+    why = (
+        "; labels of a single word make the chart's corner (u, w) = (0, 1) a discontinuity (it carries the "
+        "whole line alpha + beta = const), where the bound does not close"
+        if LL.single_word_labels and not local
+        else f"; on no score box tried (half-widths {gc.info['radii_tried']}) was the interval Hessian positive "
+        "definite with the Newton image inside the box"
+        if local and not gc.info["interior"]
+        else ""
+    )
+    scope = f" (scope='local', {where})" if local else ""
+    return status, "not certified", (
+        f"Not certified by interval arithmetic{scope}: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
+        f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; solver: {res.message}")  # fmt: skip
+
+
 def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
     """Add the interval certificate to the structured result ``res`` (module docstring): whole-domain
     (``copts["scope"] == "global"``, :func:`label_split_certificate`) or local (:func:`label_local_certificate`);
@@ -303,18 +351,8 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
         gc = label_local_certificate(LL, copts["tol"], x, radii)
     else:
         gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"])
-    at_inf = gc.info["at_infinity"]
-    xb = tuple(gc.info["x_best_original"])
-    better = gc.converged and not at_inf and all(map(math.isfinite, xb)) and res.fun - gc.upper > gc.tol
-    moved = better or (
-        not local and res.status == ON_BOUNDARY and gc.converged and not at_inf and all(map(math.isfinite, xb))
-    )
-    if moved:  # the certificate's best point (finite) replaces the solver's
-        x = (float(xb[0]), float(xb[1]))
-        r = ev(x[0], x[1], True)
-        res.x, res.fun = np.array(x), r.value
-        res.info.update(alpha=x[0], beta=x[1], coefficients=list(x), loss=r.value, loss_family=r.value,
-                        moved_to_box=True, gap_to_uniform=res.info["loss_uniform"] - r.value)  # fmt: skip
+    moved = _move_if_better(res, gc, local, ev)
+    x = (float(res.x[0]), float(res.x[1]))
     if not all(map(math.isfinite, x)):
         raise AssertionError(f"interval certificate: the returned point {x} is not a point of R^2")
     plo, phi = _point_enclosure(LL, x)
@@ -323,39 +361,10 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
         raise AssertionError(f"interval certificate contradicts the result: L = {res.fun!r}, enclosure at the point "
                              f"[{plo!r}, {phi!r}], lower = {gc.lower!r}")  # fmt: skip
     lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
-    excess = res.fun - lower
     q, where = gc.info.get("scores_box"), "R^2"
     if local:
         where = f"the score box alpha + beta in [{q[0][0]:.6g}, {q[0][1]:.6g}], beta in [{q[1][0]:.6g}, {q[1][1]:.6g}]"
-    if local and gc.converged and gc.info["interior"] and excess <= gc.tol and (res.status == SUCCESS or moved):
-        status, kind = SUCCESS, "certified local minimum"
-        msg = (f"{STATUS_MESSAGES[SUCCESS]} Interval certificate (scope='local'): L is strictly convex on {where} "
-               "(interval Hessian positive definite), which holds exactly one critical point (interval Newton), a "
-               "strict local minimum of L over R^2 whose value is within tol of L(x); the whole-domain certificate "
-               "was not run")  # fmt: skip
-    elif not local and gc.converged and at_inf:
-        status, kind = ON_BOUNDARY, "bound (infimum at infinity)"
-        msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the chart's edge "
-               f"(original ranges {gc.info['argmin_original']}): the infimum over R^2 may be a limit at infinity; "
-               "lower bounds it, the returned point is a finite point, not a certified optimum")  # fmt: skip
-    elif not local and gc.converged and excess <= gc.tol and (res.status == SUCCESS or moved):
-        status, kind, msg = SUCCESS, "certified optimum", STATUS_MESSAGES[SUCCESS]
-    else:
-        status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
-        kind = "not certified"
-        why = (
-            "; labels of a single word make the chart's corner (u, w) = (0, 1) a discontinuity (it carries the "
-            "whole line alpha + beta = const), where the bound does not close"
-            if LL.single_word_labels and not local
-            else f"; on no score box tried (half-widths {gc.info['radii_tried']}) was the interval Hessian positive "
-            "definite with the Newton image inside the box"
-            if local and not gc.info["interior"]
-            else ""
-        )
-        scope = f" (scope='local', {where})" if local else ""
-        msg = (f"Not certified by interval arithmetic{scope}: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
-               f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; "
-               f"solver: {res.message}")  # fmt: skip
+    status, kind, msg = _outcome(res, gc, LL, local, where, res.fun - lower, moved)
     res.status, res.message = status, msg
     res.info["at_boundary"] = status == ON_BOUNDARY
     res.certificate = {
@@ -368,7 +377,7 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
         "certified": status == SUCCESS,
         "scope": copts["scope"],
         "domain": where,
-        "argmin_interior": gc.converged and not at_inf and (gc.info["interior"] if local else True),
+        "argmin_interior": gc.converged and not gc.info["at_infinity"] and (gc.info["interior"] if local else True),
         "argmin_original": gc.info["argmin_original"],
         "global": None if local else gc.as_dict(),
         "local": gc.as_dict() if local else None,
