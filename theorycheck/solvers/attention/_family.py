@@ -283,7 +283,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
         info.update(loss=Lf, gap_to_uniform=info["loss_uniform"] - Lf, relative_residuals=rel, tol=tol)
         res.info = info
         if copts is not None:
-            attach_general_interval(res, g, mk, W, mask_keys, copts, ev)
+            attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam, box)
         res.time = time.perf_counter() - t0
         return res
     check_alloc("optimal_attention (dense general route)", (_DENSE_ARRAYS, g.V1, g.V1),

@@ -28,9 +28,16 @@ from ..._validate import check_int, check_real
 from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
 from ._interval import make_certificate
+from ._interval_cotopic import CotopicLoss, check_cotopic_size
 from ._interval_label import LabelLoss
 
-__all__ = ["attach_general_interval", "check_general_certify", "label_box_certificate", "label_global_certificate"]
+__all__ = [
+    "attach_general_interval",
+    "check_general_certify",
+    "cotopic_box_certificate",
+    "label_box_certificate",
+    "label_global_certificate",
+]
 
 #: The certificate's options for a general model (``certify_options``), with their defaults.
 GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": 20_000}
@@ -45,16 +52,17 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
     if method == "lbfgs":
         raise ValueError(f"{where} certifies the (alpha, beta) label family, not unrestricted scores "
                          "(method='lbfgs'); use method='family'")  # fmt: skip
-    if fam != "label":
-        what = "the co-topic family" if fam == "co-topic" else f"the family {opts.family!r}"
-        raise ValueError(f"{where} is implemented for options.family='label' only, not {what}: the label family's "
-                         "scores give each query three key classes (own word, same label, other), a finite chart; "
-                         "the co-topic weights e^(beta G_xy) take a different value per key")  # fmt: skip
+    if fam not in ("label", "co-topic"):
+        raise ValueError(f"{where} is implemented for options.family='label' and 'co-topic' on the structured route "
+                         f"(co-topic: value='stage1'), not the family {opts.family or 'co-topic'!r} with value={value!r}: a given "
+                         "matrix family or another W^V has no structured loss")  # fmt: skip
     if loss != "squared":
         raise ValueError(f"{where} needs loss='squared', got loss={loss!r}")
     if g.prior != "uniform-tau":
         raise ValueError(f"{where} needs prior='uniform-tau' (the Dirichlet loss is a sampled estimate), "
                          f"got prior={g.prior!r}")  # fmt: skip
+    if fam == "co-topic":
+        check_cotopic_size(g)
     out = dict(GENERAL_CERTIFY_OPTIONS)
     for key, val in (opts.certify_options or {}).items():
         if key not in GENERAL_CERTIFY_OPTIONS:
@@ -132,16 +140,74 @@ def label_global_certificate(LL: LabelLoss, tol, max_boxes, x0):
                             "interval-branch-and-bound (compact chart, whole domain)")  # fmt: skip
 
 
-def _point_enclosure(LL, x):
-    p = np.asarray([x], float)
-    out = vec.evaluate(p, p, None, None, LL.original, order=0)
+def _point_enclosure(value, x, sum_coords=False):
+    """Rigorous enclosure of the loss at the point ``x = (alpha, beta)``; ``sum_coords``: ``value`` takes
+    ``(alpha + beta, beta)`` (evaluated on the float interval holding the exact sum)."""
+    lo = hi = np.asarray([x], float)
+    if sum_coords:
+        s = x[0] + x[1]
+        lo = np.array([[np.nextafter(s, -np.inf), x[1]]])
+        hi = np.array([[np.nextafter(s, np.inf), x[1]]])
+    out = vec.evaluate(lo, hi, None, None, value, order=0)
     return float(out.lo[0]), float(out.hi[0])
 
 
-def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
-    """Add the whole-domain interval certificate to the structured result ``res`` (module docstring); ``W``: the
-    ``W^V`` the solver used (factors or dense), ``ev``: its float evaluator (for a moved point)."""
-    U, V = (W.left, W.right) if hasattr(W, "left") else (np.asarray(W, float), np.eye(g.V1))
+def _move(res, x, ev):
+    """Replace the solver's point by ``x`` (a point the branch and bound found better)."""
+    r = ev(x[0], x[1], True)
+    res.x, res.fun = np.array(x), r.value
+    res.info.update(alpha=x[0], beta=x[1], coefficients=list(x), loss=r.value, loss_family=r.value,
+                    moved_to_box=True, gap_to_uniform=res.info["loss_uniform"] - r.value)  # fmt: skip
+
+
+def _check_point(value, x, fun, lower, sum_coords=False):
+    """``lower <= fun`` and ``fun`` inside the rigorous enclosure at ``x`` (else an AssertionError: a bug)."""
+    if not all(map(math.isfinite, x)):
+        raise AssertionError(f"interval certificate: the returned point {x} is not a point of R^2")
+    plo, phi = _point_enclosure(value, x, sum_coords)
+    slack = 1e-12 * max(1.0, abs(fun))
+    if not (plo - slack <= fun <= phi + slack and lower - slack <= fun):
+        raise AssertionError(f"interval certificate contradicts the result: L = {fun!r}, enclosure at the point "
+                             f"[{plo!r}, {phi!r}], lower = {lower!r}")  # fmt: skip
+
+
+def _not_certified(res, gc, excess, why=""):
+    status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
+    msg = (f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
+           f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; "
+           f"solver: {res.message}")  # fmt: skip
+    return status, "not certified", msg
+
+
+def _record(res, status, kind, msg, gc, lower, upper, extra):
+    res.status, res.message = status, msg
+    res.info["at_boundary"] = status == ON_BOUNDARY
+    res.certificate = {
+        **(res.certificate or {}),
+        "lower": lower,
+        "upper": upper,
+        "gap": upper - lower,
+        "kind": kind,
+        "certified": status == SUCCESS,
+        **extra,
+        "global": gc.as_dict(),
+        "global_lower": gc.lower,
+        "global_upper": gc.upper,
+    }
+
+
+def _factors(g, W):
+    return (W.left, W.right) if hasattr(W, "left") else (np.asarray(W, float), np.eye(g.V1))
+
+
+def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", box=None):
+    """Add the interval certificate to the structured result ``res`` (module docstring): the whole-domain one of
+    the label family, or the box one of the co-topic family (:func:`attach_cotopic_interval`, ``box`` the
+    solver's search box); ``W``: the ``W^V`` the solver used (factors or dense), ``ev``: its float evaluator (for
+    a moved point)."""
+    if fam == "co-topic":
+        return attach_cotopic_interval(res, g, mk, W, mask_keys, copts, ev, box)
+    U, V = _factors(g, W)
     LL = LabelLoss(g, mk, U, V, bool(mask_keys))
     x = (float(res.x[0]), float(res.x[1]))
     gc = label_global_certificate(LL, copts["tol"], copts["max_boxes"], x)
@@ -151,17 +217,8 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
     moved = better or (res.status == ON_BOUNDARY and gc.converged and not at_inf and all(map(math.isfinite, xb)))
     if moved:  # the chart's best point (finite) replaces the solver's: the box is enlarged to hold the optimum
         x = (float(xb[0]), float(xb[1]))
-        r = ev(x[0], x[1], True)
-        res.x, res.fun = np.array(x), r.value
-        res.info.update(alpha=x[0], beta=x[1], coefficients=list(x), loss=r.value, loss_family=r.value,
-                        moved_to_box=True, gap_to_uniform=res.info["loss_uniform"] - r.value)  # fmt: skip
-    if not all(map(math.isfinite, x)):
-        raise AssertionError(f"interval certificate: the returned point {x} is not a point of R^2")
-    plo, phi = _point_enclosure(LL, x)
-    slack = 1e-12 * max(1.0, abs(res.fun))
-    if not (plo - slack <= res.fun <= phi + slack and gc.lower - slack <= res.fun):
-        raise AssertionError(f"interval certificate contradicts the result: L = {res.fun!r}, enclosure at the point "
-                             f"[{plo!r}, {phi!r}], lower = {gc.lower!r}")  # fmt: skip
+        _move(res, x, ev)
+    _check_point(LL.original, x, res.fun, gc.lower)
     lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
     excess = res.fun - lower
     if gc.converged and at_inf:
@@ -172,31 +229,89 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
     elif gc.converged and excess <= gc.tol and (res.status == SUCCESS or moved):
         status, kind, msg = SUCCESS, "certified optimum", STATUS_MESSAGES[SUCCESS]
     else:
-        status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
-        kind = "not certified"
         why = (
             "; labels of a single word make the chart's corner (u, w) = (0, 1) a discontinuity (it carries the "
             "whole line alpha + beta = const), where the bound does not close"
             if LL.single_word_labels
             else ""
         )
-        msg = (f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
-               f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; "
-               f"solver: {res.message}")  # fmt: skip
-    res.status, res.message = status, msg
-    res.info["at_boundary"] = status == ON_BOUNDARY
-    res.certificate = {
-        **(res.certificate or {}),
-        "lower": lower,
-        "upper": upper,
-        "gap": upper - lower,
+        status, kind, msg = _not_certified(res, gc, excess, why)
+    _record(res, status, kind, msg, gc, lower, upper, {
         "method": gc.method + " (structured label loss, SPEC §11.8)",
-        "kind": kind,
-        "certified": status == SUCCESS,
         "domain": "R^2",
         "argmin_interior": gc.converged and not at_inf,
         "argmin_original": gc.info["argmin_original"],
-        "global": gc.as_dict(),
-        "global_lower": gc.lower,
-        "global_upper": gc.upper,
+    })  # fmt: skip
+
+
+def cotopic_box_certificate(CL: CotopicLoss, box, tol, max_boxes, x0):
+    """Rigorous ``lower <= min_box L`` of the co-topic family over ``box`` of ``(alpha, beta)`` (module docstring):
+    the branch and bound runs on the box ``[a0 + b0, a1 + b1] x [b0, b1]`` of ``(u, beta) = (alpha + beta, beta)``,
+    which holds the box's image; ``info["argmin_original"]``: the ``(alpha, beta)`` ranges of its argmin,
+    ``info["x_best_original"]``: its best point (``upper`` is the loss there, possibly outside ``box``)."""
+    box = tuple((float(lo), float(hi)) for lo, hi in box)
+    if not all(-BOX_LIMIT <= lo < hi <= BOX_LIMIT for lo, hi in box):
+        raise ValueError(
+            f"box must be 2 (low, high) pairs with -{BOX_LIMIT:g} <= low < high <= {BOX_LIMIT:g}, got {box!r}"
+        )
+    (a0, a1), (b0, b1) = box
+    ubox = ((float(np.nextafter(a0 + b0, -np.inf)), float(np.nextafter(a1 + b1, np.inf))), (b0, b1))
+    x0 = np.clip(np.asarray(x0, float), [a0, b0], [a1, b1])
+    y0 = np.clip(np.array([x0[0] + x0[1], x0[1]]), [c[0] for c in ubox], [c[1] for c in ubox])
+    lower, upper, y_best, n, (lo, hi) = vec.branch_and_bound(
+        ubox, None, None, CL.original, offset=0.0, tol=tol, max_boxes=max_boxes, widest_if_unbounded=True, x0=y0
+    )
+    argmin = _argmin(lo, hi, ubox)
+    (u0, u1), (v0, v1) = argmin
+    arg_orig = ((float(np.nextafter(u0 - v1, -np.inf)), float(np.nextafter(u1 - v0, np.inf))), (v0, v1))
+    info = {
+        "n_live_boxes": len(lo),
+        "engine": "numpy (structured co-topic loss, (alpha + beta, beta))",
+        "domain": "box",
+        "box": [list(b) for b in box],
+        "u_box": [list(b) for b in ubox],
+        "argmin_original": [list(b) for b in arg_orig],
+        "x_best_original": [float(y_best[0] - y_best[1]), float(y_best[1])],
+        "x0": x0.tolist(),
     }
+    return make_certificate(lower, upper, n, argmin, tuple(float(c) for c in y_best), ("alpha + beta", "beta"),
+                            ubox, tol, info, "interval-branch-and-bound (co-topic, box)")  # fmt: skip
+
+
+def attach_cotopic_interval(res, g, mk, W, mask_keys, copts, ev, box):
+    """The co-topic family's certificate over the search ``box`` (:func:`cotopic_box_certificate`): status 0 iff
+    the gap closed, the argmin is interior to the box and ``L* - lower <= tol``; 3 when the argmin touches the
+    box's edge; else 4. Not over ``R^2``: every key has its own weight ``e^{beta G_xy}``, no finite chart."""
+    U, V = _factors(g, W)
+    CL = CotopicLoss(g, mk, U, V, bool(mask_keys))
+    x = (float(res.x[0]), float(res.x[1]))
+    gc = cotopic_box_certificate(CL, box, copts["tol"], copts["max_boxes"], x)
+    (a0, a1), (b0, b1) = gc.info["box"]
+    (al0, al1), (be0, be1) = gc.info["argmin_original"]
+    interior = a0 < al0 and al1 < a1 and b0 < be0 and be1 < b1
+    xb = tuple(gc.info["x_best_original"])
+    inside = a0 <= xb[0] <= a1 and b0 <= xb[1] <= b1
+    moved = gc.converged and inside and res.fun - gc.upper > gc.tol
+    if moved:  # the float solver missed the box's minimum: the branch and bound's best point replaces it
+        x = (float(xb[0]), float(xb[1]))
+        _move(res, x, ev)
+    _check_point(CL.original, x, res.fun, gc.lower, sum_coords=True)
+    lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
+    excess = res.fun - lower
+    if gc.converged and not interior:
+        status, kind = ON_BOUNDARY, "bound on the box"
+        msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin (alpha, beta) ranges "
+               f"{gc.info['argmin_original']} touch the search box {gc.info['box']}: the minimum may be on its edge "
+               "or beyond; lower bounds the minimum over the box (the co-topic family has no finite chart of R^2: "
+               "every key has its own weight e^(beta G_xy))")  # fmt: skip
+    elif gc.converged and excess <= gc.tol and (res.status == SUCCESS or moved):
+        status, kind, msg = SUCCESS, "certified optimum on the box", STATUS_MESSAGES[SUCCESS]
+    else:
+        status, kind, msg = _not_certified(res, gc, excess, f" on the box {gc.info['box']}")
+    _record(res, status, kind, msg, gc, lower, upper, {
+        "method": gc.method + " (structured co-topic loss, SPEC §11.8)",
+        "domain": "box",
+        "box": gc.info["box"],
+        "argmin_interior": gc.converged and interior,
+        "argmin_original": gc.info["argmin_original"],
+    })  # fmt: skip

@@ -1,0 +1,308 @@
+"""Rigorous enclosure of the co-topic family's structured loss on boxes of (alpha, beta) (SPEC §7, §11.8).
+
+For a general topic model (uniform-tau prior, squared loss, no bias) and ``S = alpha I_w + beta G`` (``G`` the
+co-topic cosine of SPEC §11.4, taken as the given float matrix :func:`theorycheck.solvers.cotopic_matrix`: unit
+diagonal, ``G >= 0``, 0 in the [MASK] row and column) a word query ``x`` in the topic set ``S`` (``Theta = 1_S``,
+the law ``theta = Theta / tau``, context masses ``m_y = m_Theta(y) = sum_{t in S} m'_t(y)``) attends to the key ``y``
+with ``a_y = m_y e^{s_xy} / sum_z m_z e^{s_xz}``, ``s_xy = alpha [x = y] + beta G_xy`` ([MASK] key: score 0).
+Split off the own word: with
+
+.. math::
+    R'(\\beta) = \\sum_{y \\ne x} m_y e^{-\\beta (1 - G_{xy})},\\quad
+    R(\\beta) = \\sum_{y \\ne x} m_y e^{\\beta G_{xy}},\\quad P(\\beta) = \\sum_{y \\ne x} m_y e^{\\beta G_{xy}} V^T e_y
+
+the own word's mass is ``h = a_x = 1 / (1 + e^{-alpha} R'(beta) / m_x)`` (0 when ``m_x = 0``) and the other keys
+share ``1 - h`` in proportion to ``m_y e^{beta G_xy}``, so with ``W = U V^T`` the output is ``o = W a = U z``,
+
+.. math::
+    z = h\\, V^T e_x + (1 - h)\\, \\bar z,\\qquad \\bar z = P(\\beta) / R(\\beta),
+
+and the squared loss of the query (SPEC §11.8, ``b = 0``: ``omega ||o||^2 - 2 (omega t) . o + omega``) is the
+quadratic
+
+.. math::
+    \\ell_x = \\omega\\,(z^T U^T U z + 1) - 2\\, c_x \\cdot z,\\quad
+    c_x = \\frac{p_c p_\\Theta(x)}{\\tau} U^T e_x + \\frac{p_r}{n \\tau} U^T p_\\Theta,\\quad
+    \\omega = \\frac{p_c p_\\Theta(x)}{\\tau} + \\frac{p_r}{n}
+
+(``p_Theta = sum_{t in S} phi_t``); the [MASK] query attends by the context alone (its term is score-free, shared with
+:class:`._interval_label.LabelLoss`). The loss is the average over the ``C(T, tau)`` sets of the sum over queries.
+
+Why this form: every exponent has a fixed sign pattern on a box -- ``h`` increases in ``alpha`` and in ``beta``
+(``-beta (1 - G_xy) <= 0`` per unit ``beta``, ``G <= 1``), each variable entering once, so its natural interval
+extension is its exact range up to rounding; ``z-bar`` is a convex combination of the rows ``V^T e_y`` and is
+intersected with their hull. ``R'``, ``R``, ``P`` are linear in ``Theta``: per box the tables
+``sum_{y != x} m'_t(y) e^{beta G_xy} (1, V^T e_y)`` and ``sum_{y != x} m'_t(y) e^{-beta (1 - G_xy)}`` are one interval
+matrix product each (``O(n V1 T k)``), with their ``beta``-derivatives (``G``, ``G - 1`` times the weights), and a
+set adds ``tau`` of them; the assembly costs ``O(C(T, tau) n k^2)``. Every key carries its own weight
+``e^{beta G_xy}``, so the ``V1``-sized work is redone per box: the certificate is for small models
+(:func:`check_cotopic_size`).
+
+Rigour: ``phi`` as stored, ``W = U V^T`` as given and ``G`` as given are float numbers taken as exact; the masking
+probabilities are ``Fraction(repr(p))``. Elementwise operations round outward (:class:`._interval_vec.IVec`, its
+``exp`` enclosure), matrix products and sums use :func:`._interval_label.imatmul` / :func:`._interval_label.isum`
+(a priori error bound, Higham §3.1). The derivatives are forward-mode :class:`._interval_vec.T2` objects, so
+:func:`._interval_vec.evaluate`, ``box_bounds`` and ``branch_and_bound`` run on :meth:`CotopicLoss.original`.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import operator
+from fractions import Fraction
+
+import numpy as np
+
+from ._interval_label import SetsLoss, _clip01, _exact, _intersect, _reshape, imatmul, isum
+from ._interval_vec import T2, IVec, ivec_exact
+
+__all__ = ["CotopicLoss", "check_cotopic_size", "COTOPIC_MAX_V1", "COTOPIC_MAX_PAIRS"]
+
+#: Largest vocabulary (with [MASK]) and largest number of (topic set, word) pairs of the co-topic certificate.
+COTOPIC_MAX_V1 = 200
+COTOPIC_MAX_PAIRS = 20_000
+#: Interval elements per block: boxes x words x keys (tables), boxes x sets x words x k (assembly).
+_TABLE_BLOCK = 400_000
+_PAIR_BLOCK = 120_000
+
+
+def check_cotopic_size(g) -> None:
+    """Refuse (``ValueError``), before any work, a model too big for the co-topic certificate."""
+    pairs = math.comb(g.T, g.tau) * g.n_words
+    if g.V1 > COTOPIC_MAX_V1 or pairs > COTOPIC_MAX_PAIRS:
+        raise ValueError(
+            f"options.certify='interval' with the co-topic family is for small models: V1 <= {COTOPIC_MAX_V1} and "
+            f"C(T, tau) * n <= {COTOPIC_MAX_PAIRS}, got V1={g.V1}, C(T, tau) * n={pairs} (every key has its own "
+            "weight e^(beta G_xy), so each box costs O(n V1 T k) interval terms for the tables and "
+            "O(C(T, tau) n k^2) for the (topic set, word) pairs, thousands of boxes per certificate)"
+        )
+
+
+def _beta_t2(parts, order):
+    """A function of ``beta`` only as the evaluator's object: ``parts = (f, f', f'')`` (order 0: ``f``)."""
+    if order == 0:
+        return parts[0]
+    return T2(parts[0], [None, parts[1]], [None, None, parts[2]] if order >= 2 else None)
+
+
+def _safe(t, zero):
+    """``t`` with the value 1 and zero derivatives where ``zero`` (a denominator of an empty class)."""
+
+    def fix(a, fill):
+        return IVec(np.where(zero, fill, a.lo), np.where(zero, fill, a.hi))
+
+    if isinstance(t, IVec):
+        return fix(t, 1.0)
+    g = [None if x is None else fix(x, 0.0) for x in t.g]
+    h = None if t.h is None else [None if x is None else fix(x, 0.0) for x in t.h]
+    return T2(fix(t.v, 1.0), g, h)
+
+
+def _map(t, fn):
+    if isinstance(t, IVec):
+        return fn(t)
+    g = [None if x is None else fn(x) for x in t.g]
+    h = None if t.h is None else [None if x is None else fn(x) for x in t.h]
+    return T2(fn(t.v), g, h)
+
+
+def _take_last(t, j):
+    """Entry ``j`` of the last axis of every array of ``t`` (entries without that axis are kept)."""
+    return _map(t, lambda a: IVec(a.lo[..., j if a.lo.shape[-1] > 1 else 0], a.hi[..., j if a.hi.shape[-1] > 1 else 0]))
+
+
+class CotopicLoss(SetsLoss):
+    """The co-topic family's exact squared loss on arrays of boxes of ``(alpha, beta)``, rigorous (module docstring).
+
+    ``CotopicLoss(g, mk, U, V, mask_keys)``: a general topic model (uniform-tau prior, small:
+    :func:`check_cotopic_size`), the masking, ``W^V = U V^T`` (factors ``(V1, k)``; a dense ``W`` is ``(W, I)``).
+    :meth:`original` is the evaluator of :func:`._interval_vec.evaluate`.
+    """
+
+    def __init__(self, g, mk, U, V, mask_keys=False, G=None, coords="sum"):
+        check_cotopic_size(g)
+        V1, T = g.V1, g.T
+        n, k = V1 - 1, U.shape[1]
+        e, Phi, Mp, Gu, K0, PU, GK0 = self._common(g, mk, U, V, mask_keys, "co-topic family")
+        if G is None:
+            P = g.phi.T @ g.phi
+            d = np.sqrt(np.diag(P))
+            G = np.zeros((V1, V1))
+            G[1:, 1:] = P / np.outer(d, d)
+        Gw = np.asarray(G, float)[1:]  # (n, V1): word rows (the [MASK] column is 0)
+        self.off = np.ones((n, V1))
+        self.off[np.arange(n), np.arange(1, V1)] = 0.0  # the keys y != x
+        diag = Gw[np.arange(n), np.arange(1, V1)]  # G_xx (1 up to the float rounding of the cosine)
+        #: the own word's exponent relative to the other keys': ``alpha + beta (G_xx - G_xy)`` (``coords="original"``)
+        #: or ``u - beta (1 - G_xx + G_xy)`` with ``u = alpha + beta`` (``coords="sum"``)
+        self.coords = coords
+        shift = 1.0 if coords == "sum" else 0.0
+        self.Gw, self.Gm1 = _exact(Gw), _exact(Gw) - _exact(diag[:, None]) + shift
+        self.MpT = IVec(Mp.lo.T, Mp.hi.T)  # (V1, T)
+        X = _exact(V[:, :, None]) * IVec(Mp.lo.T[:, None, :], Mp.hi.T[:, None, :])  # (V1, k, T) outward
+        self.X = _reshape(X, (V1, k * T))
+        self.k, self.n, self.T = k, n, T
+        self.Vw = _exact(V[1:])  # (n, k): V^T e_x
+        self.Uw = _exact(U[1:])
+        self.vhull = (V.min(axis=0), V.max(axis=0))  # z-bar is a convex combination of the rows of V
+        self.Gu = Gu
+        self.UpT = IVec(PU.lo.T, PU.hi.T)  # (k, T): U^T phi_t
+        self._const = self._mask_term()
+
+    # ------------------------------------------------------------------ per set chunk (box-free)
+    def _set_coeffs(self, S):
+        """``(m_x, ind_own, ind_other, omega, c_x)`` of the sets ``S`` and every word: ``(nS, 1, n)`` and
+        ``(nS, 1, n, k)``."""
+        mx = self._tsum(self.mp, S)  # (nS, n)
+        px = self._tsum(self.ph, S)
+        UpS = self._tsum(self.UpT, S)  # (nS, k)
+        anyS = np.zeros((len(S), self.nz.shape[1]), bool)
+        for j in range(S.shape[1]):
+            anyS |= self.nz[S[:, j]]
+        own = anyS[:, 1:]  # (nS, n): the query's own word has mass
+        other = (anyS.sum(axis=1)[:, None] - own) > 0  # some other key has mass
+        pcx = self.p_c * px * self.tau_inv
+        om = pcx + self.p_r_n
+        c = IVec(pcx.lo[:, :, None], pcx.hi[:, :, None]) * IVec(self.Uw.lo[None], self.Uw.hi[None])
+        c = c + IVec(UpS.lo[:, None, :], UpS.hi[:, None, :]) * (self.p_r_n * self.tau_inv)
+        mx = IVec(np.where(own, np.maximum(mx.lo, 0.0), 1.0), np.where(own, mx.hi, 1.0))  # 1: unused (h = 0)
+
+        def ax(a, *shape):
+            return _reshape(a, shape) if isinstance(a, IVec) else a.reshape(shape)
+
+        nS, n, k = len(S), self.n, self.k
+        return (ax(mx, nS, 1, n), own.reshape(nS, 1, n), other.reshape(nS, 1, n), ax(om, nS, 1, n),
+                ax(c, nS, 1, n, k))  # fmt: skip
+
+    def _zbar(self, R, P, other):
+        """``[z-bar, z-bar', z-bar'']`` (``beta``-derivatives) from the set sums of ``R`` and ``P`` (lists ``[f, f',
+        f'']``): ``z = P/R``, ``z' = (P' - z R')/R``, ``z'' = (P'' - 2 z' R' - z R'')/R``; ``z`` intersected with
+        the hull of the rows of ``V`` (a convex combination of them)."""
+        col = [IVec(x.lo[..., None], x.hi[..., None]) for x in R]
+        zero = ~other[..., None]
+        iR = IVec(np.where(zero, 1.0, col[0].lo), np.where(zero, 1.0, col[0].hi)).recip()
+        z = _intersect(P[0] * iR, *self.vhull)
+        out = [z]
+        if len(P) > 1:
+            z1 = (P[1] - z * col[1]) * iR
+            out.append(z1)
+            if len(P) > 2:
+                out.append((P[2] - z1 * col[1] * 2 - z * col[2]) * iR)
+        return [IVec(np.where(zero, 0.0, x.lo), np.where(zero, 0.0, x.hi)) for x in out]
+
+    # ------------------------------------------------------------------ per box block (set-free)
+    def _tables(self, blo, bhi, order):
+        """``beta``-tables of a block of boxes: ``R' (Nb, n, T)``, ``R (Nb, n, T)``, ``P (Nb, n, k, T)``, each a list
+        ``[f, f', f'']`` (up to ``order``)."""
+        Nb = len(blo)
+        beta = IVec(blo[:, None, None], bhi[:, None, None])
+        off = _exact(self.off[None])
+        E = (beta * self.Gw).exp() * off  # (Nb, n, V1): e^{beta G_xy}, 0 on the own key
+        Ep = (beta * self.Gm1).exp() * off  # e^{-beta (1 - G_xy)}
+        Es, Eps = [E], [Ep]
+        for _ in range(order):
+            Es.append(Es[-1] * self.Gw)
+            Eps.append(Eps[-1] * self.Gm1)
+        Rp = [imatmul(x, self.MpT) for x in Eps]
+        R = [imatmul(x, self.MpT) for x in Es]
+        P = [_reshape(imatmul(x, self.X), (Nb, self.n, self.k, self.T)) for x in Es]
+        return Rp, R, P
+
+    def original(self, xs):
+        """Loss on ``(alpha, beta)`` boxes (module docstring): an :class:`IVec` ``(N,)`` or a :class:`T2`."""
+        t = xs[0]
+        order = 0 if isinstance(t, IVec) else (2 if t.h is not None else 1)
+        A, B = (x.v if isinstance(x, T2) else x for x in xs)
+        N = A.lo.shape[0]
+        step = max(1, _TABLE_BLOCK // (self.n * max(self.X.lo.shape[1], self.n + 1)))
+        parts = [self._block(A.lo[i : i + step], A.hi[i : i + step], B.lo[i : i + step], B.hi[i : i + step], order)
+                 for i in range(0, N, step)]  # fmt: skip
+        if order == 0:
+            return IVec(np.concatenate([p.lo for p in parts]), np.concatenate([p.hi for p in parts]))
+        return _cat(parts)
+
+    def _block(self, alo, ahi, blo, bhi, order):
+        Nb, n, k = len(alo), self.n, self.k
+        Rp, R, P = self._tables(blo, bhi, order)
+        wide = bool(np.any(bhi > blo))
+        if wide:  # z-bar's Taylor form about the centres (below)
+            bc = 0.5 * blo + 0.5 * bhi
+            _, Rc, Pc = self._tables(bc, bc, 2)
+            if order < 2:
+                _, R, P = self._tables(blo, bhi, 2)
+            delta = IVec(_dn(blo - bc), _up(bhi - bc))
+            delta = IVec(delta.lo[None, :, None, None], delta.hi[None, :, None, None])
+        a = IVec(alo[None, :, None], ahi[None, :, None])
+        alpha = a if order == 0 else T2.variable(a, 0, 2, order)
+        ema = (-alpha).exp()  # (1, Nb, 1)
+        nS = max(1, _PAIR_BLOCK // max(1, Nb * n * k))
+        total = None
+        for i0 in range(0, self.n_laws, nS):
+            S = self.sets[i0 : i0 + nS]
+            mx, own, other, om, c = self._set_coeffs(S)
+            rp = _beta_t2([self._tsum(x, S) for x in Rp], order)  # (nS, Nb, n)
+            h = (ema * rp / mx + 1).recip()
+            ind_own, ind_oth = _exact(own.astype(float)), _exact(other.astype(float))
+            h = _clip01(h * ind_own * ind_oth + (1 - ind_oth))  # no other key: h = 1; no own mass: h = 0
+            zs = self._zbar([self._tsum(x, S) for x in R], [self._tsum(x, S) for x in P], other)
+            if wide:
+                zc = self._zbar([self._tsum(x, S) for x in Rc], [self._tsum(x, S) for x in Pc], other)
+                zs = _taylor(zs, zc, delta)
+            zb = _beta_t2(zs, order)
+            hv = _map(h, lambda x: IVec(x.lo[..., None], x.hi[..., None]))
+            z = hv * IVec(self.Vw.lo[None, None], self.Vw.hi[None, None]) + (1 - hv) * zb  # (nS, Nb, n, k)
+            zs_ = [_take_last(z, i) for i in range(k)]
+            gu = [[IVec(self.Gu.lo[i, j], self.Gu.hi[i, j]) for j in range(k)] for i in range(k)]
+            quad = _total(zs_[i] * _total(zs_[j] * gu[i][j] for j in range(k)) for i in range(k))
+            lin = _total(zs_[i] * IVec(c.lo[..., i], c.hi[..., i]) for i in range(k))
+            ell = (quad + 1) * om - lin * 2  # (nS, Nb, n)
+            s = _map(ell, functools.partial(_pair_sum, full=(len(S), Nb, n)))
+            total = s if total is None else total + s
+        return (total + self._const) * ivec_exact(Fraction(1, self.n_laws))
+
+
+def _total(terms):
+    """The sum of an iterable of :class:`T2` / :class:`IVec` (outward at each addition)."""
+    return functools.reduce(operator.add, terms)
+
+
+def _pair_sum(x: IVec, full) -> IVec:
+    """The sum over the sets and words of a ``(nS, Nb, n)`` array (broadcast first): ``(Nb,)``."""
+    return isum(IVec(np.broadcast_to(x.lo, full), np.broadcast_to(x.hi, full)), (0, 2))
+
+
+def _taylor(zs, zc, d):
+    """``[f, f', f'']`` on a box intersected with the Taylor forms ``f(c) + f'(c) d + f''(X) d^2/2`` and
+    ``f'(c) + f''(X) d`` about its centre ``c`` (``d = x - c``): first-order tight (second order for ``f``)."""
+    f, f1, f2 = zs
+    for _ in range(2):
+        f1 = _intersect(f1, *_ends(zc[1] + f2 * d))
+        f = _intersect(f, *_ends(zc[0] + zc[1] * d + f2 * d.sq() * 0.5))
+    return [f, f1, f2]
+
+
+def _ends(x: IVec):
+    return x.lo, x.hi
+
+
+def _dn(x):
+    return np.nextafter(x, -np.inf)
+
+
+def _up(x):
+    return np.nextafter(x, np.inf)
+
+
+def _cat(parts):
+    """Concatenate the box blocks' :class:`T2` results along the box axis."""
+
+    def cat(xs):
+        if xs[0] is None:
+            return None
+        return IVec(np.concatenate([x.lo for x in xs]), np.concatenate([x.hi for x in xs]))
+
+    p0 = parts[0]
+    g = [cat([p.g[i] for p in parts]) for i in range(len(p0.g))]
+    h = None if p0.h is None else [cat([p.h[i] for p in parts]) for i in range(len(p0.h))]
+    return T2(cat([p.v for p in parts]), g, h)
