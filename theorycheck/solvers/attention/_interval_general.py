@@ -53,9 +53,10 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
         raise ValueError(f"{where} certifies the (alpha, beta) label family, not unrestricted scores "
                          "(method='lbfgs'); use method='family'")  # fmt: skip
     if fam not in ("label", "co-topic"):
+        name = opts.family or "co-topic"
         raise ValueError(f"{where} is implemented for options.family='label' and 'co-topic' on the structured route "
-                         f"(co-topic: value='stage1'), not the family {opts.family or 'co-topic'!r} with value={value!r}: a given "
-                         "matrix family or another W^V has no structured loss")  # fmt: skip
+                         f"(co-topic: value='stage1'), not the family {name!r} with value={value!r}: a given matrix "
+                         "family or another W^V has no structured loss")  # fmt: skip
     if loss != "squared":
         raise ValueError(f"{where} needs loss='squared', got loss={loss!r}")
     if g.prior != "uniform-tau":
