@@ -107,11 +107,6 @@ def _map(t, fn):
     return T2(fn(t.v), g, h)
 
 
-def _take_last(t, j):
-    """Entry ``j`` of the last axis of every array of ``t`` (entries without that axis are kept)."""
-    return _map(t, lambda a: IVec(a.lo[..., j if a.lo.shape[-1] > 1 else 0], a.hi[..., j if a.hi.shape[-1] > 1 else 0]))
-
-
 class CotopicLoss(SetsLoss):
     """The co-topic family's exact squared loss on arrays of boxes of ``(alpha, beta)``, rigorous (module docstring).
 
@@ -137,6 +132,8 @@ class CotopicLoss(SetsLoss):
         #: the own word's exponent relative to the other keys': ``alpha + beta (G_xx - G_xy)`` (``coords="original"``)
         #: or ``u - beta (1 - G_xx + G_xy)`` with ``u = alpha + beta`` (``coords="sum"``)
         self.coords = coords
+        #: ``(a0, a1)``: the ``alpha`` range of the certificate's box (``coords="sum"``; :meth:`original`)
+        self.alpha_range: tuple[float, float] | None = None
         shift = 1.0 if coords == "sum" else 0.0
         self.Gw, self.Gm1 = _exact(Gw), _exact(Gw) - _exact(diag[:, None]) + shift
         self.MpT = IVec(Mp.lo.T, Mp.hi.T)  # (V1, T)
@@ -191,6 +188,28 @@ class CotopicLoss(SetsLoss):
                 out.append((P[2] - z1 * col[1] * 2 - z * col[2]) * iR)
         return [IVec(np.where(zero, 0.0, x.lo), np.where(zero, 0.0, x.hi)) for x in out]
 
+    def _coeffs(self, zs, om, c):
+        """The query's loss as a quadratic in the own word's mass ``h``, ``ell = B_0 + B_1 h + B_2 h^2``, from
+        ``z = z-bar + h d``, ``d = V^T e_x - z-bar``: ``B_0 = omega (z-bar^T U^T U z-bar + 1) - 2 c_x . z-bar``,
+        ``B_1 = 2 (omega d^T U^T U z-bar - c_x . d)``, ``B_2 = omega d^T U^T U d``; each ``[f, f', f'']``
+        in ``beta``."""
+        second = len(zs) > 2  # the Hessian entry (not needed at a box's centre)
+        zb = T2(zs[0], [None, zs[1]], [None, None, zs[2]] if second else None)
+        d = zb * -1 + IVec(self.Vw.lo[None, None], self.Vw.hi[None, None])
+
+        def gu(x):  # U^T U x along the last axis (U^T U symmetric)
+            return _map(x, lambda a: imatmul(a, self.Gu))
+
+        gz, full = gu(zb), zs[0].lo.shape
+
+        def dot(x, y):
+            return _map(x * y, lambda a: isum(IVec(np.broadcast_to(a.lo, full), np.broadcast_to(a.hi, full)), -1))
+
+        b0 = (dot(zb, gz) + 1) * om - dot(zb, c) * 2
+        b1 = (dot(d, gz) * om - dot(d, c)) * 2
+        b2 = dot(d, gu(d)) * om
+        return [[b.v, b.g[1], b.h[2]] if second else [b.v, b.g[1]] for b in (b0, b1, b2)]
+
     # ------------------------------------------------------------------ per box block (set-free)
     def _tables(self, blo, bhi, order):
         """``beta``-tables of a block of boxes: ``R' (Nb, n, T)``, ``R (Nb, n, T)``, ``P (Nb, n, k, T)``, each a list
@@ -210,27 +229,33 @@ class CotopicLoss(SetsLoss):
         return Rp, R, P
 
     def original(self, xs):
-        """Loss on ``(alpha, beta)`` boxes (module docstring): an :class:`IVec` ``(N,)`` or a :class:`T2`."""
+        """Loss on boxes of ``(alpha, beta)`` (``coords="original"``) or ``(alpha + beta, beta)`` (``"sum"``): an
+        :class:`IVec` ``(N,)`` or a :class:`T2` (module docstring). With :attr:`alpha_range` set (``"sum"``), a box
+        of positive width holding no point with ``alpha`` in that range gets the value ``+inf`` (derivatives 0):
+        the branch and bound discards it (the loss is not needed there; points keep their value, which the
+        second-order form at a box's expansion point relies on)."""
         t = xs[0]
         order = 0 if isinstance(t, IVec) else (2 if t.h is not None else 1)
         A, B = (x.v if isinstance(x, T2) else x for x in xs)
         N = A.lo.shape[0]
+        out = np.zeros(N, bool)
+        if self.alpha_range is not None:
+            with np.errstate(all="ignore"):
+                a_lo, a_hi = _dn(A.lo - B.hi), _up(A.hi - B.lo)
+            out = ((A.hi > A.lo) | (B.hi > B.lo)) & ((a_hi < self.alpha_range[0]) | (a_lo > self.alpha_range[1]))
+        keep = np.flatnonzero(~out)
         step = max(1, _TABLE_BLOCK // (self.n * max(self.X.lo.shape[1], self.n + 1)))
-        parts = [self._block(A.lo[i : i + step], A.hi[i : i + step], B.lo[i : i + step], B.hi[i : i + step], order)
-                 for i in range(0, N, step)]  # fmt: skip
-        if order == 0:
-            return IVec(np.concatenate([p.lo for p in parts]), np.concatenate([p.hi for p in parts]))
-        return _cat(parts)
+        parts = [self._block(A.lo[i], A.hi[i], B.lo[i], B.hi[i], order)
+                 for i in (keep[j : j + step] for j in range(0, len(keep), step))]  # fmt: skip
+        return _scatter(parts, keep, N, order)
 
     def _block(self, alo, ahi, blo, bhi, order):
         Nb, n, k = len(alo), self.n, self.k
-        Rp, R, P = self._tables(blo, bhi, order)
+        Rp, R, P = self._tables(blo, bhi, 2)  # z-bar's derivatives are needed for its Taylor form
         wide = bool(np.any(bhi > blo))
         if wide:  # z-bar's Taylor form about the centres (below)
             bc = 0.5 * blo + 0.5 * bhi
-            _, Rc, Pc = self._tables(bc, bc, 2)
-            if order < 2:
-                _, R, P = self._tables(blo, bhi, 2)
+            _, Rc, Pc = self._tables(bc, bc, 1)
             delta = IVec(_dn(blo - bc), _up(bhi - bc))
             delta = IVec(delta.lo[None, :, None, None], delta.hi[None, :, None, None])
         a = IVec(alo[None, :, None], ahi[None, :, None])
@@ -245,18 +270,13 @@ class CotopicLoss(SetsLoss):
             h = (ema * rp / mx + 1).recip()
             ind_own, ind_oth = _exact(own.astype(float)), _exact(other.astype(float))
             h = _clip01(h * ind_own * ind_oth + (1 - ind_oth))  # no other key: h = 1; no own mass: h = 0
-            zs = self._zbar([self._tsum(x, S) for x in R], [self._tsum(x, S) for x in P], other)
+            bs = self._coeffs(self._zbar([self._tsum(x, S) for x in R], [self._tsum(x, S) for x in P], other), om, c)
             if wide:
-                zc = self._zbar([self._tsum(x, S) for x in Rc], [self._tsum(x, S) for x in Pc], other)
-                zs = _taylor(zs, zc, delta)
-            zb = _beta_t2(zs, order)
-            hv = _map(h, lambda x: IVec(x.lo[..., None], x.hi[..., None]))
-            z = hv * IVec(self.Vw.lo[None, None], self.Vw.hi[None, None]) + (1 - hv) * zb  # (nS, Nb, n, k)
-            zs_ = [_take_last(z, i) for i in range(k)]
-            gu = [[IVec(self.Gu.lo[i, j], self.Gu.hi[i, j]) for j in range(k)] for i in range(k)]
-            quad = _total(zs_[i] * _total(zs_[j] * gu[i][j] for j in range(k)) for i in range(k))
-            lin = _total(zs_[i] * IVec(c.lo[..., i], c.hi[..., i]) for i in range(k))
-            ell = (quad + 1) * om - lin * 2  # (nS, Nb, n)
+                zc = self._zbar([self._tsum(x, S) for x in Rc[:2]], [self._tsum(x, S) for x in Pc[:2]], other)
+                dd = IVec(delta.lo[..., 0], delta.hi[..., 0])
+                bs = [_taylor(b, bc_, dd) for b, bc_ in zip(bs, self._coeffs(zc, om, c))]
+            b0, b1, b2 = (_beta_t2(b, order) for b in bs)
+            ell = b0 + h * (b1 + h * b2)  # (nS, Nb, n)
             s = _map(ell, functools.partial(_pair_sum, full=(len(S), Nb, n)))
             total = s if total is None else total + s
         return (total + self._const) * ivec_exact(Fraction(1, self.n_laws))
@@ -294,15 +314,18 @@ def _up(x):
     return np.nextafter(x, np.inf)
 
 
-def _cat(parts):
-    """Concatenate the box blocks' :class:`T2` results along the box axis."""
+def _scatter(parts, keep, N, order):
+    """The box blocks' results placed at the boxes ``keep`` of ``N``; the others: value ``+inf``, derivatives 0."""
 
-    def cat(xs):
-        if xs[0] is None:
-            return None
-        return IVec(np.concatenate([x.lo for x in xs]), np.concatenate([x.hi for x in xs]))
+    def cat(xs, fill):
+        lo, hi = np.full(N, fill), np.full(N, fill)
+        if len(keep):
+            lo[keep] = np.concatenate([np.broadcast_to(x.lo, x.lo.shape[-1:]) for x in xs])
+            hi[keep] = np.concatenate([np.broadcast_to(x.hi, x.hi.shape[-1:]) for x in xs])
+        return IVec(lo, hi)
 
-    p0 = parts[0]
-    g = [cat([p.g[i] for p in parts]) for i in range(len(p0.g))]
-    h = None if p0.h is None else [cat([p.h[i] for p in parts]) for i in range(len(p0.h))]
-    return T2(cat([p.v for p in parts]), g, h)
+    if order == 0:
+        return cat(parts, np.inf)
+    g = [cat([p.g[i] for p in parts], 0.0) for i in range(2)]
+    h = None if order < 2 else [cat([p.h[i] for p in parts], 0.0) for i in range(3)]
+    return T2(cat([p.v for p in parts], np.inf), g, h)

@@ -53,7 +53,8 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
         raise ValueError(f"{where} certifies the (alpha, beta) label family, not unrestricted scores "
                          "(method='lbfgs'); use method='family'")  # fmt: skip
     if fam not in ("label", "co-topic"):
-        name = opts.family or "co-topic"
+        fam_in = opts.family
+        name = "co-topic" if fam_in is None else fam_in if isinstance(fam_in, str) else "(given matrices)"
         raise ValueError(f"{where} is implemented for options.family='label' and 'co-topic' on the structured route "
                          f"(co-topic: value='stage1'), not the family {name!r} with value={value!r}: a given matrix "
                          "family or another W^V has no structured loss")  # fmt: skip
@@ -258,6 +259,7 @@ def cotopic_box_certificate(CL: CotopicLoss, box, tol, max_boxes, x0):
     (a0, a1), (b0, b1) = box
     ubox = ((float(np.nextafter(a0 + b0, -np.inf)), float(np.nextafter(a1 + b1, np.inf))), (b0, b1))
     x0 = np.clip(np.asarray(x0, float), [a0, b0], [a1, b1])
+    CL.alpha_range = (a0, a1)  # boxes of (u, beta) outside the box's image are discarded
     y0 = np.clip(np.array([x0[0] + x0[1], x0[1]]), [c[0] for c in ubox], [c[1] for c in ubox])
     lower, upper, y_best, n, (lo, hi) = vec.branch_and_bound(
         ubox, None, None, CL.original, offset=0.0, tol=tol, max_boxes=max_boxes, widest_if_unbounded=True, x0=y0
