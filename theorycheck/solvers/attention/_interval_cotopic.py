@@ -54,7 +54,7 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._interval_label import SetsLoss, _clip01, _exact, _intersect, _reshape, imatmul, isum
+from ._interval_label import SetsLoss, _clip01, _dn, _exact, _intersect, _reshape, _t2_map, _up, imatmul, isum
 from ._interval_vec import T2, IVec, ivec_exact
 
 __all__ = ["CotopicLoss", "check_cotopic_size", "COTOPIC_MAX_V1", "COTOPIC_MAX_PAIRS"]
@@ -84,27 +84,6 @@ def _beta_t2(parts, order):
     if order == 0:
         return parts[0]
     return T2(parts[0], [None, parts[1]], [None, None, parts[2]] if order >= 2 else None)
-
-
-def _safe(t, zero):
-    """``t`` with the value 1 and zero derivatives where ``zero`` (a denominator of an empty class)."""
-
-    def fix(a, fill):
-        return IVec(np.where(zero, fill, a.lo), np.where(zero, fill, a.hi))
-
-    if isinstance(t, IVec):
-        return fix(t, 1.0)
-    g = [None if x is None else fix(x, 0.0) for x in t.g]
-    h = None if t.h is None else [None if x is None else fix(x, 0.0) for x in t.h]
-    return T2(fix(t.v, 1.0), g, h)
-
-
-def _map(t, fn):
-    if isinstance(t, IVec):
-        return fn(t)
-    g = [None if x is None else fn(x) for x in t.g]
-    h = None if t.h is None else [None if x is None else fn(x) for x in t.h]
-    return T2(fn(t.v), g, h)
 
 
 class CotopicLoss(SetsLoss):
@@ -198,12 +177,12 @@ class CotopicLoss(SetsLoss):
         d = zb * -1 + IVec(self.Vw.lo[None, None], self.Vw.hi[None, None])
 
         def gu(x):  # U^T U x along the last axis (U^T U symmetric)
-            return _map(x, lambda a: imatmul(a, self.Gu))
+            return _t2_map(x, lambda a: imatmul(a, self.Gu))
 
         gz, full = gu(zb), zs[0].lo.shape
 
         def dot(x, y):
-            return _map(x * y, lambda a: isum(IVec(np.broadcast_to(a.lo, full), np.broadcast_to(a.hi, full)), -1))
+            return _t2_map(x * y, lambda a: isum(IVec(np.broadcast_to(a.lo, full), np.broadcast_to(a.hi, full)), -1))
 
         b0 = (dot(zb, gz) + 1) * om - dot(zb, c) * 2
         b1 = (dot(d, gz) * om - dot(d, c)) * 2
@@ -277,7 +256,7 @@ class CotopicLoss(SetsLoss):
                 bs = [_taylor(b, bc_, dd) for b, bc_ in zip(bs, self._coeffs(zc, om, c))]
             b0, b1, b2 = (_beta_t2(b, order) for b in bs)
             ell = b0 + h * (b1 + h * b2)  # (nS, Nb, n)
-            s = _map(ell, functools.partial(_pair_sum, full=(len(S), Nb, n)))
+            s = _t2_map(ell, functools.partial(_pair_sum, full=(len(S), Nb, n)))
             total = s if total is None else total + s
         return (total + self._const) * ivec_exact(Fraction(1, self.n_laws))
 
@@ -304,14 +283,6 @@ def _taylor(zs, zc, d):
 
 def _ends(x: IVec):
     return x.lo, x.hi
-
-
-def _dn(x):
-    return np.nextafter(x, -np.inf)
-
-
-def _up(x):
-    return np.nextafter(x, np.inf)
 
 
 def _scatter(parts, keep, N, order):
