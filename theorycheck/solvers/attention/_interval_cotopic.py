@@ -1,42 +1,42 @@
 """Rigorous enclosure of the co-topic family's structured loss on boxes of (alpha, beta) (SPEC §7, §11.8).
 
 For a general topic model (uniform-tau prior, squared loss, no bias) and ``S = alpha I_w + beta G`` (``G`` the
-co-topic cosine of SPEC §11.4, taken as the given float matrix :func:`theorycheck.solvers.cotopic_matrix`: unit
-diagonal, ``G >= 0``, 0 in the [MASK] row and column) a word query ``x`` in the topic set ``S`` (``Theta = 1_S``,
-the law ``theta = Theta / tau``, context masses ``m_y = m_Theta(y) = sum_{t in S} m'_t(y)``) attends to the key ``y``
-with ``a_y = m_y e^{s_xy} / sum_z m_z e^{s_xz}``, ``s_xy = alpha [x = y] + beta G_xy`` ([MASK] key: score 0).
-Split off the own word: with
+co-topic cosine of SPEC §11.4, taken as the given float matrix, as :func:`theorycheck.solvers.cotopic_matrix`
+computes it: ``G >= 0``, diagonal 1 up to rounding, 0 in the [MASK] row and column) a word query ``x`` of the topic
+set ``S`` (``Theta = 1_S``, the law ``theta = Theta / tau``, context masses ``m_y = m_Theta(y) = sum_{t in S}
+m'_t(y)``, SPEC §11.5) attends to the key ``y`` with ``a_y = m_y e^{s_xy} / sum_z m_z e^{s_xz}``,
+``s_xy = alpha [x = y] + beta G_xy`` ([MASK] key: score 0). Split off the own word: with
 
 .. math::
-    R'(\\beta) = \\sum_{y \\ne x} m_y e^{-\\beta (1 - G_{xy})},\\quad
+    R'(\\beta) = \\sum_{y \\ne x} m_y e^{\\beta (G_{xy} - G_{xx} + \\sigma)},\\quad
     R(\\beta) = \\sum_{y \\ne x} m_y e^{\\beta G_{xy}},\\quad P(\\beta) = \\sum_{y \\ne x} m_y e^{\\beta G_{xy}} V^T e_y
 
-the own word's mass is ``h = a_x = 1 / (1 + e^{-alpha} R'(beta) / m_x)`` (0 when ``m_x = 0``) and the other keys
-share ``1 - h`` in proportion to ``m_y e^{beta G_xy}``, so with ``W = U V^T`` the output is ``o = W a = U z``,
+the own word's mass is ``h = a_x = 1 / (1 + e^{-v} R'(beta) / m_x)`` (0 when ``m_x = 0``, 1 when no other key has
+mass) with ``(v, sigma) = (alpha, 0)`` (``coords="original"``) or ``(alpha + beta, 1)`` (``coords="sum"``, the
+certificate's coordinates: :mod:`._interval_general`); the other keys share ``1 - h`` in proportion to
+``m_y e^{beta G_xy}``, so with ``W = U V^T`` the output is ``o = W a = U z``, ``z = z-bar + h d``,
+``z-bar = P(beta) / R(beta)``, ``d = V^T e_x - z-bar``, and the squared loss of the query (SPEC §11.8 with
+``b = 0``: ``omega ||o||^2 - 2 (omega t) . o + omega``) is a quadratic in ``h`` with coefficients in ``beta`` only:
 
 .. math::
-    z = h\\, V^T e_x + (1 - h)\\, \\bar z,\\qquad \\bar z = P(\\beta) / R(\\beta),
+    \\ell_x = B_0 + B_1 h + B_2 h^2,\\quad B_0 = \\omega (\\bar z^T U^T U \\bar z + 1) - 2 c_x \\cdot \\bar z,\\quad
+    B_1 = 2 (\\omega\\, d^T U^T U \\bar z - c_x \\cdot d),\\quad B_2 = \\omega\\, d^T U^T U d,
 
-and the squared loss of the query (SPEC §11.8, ``b = 0``: ``omega ||o||^2 - 2 (omega t) . o + omega``) is the
-quadratic
-
-.. math::
-    \\ell_x = \\omega\\,(z^T U^T U z + 1) - 2\\, c_x \\cdot z,\\quad
-    c_x = \\frac{p_c p_\\Theta(x)}{\\tau} U^T e_x + \\frac{p_r}{n \\tau} U^T p_\\Theta,\\quad
-    \\omega = \\frac{p_c p_\\Theta(x)}{\\tau} + \\frac{p_r}{n}
-
-(``p_Theta = sum_{t in S} phi_t``); the [MASK] query attends by the context alone (its term is score-free, shared with
+``c_x = (p_c p_Theta(x) / tau) U^T e_x + (p_r / (n tau)) U^T p_Theta``, ``omega = p_c p_Theta(x) / tau + p_r / n``
+(``p_Theta = sum_{t in S} phi_t``). The [MASK] query attends by the context alone (score-free; shared with
 :class:`._interval_label.LabelLoss`). The loss is the average over the ``C(T, tau)`` sets of the sum over queries.
 
-Why this form: every exponent has a fixed sign pattern on a box -- ``h`` increases in ``alpha`` and in ``beta``
-(``-beta (1 - G_xy) <= 0`` per unit ``beta``, ``G <= 1``), each variable entering once, so its natural interval
-extension is its exact range up to rounding; ``z-bar`` is a convex combination of the rows ``V^T e_y`` and is
-intersected with their hull. ``R'``, ``R``, ``P`` are linear in ``Theta``: per box the tables
-``sum_{y != x} m'_t(y) e^{beta G_xy} (1, V^T e_y)`` and ``sum_{y != x} m'_t(y) e^{-beta (1 - G_xy)}`` are one interval
-matrix product each (``O(n V1 T k)``), with their ``beta``-derivatives (``G``, ``G - 1`` times the weights), and a
-set adds ``tau`` of them; the assembly costs ``O(C(T, tau) n k^2)``. Every key carries its own weight
-``e^{beta G_xy}``, so the ``V1``-sized work is redone per box: the certificate is for small models
-(:func:`check_cotopic_size`).
+Why this form (tightness): ``h`` is monotone in each variable (``e^{-v}`` decreasing; in ``coords="sum"`` each
+exponent ``beta G_xy`` (``G_xx = 1``) increases with ``beta``, in ``"original"`` each ``beta (G_xy - G_xx)`` decreases),
+each entering once, so its interval is its exact range up to rounding. ``z-bar`` is a ratio of sums that move
+together with ``beta``; its natural extension loses that dependency, so ``z-bar`` and the ``B_i`` are enclosed by
+their second-order Taylor form about the box's centre ``c`` (``f(c) + f'(c) d + f''(X) d^2 / 2`` and
+``f'(c) + f''(X) d``, ``d = beta - c``; ``f(c)``, ``f'(c)`` point enclosures), intersected with the natural
+extension (``z-bar`` also with the hull of the rows of ``V``: it is a convex combination of them). ``R'``, ``R``,
+``P`` are linear in ``Theta``: per box the tables ``sum_{y != x} m'_t(y) e^{...} (1, V^T e_y)`` with their
+``beta``-derivatives (times ``G_xy`` or ``G_xy - G_xx + sigma``) are interval matrix products (``O(n V1 T k)``), a set
+adds ``tau`` of them and the assembly costs ``O(C(T, tau) n k^2)``. Every key carries its own weight, so the
+``V1``-sized work is redone per box: the certificate is for small models (:func:`check_cotopic_size`).
 
 Rigour: ``phi`` as stored, ``W = U V^T`` as given and ``G`` as given are float numbers taken as exact; the masking
 probabilities are ``Fraction(repr(p))``. Elementwise operations round outward (:class:`._interval_vec.IVec`, its

@@ -1,4 +1,5 @@
-"""The interval certificate of the general model's label family (``options.certify="interval"``; SPEC §7, §11.8).
+"""The interval certificates of the general model's (alpha, beta) families (``options.certify="interval"``; SPEC §7,
+§11.8): the label family over all of ``R^2``, the co-topic family over the search box.
 
 :func:`attach_general_interval` adds to a structured-route result (:mod:`._structured`) the rigorous bounds of
 :class:`._interval_label.LabelLoss` by the numpy branch and bound of :mod:`._interval_vec` on the compact chart
@@ -16,6 +17,18 @@ off the square's edges (every global minimiser finite) and ``fun - lower <= tol`
 ``beta -> -inf``; ``lower`` still bounds it, the returned point is finite); otherwise status 4 (``"not
 certified"``, or the solver's failure status). The returned point is always a point of ``R^2`` and
 ``lower <= fun <= upper`` always holds (``fun`` is checked against the rigorous enclosure at the point).
+
+Co-topic family (:func:`attach_cotopic_interval`; :class:`._interval_cotopic.CotopicLoss`, small models): every key
+has its own weight ``e^{beta G_xy}``, so there is no finite chart of ``R^2``: the statement is over the solver's
+search box ``B = [a0, a1] x [b0, b1]`` of ``(alpha, beta)`` (``options.box``, default ``(-60, 60)^2``). The branch and
+bound runs in ``(u, beta) = (alpha + beta, beta)`` on ``[a0 + b0, a1 + b1] x [b0, b1]``, which holds the image of
+``B``: the loss's valley ``alpha + beta = const``, ``beta -> -inf`` (the own word against the [MASK] key and the
+unrelated words) then runs along an axis, and a box holding no point of ``B``'s image is discarded (value ``+inf``,
+:attr:`._interval_cotopic.CotopicLoss.alpha_range`), so ``lower <= min_B L``. Status 0 (``"certified optimum on the
+box"``) iff the gap closed, the argmin (mapped back to ``(alpha, beta)`` ranges) lies inside ``B`` off its edges and
+``fun - lower <= tol``; status 3 (``"bound on the box"``) when it touches ``B``'s edge (the minimum over ``B`` may be
+on its edge or beyond; ``lower`` bounds the minimum over ``B``); otherwise 4. When the branch and bound's best point
+lies in ``B`` and beats the solver's by more than ``tol`` it replaces it.
 """
 
 from __future__ import annotations
