@@ -172,3 +172,15 @@ def test_a_big_model_is_refused_before_any_work():
     many = GeneralTopicModel(np.full((16, 40), 1.0 / 40), tau=4)  # C(16, 4) * 40 pairs
     with pytest.raises(ValueError, match=r"C\(T, tau\) \* n <= 20000, got V1=41, C\(T, tau\) \* n=72800"):
         CotopicLoss(many, Masking(), np.eye(41), np.eye(41))
+
+
+def test_budget_exhausted_is_not_certified():
+    """Too few boxes for the gap to close: status 4 with the gap, the boxes and the box in the message; the bounds
+    still hold."""
+    g, mk = _model(), Masking()
+    r = optimal_attention(g, mk, options={"family": "co-topic", "box": BOX, "certify": "interval",
+                                          "certify_options": {"max_boxes": 40}})  # fmt: skip
+    c = r.certificate
+    assert r.status == 4 and not c["certified"] and c["kind"] == "not certified"
+    assert "Not certified by interval arithmetic" in r.message and "on the box [[-6.0, 10.0], [-8.0, 8.0]]" in r.message
+    assert c["lower"] <= r.fun <= c["upper"] and c["gap"] > 1e-9 and c["global"]["n_boxes"] <= 40
