@@ -172,8 +172,8 @@ class CotopicLoss(SetsLoss):
         ``z = z-bar + h d``, ``d = V^T e_x - z-bar``: ``B_0 = omega (z-bar^T U^T U z-bar + 1) - 2 c_x . z-bar``,
         ``B_1 = 2 (omega d^T U^T U z-bar - c_x . d)``, ``B_2 = omega d^T U^T U d``; each ``[f, f', f'']``
         in ``beta``."""
-        second = len(zs) > 2  # the Hessian entry (not needed at a box's centre)
-        zb = T2(zs[0], [None, zs[1]], [None, None, zs[2]] if second else None)
+        nd = len(zs)  # 1 + the derivatives carried (a point of order 0, a box's centre, a box)
+        zb = zs[0] if nd == 1 else T2(zs[0], [None, zs[1]], [None, None, zs[2]] if nd > 2 else None)
         d = zb * -1 + IVec(self.Vw.lo[None, None], self.Vw.hi[None, None])
 
         def gu(x):  # U^T U x along the last axis (U^T U symmetric)
@@ -187,20 +187,21 @@ class CotopicLoss(SetsLoss):
         b0 = (dot(zb, gz) + 1) * om - dot(zb, c) * 2
         b1 = (dot(d, gz) * om - dot(d, c)) * 2
         b2 = dot(d, gu(d)) * om
-        return [[b.v, b.g[1], b.h[2]] if second else [b.v, b.g[1]] for b in (b0, b1, b2)]
+        return [[b] if nd == 1 else [b.v, b.g[1]] if nd == 2 else [b.v, b.g[1], b.h[2]] for b in (b0, b1, b2)]
 
     # ------------------------------------------------------------------ per box block (set-free)
-    def _tables(self, blo, bhi, order):
-        """``beta``-tables of a block of boxes: ``R' (Nb, n, T)``, ``R (Nb, n, T)``, ``P (Nb, n, k, T)``, each a list
-        ``[f, f', f'']`` (up to ``order``)."""
+    def _tables(self, blo, bhi, order, order_p=None):
+        """``beta``-tables of a block of boxes: ``R' (Nb, n, T)`` (up to ``order_p``, default ``order``; none for
+        ``-1``), ``R (Nb, n, T)``, ``P (Nb, n, k, T)``, each a list ``[f, f', f'']`` (up to ``order``)."""
         Nb = len(blo)
+        order_p = order if order_p is None else order_p
         beta = IVec(blo[:, None, None], bhi[:, None, None])
         off = _exact(self.off[None])
-        E = (beta * self.Gw).exp() * off  # (Nb, n, V1): e^{beta G_xy}, 0 on the own key
-        Ep = (beta * self.Gm1).exp() * off  # e^{-beta (1 - G_xy)}
-        Es, Eps = [E], [Ep]
+        Es = [(beta * self.Gw).exp() * off]  # (Nb, n, V1): e^{beta G_xy}, 0 on the own key
         for _ in range(order):
             Es.append(Es[-1] * self.Gw)
+        Eps = [(beta * self.Gm1).exp() * off] if order_p >= 0 else []  # e^{beta (G_xy - G_xx + sigma)}
+        for _ in range(order_p):
             Eps.append(Eps[-1] * self.Gm1)
         Rp = [imatmul(x, self.MpT) for x in Eps]
         R = [imatmul(x, self.MpT) for x in Es]
@@ -230,11 +231,12 @@ class CotopicLoss(SetsLoss):
 
     def _block(self, alo, ahi, blo, bhi, order):
         Nb, n, k = len(alo), self.n, self.k
-        Rp, R, P = self._tables(blo, bhi, 2)  # z-bar's derivatives are needed for its Taylor form
         wide = bool(np.any(bhi > blo))
-        if wide:  # z-bar's Taylor form about the centres (below)
+        # z-bar's second derivative on a box: for its Taylor form (wide boxes) or the Hessian (order 2)
+        Rp, R, P = self._tables(blo, bhi, 2 if (wide or order == 2) else order, order)
+        if wide:  # the Taylor forms about the centres (below)
             bc = 0.5 * blo + 0.5 * bhi
-            _, Rc, Pc = self._tables(bc, bc, 1)
+            _, Rc, Pc = self._tables(bc, bc, 1, -1)
             delta = IVec(_dn(blo - bc), _up(bhi - bc))
             delta = IVec(delta.lo[None, :, None, None], delta.hi[None, :, None, None])
         a = IVec(alo[None, :, None], ahi[None, :, None])
@@ -275,9 +277,8 @@ def _taylor(zs, zc, d):
     """``[f, f', f'']`` on a box intersected with the Taylor forms ``f(c) + f'(c) d + f''(X) d^2/2`` and
     ``f'(c) + f''(X) d`` about its centre ``c`` (``d = x - c``): first-order tight (second order for ``f``)."""
     f, f1, f2 = zs
-    for _ in range(2):
-        f1 = _intersect(f1, *_ends(zc[1] + f2 * d))
-        f = _intersect(f, *_ends(zc[0] + zc[1] * d + f2 * d.sq() * 0.5))
+    f1 = _intersect(f1, *_ends(zc[1] + f2 * d))
+    f = _intersect(f, *_ends(zc[0] + zc[1] * d + f2 * d.sq() * 0.5))
     return [f, f1, f2]
 
 
