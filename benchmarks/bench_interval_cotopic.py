@@ -22,7 +22,7 @@ import theorycheck as tc
 from theorycheck.solvers import optimal_attention
 
 MK = tc.Masking()
-SIZES = [(3, 8, 1), (4, 12, 2), (4, 30, 2)]
+SIZES = [(3, 8, 1), (4, 12, 2), (4, 30, 2), (5, 60, 2)]
 
 
 def _row(T, n, tau):
