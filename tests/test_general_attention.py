@@ -310,8 +310,8 @@ def test_errors(tm_small, mk_spec):
         tc.solvers.optimal_attention(g, mk_spec, options={"family": "nope"})
     with pytest.raises(ValueError, match="family"):
         tc.solvers.optimal_attention(tm_small, mk_spec, options={"family": np.eye(12)})
-    with pytest.raises(ValueError, match="certify"):
-        tc.solvers.optimal_attention(g, mk_spec, options={"certify": "interval"})
+    with pytest.raises(ValueError, match="certify"):  # the co-topic certificate needs the stage-1 W^V
+        tc.solvers.optimal_attention(g, mk_spec, value="identity", options={"certify": "interval"})
     with pytest.raises(ValueError, match="method"):
         tc.solvers.optimal_attention(g, mk_spec, method="sdp")
     with pytest.raises(ValueError, match="value"):

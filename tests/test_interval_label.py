@@ -172,8 +172,8 @@ def test_paper_model_as_general_agrees_with_the_paper_certificate():
 @pytest.mark.parametrize(
     "options, kw, match",
     [
-        ({"family": "co-topic"}, {}, "family='label' only, not the co-topic family"),
-        ({}, {}, "family='label' only"),
+        ({"family": "co-topic"}, {"value": "identity"}, "not the family 'co-topic' with value='identity'"),
+        ({}, {"value": "identity"}, "'label' and 'co-topic' on the structured route"),
         ({"family": "label"}, {"loss": "ce"}, "needs loss='squared'"),
         ({"family": "label"}, {"method": "lbfgs"}, "not unrestricted scores"),
         (

@@ -130,8 +130,13 @@ class AttentionOptions:
         ``certificate["box"]`` and ``lower <= L* <= upper`` always (SPEC §7, interval certificate).
         General model, ``family="label"``, squared loss, uniform-tau: rigorous bounds over all of
         ``(alpha, beta) in R^2`` on the structured loss (compact chart; ``certificate["domain"] = "R^2"``):
-        status 0 certified optimum, 3 ``"bound (infimum at infinity)"``, 4 not certified; other families, the
-        cross-entropy, the Dirichlet prior and ``method="lbfgs"`` are refused before any work (SPEC §7, §11.8).
+        status 0 certified optimum, 3 ``"bound (infimum at infinity)"``, 4 not certified. ``family="co-topic"``
+        (the default family, ``value="stage1"``), small models (``V1 <= 200``, ``C(T, tau) n <= 20000``): rigorous
+        bounds over the search ``box`` only (``certificate["domain"] = "box"``; the co-topic scores have no finite
+        chart of ``R^2``): status 0 ``"certified optimum on the box"`` (gap closed, argmin interior,
+        ``L* - lower <= tol``), 3 ``"bound on the box"`` (argmin touches the box), 4 not certified. Given matrix
+        families, the cross-entropy, the Dirichlet prior and ``method="lbfgs"`` are refused before any work
+        (SPEC §7, §11.8).
     certify_options : dict or None, default None
         Passed to ``interval_certificate`` and ``global_certificate`` (``tol``, ``max_boxes``); needs
         ``certify="interval"``. ``"recheck": True`` adds the Arb re-check (needs python-flint, the

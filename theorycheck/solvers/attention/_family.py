@@ -245,8 +245,9 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     ``(V1, V1)`` matrix. The options read here (:class:`~theorycheck.solvers.AttentionOptions`):
     ``n_grid`` (default 7), ``box``, ``family``, ``mask_keys``, ``n_theta``, ``seed``, ``x0``,
     ``solver_options`` (L-BFGS-B), ``certify`` / ``certify_options`` (``tol``, ``max_boxes``: the interval
-    certificate of the label family on the structured route, :mod:`._interval_general`; refused, before any
-    work, for other families, the cross-entropy, the Dirichlet prior and ``method="lbfgs"``).
+    certificate on the structured route, :mod:`._interval_general`: the label family over ``R^2``, the co-topic
+    family over the search box (small models); refused, before any work, for given matrix families, the
+    cross-entropy, the Dirichlet prior and ``method="lbfgs"``).
 
     Returns a :class:`SolveResult`: ``x`` the coefficients (family) or ``S`` (lbfgs); ``fun`` the
     exact loss; residual ``gradient_norm`` (projected on the box for the family); ``info``: ``S``,
@@ -283,7 +284,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
         info.update(loss=Lf, gap_to_uniform=info["loss_uniform"] - Lf, relative_residuals=rel, tol=tol)
         res.info = info
         if copts is not None:
-            attach_general_interval(res, g, mk, W, mask_keys, copts, ev)
+            attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam, box)
         res.time = time.perf_counter() - t0
         return res
     check_alloc("optimal_attention (dense general route)", (_DENSE_ARRAYS, g.V1, g.V1),

@@ -1,4 +1,5 @@
-"""The interval certificate of the general model's label family (``options.certify="interval"``; SPEC §7, §11.8).
+"""The interval certificates of the general model's (alpha, beta) families (``options.certify="interval"``; SPEC §7,
+§11.8): the label family over all of ``R^2``, the co-topic family over the search box.
 
 :func:`attach_general_interval` adds to a structured-route result (:mod:`._structured`) the rigorous bounds of
 :class:`._interval_label.LabelLoss` by the numpy branch and bound of :mod:`._interval_vec` on the compact chart
@@ -16,6 +17,18 @@ off the square's edges (every global minimiser finite) and ``fun - lower <= tol`
 ``beta -> -inf``; ``lower`` still bounds it, the returned point is finite); otherwise status 4 (``"not
 certified"``, or the solver's failure status). The returned point is always a point of ``R^2`` and
 ``lower <= fun <= upper`` always holds (``fun`` is checked against the rigorous enclosure at the point).
+
+Co-topic family (:func:`attach_cotopic_interval`; :class:`._interval_cotopic.CotopicLoss`, small models): every key
+has its own weight ``e^{beta G_xy}``, so there is no finite chart of ``R^2``: the statement is over the solver's
+search box ``B = [a0, a1] x [b0, b1]`` of ``(alpha, beta)`` (``options.box``, default ``(-60, 60)^2``). The branch and
+bound runs in ``(u, beta) = (alpha + beta, beta)`` on ``[a0 + b0, a1 + b1] x [b0, b1]``, which holds the image of
+``B``: the loss's valley ``alpha + beta = const``, ``beta -> -inf`` (the own word against the [MASK] key and the
+unrelated words) then runs along an axis, and a box holding no point of ``B``'s image is discarded (value ``+inf``,
+:attr:`._interval_cotopic.CotopicLoss.alpha_range`), so ``lower <= min_B L``. Status 0 (``"certified optimum on the
+box"``) iff the gap closed, the argmin (mapped back to ``(alpha, beta)`` ranges) lies inside ``B`` off its edges and
+``fun - lower <= tol``; status 3 (``"bound on the box"``) when it touches ``B``'s edge (the minimum over ``B`` may be
+on its edge or beyond; ``lower`` bounds the minimum over ``B``); otherwise 4. When the branch and bound's best point
+lies in ``B`` and beats the solver's by more than ``tol`` it replaces it.
 """
 
 from __future__ import annotations
@@ -30,11 +43,18 @@ from ..._validate import check_choice, check_int, check_real
 from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
 from ._interval import make_certificate
+from ._interval_cotopic import CotopicLoss, check_cotopic_size
 from ._interval_label import LabelLoss
 from ._interval_scores import score_loss, to_scores
 from ._interval_vec import IVec
 
-__all__ = ["attach_general_interval", "check_general_certify", "label_box_certificate", "label_global_certificate"]
+__all__ = [
+    "attach_general_interval",
+    "check_general_certify",
+    "cotopic_box_certificate",
+    "label_box_certificate",
+    "label_global_certificate",
+]
 
 #: The certificate's options for a general model (``certify_options``), with their defaults (``radius=None``:
 #: the scope's default of :data:`SCOPE_DEFAULTS`; ``max_boxes``: the whole-domain branch and bound's budget).
@@ -55,16 +75,19 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
     if method == "lbfgs":
         raise ValueError(f"{where} certifies the (alpha, beta) label family, not unrestricted scores "
                          "(method='lbfgs'); use method='family'")  # fmt: skip
-    if fam != "label":
-        what = "the co-topic family" if fam == "co-topic" else f"the family {opts.family!r}"
-        raise ValueError(f"{where} is implemented for options.family='label' only, not {what}: the label family's "
-                         "scores give each query three key classes (own word, same label, other), a finite chart; "
-                         "the co-topic weights e^(beta G_xy) take a different value per key")  # fmt: skip
+    if fam not in ("label", "co-topic"):
+        fam_in = opts.family
+        name = "co-topic" if fam_in is None else fam_in if isinstance(fam_in, str) else "(given matrices)"
+        raise ValueError(f"{where} is implemented for options.family='label' and 'co-topic' on the structured route "
+                         f"(co-topic: value='stage1'), not the family {name!r} with value={value!r}: a given matrix "
+                         "family or another W^V has no structured loss")  # fmt: skip
     if loss != "squared":
         raise ValueError(f"{where} needs loss='squared', got loss={loss!r}")
     if g.prior != "uniform-tau":
         raise ValueError(f"{where} needs prior='uniform-tau' (the Dirichlet loss is a sampled estimate), "
                          f"got prior={g.prior!r}")  # fmt: skip
+    if fam == "co-topic":
+        check_cotopic_size(g)
     out = dict(GENERAL_CERTIFY_OPTIONS)
     for key, val in (opts.certify_options or {}).items():
         if key not in GENERAL_CERTIFY_OPTIONS:
@@ -81,7 +104,10 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
         out["radius"] = check_real("certify_options['radius']", out["radius"], low=0.0, low_open=True, high=BOX_LIMIT)
     out["max_pairs"] = check_int("certify_options['max_pairs']", out["max_pairs"], low=1)
     pairs = math.comb(g.T, g.tau) * (g.V1 - 1)
-    if scope == "global" and pairs > out["max_pairs"]:
+    if fam == "co-topic" and scope == "local":
+        raise ValueError(f"{where}: certify_options['scope']='local' is for the label family (its score-coordinate "
+                         "evaluator); the co-topic family's certificate is over the search box")  # fmt: skip
+    if fam == "label" and scope == "global" and pairs > out["max_pairs"]:
         raise ValueError(
             f"{where}: the whole-domain certificate evaluates all C(T, tau) x n = {pairs:,} (set, word) pairs on each "
             f"of its boxes (about a thousand), above certify_options['max_pairs'] = {out['max_pairs']:,}; use "
@@ -229,10 +255,64 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
     return make_certificate(lower, upper, n, argmin, x_best, ("alpha", "beta"), whole, tol, info, method)
 
 
-def _point_enclosure(LL, x):
-    p = np.asarray([x], float)
-    out = vec.evaluate(p, p, None, None, LL.original, order=0)
+def _point_enclosure(value, x, sum_coords=False):
+    """Rigorous enclosure of the loss at the point ``x = (alpha, beta)``; ``sum_coords``: ``value`` takes
+    ``(alpha + beta, beta)`` (evaluated on the float interval holding the exact sum)."""
+    lo = hi = np.asarray([x], float)
+    if sum_coords:
+        s = x[0] + x[1]
+        lo = np.array([[np.nextafter(s, -np.inf), x[1]]])
+        hi = np.array([[np.nextafter(s, np.inf), x[1]]])
+    out = vec.evaluate(lo, hi, None, None, value, order=0)
     return float(out.lo[0]), float(out.hi[0])
+
+
+def _move(res, x, ev):
+    """Replace the solver's point by ``x`` (a point the branch and bound found better)."""
+    r = ev(x[0], x[1], True)
+    res.x, res.fun = np.array(x), r.value
+    res.info.update(alpha=x[0], beta=x[1], coefficients=list(x), loss=r.value, loss_family=r.value,
+                    moved_to_box=True, gap_to_uniform=res.info["loss_uniform"] - r.value)  # fmt: skip
+
+
+def _check_point(value, x, fun, lower, sum_coords=False):
+    """``lower <= fun`` and ``fun`` inside the rigorous enclosure at ``x`` (else an AssertionError: a bug)."""
+    if not all(map(math.isfinite, x)):
+        raise AssertionError(f"interval certificate: the returned point {x} is not a point of R^2")
+    plo, phi = _point_enclosure(value, x, sum_coords)
+    slack = 1e-12 * max(1.0, abs(fun))
+    if not (plo - slack <= fun <= phi + slack and lower - slack <= fun):
+        raise AssertionError(f"interval certificate contradicts the result: L = {fun!r}, enclosure at the point "
+                             f"[{plo!r}, {phi!r}], lower = {lower!r}")  # fmt: skip
+
+
+def _not_certified(res, gc, excess, why=""):
+    status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
+    msg = (f"Not certified by interval arithmetic: L* - lower bound = {excess:.3g} (tol {gc.tol:g}), gap "
+           f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; "
+           f"solver: {res.message}")  # fmt: skip
+    return status, "not certified", msg
+
+
+def _record(res, status, kind, msg, gc, lower, upper, extra):
+    res.status, res.message = status, msg
+    res.info["at_boundary"] = status == ON_BOUNDARY
+    res.certificate = {
+        **(res.certificate or {}),
+        "lower": lower,
+        "upper": upper,
+        "gap": upper - lower,
+        "kind": kind,
+        "certified": status == SUCCESS,
+        **extra,
+        "global": gc.as_dict(),
+        "global_lower": gc.lower,
+        "global_upper": gc.upper,
+    }
+
+
+def _factors(g, W):
+    return (W.left, W.right) if hasattr(W, "left") else (np.asarray(W, float), np.eye(g.V1))
 
 
 def label_local_certificate(LL: LabelLoss, tol, x0, radii):
@@ -298,11 +378,7 @@ def _move_if_better(res, gc, local, ev):
     ok = gc.converged and not at_inf and all(map(math.isfinite, xb))
     moved = (ok and res.fun - gc.upper > gc.tol) or (ok and not local and res.status == ON_BOUNDARY)
     if moved:
-        x = (float(xb[0]), float(xb[1]))
-        r = ev(x[0], x[1], True)
-        res.x, res.fun = np.array(x), r.value
-        res.info.update(alpha=x[0], beta=x[1], coefficients=list(x), loss=r.value, loss_family=r.value,
-                        moved_to_box=True, gap_to_uniform=res.info["loss_uniform"] - r.value)  # fmt: skip
+        _move(res, (float(xb[0]), float(xb[1])), ev)
     return moved
 
 
@@ -338,11 +414,15 @@ def _outcome(res, gc, LL, local, where, excess, moved):
         f"{gc.gap:.3g} after {gc.n_boxes} boxes (converged: {gc.converged}){why}; solver: {res.message}")  # fmt: skip
 
 
-def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
-    """Add the interval certificate to the structured result ``res`` (module docstring): whole-domain
-    (``copts["scope"] == "global"``, :func:`label_split_certificate`) or local (:func:`label_local_certificate`);
-    ``W``: the ``W^V`` the solver used (factors or dense), ``ev``: its float evaluator (for a moved point)."""
-    U, V = (W.left, W.right) if hasattr(W, "left") else (np.asarray(W, float), np.eye(g.V1))
+def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", box=None):
+    """Add the interval certificate to the structured result ``res`` (module docstring): for the label family the
+    whole-domain one (``copts["scope"] == "global"``, :func:`label_split_certificate`) or the local one
+    (:func:`label_local_certificate`); for the co-topic family the box one (:func:`attach_cotopic_interval`,
+    ``box`` the solver's search box). ``W``: the ``W^V`` the solver used (factors or dense), ``ev``: its float
+    evaluator (for a moved point)."""
+    if fam == "co-topic":
+        return attach_cotopic_interval(res, g, mk, W, mask_keys, copts, ev, box)
+    U, V = _factors(g, W)
     LL = LabelLoss(g, mk, U, V, bool(mask_keys))
     x = (float(res.x[0]), float(res.x[1]))
     local = copts["scope"] == "local"
@@ -352,14 +432,7 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
     else:
         gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"])
     moved = _move_if_better(res, gc, local, ev)
-    x = (float(res.x[0]), float(res.x[1]))
-    if not all(map(math.isfinite, x)):
-        raise AssertionError(f"interval certificate: the returned point {x} is not a point of R^2")
-    plo, phi = _point_enclosure(LL, x)
-    slack = 1e-12 * max(1.0, abs(res.fun))
-    if not (plo - slack <= res.fun <= phi + slack and gc.lower - slack <= res.fun):
-        raise AssertionError(f"interval certificate contradicts the result: L = {res.fun!r}, enclosure at the point "
-                             f"[{plo!r}, {phi!r}], lower = {gc.lower!r}")  # fmt: skip
+    _check_point(LL.original, (float(res.x[0]), float(res.x[1])), res.fun, gc.lower)
     lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
     q, where = gc.info.get("scores_box"), "R^2"
     if local:
@@ -384,3 +457,77 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev):
         "global_lower": None if local else gc.lower,
         "global_upper": None if local else gc.upper,
     }
+
+
+def cotopic_box_certificate(CL: CotopicLoss, box, tol, max_boxes, x0):
+    """Rigorous ``lower <= min_box L`` of the co-topic family over ``box`` of ``(alpha, beta)`` (module docstring):
+    the branch and bound runs on the box ``[a0 + b0, a1 + b1] x [b0, b1]`` of ``(u, beta) = (alpha + beta, beta)``,
+    which holds the box's image; ``info["argmin_original"]``: the ``(alpha, beta)`` ranges of its argmin,
+    ``info["x_best_original"]``: its best point (``upper`` is the loss there, possibly outside ``box``)."""
+    box = tuple((float(lo), float(hi)) for lo, hi in box)
+    if not all(-BOX_LIMIT <= lo < hi <= BOX_LIMIT for lo, hi in box):
+        raise ValueError(
+            f"box must be 2 (low, high) pairs with -{BOX_LIMIT:g} <= low < high <= {BOX_LIMIT:g}, got {box!r}"
+        )
+    (a0, a1), (b0, b1) = box
+    ubox = ((float(np.nextafter(a0 + b0, -np.inf)), float(np.nextafter(a1 + b1, np.inf))), (b0, b1))
+    x0 = np.clip(np.asarray(x0, float), [a0, b0], [a1, b1])
+    CL.alpha_range = (a0, a1)  # boxes of (u, beta) outside the box's image are discarded
+    y0 = np.clip(np.array([x0[0] + x0[1], x0[1]]), [c[0] for c in ubox], [c[1] for c in ubox])
+    lower, upper, y_best, n, (lo, hi) = vec.branch_and_bound(
+        ubox, None, None, CL.original, offset=0.0, tol=tol, max_boxes=max_boxes, widest_if_unbounded=True, x0=y0
+    )
+    argmin = _argmin(lo, hi, ubox)
+    (u0, u1), (v0, v1) = argmin
+    arg_orig = ((float(np.nextafter(u0 - v1, -np.inf)), float(np.nextafter(u1 - v0, np.inf))), (v0, v1))
+    info = {
+        "n_live_boxes": len(lo),
+        "engine": "numpy (structured co-topic loss, (alpha + beta, beta))",
+        "domain": "box",
+        "box": [list(b) for b in box],
+        "u_box": [list(b) for b in ubox],
+        "argmin_original": [list(b) for b in arg_orig],
+        "x_best_original": [float(y_best[0] - y_best[1]), float(y_best[1])],
+        "x0": x0.tolist(),
+    }
+    return make_certificate(lower, upper, n, argmin, tuple(float(c) for c in y_best), ("alpha + beta", "beta"),
+                            ubox, tol, info, "interval-branch-and-bound (co-topic, box)")  # fmt: skip
+
+
+def attach_cotopic_interval(res, g, mk, W, mask_keys, copts, ev, box):
+    """The co-topic family's certificate over the search ``box`` (:func:`cotopic_box_certificate`): status 0 iff
+    the gap closed, the argmin is interior to the box and ``L* - lower <= tol``; 3 when the argmin touches the
+    box's edge; else 4. Not over ``R^2``: every key has its own weight ``e^{beta G_xy}``, no finite chart."""
+    U, V = _factors(g, W)
+    CL = CotopicLoss(g, mk, U, V, bool(mask_keys))
+    x = (float(res.x[0]), float(res.x[1]))
+    gc = cotopic_box_certificate(CL, box, copts["tol"], copts["max_boxes"], x)
+    (a0, a1), (b0, b1) = gc.info["box"]
+    (al0, al1), (be0, be1) = gc.info["argmin_original"]
+    interior = a0 < al0 and al1 < a1 and b0 < be0 and be1 < b1
+    xb = tuple(gc.info["x_best_original"])
+    inside = a0 <= xb[0] <= a1 and b0 <= xb[1] <= b1
+    moved = gc.converged and inside and res.fun - gc.upper > gc.tol
+    if moved:  # the float solver missed the box's minimum: the branch and bound's best point replaces it
+        x = (float(xb[0]), float(xb[1]))
+        _move(res, x, ev)
+    _check_point(CL.original, x, res.fun, gc.lower, sum_coords=True)
+    lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
+    excess = res.fun - lower
+    if gc.converged and not interior:
+        status, kind = ON_BOUNDARY, "bound on the box"
+        msg = (f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin (alpha, beta) ranges "
+               f"{gc.info['argmin_original']} touch the search box {gc.info['box']}: the minimum may be on its edge "
+               "or beyond; lower bounds the minimum over the box (the co-topic family has no finite chart of R^2: "
+               "every key has its own weight e^(beta G_xy))")  # fmt: skip
+    elif gc.converged and excess <= gc.tol and (res.status == SUCCESS or moved):
+        status, kind, msg = SUCCESS, "certified optimum on the box", STATUS_MESSAGES[SUCCESS]
+    else:
+        status, kind, msg = _not_certified(res, gc, excess, f" on the box {gc.info['box']}")
+    _record(res, status, kind, msg, gc, lower, upper, {
+        "method": gc.method + " (structured co-topic loss, SPEC §11.8)",
+        "domain": "box",
+        "box": gc.info["box"],
+        "argmin_interior": gc.converged and interior,
+        "argmin_original": gc.info["argmin_original"],
+    })  # fmt: skip

@@ -135,89 +135,43 @@ def _reshape(x: IVec, shape) -> IVec:
     return IVec(np.broadcast_to(x.lo, x.lo.shape).reshape(shape), np.broadcast_to(x.hi, x.hi.shape).reshape(shape))
 
 
-class LabelLoss:
-    """The label family's exact squared loss on arrays of boxes, rigorous (module docstring).
+class SetsLoss:
+    """What the interval losses of the (alpha, beta) families share (SPEC §11.8): the ``C(T, tau)`` topic sets, the
+    context rows ``m'_t``, the Gram ``U^T U`` of ``W = U V^T``, the [MASK] query's score-free term and the sums over
+    a set's topics (:class:`LabelLoss`, :class:`._interval_cotopic.CotopicLoss`)."""
 
-    ``LabelLoss(g, mk, U, V, mask_keys)``: a general topic model (uniform-tau prior), the masking, ``W^V = U V^T``
-    (factors ``(V1, k)``; a dense ``W`` is ``(W, I)``). :meth:`on_boxes` is the evaluator of
-    :func:`._interval_vec.evaluate` (``value=`` this object's :meth:`original` or :meth:`chart`).
-    """
-
-    def __init__(self, g, mk, U, V, mask_keys=False):
+    def _common(self, g, mk, U, V, mask_keys, what):
+        """Set the shared tables; return ``(masking fractions, Phi, Mp, Gu, K0, PU, GK0)`` (interval arrays)."""
         V1, T, tau = g.V1, g.T, g.tau
         n = V1 - 1
         e = rational_masking(mk)
         self.n_laws = math.comb(T, tau)
         self.pairs = self.n_laws * n
-        check_alloc("interval certificate (label family): interval tables", (V1, 6 * T + 4 * U.shape[1] + 16),
+        check_alloc(f"interval certificate ({what}): interval tables", (V1, 6 * T + 4 * U.shape[1] + 16),
                     alternative="a smaller model")  # fmt: skip
         self.sets = np.array(list(itertools.combinations(range(T), tau)), dtype=np.int64).reshape(-1, tau)
         Phi = _exact(g.topic_token_matrix())
         Mp = Phi if mask_keys else _contexts(Phi, e, n)
-        labels = np.asarray(g.dominant_topic())
-        present = np.unique(labels)
-        self.grp = np.searchsorted(present, labels)  # (n,) label index of each word
-        #: some label holds a single word (its own-label class is empty: the chart corner (0, 1) is a discontinuity)
-        self.single_word_labels = bool(np.any(np.bincount(self.grp) == 1))
-        L = len(present)
-        onehot = np.zeros((L, V1))
-        onehot[self.grp, np.arange(1, V1)] = 1.0
-        Ue, Ve = _exact(U), _exact(V)
-        k = U.shape[1]
+        Ue = _exact(U)
         Gu = imatmul(_exact(U.T), Ue)  # (k, k)
         K0 = imatmul(_exact(V.T), IVec(Mp.lo.T, Mp.hi.T))  # (k, T): V^T m'_t
-        X = _exact(V[:, :, None]) * IVec(Mp.lo.T[:, None, :], Mp.hi.T[:, None, :])  # (V1, k, T) outward
-        Kl = imatmul(_exact(onehot), _reshape(X, (V1, k * T)))  # (L, k T)
-        Kl = _reshape(Kl, (L, k, T))
-        VG = imatmul(Ve, Gu)  # (V1, k): rows G_u V[x]
-        words = slice(1, V1)
-        vg = IVec(VG.lo[words], VG.hi[words])
-        self.w2 = isum(vg * _exact(V[words]), 1)  # ||W e_x||^2
-        self.wxx = isum(_exact(U[words]) * _exact(V[words]), 1)  # W_xx
-        self.C0 = imatmul(vg, K0)  # (n, T)
-        self.D0 = imatmul(_exact(U[words]), K0)
         PU = imatmul(Phi, Ue)  # (T, k)
-        self.pw = imatmul(_exact(V[words]), IVec(PU.lo.T, PU.hi.T))  # (n, T): phi_s . W e_x
         GK0 = imatmul(Gu, K0)  # (k, T)
         self.Gm0 = imatmul(IVec(K0.lo.T, K0.hi.T), GK0)  # (T, T)
         self.Fm0 = _transpose(imatmul(PU, K0))  # [t, s] = phi_s . W m'_t
-        self._label_tables(Kl, Gu, GK0, PU, vg, U)
         self.mp = IVec(Mp.lo[:, 1:].T, Mp.hi[:, 1:].T)  # (n, T)
         self.ph = _exact(Phi.lo[:, 1:].T)
-        ML = imatmul(Mp, _exact(onehot.T))  # (T, L)
-        self.ML = IVec(ML.lo.T, ML.hi.T)  # (L, T)
-        self.s0 = isum(Mp, 1)  # (T,)
         # (T, V1): key tokens of positive mass per topic (exactly: phi > 0, or the r / q terms of the masking)
         self.nz = g.topic_token_matrix() > 0
         if not mask_keys:
             self.nz[:, 1:] |= e["r"] > 0
             self.nz[:, 0] |= e["q"] > 0
-        self.onehot = onehot
         self.tau_inv = ivec_exact(Fraction(1, tau))
         self.p_c, self.p_r_n = ivec_exact(e["p_c"]), ivec_exact(e["p_r"] / n)
         self.p_mask = ivec_exact(1 - e["p_c"] - e["p_r"])
         self._cache: list | None = None
-        self._const = self._mask_term()
+        return e, Phi, Mp, Gu, K0, PU, GK0
 
-    def _label_tables(self, Kl, Gu, GK0, PU, vg, U):
-        """Per label ``l``: ``(W r_{t l}).(W m'_s)``, ``(W r_{t l}).(W r_{s l})``, ``phi_s . W r_{t l}`` ``(L, T, T)``;
-        per word ``x``: ``(W^T W r_{t, z_x})_x``, ``(W r_{t, z_x})_x`` ``(n, T)``."""
-        n, T = vg.lo.shape[0], Kl.lo.shape[2]
-        self.C1, self.D1 = IVec(np.zeros((n, T))), IVec(np.zeros((n, T)))
-        Grm, Grr, Fr = [], [], []
-        for li in range(Kl.lo.shape[0]):
-            Kli = _take(Kl, li, 0)  # (k, T)
-            KliT = IVec(Kli.lo.T, Kli.hi.T)
-            Grm.append(imatmul(KliT, GK0))
-            Grr.append(imatmul(KliT, imatmul(Gu, Kli)))
-            Fr.append(_transpose(imatmul(PU, Kli)))
-            rows = np.flatnonzero(self.grp == li)
-            c1, d1 = imatmul(_take(vg, rows, 0), Kli), imatmul(_exact(U[rows + 1]), Kli)
-            for tgt, src in ((self.C1, c1), (self.D1, d1)):
-                tgt.lo[rows], tgt.hi[rows] = src.lo, src.hi
-        self.Grm, self.Grr, self.Fr = (_stack(x) for x in (Grm, Grr, Fr))  # (L, T, T)
-
-    # ------------------------------------------------------------------ coefficients per (law, word)
     def _tsum(self, X: IVec, S) -> IVec:
         """``sum_{t in S_i} X[..., t]`` for each set: ``(..., T) -> (len(S), ...)``."""
         out: IVec | None = None
@@ -255,6 +209,65 @@ class LabelLoss:
             total = total + isum(term * self.p_mask, 0)
         return total
 
+
+class LabelLoss(SetsLoss):
+    """The label family's exact squared loss on arrays of boxes, rigorous (module docstring).
+
+    ``LabelLoss(g, mk, U, V, mask_keys)``: a general topic model (uniform-tau prior), the masking, ``W^V = U V^T``
+    (factors ``(V1, k)``; a dense ``W`` is ``(W, I)``). :meth:`on_boxes` is the evaluator of
+    :func:`._interval_vec.evaluate` (``value=`` this object's :meth:`original` or :meth:`chart`).
+    """
+
+    def __init__(self, g, mk, U, V, mask_keys=False):
+        V1, T = g.V1, g.T
+        e, Phi, Mp, Gu, K0, PU, GK0 = self._common(g, mk, U, V, mask_keys, "label family")
+        labels = np.asarray(g.dominant_topic())
+        present = np.unique(labels)
+        self.grp = np.searchsorted(present, labels)  # (n,) label index of each word
+        #: some label holds a single word (its own-label class is empty: the chart corner (0, 1) is a discontinuity)
+        self.single_word_labels = bool(np.any(np.bincount(self.grp) == 1))
+        L = len(present)
+        onehot = np.zeros((L, V1))
+        onehot[self.grp, np.arange(1, V1)] = 1.0
+        Ve = _exact(V)
+        k = U.shape[1]
+        X = _exact(V[:, :, None]) * IVec(Mp.lo.T[:, None, :], Mp.hi.T[:, None, :])  # (V1, k, T) outward
+        Kl = imatmul(_exact(onehot), _reshape(X, (V1, k * T)))  # (L, k T)
+        Kl = _reshape(Kl, (L, k, T))
+        VG = imatmul(Ve, Gu)  # (V1, k): rows G_u V[x]
+        words = slice(1, V1)
+        vg = IVec(VG.lo[words], VG.hi[words])
+        self.w2 = isum(vg * _exact(V[words]), 1)  # ||W e_x||^2
+        self.wxx = isum(_exact(U[words]) * _exact(V[words]), 1)  # W_xx
+        self.C0 = imatmul(vg, K0)  # (n, T)
+        self.D0 = imatmul(_exact(U[words]), K0)
+        self.pw = imatmul(_exact(V[words]), IVec(PU.lo.T, PU.hi.T))  # (n, T): phi_s . W e_x
+        self._label_tables(Kl, Gu, GK0, PU, vg, U)
+        ML = imatmul(Mp, _exact(onehot.T))  # (T, L)
+        self.ML = IVec(ML.lo.T, ML.hi.T)  # (L, T)
+        self.s0 = isum(Mp, 1)  # (T,)
+        self.onehot = onehot
+        self._const = self._mask_term()
+
+    def _label_tables(self, Kl, Gu, GK0, PU, vg, U):
+        """Per label ``l``: ``(W r_{t l}).(W m'_s)``, ``(W r_{t l}).(W r_{s l})``, ``phi_s . W r_{t l}`` ``(L, T, T)``;
+        per word ``x``: ``(W^T W r_{t, z_x})_x``, ``(W r_{t, z_x})_x`` ``(n, T)``."""
+        n, T = vg.lo.shape[0], Kl.lo.shape[2]
+        self.C1, self.D1 = IVec(np.zeros((n, T))), IVec(np.zeros((n, T)))
+        Grm, Grr, Fr = [], [], []
+        for li in range(Kl.lo.shape[0]):
+            Kli = _take(Kl, li, 0)  # (k, T)
+            KliT = IVec(Kli.lo.T, Kli.hi.T)
+            Grm.append(imatmul(KliT, GK0))
+            Grr.append(imatmul(KliT, imatmul(Gu, Kli)))
+            Fr.append(_transpose(imatmul(PU, Kli)))
+            rows = np.flatnonzero(self.grp == li)
+            c1, d1 = imatmul(_take(vg, rows, 0), Kli), imatmul(_exact(U[rows + 1]), Kli)
+            for tgt, src in ((self.C1, c1), (self.D1, d1)):
+                tgt.lo[rows], tgt.hi[rows] = src.lo, src.hi
+        self.Grm, self.Grr, self.Fr = (_stack(x) for x in (Grm, Grr, Fr))  # (L, T, T)
+
+    # ------------------------------------------------------------------ coefficients per (law, word)
     def _chunk_coeffs(self, S):
         """The 13 coefficients ``(m1, m2, m3, G11, G12, G13, G22, G23, G33, E1, E2, E3, omega)`` of the laws ``S``
         and every word, each an :class:`IVec` flattened to ``(len(S) * n,)``."""

@@ -13,8 +13,9 @@ from it (the basin is then the caller's choice). For sampled laws (Dirichlet, sa
 the sampling covariance of the optimum (:func:`optimum_covariance`, the M-estimator sandwich).
 
 What is certified: the projected gradient (exact, not finite differences) at the returned point and the
-coarse grid (no point of it is below the optimum); with ``options.certify="interval"`` (label family, squared
-loss, uniform-tau) rigorous bounds on the box and on all of ``R^2`` (:mod:`._interval_general`, SPEC §7).
+coarse grid (no point of it is below the optimum); with ``options.certify="interval"`` (squared loss,
+uniform-tau) rigorous bounds: the label family's on all of ``R^2``, the co-topic family's on the search box (small
+models) (:mod:`._interval_general`, SPEC §7).
 """
 
 from __future__ import annotations
