@@ -161,3 +161,9 @@ def test_certificate_option_refusals(copts, match):
     with pytest.raises(ValueError, match=match):
         optimal_attention(_model(), Masking(), options={"family": "label", "certify": "interval",
                                                         "certify_options": copts})  # fmt: skip
+
+
+def test_local_scope_is_refused_for_the_cotopic_family():
+    with pytest.raises(ValueError, match=r"scope'\]='local' is for the label family"):
+        optimal_attention(_model(), Masking(), options={"family": "co-topic", "certify": "interval",
+                                                        "certify_options": {"scope": "local"}})  # fmt: skip
