@@ -79,7 +79,11 @@ def test_enclosures_contain_the_dense_values(g, mk, mask_keys, kind, centre, wid
     r = family_attention_loss(p[0], p[1], (U, V), g, mk, family="label", mask_keys=mask_keys, grad=True)
     for gi, exact in zip(pt.g, (r.dalpha, r.dbeta)):
         assert gi.lo[0] - 1e-11 <= exact <= gi.hi[0] + 1e-11
-    assert pt.v.hi[0] - pt.v.lo[0] <= 1e-10  # a point's enclosure is tight
+    # a point's enclosure is tight, unless a class mass is within a few hundred ulps of the underflow threshold
+    # (phi entries ~1e-309: G_ij / (m_i m_j) then divides the a-priori underflow term 2^-1021 by a subnormal mass,
+    # and the enclosure, still valid, is the whole line; SPEC §7 "Known limit")
+    if np.min(g.phi[g.phi > 0]) >= 1e-290:
+        assert pt.v.hi[0] - pt.v.lo[0] <= 1e-10
 
 
 @settings(max_examples=30, deadline=None)

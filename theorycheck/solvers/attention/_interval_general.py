@@ -438,25 +438,17 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", bo
     if local:
         where = f"the score box alpha + beta in [{q[0][0]:.6g}, {q[0][1]:.6g}], beta in [{q[1][0]:.6g}, {q[1][1]:.6g}]"
     status, kind, msg = _outcome(res, gc, LL, local, where, res.fun - lower, moved)
-    res.status, res.message = status, msg
-    res.info["at_boundary"] = status == ON_BOUNDARY
-    res.certificate = {
-        **(res.certificate or {}),
-        "lower": lower,
-        "upper": upper,
-        "gap": upper - lower,
+    _record(res, status, kind, msg, gc, lower, upper, {
         "method": gc.method + " (structured label loss, SPEC §11.8)",
-        "kind": kind,
-        "certified": status == SUCCESS,
         "scope": copts["scope"],
         "domain": where,
         "argmin_interior": gc.converged and not gc.info["at_infinity"] and (gc.info["interior"] if local else True),
         "argmin_original": gc.info["argmin_original"],
-        "global": None if local else gc.as_dict(),
-        "local": gc.as_dict() if local else None,
-        "global_lower": None if local else gc.lower,
-        "global_upper": None if local else gc.upper,
-    }
+    })  # fmt: skip
+    if local:  # the bounds hold on the score box only: no whole-domain certificate
+        res.certificate.update({"global": None, "global_lower": None, "global_upper": None, "local": gc.as_dict()})
+    else:
+        res.certificate["local"] = None
 
 
 def cotopic_box_certificate(CL: CotopicLoss, box, tol, max_boxes, x0):

@@ -309,7 +309,8 @@ class LabelLoss(SetsLoss):
         m = [_nonneg(x) * i for x, i in zip(m, ind)]  # masses >= 0 (Mp >= 0), exactly 0 for an empty class
         safe = [IVec(np.where(z, 1.0, x.lo), np.where(z, 1.0, x.hi)) for x, z in zip(m, zero)]
         r = [m[j] / safe[i] for i, j in _OFF]  # r_ij = m_j / m_i
-        Gb = [G[k] / (safe[i] * safe[j]) * (ind[i] * ind[j]) for k, (i, j) in enumerate(_PAIRS_IJ)]
+        # G_ij / m_i / m_j one division at a time: the product m_i m_j of two tiny masses would underflow to 0
+        Gb = [G[k] / safe[i] / safe[j] * (ind[i] * ind[j]) for k, (i, j) in enumerate(_PAIRS_IJ)]
         Eb = [E[i] / safe[i] * ind[i] for i in range(3)]
         return [_reshape(x, (-1,)) for x in (*m, *r, *ind, *Gb, *Eb, om)]
 
