@@ -29,6 +29,7 @@ from theorycheck.solvers.attention._interval_general import (
     LOCAL_RADII,
     label_global_certificate,
     label_local_certificate,
+    to_chart,
 )
 from theorycheck.solvers.attention._interval_label import LabelLoss
 from theorycheck.solvers.attention._interval_scores import score_loss
@@ -58,15 +59,16 @@ def _row(T, n, tau):
     W = optimal_value_matrix(g, MK, options={"dense": False}).x
     c_chart, cc = _cpu(lambda: label_global_certificate(LabelLoss(g, MK, W.left, W.right), 1e-9, 20_000, r0.x))
     c_split, r, cert, n_split = _cert(g, "global")
+    regions = cert["global"]["split"]["boxes_per_region"]
     c_local, rl, lcert, n_local = _cert(g, "local")
     return dict(T=T, words=n, tau=tau, float_cpu=c_float, chart_cpu=c_chart, chart_boxes=cc.n_boxes,
                 chart_gap=cc.gap, cert_cpu=c_split, ratio=c_split / c_float, chart_over_split=c_chart / c_split,
-                status=r.status, kind=cert["kind"], gap=cert["gap"], boxes=n_split, local_cpu=c_local,
+                status=r.status, kind=cert["kind"], gap=cert["gap"], boxes=n_split, regions=regions, local_cpu=c_local,
                 local_status=rl.status, local_kind=lcert["kind"], local_gap=lcert["gap"], local_boxes=n_local,
                 fun=r.fun, lower=cert["lower"], float_fun=r0.fun)  # fmt: skip
 
 
-def _big(boxes):
+def _big(boxes, regions):
     g = dirichlet_model(*BIG, floor=1e-12)
     c_float, r0 = _cpu(lambda: optimal_attention(g, MK, options={"family": "label"}))
     W = optimal_value_matrix(g, MK, options={"dense": False}).x
@@ -78,6 +80,14 @@ def _big(boxes):
     c_box, b = _cpu(lambda: evaluate(x - 0.05, x + 0.05, None, None, f, order=2))
     c_local, lc = _cpu(lambda: label_local_certificate(LL, 1e-9, r0.x, LOCAL_RADII))
     per_box = c_box + 2 * c_point
+    # one chart box of the outer regions (numpy engine, coefficients recomputed per pass) and its two points
+    u, w = to_chart(*r0.x)
+    cb = np.array([[u - 1e-4, w - 0.05]]), np.array([[min(1.0, u + 1e-4), w + 0.05]])
+    c_chart_box, _ = _cpu(lambda: evaluate(cb[0], cb[1], None, None, LL.chart, order=2))
+    cp = np.array([[u, w]])
+    c_chart_point, _ = _cpu(lambda: evaluate(cp, cp, None, None, LL.chart, order=1))
+    per_chart_box = c_chart_box + 2 * c_chart_point
+    inner, outer = regions[0], sum(regions[1:])
     return dict(T=BIG[0], words=BIG[1], tau=BIG[2], pairs=LL.pairs, float_cpu=c_float, x=r0.x.tolist(), fun=r0.fun,
                 setup_cpu=c_setup, first_pass_cpu=c_first, point_order1_cpu=c_point,
                 point_width=float(p.v.hi[0] - p.v.lo[0]), box_order2_cpu=c_box, box_radius=0.05,
@@ -85,8 +95,10 @@ def _big(boxes):
                 local_radii_tried=lc.info["radii_tried"], local_hessian=lc.info["hessian_enclosure"],
                 local_newton_image=lc.info["newton_image"], local_cpu=c_local, local_converged=lc.converged,
                 local_boxes=lc.n_boxes, local_gap=lc.gap,
-                local_interior=lc.info["interior"], local_lower_minus_fun=lc.lower - r0.fun, boxes_assumed=boxes,
-                cert_cpu_estimate=c_first + boxes * per_box)  # fmt: skip
+                local_interior=lc.info["interior"], local_lower_minus_fun=lc.lower - r0.fun,
+                chart_box_order2_cpu=c_chart_box, chart_point_order1_cpu=c_chart_point,
+                boxes_assumed=boxes, regions_assumed=regions,
+                cert_cpu_estimate=c_first + inner * per_box + outer * per_chart_box)  # fmt: skip
 
 
 def main():
@@ -100,7 +112,8 @@ def main():
     print_table(keys, [[r[k] for k in keys] for r in rows])
     out = {"rows": rows}
     if args.big:
-        out["big"] = _big(max(r["boxes"] for r in rows))
+        last = rows[-1]  # the largest size: its split certificate's boxes per region (score box, 4 chart boxes)
+        out["big"] = _big(last["boxes"], last["regions"])
         print(out["big"])
     write_json("interval_label", out)
 
