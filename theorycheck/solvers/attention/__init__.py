@@ -22,6 +22,9 @@ module                 content
                        co-topic family over the search box
 ``_interval_label``    the label family's loss on interval boxes (three key classes, compact chart)
 ``_interval_cotopic``  the co-topic family's loss on interval boxes (small models, every key weighed)
+``_interval_scores``   the label family's loss in score coordinates ``(alpha + beta, beta)`` (the split
+                       certificate's score box and the local certificate); its compiled per-(box, pair)
+                       sums are in ``_interval_scores_kernel`` (numpy: the reference engine)
 ====================== =====================================================================================
 """
 
