@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 import theorycheck as tc
 from theorycheck.models import GeneralTopicModel as G
+from theorycheck.models import Masking
 
-__all__ = ["general_models", "constructed_model", "CONSTRUCTORS"]
+__all__ = ["general_models", "constructed_model", "CONSTRUCTORS", "INTERVAL_MASKINGS", "label_box_cases"]
 
 #: the kinds :func:`constructed_model` builds
 CONSTRUCTORS = ("eps", "shared", "zipf", "unequal")
@@ -51,3 +52,24 @@ def general_models(draw, max_T=4, max_v=3, prior="uniform-tau", paper=False):
     if kind == "paper":
         return G.from_topic_model(tc.TopicModel(T=T, v=v, **law))
     return constructed_model(draw, kind, T, v, law)
+
+
+#: Maskings of the interval-certificate tests: the default, heavy random replacement, and [MASK] queries only
+#: (the loss then does not depend on the scores).
+INTERVAL_MASKINGS = st.sampled_from([Masking(), Masking(p_m=0.3, p_c=0.2, p_r=0.3), Masking(p_m=0.5, p_c=0.0, p_r=0.0)])
+
+
+def label_box_cases(*, centre=((-6.0, 6.0), (-6.0, 6.0)), width=(0.0, 3.0), frac=(0.0, 1.0), n_points=2) -> dict:
+    """The ``@given`` keywords of the label family's enclosure tests (drawn in this order): a small general model
+    (the paper's included), a masking, ``mask_keys``, the ``W^V`` kind, a box (centre and side widths) and
+    ``n_points`` points of it as fractions of its sides."""
+    side = st.tuples(st.floats(*frac), st.floats(*frac))
+    return dict(
+        g=general_models(max_T=4, max_v=3, paper=True),
+        mk=INTERVAL_MASKINGS,
+        mask_keys=st.booleans(),
+        kind=st.sampled_from(["stage1", "identity"]),
+        centre=st.tuples(st.floats(*centre[0]), st.floats(*centre[1])),
+        width=st.tuples(st.floats(*width), st.floats(*width)),
+        frac=st.lists(side, min_size=n_points, max_size=n_points),
+    )

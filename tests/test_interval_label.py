@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from _general_strategies import general_models
+from _general_strategies import label_box_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -21,8 +21,6 @@ from theorycheck.solvers import optimal_attention, optimal_value_matrix
 from theorycheck.solvers.attention._interval_general import label_box_certificate, to_chart
 from theorycheck.solvers.attention._interval_label import LabelLoss, imatmul, isum
 from theorycheck.solvers.attention._interval_vec import IVec, evaluate
-
-maskings = st.sampled_from([Masking(), Masking(p_m=0.3, p_c=0.2, p_r=0.3), Masking(p_m=0.5, p_c=0.0, p_r=0.0)])
 
 
 def _label_matrix(g):
@@ -46,15 +44,7 @@ def _dense(g, mk, W, a, b, mask_keys):
 
 
 @settings(max_examples=20, deadline=None)
-@given(
-    g=general_models(max_T=4, max_v=3, paper=True),
-    mk=maskings,
-    mask_keys=st.booleans(),
-    kind=st.sampled_from(["stage1", "identity"]),
-    centre=st.tuples(st.floats(-6.0, 6.0), st.floats(-6.0, 6.0)),
-    width=st.tuples(st.floats(0.0, 3.0), st.floats(0.0, 3.0)),
-    frac=st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)), min_size=3, max_size=3),
-)
+@given(**label_box_cases(n_points=3))
 def test_enclosures_contain_the_dense_values(g, mk, mask_keys, kind, centre, width, frac):
     """On a box of (alpha, beta) and on its chart box, the value (order 0, 1, 2) encloses the dense evaluator's
     loss at points of the box; the order-1 gradient encloses the structured gradient."""

@@ -10,7 +10,7 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from _general_strategies import general_models
+from _general_strategies import label_box_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -24,7 +24,6 @@ from theorycheck.solvers.attention._interval_label import LabelLoss
 from theorycheck.solvers.attention._interval_scores import _corner_exps, packed_chunks, score_loss
 from theorycheck.solvers.attention._interval_vec import IVec, evaluate
 
-maskings = st.sampled_from([Masking(), Masking(p_m=0.3, p_c=0.2, p_r=0.3), Masking(p_m=0.5, p_c=0.0, p_r=0.0)])
 #: The engines' widths agree to this relative factor plus ABS_WIDTH times the magnitude (rounding-level differences:
 #: the kernel widens by 2^-52 |x| per operation where numpy moves one float, and sums pairwise).
 REL_WIDTH, ABS_WIDTH = 1e-6, 1e-12
@@ -74,15 +73,7 @@ def _close_widths(a: IVec, b: IVec):
 
 
 @settings(max_examples=15, deadline=None)
-@given(
-    g=general_models(max_T=4, max_v=3, paper=True),
-    mk=maskings,
-    mask_keys=st.booleans(),
-    kind=st.sampled_from(["stage1", "identity"]),
-    centre=st.tuples(st.floats(-6.0, 6.0), st.floats(-6.0, 6.0)),
-    width=st.tuples(st.floats(0.01, 3.0), st.floats(0.01, 3.0)),
-    frac=st.lists(st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)), min_size=2, max_size=2),
-)
+@given(**label_box_cases(width=(0.01, 3.0)))
 def test_kernel_agrees_with_numpy_and_encloses_the_float_loss(g, mk, mask_keys, kind, centre, width, frac):
     """Orders 0, 1, 2 on a box and at a point: the engines' enclosures intersect with widths within REL_WIDTH;
     both hold the dense loss at points of the box, the float gradient at a point, and (order 2) a central

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from _general_strategies import general_models
+from _general_strategies import label_box_cases
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from test_interval_label import _dense, _model, _w, maskings
+from test_interval_label import _dense, _model, _w
 
 from theorycheck import Masking
 from theorycheck.population import family_attention_loss
@@ -34,15 +34,7 @@ def _grad_sb(g, mk, UV, mask_keys, s, b):
 
 
 @settings(max_examples=20, deadline=None)
-@given(
-    g=general_models(max_T=4, max_v=3, paper=True),
-    mk=maskings,
-    mask_keys=st.booleans(),
-    kind=st.sampled_from(["stage1", "identity"]),
-    centre=st.tuples(st.floats(-6.0, 8.0), st.floats(-6.0, 6.0)),
-    width=st.tuples(st.floats(0.0, 2.0), st.floats(0.0, 2.0)),
-    frac=st.lists(st.tuples(st.floats(0.05, 0.95), st.floats(0.05, 0.95)), min_size=2, max_size=2),
-)
+@given(**label_box_cases(centre=((-6.0, 8.0), (-6.0, 6.0)), width=(0.0, 2.0), frac=(0.05, 0.95)))
 def test_score_enclosures_contain_the_dense_values_and_derivatives(g, mk, mask_keys, kind, centre, width, frac):
     (U, V), W = _w(g, mk, kind)
     LL = LabelLoss(g, mk, U, V, mask_keys)

@@ -113,13 +113,10 @@ def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
     """The per-box interval sums over the pairs of ``[ell, grad, Hess]`` by numpy (the reference engine)."""
     N = S.lo.shape[0]
     per = max(1, 60_000 // N)
-    exps = []
+    ex = _corner_exps(S, B)
     points = bool(np.array_equal(S.lo, S.hi) and np.array_equal(B.lo, B.hi))  # one corner per box then
-    for s in (S.lo,) if points else (S.lo, S.hi):
-        for b in (B.lo,) if points else (B.lo, B.hi):
-            s_, b_ = IVec(s[:, None]), IVec(b[:, None])
-            exps.append({"b-s": (b_ - s_).exp(), "-s": (-s_).exp(), "s-b": (s_ - b_).exp(), "-b": (-b_).exp(),
-                         "s": s_.exp(), "b": b_.exp()})  # fmt: skip
+    exps = [{name: IVec(ex[:, c, k, 0, None], ex[:, c, k, 1, None]) for k, name in enumerate(_EXP_NAMES)}
+            for c in range(1 if points else 4)]  # fmt: skip
     acc: list | None = None
     for c in LL._chunks():
         P = c[0].lo.shape[0]
@@ -131,6 +128,10 @@ def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
             acc = sums if acc is None else [a + b for a, b in zip(acc, sums)]
     assert acc is not None
     return acc
+
+
+#: The corner exponentials, in the kernel's order: ``e^(beta - s), e^-s, e^(s - beta), e^-beta, e^s, e^beta``.
+_EXP_NAMES = ("b-s", "-s", "s-b", "-b", "s", "b")
 
 
 def _corner_exps(S: IVec, B: IVec) -> np.ndarray:
