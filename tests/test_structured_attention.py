@@ -13,6 +13,7 @@ import theorycheck as tc
 from theorycheck import GeneralTopicModel, Masking
 from theorycheck.analysis.landscape import family_scores
 from theorycheck.population import alpha_beta_loss, attention_loss_grad, family_attention_loss
+from theorycheck.population._attention_structured import SCORE_MAX
 from theorycheck.solvers import cotopic_matrix, optimal_attention, optimal_value_matrix
 
 REL = 1e-12
@@ -66,6 +67,79 @@ def test_structured_equals_dense_squared(g, mk, alpha, beta, family, mask_keys, 
     Wgiven = Wf if (factored or family == "co-topic") else W
     r = family_attention_loss(alpha, beta, Wgiven, g, mk, family=family, b=b, mask_keys=mask_keys, grad=True)
     assert r.exact and r.stderr == 0.0 and r.n == g.n_topic_sets
+    _close(r.value, L, L)
+    _close(r.dalpha, da, 1.0)
+    _close(r.dbeta, db, 1.0)
+
+
+_far = st.one_of(st.floats(-1e4, 300.0), st.sampled_from([-1e4, -700.0, -300.0, 150.0, 300.0]))
+
+
+@settings(max_examples=25)
+@given(
+    g=general_models(max_T=4, max_v=3, paper=True),
+    alpha=_far,
+    beta=_far,
+    family=st.sampled_from(["label", "co-topic"]),
+    mask_keys=st.booleans(),
+)
+def test_large_scores_are_finite_and_match_dense_or_are_refused(g, alpha, beta, family, mask_keys):
+    """Scores over the structured evaluator's range (|beta|, alpha, alpha + beta <= 300; alpha down to -1e4): finite
+    and equal to the dense evaluator (log-sum-exp softmax) to 1e-12, also where a label holds nearly all the mass
+    (the label tables would cancel: the blocked route); beyond it a ValueError naming the range, before any
+    work."""
+    mk = Masking()
+    Wf = _factors(g, mk)
+    if max(alpha, abs(beta), alpha + beta) > SCORE_MAX:
+        with pytest.raises(ValueError, match=r"-300 <= beta <= 300, alpha <= 300 and alpha \+ beta <= 300"):
+            family_attention_loss(alpha, beta, Wf, g, mk, family=family, mask_keys=mask_keys)
+        return
+    B = _label_matrix(g) if family == "label" else cotopic_matrix(g)
+    L, da, db = _dense_reference(g, mk, alpha, beta, B, Wf.toarray(), None, mask_keys, "squared", {})
+    r = family_attention_loss(alpha, beta, Wf, g, mk, family=family, mask_keys=mask_keys, grad=True)
+    assert all(np.isfinite([r.value, r.dalpha, r.dbeta]))
+    _close(r.value, L, L)
+    _close(r.dalpha, da, 1.0)
+    _close(r.dbeta, db, 1.0)
+
+
+@pytest.mark.parametrize("factored", [True, False])
+def test_a_label_holding_nearly_all_the_mass_is_exact(factored):
+    """A law whose keys are nearly all in one label (topic 1 puts 1 - 1e-9 on one word; the [MASK] key masked out):
+    the label tables once formed ``s_0 + (e^beta - 1) M_l``, which cancels (at beta = -38: L = 16.99 instead of
+    0.25); built from the other keys' own columns they give the dense loss and gradient to 1e-12, with W^V dense
+    or factored, down to beta = -300."""
+    phi = np.array([[0.9, 0.1], [1e-9, 1.0 - 1e-9]])
+    g, mk = GeneralTopicModel(phi, tau=1), Masking()
+    Wf = _factors(g, mk)
+    B = _label_matrix(g)
+    for beta in (-6.0, -38.0, -300.0):
+        L, da, db = _dense_reference(g, mk, 0.5, beta, B, Wf.toarray(), None, True, "squared", {})
+        W = Wf if factored else Wf.toarray()
+        r = family_attention_loss(0.5, beta, W, g, mk, family="label", mask_keys=True, grad=True)
+        _close(r.value, L, L)
+        _close(r.dalpha, da, 1.0)
+        _close(r.dbeta, db, 1.0)
+
+
+def test_a_search_box_beyond_the_structured_range_is_refused():
+    """optimal_attention's structured route refuses a box whose corners leave the evaluator's score range."""
+    g = GeneralTopicModel(np.array([[0.8, 0.2], [0.3, 0.7]]), tau=1)
+    for box in (((-10.0, 400.0), (0.0, 1.0)), ((0.0, 1.0), (-350.0, 0.0)), ((0.0, 200.0), (0.0, 200.0))):
+        with pytest.raises(ValueError, match=r"options.box: the structured evaluator takes -300 <= beta <= 300"):
+            optimal_attention(g, Masking(), options={"family": "label", "box": box})
+
+
+def test_own_word_cancellation_with_zero_query_weight_is_finite():
+    """Single-word labels, ``alpha = -40``, ``beta = 40`` (the own word's weight ``e^beta + (e^alpha - 1) e^beta``
+    cancels to ~1) and no word query weighted (``p_c = p_r = 0``): the size check saw 0 and the NaN of ``Z <= 0``
+    went through; a non-finite result now takes the blocked tables too: finite and equal to the dense loss."""
+    g, mk = GeneralTopicModel(np.array([[0.8, 0.2], [0.3, 0.7]]), tau=1), Masking(p_m=0.5, p_c=0.0, p_r=0.0)
+    Wf = _factors(g, mk)
+    L, da, db = _dense_reference(g, mk, -40.1953125, 40.1953125, _label_matrix(g), Wf.toarray(), None, False,
+                                 "squared", {})  # fmt: skip
+    r = family_attention_loss(-40.1953125, 40.1953125, Wf, g, mk, family="label", grad=True)
+    assert all(np.isfinite([r.value, r.dalpha, r.dbeta]))
     _close(r.value, L, L)
     _close(r.dalpha, da, 1.0)
     _close(r.dbeta, db, 1.0)

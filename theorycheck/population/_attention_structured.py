@@ -53,11 +53,36 @@ from ._attention_tables import (
     static_tables,
 )
 
-__all__ = ["family_attention_loss", "FamilyLoss", "FamilyEvaluator", "FAMILIES", "value_operator"]
+__all__ = [
+    "family_attention_loss",
+    "FamilyLoss",
+    "FamilyEvaluator",
+    "FAMILIES",
+    "value_operator",
+    "SCORE_MAX",
+    "check_family_scores",
+]
 
 #: The structured score families: ``alpha I_w + beta Z`` (labels) and ``alpha I_w + beta G`` (co-topic).
 FAMILIES = ("label", "co-topic")
 _CHUNK_BYTES = 16 * 2**20
+#: Largest ``|beta|``, ``alpha`` and ``alpha + beta`` the structured evaluator takes: its key weights enter
+#: squared (``A / Z^2``), and ``e^{2 (alpha + beta)}`` overflows near 354; when every key of positive mass shares
+#: the query's label, ``Z ~ e^beta`` and ``Z^2`` underflows near ``beta = -354``. ``alpha`` has no lower limit.
+SCORE_MAX = 300.0
+
+
+def check_family_scores(alpha: float, beta: float, where: str = "family_attention_loss") -> None:
+    """``ValueError`` unless ``|beta|``, ``alpha`` and ``alpha + beta`` are at most :data:`SCORE_MAX`."""
+    if max(alpha, abs(beta), alpha + beta) > SCORE_MAX:
+        raise ValueError(
+            f"{where}: the structured evaluator takes -{SCORE_MAX:g} <= beta <= {SCORE_MAX:g}, alpha <= {SCORE_MAX:g} "
+            f"and alpha + beta <= {SCORE_MAX:g} (its key weights enter squared and would overflow or underflow "
+            f"beyond about 354), got alpha={alpha!r}, beta={beta!r}; the dense attention_loss takes any scores "
+            "(small models)"
+        )
+
+
 #: Laws per chunk and words per block of the squared-loss kernel (the GEMM output of a chunk x block stays in cache).
 _LAW_CHUNK = 512
 #: Largest estimated rounding error (relative to max(1, loss)) of the label tables before the blocked route
@@ -143,7 +168,8 @@ class FamilyEvaluator:
                 # label tables carry e^beta on the own word and g subtracts it for alpha < 0: the error of
                 # A / Z^2 is ~ eps x the size of its summands; beyond CANCEL_TOL use the blocked tables (exact)
                 err = 4.0 * np.finfo(float).eps * float(np.max(out[3]))
-                if tb.diag_in and err > CANCEL_TOL * max(1.0, float(np.max(np.abs(out[0])))):
+                bad = not all(np.all(np.isfinite(o)) for o in out[:3])  # Z <= 0 by cancellation, weighted by 0
+                if tb.diag_in and (bad or err > CANCEL_TOL * max(1.0, float(np.max(np.abs(out[0]))))):
                     if self.op.factored:
                         self._blocked_label = True
                         return self.per_law(alpha, beta, want_grad)
@@ -154,6 +180,7 @@ class FamilyEvaluator:
         return tuple(out) if want_grad else out[0]
 
     def __call__(self, alpha, beta, want_grad=False) -> FamilyLoss:
+        check_family_scores(alpha, beta, "FamilyEvaluator")
         n = len(self.theta)
         if want_grad:
             per, da, db = self.per_law(alpha, beta, True)
@@ -388,6 +415,7 @@ def family_attention_loss(
     """
     a = check_real("alpha", alpha)
     bt = check_real("beta", beta)
+    check_family_scores(a, bt)
     ev = make_evaluator(tm, mk, W, family, b, mask_keys, loss, n_sets=n_sets, n_theta=n_theta, rng=rng,
                         seed=seed, max_bytes=max_bytes)  # fmt: skip
     return ev(a, bt, bool(grad))

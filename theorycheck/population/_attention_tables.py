@@ -172,8 +172,12 @@ def static_tables(op: ValueOperator, Mp, Phi, b) -> Static:
 
 
 class LabelBasis:
-    """The ``beta``-independent pieces of the label family: per label ``l`` the images ``W r_{t l}``
-    reduced to Gram/inner-product tables (SPEC §11.8), computed once per ``(W, b, mask_keys)``."""
+    """The ``beta``-independent pieces of the label family: per label ``l`` the images ``W r_{t l}`` of the
+    label's keys and ``W o_{t l}`` of all other keys (``m'_t = r_{t l} + o_{t l}``), reduced to Gram/inner-product
+    tables (SPEC §11.8), computed once per ``(W, b, mask_keys)``. The other keys' tables are built from their own
+    columns, not as ``m'_t - r_{t l}``: when a label holds nearly all of a law's mass that difference cancels,
+    and the weighted sum ``o + e^beta r`` of the tables (:func:`label_tables`) would lose ``eps / (o + e^beta r)``
+    of relative accuracy (NaN at ``beta = -38`` on such a model)."""
 
     def __init__(self, op: ValueOperator, st: Static, labels, b):
         V1 = op.V1
@@ -184,51 +188,44 @@ class LabelBasis:
         present = np.unique(labels)
         self.grp = np.searchsorted(present, labels)  # (n,) group index of each word
         L = len(present)
-        self.Mlab = np.zeros((L, T))
-        self.Grm = np.zeros((L, T, T))  # (W r_{t l}).(W m'_s)
+        self.Mlab, self.Mo = np.zeros((L, T)), np.zeros((L, T))  # key mass in the label, outside it
+        self.Gor = np.zeros((L, T, T))  # (W r_{t l}).(W o_{s l})
         self.Grr = np.zeros((L, T, T))  # (W r_{t l}).(W r_{s l})
-        self.Fr = np.zeros((L, T, T))  # phi_s . W r_{t l}
-        self.Br = np.zeros((L, T))  # b . W r_{t l}
-        self.C1 = np.zeros((n, T))  # (W^T W r_{t, z_x})_x
-        self.D1 = np.zeros((n, T))  # (W r_{t, z_x})_x
+        self.Goo = np.zeros((L, T, T))  # (W o_{t l}).(W o_{s l})
+        self.Fr, self.Fo = np.zeros((L, T, T)), np.zeros((L, T, T))  # phi_s . W r_{t l}, phi_s . W o_{t l}
+        self.Br, self.Bo = np.zeros((L, T)), np.zeros((L, T))  # b . W r_{t l}, b . W o_{t l}
+        self.C1, self.Co = np.zeros((n, T)), np.zeros((n, T))  # (W^T W r_{t, z_x})_x, (W^T W o_{t, z_x})_x
+        self.D1, self.Do = np.zeros((n, T)), np.zeros((n, T))  # (W r_{t, z_x})_x, (W o_{t, z_x})_x
         order = np.argsort(self.grp, kind="stable")
         bounds = np.searchsorted(self.grp[order], np.arange(L + 1))
         for li in range(L):
             widx = order[bounds[li] : bounds[li + 1]]  # word rows of label li
             tok = widx + 1
-            Cl = st.Mp[:, tok].T  # (|l|, T)
-            WR = op.apply_cols(tok, Cl)  # (V1, T)
-            self.Mlab[li] = Cl.sum(axis=0)
-            self.Grm[li] = WR.T @ st.WM
+            rest = np.setdiff1d(np.arange(V1), tok)  # every other key token ([MASK] included)
+            Cl, Co = st.Mp[:, tok].T, st.Mp[:, rest].T  # (|l|, T), (V1 - |l|, T)
+            WR, WO = op.apply_cols(tok, Cl), op.apply_cols(rest, Co)  # (V1, T) each
+            self.Mlab[li], self.Mo[li] = Cl.sum(axis=0), Co.sum(axis=0)
+            self.Gor[li] = WR.T @ WO
             self.Grr[li] = WR.T @ WR
-            self.Fr[li] = WR.T @ st.Phi.T
-            self.Br[li] = WR.T @ bvec
-            self.C1[widx] = op.rows_of_transpose(WR, tok)
-            self.D1[widx] = WR[tok]
-        self.s0 = st.Mp.sum(axis=1)
-        self.C0 = op.rows_of_transpose(st.WM, np.arange(1, V1))
-        self.D0 = st.WM[1:]
+            self.Goo[li] = WO.T @ WO
+            self.Fr[li], self.Fo[li] = WR.T @ st.Phi.T, WO.T @ st.Phi.T
+            self.Br[li], self.Bo[li] = WR.T @ bvec, WO.T @ bvec
+            self.C1[widx], self.Co[widx] = op.rows_of_transpose(WR, tok), op.rows_of_transpose(WO, tok)
+            self.D1[widx], self.Do[widx] = WR[tok], WO[tok]
 
 
 def label_tables(lb: LabelBasis, st: Static, beta: float) -> Tables:
-    """Tables of ``S = alpha I_w + beta Z`` at ``beta`` (``O(V1 T + L T^2)``)."""
+    """Tables of ``S = alpha I_w + beta Z`` at ``beta`` (``O(V1 T + L T^2)``): the keys of a query's label weigh
+    ``e^beta``, the others 1, so each table is ``(other keys) + e^beta (label)``, a sum of non-cancelling parts
+    (:class:`LabelBasis`); the own word is in its label (``diag_in = 1``)."""
     eB = np.exp(beta)
-    eb = np.expm1(beta)
-    Grm2 = lb.Grm + lb.Grm.transpose(0, 2, 1)
-    L = lb.Mlab.shape[0]
-    group = np.stack([lb.s0[None, :] + eb * lb.Mlab, st.bm0[None, :] + eb * lb.Br, eB * lb.Mlab, eB * lb.Br], axis=1)
-    quad = np.stack(
-        [
-            st.Gm0[None] + eb * Grm2 + eb * eb * lb.Grr,
-            np.broadcast_to(st.Fm0, (L,) + st.Fm0.shape) + eb * lb.Fr,
-            eB * Grm2 + 2.0 * eb * eB * lb.Grr,
-            eB * lb.Fr,
-        ],
-        axis=1,
-    )
+    Gor2 = lb.Gor + lb.Gor.transpose(0, 2, 1)
+    group = np.stack([lb.Mo + eB * lb.Mlab, lb.Bo + eB * lb.Br, eB * lb.Mlab, eB * lb.Br], axis=1)
+    quad = np.stack([lb.Goo + eB * Gor2 + (eB * eB) * lb.Grr, lb.Fo + eB * lb.Fr, eB * Gor2 + (2.0 * eB * eB) * lb.Grr,
+                     eB * lb.Fr], axis=1)  # fmt: skip
     n = len(lb.grp)
     ed = np.full(n, eB)
-    return _pack(st, lb.grp, lb.C0 + eb * lb.C1, lb.D0 + eb * lb.D1, eB * lb.C1, eB * lb.D1, group, quad, ed, ed, 1.0)
+    return _pack(st, lb.grp, lb.Co + eB * lb.C1, lb.Do + eB * lb.D1, eB * lb.C1, eB * lb.D1, group, quad, ed, ed, 1.0)
 
 
 def blocked_tables(op: ValueOperator, st: Static, rows, beta: float, b, *, want_K=False):

@@ -27,6 +27,7 @@ The stage-1 ``W^V`` (``value="stage1"``; ``"block"`` is its alias) is the minimu
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import numpy as np
@@ -37,6 +38,7 @@ from ..._validate import check_array, check_choice
 from ...models import Masking, check_models
 from ...population import attention_loss, attention_loss_grad
 from ...population._attention_dense import _DENSE_ARRAYS
+from ...population._attention_structured import check_family_scores
 from .._certify import ITERATION_LIMIT, ON_BOUNDARY, SUCCESS, check_contract
 from .._certify import certify as certify_residuals
 from .._options import ValueOptions
@@ -147,6 +149,16 @@ def _check_box(box, k):
             f"box must be {k} finite (lo, hi) pairs with lo < hi (one per family coefficient), got {box!r}"
         )
     return [tuple(map(float, r)) for r in arr]
+
+
+def _check_structured_box(box):
+    """:func:`_check_box` for the structured route, whose evaluator takes scores in the range of
+    :func:`theorycheck.population._attention_structured.check_family_scores` (checked at the box's corners, which
+    hold the extremes of ``beta``, ``alpha`` and ``alpha + beta``)."""
+    box = _check_box(box, 2)
+    for a, b in itertools.product(*box):
+        check_family_scores(a, b, "optimal_attention: options.box")
+    return box
 
 
 # ----------------------------------------------------------------------------- objective
@@ -270,7 +282,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     fam = structured_family(family, value, loss) if kind == "family" else None
     copts = None if opts.certify is None else check_general_certify(g, opts, method, fam, value, loss)  # no work yet
     if fam is not None:  # SPEC §11.8: no V1 x V1 array on this route
-        box = _check_box(box, 2)
+        box = _check_structured_box(box)
         c, Lf, grad, at_boundary, r, info, W, ev = structured_solve(
             g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, FAMILY_GRID, options, _check_start(x0, box)
         )
