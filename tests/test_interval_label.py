@@ -139,9 +139,9 @@ def test_flat_loss_is_a_bound_not_a_certificate():
 
 
 def test_single_word_labels_are_never_reported_certified():
-    """Every label a single word: the loss depends on alpha + beta only; the chart's corner (u, w) = (0, 1) carries
-    the whole line alpha + beta = s (a discontinuity), the bound does not close there: not certified, with
-    lower <= fun <= upper and the reason in the message."""
+    """Every label a single word: the loss depends on alpha + beta only, its minimisers fill lines out to infinity,
+    where the unbounded boxes are bounded by the natural extension alone and the bound does not close: not
+    certified, with lower <= fun <= upper and the reason in the message."""
     phi = np.full((3, 3), 0.1) + 0.7 * np.eye(3)
     g = GeneralTopicModel(phi / phi.sum(axis=1, keepdims=True), tau=1)
     r = optimal_attention(g, Masking(), options={"family": "label", "certify": "interval",

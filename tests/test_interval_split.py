@@ -1,6 +1,7 @@
 """The label family's certificate in score coordinates (SPEC §7, §11.8): the score-coordinate evaluator's enclosures
 against the dense evaluator (values), the structured gradient (at points) and finite differences of it (Hessian on
-boxes); the split domain's outer chart boxes cover the plane outside the score box; the split-domain certificate
+boxes), also on boxes with infinite ends in both frames; the split domain's four unbounded boxes cover the plane
+outside the score box; the half-line cuts of the branch and bound; the split-domain certificate
 against the chart-only certificate and a fine grid; the local scope, its failure on a box flatter than tol, and the
 refusal of a whole-domain certificate above ``max_pairs``."""
 
@@ -19,12 +20,17 @@ from theorycheck.solvers import optimal_attention, optimal_value_matrix
 from theorycheck.solvers.attention._interval_general import (
     label_global_certificate,
     label_split_certificate,
-    outer_chart_boxes,
-    to_chart,
+    outer_regions,
 )
 from theorycheck.solvers.attention._interval_label import LabelLoss
-from theorycheck.solvers.attention._interval_scores import score_loss
-from theorycheck.solvers.attention._interval_vec import evaluate
+from theorycheck.solvers.attention._interval_scores import FRAMES, score_loss
+from theorycheck.solvers.attention._interval_vec import (
+    _bisect,
+    _side_length,
+    _split_point,
+    branch_and_bound,
+    evaluate,
+)
 
 
 def _grad_sb(g, mk, UV, mask_keys, s, b):
@@ -69,17 +75,84 @@ def test_score_enclosures_contain_the_dense_values_and_derivatives(g, mk, mask_k
 @settings(max_examples=200, deadline=None)
 @given(
     q=st.tuples(st.floats(-30.0, 30.0), st.floats(0.0, 20.0), st.floats(-30.0, 30.0), st.floats(0.0, 20.0)),
-    p=st.tuples(st.floats(-60.0, 60.0), st.floats(-60.0, 60.0)),
+    p=st.tuples(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6)),
 )
-def test_outer_chart_boxes_cover_the_plane_outside_the_score_box(q, p):
+def test_outer_regions_cover_the_plane_outside_the_score_box(q, p):
     s0, ds, b0, db = q
     box = ((s0, s0 + ds), (b0, b0 + db))
     alpha, beta = p
     s = alpha + beta
     inside = box[0][0] <= s <= box[0][1] and box[1][0] <= beta <= box[1][1]
-    u, w = to_chart(alpha, beta)
-    covered = any(a <= u <= b and c <= w <= d for (a, b), (c, d) in outer_chart_boxes(box))
-    assert inside or covered, (box, p, (u, w), outer_chart_boxes(box))
+    coords = {"scores": (s, beta), "original": (alpha, beta)}
+    covered = [f for f, ((a, b), (c, d)) in outer_regions(box) if a <= coords[f][0] <= b and c <= coords[f][1] <= d]
+    assert inside or covered, (box, p, outer_regions(box))
+
+
+def _end(side, f):
+    """A finite point of ``side`` (``(lo, hi)``, possibly infinite) at fraction ``f`` in [0, 1), out along a
+    half-line up to 60 from its end (the float structured gradient, the reference, overflows beyond a few
+    hundred)."""
+    lo, hi = side
+    if np.isfinite(lo) and np.isfinite(hi):
+        return lo + f * (hi - lo)
+    far = 60.0 * f**3
+    return lo + far if np.isfinite(lo) else (hi - far if np.isfinite(hi) else (2 * f - 1) * 60.0)
+
+
+_SIDES = st.sampled_from(["finite", "up", "down", "line"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(**label_box_cases(centre=((-8.0, 8.0), (-8.0, 8.0)), width=(0.0, 3.0), frac=(0.0, 0.999)),
+       frame=st.sampled_from(FRAMES), sides=st.tuples(_SIDES, _SIDES))  # fmt: skip
+def test_enclosures_on_unbounded_boxes_contain_the_loss_and_its_gradient(g, mk, mask_keys, kind, centre, width,
+                                                                         frac, frame, sides):  # fmt: skip
+    """A box with infinite ends in either frame (``(s, beta)`` or ``(alpha, beta)``): the order-2 evaluation is
+    finite, its value holds the dense loss and its gradient the structured gradient (in the frame's variables) at
+    finite points of the box up to 60 out along its half-lines; the numpy engine's enclosures meet the kernel's."""
+    (U, V), W = _w(g, mk, kind)
+    LL = LabelLoss(g, mk, U, V, mask_keys)
+    box = []
+    for c, w, kind_ in zip(centre, width, sides):
+        box.append({"finite": (c, c + w), "up": (c, np.inf), "down": (-np.inf, c), "line": (-np.inf, np.inf)}[kind_])
+    lo, hi = np.array([[b[0] for b in box]]), np.array([[b[1] for b in box]])
+    F = evaluate(lo, hi, None, None, lambda xs: score_loss(LL, xs, frame=frame), order=2)
+    ref = evaluate(lo, hi, None, None, lambda xs: score_loss(LL, xs, engine="numpy", frame=frame), order=2)
+    for a, b in [(F.v, ref.v), *zip(F.g, ref.g), *zip(F.h, ref.h)]:
+        assert np.isfinite(a.lo[0]) and np.isfinite(a.hi[0])
+        assert max(a.lo[0], b.lo[0]) <= min(a.hi[0], b.hi[0])
+    for f in frac:
+        x1, x2 = (_end(box[i], f[i]) for i in range(2))
+        alpha = x1 - x2 if frame == "scores" else x1
+        d = _dense(g, mk, W, alpha, x2, mask_keys)
+        slack = 1e-12 * max(1.0, abs(d))
+        assert F.v.lo[0] - slack <= d <= F.v.hi[0] + slack, (box, (x1, x2), F.v, d)
+        if frame == "scores":
+            gr = _grad_sb(g, mk, (U, V), mask_keys, x1, x2)
+        else:
+            r = family_attention_loss(alpha, x2, (U, V), g, mk, family="label", mask_keys=mask_keys, grad=True)
+            gr = np.array([r.dalpha, r.dbeta])
+        for i in range(2):
+            assert F.g[i].lo[0] - 1e-10 <= gr[i] <= F.g[i].hi[0] + 1e-10, (frame, box, (x1, x2), i, gr, F.g[i])
+
+
+@settings(max_examples=200, deadline=None)
+@given(a=st.floats(-1e300, 1e300), w=st.floats(0.0, 1e6), side=_SIDES)
+def test_half_lines_are_cut_at_a_finite_point_inside_them(a, w, side):
+    """The branch and bound's cut of a side (:func:`_split_point`) is finite and inside it, the two children cover
+    the parent exactly, and a half-line's length (:func:`_side_length`) is that of its bounded child."""
+    lo, hi = {"finite": (a, a + w), "up": (a, np.inf), "down": (-np.inf, a), "line": (-np.inf, np.inf)}[side]
+    lo_, hi_ = np.array([[lo, 0.0]]), np.array([[hi, 1.0]])
+    m = float(_split_point(lo_[:, 0], hi_[:, 0])[0])
+    assert np.isfinite(m) and lo <= m <= hi
+    length = float(_side_length(lo_[:, 0], hi_[:, 0])[0])
+    if side in ("up", "down"):
+        assert length == abs(m - a) and length > 0 or abs(a) >= 1e300
+    elif side == "line":
+        assert length == np.inf and m == 0.0
+    clo, chi = _bisect(lo_, hi_, np.array([[np.inf, 0.0]]))
+    assert clo[0, 0] == lo and chi[1, 0] == hi and chi[0, 0] == clo[1, 0] == m
+    assert np.all(clo[:, 1] == 0.0) and np.all(chi[:, 1] == 1.0)
 
 
 @pytest.mark.parametrize("mask_keys", [False, True])
@@ -99,6 +172,25 @@ def test_split_certificate_agrees_with_the_chart_certificate_and_a_grid(mask_key
     A, B = np.linspace(-20, 30, 26), np.linspace(-25, 25, 26)
     grid = [family_attention_loss(a, b, W, g, mk, family="label", mask_keys=mask_keys).value for a in A for b in B]
     assert min(grid) >= sc.lower - 1e-12
+
+
+def test_one_point_per_box_gives_the_same_bound():
+    """The score box's branch and bound with one point evaluation per box (the expansion point ``x0`` in its box,
+    the centre elsewhere; the certificate's default) and with two (``x0`` clipped to each box, and the centre): both
+    converge, their bounds overlap and both hold the float optimum's value."""
+    g, mk = _model(), Masking()
+    r = optimal_attention(g, mk, options={"family": "label"})
+    W = optimal_value_matrix(g, mk, options={"dense": False}).x
+    LL = LabelLoss(g, mk, W.left, W.right)
+    xs = np.array([r.x[0] + r.x[1], r.x[1]])
+    q = ((xs[0] - 2.0, xs[0] + 2.0), (xs[1] - 2.0, xs[1] + 2.0))
+    out = []
+    for one in (False, True):
+        f = lambda z: score_loss(LL, z)  # noqa: E731
+        out.append(branch_and_bound(q, None, None, f, offset=0.0, tol=1e-9, max_boxes=20_000, x0=xs, one_point=one))
+    (lo0, up0, *_), (lo1, up1, *_) = out
+    assert up0 - lo0 <= 1e-9 and up1 - lo1 <= 1e-9
+    assert max(lo0, lo1) <= min(up0, up1) and lo1 <= r.fun + 1e-12 and lo0 <= r.fun + 1e-12
 
 
 def test_local_scope_certifies_a_local_minimum():

@@ -2,21 +2,23 @@
 §11.8): the label family over all of ``R^2``, the co-topic family over the search box.
 
 :func:`attach_general_interval` adds to a structured-route result (:mod:`._structured`) the rigorous bounds of
-:class:`._interval_label.LabelLoss` by the numpy branch and bound of :mod:`._interval_vec` on the compact chart
-``(u, w) in [0, 1]^2`` (:func:`label_global_certificate`): ``lower <= inf L <= upper`` over **all** of
-``(alpha, beta) in R^2``, and a chart box ``argmin`` holding every minimiser (``info["argmin_original"]``: its
-``(alpha, beta)`` ranges, infinite at the edges). The search box of the float solver therefore does not limit the
-statement: when the chart's argmin is finite and the solver's point is on its box (or worse than the chart's best
-point by more than ``tol``), the chart's best point replaces it (``info["moved_to_box"]``).
-:func:`label_box_certificate` is the same on a box of ``(alpha, beta)`` (original coordinates; slower: the level
-sets run along ``alpha + beta``).
+:class:`._interval_label.LabelLoss` by the branch and bound of :mod:`._interval_vec` on a split domain
+(:func:`label_split_certificate`): a score box around the float optimum and four boxes with infinite ends
+(:func:`outer_regions`), all bounded by the compiled score-coordinate evaluator (:mod:`._interval_scores`):
+``lower <= inf L <= upper`` over **all** of ``(alpha, beta) in R^2``, and an ``argmin`` holding every minimiser
+(``info["argmin_original"]``: its ``(alpha, beta)`` ranges, infinite where a live box has an infinite end). The
+search box of the float solver therefore does not limit the statement: when the argmin is finite and the solver's
+point is on its box (or worse than the branch and bound's best point by more than ``tol``), that point replaces it
+(``info["moved_to_box"]``). :func:`label_global_certificate` (the compact chart ``(u, w) in [0, 1]^2``, the route
+before) and :func:`label_box_certificate` (a box of ``(alpha, beta)``) are kept as references for the tests and
+benchmarks.
 
 Outcomes: status 0 (``kind="certified optimum"``) iff the branch and bound converged (``gap <= tol``), its argmin is
-off the square's edges (every global minimiser finite) and ``fun - lower <= tol``; status 3
-(``"bound (infimum at infinity)"``) when the argmin touches an edge (the infimum may be a limit, e.g.
-``beta -> -inf``; ``lower`` still bounds it, the returned point is finite); otherwise status 4 (``"not
-certified"``, or the solver's failure status). The returned point is always a point of ``R^2`` and
-``lower <= fun <= upper`` always holds (``fun`` is checked against the rigorous enclosure at the point).
+finite (every global minimiser finite) and ``fun - lower <= tol``; status 3 (``"bound (infimum at infinity)"``)
+when a live box has an infinite end (the infimum may be a limit, e.g. ``beta -> -inf``; ``lower`` still bounds it,
+the returned point is finite); otherwise status 4 (``"not certified"``, or the solver's failure status). The
+returned point is always a point of ``R^2`` and ``lower <= fun <= upper`` always holds (``fun`` is checked against
+the rigorous enclosure at the point).
 
 Co-topic family (:func:`attach_cotopic_interval`; :class:`._interval_cotopic.CotopicLoss`, small models): every key
 has its own weight ``e^{beta G_xy}``, so there is no finite chart of ``R^2``: the statement is over the solver's
@@ -54,6 +56,8 @@ __all__ = [
     "cotopic_box_certificate",
     "label_box_certificate",
     "label_global_certificate",
+    "label_split_certificate",
+    "outer_regions",
 ]
 
 #: The certificate's options for a general model (``certify_options``), with their defaults (``radius=None``:
@@ -61,11 +65,12 @@ __all__ = [
 GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": 20_000, "scope": "global", "radius": None, "max_pairs": 2_000_000}
 #: Per scope, the half-width of the score box around the float optimum: the inner region of
 #: :func:`label_split_certificate` (global); ``None`` for the local scope: the radii :data:`LOCAL_RADII` in turn.
-SCOPE_DEFAULTS: dict[str, dict[str, float | None]] = {"global": {"radius": 4.0}, "local": {"radius": None}}
+SCOPE_DEFAULTS: dict[str, dict[str, float | None]] = {"global": {"radius": 2.0}, "local": {"radius": None}}
 #: Half-widths of the score boxes the local certificate tries in turn (:func:`label_local_certificate`).
 LOCAL_RADII = (0.25, 0.05, 0.01, 2e-3, 4e-4, 8e-5)
 #: Largest |coordinate| of a box of :func:`label_box_certificate` (``e^{2 |x|}`` stays far inside the float range).
 BOX_LIMIT = 300.0
+ONE_POINT = True
 
 
 def check_general_certify(g, opts, method, fam, value, loss) -> dict:
@@ -182,27 +187,17 @@ def label_global_certificate(LL: LabelLoss, tol, max_boxes, x0):
                             "interval-branch-and-bound (compact chart, whole domain)")  # fmt: skip
 
 
-def _sigmoid(x):
-    return 1.0 / (1.0 + math.exp(min(-x, 700.0)))
-
-
-def _u_of_scores(s, b):
-    """The chart's ``u = e^s / (e^s + e^beta + 1)`` at scores ``(s, beta)``."""
-    return 1.0 / (1.0 + math.exp(min(b - s, 700.0)) + math.exp(min(-s, 700.0)))
-
-
-def outer_chart_boxes(q):
-    """Four chart boxes covering ``R^2`` minus the score box ``q = [s0, s1] x [b0, b1]`` (SPEC §11.8):
-    ``beta < b0``, ``beta > b1``, and in the strip ``b0 <= beta <= b1`` the points with ``s < s0`` (``u <
-    u(s0, b0)``: ``u`` decreases in ``beta``) and with ``s > s1`` (``u > u(s1, b1)``). The float chart
-    coordinates are moved outward by the factor ``1 +- 1e-12`` (far above their few-ulp rounding)."""
+def outer_regions(q):
+    """Four boxes, with infinite ends, covering ``R^2`` minus the score box ``q = [s0, s1] x [b0, b1]`` exactly
+    (SPEC §11.8): the half-plane ``beta <= b0`` in ``(s, beta)`` (frame ``"scores"``: as ``beta -> -inf`` the
+    own word competes with the third class, through ``s``), the half-plane ``beta >= b1`` in ``(alpha, beta)``
+    (frame ``"original"``: as ``beta -> +inf`` with the rest of its label, through ``alpha``), and in ``(s, beta)``
+    the strip ``b0 <= beta <= b1`` with ``s <= s0`` and with ``s >= s1``. Every point of ``R^2`` lies in ``q`` or in
+    one of them (their shared edges are the same floats)."""
     (s0, s1), (b0, b1) = q
-    up, dn = 1.0 + 1e-12, 1.0 - 1e-12
-    w0, w1 = _sigmoid(b0), _sigmoid(b1)
-    ua, ub = _u_of_scores(s0, b0), _u_of_scores(s1, b1)
-    strip = (w0 * dn, min(1.0, w1 * up))
-    return [((0.0, 1.0), (0.0, min(1.0, w0 * up))), ((0.0, 1.0), (w1 * dn, 1.0)),
-            ((0.0, min(1.0, ua * up)), strip), ((ub * dn, 1.0), strip)]  # fmt: skip
+    inf = math.inf
+    return [("scores", ((-inf, inf), (-inf, b0))), ("original", ((-inf, inf), (b1, inf))),
+            ("scores", ((-inf, s0), (b0, b1))), ("scores", ((s1, inf), (b0, b1)))]  # fmt: skip
 
 
 def _scores_to_original(lo, hi):
@@ -211,46 +206,63 @@ def _scores_to_original(lo, hi):
             (float(np.min(lo[:, 1])), float(np.max(hi[:, 1]))))  # fmt: skip
 
 
+def _in_original(frame, lo, hi):
+    """``(alpha, beta)`` ranges of a frame's boxes (:func:`outer_regions`)."""
+    return _scores_to_original(lo, hi) if frame == "scores" else _argmin(lo, hi, ((0, 0), (0, 0)))
+
+
 def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
     """Rigorous ``lower <= inf_{R^2} L <= upper`` on a split domain (SPEC §7, §11.8): the score box ``Q`` of
-    half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)`` by the score-coordinate evaluator
-    (:mod:`._interval_scores`), then the four chart boxes of :func:`outer_chart_boxes` by the chart evaluator,
-    each pruned against the best upper bound found so far. ``argmin`` holds every global minimiser: the hull of
-    the live boxes, in ``(alpha, beta)`` (``info["argmin_original"]``; infinite where an outer box on the chart's
-    edge stays live)."""
+    half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)``, then the four unbounded boxes of
+    :func:`outer_regions`, each pruned against the best upper bound found so far; all by the score-coordinate
+    evaluator (:mod:`._interval_scores`, the compiled kernel; boxes with an infinite end are bounded by the value's
+    enclosure, cut at :func:`._interval_vec._split_point`). ``argmin`` holds every global minimiser: the hull of the
+    live boxes, in ``(alpha, beta)`` (``info["argmin_original"]``; infinite where an unbounded box stays live)."""
     xs = np.array(to_scores(*x0))
     q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
     lower, upper, xb, n, (qlo, qhi) = vec.branch_and_bound(
-        q, None, None, functools.partial(score_loss, LL), offset=0.0, tol=tol, max_boxes=max_boxes, x0=xs
+        q,
+        None,
+        None,
+        functools.partial(score_loss, LL),
+        offset=0.0,
+        tol=tol,
+        max_boxes=max_boxes,
+        x0=xs,
+        one_point=ONE_POINT,
     )
     x_best = (float(xb[0] - xb[1]), float(xb[1]))
     ranges = [_scores_to_original(qlo, qhi)] if len(qlo) else []
     at_inf, per_region = False, [n]
-    for box in outer_chart_boxes(q):
-        lo_c, up_c, xb_c, n_c, (clo, chi) = vec.branch_and_bound(
-            box, None, None, LL.chart, offset=0.0, tol=tol, max_boxes=max(1, max_boxes - n), x0=None,
-            widest_if_unbounded=True, upper=upper,
+    for frame, box in outer_regions(q):
+        lo_r, up_r, xb_r, n_r, (rlo, rhi) = vec.branch_and_bound(
+            box, None, None, functools.partial(score_loss, LL, frame=frame), offset=0.0, tol=tol,
+            max_boxes=max(1, max_boxes - n), x0=None, upper=upper,
         )  # fmt: skip
-        n += n_c
-        per_region.append(n_c)
-        lower = min(lower, lo_c)
-        if xb_c is not None and up_c < upper:
-            upper = up_c
-            x_best = tuple(b[0] for b in from_chart_box(tuple((c, c) for c in xb_c)))
-        if len(clo):
-            hull = _argmin(clo, chi, box)
-            at_inf = at_inf or any(a <= 0.0 or b >= 1.0 for a, b in hull)
-            ranges.append(from_chart_box(hull))
+        n += n_r
+        per_region.append(n_r)
+        lower = min(lower, lo_r)
+        if xb_r is not None and up_r < upper:
+            upper = up_r
+            x_best = (float(xb_r[0] - xb_r[1]) if frame == "scores" else float(xb_r[0]), float(xb_r[1]))
+        if len(rlo):
+            at_inf = at_inf or not (np.all(np.isfinite(rlo)) and np.all(np.isfinite(rhi)))
+            ranges.append(_in_original(frame, rlo, rhi))
     argmin = tuple((min(r[i][0] for r in ranges), max(r[i][1] for r in ranges)) for i in range(2)) if ranges else q
     info = {
-        "engine": "numba score box (numpy reference), numpy chart outside (structured label loss)",
+        "engine": "numba score-coordinate kernel (numpy reference), all of R^2 (structured label loss)",
         "domain": "R^2",
-        "split": {"scores_box": [list(b) for b in q], "radius": radius, "boxes_per_region": per_region},
+        "split": {
+            "scores_box": [list(b) for b in q],
+            "radius": radius,
+            "boxes_per_region": per_region,
+            "regions": [[f, [list(b) for b in box]] for f, box in outer_regions(q)],
+        },
         "at_infinity": at_inf,
         "argmin_original": [list(b) for b in argmin],
         "x_best_original": list(x_best),
     }
-    method = "interval-branch-and-bound (split domain: score box + chart, whole domain)"
+    method = "interval-branch-and-bound (split domain: score box + four unbounded boxes, whole domain)"
     whole = ((-math.inf, math.inf),) * 2
     return make_certificate(lower, upper, n, argmin, x_best, ("alpha", "beta"), whole, tol, info, method)
 
@@ -393,15 +405,17 @@ def _outcome(res, gc, LL, local, where, excess, moved):
             "was not run")  # fmt: skip
     if not local and gc.converged and gc.info["at_infinity"]:
         return ON_BOUNDARY, "bound (infimum at infinity)", (
-            f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin touches the chart's edge "
-            f"(original ranges {gc.info['argmin_original']}): the infimum over R^2 may be a limit at infinity; "
-            "lower bounds it, the returned point is a finite point, not a certified optimum")  # fmt: skip
+            f"{STATUS_MESSAGES[ON_BOUNDARY]} Interval certificate: the certified argmin reaches infinity (a live "
+            f"box with an infinite end; original ranges {gc.info['argmin_original']}): the infimum over R^2 may be "
+            "a limit at infinity; lower bounds it, the returned point is a finite point, not a certified "
+            "optimum")  # fmt: skip
     if not local and gc.converged and excess <= gc.tol and solver_ok:
         return SUCCESS, "certified optimum", STATUS_MESSAGES[SUCCESS]
     status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
     why = (
-        "; labels of a single word make the chart's corner (u, w) = (0, 1) a discontinuity (it carries the "
-        "whole line alpha + beta = const), where the bound does not close"
+        "; labels of a single word make the loss constant along every line alpha + beta = const, so its "
+        "minimisers reach infinity, where the boxes (with an infinite end) are bounded by the natural extension "
+        "only and the bound does not close"
         if LL.single_word_labels and not local
         else f"; on no score box tried (half-widths {gc.info['radii_tried']}) was the interval Hessian positive "
         "definite with the Newton image inside the box"

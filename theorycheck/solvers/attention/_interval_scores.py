@@ -39,10 +39,10 @@ import numpy as np
 from ..._memory import default_max_bytes
 from ..._threads import small_problem
 from ._interval_label import LabelLoss, _clip01, _row_sum
-from ._interval_scores_kernel import N_COEF, pack_coefficients, score_sums
+from ._interval_scores_kernel import HIGH_CORNER, N_COEF, pack_coefficients, score_sums
 from ._interval_vec import T2, IVec, ivec_exact
 
-__all__ = ["ENGINES", "packed_chunks", "score_loss", "to_scores"]
+__all__ = ["ENGINES", "FRAMES", "packed_chunks", "score_loss", "to_scores"]
 
 
 def to_scores(alpha, beta):
@@ -60,15 +60,22 @@ def _omx(x: IVec) -> IVec:
     return IVec(lo, hi)
 
 
+def _times(e: IVec, r: IVec) -> IVec:
+    """``e r``, exactly 0 where ``r = [0, 0]`` (an empty class; also for an infinite ``e``)."""
+    p = e * r
+    zero = (r.lo == 0) & (r.hi == 0)
+    return IVec(np.where(zero, 0.0, p.lo), np.where(zero, 0.0, p.hi))
+
+
 def _ranges(cf, exps):
     """The class masses' ranges ``[h_i]`` on each box: hulls of the corner values (module docstring)."""
     r, ind = cf[3:9], cf[9:12]
     lo, hi = [np.inf] * 3, [-np.inf] * 3
     for e in exps:
         hs = (
-            (e["b-s"] * r[0] + e["-s"] * r[1] + 1).recip() * ind[0],
-            (e["s-b"] * r[2] + e["-b"] * r[3] + 1).recip() * ind[1],
-            (e["s"] * r[4] + e["b"] * r[5] + 1).recip() * ind[2],
+            (_times(e["b-s"], r[0]) + _times(e["-s"], r[1]) + 1).recip() * ind[0],
+            (_times(e["s-b"], r[2]) + _times(e["-b"], r[3]) + 1).recip() * ind[1],
+            (_times(e["s"], r[4]) + _times(e["b"], r[5]) + 1).recip() * ind[2],
         )
         for i in range(3):
             hc = _clip01(hs[i])
@@ -76,8 +83,11 @@ def _ranges(cf, exps):
     return [IVec(lo[i], hi[i]) for i in range(3)]
 
 
-def _pair_terms(cf, h, order):
-    """``[ell, (dell/ds, dell/dbeta), (d2 ss, d2 s beta, d2 beta beta)]`` per (box, pair) on the ranges ``h``."""
+def _pair_terms(cf, h, order, second=1):
+    """``[ell, (dell/ds, dell/dbeta), (d2 ss, d2 s beta, d2 beta beta)]`` per (box, pair) on the ranges ``h``; with
+    ``second = 2`` the derivatives in ``(alpha, -beta)`` instead (the classes of the two variables are ``0,
+    second``: the scores ``(s, beta, 0)`` and ``(alpha, 0, -beta)`` give the same softmax)."""
+    cls = (0, second)
     Gb, Eb, om = cf[12:18], cf[18:21], cf[21]
     G = ((Gb[0], Gb[1], Gb[2]), (Gb[1], Gb[3], Gb[4]), (Gb[2], Gb[4], Gb[5]))
     q = (h[0].sq() * Gb[0] + h[1].sq() * Gb[3] + h[2].sq() * Gb[5]
@@ -88,15 +98,15 @@ def _pair_terms(cf, h, order):
     om2 = om * 2
     r = [om2 * (G[a][0] * h[0] + G[a][1] * h[1] + G[a][2] * h[2]) - Eb[a] for a in range(3)]
     rho = r[0] * h[0] + r[1] * h[1] + r[2] * h[2]
-    g = [h[j] * (r[j] - rho) for j in range(2)]
+    g = [h[c] * (r[c] - rho) for c in cls]
     out += g
     if order == 1:
         return out
-    h01 = h[0] * h[1]
-    D = ((_omx(h[0]), -h01), (-h01, _omx(h[1])), (-(h[0] * h[2]), -(h[1] * h[2])))
+    D = [[_omx(h[a]) if a == c else -(h[a] * h[c]) for c in cls] for a in range(3)]  # D_aj = h_a (delta_ac - h_c)
     GD = [[om2 * (G[a][0] * D[0][j] + G[a][1] * D[1][j] + G[a][2] * D[2][j]) for j in range(2)] for a in range(3)]
     for j, k in ((0, 0), (0, 1), (1, 1)):
-        term = D[0][j] * GD[0][k] + D[1][j] * GD[1][k] + D[2][j] * GD[2][k] - h[j] * h[k] * (r[j] + r[k] - rho * 2)
+        cj, ck = cls[j], cls[k]
+        term = D[0][j] * GD[0][k] + D[1][j] * GD[1][k] + D[2][j] * GD[2][k] - h[cj] * h[ck] * (r[cj] + r[ck] - rho * 2)
         out.append(term + g[j] if j == k else term)
     return out
 
@@ -109,11 +119,12 @@ SERIAL_BELOW = 1_000_000
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
-    """The per-box interval sums over the pairs of ``[ell, grad, Hess]`` by numpy (the reference engine)."""
+def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int, frame: str):
+    """The per-box interval sums over the pairs of ``[ell, grad, Hess]`` (derivatives in ``(s, beta)``) by numpy
+    (the reference engine)."""
     N = S.lo.shape[0]
     per = max(1, 60_000 // N)
-    ex = _corner_exps(S, B)
+    ex = _corner_exps(S, B, frame)
     points = bool(np.array_equal(S.lo, S.hi) and np.array_equal(B.lo, B.hi))  # one corner per box then
     exps = [{name: IVec(ex[:, c, k, 0, None], ex[:, c, k, 1, None]) for k, name in enumerate(_EXP_NAMES)}
             for c in range(1 if points else 4)]  # fmt: skip
@@ -123,7 +134,7 @@ def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
         for p0 in range(0, P, per):
             sl = slice(p0, min(P, p0 + per))
             cf = [IVec(x.lo[None, sl], x.hi[None, sl]) for x in c]
-            terms = _pair_terms(cf, _ranges(cf, exps), order)
+            terms = _pair_terms(cf, _ranges(cf, exps), order, _SECOND[frame])
             sums = [_row_sum(t, (N, sl.stop - sl.start)) for t in terms]
             acc = sums if acc is None else [a + b for a, b in zip(acc, sums)]
     assert acc is not None
@@ -134,15 +145,44 @@ def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
 _EXP_NAMES = ("b-s", "-s", "s-b", "-b", "s", "b")
 
 
-def _corner_exps(S: IVec, B: IVec) -> np.ndarray:
-    """``(N, 4, 6, 2)``: per box and corner the enclosures of ``e^(beta - s), e^-s, e^(s - beta), e^-beta, e^s,
-    e^beta`` (:meth:`IVec.exp`, as the numpy engine)."""
-    N = S.lo.shape[0]
+#: Per frame the class of the second variable in the kernel's derivative sums (``(s, beta)``: 1, ``(alpha, -beta)``:
+#: 2; :func:`._interval_scores_kernel.score_sums`).
+_SECOND = {"scores": 1, "original": 2}
+#: The frames of :func:`score_loss`: the box variables ``(x_1, x_2)`` are ``(s, beta)`` or ``(alpha, beta)``.
+FRAMES = ("scores", "original")
+#: Per frame and class ``i``: the class's exponentials as functions of ``(x_1, x_2)`` and the box corners (ends of
+#: ``x_1``, ``x_2``: 0 low, 1 high) of the least and the largest ``h_i``. ``h_1 = 1/(1 + r_12 e^(beta - s) + r_13
+#: e^-s)`` increases in ``s`` and decreases in ``beta`` at fixed ``s`` but increases in ``beta`` at fixed ``alpha``
+#: (``e^(beta - s) = e^-alpha``, ``e^-s = e^(-alpha - beta)``); ``h_2 = 1/(1 + r_21 e^(s - beta) + r_23 e^-beta)``,
+#: ``h_3 = 1/(1 + r_31 e^s + r_32 e^beta)`` likewise.
+_CLASSES = {
+    "scores": ((lambda s, b: (b - s, -s), (0, 1), (1, 0)), (lambda s, b: (s - b, -b), (1, 0), (0, 1)),
+               (lambda s, b: (s, b), (1, 1), (0, 0))),
+    "original": ((lambda a, b: (-a, -a - b), (0, 0), (1, 1)), (lambda a, b: (a, -b), (1, 0), (0, 1)),
+                 (lambda a, b: (a + b, b), (1, 1), (0, 0))),
+}  # fmt: skip
+
+
+def _corner_exps(X1: IVec, X2: IVec, frame: str = "scores") -> np.ndarray:
+    """``(N, 4, 6, 2)``: per box, slot and class the enclosures (:meth:`IVec.exp`, as the numpy engine) of the
+    class's exponentials ``e^(beta - s), e^-s | e^(s - beta), e^-beta | e^s, e^beta`` at the corner of its least
+    ``h_i`` (in slot :data:`._interval_scores_kernel.LOW_CORNER` ``[i]``, and in the two slots neither table uses) and
+    of its largest (slot ``HIGH_CORNER[i]``): the kernel reads those two slots, the numpy engine the hull of all
+    four; both are the exact range of ``h_i`` (monotone in each variable, :data:`_CLASSES`). Only those two corners
+    enter, so a box may have infinite ends: every exponent is then a sum of ends of the same sign
+    (``e^(beta - s)`` at ``(s_lo, beta_hi)``, never ``inf - inf``) and ``h_i`` is its limit there."""
+    N = X1.lo.shape[0]
     ex = np.empty((N, 4, 6, 2))
-    for c, (s, b) in enumerate((s, b) for s in (S.lo, S.hi) for b in (B.lo, B.hi)):
-        s_, b_ = IVec(s), IVec(b)
-        for k, e in enumerate(((b_ - s_).exp(), (-s_).exp(), (s_ - b_).exp(), (-b_).exp(), s_.exp(), b_.exp())):
-            ex[:, c, k, 0], ex[:, c, k, 1] = e.lo, e.hi
+    ends = ((X1.lo, X1.hi), (X2.lo, X2.hi))
+    for i, (fn, low, high) in enumerate(_CLASSES[frame]):
+        pts = {}
+        for corner in (low, high):
+            x1, x2 = IVec(ends[0][corner[0]]), IVec(ends[1][corner[1]])
+            pts[corner] = [e.exp() for e in fn(x1, x2)]
+        for slot in range(4):
+            corner = high if slot == HIGH_CORNER[i] else low
+            for k, e in enumerate(pts[corner]):
+                ex[:, slot, 2 * i + k, 0], ex[:, slot, 2 * i + k, 1] = e.lo, e.hi
     return ex
 
 
@@ -163,36 +203,43 @@ def packed_chunks(LL: LabelLoss):
         _PACKED[LL] = keep
 
 
-def _numba_sums(LL: LabelLoss, S: IVec, B: IVec, order: int):
+def _numba_sums(LL: LabelLoss, S: IVec, B: IVec, order: int, frame: str):
     """The same sums by the Numba kernel (:mod:`._interval_scores_kernel`)."""
     N = S.lo.shape[0]
-    ex = _corner_exps(S, B)
+    ex = _corner_exps(S, B, frame)
     nc = np.where((S.lo == S.hi) & (B.lo == B.hi), 1, 4).astype(np.int64)
     nq = (1, 3, 6)[order]
     acc: list | None = None
     for coef in packed_chunks(LL):
         with small_problem(coef.shape[0] * N, SERIAL_BELOW, numba=True):
-            out = score_sums(coef, ex, nc, order)
+            out = score_sums(coef, ex, nc, order, _SECOND[frame])
         sums = [IVec(out[:, 2 * q], out[:, 2 * q + 1]) for q in range(nq)]
         acc = sums if acc is None else [a + b for a, b in zip(acc, sums)]
     assert acc is not None
     return acc
 
 
-def score_loss(LL: LabelLoss, xs, engine: str = "numba"):
-    """The loss on arrays of ``(s, beta)`` boxes (module docstring): an :class:`IVec` for :class:`IVec` variables,
-    a :class:`T2` (gradient; Hessian when the variables carry one) for :class:`T2` variables (the evaluator
-    protocol of :func:`._interval_vec.evaluate`). ``engine``: ``"numba"`` (the compiled kernel of
+def score_loss(LL: LabelLoss, xs, engine: str = "numba", frame: str = "scores"):
+    """The loss on arrays of boxes (module docstring): an :class:`IVec` for :class:`IVec` variables, a :class:`T2`
+    (gradient; Hessian when the variables carry one) for :class:`T2` variables (the evaluator protocol of
+    :func:`._interval_vec.evaluate`). ``frame``: the variables are ``(s, beta)`` (``"scores"``) or ``(alpha, beta)``
+    (``"original"``); a box may have infinite ends (:func:`_corner_exps`: the value and derivative enclosures stay
+    finite, as polynomials in the class masses). ``engine``: ``"numba"`` (the compiled kernel of
     :mod:`._interval_scores_kernel`) or ``"numpy"`` (the reference; the same formulas, enclosures equal up to
     rounding)."""
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
+    if frame not in FRAMES:
+        raise ValueError(f"frame must be one of {FRAMES}, got {frame!r}")
     order = 0 if isinstance(xs[0], IVec) else (1 if xs[0].h is None else 2)
     S, B = (x if isinstance(x, IVec) else x.v for x in xs)
-    acc = (_numba_sums if engine == "numba" else _numpy_sums)(LL, S, B, order)
+    acc = (_numba_sums if engine == "numba" else _numpy_sums)(LL, S, B, order, frame)
     inv = ivec_exact(Fraction(1, LL.n_laws))
     v = (acc[0] + LL._const) * inv
     if order == 0:
         return v
     g = [a * inv for a in acc[1:3]]
-    return T2(v, g, None if order == 1 else [a * inv for a in acc[3:6]])
+    H = None if order == 1 else [a * inv for a in acc[3:6]]
+    if frame == "original":  # the sums are in (alpha, -beta): d/dbeta = -d/d(-beta)
+        g, H = [g[0], -g[1]], None if H is None else [H[0], -H[1], H[2]]
+    return T2(v, g, H)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-__all__ = ["score_sums", "pack_coefficients", "N_COEF", "TILE", "BLOCKS"]
+__all__ = ["score_sums", "pack_coefficients", "N_COEF", "TILE", "BLOCKS", "LOW_CORNER", "HIGH_CORNER"]
 
 #: Intervals per (law, word) pair in the packed layout: ``r`` (6), ``ind`` (3), ``Gb`` (6), ``Eb`` (3), ``omega``.
 N_COEF = 19
@@ -105,6 +105,14 @@ def _mulh(al, ah, bl, bh):
 
 
 @numba.njit(cache=True, fastmath=False)
+def _mulr(al, ah, bl, bh):
+    """:func:`_mulh` with ``[bl, bh] = [0, 0]`` giving exactly 0 (also for an infinite ``ah``)."""
+    if bl == 0.0 and bh == 0.0:
+        return 0.0, 0.0
+    return _mulh(al, ah, bl, bh)
+
+
+@numba.njit(cache=True, fastmath=False)
 def _mulh2(a, bl, bh):
     """:func:`_mulh` with the non-negative interval as a pair ``a``."""
     return _mulh(a[0], a[1], bl, bh)
@@ -154,9 +162,10 @@ def _acc(s, k, lo, hi):
 # ------------------------------------------------------------------ per (box, pair)
 @numba.njit(cache=True, fastmath=False)
 def _mass(cf, ex, c, i, ia, ib):
-    """``h_i = clip01(1 / (e_a r_(2i) + e_b r_(2i+1) + 1) ind_i)`` at corner ``c`` (``ia``, ``ib``: its exps)."""
-    xl, xh = _mulh(ex[c, ia, 0], ex[c, ia, 1], cf[4 * i], cf[4 * i + 1])
-    yl, yh = _mulh(ex[c, ib, 0], ex[c, ib, 1], cf[4 * i + 2], cf[4 * i + 3])
+    """``h_i = clip01(1 / (e_a r_(2i) + e_b r_(2i+1) + 1) ind_i)`` at corner ``c`` (``ia``, ``ib``: its exps); a ratio
+    ``r = 0`` (an empty class) makes its term 0 even where the exponential is infinite (a box's infinite end)."""
+    xl, xh = _mulr(ex[c, ia, 0], ex[c, ia, 1], cf[4 * i], cf[4 * i + 1])
+    yl, yh = _mulr(ex[c, ib, 0], ex[c, ib, 1], cf[4 * i + 2], cf[4 * i + 3])
     zl, zh = _add(xl, xh, yl, yh)
     zl, zh = _add(zl, zh, 1.0, 1.0)
     ql, qh = _recip(zl, zh)
@@ -164,11 +173,10 @@ def _mass(cf, ex, c, i, ia, ib):
     return min(max(hl, 0.0), 1.0), min(max(hh, 0.0), 1.0)
 
 
-#: Per class mass ``h_i``: the corners (``(s_lo, b_lo), (s_lo, b_hi), (s_hi, b_lo), (s_hi, b_hi)``) of its least and
-#: largest value on a box (``h_1`` increases in ``s``, decreases in ``beta``; ``h_2`` the reverse; ``h_3`` decreases
-#: in both: :mod:`._interval_scores`).
-_LOW_CORNER = (1, 2, 3)
-_HIGH_CORNER = (2, 1, 0)
+#: Per class mass ``h_i``: the slots of ``ex`` holding its exponentials at the box corner of its least and of its
+#: largest value (:func:`._interval_scores._corner_exps` fills them; at a point, ``nc == 1``, slot 0).
+LOW_CORNER = (1, 2, 3)
+HIGH_CORNER = (2, 1, 0)
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -181,8 +189,8 @@ def _ranges(cf, ex, nc, h):
         if nc == 1:
             h[i, 0], h[i, 1] = _mass(cf, ex, 0, i, 2 * i, 2 * i + 1)
         else:
-            h[i, 0] = _mass(cf, ex, _LOW_CORNER[i], i, 2 * i, 2 * i + 1)[0]
-            h[i, 1] = _mass(cf, ex, _HIGH_CORNER[i], i, 2 * i, 2 * i + 1)[1]
+            h[i, 0] = _mass(cf, ex, LOW_CORNER[i], i, 2 * i, 2 * i + 1)[0]
+            h[i, 1] = _mass(cf, ex, HIGH_CORNER[i], i, 2 * i, 2 * i + 1)[1]
 
 
 @numba.njit(cache=True, fastmath=False)
@@ -229,8 +237,10 @@ def _value(cf, h):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _gradient(cf, h, r, g):
-    """``r_a = 2 omega (G h)_a - E_a``, ``rho = h . r`` (returned), ``g_j = h_j (r_j - rho)`` for ``j = s, beta``."""
+def _gradient(cf, h, r, g, second):
+    """``r_a = 2 omega (G h)_a - E_a``, ``rho = h . r`` (returned), ``g_j = h_c (r_c - rho)`` for the classes
+    ``c = 0, second`` of the two variables (``second = 1``: ``(s, beta)``; 2: ``(alpha, -beta)``, the scores
+    ``(alpha, 0, -beta)`` of the same softmax)."""
     o2l, o2h = _mulh(2.0, 2.0, cf[36], cf[37])
     for a in range(3):
         dl, dh = _dot3(cf, a, h)
@@ -242,20 +252,23 @@ def _gradient(cf, h, r, g):
     tl, th = _mulh(h[2, 0], h[2, 1], r[2, 0], r[2, 1])
     pl, ph = _add(pl, ph, tl, th)
     for j in range(2):
-        g[j, 0], g[j, 1] = _mulh(h[j, 0], h[j, 1], *_sub(r[j, 0], r[j, 1], pl, ph))
+        c = 0 if j == 0 else second
+        g[j, 0], g[j, 1] = _mulh(h[c, 0], h[c, 1], *_sub(r[c, 0], r[c, 1], pl, ph))
     return pl, ph, o2l, o2h
 
 
 @numba.njit(cache=True, fastmath=False)
-def _hessian(cf, h, r, g, rho, o2, D, GD, out):
-    """``(d2 ss, d2 s beta, d2 beta beta)`` into ``out[0:3]`` (the numpy engine's ``_pair_terms``, order 2)."""
-    h01 = _mulp(h[0, 0], h[0, 1], h[1, 0], h[1, 1])
-    D[0, 0, 0], D[0, 0, 1] = _omx(h[0, 0], h[0, 1])
-    D[0, 1, 0], D[0, 1, 1] = _neg(*h01)
-    D[1, 0, 0], D[1, 0, 1] = _neg(*h01)
-    D[1, 1, 0], D[1, 1, 1] = _omx(h[1, 0], h[1, 1])
-    D[2, 0, 0], D[2, 0, 1] = _neg(*_mulp(h[0, 0], h[0, 1], h[2, 0], h[2, 1]))
-    D[2, 1, 0], D[2, 1, 1] = _neg(*_mulp(h[1, 0], h[1, 1], h[2, 0], h[2, 1]))
+def _hessian(cf, h, r, g, rho, o2, D, GD, out, second):
+    """The Hessian's ``(11, 12, 22)`` entries in the variables of the classes ``0, second`` (:func:`_gradient`) into
+    ``out[0:3]`` (the numpy engine's ``_pair_terms``, order 2); ``D_aj = h_a (delta_ac - h_c)``, ``c`` the class of
+    variable ``j``."""
+    for j in range(2):
+        c = 0 if j == 0 else second
+        for a in range(3):
+            if a == c:
+                D[a, j, 0], D[a, j, 1] = _omx(h[a, 0], h[a, 1])
+            else:
+                D[a, j, 0], D[a, j, 1] = _neg(*_mulp(h[a, 0], h[a, 1], h[c, 0], h[c, 1]))
     for a in range(3):
         for j in range(2):
             sl, sh = _mul(D[0, j, 0], D[0, j, 1], *_g(cf, a, 0))
@@ -267,14 +280,15 @@ def _hessian(cf, h, r, g, rho, o2, D, GD, out):
     rho2 = _mulh(2.0, 2.0, rho[0], rho[1])
     for m in range(3):
         j, k = (0, 0) if m == 0 else ((0, 1) if m == 1 else (1, 1))
+        cj, ck = (0 if j == 0 else second), (0 if k == 0 else second)
         sl, sh = _mul(D[0, j, 0], D[0, j, 1], GD[0, k, 0], GD[0, k, 1])
         tl, th = _mul(D[1, j, 0], D[1, j, 1], GD[1, k, 0], GD[1, k, 1])
         sl, sh = _add(sl, sh, tl, th)
         tl, th = _mul(D[2, j, 0], D[2, j, 1], GD[2, k, 0], GD[2, k, 1])
         sl, sh = _add(sl, sh, tl, th)
-        ul, uh = _add(r[j, 0], r[j, 1], r[k, 0], r[k, 1])
+        ul, uh = _add(r[cj, 0], r[cj, 1], r[ck, 0], r[ck, 1])
         ul, uh = _sub(ul, uh, *rho2)
-        ul, uh = _mulh2(_mulp(h[j, 0], h[j, 1], h[k, 0], h[k, 1]), ul, uh)
+        ul, uh = _mulh2(_mulp(h[cj, 0], h[cj, 1], h[ck, 0], h[ck, 1]), ul, uh)
         sl, sh = _sub(sl, sh, ul, uh)
         if j == k:
             sl, sh = _add(sl, sh, g[j, 0], g[j, 1])
@@ -282,7 +296,7 @@ def _hessian(cf, h, r, g, rho, o2, D, GD, out):
 
 
 @numba.njit(cache=True, fastmath=False)
-def _tile(coef, p0, p1, ex, nc, order, s):
+def _tile(coef, p0, p1, ex, nc, order, s, second):
     """Interval sums over the pairs ``p0 .. p1 - 1`` into ``s[box, 2 q + (0, 1)]`` (``q``: value, 2 gradient,
     3 Hessian entries; ``s`` zeroed here)."""
     N = ex.shape[0]
@@ -306,18 +320,18 @@ def _tile(coef, p0, p1, ex, nc, order, s):
             _acc(sn, 0, vl, vh)
             if nq == 1:
                 continue
-            rho[0], rho[1], o2[0], o2[1] = _gradient(cf, h, r, g)
+            rho[0], rho[1], o2[0], o2[1] = _gradient(cf, h, r, g, second)
             _acc(sn, 1, g[0, 0], g[0, 1])
             _acc(sn, 2, g[1, 0], g[1, 1])
             if nq == 3:
                 continue
-            _hessian(cf, h, r, g, rho, o2, D, GD, hs)
+            _hessian(cf, h, r, g, rho, o2, D, GD, hs, second)
             for m in range(3):
                 _acc(sn, 3 + m, hs[m, 0], hs[m, 1])
 
 
 @numba.njit(cache=True, fastmath=False, parallel=True)
-def _score_sums_nb(coef, ex, nc, order, nblk):
+def _score_sums_nb(coef, ex, nc, order, nblk, second):
     P, N = coef.shape[0], ex.shape[0]
     ntile = (P + TILE - 1) // TILE
     part = np.zeros((nblk, N, 12))
@@ -326,7 +340,7 @@ def _score_sums_nb(coef, ex, nc, order, nblk):
         tile = np.empty((N, 12))
         pb = part[b]
         for t in range(t0, t1):
-            _tile(coef, t * TILE, min(P, (t + 1) * TILE), ex, nc, order, tile)
+            _tile(coef, t * TILE, min(P, (t + 1) * TILE), ex, nc, order, tile, second)
             for n in range(N):
                 for k in range(12):
                     v = pb[n, k] + tile[n, k]
@@ -340,12 +354,13 @@ def _score_sums_nb(coef, ex, nc, order, nblk):
     return out
 
 
-def score_sums(coef: np.ndarray, ex: np.ndarray, nc: np.ndarray, order: int) -> np.ndarray:
+def score_sums(coef: np.ndarray, ex: np.ndarray, nc: np.ndarray, order: int, second: int = 1) -> np.ndarray:
     """Per box the interval sums over the pairs of ``coef`` (:func:`pack_coefficients`) of the value, gradient
     (``order >= 1``) and Hessian (``order == 2``) in ``(s, beta)``: an ``(N, 12)`` array, columns ``2 q``, ``2 q + 1``
     the ends of quantity ``q`` (unused quantities 0). ``ex``: ``(N, 4, 6, 2)`` the corners' exponential
     enclosures (``e^(beta - s), e^-s, e^(s - beta), e^-beta, e^s, e^beta``); ``nc``: ``(N,)`` corners to use (1 for
-    a point)."""
+    a point); ``second``: the class of the second variable (1: derivatives in ``(s, beta)``; 2: in ``(alpha, -beta)``,
+    :func:`_gradient`)."""
     P = coef.shape[0]
     nblk = max(1, min(BLOCKS, (P + TILE - 1) // TILE))
-    return _score_sums_nb(coef, ex, nc, int(order), nblk)
+    return _score_sums_nb(coef, ex, nc, int(order), nblk, int(second))

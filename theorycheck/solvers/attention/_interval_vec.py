@@ -338,14 +338,22 @@ def _quad_min(D: IVec, g: IVec, c):
 
 
 @_quiet
-def box_bounds(lo, hi, tm, cst, value, x0, offset=0.0):
-    """``(lower, upper, x_upper, smear)`` on each box ``[lo, hi]`` (module docstring)."""
+def box_bounds(lo, hi, tm, cst, value, x0, offset=0.0, one_point=False):
+    """``(lower, upper, x_upper, smear)`` on each box ``[lo, hi]`` (module docstring). ``one_point``: one point
+    evaluation per box, not two: the expansion point of both forms is ``x0`` in the box holding it and the centre
+    elsewhere (the general model's certificates, where a point costs a pass over every (set, word) pair); without
+    ``x0`` the point is the centre either way."""
     N, n = lo.shape
     F = evaluate(lo, hi, tm, cst, value, order=2, offset=offset)
-    c = 0.5 * lo + 0.5 * hi
-    p = np.clip(x0, lo, hi) if x0 is not None else c
-    P = evaluate(np.vstack([p, c]), np.vstack([p, c]), tm, cst, value, order=1, offset=offset)
-    Lp, Lc = IVec(P.v.lo[:N], P.v.hi[:N]), IVec(P.v.lo[N:], P.v.hi[N:])
+    c = _centre(lo, hi)
+    if one_point and x0 is not None:
+        p = c = np.where(np.all((lo <= x0) & (x0 <= hi), axis=1)[:, None], x0, c)
+    else:
+        p = np.clip(x0, lo, hi) if x0 is not None else c
+    pts = p if p is c else np.vstack([p, c])
+    P = evaluate(pts, pts, tm, cst, value, order=1, offset=offset)
+    Lp = IVec(P.v.lo[:N], P.v.hi[:N])
+    Lc = Lp if p is c else IVec(P.v.lo[N:], P.v.hi[N:])
     with np.errstate(all="ignore"):
         mv = Lc
         for i in range(n):
@@ -359,13 +367,13 @@ def box_bounds(lo, hi, tm, cst, value, x0, offset=0.0):
         if n == 2:
             cross = (_entry(F.h[1], 0) * Ds[0] * Ds[1]).lo
             second = second + IVec(np.where(ok, 0.0, cross))
-    lower = np.maximum(np.maximum(F.v.lo, mv.lo), second.lo)
+    lower = np.fmax(np.fmax(F.v.lo, mv.lo), second.lo)  # a NaN form (inf - inf on an unbounded box) is skipped
     lower = np.where(np.isnan(lower), -_INF, lower)
     use_p = Lp.hi <= Lc.hi
     upper = np.where(use_p, Lp.hi, Lc.hi)
     x_up = np.where(use_p[:, None], p, c)
     mags = np.stack([np.maximum(np.abs(_entry(F.g[i], 0).lo), np.abs(_entry(F.g[i], 0).hi)) for i in range(n)], 1)
-    smear = np.nan_to_num(np.broadcast_to(mags, (N, n)) * (hi - lo), nan=_INF)
+    smear = np.nan_to_num(np.broadcast_to(mags, (N, n)) * _side_length(lo, hi), nan=_INF)
     return lower, upper, x_up, smear
 
 
@@ -408,17 +416,46 @@ def float_minimiser(box, tm, cst, value, n_grid: int = 81, n_newton: int = 4):
     return x
 
 
+@_quiet
+def _centre(lo, hi):
+    """A finite point of each box: the midpoint of each side; of an infinite side its finite end (0 for the whole
+    line)."""
+    mid = 0.5 * lo + 0.5 * hi
+    return np.where(np.isfinite(mid), mid, np.where(np.isfinite(lo), lo, np.where(np.isfinite(hi), hi, 0.0)))
+
+
+@_quiet
+def _side_length(lo, hi):
+    """``hi - lo``; for a half-line the length of the bounded piece :func:`_split_point` cuts off it (so a side
+    whose far part no longer changes the loss, ``|dL/dx| ~ 0`` there, is not cut again), ``inf`` for the whole
+    line."""
+    half = np.isfinite(lo) != np.isfinite(hi)
+    return np.where(half, np.abs(_split_point(lo, hi) - np.where(np.isfinite(lo), lo, hi)), hi - lo)
+
+
+@_quiet
+def _split_point(lo, hi):
+    """Where a side is cut: its midpoint; ``a + max(1, |a|)`` for ``[a, inf]`` (geometric steps outward),
+    ``b - max(1, |b|)`` for ``[-inf, b]``, 0 for the whole line."""
+    big = np.finfo(float).max
+    out = _centre(lo, hi)
+    step = np.minimum(np.maximum(1.0, np.abs(out)), big / 2)
+    out = np.where(np.isinf(hi) & np.isfinite(lo), np.minimum(lo + step, big), out)
+    return np.where(np.isinf(lo) & np.isfinite(hi), np.maximum(hi - step, -big), out)
+
+
 def _bisect(lo, hi, smear, widest_if_unbounded=False):
-    """Children of each box, bisected along its side of largest smear (then width); with
-    ``widest_if_unbounded``, along its widest side when no smear of the box is finite."""
-    w = hi - lo
+    """Children of each box, bisected along its side of largest smear (then width) at
+    :func:`_split_point`; with ``widest_if_unbounded``, along its widest side when no smear of the box is finite
+    (widths and smears of a half-line: :func:`_side_length`)."""
+    w = _side_length(lo, hi)
     key = np.where(np.isfinite(smear), smear, np.finfo(float).max) + 1e-300 * w
     if widest_if_unbounded:
         bounded = np.isfinite(smear) & (smear < np.finfo(float).max)
         key = np.where(np.any(bounded, axis=1, keepdims=True), key, w)
     axis = np.argmax(key, axis=1)
     rows = np.arange(len(lo))
-    mid = 0.5 * lo[rows, axis] + 0.5 * hi[rows, axis]
+    mid = _split_point(lo[rows, axis], hi[rows, axis])
     hi_left, lo_right = hi.copy(), lo.copy()
     hi_left[rows, axis] = mid
     lo_right[rows, axis] = mid
@@ -427,14 +464,14 @@ def _bisect(lo, hi, smear, widest_if_unbounded=False):
 
 @_quiet
 def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01, widest_if_unbounded=False,
-                     upper=np.inf):  # fmt: skip
+                     upper=np.inf, one_point=False):  # fmt: skip
     """Rigorous ``(lower, upper, x_best, n_boxes, live)`` for ``min L`` over ``box`` (module docstring).
 
     ``live``: ``(lo, hi)`` arrays of the boxes with ``lower <= upper`` when the search stopped (their
     hull encloses every global minimiser). Boxes are settled at ``lower >= upper - settle * tol``.
     ``widest_if_unbounded``: see :func:`_bisect` (the general model's certificates). ``upper``: a rigorous
     upper bound known from elsewhere (another region of a split domain; ``x_best`` is ``None`` while no point
-    of this box beats it).
+    of this box beats it). ``one_point``: see :func:`box_bounds`.
     """
     lo = np.array([[b[0] for b in box]], float)
     hi = np.array([[b[1] for b in box]], float)
@@ -445,10 +482,11 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
         if u0 < upper:
             upper, x_best = u0, x0
     kept_lower, kept_lo, kept_hi = [], [], []
-    n_boxes, scale = 0, 1e-14 * max(1.0, float(np.max(np.abs(hi) + np.abs(lo))))
+    finite = np.where(np.isfinite(lo), np.abs(lo), 0.0) + np.where(np.isfinite(hi), np.abs(hi), 0.0)
+    n_boxes, scale = 0, 1e-14 * max(1.0, float(np.max(finite)))
     pbar = progress_bar(total=max_boxes, desc="interval branch and bound", unit="box", leave=False, delay=2.0)
     while len(lo):  # the budget below keeps n_boxes <= max_boxes; every child is evaluated
-        lower, up, x_up, smear = box_bounds(lo, hi, tm, cst, value, x0, offset)
+        lower, up, x_up, smear = box_bounds(lo, hi, tm, cst, value, x0, offset, one_point)
         n_boxes += len(lo)
         pbar.update(len(lo))
         k = int(np.argmin(up))
