@@ -81,12 +81,12 @@ def _certificate(g, repeat):
     r = optimal_attention(g, MK, options={"family": "label"})
     x0 = (float(r.x[0]), float(r.x[1]))
     out = {}
-    orig = ig.score_loss
+    orig, radius = ig.score_loss, ig.SCOPE_DEFAULTS["global"]["radius"]
     try:
         for engine in ("numpy", "numba"):
             ig.score_loss = functools.partial(orig, engine=engine)
             c, cert = _best(lambda: ig.label_split_certificate(LabelLoss(g, MK, W.left, W.right), 1e-9, 20_000, x0,
-                                                                ig.SPLIT_RADIUS), repeat)  # fmt: skip
+                                                                radius), repeat)  # fmt: skip
             out[engine] = dict(cpu=c, lower=cert.lower, upper=cert.upper, gap=cert.gap, boxes=cert.n_boxes,
                                converged=cert.converged)  # fmt: skip
     finally:
