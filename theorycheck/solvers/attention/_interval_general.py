@@ -115,7 +115,7 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
     if fam == "label" and scope == "global" and pairs > out["max_pairs"]:
         raise ValueError(
             f"{where}: the whole-domain certificate evaluates all C(T, tau) x n = {pairs:,} (set, word) pairs on each "
-            f"of its boxes (about a thousand), above certify_options['max_pairs'] = {out['max_pairs']:,}; use "
+            f"of its boxes (several hundred), above certify_options['max_pairs'] = {out['max_pairs']:,}; use "
             "certify_options={'scope': 'local'} (a certified local minimum on a score box around the optimum) or "
             "raise 'max_pairs'"
         )
