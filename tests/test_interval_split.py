@@ -28,6 +28,7 @@ from theorycheck.solvers.attention._interval_vec import (
     _bisect,
     _side_length,
     _split_point,
+    box_bounds,
     branch_and_bound,
     evaluate,
 )
@@ -102,8 +103,8 @@ def _end(side, f):
 _SIDES = st.sampled_from(["finite", "up", "down", "line"])
 
 
-@settings(max_examples=25, deadline=None)
-@given(**label_box_cases(centre=((-8.0, 8.0), (-8.0, 8.0)), width=(0.0, 3.0), frac=(0.0, 0.999)),
+@settings(max_examples=40, deadline=None)
+@given(**label_box_cases(centre=((-8.0, 8.0), (-8.0, 8.0)), width=(0.0, 3.0), frac=(0.0, 0.999), n_points=4),
        frame=st.sampled_from(FRAMES), sides=st.tuples(_SIDES, _SIDES))  # fmt: skip
 def test_enclosures_on_unbounded_boxes_contain_the_loss_and_its_gradient(g, mk, mask_keys, kind, centre, width,
                                                                          frac, frame, sides):  # fmt: skip
@@ -121,12 +122,16 @@ def test_enclosures_on_unbounded_boxes_contain_the_loss_and_its_gradient(g, mk, 
     for a, b in [(F.v, ref.v), *zip(F.g, ref.g), *zip(F.h, ref.h)]:
         assert np.isfinite(a.lo[0]) and np.isfinite(a.hi[0])
         assert max(a.lo[0], b.lo[0]) <= min(a.hi[0], b.hi[0])
+    # the branch and bound's lower bound of the box (natural extension, Taylor forms, the face form on a box with
+    # an infinite side) is below the loss at every point of it
+    lower = box_bounds(lo, hi, None, None, lambda xs: score_loss(LL, xs, frame=frame), None)[0][0]
     for f in frac:
         x1, x2 = (_end(box[i], f[i]) for i in range(2))
         alpha = x1 - x2 if frame == "scores" else x1
         d = _dense(g, mk, W, alpha, x2, mask_keys)
         slack = 1e-12 * max(1.0, abs(d))
         assert F.v.lo[0] - slack <= d <= F.v.hi[0] + slack, (box, (x1, x2), F.v, d)
+        assert lower <= d + slack, (box, (x1, x2), lower, d)
         if frame == "scores":
             gr = _grad_sb(g, mk, (U, V), mask_keys, x1, x2)
         else:
@@ -134,6 +139,26 @@ def test_enclosures_on_unbounded_boxes_contain_the_loss_and_its_gradient(g, mk, 
             gr = np.array([r.dalpha, r.dbeta])
         for i in range(2):
             assert F.g[i].lo[0] - 1e-10 <= gr[i] <= F.g[i].hi[0] + 1e-10, (frame, box, (x1, x2), i, gr, F.g[i])
+
+
+@pytest.mark.parametrize("frame", FRAMES)
+def test_face_form_is_below_a_grid_across_the_finite_side(frame):
+    """A box finite in the first variable (6 wide, its centre off the valley) and a half-line in beta, as in the
+    outer regions: its lower bound (the face form: the centre face plus the gradient over the finite side) is below
+    the loss on a grid across the finite side at several beta out along the half-line."""
+    g, mk = _model(), Masking()
+    r = optimal_attention(g, mk, options={"family": "label"})
+    W = optimal_value_matrix(g, mk, options={"dense": False}).x
+    LL = LabelLoss(g, mk, W.left, W.right)
+    x1 = r.x[0] + r.x[1] if frame == "scores" else r.x[0]
+    lo, hi = np.array([[x1 - 1.0, -np.inf]]), np.array([[x1 + 5.0, r.x[1] - 2.0]])
+    lower = box_bounds(lo, hi, None, None, lambda xs: score_loss(LL, xs, frame=frame), None)[0][0]
+    assert np.isfinite(lower)
+    for b in r.x[1] - 2.0 - np.array([0.0, 1.0, 5.0, 30.0]):
+        for x in np.linspace(lo[0, 0], hi[0, 0], 61):
+            alpha = x - b if frame == "scores" else x
+            d = family_attention_loss(alpha, b, W, g, mk, family="label").value
+            assert lower <= d + 1e-12, (frame, x, b, lower, d)
 
 
 @settings(max_examples=200, deadline=None)

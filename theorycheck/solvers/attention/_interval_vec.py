@@ -368,6 +368,7 @@ def box_bounds(lo, hi, tm, cst, value, x0, offset=0.0, one_point=False):
             cross = (_entry(F.h[1], 0) * Ds[0] * Ds[1]).lo
             second = second + IVec(np.where(ok, 0.0, cross))
     lower = np.fmax(np.fmax(F.v.lo, mv.lo), second.lo)  # a NaN form (inf - inf on an unbounded box) is skipped
+    lower = _face_form(lower, lo, hi, c, F, tm, cst, value, offset)
     lower = np.where(np.isnan(lower), -_INF, lower)
     use_p = Lp.hi <= Lc.hi
     upper = np.where(use_p, Lp.hi, Lc.hi)
@@ -375,6 +376,29 @@ def box_bounds(lo, hi, tm, cst, value, x0, offset=0.0, one_point=False):
     mags = np.stack([np.maximum(np.abs(_entry(F.g[i], 0).lo), np.abs(_entry(F.g[i], 0).hi)) for i in range(n)], 1)
     smear = np.nan_to_num(np.broadcast_to(mags, (N, n)) * _side_length(lo, hi), nan=_INF)
     return lower, upper, x_up, smear
+
+
+@_quiet
+def _face_form(lower, lo, hi, c, F, tm, cst, value, offset):
+    """On boxes with an infinite side, the mean-value form in the finite sides only: with ``x'`` the point ``x`` with
+    its finite coordinates moved to the centre ``c``, ``L(x) = L(x') + sum_i dL/dx_i(xi) (x_i - c_i)`` over the
+    finite sides ``i`` (the segment from ``x'`` to ``x`` lies in the box), so ``L >= min_face L + sum_i
+    (grad L(X))_i (X_i - c_i)``, the face ``{c_finite} x (the infinite sides)`` bounded by the natural extension:
+    there the class masses move only along the infinite sides, where the loss has stopped changing."""
+    unb = ~np.all(np.isfinite(lo) & np.isfinite(hi), axis=1)
+    if not unb.any():
+        return lower
+    k = np.flatnonzero(unb)
+    fin = np.isfinite(lo[k]) & np.isfinite(hi[k])
+    face = evaluate(np.where(fin, c[k], lo[k]), np.where(fin, c[k], hi[k]), tm, cst, value, order=0, offset=offset)
+    for i in range(lo.shape[1]):
+        g = _entry(F.g[i], 0)
+        gi = IVec(np.broadcast_to(g.lo, lo.shape[:1])[k], np.broadcast_to(g.hi, lo.shape[:1])[k])
+        d = IVec(np.where(fin[:, i], _dn(lo[k, i] - c[k, i]), 0.0), np.where(fin[:, i], _up(hi[k, i] - c[k, i]), 0.0))
+        face = face + gi * d
+    out = lower.copy()
+    out[k] = np.fmax(lower[k], face.lo)
+    return out
 
 
 @_quiet
