@@ -70,7 +70,6 @@ SCOPE_DEFAULTS: dict[str, dict[str, float | None]] = {"global": {"radius": 2.0},
 LOCAL_RADII = (0.25, 0.05, 0.01, 2e-3, 4e-4, 8e-5)
 #: Largest |coordinate| of a box of :func:`label_box_certificate` (``e^{2 |x|}`` stays far inside the float range).
 BOX_LIMIT = 300.0
-ONE_POINT = True
 
 
 def check_general_certify(g, opts, method, fam, value, loss) -> dict:
@@ -208,16 +207,24 @@ def _scores_to_original(lo, hi):
 
 def _in_original(frame, lo, hi):
     """``(alpha, beta)`` ranges of a frame's boxes (:func:`outer_regions`)."""
-    return _scores_to_original(lo, hi) if frame == "scores" else _argmin(lo, hi, ((0, 0), (0, 0)))
+    if frame == "scores":
+        return _scores_to_original(lo, hi)
+    return tuple((float(lo[:, i].min()), float(hi[:, i].max())) for i in range(2))
+
+
+def _point_in_original(frame, x):
+    """``(alpha, beta)`` of a frame's point (``alpha = s - beta`` in ``(s, beta)``)."""
+    return (float(x[0] - x[1]) if frame == "scores" else float(x[0]), float(x[1]))
 
 
 def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
     """Rigorous ``lower <= inf_{R^2} L <= upper`` on a split domain (SPEC §7, §11.8): the score box ``Q`` of
     half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)``, then the four unbounded boxes of
     :func:`outer_regions`, each pruned against the best upper bound found so far; all by the score-coordinate
-    evaluator (:mod:`._interval_scores`, the compiled kernel; boxes with an infinite end are bounded by the value's
-    enclosure, cut at :func:`._interval_vec._split_point`). ``argmin`` holds every global minimiser: the hull of the
-    live boxes, in ``(alpha, beta)`` (``info["argmin_original"]``; infinite where an unbounded box stays live)."""
+    evaluator (:mod:`._interval_scores`, the compiled kernel; a box with an infinite end is bounded by the natural
+    extension and the face form, :func:`._interval_vec._face_form`, and cut at :func:`._interval_vec._split_point`).
+    ``argmin`` holds every global minimiser: the hull of the live boxes, in ``(alpha, beta)``
+    (``info["argmin_original"]``; infinite where an unbounded box stays live)."""
     xs = np.array(to_scores(*x0))
     q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
     lower, upper, xb, n, (qlo, qhi) = vec.branch_and_bound(
@@ -229,9 +236,9 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
         tol=tol,
         max_boxes=max_boxes,
         x0=xs,
-        one_point=ONE_POINT,
+        one_point=True,
     )
-    x_best = (float(xb[0] - xb[1]), float(xb[1]))
+    x_best = _point_in_original("scores", xb)
     ranges = [_scores_to_original(qlo, qhi)] if len(qlo) else []
     at_inf, per_region = False, [n]
     for frame, box in outer_regions(q):
@@ -244,7 +251,7 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
         lower = min(lower, lo_r)
         if xb_r is not None and up_r < upper:
             upper = up_r
-            x_best = (float(xb_r[0] - xb_r[1]) if frame == "scores" else float(xb_r[0]), float(xb_r[1]))
+            x_best = _point_in_original(frame, xb_r)
         if len(rlo):
             at_inf = at_inf or not (np.all(np.isfinite(rlo)) and np.all(np.isfinite(rhi)))
             ranges.append(_in_original(frame, rlo, rhi))
