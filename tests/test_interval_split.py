@@ -18,9 +18,11 @@ from theorycheck import Masking
 from theorycheck.population import family_attention_loss
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
 from theorycheck.solvers.attention._interval_general import (
+    exclusion_box,
     label_global_certificate,
     label_split_certificate,
     outer_regions,
+    ring,
 )
 from theorycheck.solvers.attention._interval_label import LabelLoss
 from theorycheck.solvers.attention._interval_scores import FRAMES, score_loss
@@ -87,6 +89,67 @@ def test_outer_regions_cover_the_plane_outside_the_score_box(q, p):
     coords = {"scores": (s, beta), "original": (alpha, beta)}
     covered = [f for f, ((a, b), (c, d)) in outer_regions(box) if a <= coords[f][0] <= b and c <= coords[f][1] <= d]
     assert inside or covered, (box, p, outer_regions(box))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    q=st.tuples(st.floats(-30.0, 30.0), st.floats(0.1, 20.0), st.floats(-30.0, 30.0), st.floats(0.1, 20.0)),
+    inner=st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0), st.floats(0.0, 1.0)),
+    p=st.tuples(st.floats(0.0, 1.0), st.floats(0.0, 1.0)),
+)
+def test_ring_covers_the_score_box_minus_the_exclusion_box(q, inner, p):
+    """The four boxes of ``ring(q, b)`` lie in ``q`` and, with ``b``, cover it."""
+    s0, ds, b0, db = q
+    box = ((s0, s0 + ds), (b0, b0 + db))
+    fa, fb, fc, fd = inner
+    a0, a1 = sorted((s0 + fa * ds, s0 + fb * ds))
+    c0, c1 = sorted((b0 + fc * db, b0 + fd * db))
+    b = ((a0, a1), (c0, c1))
+    x = (s0 + p[0] * ds, b0 + p[1] * db)
+    boxes = [b, *ring(box, b)]
+    for (lo1, hi1), (lo2, hi2) in boxes:
+        assert s0 <= lo1 <= hi1 <= s0 + ds and b0 <= lo2 <= hi2 <= b0 + db
+    assert any(lo1 <= x[0] <= hi1 and lo2 <= x[1] <= hi2 for (lo1, hi1), (lo2, hi2) in boxes)
+
+
+@settings(max_examples=25, deadline=None)
+@given(**label_box_cases(centre=((-4.0, 8.0), (-4.0, 4.0)), width=(0.01, 1.0), frac=(0.0, 1.0), n_points=1))
+def test_boxes_the_monotonicity_test_discards_hold_no_critical_point(g, mk, mask_keys, kind, centre, width, frac):
+    """A box flagged by the monotonicity test (the mean-value gradient enclosure excludes 0 in some variable): on a
+    7 x 7 grid of the box the exact structured gradient keeps one strict sign in that variable."""
+    (U, V), _ = _w(g, mk, kind)
+    LL = LabelLoss(g, mk, U, V, mask_keys)
+    lo = np.array([[centre[0] - width[0] / 2, centre[1] - width[1] / 2]])
+    hi = np.array([[centre[0] + width[0] / 2, centre[1] + width[1] / 2]])
+    *_, mono = box_bounds(lo, hi, None, None, lambda xs: score_loss(LL, xs), None, one_point=True)
+    if not mono[0]:
+        return
+    grads = np.array([_grad_sb(g, mk, (U, V), mask_keys, s, b) for s in np.linspace(lo[0, 0], hi[0, 0], 7)
+                      for b in np.linspace(lo[0, 1], hi[0, 1], 7)])  # fmt: skip
+    assert any(np.all(grads[:, i] > 0) or np.all(grads[:, i] < 0) for i in range(2)), grads
+
+
+def test_monotonicity_test_and_exclusion_box_keep_the_bound():
+    """The score box's branch and bound with and without the monotonicity test: both converge, their bounds
+    overlap and hold the float optimum's value, and the test saves boxes. The exclusion box around the optimum is
+    found, its bound holds a 21 x 21 grid of the dense loss in it, and it is settled against its centre's value."""
+    g, mk = _model(), Masking()
+    r = optimal_attention(g, mk, options={"family": "label"})
+    W = optimal_value_matrix(g, mk, options={"dense": False}).x
+    LL = LabelLoss(g, mk, W.left, W.right)
+    xs = np.array([r.x[0] + r.x[1], r.x[1]])
+    q = ((xs[0] - 2.0, xs[0] + 2.0), (xs[1] - 2.0, xs[1] + 2.0))
+    f = lambda z: score_loss(LL, z)  # noqa: E731
+    out = [branch_and_bound(q, None, None, f, offset=0.0, tol=1e-9, max_boxes=20_000, x0=xs, one_point=True,
+                            monotone=m) for m in (False, True)]  # fmt: skip
+    (lo0, up0, _, n0, _), (lo1, up1, _, n1, _) = out
+    assert up0 - lo0 <= 1e-9 and up1 - lo1 <= 1e-9 and n1 < n0
+    assert max(lo0, lo1) <= min(up0, up1) and max(lo0, lo1) <= r.fun + 1e-12
+    box, lower, upper, _ = exclusion_box(f, xs, 1e-9, 2.0)
+    assert box is not None and box[0][0] < xs[0] < box[0][1] and box[1][0] < xs[1] < box[1][1]
+    assert lower >= upper - 1e-11 and lower <= r.fun + 1e-12
+    grid = [_dense(g, mk, W, s - b, b, False) for s in np.linspace(*box[0], 21) for b in np.linspace(*box[1], 21)]
+    assert min(grid) >= lower - 1e-12
 
 
 def _end(side, f):

@@ -3,7 +3,7 @@
 
 :func:`attach_general_interval` adds to a structured-route result (:mod:`._structured`) the rigorous bounds of
 :class:`._interval_label.LabelLoss` by the branch and bound of :mod:`._interval_vec` on a split domain
-(:func:`label_split_certificate`): a score box around the float optimum and four boxes with infinite ends
+(:func:`label_split_certificate`): a score box around the float optimum and five boxes with infinite ends
 (:func:`outer_regions`), all bounded by the compiled score-coordinate evaluator (:mod:`._interval_scores`):
 ``lower <= inf L <= upper`` over **all** of ``(alpha, beta) in R^2``, and an ``argmin`` holding every minimiser
 (``info["argmin_original"]``: its ``(alpha, beta)`` ranges, infinite where a live box has an infinite end). The
@@ -12,6 +12,10 @@ point is on its box (or worse than the branch and bound's best point by more tha
 (``info["moved_to_box"]``). :func:`label_global_certificate` (the compact chart ``(u, w) in [0, 1]^2``, the route
 before) and :func:`label_box_certificate` (a box of ``(alpha, beta)``) are kept as references for the tests and
 benchmarks.
+
+When every label is a single word the loss depends on ``alpha + beta`` only and :func:`label_line_certificate` runs
+on the line of ``s = alpha + beta`` instead (``kind="certified optimum (a line of minimisers)"``, status 0 when it
+converges: the minimisers fill lines ``alpha + beta = s*``, ``info["argmin_scores"]`` the range of ``s*``).
 
 Outcomes: status 0 (``kind="certified optimum"``) iff the branch and bound converged (``gap <= tol``), its argmin is
 finite (every global minimiser finite) and ``fun - lower <= tol``; status 3 (``"bound (infimum at infinity)"``)
@@ -186,17 +190,21 @@ def label_global_certificate(LL: LabelLoss, tol, max_boxes, x0):
                             "interval-branch-and-bound (compact chart, whole domain)")  # fmt: skip
 
 
-def outer_regions(q):
+def outer_regions(q, floor=None):
     """Four boxes, with infinite ends, covering ``R^2`` minus the score box ``q = [s0, s1] x [b0, b1]`` exactly
     (SPEC §11.8): the half-plane ``beta <= b0`` in ``(s, beta)`` (frame ``"scores"``: as ``beta -> -inf`` the
     own word competes with the third class, through ``s``), the half-plane ``beta >= b1`` in ``(alpha, beta)``
     (frame ``"original"``: as ``beta -> +inf`` with the rest of its label, through ``alpha``), and in ``(s, beta)``
-    the strip ``b0 <= beta <= b1`` with ``s <= s0`` and with ``s >= s1``. Every point of ``R^2`` lies in ``q`` or in
-    one of them (their shared edges are the same floats)."""
+    the strip ``b0 <= beta <= b1`` with ``s <= s0`` and with ``s >= s1``. With ``floor < b0`` the first is cut in
+    two: the band ``floor <= beta <= b0`` and the half-plane ``beta <= floor`` (five boxes). Every point of ``R^2``
+    lies in ``q`` or in one of them (their shared edges are the same floats)."""
     (s0, s1), (b0, b1) = q
     inf = math.inf
-    return [("scores", ((-inf, inf), (-inf, b0))), ("original", ((-inf, inf), (b1, inf))),
-            ("scores", ((-inf, s0), (b0, b1))), ("scores", ((s1, inf), (b0, b1)))]  # fmt: skip
+    low = [("scores", ((-inf, inf), (-inf, b0)))]
+    if floor is not None and floor < b0:
+        low = [("scores", ((-inf, inf), (floor, b0))), ("scores", ((-inf, inf), (-inf, floor)))]
+    return low + [("original", ((-inf, inf), (b1, inf))), ("scores", ((-inf, s0), (b0, b1))),
+                  ("scores", ((s1, inf), (b0, b1)))]  # fmt: skip
 
 
 def _scores_to_original(lo, hi):
@@ -217,39 +225,106 @@ def _point_in_original(frame, x):
     return (float(x[0] - x[1]) if frame == "scores" else float(x[0]), float(x[1]))
 
 
+def label_line_certificate(LL: LabelLoss, tol, max_boxes, x0):
+    """Rigorous ``lower <= inf_{R^2} L <= upper`` when every label is a single word (SPEC §7): no pair has an
+    own-label class, so the class masses, and the loss, depend on ``s = alpha + beta`` only (``L(alpha, beta) =
+    f(s)``) and ``inf_{R^2} L = inf_{s in R} f``. The branch and bound runs on the whole line of ``s`` (``beta``
+    pinned at ``x0``'s: the score evaluator's ``beta`` enclosures are then points, and its ``beta`` derivatives
+    exactly 0). ``info["argmin_scores"]``: the ``s`` range holding every minimiser of ``f``; the global minimisers
+    of ``L`` are the points with ``alpha + beta`` in it, for every ``beta`` (a band around a line, unbounded in
+    ``(alpha, beta)``)."""
+    xs = np.array(to_scores(*x0))
+    box = ((-math.inf, math.inf), (float(xs[1]), float(xs[1])))
+    lower, upper, xb, n, (lo, hi) = vec.branch_and_bound(
+        box, None, None, functools.partial(score_loss, LL), offset=0.0, tol=tol, max_boxes=max_boxes, x0=xs,
+        one_point=True, monotone=True,
+    )  # fmt: skip
+    s_range = (float(lo[:, 0].min()), float(hi[:, 0].max())) if len(lo) else box[0]
+    whole = ((-math.inf, math.inf),) * 2
+    info = {
+        "engine": "numba score-coordinate kernel, the line of s = alpha + beta (every label a single word)",
+        "domain": "R^2",
+        "line": True,
+        "argmin_scores": list(s_range),
+        "at_infinity": not all(map(math.isfinite, s_range)),
+        "argmin_original": [list(b) for b in whole],
+        "x_best_original": list(_point_in_original("scores", xb)),
+    }
+    method = "interval-branch-and-bound (the line of s = alpha + beta: every label a single word)"
+    return make_certificate(lower, upper, n, whole, info["x_best_original"], ("alpha", "beta"), whole, tol, info,
+                            method)  # fmt: skip
+
+
+#: Depth below the float optimum's ``beta`` where the half-plane ``beta -> -inf`` starts (:func:`outer_regions`):
+#: beyond it the own-label class carries ``e^-12 ~ 6e-6`` of its weight at the optimum, so the face form's natural
+#: extension along ``beta`` is tight there; the band between it and the score box is bounded in ``beta``.
+DEPTH = 12.0
+#: Half-widths of the exclusion box tried around the float optimum, largest first (:func:`exclusion_box`).
+EXCLUSION_RADII = (0.5, 0.25, 0.1, 0.05, 0.02, 0.01, 5e-3, 2e-3, 1e-3)
+
+
+def exclusion_box(f, xs, tol, radius, settle=0.01):
+    """The largest box ``B = xs +- r`` (``r`` in :data:`EXCLUSION_RADII`, below ``radius``) whose second-order
+    bound at ``xs`` already settles it (``lower(B) >= L(xs) - settle tol``): where the Hessian enclosure on ``B`` is
+    positive definite this is ``L(xs) - g^T H^-1 g / 2`` for the tiny float gradient ``g``. The branch and bound then
+    covers the score box minus ``B``, whose points are all at least ``r`` from the optimum: the boxes hugging the
+    minimiser (``lower`` within ``settle tol`` of ``L*`` only when tiny) are never made. ``(box, lower, upper,
+    n_tried)``; ``box`` is ``None`` when no radius settles."""
+    n = 0
+    for r in (r for r in EXCLUSION_RADII if r < radius):
+        lo, hi = (xs - r)[None], (xs + r)[None]
+        lower, up, _, _, _ = vec.box_bounds(lo, hi, None, None, f, xs, one_point=True)
+        n += 1
+        if lower[0] >= up[0] - settle * tol:
+            return ((lo[0, 0], hi[0, 0]), (lo[0, 1], hi[0, 1])), float(lower[0]), float(up[0]), n
+    return None, -math.inf, math.inf, n
+
+
+def ring(q, b):
+    """Four boxes covering the box ``q`` minus the box ``b`` inside it (the sides of ``q`` left and right of ``b``
+    at full height, and above and below ``b`` at its width; shared edges are the same floats)."""
+    (s0, s1), (b0, b1) = q
+    (a0, a1), (c0, c1) = b
+    return [((s0, a0), (b0, b1)), ((a1, s1), (b0, b1)), ((a0, a1), (b0, c0)), ((a0, a1), (c1, b1))]
+
+
 def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
-    """Rigorous ``lower <= inf_{R^2} L <= upper`` on a split domain (SPEC §7, §11.8): the score box ``Q`` of
-    half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)``, then the four unbounded boxes of
-    :func:`outer_regions`, each pruned against the best upper bound found so far; all by the score-coordinate
-    evaluator (:mod:`._interval_scores`, the compiled kernel; a box with an infinite end is bounded by the natural
-    extension and the face form, :func:`._interval_vec._face_form`, and cut at :func:`._interval_vec._split_point`).
+    """Rigorous ``lower <= inf_{R^2} L <= upper`` on a split domain (SPEC §7, §11.8).
+
+    The score box ``Q`` of half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)``: its
+    exclusion box (:func:`exclusion_box`) bounded in one evaluation, then the four boxes of :func:`ring` around it
+    (``Q`` whole when no exclusion box settles). Then the five unbounded boxes of :func:`outer_regions` (the
+    half-plane below ``Q`` cut at :data:`DEPTH` below ``x0``), each pruned against the best upper bound found so
+    far. All by the score-coordinate evaluator (:mod:`._interval_scores`, the compiled kernel); a box with an
+    infinite end is bounded by the natural extension and the face form (:func:`._interval_vec._face_form`) and cut
+    at :func:`._interval_vec._split_point`; the monotonicity test discards bounded boxes without a critical point.
     ``argmin`` holds every global minimiser: the hull of the live boxes, in ``(alpha, beta)``
     (``info["argmin_original"]``; infinite where an unbounded box stays live)."""
     xs = np.array(to_scores(*x0))
+    depth = max(radius, DEPTH)
     q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
-    lower, upper, xb, n, (qlo, qhi) = vec.branch_and_bound(
-        q,
-        None,
-        None,
-        functools.partial(score_loss, LL),
-        offset=0.0,
-        tol=tol,
-        max_boxes=max_boxes,
-        x0=xs,
-        one_point=True,
-    )
-    x_best = _point_in_original("scores", xb)
-    ranges = [_scores_to_original(qlo, qhi)] if len(qlo) else []
+    stats: dict[str, int] = {}
+    f = functools.partial(score_loss, LL)
+    excl, lower, upper, n = exclusion_box(f, xs, tol, radius)
+    if excl is not None:
+        elo, ehi = np.array([[excl[0][0], excl[1][0]]]), np.array([[excl[0][1], excl[1][1]]])
+        x_best, ranges = _point_in_original("scores", xs), [_scores_to_original(elo, ehi)]
+        inner = [("scores", b) for b in ring(q, excl)]
+    else:
+        x_best, ranges, inner = (math.nan, math.nan), [], [("scores", q)]
     at_inf, per_region = False, [n]
-    for frame, box in outer_regions(q):
+    outer = outer_regions(q, xs[1] - depth)
+    for k, (frame, box) in enumerate(inner + outer):
+        first = excl is None and k == 0  # the whole score box: expand at x0 in the box holding it
         lo_r, up_r, xb_r, n_r, (rlo, rhi) = vec.branch_and_bound(
             box, None, None, functools.partial(score_loss, LL, frame=frame), offset=0.0, tol=tol,
-            max_boxes=max(1, max_boxes - n), x0=None, upper=upper,
+            max_boxes=max(1, max_boxes - n), x0=xs if first else None, upper=upper, one_point=True, monotone=True,
+            stats=stats,
         )  # fmt: skip
         n += n_r
         per_region.append(n_r)
         lower = min(lower, lo_r)
-        if xb_r is not None and up_r < upper:
+        if xb_r is not None and up_r <= upper:
             upper = up_r
             x_best = _point_in_original(frame, xb_r)
         if len(rlo):
@@ -262,14 +337,17 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
         "split": {
             "scores_box": [list(b) for b in q],
             "radius": radius,
+            "depth": depth,
+            "exclusion_box": None if excl is None else [list(b) for b in excl],
             "boxes_per_region": per_region,
-            "regions": [[f, [list(b) for b in box]] for f, box in outer_regions(q)],
+            "regions": [[fr, [list(b) for b in box]] for fr, box in inner + outer],
         },
+        "n_monotone": stats.get("n_monotone", 0),
         "at_infinity": at_inf,
         "argmin_original": [list(b) for b in argmin],
         "x_best_original": list(x_best),
     }
-    method = "interval-branch-and-bound (split domain: score box + four unbounded boxes, whole domain)"
+    method = "interval-branch-and-bound (split domain: score box + five unbounded boxes, whole domain)"
     whole = ((-math.inf, math.inf),) * 2
     return make_certificate(lower, upper, n, argmin, x_best, ("alpha", "beta"), whole, tol, info, method)
 
@@ -416,13 +494,19 @@ def _outcome(res, gc, LL, local, where, excess, moved):
             f"box with an infinite end; original ranges {gc.info['argmin_original']}): the infimum over R^2 may be "
             "a limit at infinity; lower bounds it, the returned point is a finite point, not a certified "
             "optimum")  # fmt: skip
+    if not local and gc.converged and gc.info.get("line") and excess <= gc.tol and solver_ok:
+        s0, s1 = gc.info["argmin_scores"]
+        return SUCCESS, "certified optimum (a line of minimisers)", (
+            f"{STATUS_MESSAGES[SUCCESS]} Every label is a single word, so L depends on alpha + beta only: the global "
+            f"minimisers fill lines alpha + beta = s* (every beta) with s* in [{s0:.12g}, {s1:.12g}]; the returned "
+            "point is one of them")  # fmt: skip
     if not local and gc.converged and excess <= gc.tol and solver_ok:
         return SUCCESS, "certified optimum", STATUS_MESSAGES[SUCCESS]
     status = res.status if res.status not in (SUCCESS, ON_BOUNDARY) else NOT_CERTIFIED
     why = (
-        "; labels of a single word make the loss constant along every line alpha + beta = const, so its "
-        "minimisers reach infinity, where the boxes (with an infinite end) are bounded by the natural extension "
-        "only and the bound does not close"
+        "; a label of a single word beside labels of several words: as beta -> +inf the loss's valley runs along "
+        "alpha = const for the words of the longer labels and along alpha + beta = const for the single-word ones, "
+        "and the boxes with an infinite end, which follow one of the two, do not close the bound"
         if LL.single_word_labels and not local
         else f"; on no score box tried (half-widths {gc.info['radii_tried']}) was the interval Hessian positive "
         "definite with the Newton image inside the box"
@@ -450,6 +534,8 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", bo
     if local:
         radii = LOCAL_RADII if copts["radius"] is None else (copts["radius"],)
         gc = label_local_certificate(LL, copts["tol"], x, radii)
+    elif LL.every_label_single:
+        gc = label_line_certificate(LL, copts["tol"], copts["max_boxes"], x)
     else:
         gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"])
     moved = _move_if_better(res, gc, local, ev)

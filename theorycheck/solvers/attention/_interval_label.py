@@ -226,6 +226,8 @@ class LabelLoss(SetsLoss):
         self.grp = np.searchsorted(present, labels)  # (n,) label index of each word
         #: some label holds a single word (its own-label class is empty: the chart corner (0, 1) is a discontinuity)
         self.single_word_labels = bool(np.any(np.bincount(self.grp) == 1))
+        #: every label a single word: no pair has an own-label class, the loss depends on ``alpha + beta`` only
+        self.every_label_single = bool(np.all(np.bincount(self.grp) == 1))
         L = len(present)
         onehot = np.zeros((L, V1))
         onehot[self.grp, np.arange(1, V1)] = 1.0

@@ -210,6 +210,11 @@ def _pairs(n):
     return [(i, j) for i in range(n) for j in range(i, n)]
 
 
+def _pair_index(i, k, n):
+    """Index of the Hessian entry ``(i, k)`` in the upper triangle (``_pairs(n)`` order)."""
+    return _pairs(n).index((min(i, k), max(i, k)))
+
+
 class T2:
     """``(value, gradient, Hessian)`` of a function on a box, each entry an :class:`IVec`.
 
@@ -375,7 +380,29 @@ def box_bounds(lo, hi, tm, cst, value, x0, offset=0.0, one_point=False):
     x_up = np.where(use_p[:, None], p, c)
     mags = np.stack([np.maximum(np.abs(_entry(F.g[i], 0).lo), np.abs(_entry(F.g[i], 0).hi)) for i in range(n)], 1)
     smear = np.nan_to_num(np.broadcast_to(mags, (N, n)) * _side_length(lo, hi), nan=_INF)
-    return lower, upper, x_up, smear
+    G = [IVec(P.g[i].lo[:N], P.g[i].hi[:N]) for i in range(n)]
+    return lower, upper, x_up, smear, _monotone(lo, hi, F, G, Ds)
+
+
+@_quiet
+def _monotone(lo, hi, F, Gp, Ds):
+    """Bounded boxes on which some ``dL/dx_i`` has one strict sign: they hold no critical point of ``L`` (the
+    monotonicity test of :func:`branch_and_bound`). The enclosure of ``dL/dx_i`` on the box is the natural one
+    intersected with the mean-value form ``dL/dx_i(p) + sum_k Hess_ik(X) (X_k - p_k)`` (``Gp`` the gradient at the
+    expansion point ``p``, ``Ds`` the ranges of ``X - p``): an order narrower on small boxes, where the natural
+    extension of the per-pair formulas is loose."""
+    N, n = lo.shape
+    sign = np.zeros(N, bool)
+    for i in range(n):
+        nat = _entry(F.g[i], 0)
+        mv = Gp[i]
+        for k in range(n):
+            hk = _entry(F.h[_pair_index(i, k, n)], 0) if F.h is not None else ivec_exact(0)
+            mv = mv + hk * Ds[k]
+        glo = np.fmax(np.broadcast_to(nat.lo, (N,)), mv.lo)
+        ghi = np.fmin(np.broadcast_to(nat.hi, (N,)), mv.hi)
+        sign |= (glo > 0) | (ghi < 0)
+    return sign & np.all(np.isfinite(lo) & np.isfinite(hi), axis=1)
 
 
 @_quiet
@@ -488,7 +515,7 @@ def _bisect(lo, hi, smear, widest_if_unbounded=False):
 
 @_quiet
 def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01, widest_if_unbounded=False,
-                     upper=np.inf, one_point=False):  # fmt: skip
+                     upper=np.inf, one_point=False, monotone=False, stats=None):  # fmt: skip
     """Rigorous ``(lower, upper, x_best, n_boxes, live)`` for ``min L`` over ``box`` (module docstring).
 
     ``live``: ``(lo, hi)`` arrays of the boxes with ``lower <= upper`` when the search stopped (their
@@ -496,6 +523,13 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
     ``widest_if_unbounded``: see :func:`_bisect` (the general model's certificates). ``upper``: a rigorous
     upper bound known from elsewhere (another region of a split domain; ``x_best`` is ``None`` while no point
     of this box beats it). ``one_point``: see :func:`box_bounds`.
+
+    ``monotone`` (only for a minimum over all of ``R^n``, where every finite box is interior): the monotonicity
+    test, a bounded box on which some ``dL/dx_i`` has one strict sign (:func:`_monotone`) is discarded. It holds
+    no critical point, so no global minimiser when the infimum is attained (a minimiser of ``L`` over ``R^n`` is a
+    critical point); when the infimum is a limit at infinity it is approached in the unbounded boxes, which the
+    test never discards. Either way the kept boxes still bound ``inf L`` from below. ``stats``: a dict that receives
+    ``n_monotone``, the boxes so discarded.
     """
     lo = np.array([[b[0] for b in box]], float)
     hi = np.array([[b[1] for b in box]], float)
@@ -507,16 +541,19 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
             upper, x_best = u0, x0
     kept_lower, kept_lo, kept_hi = [], [], []
     finite = np.where(np.isfinite(lo), np.abs(lo), 0.0) + np.where(np.isfinite(hi), np.abs(hi), 0.0)
-    n_boxes, scale = 0, 1e-14 * max(1.0, float(np.max(finite)))
+    n_boxes, n_mono, scale = 0, 0, 1e-14 * max(1.0, float(np.max(finite)))
     pbar = progress_bar(total=max_boxes, desc="interval branch and bound", unit="box", leave=False, delay=2.0)
     while len(lo):  # the budget below keeps n_boxes <= max_boxes; every child is evaluated
-        lower, up, x_up, smear = box_bounds(lo, hi, tm, cst, value, x0, offset, one_point)
+        lower, up, x_up, smear, mono = box_bounds(lo, hi, tm, cst, value, x0, offset, one_point)
         n_boxes += len(lo)
         pbar.update(len(lo))
         k = int(np.argmin(up))
         if up[k] < upper:
             upper, x_best = float(up[k]), x_up[k].copy()
         keep = lower <= upper
+        if monotone:
+            n_mono += int(np.count_nonzero(keep & mono))
+            keep &= ~mono
         done = keep & ((lower >= upper - settle * tol) | (np.max(hi - lo, axis=1) <= scale))
         split = np.flatnonzero(keep & ~done)
         budget = max(0, (max_boxes - n_boxes) // 2)
@@ -531,6 +568,8 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
             break
         lo, hi = _bisect(lo[split], hi[split], smear[split], widest_if_unbounded)
     pbar.close()
+    if stats is not None:
+        stats["n_monotone"] = stats.get("n_monotone", 0) + n_mono
     lows = np.concatenate(kept_lower) if kept_lower else np.zeros(0)
     lower = float(min(np.min(lows, initial=np.inf), upper))
     los, his = np.vstack(kept_lo) if kept_lo else lo, np.vstack(kept_hi) if kept_hi else hi
