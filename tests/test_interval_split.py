@@ -129,16 +129,21 @@ def test_boxes_the_monotonicity_test_discards_hold_no_critical_point(g, mk, mask
     assert any(np.all(grads[:, i] > 0) or np.all(grads[:, i] < 0) for i in range(2)), grads
 
 
-def test_monotonicity_test_and_exclusion_box_keep_the_bound():
-    """The score box's branch and bound with and without the monotonicity test: both converge, their bounds
-    overlap and hold the float optimum's value, and the test saves boxes. The exclusion box around the optimum is
-    found, its bound holds a 21 x 21 grid of the dense loss in it, and it is settled against its centre's value."""
+def _score_box_case():
+    """The small model's float optimum, stage-1 ``W^V``, label loss, optimum in scores and score box of half-width 2."""
     g, mk = _model(), Masking()
     r = optimal_attention(g, mk, options={"family": "label"})
     W = optimal_value_matrix(g, mk, options={"dense": False}).x
     LL = LabelLoss(g, mk, W.left, W.right)
     xs = np.array([r.x[0] + r.x[1], r.x[1]])
-    q = ((xs[0] - 2.0, xs[0] + 2.0), (xs[1] - 2.0, xs[1] + 2.0))
+    return g, mk, r, W, LL, xs, ((xs[0] - 2.0, xs[0] + 2.0), (xs[1] - 2.0, xs[1] + 2.0))
+
+
+def test_monotonicity_test_and_exclusion_box_keep_the_bound():
+    """The score box's branch and bound with and without the monotonicity test: both converge, their bounds
+    overlap and hold the float optimum's value, and the test saves boxes. The exclusion box around the optimum is
+    found, its bound holds a 21 x 21 grid of the dense loss in it, and it is settled against its centre's value."""
+    g, mk, r, W, LL, xs, q = _score_box_case()
     f = lambda z: score_loss(LL, z)  # noqa: E731
     out = [branch_and_bound(q, None, None, f, offset=0.0, tol=1e-9, max_boxes=20_000, x0=xs, one_point=True,
                             monotone=m) for m in (False, True)]  # fmt: skip
@@ -266,12 +271,7 @@ def test_one_point_per_box_gives_the_same_bound():
     """The score box's branch and bound with one point evaluation per box (the expansion point ``x0`` in its box,
     the centre elsewhere; the certificate's default) and with two (``x0`` clipped to each box, and the centre): both
     converge, their bounds overlap and both hold the float optimum's value."""
-    g, mk = _model(), Masking()
-    r = optimal_attention(g, mk, options={"family": "label"})
-    W = optimal_value_matrix(g, mk, options={"dense": False}).x
-    LL = LabelLoss(g, mk, W.left, W.right)
-    xs = np.array([r.x[0] + r.x[1], r.x[1]])
-    q = ((xs[0] - 2.0, xs[0] + 2.0), (xs[1] - 2.0, xs[1] + 2.0))
+    g, mk, r, W, LL, xs, q = _score_box_case()
     out = []
     for one in (False, True):
         f = lambda z: score_loss(LL, z)  # noqa: E731
