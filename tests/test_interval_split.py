@@ -79,16 +79,20 @@ def test_score_enclosures_contain_the_dense_values_and_derivatives(g, mk, mask_k
 @given(
     q=st.tuples(st.floats(-30.0, 30.0), st.floats(0.0, 20.0), st.floats(-30.0, 30.0), st.floats(0.0, 20.0)),
     p=st.tuples(st.floats(-1e6, 1e6), st.floats(-1e6, 1e6)),
+    depth=st.one_of(st.none(), st.floats(0.0, 40.0)),
 )
-def test_outer_regions_cover_the_plane_outside_the_score_box(q, p):
+def test_outer_regions_cover_the_plane_outside_the_score_box(q, p, depth):
+    """Four (or, with a floor below the score box, five) boxes with infinite ends cover the plane outside it."""
     s0, ds, b0, db = q
     box = ((s0, s0 + ds), (b0, b0 + db))
+    regions = outer_regions(box, None if depth is None else b0 - depth)
+    assert len(regions) == (5 if depth is not None and b0 - depth < b0 else 4)
     alpha, beta = p
     s = alpha + beta
     inside = box[0][0] <= s <= box[0][1] and box[1][0] <= beta <= box[1][1]
     coords = {"scores": (s, beta), "original": (alpha, beta)}
-    covered = [f for f, ((a, b), (c, d)) in outer_regions(box) if a <= coords[f][0] <= b and c <= coords[f][1] <= d]
-    assert inside or covered, (box, p, outer_regions(box))
+    covered = [f for f, ((a, b), (c, d)) in regions if a <= coords[f][0] <= b and c <= coords[f][1] <= d]
+    assert inside or covered, (box, p, regions)
 
 
 @settings(max_examples=200, deadline=None)
