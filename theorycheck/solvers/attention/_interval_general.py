@@ -269,7 +269,7 @@ def exclusion_box(f, xs, tol, radius, settle=0.01):
     positive definite this is ``L(xs) - g^T H^-1 g / 2`` for the tiny float gradient ``g``. The branch and bound then
     covers the score box minus ``B``, whose points are all at least ``r`` from the optimum: the boxes hugging the
     minimiser (``lower`` within ``settle tol`` of ``L*`` only when tiny) are never made. ``(box, lower, upper,
-    n_tried)``; ``box`` is ``None`` when no radius settles."""
+    n_tried)``; ``box`` is ``None`` when no radius settles (then ``lower = upper = inf``)."""
     n = 0
     for r in (r for r in EXCLUSION_RADII if r < radius):
         lo, hi = (xs - r)[None], (xs + r)[None]
@@ -277,7 +277,7 @@ def exclusion_box(f, xs, tol, radius, settle=0.01):
         n += 1
         if lower[0] >= up[0] - settle * tol:
             return ((lo[0, 0], hi[0, 0]), (lo[0, 1], hi[0, 1])), float(lower[0]), float(up[0]), n
-    return None, -math.inf, math.inf, n
+    return None, math.inf, math.inf, n  # nothing excluded: no bound yet (the minimum over an empty set)
 
 
 def ring(q, b):
