@@ -69,10 +69,13 @@ def test_score_enclosures_contain_the_dense_values_and_derivatives(g, mk, mask_k
         for k, val in enumerate((col_s[0], 0.5 * (col_s[1] + col_b[0]), col_b[1])):
             slack = 1e-5 * max(1.0, abs(val))
             assert F.h[k].lo[0] - slack <= val <= F.h[k].hi[0] + slack, (k, F.h[k].lo, val, F.h[k].hi)
-    # a point's enclosure is tight
+    # a point's enclosure is tight (SPEC §7: not for probabilities near the underflow threshold, where the
+    # coefficients divide by a subnormal mass and the enclosures, still valid, are the whole line)
     p = pts[0]
     P = evaluate(p[None], p[None], None, None, lambda xs: score_loss(LL, xs), order=1)
-    assert P.v.hi[0] - P.v.lo[0] <= 1e-10
+    assert P.v.lo[0] <= P.v.hi[0]
+    if np.min(g.phi) > 1e-290:
+        assert P.v.hi[0] - P.v.lo[0] <= 1e-10
 
 
 @settings(max_examples=200, deadline=None)

@@ -224,10 +224,11 @@ class LabelLoss(SetsLoss):
         labels = np.asarray(g.dominant_topic())
         present = np.unique(labels)
         self.grp = np.searchsorted(present, labels)  # (n,) label index of each word
+        single = np.bincount(self.grp) == 1
         #: some label holds a single word (its own-label class is empty: the chart corner (0, 1) is a discontinuity)
-        self.single_word_labels = bool(np.any(np.bincount(self.grp) == 1))
+        self.single_word_labels = bool(single.any())
         #: every label a single word: no pair has an own-label class, the loss depends on ``alpha + beta`` only
-        self.every_label_single = bool(np.all(np.bincount(self.grp) == 1))
+        self.every_label_single = bool(single.all())
         L = len(present)
         onehot = np.zeros((L, V1))
         onehot[self.grp, np.arange(1, V1)] = 1.0
