@@ -5,6 +5,7 @@ as separate processes on loopback; a worker killed mid-sweep loses no result. Ev
 and every process started here is terminated in a ``finally``.
 """
 
+import concurrent.futures as cf
 import json
 import os
 import signal
@@ -195,6 +196,49 @@ def test_local_cluster_sweep_equals_local_run(client):
             asymptotic_sweep(DEFAULT_SWEEP, value="identity")
         )
     assert client.status == "running"  # a client we were given is left open
+
+
+def _cancels(client) -> list:
+    return [msg["count"] for _, msg in client.get_events(client.id) if msg.get("action") == "cancel"]
+
+
+def _cancels_after(client, before: int) -> list:
+    """The cancel counts logged after the first ``before``, up to a sentinel: a cancel of 7 futures
+    sent on the same ordered stream, so once it is logged every earlier cancel is too (bounded wait)."""
+    client.cancel(client.map(abs, range(7), pure=False, resources={"no-worker-has-this": 1}))  # never run
+    deadline = time.monotonic() + WAIT
+    while 7 not in (new := _cancels(client)[before:]):
+        assert time.monotonic() < deadline, "the sentinel cancel never reached the scheduler"
+        time.sleep(0.05)
+    return new[: new.index(7)]
+
+
+def _slow_square(x):
+    time.sleep(x)
+    return x * x
+
+
+def test_cluster_executor_map_sends_no_empty_cancel(client):
+    """distributed's own map ends with ``cancel([])``, which the scheduler reports to every client
+    (and a client connecting then fails); ours cancels only futures that are still pending."""
+    before = len(_cancels(client))
+    list(client.get_executor(pure=False).map(abs, [-1, -2]))
+    assert _cancels_after(client, before) == [0]  # the behaviour worked around: this can fail
+    before = len(_cancels(client))
+    with _dask.scheduler_executor(client) as ex:
+        assert isinstance(ex, _dask.ClusterExecutor)
+        assert list(ex.map(abs, [-1, -2, -3])) == [1, 2, 3]
+        assert ex.submit(abs, -4).result(WAIT) == 4
+    assert _cancels_after(client, before) == []
+    before = len(_cancels(client))
+    with _dask.scheduler_executor(client) as ex:  # stopped early: what is left is cancelled
+        it = ex.map(_slow_square, [0.0, 4.0, 4.0, 4.0, 4.0])
+        assert next(it) == 0.0
+        it.close()  # two workers: at least the last two of the four 4-second tasks have not finished
+    new = _cancels_after(client, before)
+    assert len(new) == 1 and 2 <= new[0] <= 4, new
+    with _dask.scheduler_executor(client) as ex, pytest.raises(cf.TimeoutError):
+        list(ex.map(_slow_square, [4.0], timeout=0.5))
 
 
 def test_local_cluster_finite_n_gap_equals_local_run(client):

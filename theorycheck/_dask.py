@@ -21,6 +21,7 @@ from __future__ import annotations
 import concurrent.futures as cf
 import re
 import socket
+import time
 from contextlib import contextmanager
 
 from ._validate import check_real
@@ -32,6 +33,7 @@ __all__ = [
     "require_distributed",
     "is_client",
     "get_client",
+    "ClusterExecutor",
     "client_executor",
     "scheduler_executor",
     "resolve_executor",
@@ -165,6 +167,49 @@ def get_client(scheduler, *, timeout: float | None = None):
     return client
 
 
+class ClusterExecutor(cf.Executor):
+    """``client.get_executor(pure=False)`` whose ``map`` never asks the scheduler to cancel nothing.
+
+    ``distributed.cfexecutor.ClientExecutor.map`` ends every result iterator with
+    ``client.cancel(remaining)``, also when nothing remains. The scheduler answers even an empty
+    cancel with a ``cancelled-keys`` report to *every* connected client, and a client connecting at
+    that moment reads it batched with its ``stream-start`` and fails ``assert len(msg) == 1`` in
+    ``Client._ensure_connected`` (distributed 2026.8; seen once in our CI when a sweep on one client
+    was followed at once by a new client to the same scheduler). Here futures that are not done are
+    cancelled only if there are any. ``submit`` and ``shutdown`` are distributed's.
+    """
+
+    def __init__(self, client):
+        self._client = client
+        self._inner = client.get_executor(pure=False)
+
+    def submit(self, fn, /, *args, **kwargs):
+        return self._inner.submit(fn, *args, **kwargs)
+
+    def map(self, fn, *iterables, timeout=None, chunksize=1):
+        """``map(fn, *iterables)`` on the cluster, results in order; ``timeout`` (seconds) bounds the whole map."""
+        futures = self._client.map(fn, *iterables, pure=False)
+        end = None if timeout is None else time.monotonic() + timeout
+
+        def results():
+            try:
+                for future in futures:
+                    wait = None if end is None else max(0.0, end - time.monotonic())
+                    try:
+                        yield future.result(wait)
+                    except TimeoutError as exc:
+                        raise cf.TimeoutError from exc
+            finally:
+                pending = [f for f in futures if not f.done()]
+                if pending:
+                    self._client.cancel(pending)
+
+        return results()
+
+    def shutdown(self, wait=True, *, cancel_futures=False):
+        self._inner.shutdown(wait=wait)
+
+
 def client_executor(client_or_address, *, timeout: float | None = None) -> cf.Executor:
     """A :class:`concurrent.futures.Executor` running on a Dask cluster (:meth:`distributed.Client.get_executor`).
 
@@ -174,7 +219,7 @@ def client_executor(client_or_address, *, timeout: float | None = None) -> cf.Ex
     """
     if client_or_address is None:
         raise ValueError("client_or_address must be a distributed.Client or a scheduler address, got None")
-    return get_client(client_or_address, timeout=timeout).get_executor(pure=False)
+    return ClusterExecutor(get_client(client_or_address, timeout=timeout))
 
 
 @contextmanager
@@ -190,7 +235,7 @@ def scheduler_executor(scheduler=None, *, timeout: float | None = None):
         yield None
         return
     try:
-        yield client.get_executor(pure=False)
+        yield ClusterExecutor(client)
     finally:
         if client is not scheduler:
             client.close()
