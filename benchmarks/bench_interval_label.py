@@ -11,18 +11,21 @@ coefficients in memory): the rigorous setup, the first (coefficient) pass, one o
 score box (the work of one branch-and-bound box), and the local certificate (interval Newton on score boxes) end
 to end; the whole-domain certificate is estimated as the split route's boxes of the largest full run times the cost
 of one box. ``--corpus`` runs that whole-domain certificate at corpus size end to end (``max_pairs`` raised; hours
-of CPU). Writes ``results/interval_label.json``.
+of CPU), its finished regions recorded in ``--checkpoint`` (default ``results/interval_label_corpus.jsonl``): a
+run stopped midway resumes there (``certify_options['checkpoint']``). Writes ``results/interval_label.json``
+(sections not run are kept).
 
-Run: ``python benchmarks/bench_interval_label.py [--quick] [--big] [--corpus]``.
+Run: ``python benchmarks/bench_interval_label.py [--quick] [--big] [--corpus [--checkpoint PATH]]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import numpy as np
-from _common import dirichlet_model, print_table, write_json
+from _common import RESULTS, dirichlet_model, print_table, write_json
 
 import theorycheck as tc
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
@@ -91,17 +94,25 @@ def _big(boxes):
                 boxes_assumed=boxes, cert_cpu_estimate=c_first + boxes * per_box)  # fmt: skip
 
 
-def _corpus():
-    """The whole-domain certificate at corpus size end to end through the public API (``max_pairs`` raised)."""
+def _corpus(checkpoint):
+    """The whole-domain certificate at corpus size end to end through the public API (``max_pairs`` raised), its
+    finished regions recorded in ``checkpoint`` (a later run resumes there; CPU and wall summed over the regions of
+    every run)."""
     g = dirichlet_model(*BIG, floor=1e-12)
-    opts = {"family": "label", "certify": "interval", "certify_options": {"max_pairs": 20_000_000}}
+    copts = {"max_pairs": 20_000_000, "checkpoint": checkpoint}
+    opts = {"family": "label", "certify": "interval", "certify_options": copts}
     w0 = time.time()
     c, r = _cpu(lambda: optimal_attention(g, MK, options=opts))
     cert = r.certificate
-    return dict(T=BIG[0], words=BIG[1], tau=BIG[2], radius=cert["global"]["split"]["radius"], status=r.status,
-                kind=cert["kind"], x=r.x.tolist(), fun=r.fun, lower=cert["lower"], upper=cert["upper"], gap=cert["gap"],
-                n_boxes=cert["global"]["n_boxes"], boxes_per_region=cert["global"]["split"]["boxes_per_region"],
-                cpu=c, wall=time.time() - w0)  # fmt: skip
+    split = cert["global"]["split"]
+    ck = split["checkpoint"]
+    return dict(T=BIG[0], words=BIG[1], tau=BIG[2], radius=split["radius"], status=r.status, kind=cert["kind"],
+                x=r.x.tolist(), fun=r.fun, lower=cert["lower"], upper=cert["upper"], gap=cert["gap"],
+                n_boxes=cert["global"]["n_boxes"], boxes_per_region=split["boxes_per_region"],
+                n_monotone=cert["global"]["n_monotone"], regions_replayed=ck["regions_replayed"],
+                cpu_per_region=ck["cpu_per_region"], wall_per_region=ck["wall_per_region"],
+                regions_cpu=sum(ck["cpu_per_region"]), regions_wall=sum(ck["wall_per_region"]),
+                cpu_this_run=c, wall_this_run=time.time() - w0)  # fmt: skip
 
 
 def main():
@@ -109,17 +120,21 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--big", action="store_true")
     ap.add_argument("--corpus", action="store_true", help="the corpus-size certificate end to end (hours of CPU)")
+    ap.add_argument("--checkpoint", default=str(RESULTS / "interval_label_corpus.jsonl"),
+                    help="--corpus: the file of finished regions (resumed when it exists)")  # fmt: skip
     args = ap.parse_args()
     rows = [_row(*s) for s in (SIZES[:2] if args.quick else SIZES)]
     keys = ["T", "words", "tau", "float_cpu", "chart_cpu", "chart_boxes", "cert_cpu", "boxes", "chart_over_split",
             "status", "gap", "local_cpu", "local_boxes", "local_status"]  # fmt: skip
     print_table(keys, [[r[k] for k in keys] for r in rows])
-    out = {"rows": rows}
+    old = RESULTS / "interval_label.json"  # sections not run now are kept
+    out = {k: v for k, v in (json.loads(old.read_text()) if old.exists() else {}).items() if k != "machine"}
+    out["rows"] = rows
     if args.big:
         out["big"] = _big(rows[-1]["boxes"])  # the largest size's boxes (score box and the four outer regions)
         print(out["big"])
     if args.corpus:
-        out["corpus"] = _corpus()
+        out["corpus"] = _corpus(args.checkpoint)
         print(out["corpus"])
     write_json("interval_label", out)
 

@@ -140,7 +140,10 @@ class AttentionOptions:
     certify_options : dict or None, default None
         Passed to ``interval_certificate`` and ``global_certificate`` (``tol``, ``max_boxes``); needs
         ``certify="interval"``. ``"recheck": True`` adds the Arb re-check (needs python-flint, the
-        ``certify`` extra) as ``certificate["recheck"]`` (paper's model only).
+        ``certify`` extra) as ``certificate["recheck"]`` (paper's model only). General model, label family:
+        ``scope`` (``"global"``, the whole-domain certificate, or ``"local"``), ``radius``, ``max_pairs``, and
+        ``checkpoint`` (a file path: each finished region of the whole-domain certificate is appended there, and
+        a later call on the same problem replays them and continues; for hours-long corpus-size certificates).
     family : None, "co-topic", "label", array or list of arrays, default None
         General model: the score family ``alpha I_w + beta G`` (default ``G`` the co-topic similarity,
         :func:`theorycheck.solvers.cotopic_matrix`), ``"label"`` (``alpha I_w + beta Z``, ``Z`` the same-label

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 
 import numpy as np
 
@@ -49,6 +50,7 @@ from ..._validate import check_choice, check_int, check_real
 from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
 from ._interval import make_certificate
+from ._interval_checkpoint import check_checkpoint, open_checkpoint, region_record, region_result
 from ._interval_cotopic import CotopicLoss, check_cotopic_size
 from ._interval_label import LabelLoss
 from ._interval_scores import score_loss, to_scores
@@ -66,7 +68,9 @@ __all__ = [
 
 #: The certificate's options for a general model (``certify_options``), with their defaults (``radius=None``:
 #: the scope's default of :data:`SCOPE_DEFAULTS`; ``max_boxes``: the whole-domain branch and bound's budget).
-GENERAL_CERTIFY_OPTIONS = {"tol": 1e-9, "max_boxes": 20_000, "scope": "global", "radius": None, "max_pairs": 2_000_000}
+GENERAL_CERTIFY_OPTIONS = {
+    "tol": 1e-9, "max_boxes": 20_000, "scope": "global", "radius": None, "max_pairs": 2_000_000, "checkpoint": None,
+}  # fmt: skip
 #: Per scope, the half-width of the score box around the float optimum: the inner region of
 #: :func:`label_split_certificate` (global); ``None`` for the local scope: the radii :data:`LOCAL_RADII` in turn.
 SCOPE_DEFAULTS: dict[str, dict[str, float | None]] = {"global": {"radius": 2.0}, "local": {"radius": None}}
@@ -111,6 +115,10 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
     if out["radius"] is not None:
         out["radius"] = check_real("certify_options['radius']", out["radius"], low=0.0, low_open=True, high=BOX_LIMIT)
     out["max_pairs"] = check_int("certify_options['max_pairs']", out["max_pairs"], low=1)
+    out["checkpoint"] = check_checkpoint(out["checkpoint"])
+    if out["checkpoint"] is not None and (fam != "label" or scope != "global"):
+        raise ValueError(f"{where}: certify_options['checkpoint'] records the regions of the label family's "
+                         "whole-domain certificate (scope='global'); the others run in one piece")  # fmt: skip
     pairs = math.comb(g.T, g.tau) * (g.V1 - 1)
     if fam == "co-topic" and scope == "local":
         raise ValueError(f"{where}: certify_options['scope']='local' is for the label family (its score-coordinate "
@@ -288,7 +296,24 @@ def ring(q, b):
     return [((s0, a0), (b0, b1)), ((a1, s1), (b0, b1)), ((a0, a1), (b0, c0)), ((a0, a1), (c1, b1))]
 
 
-def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
+def _region(run, k, ckpt, stats):
+    """Region ``k``'s branch and bound ``run(stats=...)``, or its result replayed from the checkpoint ``ckpt``
+    (``None``: no checkpoint); a region computed here is appended to ``ckpt``."""
+    if ckpt is not None and k < len(ckpt.done):
+        out, n_mono = region_result(ckpt.done[k])
+        ckpt.replayed += 1
+        stats["n_monotone"] = stats.get("n_monotone", 0) + n_mono
+        return out
+    before, cpu, wall = stats.get("n_monotone", 0), time.process_time(), time.time()
+    out = run(stats=stats)
+    if ckpt is not None:
+        lower, upper, x_best, n, (lo, hi) = out
+        rec = region_record(k, lower, upper, x_best, n, lo, hi, stats.get("n_monotone", 0) - before)
+        ckpt.append({**rec, "cpu": time.process_time() - cpu, "wall": time.time() - wall})
+    return out
+
+
+def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoint=None):
     """Rigorous ``lower <= inf_{R^2} L <= upper`` on a split domain (SPEC §7, §11.8).
 
     The score box ``Q`` of half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)``: its
@@ -299,7 +324,9 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
     infinite end is bounded by the natural extension and the face form (:func:`._interval_vec._face_form`) and cut
     at :func:`._interval_vec._split_point`; the monotonicity test discards bounded boxes without a critical point.
     ``argmin`` holds every global minimiser: the hull of the live boxes, in ``(alpha, beta)``
-    (``info["argmin_original"]``; infinite where an unbounded box stays live)."""
+    (``info["argmin_original"]``; infinite where an unbounded box stays live). ``checkpoint``: ``None`` or a file
+    path; each finished region is recorded there and replayed by a later call on the same problem
+    (:mod:`._interval_checkpoint`)."""
     xs = np.array(to_scores(*x0))
     depth = max(radius, DEPTH)
     q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
@@ -314,13 +341,15 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
         x_best, ranges, inner = (math.nan, math.nan), [], [("scores", q)]
     at_inf, per_region = False, [n]
     outer = outer_regions(q, xs[1] - depth)
+    ckpt = open_checkpoint(checkpoint, LL, xs.tolist(), tol, radius, max_boxes, DEPTH, EXCLUSION_RADII)
     for k, (frame, box) in enumerate(inner + outer):
         first = excl is None and k == 0  # the whole score box: expand at x0 in the box holding it
-        lo_r, up_r, xb_r, n_r, (rlo, rhi) = vec.branch_and_bound(
-            box, None, None, functools.partial(score_loss, LL, frame=frame), offset=0.0, tol=tol,
-            max_boxes=max(1, max_boxes - n), x0=xs if first else None, upper=upper, one_point=True, monotone=True,
-            stats=stats,
+        run = functools.partial(
+            vec.branch_and_bound, box, None, None, functools.partial(score_loss, LL, frame=frame), offset=0.0,
+            tol=tol, max_boxes=max(1, max_boxes - n), x0=xs if first else None, upper=upper, one_point=True,
+            monotone=True,
         )  # fmt: skip
+        lo_r, up_r, xb_r, n_r, (rlo, rhi) = _region(run, k, ckpt, stats)
         n += n_r
         per_region.append(n_r)
         lower = min(lower, lo_r)
@@ -340,6 +369,7 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius):
             "depth": depth,
             "exclusion_box": None if excl is None else [list(b) for b in excl],
             "boxes_per_region": per_region,
+            "checkpoint": None if ckpt is None else ckpt.summary(),
             "regions": [[fr, [list(b) for b in box]] for fr, box in inner + outer],
         },
         "n_monotone": stats.get("n_monotone", 0),
@@ -537,7 +567,7 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", bo
     elif LL.every_label_single:
         gc = label_line_certificate(LL, copts["tol"], copts["max_boxes"], x)
     else:
-        gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"])
+        gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"], copts["checkpoint"])
     moved = _move_if_better(res, gc, local, ev)
     _check_point(LL.original, (float(res.x[0]), float(res.x[1])), res.fun, gc.lower)
     lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)

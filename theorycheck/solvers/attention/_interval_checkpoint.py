@@ -1,0 +1,151 @@
+"""Resumable whole-domain label certificates: the finished regions, on disk (SPEC §7, "Checkpoints").
+
+The split certificate (:func:`._interval_general.label_split_certificate`) runs one branch and bound per region
+(the ring around the exclusion box, then the unbounded regions) in a fixed order. At corpus size a region takes
+minutes to an hour, and the whole certificate hours. With ``certify_options={"checkpoint": PATH}`` each finished
+region's result (its bounds, best point, box count, live boxes and monotonicity count, with its CPU and wall
+seconds) is appended to ``PATH`` as one line of JSON, flushed and synced; a later call with the same problem and
+the same ``PATH`` replays those lines in order instead of recomputing them and continues with the next region.
+A region's branch and bound depends on the earlier ones only through the best upper bound so far, which the
+replay restores exactly (JSON floats round trip), so a resumed certificate equals an uninterrupted one.
+
+The file's first line names the problem by a fingerprint: SHA-256 of every interval array of the
+:class:`~._interval_label.LabelLoss` (the model, masking, ``W^V`` and ``mask_keys`` enter only through them), of
+the expansion point, ``tol``, radius and ``max_boxes``, the region list's constants and the package version. A file
+written for another problem is refused (``ValueError`` naming it); a last line cut short by a kill is ignored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from ..._io import atomic_write_text
+from ..._version import __version__
+
+#: Written in the header; a file of another format is refused.
+FORMAT = "theorycheck label split certificate checkpoint v1"
+
+
+def check_checkpoint(value) -> Path | None:
+    """``certify_options['checkpoint']``: ``None`` or a file path (``str`` or path-like) in an existing folder."""
+    if value is None:
+        return None
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise ValueError(f"certify_options['checkpoint'] must be None or a file path, got {value!r}")
+    path = Path(value)
+    if path.is_dir():
+        raise ValueError(f"certify_options['checkpoint'] must be a file path, got the folder {path}")
+    if not path.parent.is_dir():
+        raise ValueError(f"certify_options['checkpoint']: the folder {path.parent} does not exist")
+    return path
+
+
+def fingerprint(LL, *constants) -> str:
+    """SHA-256 (hex) of ``LL``'s arrays (``numpy`` arrays and the ``lo``/``hi`` of interval vectors, by attribute
+    name), of ``constants`` (their ``repr``) and of the package version."""
+    h = hashlib.sha256()
+    h.update(f"{FORMAT}|{__version__}|{constants!r}".encode())
+    for name in sorted(vars(LL)):
+        value = getattr(LL, name)
+        parts = [value] if isinstance(value, np.ndarray) else [getattr(value, "lo", None), getattr(value, "hi", None)]
+        for a in parts:
+            if isinstance(a, np.ndarray):
+                h.update(name.encode())
+                h.update(str((a.dtype, a.shape)).encode())
+                h.update(np.ascontiguousarray(a).tobytes())
+    return h.hexdigest()
+
+
+class RegionCheckpoint:
+    """The regions finished so far for one problem (``key``: :func:`fingerprint`), in a JSON-lines file."""
+
+    def __init__(self, path, key: str):
+        self.path = Path(path)
+        self.key = key
+        self.done: list[dict] = self._read()
+        self.replayed = 0
+
+    def _read(self) -> list[dict]:
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return []
+        lines = self.path.read_text().splitlines()
+        try:
+            head = json.loads(lines[0])
+        except json.JSONDecodeError:
+            head = {}
+        if head.get("format") != FORMAT or head.get("key") != self.key:
+            raise ValueError(
+                f"certify_options['checkpoint']: {self.path} was written for another problem or by another "
+                f"theorycheck version (its header: {lines[0][:120]!r}); delete it or pass another path"
+            )
+        done = []
+        for k, line in enumerate(lines[1:]):
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                break  # cut short by a kill: that region runs again
+            if rec.get("region") != k:
+                break
+            done.append(rec)
+        return done
+
+    def append(self, record: dict) -> None:
+        """Add the next region's record (``record["region"]`` must be the number of regions done)."""
+        if record["region"] != len(self.done):
+            raise ValueError(f"region {record['region']} recorded after {len(self.done)} regions")
+        if self._file_lines() != len(self.done) + 1:  # a new file, or a line cut short: header and regions again
+            self._rewrite()
+        with self.path.open("a") as f:
+            f.write(json.dumps(record) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        self.done.append(record)
+
+    def summary(self) -> dict:
+        """The file, the regions replayed from it by this call, and every recorded region's CPU and wall seconds."""
+        return {
+            "path": str(self.path),
+            "regions_replayed": self.replayed,
+            "cpu_per_region": [r.get("cpu") for r in self.done],
+            "wall_per_region": [r.get("wall") for r in self.done],
+        }
+
+    def _file_lines(self) -> int:
+        return len(self.path.read_text().splitlines()) if self.path.exists() else 0
+
+    def _rewrite(self) -> None:
+        lines = [json.dumps({"format": FORMAT, "key": self.key, "theorycheck": __version__})]
+        lines += [json.dumps(r) for r in self.done]
+        atomic_write_text(self.path, "\n".join(lines) + "\n")
+
+
+def open_checkpoint(path, LL, *constants) -> RegionCheckpoint | None:
+    """The checkpoint at ``path`` for the problem of ``LL`` and ``constants`` (:func:`fingerprint`), or ``None``."""
+    return None if path is None else RegionCheckpoint(path, fingerprint(LL, *constants))
+
+
+def region_record(k, lower, upper, x_best, n, lo, hi, n_monotone) -> dict:
+    """One region's result as JSON-ready values (``inf`` as JSON's ``Infinity``; floats round trip)."""
+    return {
+        "region": k,
+        "lower": float(lower),
+        "upper": float(upper),
+        "x_best": None if x_best is None else [float(v) for v in x_best],
+        "n_boxes": int(n),
+        "live_lo": np.asarray(lo, dtype=float).reshape(-1, 2).tolist(),
+        "live_hi": np.asarray(hi, dtype=float).reshape(-1, 2).tolist(),
+        "n_monotone": int(n_monotone),
+    }
+
+
+def region_result(rec: dict):
+    """The branch and bound's ``(lower, upper, x_best, n, (lo, hi))`` and the monotonicity count of a record."""
+    xb = None if rec["x_best"] is None else np.array(rec["x_best"])
+    lo = np.array(rec["live_lo"], dtype=float).reshape(-1, 2)
+    hi = np.array(rec["live_hi"], dtype=float).reshape(-1, 2)
+    return (rec["lower"], rec["upper"], xb, rec["n_boxes"], (lo, hi)), rec["n_monotone"]
