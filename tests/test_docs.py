@@ -120,6 +120,9 @@ def test_performance_tables_render_every_result_file(tmp_path):
     assert "## `a.json`" in md and "Machine: cpus 2." in md
     assert "| x | 1.235 |" in md, "headers/rows table"
     assert "| y | 0.5 | 2 |" in md, "list of records as a table"
+    (tmp_path / "c.json").write_text('{"corpus": {"status": 0, "gap": 1.23456e-13, "boxes": [5, 7], "x": null}}')
+    md = ext.performance_tables(tmp_path)
+    assert "### corpus\n\n- status: 0\n- gap: 1.235e-13\n- boxes: 5, 7\n- x: –\n" in md, "a section of scalars"
 
 
 def test_measured_marker_renders_one_result_file(tmp_path):

@@ -359,6 +359,13 @@ def _records_table(records: list[dict]) -> list[str]:
     return _table(keys, [[r.get(k) for k in keys] for r in records])
 
 
+def _fmt_item(x) -> str:
+    """:func:`_fmt`, and a list of up to 12 numbers in full (a list item has room a table cell has not)."""
+    if isinstance(x, list) and len(x) <= 12 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x):
+        return ", ".join(_fmt(v) for v in x)
+    return _fmt(x)
+
+
 def _render(key: str, value, depth: int) -> list[str]:
     heading = "#" * min(depth, 6)
     if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
@@ -371,12 +378,14 @@ def _render(key: str, value, depth: int) -> list[str]:
                 if isinstance(rows, list) and rows and all(isinstance(x, dict) for x in rows):
                     out += [f"{'#' * min(depth + 1, 6)} {k}: {sub}", "", *_records_table(rows)]
         return out
+    if isinstance(value, dict) and value and not any(isinstance(r, dict) for r in value.values()):
+        return [f"{heading} {key}", "", *(f"- {k}: {_fmt_item(v)}" for k, v in value.items()), ""]
     return []
 
 
 def result_tables(path: Path, depth: int = 2) -> list[str]:
-    """Markdown of one results file: its name as a heading of level ``depth``, its machine, its scalars, and each
-    list of records as a table."""
+    """Markdown of one results file: its name as a heading of level ``depth``, its machine, its scalars, each
+    list of records as a table, and each section of scalars as a list."""
     data = json.loads(path.read_text())
     out = [f"{'#' * depth} `{path.name}`", ""]
     machine = data.get("machine")
