@@ -1,6 +1,7 @@
 """``theorycheck solve value|embedding|attention``: one flag set, one JSON shape, honest exit codes."""
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -155,3 +156,57 @@ def test_model_flags_are_shared(capsys):
             main([*cmd, "--help"])
         text = capsys.readouterr().out
         assert all(f in text for f in flags), cmd
+
+
+def _label_phi(tmp_path):
+    """A 3-topic, 12-word phi with at least two words per label (a certified whole-domain optimum)."""
+    rng = np.random.default_rng(3)
+    for _ in range(50):
+        phi = rng.dirichlet(np.full(12, 0.5), size=3)
+        if np.bincount(phi.argmax(0), minlength=3).min() >= 2:
+            np.save(tmp_path / "phi.npy", phi)
+            return tc.GeneralTopicModel(phi, tau=2), str(tmp_path / "phi.npy")
+    raise AssertionError("no model with two words per label")
+
+
+def test_solve_attention_interval_certificate_of_a_general_model_resumes(tmp_path, capsys):
+    """``--family label --certify interval --checkpoint F``: the library's certificate (same bounds as the API
+    call), every region recorded in F; run again, every region is replayed and the bounds are the same."""
+    g, phi = _label_phi(tmp_path)
+    ck, out = tmp_path / "cert.jsonl", tmp_path / "s.json"
+    argv = ["solve", "attention", "--topic-word", phi, "--tau", "2", "--family", "label", "--certify", "interval",
+            "--checkpoint", str(ck), "--json", str(out)]  # fmt: skip
+    assert main(argv) == 0
+    assert "cert.kind             certified optimum" in capsys.readouterr().out
+    first = json.loads(out.read_text())
+    cert = first["certificate"]
+    api = optimal_attention(g, tc.Masking(), options={"family": "label", "certify": "interval"}).certificate
+    assert (cert["lower"], cert["upper"]) == (api["lower"], api["upper"])
+    assert cert["lower"] <= first["fun"] <= cert["upper"] and cert["gap"] <= 1e-9 and first["status"] == 0
+    regions = len(ck.read_text().splitlines()) - 1
+    assert regions == len(cert["global"]["split"]["regions"]) == 9
+    assert main([*argv, "--force"]) == 0
+    again = json.loads(out.read_text())["certificate"]
+    assert again["global"]["split"]["checkpoint"]["regions_replayed"] == regions
+    assert (again["lower"], again["upper"]) == (cert["lower"], cert["upper"])
+
+
+@pytest.mark.parametrize(
+    "extra, general, match",
+    [
+        (["--checkpoint", "c.jsonl"], True, r"--checkpoint needs --certify interval"),
+        (["--certify-scope", "local", "--max-pairs", "9"], True, r"--certify-scope, --max-pairs needs --certify"),
+        (["--family", "label"], False, r"--family applies to a general model"),
+        (["--mask-keys"], False, r"--mask-keys applies to a general model"),
+        (["--family", "label", "--certify", "interval", "--certify-scope", "local", "--checkpoint", "c.jsonl"], True,
+         r"checkpoint'\] records the regions of the label family's whole-domain certificate"),
+        (["--family", "label", "--certify", "interval", "--max-pairs", "10"], True, r"36 \(set, word\) pairs"),
+    ],
+)  # fmt: skip
+def test_solve_attention_certificate_flags_are_refused_before_any_work(tmp_path, capsys, extra, general, match):
+    model = ["--topic-word", _label_phi(tmp_path)[1], "--tau", "2"] if general else SMALL
+    out = tmp_path / "s.json"
+    assert main(["solve", "attention", *model, *extra, "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert re.search(match, err), err
+    assert not out.exists() and not (tmp_path / "c.jsonl").exists()

@@ -167,7 +167,7 @@ def solve_summary(problem: str, res, tm, mk, *, bias: bool = False) -> dict:
         "fun": float(res.fun),
         "nit": int(res.nit),
         "residuals": {k: float(v) for k, v in res.residuals.items()},
-        "certificate": res.info.get("certificate"),
+        "certificate": res.certificate if res.certificate is not None else res.info.get("certificate"),
         "info": info,
         "optimum": optimum,
     }
@@ -243,6 +243,18 @@ def add_solve_flags(p, problem: str) -> None:
         g.add_argument("--value", choices=("block", "identity"), default="block", help="frozen W^V (SPEC §4.3)")
         g.add_argument("--loss", choices=("squared", "ce"), default="squared", help="SPEC §2.2 (default: %(default)s)")
         g.add_argument("--n-grid", type=int, default=None, help=_N_GRID_HELP)
+        g.add_argument("--family", choices=("co-topic", "label"), default=None,
+                       help="--model/--topic-word: the score family alpha I + beta G (default: co-topic)")  # fmt: skip
+        g.add_argument("--mask-keys", action="store_true", help="hide selected positions as keys (official code)")
+        c = p.add_argument_group("interval certificate (SPEC §7)")
+        c.add_argument("--certify", choices=("interval",), default=None,
+                       help="rigorous bounds lower <= min L <= upper by interval branch and bound")  # fmt: skip
+        c.add_argument("--certify-scope", choices=("global", "local"), default=None,
+                       help="--family label: all of R^2 (default) or a certified local minimum")  # fmt: skip
+        c.add_argument("--max-pairs", type=int, default=None,
+                       help="--family label, global: most (set, word) pairs (default 2,000,000)")  # fmt: skip
+        c.add_argument("--checkpoint", default=None, metavar="FILE",
+                       help="--family label, global: record finished regions in FILE and resume from it")  # fmt: skip
     add_out_flags(p, None, "output folder for summary.json and optimum.npz")
     add_json_flag(p, "the summary (same keys for every problem)")
     p.add_argument(
@@ -286,6 +298,33 @@ def _n_grid_option(args) -> dict | None:
     return {"n_grid": n}
 
 
+#: ``solve attention`` flags that fill ``certify_options`` (they need ``--certify interval``).
+_CERTIFY_FLAGS = {"--certify-scope": "scope", "--max-pairs": "max_pairs", "--checkpoint": "checkpoint"}
+
+
+def _attention_options(args) -> dict | None:
+    """``options`` of ``optimal_attention`` from ``--n-grid``, ``--family``, ``--mask-keys`` and the certificate
+    flags, refusing before any work what does not apply (the solver checks the values)."""
+    opts = _n_grid_option(args) or {}
+    general = {"--family": args.family, "--mask-keys": args.mask_keys or None}
+    for flag, value in general.items():
+        if value is not None and not wants_general(args):
+            raise ValueError(f"solve attention: {flag} applies to a general model (--model or --topic-word)")
+    if args.family is not None:
+        opts["family"] = args.family
+    if args.mask_keys:
+        opts["mask_keys"] = True
+    copts = {key: getattr(args, flag[2:].replace("-", "_")) for flag, key in _CERTIFY_FLAGS.items()}
+    copts = {k: v for k, v in copts.items() if v is not None}
+    if copts and args.certify is None:
+        named = ", ".join(f for f, k in _CERTIFY_FLAGS.items() if k in copts)
+        raise ValueError(f"solve attention: {named} needs --certify interval")
+    if args.certify is not None:
+        opts["certify"] = args.certify
+        opts["certify_options"] = copts or None
+    return opts or None
+
+
 def _solve_given(args) -> dict:
     """``{flag: (solver keyword, value)}``; ``None`` values are left to the solver's defaults."""
     given = {
@@ -301,7 +340,7 @@ def _solve_given(args) -> dict:
             {
                 "--value": ("value", args.value),
                 "--loss": ("loss", check_loss(args.loss)),
-                "--n-grid": ("options", _n_grid_option(args)),
+                "--n-grid": ("options", _attention_options(args)),
             }
         )
     return given
