@@ -347,7 +347,7 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoin
         run = functools.partial(
             vec.branch_and_bound, box, None, None, functools.partial(score_loss, LL, frame=frame), offset=0.0,
             tol=tol, max_boxes=max(1, max_boxes - n), x0=xs if first else None, upper=upper, one_point=True,
-            monotone=True,
+            monotone=True, desc=f"interval certificate, region {k + 1}/{len(inner) + len(outer)}",
         )  # fmt: skip
         lo_r, up_r, xb_r, n_r, (rlo, rhi) = _region(run, k, ckpt, stats)
         n += n_r

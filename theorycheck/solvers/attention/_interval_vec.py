@@ -515,7 +515,8 @@ def _bisect(lo, hi, smear, widest_if_unbounded=False):
 
 @_quiet
 def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01, widest_if_unbounded=False,
-                     upper=np.inf, one_point=False, monotone=False, stats=None):  # fmt: skip
+                     upper=np.inf, one_point=False, monotone=False, stats=None,
+                     desc="interval branch and bound"):  # fmt: skip
     """Rigorous ``(lower, upper, x_best, n_boxes, live)`` for ``min L`` over ``box`` (module docstring).
 
     ``live``: ``(lo, hi)`` arrays of the boxes with ``lower <= upper`` when the search stopped (their
@@ -529,7 +530,8 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
     no critical point, so no global minimiser when the infimum is attained (a minimiser of ``L`` over ``R^n`` is a
     critical point); when the infimum is a limit at infinity it is approached in the unbounded boxes, which the
     test never discards. Either way the kept boxes still bound ``inf L`` from below. ``stats``: a dict that receives
-    ``n_monotone``, the boxes so discarded.
+    ``n_monotone``, the boxes so discarded. ``desc``: the progress bar's label (boxes done, and after each round the
+    boxes still to split and the gap ``upper - lower`` so far).
     """
     lo = np.array([[b[0] for b in box]], float)
     hi = np.array([[b[1] for b in box]], float)
@@ -542,7 +544,8 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
     kept_lower, kept_lo, kept_hi = [], [], []
     finite = np.where(np.isfinite(lo), np.abs(lo), 0.0) + np.where(np.isfinite(hi), np.abs(hi), 0.0)
     n_boxes, n_mono, scale = 0, 0, 1e-14 * max(1.0, float(np.max(finite)))
-    pbar = progress_bar(total=max_boxes, desc="interval branch and bound", unit="box", leave=False, delay=2.0)
+    pbar = progress_bar(desc=desc, unit="box", leave=False, delay=2.0)  # no total: max_boxes is a cap, not a forecast
+    settled = np.inf  # least lower bound of the boxes settled so far
     while len(lo):  # the budget below keeps n_boxes <= max_boxes; every child is evaluated
         lower, up, x_up, smear, mono = box_bounds(lo, hi, tm, cst, value, x0, offset, one_point)
         n_boxes += len(lo)
@@ -564,6 +567,9 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
         kept_lower.append(lower[done])
         kept_lo.append(lo[done])
         kept_hi.append(hi[done])
+        settled = min(settled, float(np.min(lower[done], initial=np.inf)))
+        floor = min(settled, float(np.min(lower[split], initial=np.inf)), upper)
+        pbar.set_postfix(to_split=len(split), gap=f"{upper - floor:.2g}", refresh=False)
         if len(split) == 0:
             break
         lo, hi = _bisect(lo[split], hi[split], smear[split], widest_if_unbounded)
