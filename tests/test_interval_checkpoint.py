@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_interval_label import _model
 
-from theorycheck import Masking
+from theorycheck import GeneralTopicModel, Masking
+from theorycheck._validate import TheorycheckWarning
 from theorycheck.solvers import optimal_attention
 from theorycheck.solvers.attention import _interval_vec as vec
 from theorycheck.solvers.attention._interval_checkpoint import region_record, region_result
@@ -144,3 +145,12 @@ def test_region_records_round_trip_exactly(lower, upper, xb, n, live, mono):
     assert (lo_r, up_r, n_r, mono_r) == (lower, upper, n, mono)
     assert (xb_r is None) == (xb is None) and (xb is None or xb_r.tolist() == list(xb))
     assert np.array_equal(rlo, lo) and np.array_equal(rhi, hi) and rlo.shape == (len(live), 2)
+
+
+def test_every_label_single_warns_that_the_checkpoint_is_not_used(tmp_path):
+    phi = np.eye(3) + 0.1
+    g = GeneralTopicModel(phi / phi.sum(axis=1, keepdims=True), tau=2)
+    opts = {**OPTS, "certify_options": {"checkpoint": tmp_path / "c.jsonl"}}
+    with pytest.warns(TheorycheckWarning, match=r"checkpoint'\] is not used: every label is a single word"):
+        r = optimal_attention(g, Masking(), options=opts)
+    assert r.certificate["kind"] == "certified optimum (a line of minimisers)" and not (tmp_path / "c.jsonl").exists()

@@ -42,11 +42,12 @@ from __future__ import annotations
 import functools
 import math
 import time
+import warnings
 
 import numpy as np
 
 from ..._progress import bar as progress_bar
-from ..._validate import check_choice, check_int, check_real
+from ..._validate import TheorycheckWarning, check_choice, check_int, check_real
 from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
 from ._interval import make_certificate
@@ -565,6 +566,10 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", bo
         radii = LOCAL_RADII if copts["radius"] is None else (copts["radius"],)
         gc = label_local_certificate(LL, copts["tol"], x, radii)
     elif LL.every_label_single:
+        if copts["checkpoint"] is not None:
+            warnings.warn("certify_options['checkpoint'] is not used: every label is a single word, so the "
+                          "certificate runs on the line of alpha + beta, in one piece", TheorycheckWarning,
+                          stacklevel=2)  # fmt: skip
         gc = label_line_certificate(LL, copts["tol"], copts["max_boxes"], x)
     else:
         gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"], copts["checkpoint"])
