@@ -1,18 +1,17 @@
-"""Harness overhead of ``theorycheck benchmark``: a no-op solver on a >= 10 ms evaluation (goal <= 5%).
+"""Harness overhead of ``theorycheck benchmark``: the sealed oracle's cost per evaluation (goal <= 5%).
 
-The no-op solver does nothing but ``k`` gradient evaluations and ``k`` callbacks at a fixed point;
-its bare cost is ``k`` direct ``problem.grad`` calls. Two overheads are reported, in one run with
-interleaved rounds (medians over rounds; a shared machine's drift hits every variant alike):
+Measured in one run, interleaved rounds (a shared machine's drift hits every variant alike):
 
-- ``own``: the harness's own work per evaluation + callback (counting proxy, budget check, the
-  iterate's copy), measured on a zero-cost problem of the same shape (min over rounds: free of load
-  noise), over the real evaluation's time: **the number the goal refers to**;
-- ``in_clock``: the timed wall of the run (counting proxy, budget checks, iterate copies) over the
-  bare cost, minus 1: what a solver's reported time carries on top of its own work;
-- ``cell``: the whole ``run_cell`` (warm-up, certificate lookup, the after-run evaluation of ``f`` at
-  the recorded iterates) over the bare cost, minus 1;
-- ``worker``: the same cell through ``guarded_run`` (what ``theorycheck benchmark`` does: the cell sent
-  to a worker process that is killed at the deadline, the record sent back) over the bare cost, minus 1.
+- ``own_ns``: the oracle's own work per evaluation (counting, the budget check, the geometric thinning of
+  kept points with their copies), on a zero-cost problem of the same shape: the oracle's loop minus the bare
+  loop, per call, minimum over rounds (free of load noise);
+- ``grad_us``: a real gradient's cost (median over rounds) on each problem: the cheapest in the default set
+  (the structured stage-1 block form, O(1)), a 2-d attention landscape and the larger dense rungs;
+- ``own / grad``: **the ratio the goal refers to** (harness overhead per evaluation over the gradient);
+- ``cell``: the whole in-process run of a cell (warm-up, oracle, the after-run evaluation of the kept points)
+  over the bare cost of its ``k`` gradients, minus 1;
+- ``sealed``: the same cell through a sealed run process (:mod:`theorycheck.problems._zygote`: a fork per run,
+  the outcome sent back, what ``theorycheck benchmark`` does) over the bare cost, minus 1.
 
 Run: ``python benchmarks/bench_problems.py``.
 """
@@ -20,35 +19,29 @@ Run: ``python benchmarks/bench_problems.py``.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 from _common import print_table, write_json
 
 from theorycheck import problems
-from theorycheck.problems._harness import Cell, Counted, Trace, run_cell
-from theorycheck.problems._solvers import Budget
-from theorycheck.problems._worker import close_workers, guarded_run
+from theorycheck.problems._execute import evaluate, execute
+from theorycheck.problems._harness import Cell, run_cell
+from theorycheck.problems._oracle import Meter, make_oracle
+from theorycheck.problems._zygote import close_workers, guarded_run
 
-K = 40
+K = 2000
 ROUNDS = 7
-
-
-def noop(problem, budget, callback):
-    x = problem.x0
-    for _ in range(K):
-        problem.grad(x)
-        callback(x)
-    return x
-
-
-noop.applies = lambda p: (True, "")
+NOOP = Path(__file__).with_name("_noop_solver.py")
 
 
 class _Null:
-    """A problem of the same shape whose gradient costs nothing: isolates the harness's own work."""
+    """A problem of the same shape whose evaluations cost nothing: isolates the oracle's own work."""
 
     def __init__(self, p):
-        self.shape, self.hvp, self._g = p.shape, None, np.zeros(p.shape)
+        self.shape, self.n, self.hvp, self._g = p.shape, p.n, None, np.zeros(p.shape)
+        self.name, self.family, self.model, self.size, self.tm = p.name, p.family, p.model, p.size, p.tm
+        self.constraint = None
 
     def f(self, x):
         return 0.0
@@ -56,67 +49,84 @@ class _Null:
     def grad(self, x):
         return self._g
 
+    def start(self, seed=0):
+        return np.zeros(self.shape)
 
-def _proxy_loop(p, x, k):
-    """The in-clock harness work: the counting proxy and the recording callback around ``k`` grads."""
-    budget = Budget(60.0, 10**9)
-    counted = Counted(p, budget, x)
-    trace = Trace(counted, time.perf_counter())
+    def violation(self, x):
+        return 0.0
+
+
+def _oracle_loop(p, x, k):
+    o = make_oracle(p, Meter(3600.0, 10**12, p.n), x)
+    g = o.grad
     t = time.perf_counter()
     for _ in range(k):
-        counted.grad(x)
-        trace(x)
+        g(x)
     return time.perf_counter() - t
 
 
 def _bare_loop(p, x, k):
+    g = p.grad
     t = time.perf_counter()
     for _ in range(k):
-        p.grad(x)
+        g(x)
     return time.perf_counter() - t
 
 
+def _noop(problem, budget, callback):
+    x = problem.x0
+    for _ in range(K_CELL):
+        problem.grad(x)
+    return x
+
+
+K_CELL = 40
+
+
 def main():
+    NOOP.write_text(
+        "K = 40\n\ndef noop(problem, budget, callback):\n    x = problem.x0\n    for _ in range(K):\n"
+        "        problem.grad(x)\n    return x\n"
+    )
+    cases = [
+        ("stage1-value/block:paper", dict(T=1000, v=100, tau=3)),
+        ("attention-ab/block:paper", dict(T=3, v=4, tau=2)),
+        ("stage1-value/lsq:paper", dict(T=12, v=50, tau=3)),
+        ("gram/factor:paper", dict(T=10, v=40, tau=3)),
+    ]
     rows = []
-    cases = [("stage1-value/lsq:paper", dict(T=12, v=50, tau=3)), ("gram/factor:paper", dict(T=10, v=40, tau=3))]
-    problems.SOLVERS["_noop"] = noop
     try:
         for name, size in cases:
             p = problems.get(name, **size)
             x = p.x0
             p.certificate  # noqa: B018  (computed once, outside the timings)
             null = _Null(p)
-            bare, clock, cell, per_call, worker = [], [], [], [], []
+            k = K if p.n < 10 else 40
+            bare, own, cell, sealed = [], [], [], []
             for _ in range(ROUNDS):  # interleaved: load drift hits every variant alike
-                bare.append(_bare_loop(p, x, K))
-                per_call.append((_proxy_loop(null, x, 1000) - _bare_loop(null, x, 1000)) / 1000)
+                bare.append(_bare_loop(p, x, k) / k)
+                own.append((_oracle_loop(null, x, 20 * K) - _bare_loop(null, x, 20 * K)) / (20 * K))
                 t = time.perf_counter()
-                rec = run_cell(Cell(name, p.size, "_noop", 0), 60.0, 10**9)
-                cell.append(time.perf_counter() - t)
-                clock.append(rec["wall"])
+                raw = execute(p, _noop, x, 3600.0, 10**9)
+                evaluate(p, raw, 3600.0)
+                cell.append((time.perf_counter() - t) / K_CELL)
                 t = time.perf_counter()
-                guarded_run(Cell(name, p.size, "_noop", 0), 60.0, 10**9)
-                worker.append(time.perf_counter() - t)
-            b = float(np.median(bare))
-            own = float(np.min(per_call))  # the harness's own cost per evaluation + callback (no load noise)
-            rows.append([name, p.n, b / K * 1e3, own * 1e6, own / (b / K)]
-                        + [float(np.median(v)) / b - 1 for v in (clock, cell, worker)])  # fmt: skip
+                ans = guarded_run(Cell(name, size, f"{NOOP}:noop", 0), 3600.0, 10**9)
+                sealed.append((time.perf_counter() - t) / K_CELL)
+                assert ans[0] == "done", ans
+            g = float(np.median(bare))
+            o = float(np.min(own))
+            rows.append([name, p.n, g * 1e6, o * 1e9, o / g, float(np.median(cell)) / g - 1,
+                         float(np.median(sealed)) / g - 1])  # fmt: skip
+            run_cell(Cell(name, size, "L-BFGS-B", 0), 1.0, 10**6)  # the ordinary path still runs
     finally:
-        del problems.SOLVERS["_noop"]
         close_workers()
-    headers = [
-        "problem",
-        "n",
-        "grad_ms",
-        "harness_us_per_call",
-        "overhead_own",
-        "overhead_in_clock",
-        "overhead_cell",
-        "overhead_worker",
-    ]
+        NOOP.unlink(missing_ok=True)
+    headers = ["problem", "n", "grad_us", "own_ns", "own / grad", "cell", "sealed"]
     print_table(headers, rows)
     path = write_json("problems_harness", {"headers": headers, "rows": rows, "k_evals": K, "rounds": ROUNDS,
-                                           "goal": 0.05, "statistic": "median over interleaved rounds"})  # fmt: skip
+                                           "goal": 0.05, "statistic": "own: min over interleaved rounds; "
+                                           "grad, cell, sealed: median"})  # fmt: skip
     print(f"\nwritten {path}")
 
 

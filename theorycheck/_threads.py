@@ -200,7 +200,7 @@ def thread_info() -> dict:
 def prefer_forksafe_layer() -> None:
     """Ask Numba for a fork-safe threading layer if it has not launched one yet (no effect afterwards).
 
-    A process that forks workers (the benchmark harness, :mod:`theorycheck.problems._worker`) must not
+    A process that forks workers (the benchmark harness's zygotes, :mod:`theorycheck.problems._zygote`) must not
     have run a parallel kernel on GNU OpenMP: a forked child that then runs one is terminated by
     Numba ("fork() called from a process already using GNU OpenMP"). ``"forksafe"`` picks TBB,
     Intel OpenMP or the built-in work queue, whichever is installed. The kernels' results do not

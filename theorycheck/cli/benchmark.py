@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 
 from .._threads import prefer_forksafe_layer
+from ..problems._execute import FAILURES
 from ..problems._registry import list_problems
 from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
 from ..problems._solvers import solver_names
@@ -45,7 +46,16 @@ def add_parser(subparsers):
         action="append",
         default=[],
         metavar="FILE.py:FUNCTION",
-        help="a user solver (repeatable): solver(problem, budget, callback) -> x",
+        help="a user solver (repeatable): solver(oracle, budget, callback) -> x; its module is imported in the run's "
+        "own process, before its clock starts",
+    )
+    p.add_argument(
+        "--rerun",
+        action="append",
+        default=[],
+        metavar="SOLVER",
+        help="run this solver's cells again even if --out holds their records (a name or glob; repeatable). "
+        "A solver whose code changed is rerun anyway: records are keyed by a hash of its code",
     )
     p.add_argument(
         "--sizes",
@@ -124,10 +134,15 @@ def run(args) -> int:
         scheduler=args.scheduler,
         force=args.force,
         progress=not args.quiet,
+        rerun=args.rerun,
         command=command,
     )
-    fails = sum(r["status"] in ("error", "nan", "wrong-shape", "overrun") for r in records)
-    print(f"{len(records)} runs ({summary['resumed']} resumed), {fails} failed; {args.out}/report.html")
+    fails = sum(r["status"] in FAILURES for r in records)
+    declined = sum(r["status"] == "not applicable" for r in records)
+    print(
+        f"{len(records)} runs ({summary['resumed']} resumed from {args.out}, {summary['run_now']} run now), "
+        f"{fails} failed, {declined} not applicable; {args.out}/report.html"
+    )
     for fam, best in summary["fastest"].items():
         print(f"  {fam:28s} fastest to 1e-8: " + (f"{best[0]} ({best[1]:.3g} s)" if best else "none reached it"))
     write_json_summary(json_file, {"runs": len(records), "failed": fails, **summary})

@@ -15,13 +15,15 @@ family                        problem                                           
 ``attention-S/full``          ``min_S L(S)``, ``V1 x V1``; f* only an upper bound          ``_attention``
 ============================  ===========================================================  ============
 
-The solver protocol (``solver(problem, budget, callback) -> x``) and the built-in solvers are in
-``._solvers``; the harness (``theorycheck benchmark``) in ``._harness``.
+The solver protocol (``solver(oracle, budget, callback) -> x``; the sealed oracle in ``._oracle``) and the
+built-in solvers are in ``._solvers``; one run in ``._execute``, its sealed process in ``._zygote``, records
+and keys in ``._harness``, the benchmark in ``._run``, the report in ``._report``.
 """
 
+from ._oracle import Budget, BudgetExhausted, Oracle, ProblemInfo
 from ._problem import Certificate, Problem
 from ._registry import FAMILIES, LADDERS, MODELS, get, list_problems, match
-from ._solvers import SOLVERS, Budget, BudgetExhausted, load_solver, solver_names
+from ._solvers import SOLVERS, load_solver, solver_names
 
 #: ``problems.list()``, as issue #23 names it (shadows the builtin inside this module only)
 list = list_problems
@@ -37,6 +39,8 @@ __all__ = [
     "LADDERS",
     "MODELS",
     "Budget",
+    "Oracle",
+    "ProblemInfo",
     "BudgetExhausted",
     "SOLVERS",
     "load_solver",

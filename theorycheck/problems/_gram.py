@@ -65,6 +65,12 @@ class GramSDP(Problem):
         lam = float(np.linalg.eigvalsh((x + x.T) / 2)[0])
         return max(asym, -lam, 0.0)
 
+    def project(self, x) -> np.ndarray:
+        """The nearest symmetric PSD matrix (Frobenius): symmetrise, clip the eigenvalues at 0."""
+        x = np.asarray(x, dtype=float)
+        ev, U = np.linalg.eigh((x + x.T) / 2)
+        return (U * np.maximum(ev, 0.0)) @ U.T
+
     def _optimum(self):
         G = self.reference()
         lam = float(np.linalg.eigvalsh((G + G.T) / 2)[0])

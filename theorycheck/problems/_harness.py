@@ -1,111 +1,45 @@
-"""The benchmark harness: run solvers on problems, record every run, resume a killed run.
+"""Benchmark cells and their records: keys that cannot serve stale results, and the credit rule.
 
-One *cell* is (problem, size, solver, repeat). A cell's run gets a fresh :class:`Budget`, a counting
-proxy of the problem (whose ``x0`` is ``problem.start(repeat)``) and a callback that records
-``(time, evaluations, x)``; after the run (outside the timed region) ``f`` is evaluated at the
-recorded iterates (at most ``_KEEP`` of them, thinned geometrically) to give the convergence trace.
+One *cell* is (problem, size, solver, repeat); its run starts at ``problem.start(repeat)``. The run itself
+(:mod:`._execute`) happens in a process that owns the problem and never computed its optimum
+(:mod:`._zygote`); this module turns its outcome into a *record*, here, where the certificate is known:
 
-Status of a run: ``ok`` (returned a finite array of the right shape), ``budget`` (the budget ran out;
-the last reported iterate is the answer), and the failures ``error`` (raised; the message is kept),
-``nan``, ``wrong-shape``, ``overrun`` (no answer within :func:`overrun_limit` ``= 1.5 budget + 1 s``:
-run in a worker process, :mod:`._worker`, the solver is killed at that limit; run in this process,
-:func:`run_cell`, it is flagged when it returns). A failure never stops the run. Each finished cell
-is written to ``<out>/cells/<key>.json`` at once; a rerun with the same ``--out`` skips the cells
-found there.
+- ``f``, ``subopt_abs = f - f*``, ``subopt_rel = (f - f*) / |f*|`` (signed), ``violation``, ``distance``:
+  the **answer's**, evaluated outside the clock (``f*`` is the certificate's ``upper``; a value below the
+  certificate's ``lower`` is flagged ``below_lower``: below a certified optimum means a bug or an
+  infeasible point);
+- ``trace``: the oracle's kept evaluated points (time, evaluation count, ``f``, suboptimality, violation),
+  all within the budget;
+- ``time_to_<tol>`` / ``evals_to_<tol>``: :func:`credited_time`: only a credited run (``ok``/``budget``)
+  whose *answer* meets the target is credited, at the first evaluated point that met it or at the answer's
+  own return (if within the budget), whichever came first. Callback arguments never count.
+
+A cell's key (:func:`cell_key`) hashes the problem's full specification (name, size, masking, package
+version, the problem module's source), the solver's fingerprint (its code:
+:func:`~._solvers.solver_fingerprint`), the budget and the repeat: a resumed benchmark reruns any cell whose
+solver or problem changed. :func:`run_cell` runs a cell in *this* process (no process isolation: the
+problem's certificate may be in memory here; use it for tests and for platforms without ``os.fork``).
 """
 
 from __future__ import annotations
 
 import hashlib
-import inspect
 import json
 import math
-import time
-from typing import Any
+import sys
+from pathlib import Path
 
-import numpy as np
-
-from .._io import atomic_write_text, dumps_json, read_marker, write_marker
+from .._io import atomic_write_text, dumps_json, read_marker, remove_file, write_marker
+from .._version import __version__
+from ._execute import CREDITED, FAILURES, STATUSES, evaluate, execute
+from ._oracle import ProblemInfo
 from ._registry import get
-from ._solvers import Budget, BudgetExhausted, load_solver
+from ._solvers import display_name, load_solver
 
-__all__ = ["Cell", "run_cell", "cell_key", "Recorder", "TOLS", "FAILURES", "overrun_limit", "failure_record"]
+__all__ = ["Cell", "run_cell", "cell_key", "problem_fingerprint", "header", "finish_record", "failure_record",
+           "credited_time", "Recorder", "TOLS", "FAILURES", "STATUSES", "CREDITED"]  # fmt: skip
 
 TOLS = (1e-4, 1e-8)
-FAILURES = ("error", "nan", "wrong-shape", "overrun")
-_KEEP = 128
-#: a run with no answer after ``OVERRUN_FACTOR * budget + OVERRUN_SLACK`` seconds is an overrun
-OVERRUN_FACTOR, OVERRUN_SLACK = 1.5, 1.0
-
-
-def overrun_limit(budget_seconds: float) -> float:
-    """Seconds after which a run without an answer is an ``overrun`` (and, in a worker process, killed)."""
-    return OVERRUN_FACTOR * budget_seconds + OVERRUN_SLACK
-
-
-class Counted:
-    """Counting proxy of a problem: ``f``, ``grad``, ``hvp`` counted and checked against the budget."""
-
-    def __init__(self, problem, budget: Budget, x0):
-        self._p, self._b, self._x0 = problem, budget, x0
-        self.nf = self.ng = self.nh = 0
-        self.hvp = None if problem.hvp is None else self._hvp
-
-    def __getattr__(self, name):
-        return getattr(self._p, name)
-
-    @property
-    def x0(self):
-        return self._x0.copy()
-
-    def _check(self):
-        b = self._b
-        if self.nf + self.ng + self.nh >= b.max_evals or b.expired():
-            raise BudgetExhausted(f"budget spent ({self.nf + self.ng + self.nh} evaluations, {b.elapsed():.3g} s)")
-
-    def f(self, x):
-        self._check()
-        self.nf += 1
-        return self._p.f(x)
-
-    def grad(self, x):
-        self._check()
-        self.ng += 1
-        return self._p.grad(x)
-
-    def _hvp(self, x, v):
-        self._check()
-        self.nh += 1
-        return self._p.hvp(x, v)
-
-    @property
-    def evals(self) -> int:
-        return self.nf + self.ng + self.nh
-
-
-class Trace:
-    """Keeps at most ``2 * _KEEP`` iterates (every ``stride``-th, the stride doubling) plus the last.
-
-    Only the kept iterates are copied (a copy per call would cost a pass over ``x`` each time); the
-    last one is held by reference, so a solver that updates ``x`` in place and then runs out of
-    budget is credited with its current ``x``.
-    """
-
-    def __init__(self, counted: Counted, t0: float):
-        self.c, self.t0 = counted, t0
-        self.points: list[tuple[float, int, np.ndarray]] = []
-        self.stride, self.k = 1, 0
-        self.last: tuple[float, int, Any] | None = None
-
-    def __call__(self, x):
-        t, ev = time.perf_counter() - self.t0, self.c.evals
-        self.last = (t, ev, x)
-        if self.k % self.stride == 0:
-            self.points.append((t, ev, np.array(x, dtype=float, copy=True)))
-            if len(self.points) >= 2 * _KEEP:
-                self.points = self.points[::2]
-                self.stride *= 2
-        self.k += 1
 
 
 class Cell(tuple):
@@ -114,7 +48,7 @@ class Cell(tuple):
     def __new__(cls, problem, size, solver, repeat):
         return super().__new__(cls, (problem, tuple(sorted(dict(size).items())), solver, int(repeat)))
 
-    def __getnewargs__(self):  # pickling (``--jobs N`` sends cells to worker processes)
+    def __getnewargs__(self):  # pickling (cells go to worker processes and Dask tasks)
         return (self[0], dict(self[1]), self[2], self[3])
 
     problem = property(lambda s: s[0])
@@ -123,98 +57,28 @@ class Cell(tuple):
     repeat = property(lambda s: s[3])
 
 
-def cell_key(cell: Cell, budget: float, max_evals: int) -> str:
-    text = json.dumps([cell.problem, cell.size, cell.solver, cell.repeat, budget, max_evals], sort_keys=True)
-    return hashlib.sha1(text.encode()).hexdigest()[:16]
+def problem_fingerprint(problem) -> str:
+    """The problem's full specification as a hash: name, size, masking, package version, module source."""
+    mk = problem.mk
+    spec = [problem.name, sorted(problem.size.items()), [mk.p_m, mk.p_c, mk.p_r], __version__]
+    h = hashlib.sha256(json.dumps(spec, default=str).encode())
+    for cls in type(problem).__mro__:
+        mod = sys.modules.get(cls.__module__)
+        path = getattr(mod, "__file__", None)
+        if path and cls.__module__.startswith("theorycheck"):
+            h.update(Path(path).read_bytes())
+    return h.hexdigest()[:16]
 
 
-def _time_to(trace, tol, key):
-    for row in trace:
-        if row["subopt_rel"] is not None and row["subopt_rel"] <= tol and row["violation"] <= tol:
-            return row[key]
-    return None
+def cell_key(cell: Cell, budget: float, max_evals: int, solver_fp: str, problem_fp: str) -> str:
+    """The cell's record name: changes with the problem's or the solver's code, the budget and the repeat."""
+    text = json.dumps([cell.problem, cell.size, cell.solver, cell.repeat, budget, max_evals, solver_fp, problem_fp],
+                      sort_keys=True)  # fmt: skip
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
 
 
-def _consume(gen, budget: Budget, trace):
-    """Drive a generator solver: every yielded iterate is reported to ``trace``; the answer is the
-    generator's return value if it returns one, else its last iterate. Stops (and closes the
-    generator) once the budget is spent."""
-    x = None
-    try:
-        while True:
-            x = next(gen)
-            trace(x)
-            if budget.expired():
-                gen.close()
-                break
-    except StopIteration as stop:
-        if stop.value is not None:
-            x = stop.value
-    return x
-
-
-def _execute(solver, problem, cell, budget_seconds, max_evals, on_start=None, on_stop=None):
-    """Run the solver under the clock: ``(status, message, x, wall, counted, trace)``; ``on_start()`` is
-    called just before the clock starts, ``on_stop()`` just after the solver returns."""
-    x0 = problem.start(cell.repeat)
-    problem.f(x0), problem.grad(x0)  # warm-up (JIT compilation, caches) outside the clock, uncounted
-    budget = Budget(budget_seconds, max_evals)
-    counted = Counted(problem, budget, x0)
-    if on_start is not None:
-        on_start()
-    budget.t0 = time.perf_counter()
-    trace = Trace(counted, budget.t0)
-    status, message, x = "ok", "", None
-    try:
-        x = solver(counted, budget, trace)
-        if inspect.isgenerator(x):
-            x = _consume(x, budget, trace)
-    except BudgetExhausted as exc:
-        status, message = "budget", str(exc)
-    except Exception as exc:  # a solver's failure is recorded, never fatal
-        status, message = "error", f"{type(exc).__name__}: {exc}"
-    wall = time.perf_counter() - budget.t0
-    if on_stop is not None:
-        on_stop()
-    if status == "budget":
-        x = np.array(trace.last[2], dtype=float) if trace.last is not None else x0
-    return status, message, x, wall, counted, trace
-
-
-def _check_answer(status, message, x, shape, wall, budget_seconds):
-    """Classify the returned value: ``ok``, ``wrong-shape``, ``nan``, ``overrun`` or ``error``."""
-    if status != "ok":
-        return status, message, x
-    try:
-        x = np.asarray(x, dtype=float)
-    except (TypeError, ValueError) as exc:
-        return "error", f"returned a non-array: {exc}", x
-    if x.shape != tuple(shape):
-        return "wrong-shape", f"returned shape {x.shape}, expected {tuple(shape)}", x
-    if not np.all(np.isfinite(x)):
-        return "nan", "returned non-finite values", x
-    if wall > overrun_limit(budget_seconds):
-        return "overrun", f"returned after {wall:.3g} s, budget {budget_seconds:g} s", x
-    return status, message, x
-
-
-def _trace_rows(problem, cert, points):
-    """``f`` at the recorded iterates (outside the clock): suboptimality and violation per point."""
-    rows = []
-    for t, ev, xi in points:
-        xi = np.asarray(xi)
-        if xi.shape != tuple(problem.shape) or not np.all(np.isfinite(xi)):
-            continue
-        fi = problem.f(xi)
-        rel = (fi - cert.upper) / max(abs(cert.upper), 1e-300)
-        rows.append(
-            {"t": t, "evals": ev, "subopt_abs": fi - cert.upper, "subopt_rel": rel, "violation": problem.violation(xi)}
-        )
-    return rows
-
-
-def _header(cell: Cell, problem, cert) -> dict:
-    """The part of a cell's record known before the run (problem, size, solver, certificate)."""
+def header(cell: Cell, problem, cert, budget: float, max_evals: int, display: str | None = None) -> dict:
+    """The part of a cell's record known before the run (problem, size, solver, certificate, budget)."""
     return {
         "problem": cell.problem,
         "family": problem.family,
@@ -223,13 +87,10 @@ def _header(cell: Cell, problem, cert) -> dict:
         "n": problem.n,
         "V1": problem.tm.V1,
         "solver": cell.solver,
+        "solver_name": display or display_name(cell.solver),
         "repeat": cell.repeat,
-        "status": "",
-        "message": "",
-        "wall": math.nan,
-        "nfev": None,
-        "ngev": None,
-        "nhev": None,
+        "budget_seconds": float(budget),
+        "max_evals": int(max_evals),
         "f_star": cert.upper,
         "f_star_lower": cert.lower,
         "cert_gap": cert.gap,
@@ -237,52 +98,95 @@ def _header(cell: Cell, problem, cert) -> dict:
     }
 
 
-def failure_record(head: dict, status: str, message: str, wall: float) -> dict:
-    """A complete record of a run that gave no answer (``head``: :func:`_header`): no ``f``, no trace."""
-    rec = {**head, "status": status, "message": message[:500], "wall": wall}
-    rec.update(f=math.nan, subopt_abs=math.nan, subopt_rel=math.nan, violation=math.nan, distance=math.nan)
+def _rel(f: float, f_star: float) -> float:
+    return (f - f_star) / max(abs(f_star), 1e-300)
+
+
+def credited_time(rec: dict, tol: float, measure: str = "t") -> float | None:
+    """Seconds (``measure="t"``) or evaluations (``"evals"``) to relative suboptimality ``tol``; ``None`` if
+    not credited (module docstring: the credit rule)."""
+    if not rec.get("credited") or not (rec["subopt_rel"] <= tol and rec["violation"] <= tol):
+        return None
+    best = math.inf
+    for row in rec["trace"]:
+        if row["subopt_rel"] <= tol and row["violation"] <= tol:
+            best = row[measure]
+            break
+    own = rec.get("answer_t" if measure == "t" else "answer_evals")
+    if own is not None:
+        best = min(best, own)
+    return None if not math.isfinite(best) else best
+
+
+def _blank(rec: dict) -> dict:
+    rec.update(f=math.nan, f0=math.nan, subopt_abs=math.nan, subopt_rel=math.nan, violation=math.nan,
+               distance=math.nan, credited=False, below_lower=False, answer_t=None, answer_evals=None,
+               answer_source=None, trace=[])  # fmt: skip
     for tol in TOLS:
         rec[f"time_to_{tol:g}"] = rec[f"evals_to_{tol:g}"] = None
-    rec["trace"] = []
     return rec
 
 
-def run_cell(cell: Cell, budget_seconds: float, max_evals: int, hooks=None) -> dict:
-    """Run one cell in this process and return its record (a JSON-able dict, trace included).
+def failure_record(head: dict, status: str, message: str, wall: float = math.nan, **counts) -> dict:
+    """A complete record of a run that gave no answer (``head``: :func:`header`)."""
+    rec = {**head, "status": status, "message": message[:500], "wall": wall, "nfev": None, "ngev": None,
+           "nhev": None, "evals": None, "callbacks": None, "output": ""}  # fmt: skip
+    rec.update(counts)
+    return _blank(rec)
 
-    ``hooks``: ``(on_start(header), on_stop())`` or ``None``; :mod:`._worker` uses them to time the
-    solver from outside the process and kill it at :func:`overrun_limit`.
-    """
-    problem = get(cell.problem, **cell.size)
-    solver = load_solver(cell.solver)
-    cert = problem.certificate  # the optimum is computed before the clock starts
-    rec = _header(cell, problem, cert)
-    on_start, on_stop = hooks if hooks is not None else (None, None)
-    status, message, x, wall, counted, trace = _execute(
-        solver, problem, cell, budget_seconds, max_evals, None if on_start is None else lambda: on_start(rec), on_stop
-    )
-    status, message, x = _check_answer(status, message, x, problem.shape, wall, budget_seconds)
-    rec.update(status=status, message=message[:500], wall=wall, nfev=counted.nf, ngev=counted.ng, nhev=counted.nh)
-    points = list(trace.points)
-    if trace.last is not None and (not points or points[-1][0] != trace.last[0]):
-        points.append(trace.last)
-    final = status in ("ok", "budget")
-    if final:
-        points.append((wall, counted.evals, x))
-    rows = _trace_rows(problem, cert, points)
-    fx = problem.f(x) if final else math.nan
-    rec.update(
-        f=fx,
-        subopt_abs=fx - cert.upper,
-        subopt_rel=(fx - cert.upper) / max(abs(cert.upper), 1e-300),
-        violation=problem.violation(x) if final else math.nan,
-        distance=problem.distance(x) if final else math.nan,
-    )
+
+def finish_record(head: dict, out: dict, problem=None) -> dict:
+    """The record of a run from its evaluated outcome (:func:`._execute.evaluate`) and the certificate in
+    ``head``; ``problem`` (with its minimiser) gives the answer's ``distance``."""
+    f_star, lower = head["f_star"], head["f_star_lower"]
+    rec = failure_record(head, out["status"], out["message"], out["wall"])
+    rec.update({k: out[k] for k in ("nfev", "ngev", "nhev", "evals", "callbacks")})
+    rec["output"] = out.get("output", "")
+    rec["f0"] = out["f0"]
+    rec["trace"] = [
+        {**row, "subopt_abs": row["f"] - f_star, "subopt_rel": _rel(row["f"], f_star)} for row in out["trace"]
+    ]
+    x = out["answer"]
+    if x is None:
+        return rec
+    f = out["f"]
+    rec.update(f=f, subopt_abs=f - f_star, subopt_rel=_rel(f, f_star), violation=out["violation"])
+    rec["answer_source"] = out["answer_source"]
+    rec["distance"] = problem.distance(x) if problem is not None else math.nan
+    # below a certified lower bound (beyond rounding): a bug or an infeasible answer; flagged, never hidden
+    rec["below_lower"] = bool(head["cert_kind"] == "certified" and f < lower - 1e-12 * max(1.0, abs(lower)))
+    rec["credited"] = out["status"] in CREDITED
+    if rec["credited"] and out["wall"] <= head["budget_seconds"]:
+        rec["answer_t"], rec["answer_evals"] = out["wall"], out["evals"]
     for tol in TOLS:
-        rec[f"time_to_{tol:g}"] = _time_to(rows, tol, "t") if final else None
-        rec[f"evals_to_{tol:g}"] = _time_to(rows, tol, "evals") if final else None
-    rec["trace"] = rows
+        rec[f"time_to_{tol:g}"] = credited_time(rec, tol, "t")
+        rec[f"evals_to_{tol:g}"] = credited_time(rec, tol, "evals")
     return rec
+
+
+def not_applicable_record(head: dict, reason: str) -> dict:
+    return failure_record(head, "not applicable", reason, math.nan)
+
+
+def run_cell(cell: Cell, budget_seconds: float, max_evals: int) -> dict:
+    """Run one cell in this process and return its record (no process isolation: module docstring)."""
+    problem = get(cell.problem, **cell.size)
+    cert = problem.certificate  # computed before the clock starts
+    head = header(cell, problem, cert, budget_seconds, max_evals)
+    try:
+        solver = load_solver(cell.solver)
+    except ValueError as exc:
+        return failure_record(head, "error", str(exc))
+    ok, why = solver.applies(ProblemInfo.of(problem)) if hasattr(solver, "applies") else (True, "")
+    if not ok:
+        return not_applicable_record(head, why)
+    prepare = getattr(solver, "prepare", None)
+    if prepare is not None:
+        prepare()
+    x0 = problem.start(cell.repeat)
+    problem.f(x0), problem.grad(x0)  # warm-up (JIT compilation, caches) outside the clock, uncounted
+    raw = execute(problem, solver, x0, budget_seconds, max_evals)
+    return finish_record(head, evaluate(problem, raw, budget_seconds), problem)
 
 
 class Recorder:
@@ -312,6 +216,13 @@ class Recorder:
     def add_cell(self, key: str, rec: dict) -> None:
         self.write(f"cells/{key}.json", dumps_json(rec))
         self.sync()
+
+    def drop_cell(self, key: str) -> None:
+        """Remove a cell record theorycheck wrote (``--rerun``)."""
+        rel = f"cells/{key}.json"
+        if rel in self.owned:
+            remove_file(self.out / rel)
+            self.owned.discard(rel)
 
     def sync(self) -> None:
         write_marker(self.out, command=self.command, files=sorted(self.owned))

@@ -112,11 +112,20 @@ class Problem:
         """Constraint violation (0 for unconstrained problems)."""
         return 0.0
 
+    def project(self, x) -> np.ndarray:
+        """Euclidean projection onto the feasible set (``x`` itself for unconstrained problems)."""
+        return np.asarray(x, dtype=float)
+
     # -- derived --------------------------------------------------------------------------------
     @property
     def n(self) -> int:
         """Number of variables."""
         return int(np.prod(self.shape))
+
+    @property
+    def V1(self) -> int:
+        """Vocabulary size of the problem's topic model (``[MASK]`` included)."""
+        return int(self.tm.V1)
 
     @property
     def x0(self) -> np.ndarray:

@@ -286,11 +286,13 @@ def _figures(recorder, records):
     return figures, slopes
 
 
-def write_outputs(recorder, records, problems_info, meta):
+def write_outputs(recorder, records, problems_info, meta, extra=None):
     """Write the table, figures and HTML page through ``recorder`` (files it owns only)."""
     flat = [{k: v for k, v in r.items() if k != "trace"} for r in records]
     recorder.write("results.csv", _write_csv(flat))
-    recorder.write("results.json", dumps_json({"meta": meta, "problems": problems_info, "runs": records}))
+    recorder.write(
+        "results.json", dumps_json({"meta": meta, **(extra or {}), "problems": problems_info, "runs": records})
+    )
     figures, slopes = _figures(recorder, records)
     best = fastest(records)
     fails = [r for r in flat if r["status"] in FAILURES]
@@ -299,7 +301,7 @@ def write_outputs(recorder, records, problems_info, meta):
         "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
         "font-size:12px}td,th{border:1px solid #ccc;padding:2px 5px}img{max-width:100%}</style></head><body>",
         "<h1>theorycheck benchmark</h1>",
-        _table_html([{k: v for k, v in meta.items() if k != "skipped"}], [k for k in meta if k != "skipped"]),
+        _table_html([meta], list(meta)),
         "<h2>Fastest solver to relative suboptimality 1e-8 (median over runs)</h2>",
         _table_html(
             [
@@ -322,8 +324,6 @@ def write_outputs(recorder, records, problems_info, meta):
         ),
         f"<h2>Failures ({len(fails)})</h2>",
         _table_html(fails, ["problem", "size", "solver", "repeat", "status", "message"]),
-        f"<h2>Skipped (solver does not apply): {len(meta.get('skipped', []))}</h2>",
-        _table_html(meta.get("skipped", []), ["problem", "size", "solver", "reason"]),
         "<h2>Runs</h2>",
         _table_html(flat, [c for c in COLUMNS if c not in ("message", "model")]),
         "<h2>Figures</h2>",

@@ -4,26 +4,51 @@ Output-folder rules are those of ``theorycheck verify`` (:mod:`theorycheck._io`)
 checked before any work (a folder holding files theorycheck did not write is refused unless
 ``force``; foreign files are never read, replaced or deleted) and carries the marker listing the
 files theorycheck wrote. Unlike ``verify`` the folder is written incrementally (one file per finished
-cell) so that a killed run resumes: cells whose file exists are not run again.
+cell) so that a killed run resumes: a cell whose record exists *under the same key* is not run again. The
+key (:func:`~._harness.cell_key`) holds the solver's code fingerprint and the problem's full specification,
+so a changed solver or problem is rerun; ``rerun`` forces the named solvers' cells. The summary lists what
+was resumed.
+
+This process (the *coordinator*) plans the cells, computes each problem's certificate once, and turns the
+runs' outcomes into records; the runs themselves happen in sealed processes (:mod:`._zygote`), locally or
+as tasks on a Dask cluster. It never imports a user's solver module (:func:`~._solvers.check_solver`).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import fnmatch
+import math
+import os
+import platform
 import time
+from datetime import UTC, datetime
 from typing import Any
 
 from tqdm.auto import tqdm
 
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
-from ._harness import Cell, Recorder, cell_key
+from .._version import __version__
+from ._execute import hard_limit
+from ._harness import (
+    Cell,
+    Recorder,
+    cell_key,
+    failure_record,
+    finish_record,
+    header,
+    not_applicable_record,
+    problem_fingerprint,
+)
+from ._oracle import ProblemInfo
 from ._registry import FAMILIES, LADDERS, get, match
 from ._report import write_outputs
-from ._solvers import load_solver
-from ._worker import close_workers, guarded_run
+from ._solvers import SOLVERS, check_solver, display_name, solver_fingerprint
+from ._zygote import close_workers, guarded_run
 
-__all__ = ["run_benchmark", "plan", "default_levels", "QUICK", "DEFAULT", "DEFAULT_SOLVERS"]
+__all__ = ["run_benchmark", "plan", "default_levels", "QUICK", "DEFAULT", "DEFAULT_SOLVERS", "to_record",
+           "display_names"]  # fmt: skip
 
 #: ``--quick``: these problems at ladder level 0, these solvers, 1 repeat, 1 s budget
 QUICK: dict[str, Any] = {
@@ -34,15 +59,12 @@ QUICK: dict[str, Any] = {
     "budget": 1.0,
 }  # fmt: skip
 #: the built-in solvers run by default (``cvxpy-HIGHS``, a QP backend for the dense stage-1 problems, is
-#: registered but opt-in: HiGHS prints its banner on stdout)
+#: registered but opt-in)
 DEFAULT_SOLVERS = [*QUICK["solvers"], "cvxpy-OSQP", "trust-constr", "adam"]
 #: the CLI's default set (every problem, every default solver): ladder levels 0-2, budget 1 s per run.
-#: The larger rungs (dense stage 1 at V1 = 257, 401; the factorization at V1 = 257) are where GD and
-#: Adam spend their whole budget without new information on the ranking, so they are opt-in
-#: (``--sizes all``); the structured stage-1 form (``stage1-value/block``) keeps the size range
-#: of the scaling plots up to V1 = 100,001 at O(V1) cost. Budget 1 s: the first-order solvers that do
-#: not converge stop at 1 s instead of 1.5 s; at levels 0-2, 2 of the runs that reached 1e-8 within
-#: 1.5 s needed more than 1 s (Adam on the overlap SDP, trust-constr on the factorization).
+#: The larger rungs (dense stage 1 at V1 = 257, 401; the factorization at V1 = 257) are opt-in
+#: (``--sizes all``); the structured stage-1 form (``stage1-value/block``) keeps the size range of the
+#: scaling plots up to V1 = 100,001 at O(1) cost per evaluation.
 DEFAULT: dict[str, Any] = {"levels": [0, 1, 2], "budget": 1.0}
 
 
@@ -55,11 +77,13 @@ def default_levels(family: str) -> list[int]:
 
 
 def plan(problems, solvers, levels, repeats):
-    """``(cells, skipped)``: every applicable (problem, size, solver, repeat); skipped with reasons.
+    """``(cells, declined)``: every (problem, size, solver, repeat); ``declined`` maps the cells a built-in
+    solver does not apply to (its ``applies``) to the reason. A user's solver decides in its run process.
 
     ``levels``: ladder levels (``None``: all; ``"default"``: :func:`default_levels`)."""
-    cells, skipped = [], []
-    fns = {s: load_solver(s) for s in solvers}  # unknown names fail here, before any work
+    cells, declined = [], {}
+    for s in solvers:
+        check_solver(s)  # unknown names fail here, before any work; nothing of a user's is imported
     for name in problems:
         fam = name.split(":", 1)[0]
         if levels == "default":
@@ -70,24 +94,28 @@ def plan(problems, solvers, levels, repeats):
             if level >= len(LADDERS[fam]):
                 continue
             problem = get(name, level=level)  # sizes beyond the memory guard fail here
-            for s, fn in fns.items():
-                ok, why = getattr(fn, "applies", lambda p: (True, ""))(problem)
-                if not ok:
-                    skipped.append({"problem": name, "size": problem.size, "solver": s, "reason": why})
-                    continue
-                cells += [Cell(name, problem.size, s, r) for r in range(repeats)]
-    return cells, skipped
+            info = ProblemInfo.of(problem)
+            for s in solvers:
+                why = ""
+                if s in SOLVERS:
+                    ok, why = SOLVERS[s].applies(info)
+                    why = "" if ok else why
+                for r in range(repeats):
+                    c = Cell(name, problem.size, s, r)
+                    cells.append(c)
+                    if why:
+                        declined[c] = why
+    return cells, declined
 
 
-def _describe(cells) -> list:
-    """One description (sizes, certificate, start) per (problem, size) among ``cells``."""
-    info = {}
-    for c in cells:
-        if (c.problem, c[1]) not in info:
-            d = get(c.problem, **c.size).describe()
-            d["size"] = str(d["size"])
-            info[(c.problem, c[1])] = d
-    return list(info.values())
+def display_names(solvers) -> dict[str, str]:
+    """A short name per solver for tables and legends (a file solver: its function name, with the file's
+    name added where two would read the same)."""
+    names = {s: display_name(s) for s in solvers}
+    for s, n in names.items():
+        if list(names.values()).count(n) > 1 and s not in SOLVERS:
+            names[s] = f"{n} ({os.path.basename(s.rpartition(':')[0])})"
+    return names
 
 
 def _address(scheduler):
@@ -97,35 +125,113 @@ def _address(scheduler):
     return str(getattr(getattr(scheduler, "scheduler", None), "address", scheduler))
 
 
-def _run_cells(out, command, cells, budget, max_evals, jobs, dask_ex, progress):
-    """Run the cells not yet in ``out`` (on ``dask_ex`` or ``jobs`` local worker processes):
-    ``(records, todo, elapsed, recorder, descriptions)``."""
-    info = _describe(cells)  # certificates computed once, before the workers are forked (they inherit them)
+def to_record(head: dict, problem, answer) -> dict:
+    """A cell's record from its run's answer (:func:`~._zygote.guarded_run`) and its header."""
+    kind = answer[0]
+    if kind == "record":
+        return {**answer[1], **{k: head[k] for k in ("solver_name", "budget_seconds", "max_evals")}}
+    if kind == "done":
+        out = dict(answer[1], output=answer[2])
+        return finish_record(head, out, problem)
+    if kind == "not applicable":
+        return not_applicable_record(head, answer[1])
+    if kind == "error":
+        return failure_record(head, "error", answer[1])
+    if kind == "killed":
+        _, phase, wall, output = answer
+        budget = head["budget_seconds"]
+        if phase == "run":
+            msg = f"no answer after {wall:.3g} s (budget {budget:g} s, hard limit {hard_limit(budget):.3g} s); killed"
+            return failure_record(head, "killed", msg, wall, output=output)
+        what = "setting up the solver" if phase == "setup" else "evaluating the run's outcome"
+        return failure_record(head, "error", f"{what} did not finish in time; killed", math.nan, output=output)
+    _, how, phase, wall, output = answer
+    when = {"setup": "before its clock started", "run": "during the run", "after": "after the run"}.get(phase, phase)
+    return failure_record(head, "error", f"the run's process ended {when} ({how})", wall, output=output)
+
+
+def _machine() -> dict:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (math.nan,) * 3
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpus": os.cpu_count(),
+        "load_average": [round(x, 2) for x in load],
+        "theorycheck": __version__,
+        "date": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
+def _matches(solver: str, names: dict, patterns) -> bool:
+    return any(fnmatch.fnmatchcase(solver, p) or fnmatch.fnmatchcase(names[solver], p) for p in patterns)
+
+
+def _run_cells(out, command, cells, declined, budget, max_evals, jobs, dask_ex, progress, rerun):
+    """Run the cells not yet in ``out`` (on ``dask_ex`` or ``jobs`` local zygotes): ``(records, info)``."""
+    names = display_names(sorted({c.solver for c in cells}))
+    probs: dict = {}
+    for c in cells:  # each problem once, its certificate computed here (the runs never see it)
+        if (c.problem, c[1]) not in probs:
+            p = get(c.problem, **c.size)
+            probs[(c.problem, c[1])] = (p, p.certificate, problem_fingerprint(p))
+    sfp = {s: solver_fingerprint(s) for s in names}
+    heads = {
+        c: header(c, probs[(c.problem, c[1])][0], probs[(c.problem, c[1])][1], budget, max_evals, names[c.solver])
+        for c in cells
+    }
+    keys = {c: cell_key(c, budget, max_evals, sfp[c.solver], probs[(c.problem, c[1])][2]) for c in cells}
     out.mkdir(parents=True, exist_ok=True)
     rec = Recorder(out, command)
+    if rerun:
+        for c in cells:
+            if _matches(c.solver, names, rerun):
+                rec.drop_cell(keys[c])
     done = rec.done()
-    keys = {c: cell_key(c, budget, max_evals) for c in cells}
     todo = [c for c in cells if keys[c] not in done]
-    bar = tqdm(total=len(cells), initial=len(cells) - len(todo), desc="benchmark", unit="run", disable=not progress)
+    resumed = [c for c in cells if keys[c] in done]
+    bar = tqdm(total=len(cells), initial=len(resumed), desc="benchmark", unit="run", disable=not progress)
     t0 = time.perf_counter()
     local = concurrent.futures.ThreadPoolExecutor(max_workers=jobs) if dask_ex is None else None
     ex = dask_ex if dask_ex is not None else local
     assert ex is not None
     futs: dict = {}
     try:
-        futs = {ex.submit(guarded_run, c, budget, max_evals): c for c in todo}
+        for c in todo:
+            if c in declined:
+                rec.add_cell(keys[c], not_applicable_record(heads[c], declined[c]))
+                bar.update()
+        futs = {ex.submit(guarded_run, c, budget, max_evals): c for c in todo if c not in declined}
         for fut in concurrent.futures.as_completed(futs):
-            rec.add_cell(keys[futs[fut]], fut.result())
+            c = futs[fut]
+            rec.add_cell(keys[c], to_record(heads[c], probs[(c.problem, c[1])][0], fut.result()))
             bar.update()
     finally:
         for f in futs:
             f.cancel()
-        if local is not None:  # workers first: a thread waiting on one (Ctrl-C) then returns at once
-            close_workers()
+        close_workers()  # finished, interrupted (Ctrl-C, SIGTERM) or failed: no process of ours outlives the benchmark
+        if local is not None:
             local.shutdown(wait=True, cancel_futures=True)
         bar.close()
     done = rec.done()
-    return [done[keys[c]] for c in cells if keys[c] in done], todo, time.perf_counter() - t0, rec, info
+    records = [done[keys[c]] for c in cells if keys[c] in done]
+    info = {
+        "elapsed": time.perf_counter() - t0,
+        "run_now": len(todo),
+        "resumed": len(resumed),
+        "resumed_cells": [
+            {"problem": c.problem, "size": c.size, "solver": c.solver, "repeat": c.repeat} for c in resumed
+        ],  # fmt: skip
+        "recorder": rec,
+        "problems": [_describe(p, cert) for p, cert, _ in probs.values()],
+        "solvers": [{"solver": s, "name": n, "fingerprint": sfp[s]} for s, n in names.items()],
+    }
+    return records, info
+
+
+def _describe(problem, cert) -> dict:
+    d = problem.describe()
+    d["size"] = str(d["size"])
+    return d
 
 
 def run_benchmark(
@@ -141,39 +247,44 @@ def run_benchmark(
     scheduler=None,
     force: bool = False,
     progress: bool = True,
+    rerun=(),
     command: str = "theorycheck benchmark",
 ):
     """Run every cell not already in ``out`` and write the outputs; return ``(records, summary)``.
 
-    ``jobs``: cells at a time in local worker processes; ``scheduler``: a Dask scheduler address or
-    ``distributed.Client`` (cells run on its workers; ``jobs`` is then ignored). A bad or unreachable
-    scheduler fails before any cell runs.
+    ``jobs``: runs at a time in local sealed processes; ``scheduler``: a Dask scheduler address or
+    ``distributed.Client`` (runs are tasks on its workers; ``jobs`` is then ignored). A bad or unreachable
+    scheduler fails before any cell runs. ``rerun``: glob patterns of solver names (or specs) whose cells are
+    run again even if a record exists.
     """
     out = prepare_output_dir(out, force=force)
     names = match(problems)  # unknown problem or solver names fail here, before any work
     solvers = list(solvers or DEFAULT_SOLVERS)
     for s in solvers:
-        load_solver(s)
+        check_solver(s)
+    rerun = [rerun] if isinstance(rerun, str) else list(rerun or ())
     with scheduler_executor(scheduler) as dask_ex:  # a bad or unreachable scheduler fails here, in seconds
-        cells, skipped = plan(names, solvers, levels, repeats)
-        if not cells:
-            why = (
-                "; ".join(sorted({f"{s['solver']}: {s['reason']}" for s in skipped})) or "no size level in the ladders"
-            )
+        cells, declined = plan(names, solvers, levels, repeats)
+        if not cells or len(declined) == len(cells):
+            why = "; ".join(sorted(set(declined.values()))) or "no size level in the ladders"
             raise ValueError(f"no (problem, size, solver) combination applies ({why})")
-        records, todo, elapsed, rec, info = _run_cells(out, command, cells, budget, max_evals, jobs, dask_ex, progress)
+        records, info = _run_cells(out, command, cells, declined, budget, max_evals, jobs, dask_ex, progress, rerun)
     meta = {
         "command": command,
         "cells": len(cells),
-        "run_now": len(todo),
-        "resumed": len(cells) - len(todo),
+        "run_now": info["run_now"],
+        "resumed": info["resumed"],
         "budget_seconds": budget,
         "max_evals": max_evals,
+        "repeats": repeats,
         "jobs": jobs if scheduler is None else None,
         "scheduler": _address(scheduler),
-        "elapsed": elapsed,
-        "skipped": skipped,
+        "elapsed": info["elapsed"],
+        "not_applicable": sum(r["status"] == "not applicable" for r in records),
+        "machine": _machine(),
     }
-    summary = write_outputs(rec, records, info, meta)
+    extra = {"resumed_cells": info["resumed_cells"], "solvers": info["solvers"]}
+    summary = write_outputs(info["recorder"], records, info["problems"], meta, extra)
     summary.update(meta)
+    summary.update(extra)
     return records, summary

@@ -1,81 +1,80 @@
 r"""The solver protocol and the built-in solvers.
 
-A solver is a callable ``solver(problem, budget, callback) -> x``:
+A solver is a callable ``solver(oracle, budget, callback) -> x``:
 
-- ``problem`` is a :class:`~theorycheck.problems.Problem` (``f``, ``grad``, ``hvp`` if not ``None``,
-  ``shape``, ``x0``, ``start(seed)``, ``constraint``); the harness passes a counting proxy whose
-  ``x0`` is the run's seeded start;
+- ``oracle`` is a sealed :class:`~theorycheck.problems._oracle.Oracle`: ``f``, ``grad``, ``hvp`` (or ``None``),
+  ``shape``, ``n``, ``x0`` (this run's start), ``start(seed)``, ``constraint``, ``project(x)``,
+  ``violation(x)``, and the problem statement ``name``, ``family``, ``model``, ``size``, ``V1``. Every
+  evaluation is counted and budgeted by the oracle itself; once the budget is spent it raises
+  :class:`BudgetExhausted`. It exposes nothing else: no optimum, certificate or reference point;
 - ``budget`` is a :class:`Budget` (``max_seconds``, ``max_evals``, ``expired()``, ``remaining()``);
-  once it is spent the proxy's ``f``/``grad`` raise :class:`BudgetExhausted` and the harness takes the
-  last iterate reported to ``callback``;
-- ``callback(x)`` reports an iterate (the harness copies it and records time and evaluation counts);
-- the return value is the solver's answer, an array of ``problem.shape``; or the solver is a
-  generator function that ``yield``\ s its iterates (each one is reported as if passed to
-  ``callback``; the harness stops it once the budget is spent) and whose answer is its return value,
-  or its last iterate if it returns nothing.
+- ``callback(x)`` is a progress signal: the harness keeps the last reported iterate as the answer of a run
+  the budget stops, and credits nothing from it (times and evaluation counts to a target come only from
+  points the oracle evaluated, and the run's answer);
+- the return value is the solver's answer, an array of ``oracle.shape``; or the solver is a generator
+  function that ``yield``\ s its iterates (the harness stops it once the budget is spent) and whose answer
+  is its return value, or its last iterate if it returns nothing.
 
-A solver may carry ``applies(problem) -> (bool, reason)`` (benchopt's ``skip``): cells where it does
-not apply are listed as skipped, not run. User solvers: ``path/to/file.py:function`` or an entry
-point in the group ``theorycheck.solvers``.
+A solver may carry ``applies(info) -> (bool, reason)`` (benchopt's ``skip``; ``info`` a
+:class:`~theorycheck.problems._oracle.ProblemInfo`): where it does not apply the run is recorded as
+``not applicable`` (an unsolved instance in every profile). It may carry ``prepare()``, called once before
+its first run outside the clock (imports of heavy libraries). User solvers: ``path/to/file.py:function`` or
+an entry point in the group ``theorycheck.solvers``; the solver's module is imported before the clock starts.
+A solver may of course import theorycheck and solve the problem with the library's own methods inside its
+clock (``name`` and ``size`` say which problem it is): that is what ``closed-form``, ``lstsq`` and the
+``cvxpy-*`` solvers do.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
+import hashlib
 import importlib.metadata
 import importlib.util
 import os
-import time
+import sys
 import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 import scipy.optimize
 
+from .._version import __version__
 from ..solvers import optimal_embedding_gram, optimal_value_matrix
+from ._oracle import Budget, BudgetExhausted
+from ._registry import get
 from ._value import dense
 
-__all__ = ["Budget", "BudgetExhausted", "SOLVERS", "load_solver", "solver_names", "ENTRY_POINT_GROUP"]
+__all__ = ["Budget", "BudgetExhausted", "SOLVERS", "load_solver", "solver_names", "ENTRY_POINT_GROUP",
+           "check_solver", "solver_fingerprint", "display_name"]  # fmt: skip
 
 ENTRY_POINT_GROUP = "theorycheck.solvers"
 #: largest V1 given to cvxpy: the QP in W (V1^2 variables) and the dense PSD cone (V1 (V1+1)/2)
 _CVXPY_MAX_V1 = {"stage1": 81, "gram/sdp": 50}
 
 
-class BudgetExhausted(RuntimeError):
-    """Raised by the harness's problem proxy once the time or evaluation budget is spent."""
-
-
-@dataclass
-class Budget:
-    """A run's budget: wall seconds and evaluations (``f`` + ``grad`` + ``hvp`` calls)."""
-
-    max_seconds: float = 10.0
-    max_evals: int = 1_000_000
-    t0: float = field(default_factory=time.perf_counter)
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.t0
-
-    def remaining(self) -> float:
-        return max(0.0, self.max_seconds - self.elapsed())
-
-    def expired(self) -> bool:
-        return self.elapsed() > self.max_seconds
-
-
-def _applies_all(problem):
+def _applies_all(info):
     return True, ""
 
 
-def _solver(name, applies=_applies_all):
+def _solver(name, applies=_applies_all, prepare=None):
     def deco(fn):
         fn.solver_name = name
         fn.applies = applies
+        if prepare is not None:
+            fn.prepare = prepare
         return fn
 
     return deco
+
+
+def _statement(oracle):
+    """The problem itself, rebuilt from its statement (``name``, ``size``) in the run's process: what the
+    library's own solvers need (the topic model, the masking). Built inside the clock; it holds no optimum
+    (one is computed only where a solver asks for it, and then inside the clock too)."""
+    return get(oracle.name, **oracle.size)
 
 
 # ---------------------------------------------------------------------------------- applicability
@@ -94,10 +93,6 @@ def _two_d(p):
     return (p.n == 2, "2-d problems only")
 
 
-def _has_reference(p):
-    return (True, "")
-
-
 def _installed_cvxpy():
     try:
         import cvxpy  # optional dependency, imported only here
@@ -107,6 +102,11 @@ def _installed_cvxpy():
         return set()
 
 
+def _import_cvxpy():
+    """``prepare`` of the cvxpy solvers: the 2 s import of cvxpy happens before the clock starts."""
+    _installed_cvxpy()
+
+
 def _cvx_applies(backend, families):
     def applies(p):
         if backend not in _installed_cvxpy():
@@ -114,44 +114,41 @@ def _cvx_applies(backend, families):
         if not p.family.startswith(families):
             return False, f"applies to {families}"
         limit = _CVXPY_MAX_V1["gram/sdp" if p.family.startswith("gram/sdp") else "stage1"]
-        if p.tm.V1 > limit:
-            return False, f"V1 = {p.tm.V1} > {limit} (dense conic program too large for the budget)"
+        if p.V1 > limit:
+            return False, f"V1 = {p.V1} > {limit} (dense conic program too large for the budget)"
         return True, ""
 
     return applies
 
 
 # ---------------------------------------------------------------------------------- direct solvers
-@_solver("closed-form", _has_reference)
-def closed_form(problem, budget, callback):
-    """The library's own certified solver for the problem (closed form, or grid + interval for attention)."""
-    x = problem.reference()
-    callback(x)
-    return x
+@_solver("closed-form")
+def closed_form(oracle, budget, callback):
+    """The library's own solver for the problem (closed form, or grid + interval for attention), run inside
+    the clock from the problem's statement."""
+    return _statement(oracle).reference()
 
 
 @_solver("lstsq", _is_stage1)
-def lstsq(problem, budget, callback):
+def lstsq(oracle, budget, callback):
     """Dense least squares on the moments (``optimal_value_matrix(method="lstsq")``)."""
-    x = dense(optimal_value_matrix(problem.tm, problem.mk, method="lstsq", reg=problem.reg).x)
-    callback(x)
-    return x
+    p = _statement(oracle)
+    return dense(optimal_value_matrix(p.tm, p.mk, method="lstsq", reg=p.reg).x)
 
 
 def _make_cvxpy(backend, families):
-    def run(problem, budget, callback):
-        if problem.family.startswith("gram/sdp"):
-            res = optimal_embedding_gram(problem.tm, problem.mk, method="cvxpy", solver=backend)
+    def run(oracle, budget, callback):
+        p = _statement(oracle)
+        if p.family.startswith("gram/sdp"):
+            res = optimal_embedding_gram(p.tm, p.mk, method="cvxpy", solver=backend)
         else:
-            res = optimal_value_matrix(problem.tm, problem.mk, method="cvxpy", solver=backend, reg=problem.reg)
+            res = optimal_value_matrix(p.tm, p.mk, method="cvxpy", solver=backend, reg=p.reg)
         if res.x is None:
             raise RuntimeError(f"cvxpy {backend}: status {res.status}: {res.message}")
-        x = dense(res.x)
-        callback(x)
-        return x
+        return dense(res.x)
 
     run.__doc__ = f"cvxpy with the {backend} backend (through the library's solver)."
-    return _solver(f"cvxpy-{backend}", _cvx_applies(backend, families))(run)
+    return _solver(f"cvxpy-{backend}", _cvx_applies(backend, families), _import_cvxpy)(run)
 
 
 # ---------------------------------------------------------------------------------- scipy.optimize
@@ -189,18 +186,10 @@ def _scipy(method, options, use_hess=False):
 
 
 # ---------------------------------------------------------------------------------- first-order
-def _project(problem, x):
-    if problem.constraint != "psd":
-        return x
-    S = (x + x.T) / 2
-    ev, U = np.linalg.eigh(S)
-    return (U * np.maximum(ev, 0.0)) @ U.T
-
-
 @_solver("gd")
 def gd(problem, budget, callback):
     """(Projected) gradient descent with Armijo backtracking; the step grows x2 after each accepted step."""
-    x = _project(problem, problem.x0.astype(float))
+    x = problem.project(problem.x0)
     fx, step = problem.f(x), 1.0
     callback(x)
     while not budget.expired():
@@ -208,7 +197,7 @@ def gd(problem, budget, callback):
         if not np.any(g):
             break
         while True:
-            y = _project(problem, x - step * g)
+            y = problem.project(x - step * g)
             fy = problem.f(y)
             if fy <= fx - 0.5 * np.sum(g * (x - y)) or step < 1e-20:
                 break
@@ -222,9 +211,9 @@ def gd(problem, budget, callback):
 
 @_solver("adam")
 def adam(problem, budget, callback):
-    """Adam (lr 1e-2, betas 0.9/0.999, eps 1e-12), projected onto the PSD cone where constrained."""
+    """Adam (lr 1e-2, betas 0.9/0.999, eps 1e-12), projected onto the feasible set where constrained."""
     lr, b1, b2, eps = 1e-2, 0.9, 0.999, 1e-12
-    x = _project(problem, problem.x0.astype(float))
+    x = problem.project(problem.x0)
     m, v = np.zeros_like(x), np.zeros_like(x)
     callback(x)
     k = 0
@@ -233,14 +222,15 @@ def adam(problem, budget, callback):
         g = problem.grad(x)
         m = b1 * m + (1 - b1) * g
         v = b2 * v + (1 - b2) * g * g
-        x = _project(problem, x - lr * (m / (1 - b1**k)) / (np.sqrt(v / (1 - b2**k)) + eps))
+        x = problem.project(x - lr * (m / (1 - b1**k)) / (np.sqrt(v / (1 - b2**k)) + eps))
         callback(x)
     return x
 
 
 @_solver("grid-refine", _two_d)
 def grid_refine(problem, budget, callback):
-    """101 x 101 grid on [-10, 40] x [-40, 20], then L-BFGS-B from the best grid point."""
+    """101 x 101 grid on [-10, 40] x [-40, 20] (row by row, the best point so far reported after each row,
+    cut short when the budget runs out), then L-BFGS-B from the best grid point."""
     A, B = np.linspace(-10, 40, 101), np.linspace(-40, 20, 101)
     best, xb = np.inf, None
     for a in A:
@@ -249,7 +239,9 @@ def grid_refine(problem, budget, callback):
             fz = problem.f(z)
             if fz < best:
                 best, xb = fz, z
-    callback(xb)
+        callback(xb)
+        if budget.expired():
+            return xb
     res = scipy.optimize.minimize(
         lambda z: problem.f(z),
         xb,
@@ -293,6 +285,10 @@ def solver_names() -> list[str]:
     return [*SOLVERS, *sorted(set(_entry_points()) - set(SOLVERS))]
 
 
+def _is_file_spec(spec: str) -> bool:
+    return ":" in spec and spec.rpartition(":")[0].endswith(".py")
+
+
 def _load_file(spec: str):
     path, _, func = spec.rpartition(":")
     if not os.path.isfile(path):
@@ -315,12 +311,13 @@ def _load_file(spec: str):
 def load_solver(spec: str):
     """A solver callable from a built-in name, an entry-point name or ``path/file.py:function``.
 
-    Unknown names raise ``ValueError`` naming the closest; a file that fails to import names the
-    file and the error.
+    Imports the solver's module (user code runs). Unknown names raise ``ValueError`` naming the closest; a
+    file that fails to import names the file and the error. :func:`check_solver` checks a name without
+    importing anything.
     """
     if spec in SOLVERS:
         return SOLVERS[spec]
-    if ":" in spec and spec.rpartition(":")[0].endswith(".py"):
+    if _is_file_spec(spec):
         fn = _load_file(spec)
     else:
         eps = _entry_points()
@@ -334,3 +331,75 @@ def load_solver(spec: str):
         except AttributeError:
             pass
     return fn
+
+
+def _top_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def check_solver(spec: str) -> None:
+    """Check a solver name *without importing or running anything* (the benchmark's coordinator never runs a
+    user's code: a file solver is imported in the run's own process). Unknown built-in / entry-point names,
+    missing files, files that do not parse and files with no top-level ``function`` raise ``ValueError``."""
+    if not isinstance(spec, str) or not spec:
+        raise ValueError(f"a solver is a name or path/file.py:function, got {spec!r}")
+    if spec in SOLVERS:
+        return
+    if not _is_file_spec(spec):
+        if spec not in _entry_points():
+            close = difflib.get_close_matches(spec, solver_names(), n=3, cutoff=0.0)
+            raise ValueError(f"unknown solver {spec!r}; closest: {', '.join(map(repr, close))}")
+        return
+    path, _, func = spec.rpartition(":")
+    if not os.path.isfile(path):
+        raise ValueError(f"--solver {spec!r}: no such file {path!r}")
+    try:
+        tree = ast.parse(Path(path).read_bytes(), filename=path)
+    except (SyntaxError, ValueError) as exc:
+        raise ValueError(f"--solver {spec!r}: {path!r} does not parse: {exc}") from None
+    names = _top_level_names(tree)
+    if func not in names:
+        close = difflib.get_close_matches(func, sorted(n for n in names if not n.startswith("_")), n=3, cutoff=0.0)
+        raise ValueError(f"--solver {spec!r}: {path!r} defines no {func!r} at top level; closest: {close}")
+
+
+def solver_fingerprint(spec: str) -> str:
+    """A hash that changes whenever the solver's code may have: a file solver's bytes (and its function name);
+    an entry point's distribution and version (and its module file's bytes where it can be found without
+    importing it); a built-in's module source and the package version. Part of every benchmark cell's key,
+    so that a resumed benchmark never serves a record of other code."""
+    h = hashlib.sha256()
+    if spec in SOLVERS:
+        h.update(f"builtin:{spec}:{__version__}:".encode())
+        h.update(Path(__file__).read_bytes())
+    elif _is_file_spec(spec):
+        path, _, func = spec.rpartition(":")
+        h.update(f"file:{func}:".encode())
+        h.update(Path(path).read_bytes())
+    else:
+        ep = _entry_points()[spec]
+        dist = getattr(ep, "dist", None)
+        h.update(f"entry-point:{spec}:{ep.value}:{getattr(dist, 'name', '')}:{getattr(dist, 'version', '')}".encode())
+        module = ep.value.split(":", 1)[0]
+        try:
+            found = importlib.util.find_spec(module) if module not in sys.modules else sys.modules[module].__spec__
+        except (ImportError, ValueError):
+            found = None
+        if found is not None and found.origin and os.path.isfile(found.origin):
+            h.update(Path(found.origin).read_bytes())
+    return h.hexdigest()[:16]
+
+
+def display_name(spec: str) -> str:
+    """A solver's name for tables and legends: built-in and entry-point names as they are, a file solver by its
+    function name (the file is named in the report's footnotes)."""
+    return spec.rpartition(":")[2] if _is_file_spec(spec) else spec
