@@ -14,7 +14,7 @@ from theorycheck.cli import main
 from theorycheck.cli.benchmark import _levels
 from theorycheck.problems import _solvers, load_solver
 from theorycheck.problems._harness import Cell, run_cell
-from theorycheck.problems._report import _scaling, fit_exponent, performance_profile, size_text
+from theorycheck.problems._report import size_text
 from theorycheck.problems._run import DEFAULT, default_levels, plan, run_benchmark
 
 AB = "attention-ab/block:paper"
@@ -167,19 +167,6 @@ def test_unknown_solver_and_bad_file(tmp_path):
         load_solver(f"{bad}:solve")
 
 
-def test_performance_profile_and_exponent():
-    recs = [
-        {"problem": "p", "size": "s", "repeat": 0, "solver": "a", "time_to_1e-08": 1.0},
-        {"problem": "p", "size": "s", "repeat": 0, "solver": "b", "time_to_1e-08": 4.0},
-        {"problem": "q", "size": "s", "repeat": 0, "solver": "a", "time_to_1e-08": None},
-        {"problem": "q", "size": "s", "repeat": 0, "solver": "b", "time_to_1e-08": 2.0},
-    ]
-    taus, prof = performance_profile(recs, 1e-8)
-    assert prof["a"][0] == 0.5 and prof["a"][-1] == 0.5  # a: fastest on p, fails q
-    assert prof["b"][0] == 0.5 and prof["b"][np.searchsorted(taus, 4.0)] == 1.0
-    assert abs(fit_exponent([10, 100, 1000], [1e-3, 1e-1, 10.0]) - 2.0) < 1e-12
-
-
 def test_cli_benchmark_end_to_end(user_file, tmp_path, capsys):
     out = tmp_path / "bench"
     argv = ["benchmark", "--problems", "attention-ab/*", "--solvers", "Nelder-Mead,L-BFGS-B", "--sizes", "0",
@@ -187,7 +174,7 @@ def test_cli_benchmark_end_to_end(user_file, tmp_path, capsys):
     assert main(argv) == 0
     text = capsys.readouterr().out
     assert "failed" in text and "fastest to 1e-8" in text
-    for f in ("results.csv", "results.json", "report.html", "figures/profile_1e-08.png"):
+    for f in ("results.csv", "results.json", "report.html", "figures/profiles.png", "figures/ecdf.png"):
         assert (out / f).is_file(), f
     html = (out / "report.html").read_text()
     assert html.count("data:image/png;base64,") >= 4 and "solver exploded" in html
@@ -285,11 +272,22 @@ def test_generator_solvers_report_every_iterate():
 
 
 def test_scaling_uses_V1_where_the_number_of_variables_is_fixed():
-    plt = mpl("matplotlib.pyplot")
-    recs = [{"n": 3, "V1": V1, "solver": "s", "time_to_1e-08": 1e-3 * V1**0.5} for V1 in (13, 101, 1001, 100_001)]
-    fig, slopes = _scaling(plt, recs, "stage1-value/block")
-    assert abs(slopes["s"] - 0.5) <= 1e-9 and "V1" in fig.axes[0].get_xlabel()
-    plt.close(fig)
+    """The structured stage-1 form has n = 3 at every rung: its scaling figure is drawn against V1, and the
+    exponent fitted to the medians over repeats recovers a known power."""
+    from theorycheck.problems import _figures
+
+    recs = []
+    for V1 in (13, 101, 1001, 100_001):
+        for rep in range(2):
+            t = 1e-3 * V1**0.5 * (1 + 0.01 * rep)
+            recs.append({"problem": "stage1-value/block:paper", "family": "stage1-value/block", "size": f"{V1}",
+                         "n": 3, "V1": V1, "solver": "s", "repeat": rep, "status": "ok", "credited": True,
+                         "subopt_rel": 0.0, "violation": 0.0, "answer_t": t, "answer_evals": 5,
+                         "trace": []})  # fmt: skip
+    fig, fits = _figures.scaling(recs, "stage1-value/block", {"s": "s"}, _figures.styles(["s"]))
+    assert "V1" in fig.axes[0].get_xlabel() and fits["s"].low <= 0.5 <= fits["s"].high
+    assert abs(fits["s"].slope - 0.5) < 1e-3
+    mpl("matplotlib.pyplot").close(fig)
 
 
 def test_size_text_reads_every_stored_form_of_a_size():

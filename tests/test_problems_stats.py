@@ -420,6 +420,9 @@ def test_ert_hand_worked():
     assert S.ert([r2], 1e-8)[key].ert == INF
     # all successful: the ERT is the mean runtime
     assert S.ert([r0, r1], 1e-8)[key].ert == 15.0
+    # a killed run's count is unknown (its process was killed): it is charged its whole max_evals (10**6)
+    r3 = {**r2, "evals": None}
+    assert S.ert([r0, r1, r3], 1e-8)[key].ert == (10 + 20 + 10**6) / 2
 
 
 @given(seeds)

@@ -12,7 +12,8 @@ One *cell* is (problem, size, solver, repeat); its run starts at ``problem.start
   all within the budget;
 - ``time_to_<tol>`` / ``evals_to_<tol>``: :func:`credited_time`: only a credited run (``ok``/``budget``)
   whose *answer* meets the target is credited, at the first evaluated point that met it or at the answer's
-  own return (if within the budget), whichever came first. Callback arguments never count.
+  own return, whichever came first (a credited answer came within the budget, or within its grace when
+  the budget stopped the run: :mod:`._execute`). Callback arguments never count.
 
 A cell's key (:func:`cell_key`) hashes the problem's full specification (name, size, masking, package
 version, the problem module's source), the solver's fingerprint (its code:
@@ -35,6 +36,7 @@ from ._execute import CREDITED, FAILURES, STATUSES, evaluate, execute
 from ._oracle import ProblemInfo
 from ._registry import get
 from ._solvers import display_name, load_solver
+from ._stats import hitting_time
 
 __all__ = ["Cell", "run_cell", "cell_key", "problem_fingerprint", "header", "finish_record", "failure_record",
            "credited_time", "Recorder", "TOLS", "FAILURES", "STATUSES", "CREDITED"]  # fmt: skip
@@ -103,19 +105,10 @@ def _rel(f: float, f_star: float) -> float:
 
 
 def credited_time(rec: dict, tol: float, measure: str = "t") -> float | None:
-    """Seconds (``measure="t"``) or evaluations (``"evals"``) to relative suboptimality ``tol``; ``None`` if
-    not credited (module docstring: the credit rule)."""
-    if not rec.get("credited") or not (rec["subopt_rel"] <= tol and rec["violation"] <= tol):
-        return None
-    best = math.inf
-    for row in rec["trace"]:
-        if row["subopt_rel"] <= tol and row["violation"] <= tol:
-            best = row[measure]
-            break
-    own = rec.get("answer_t" if measure == "t" else "answer_evals")
-    if own is not None:
-        best = min(best, own)
-    return None if not math.isfinite(best) else best
+    """Seconds (``measure="t"``) or evaluations (``"evals"``) to relative suboptimality ``tol`` by the credit
+    rule (:func:`._stats.hitting_time`); ``None`` if not credited."""
+    t = hitting_time(rec, tol, measure)
+    return None if not math.isfinite(t) else t
 
 
 def _blank(rec: dict) -> dict:
@@ -156,7 +149,7 @@ def finish_record(head: dict, out: dict, problem=None) -> dict:
     # below a certified lower bound (beyond rounding): a bug or an infeasible answer; flagged, never hidden
     rec["below_lower"] = bool(head["cert_kind"] == "certified" and f < lower - 1e-12 * max(1.0, abs(lower)))
     rec["credited"] = out["status"] in CREDITED
-    if rec["credited"] and out["wall"] <= head["budget_seconds"]:
+    if rec["credited"]:  # ok, or stopped by the budget and answered within its grace
         rec["answer_t"], rec["answer_evals"] = out["wall"], out["evals"]
     for tol in TOLS:
         rec[f"time_to_{tol:g}"] = credited_time(rec, tol, "t")

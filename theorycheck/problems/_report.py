@@ -1,18 +1,14 @@
-"""Benchmark outputs from the run records: table (CSV, JSON), figures (PNG) and one HTML page.
+"""Benchmark outputs from the run records: tables (CSV, JSON), figures (PNG) and one HTML page.
 
-- ``results.csv`` / ``results.json``: one row per run (the traces are in ``results.json`` and the
-  per-cell files only);
-- ``figures/convergence_<problem>_<level>.png``: suboptimality ``f(x) - f*`` (relative, log scale)
-  against wall time and against evaluations, every solver, repeat 0;
-- ``figures/profile_<tol>.png``: Dolan-More performance profiles: for each solver the fraction of
-  instances (problem, size, repeat) solved to relative suboptimality ``tol`` within a factor
-  ``tau`` of the fastest solver's time;
-- ``figures/scaling_<family>.png``: time to ``1e-8`` against the number of variables (or ``V1``
-  where that is fixed, as in the structured stage-1 form), log-log, with
-  the least-squares slope (the fitted exponent) in the legend;
-- ``report.html``: every table and figure, the figures embedded (base64), no other file needed.
+- ``results.csv`` / ``results.json``: one row per run (the traces are in ``results.json`` and the per-cell
+  files only); ``results.json`` also holds the run's settings, the machine, the reference workload, the
+  solvers' code fingerprints and the list of resumed cells;
+- ``figures/``: convergence per problem and size, profiles, runtime ECDFs, scaling (:mod:`._figures`);
+- ``report.html``: the summary first (per solver: runs, credited, solved, failures, medians), the ERT table
+  with bootstrap intervals, failures, the solvers (display names and their files), problems and
+  certificates, every figure, and the full runs table folded away. Self-contained (figures embedded).
 
-matplotlib is imported here only (optional dependency; without it the figures are skipped).
+Every statistic comes from :mod:`._stats` (one home each); this module only lays them out.
 """
 
 from __future__ import annotations
@@ -27,211 +23,32 @@ import math
 import re
 from collections import defaultdict
 
-import numpy as np
-
 from .._io import atomic_write_bytes, dumps_json
 from .._mpl import mpl
-from ._harness import FAILURES, TOLS
+from . import _figures as F
+from . import _stats as S
+from ._execute import FAILURES
+from ._harness import TOLS
 
-__all__ = ["COLUMNS", "write_outputs", "performance_profile", "fit_exponent", "size_text"]
+__all__ = ["COLUMNS", "write_outputs", "size_text", "ert_rows", "CREDIT_RULE"]
 
 COLUMNS = [
-    "problem", "family", "model", "size", "n", "V1", "solver", "repeat", "status", "wall", "nfev", "ngev",
-    "nhev", "f", "f_star", "cert_gap", "cert_kind", "subopt_abs", "subopt_rel", "violation", "distance",
+    "problem", "family", "model", "size", "n", "V1", "solver", "solver_name", "repeat", "status", "credited",
+    "wall", "evals", "nfev", "ngev", "nhev", "f0", "f", "f_star", "f_star_lower", "cert_gap", "cert_kind",
+    "subopt_abs", "subopt_rel", "below_lower", "violation", "distance", "answer_t", "answer_evals",
     "time_to_0.0001", "time_to_1e-08", "evals_to_0.0001", "evals_to_1e-08", "message",
 ]  # fmt: skip
+
+CREDIT_RULE = (
+    "A run earns credit only for the answer it returns (status ok or budget) and only at targets that answer "
+    "meets; its time and evaluations to a target are those of the first point the oracle evaluated that met "
+    "it, or of the answer's return if earlier. Points passed to the callback earn nothing; an answer after "
+    "budget + grace earns nothing (status 'over budget')."
+)
 
 
 def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9]+", "_", text).strip("_")
-
-
-def performance_profile(records, tol: float):
-    """``(taus, {solver: fraction})`` of the Dolan-More profile at relative accuracy ``tol``.
-
-    Instances are (problem, size, repeat) run by at least one solver; ``t_s`` is the time to ``tol``
-    (infinite if never reached or failed), ``r_s = t_s / min_s t_s`` and the profile is
-    ``rho_s(tau) = #{instances: r_s <= tau} / #instances``.
-    """
-    key = f"time_to_{tol:g}"
-    inst: defaultdict[tuple, dict[str, float]] = defaultdict(dict)
-    for r in records:
-        t = r.get(key)
-        inst[(r["problem"], r["size"], r["repeat"])][r["solver"]] = math.inf if t is None else max(float(t), 1e-9)
-    solvers = sorted({r["solver"] for r in records})
-    ratios: dict[str, list[float]] = {s: [] for s in solvers}
-    for times in inst.values():
-        best = min(times.values())
-        for s in solvers:
-            t = times.get(s)
-            if t is None:
-                continue  # solver does not apply to this instance
-            ratios[s].append(math.inf if not math.isfinite(best) or not math.isfinite(t) else t / best)
-    finite = [x for v in ratios.values() for x in v if math.isfinite(x)]
-    top = max(finite + [2.0]) * 2
-    taus = np.logspace(0, math.log10(top), 200)
-    prof = {s: np.array([np.mean(np.array(v) <= tau) if v else 0.0 for tau in taus]) for s, v in ratios.items()}
-    return taus, prof
-
-
-def fit_exponent(n, t) -> float:
-    """Least-squares slope of ``log t`` against ``log n`` (NaN with fewer than two distinct sizes)."""
-    n, t = np.asarray(n, float), np.asarray(t, float)
-    if len(set(n.tolist())) < 2:
-        return math.nan
-    return float(np.polyfit(np.log(n), np.log(t), 1)[0])
-
-
-def _write_csv(records):
-    buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
-    w.writeheader()
-    for r in records:
-        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in COLUMNS})
-    return buf.getvalue()
-
-
-# ----------------------------------------------------------------------------------- figures
-def _png(fig) -> bytes:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
-    return buf.getvalue()
-
-
-def _plain_log(plt, ax, base: float = 10.0) -> None:
-    """Log-scale tick labels as plain text (``1e-08``, ``16``): matplotlib's default ``$10^{-8}$`` labels
-    go through its mathtext parser, which took most of the report's time (a hundred figures)."""
-    ticker = plt.matplotlib.ticker
-    for axis in (ax.xaxis, ax.yaxis):
-        if axis.get_scale() == "log":
-            axis.set_major_formatter(ticker.LogFormatter(base=base if axis is ax.xaxis else 10.0))
-            axis.set_minor_formatter(ticker.NullFormatter())
-
-
-_LINESTYLES = ("-", "--", "-.", ":")
-
-
-def _style(plt):
-    plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8})
-
-
-def _convergence(plt, recs, title):
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2))
-    cmap = plt.get_cmap("tab10")
-    floor, below = 1e-17, False
-    for i, r in enumerate(sorted(recs, key=lambda r: r["solver"])):
-        tr = [p for p in r["trace"] if p["subopt_rel"] is not None]
-        if not tr:
-            continue
-        y = np.maximum(np.abs([p["subopt_rel"] for p in tr]), floor)
-        t = np.maximum(np.array([p["t"] for p in tr], dtype=float), 1e-6)
-        ev = np.maximum(np.array([p["evals"] for p in tr], dtype=float), 1)
-        lab = r["solver"] + ("" if r["status"] in ("ok", "budget") else f" [{r['status']}]")
-        # colour and line style both change from one solver to the next: curves on top of each other stay apart
-        kw = dict(color=cmap(i % 10), ls=_LINESTYLES[i % len(_LINESTYLES)], label=lab, ms=4, lw=1.4)
-        kw["marker"] = "o" if len(tr) < 3 else None
-        axes[0].step(t, y, where="post", **kw)
-        axes[1].step(ev, y, where="post", **kw)
-        neg = np.array([p["subopt_rel"] < -1e-12 for p in tr])  # below f*: only possible where f* is an upper bound
-        if neg.any():
-            below = True
-            axes[0].plot(t[neg], y[neg], "v", color=cmap(i % 10), ms=5)
-            axes[1].plot(ev[neg], y[neg], "v", color=cmap(i % 10), ms=5)
-    if below:
-        fig.text(0.01, 0.01, "v markers: f(x) < f* (f* is only an upper bound here)", fontsize=8)
-    for ax, xl in zip(axes, ("wall time [s]", "evaluations (f + grad + hvp)"), strict=True):
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        _plain_log(plt, ax)
-        ax.set_xlabel(xl)
-        ax.set_ylabel("|f(x) - f*| / |f*|")
-        for tol in TOLS:
-            ax.axhline(tol, color="grey", ls=":", lw=0.8)
-    axes[1].plot([], [], color="grey", ls=":", lw=0.8, label="accuracy targets " + ", ".join(f"{t:g}" for t in TOLS))
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    fig.suptitle(title)
-    fig.tight_layout()
-    return fig
-
-
-def _profile(plt, records, tol):
-    taus, prof = performance_profile(records, tol)
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    cmap = plt.get_cmap("tab10")
-    for i, (s, y) in enumerate(sorted(prof.items())):
-        ls = _LINESTYLES[i % len(_LINESTYLES)]  # colour and style: solvers at the same fraction stay apart
-        ax.step(taus, y, where="post", label=s, color=cmap(i % 10), ls=ls, lw=2.2 - 0.15 * (i % 5))
-    ax.set_xscale("log", base=2)
-    _plain_log(plt, ax, base=2.0)
-    ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("tau (time / fastest solver's time)")
-    ax.set_ylabel(f"fraction of instances solved to {tol:g}")
-    ax.set_title(f"Dolan-More performance profile, relative suboptimality <= {tol:g}")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    return fig
-
-
-def _scaling(plt, recs, family):
-    # size axis: the number of variables n, or V1 where n does not grow (the structured stage-1 form)
-    axis = "n" if len({r["n"] for r in recs}) > 1 else "V1"
-    by = defaultdict(list)
-    for r in recs:
-        t = r.get("time_to_1e-08")
-        if t is not None:
-            by[r["solver"]].append((r[axis], max(float(t), 1e-6)))
-    if not by or len({n for pts in by.values() for n, _ in pts}) < 2:
-        return None, {}  # one size: no exponent to fit
-    fig, ax = plt.subplots(figsize=(7.5, 4.2))
-    cmap = plt.get_cmap("tab10")
-    slopes = {}
-    for i, (s, pts) in enumerate(sorted(by.items())):
-        med = defaultdict(list)
-        for n_, t_ in pts:
-            med[n_].append(t_)
-        n = sorted(med)
-        t = [float(np.median(med[k])) for k in n]  # median over models and repeats at each size
-        k = fit_exponent(n, t)
-        slopes[s] = k
-        ax.plot(n, t, "o-", color=cmap(i % 10), label=f"{s} (exponent {k:.2f})" if math.isfinite(k) else s)
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    _plain_log(plt, ax)
-    ax.set_xlabel("number of variables n" if axis == "n" else "vocabulary size V1 (n fixed)")
-    ax.set_ylabel("time to 1e-8 [s] (median over models, repeats)")
-    ax.set_title(f"{family}: scaling (fitted exponent of t ~ {axis}^k)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
-    fig.tight_layout()
-    return fig, slopes
-
-
-# ----------------------------------------------------------------------------------- summary
-def fastest(records, tol=1e-8):
-    """Per family: ``(solver, median time to tol)`` of the solver with the smallest median (None if none)."""
-    key = f"time_to_{tol:g}"
-    by: defaultdict[str, defaultdict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
-    for r in records:
-        by[r["family"]][r["solver"]].append(math.inf if r.get(key) is None else float(r[key]))
-    out = {}
-    for fam, d in sorted(by.items()):
-        med = {s: float(np.median(v)) for s, v in d.items()}
-        s = min(med, key=lambda k: med[k])
-        out[fam] = (s, med[s]) if math.isfinite(med[s]) else None
-    return out
-
-
-def _table_html(rows, cols):
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
-    body = []
-    for r in rows:
-        cells = []
-        for c in cols:
-            v = r.get(c)
-            if isinstance(v, float):
-                v = f"{v:.3g}"
-            cells.append(f"<td>{html.escape('' if v is None else str(v))}</td>")
-        body.append("<tr>" + "".join(cells) + "</tr>")
-    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
 
 
 def size_text(size) -> str:
@@ -251,65 +68,173 @@ def size_text(size) -> str:
     return ", ".join(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}" for k, v in d.items())
 
 
-def _figures(recorder, records):
-    """Convergence, profile and scaling PNGs written through ``recorder``: ``(figures, slopes)``."""
-    figures = []
+def _write_csv(records) -> str:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLUMNS, extrasaction="ignore", lineterminator="\n")
+    w.writeheader()
+    for r in records:
+        w.writerow({k: ("" if r.get(k) is None else r.get(k)) for k in COLUMNS})
+    return buf.getvalue()
+
+
+def _png(fig) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    return buf.getvalue()
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    if isinstance(v, bool):
+        return "yes" if v else ""
+    if isinstance(v, float):
+        return "" if math.isnan(v) else ("inf" if math.isinf(v) else f"{v:.3g}")
+    return str(v)
+
+
+def _table_html(rows, cols, title: dict | None = None) -> str:
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
+    body = []
+    for r in rows:
+        cells = []
+        for c in cols:
+            tip = (title or {}).get((id(r), c))
+            attr = f" title='{html.escape(tip)}'" if tip else ""
+            cells.append(f"<td{attr}>{html.escape(_fmt(r.get(c)))}</td>")
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    return f"<table><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def ert_rows(records, tol: float, names: dict, n_boot: int = 1000) -> list[dict]:
+    """One row per (problem, size): per solver ``ERT [low, high]`` in evaluations and seconds at ``tol``."""
+    ev = S.ert_bootstrap(records, tol, "evals", n_boot=n_boot, rng=0)
+    sec = S.ert_bootstrap(records, tol, "t", n_boot=n_boot, rng=0)
+    rows: dict[tuple, dict] = {}
+    for (solver, prob, size), e in sorted(ev.items()):
+        row = rows.setdefault((prob, size), {"problem": prob, "size": size_text(size)})
+        s = sec[(solver, prob, size)]
+        if math.isfinite(e.ert):
+            row[names[solver]] = (
+                f"{e.ert:.3g} [{e.low:.3g}, {e.high:.3g}] ev; {s.ert:.2g} [{s.low:.2g}, {s.high:.2g}] s "
+                f"({e.n_success}/{e.n_runs})"
+            )
+        else:
+            row[names[solver]] = f"inf (0/{e.n_runs})"
+    return list(rows.values())
+
+
+def _figures(recorder, records, names):
+    """Every figure, written through ``recorder``: ``([(file, png, caption)], scaling fits)``."""
     plt = mpl("matplotlib.pyplot")
-    slopes = {}
-    _style(plt)
+    style = F.styles(sorted({r["solver"] for r in records}))
+    figures, fits = [], {}
+
+    def add(rel, fig, cap):
+        figures.append((rel, _png(fig), cap))
+        plt.close(fig)
+
     groups = defaultdict(list)
     for r in records:
-        if r["repeat"] == 0:
-            groups[(r["problem"], r["size"])].append(r)
+        groups[(r["problem"], r["size"])].append(r)
     for (prob, size), recs in sorted(groups.items()):
+        if all(r["status"] == "not applicable" for r in recs):
+            continue
         label = f"{prob} ({size_text(size)})"
-        fig = _convergence(plt, recs, label)
-        figures.append((f"figures/convergence_{_slug(prob)}_{_slug(size)}.png", _png(fig), label))
-        plt.close(fig)
-    for tol in TOLS:
-        fig = _profile(plt, records, tol)
-        figures.append((f"figures/profile_{tol:g}.png", _png(fig), f"performance profile {tol:g}"))
-        plt.close(fig)
-    fams = defaultdict(list)
-    for r in records:
-        fams[r["family"]].append(r)
-    for fam, recs in sorted(fams.items()):
-        fig, sl = _scaling(plt, recs, fam)
-        slopes[fam] = sl
+        add(f"figures/convergence_{_slug(prob)}_{_slug(size)}.png", F.convergence(recs, label, names, style), label)
+    add("figures/profiles.png", F.profiles(records, names, style, TOLS), "performance and data profiles")
+    add("figures/ecdf.png", F.ecdfs(records, names, style), "runtime distributions (COCO)")
+    for fam in sorted({r["family"] for r in records}):
+        fig, fam_fits = F.scaling(records, fam, names, style)
+        fits[fam] = {names[s]: e for s, e in fam_fits.items()}
         if fig is not None:
-            figures.append((f"figures/scaling_{_slug(fam)}.png", _png(fig), f"scaling {fam}"))
-            plt.close(fig)
+            add(f"figures/scaling_{_slug(fam)}.png", fig, f"scaling {fam}")
     for rel, data, _ in figures:
         (recorder.out / rel).parent.mkdir(parents=True, exist_ok=True)
         atomic_write_bytes(recorder.out / rel, data)
         recorder.owned.add(rel)
-    return figures, slopes
+    return figures, fits
+
+
+_STYLE = (
+    "<style>body{font-family:sans-serif;max-width:1250px;margin:auto;padding:0 1em}table{border-collapse:collapse;"
+    "font-size:12px;margin-bottom:1em}td,th{border:1px solid #ccc;padding:2px 5px;vertical-align:top}"
+    "img{max-width:100%}p.note{font-size:13px;color:#333}details{margin:1em 0}</style>"
+)
+
+
+def _summary_rows(records, names) -> list[dict]:
+    hi, lo = S.summary_table(records, TOLS[-1]), {r["solver"]: r for r in S.summary_table(records, TOLS[0])}
+    out = []
+    for row in sorted(hi, key=lambda r: (-r["solved"], r["median t"] if math.isfinite(r["median t"]) else 1e300)):
+        s = row["solver"]
+        fails = {st: row[st] for st in FAILURES if row[st]}
+        out.append({
+            "solver": names[s], "instances": row["instances"], "runs": row["runs"], "n/a": row["not applicable"],
+            "credited": row["credited"], f"solved {TOLS[0]:g}": lo[s]["solved"], f"solved {TOLS[-1]:g}": row["solved"],
+            "median s": row["median t"], "median evals": row["median evals"], "budget": row["budget"],
+            "failures": ", ".join(f"{k} {v}" for k, v in fails.items()),
+        })  # fmt: skip
+    return out
 
 
 def write_outputs(recorder, records, problems_info, meta, extra=None):
-    """Write the table, figures and HTML page through ``recorder`` (files it owns only)."""
-    flat = [{k: v for k, v in r.items() if k != "trace"} for r in records]
+    """Write the tables, figures and HTML page through ``recorder`` (files it owns only); a summary dict."""
+    extra = dict(extra or {})
+    names = {d["solver"]: d["name"] for d in extra.get("solvers", [])}
+    for r in records:
+        names.setdefault(r["solver"], r.get("solver_name") or r["solver"])
+    flat = [{k: v for k, v in r.items() if k not in ("trace", "output")} for r in records]
     recorder.write("results.csv", _write_csv(flat))
-    recorder.write(
-        "results.json", dumps_json({"meta": meta, **(extra or {}), "problems": problems_info, "runs": records})
-    )
-    figures, slopes = _figures(recorder, records)
-    best = fastest(records)
+    recorder.write("results.json", dumps_json({"meta": meta, **extra, "problems": problems_info, "runs": records}))
+    figures, fits = _figures(recorder, records, names)
+    best = S.fastest(records, TOLS[-1])
+    best_named = {fam: (names[b[0]], b[1]) if b else None for fam, b in best.items()}
     fails = [r for r in flat if r["status"] in FAILURES]
+    below = [r for r in flat if r.get("below_lower")]
+    ref = meta.get("reference", {})
     parts = [
         "<!doctype html><html><head><meta charset='utf-8'><title>theorycheck benchmark</title>",
-        "<style>body{font-family:sans-serif;max-width:1200px;margin:auto}table{border-collapse:collapse;"
-        "font-size:12px}td,th{border:1px solid #ccc;padding:2px 5px}img{max-width:100%}</style></head><body>",
+        _STYLE + "</head><body>",
         "<h1>theorycheck benchmark</h1>",
-        _table_html([meta], list(meta)),
-        "<h2>Fastest solver to relative suboptimality 1e-8 (median over runs)</h2>",
+        f"<p class='note'>{html.escape(CREDIT_RULE)}</p>",
+        f"<p class='note'>{meta.get('cells')} runs: {meta.get('run_now')} run now, {meta.get('resumed')} resumed "
+        f"from this folder (same solver code, package version and problem); budget {meta.get('budget_seconds')} s "
+        f"and {meta.get('max_evals')} evaluations per run; {meta.get('repeats')} repeat(s). Machine: "
+        f"{html.escape(str(meta.get('machine', {})))}. Reference workload: {_fmt(ref.get('seconds'))} s "
+        f"({html.escape(str(ref.get('what', '')))}); times divided by it are comparable across machines.</p>",
+        f"<h2>Summary (targets {TOLS[0]:g} and {TOLS[-1]:g}, every solver over the same instances)</h2>",
+        _table_html(_summary_rows(records, names), list(_summary_rows(records, names)[0]) if records else []),
+        f"<h2>Fastest solver to {TOLS[-1]:g} per family (median over the family's instances, unsolved = inf)</h2>",
         _table_html(
             [
-                {"family": f, "solver": b[0] if b else "none", "median time [s]": b[1] if b else None}
-                for f, b in best.items()
+                {"family": f, "solver": b[0] if b else "none", "median s": b[1] if b else None}
+                for f, b in best_named.items()
             ],
-            ["family", "solver", "median time [s]"],
+            ["family", "solver", "median s"],
         ),  # fmt: skip
+        f"<h2>Expected running time to {TOLS[-1]:g} (COCO's ERT, restarts counted; 95% bootstrap interval)</h2>",
+    ]
+    erts = ert_rows(records, TOLS[-1], names)
+    cols = ["problem", "size", *sorted({k for r in erts for k in r} - {"problem", "size"})]
+    parts.append(_table_html(erts, cols))
+    parts += [
+        f"<h2>Failures ({len(fails)})</h2>",
+        _table_html(fails, ["problem", "size", "solver_name", "repeat", "status", "wall", "message"]),
+    ]
+    if below:
+        parts += [
+            f"<h2>Below a certified optimum ({len(below)}): a bug or an infeasible answer</h2>",
+            _table_html(below, ["problem", "size", "solver_name", "repeat", "f", "f_star_lower", "violation"]),
+        ]
+    solvers = [{"name": d["name"], "solver": d["solver"], "code fingerprint": d["fingerprint"]}
+               for d in extra.get("solvers", [])]  # fmt: skip
+    parts += ["<h2>Solvers</h2>", _table_html(solvers, ["name", "solver", "code fingerprint"])]
+    resumed = extra.get("resumed_cells", [])
+    if resumed:
+        parts.append(f"<details><summary>{len(resumed)} resumed runs</summary>")
+        parts.append(_table_html(resumed, ["problem", "size", "solver", "repeat"]) + "</details>")
+    parts += [
         "<h2>Problems and certificates</h2>",
         _table_html(
             [
@@ -319,19 +244,18 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
                     "gap": p["certificate"]["gap"],
                 }
                 for p in problems_info
-            ],  # fmt: skip
+            ],
             ["name", "size", "n", "constraint", "certificate", "gap", "start"],
-        ),
-        f"<h2>Failures ({len(fails)})</h2>",
-        _table_html(fails, ["problem", "size", "solver", "repeat", "status", "message"]),
-        "<h2>Runs</h2>",
-        _table_html(flat, [c for c in COLUMNS if c not in ("message", "model")]),
+        ),  # fmt: skip
         "<h2>Figures</h2>",
     ]
     for _, data, cap in figures:
         b64 = base64.b64encode(data).decode()
-        parts.append(f"<h3>{html.escape(cap)}</h3><img src='data:image/png;base64,{b64}'>")
+        parts.append(f"<h3>{html.escape(cap)}</h3><img alt='{html.escape(cap)}' src='data:image/png;base64,{b64}'>")
+    parts.append(f"<details><summary>All {len(flat)} runs</summary>")
+    parts.append(_table_html(flat, [c for c in COLUMNS if c not in ("model", "solver")]) + "</details>")
     parts.append("</body></html>")
     recorder.write("report.html", "\n".join(parts))
     recorder.sync()
-    return {"figures": [f[0] for f in figures], "fastest": best, "slopes": slopes}
+    slopes = {fam: {s: e.slope for s, e in d.items()} for fam, d in fits.items()}
+    return {"figures": [f[0] for f in figures], "fastest": best_named, "slopes": slopes}

@@ -43,12 +43,12 @@ from ._harness import (
 )
 from ._oracle import ProblemInfo
 from ._registry import FAMILIES, LADDERS, get, match
-from ._report import write_outputs
+from ._report import size_text, write_outputs
 from ._solvers import SOLVERS, check_solver, display_name, solver_fingerprint
 from ._zygote import close_workers, guarded_run
 
 __all__ = ["run_benchmark", "plan", "default_levels", "QUICK", "DEFAULT", "DEFAULT_SOLVERS", "to_record",
-           "display_names"]  # fmt: skip
+           "display_names", "reference_workload", "REFERENCE"]  # fmt: skip
 
 #: ``--quick``: these problems at ladder level 0, these solvers, 1 repeat, 1 s budget
 QUICK: dict[str, Any] = {
@@ -162,6 +162,28 @@ def _machine() -> dict:
     }
 
 
+#: the reference workload: gradients of this problem (a dense numpy workload like the benchmark's own)
+REFERENCE = ("stage1-value/lsq:paper", {"T": 6, "v": 16, "tau": 3}, 20)
+
+
+def reference_workload(rounds: int = 5) -> dict:
+    """Seconds for a fixed workload on this machine, now (median of ``rounds``): ``REFERENCE[2]`` gradients
+    of ``REFERENCE[0]`` at ``REFERENCE[1]``. Benchmark times divided by it compare across machines (the
+    archive's runs are rescaled by the ratio of the two machines' reference seconds)."""
+    name, size, k = REFERENCE
+    p = get(name, **size)
+    x = p.start(1)
+    p.grad(x)
+    times = []
+    for _ in range(rounds):
+        t = time.perf_counter()
+        for _ in range(k):
+            p.grad(x)
+        times.append(time.perf_counter() - t)
+    times.sort()
+    return {"seconds": times[len(times) // 2], "what": f"{k} gradients of {name} at {size_text(size)}"}
+
+
 def _matches(solver: str, names: dict, patterns) -> bool:
     return any(fnmatch.fnmatchcase(solver, p) or fnmatch.fnmatchcase(names[solver], p) for p in patterns)
 
@@ -268,6 +290,7 @@ def run_benchmark(
         if not cells or len(declined) == len(cells):
             why = "; ".join(sorted(set(declined.values()))) or "no size level in the ladders"
             raise ValueError(f"no (problem, size, solver) combination applies ({why})")
+        reference = reference_workload()
         records, info = _run_cells(out, command, cells, declined, budget, max_evals, jobs, dask_ex, progress, rerun)
     meta = {
         "command": command,
@@ -282,6 +305,7 @@ def run_benchmark(
         "elapsed": info["elapsed"],
         "not_applicable": sum(r["status"] == "not applicable" for r in records),
         "machine": _machine(),
+        "reference": reference,
     }
     extra = {"resumed_cells": info["resumed_cells"], "solvers": info["solvers"]}
     summary = write_outputs(info["recorder"], records, info["problems"], meta, extra)

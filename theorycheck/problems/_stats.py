@@ -45,6 +45,8 @@ from typing import Any, NamedTuple
 import numpy as np
 from scipy.special import stdtrit
 
+from ._execute import CREDITED, STATUSES  # every status a record may carry; credit only for the first two
+
 __all__ = [
     "STATUSES", "CREDITED", "MEASURES", "FLOOR", "COCO_TARGETS", "target_level", "hitting_time",
     "hitting_times", "reduction_hitting_time", "instances", "Profile", "performance_profile",
@@ -57,9 +59,6 @@ Record = Mapping[str, Any]
 Instance = tuple[str, str, int]  # (problem, size, repeat)
 GroupKey = tuple[str, str, str]  # (solver, problem, size)
 
-#: every status a record may carry; credit is possible only for the first two
-STATUSES = ("ok", "budget", "over budget", "killed", "error", "nan", "wrong-shape", "not applicable")
-CREDITED = ("ok", "budget")
 NOT_APPLICABLE = "not applicable"
 MEASURES = ("evals", "t")
 #: runtimes are clipped below at this floor before ratios are taken (so every ratio is finite)
@@ -436,9 +435,11 @@ class ERTInterval(NamedTuple):
 
 
 def _run_cost(rec: Record, measure: str) -> float:
-    """What an unsuccessful run spent: its evaluations, or ``min(wall, budget_seconds)`` (wall NaN -> budget)."""
+    """What an unsuccessful run spent: its evaluations, or ``min(wall, budget_seconds)`` (wall NaN -> budget).
+    A run whose count is unknown (killed, or its process died) is charged its whole ``max_evals``."""
     if measure == "evals":
-        return float(rec["evals"])
+        ev = _num(rec.get("evals"))
+        return _num(rec.get("max_evals")) if math.isnan(ev) else ev
     budget, wall = _num(rec["budget_seconds"]), _num(rec["wall"])
     return budget if math.isnan(wall) else min(wall, budget)
 
