@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 
-from .._threads import prefer_forksafe_layer
 from ..problems._execute import FAILURES
 from ..problems._registry import list_problems
 from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
@@ -58,6 +57,21 @@ def add_parser(subparsers):
         "A solver whose code changed is rerun anyway: records are keyed by a hash of its code",
     )
     p.add_argument(
+        "--archive",
+        default=None,
+        metavar="FILE",
+        help="also write the runs' compact records to FILE (.json.gz): a reference archive for --compare-archive",
+    )
+    p.add_argument(
+        "--compare-archive",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="FILE",
+        help="rank the --solver(s) against an archive's built-in solvers without rerunning them (default: the "
+        "archive shipped with theorycheck); times are rescaled by a reference workload measured in both runs",
+    )
+    p.add_argument(
         "--sizes",
         default=None,
         help="comma-separated ladder levels, e.g. 0,1,2, or 'all' (default: "
@@ -99,9 +113,6 @@ def _levels(text):
 
 
 def run(args) -> int:
-    # this process forks a worker per job slot after computing certificates (parallel Numba kernels):
-    # a fork-safe threading layer, chosen before any kernel runs (on GNU OpenMP the workers are terminated)
-    prefer_forksafe_layer()
     if args.list:
         for d in list_problems():
             print(f"{d['name']:34s} sizes: {d['sizes']}")
@@ -118,8 +129,11 @@ def run(args) -> int:
         solvers = solvers or list(QUICK["solvers"])
         levels = [0] if not args.sizes else levels
         budget = min(budget, QUICK["budget"])
+    if args.compare_archive and not (args.solver or args.solvers):
+        raise ValueError("--compare-archive ranks your solvers against the archive's: give --solver FILE.py:FUNCTION")
     if args.solver:
-        solvers = list(solvers if solvers is not None else DEFAULT_SOLVERS) + list(args.solver)
+        default = [] if args.compare_archive else DEFAULT_SOLVERS  # the archive holds the built-ins' runs
+        solvers = list(solvers if solvers is not None else default) + list(args.solver)
     json_file = json_path(args)
     command = "theorycheck " + " ".join(shlex.quote(a) for a in getattr(args, "argv", ["benchmark"]))
     records, summary = run_benchmark(
@@ -135,6 +149,8 @@ def run(args) -> int:
         force=args.force,
         progress=not args.quiet,
         rerun=args.rerun,
+        archive=args.archive,
+        compare_archive=args.compare_archive,
         command=command,
     )
     fails = sum(r["status"] in FAILURES for r in records)

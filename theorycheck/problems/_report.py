@@ -178,6 +178,23 @@ def _summary_rows(records, names) -> list[dict]:
     return out
 
 
+def _archive_note(meta) -> str:
+    a = meta.get("archive")
+    if not a:
+        return ""
+    text = (
+        f"Compared with the archive ({a['file']}: theorycheck {a['theorycheck']}, {a['records']} runs on these "
+        f"instances, machine {a['machine']}). Its seconds are multiplied by {_fmt(a['time_scale'])}, the ratio of "
+        "this run's reference workload to the archive's; evaluation counts are as recorded."
+    )
+    if a.get("changed_since"):
+        changed = ", ".join(a["changed_since"])
+        text += f" The code of {changed} changed since the archive was made (its records are of the old code)."
+    if a["budget_differs"]:
+        text += f" Its budget was {a['budget_seconds']} s per run, not this run's: statuses may differ for that reason."
+    return f"<p class='note'><b>{html.escape(text)}</b></p>"
+
+
 def write_outputs(recorder, records, problems_info, meta, extra=None):
     """Write the tables, figures and HTML page through ``recorder`` (files it owns only); a summary dict."""
     extra = dict(extra or {})
@@ -203,6 +220,7 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
         f"and {meta.get('max_evals')} evaluations per run; {meta.get('repeats')} repeat(s). Machine: "
         f"{html.escape(str(meta.get('machine', {})))}. Reference workload: {_fmt(ref.get('seconds'))} s "
         f"({html.escape(str(ref.get('what', '')))}); times divided by it are comparable across machines.</p>",
+        _archive_note(meta),
         f"<h2>Summary (targets {TOLS[0]:g} and {TOLS[-1]:g}, every solver over the same instances)</h2>",
         _table_html(_summary_rows(records, names), list(_summary_rows(records, names)[0]) if records else []),
         f"<h2>Fastest solver to {TOLS[-1]:g} per family (median over the family's instances, unsolved = inf)</h2>",

@@ -30,6 +30,7 @@ from tqdm.auto import tqdm
 from .._dask import scheduler_executor
 from .._io import prepare_output_dir
 from .._version import __version__
+from ._archive import load_archive, rescale, write_archive
 from ._execute import hard_limit
 from ._harness import (
     Cell,
@@ -184,6 +185,27 @@ def reference_workload(rounds: int = 5) -> dict:
     return {"seconds": times[len(times) // 2], "what": f"{k} gradients of {name} at {size_text(size)}"}
 
 
+def _with_archive(records, doc, reference_seconds, budget, source):
+    """The run's records plus the archive's on the same instances; the comparison's description."""
+    ours = {(r["problem"], r["size"], r["repeat"]) for r in records}
+    theirs = [r for r in rescale(doc, reference_seconds) if (r["problem"], r["size"], r["repeat"]) in ours]
+    scale = theirs[0]["archive_scale"] if theirs else math.nan
+    archived = doc.get("solvers") or {}
+    changed = sorted(s for s, fp in archived.items() if s in SOLVERS and fp != solver_fingerprint(s))
+    info = {
+        "file": "shipped" if source is True else str(source),
+        "theorycheck": doc.get("theorycheck"),
+        "machine": doc.get("machine"),
+        "reference": doc.get("reference"),
+        "time_scale": scale,
+        "records": len(theirs),
+        "budget_seconds": doc.get("budget_seconds"),
+        "budget_differs": doc.get("budget_seconds") != budget,
+        "changed_since": changed,
+    }
+    return [*records, *theirs], info
+
+
 def _matches(solver: str, names: dict, patterns) -> bool:
     return any(fnmatch.fnmatchcase(solver, p) or fnmatch.fnmatchcase(names[solver], p) for p in patterns)
 
@@ -270,6 +292,8 @@ def run_benchmark(
     force: bool = False,
     progress: bool = True,
     rerun=(),
+    archive=None,
+    compare_archive=None,
     command: str = "theorycheck benchmark",
 ):
     """Run every cell not already in ``out`` and write the outputs; return ``(records, summary)``.
@@ -277,9 +301,17 @@ def run_benchmark(
     ``jobs``: runs at a time in local sealed processes; ``scheduler``: a Dask scheduler address or
     ``distributed.Client`` (runs are tasks on its workers; ``jobs`` is then ignored). A bad or unreachable
     scheduler fails before any cell runs. ``rerun``: glob patterns of solver names (or specs) whose cells are
-    run again even if a record exists.
+    run again even if a record exists. ``archive``: also write the run's compact records to this file
+    (:mod:`._archive`); ``compare_archive``: ``True`` (the shipped archive) or a file: its records on the
+    instances of this run join the report as ``<solver> (archive)``, times rescaled by the two runs'
+    reference workloads.
     """
     out = prepare_output_dir(out, force=force)
+    if archive is not None:
+        archive = prepare_output_dir(archive, kind="file", force=force, suffix=".json.gz", flag="--archive")
+    doc = None
+    if compare_archive:
+        doc = load_archive(None if compare_archive is True else compare_archive)
     names = match(problems)  # unknown problem or solver names fail here, before any work
     solvers = list(solvers or DEFAULT_SOLVERS)
     for s in solvers:
@@ -308,7 +340,17 @@ def run_benchmark(
         "reference": reference,
     }
     extra = {"resumed_cells": info["resumed_cells"], "solvers": info["solvers"]}
-    summary = write_outputs(info["recorder"], records, info["problems"], meta, extra)
+    shown = records
+    if doc is not None:
+        shown, meta["archive"] = _with_archive(records, doc, reference["seconds"], budget, compare_archive)
+        extra["solvers"] = extra["solvers"] + [
+            {"solver": s, "name": n, "fingerprint": "archive"}
+            for s, n in sorted({(r["solver"], r["solver_name"]) for r in shown if r["solver"].startswith("archive:")})
+        ]
+    if archive is not None:
+        write_archive(archive, records, {**meta, "solvers": info["solvers"]})
+        meta["archive_written"] = str(archive)
+    summary = write_outputs(info["recorder"], shown, info["problems"], meta, extra)
     summary.update(meta)
     summary.update(extra)
     return records, summary
