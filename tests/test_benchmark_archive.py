@@ -9,7 +9,7 @@ import pytest
 
 from theorycheck.cli import main
 from theorycheck.problems import _stats as S
-from theorycheck.problems._archive import ARCHIVE_TAG, compact, load_archive, rescale, write_archive
+from theorycheck.problems._archive import ARCHIVE_TAG, compact, load_archive, rescale
 from theorycheck.problems._run import run_benchmark
 
 PROBS = ["attention-ab/block:paper", "stage1-value/block:paper"]
