@@ -178,14 +178,26 @@ def _summary_rows(records, names) -> list[dict]:
     return out
 
 
+def machine_text(m: dict) -> str:
+    """``Python 3.11.7 on Linux-..., 2 CPUs, load 0.1 / 0.2 / 0.3, theorycheck 0.1.0, 2026-11-29T08:04:10+00:00``."""
+    if not m:
+        return "unknown"
+    load = " / ".join(f"{x:g}" for x in m.get("load_average", []))
+    return (
+        f"Python {m.get('python')} on {m.get('platform')}, {m.get('cpus')} CPUs, load {load}, "
+        f"theorycheck {m.get('theorycheck')}, {m.get('date')}"
+    )
+
+
 def _archive_note(meta) -> str:
     a = meta.get("archive")
     if not a:
         return ""
     text = (
         f"Compared with the archive ({a['file']}: theorycheck {a['theorycheck']}, {a['records']} runs on these "
-        f"instances, machine {a['machine']}). Its seconds are multiplied by {_fmt(a['time_scale'])}, the ratio of "
-        "this run's reference workload to the archive's; evaluation counts are as recorded."
+        f"instances; machine: {machine_text(a['machine'] or {})}). Its seconds are multiplied by "
+        f"{_fmt(a['time_scale'])}, the ratio of this run's reference workload to the archive's; evaluation counts "
+        "are as recorded."
     )
     if a.get("changed_since"):
         changed = ", ".join(a["changed_since"])
@@ -218,7 +230,7 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
         f"<p class='note'>{meta.get('cells')} runs: {meta.get('run_now')} run now, {meta.get('resumed')} resumed "
         f"from this folder (same solver code, package version and problem); budget {meta.get('budget_seconds')} s "
         f"and {meta.get('max_evals')} evaluations per run; {meta.get('repeats')} repeat(s). Machine: "
-        f"{html.escape(str(meta.get('machine', {})))}. Reference workload: {_fmt(ref.get('seconds'))} s "
+        f"{html.escape(machine_text(meta.get('machine', {})))}. Reference workload: {_fmt(ref.get('seconds'))} s "
         f"({html.escape(str(ref.get('what', '')))}); times divided by it are comparable across machines.</p>",
         _archive_note(meta),
         f"<h2>Summary (targets {TOLS[0]:g} and {TOLS[-1]:g}, every solver over the same instances)</h2>",
