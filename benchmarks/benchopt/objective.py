@@ -12,8 +12,8 @@ from theorycheck import problems
 
 
 class Objective(BaseObjective):
+    # no ``url``: theorycheck has no public repository address yet (benchopt's url is optional)
     name = "theorycheck"
-    url = "https://github.com/theorycheck/theorycheck"
     min_benchopt_version = "1.5"
     requirements = ["pip:theorycheck"]
     parameters = {}

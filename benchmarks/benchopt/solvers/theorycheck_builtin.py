@@ -2,13 +2,16 @@
 parametrised benchopt solver (``-s "theorycheck[method=L-BFGS-B]"``).
 
 The protocol maps one to one: our ``callback(x)`` stores ``x`` and calls benchopt's callback, which
-evaluates the objective and says whether to go on (sampling strategy ``"callback"``).
+evaluates the objective and says whether to go on (sampling strategy ``"callback"``). The solver sees the
+problem through theorycheck's sealed oracle (``f``, ``grad``, ``hvp``, ``x0``, ...: what ``theorycheck
+benchmark`` gives it), never the problem object with its certificate.
 """
 
 import numpy as np
 from benchopt import BaseSolver
 
 from theorycheck import problems
+from theorycheck.problems._oracle import Meter, ProblemInfo, make_oracle
 
 
 class _Stop(Exception):
@@ -22,11 +25,11 @@ class Solver(BaseSolver):
     parameters = {"method": ["L-BFGS-B", "Newton-CG", "gd", "Nelder-Mead", "closed-form"]}
 
     def skip(self, problem):
-        ok, why = problems.SOLVERS[self.method].applies(problem)
+        ok, why = problems.SOLVERS[self.method].applies(ProblemInfo.of(problem))
         return (not ok), (why or None)
 
     def set_objective(self, problem):
-        self.problem = problem
+        self.problem = make_oracle(problem, Meter(3600.0, 10**12, problem.n), problem.x0)
         self.x = problem.x0
 
     def run(self, cb):
