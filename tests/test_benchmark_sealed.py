@@ -400,3 +400,17 @@ def test_oracle_contract_in_process():
     with pytest.raises(AttributeError):
         o.shape = (3,)
     assert [k for k, *_ in m.points] == [1, 2, 3] and np.array_equal(m.points[0][4], p.start(0))
+
+
+def test_certificates_print_nothing_in_library_use(capfd):
+    """A problem's certificate (here one that runs the attention grid search) shows no progress bar of the
+    library solvers it calls: in library use, and in a benchmark, the benchmark's own bar is the only one."""
+    from theorycheck.models import Masking
+    from theorycheck.problems._registry import FAMILIES, MODELS
+
+    cls, _ = FAMILIES["attention-ab/cotopic"]
+    p = cls("zipf", {"T": 3, "v": 4, "tau": 2}, MODELS["zipf"](3, 4, 2), Masking())
+    capfd.readouterr()
+    assert p.certificate.upper > 0
+    err = capfd.readouterr().err
+    assert "attention grid" not in err and err == ""

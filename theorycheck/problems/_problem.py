@@ -10,8 +10,8 @@ constraint ``x`` symmetric positive semidefinite). Every problem knows
 - where the minimiser is unique up to a known null space, the identifiable part of the minimiser
   (:meth:`Problem.identifiable`) and :meth:`Problem.distance` to it.
 
-The optimum is computed lazily (the first time ``certificate`` / ``minimiser`` is read) and cached
-on the instance.
+The optimum is computed lazily (the first time ``certificate`` / ``minimiser`` is read), without the
+library solvers' progress bars, and cached on the instance.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from .._progress import quiet
 
 __all__ = ["Certificate", "Problem"]
 
@@ -134,7 +136,8 @@ class Problem:
 
     def _ensure(self):
         if self._opt is None:
-            self._opt = self._optimum()
+            with quiet():  # the solvers' own progress bars are not the problem library's to show
+                self._opt = self._optimum()
         return self._opt
 
     @property
