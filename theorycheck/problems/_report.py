@@ -250,7 +250,9 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
     parts.append(_table_html(erts, cols))
     parts += [
         f"<h2>Failures ({len(fails)})</h2>",
-        _table_html(fails, ["problem", "size", "solver_name", "repeat", "status", "wall", "message"]),
+        _table_html(fails, ["problem", "size", "solver_name", "repeat", "status", "wall", "message"])
+        if fails
+        else "<p>None.</p>",
     ]
     if below:
         parts += [
@@ -270,6 +272,7 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
             [
                 {
                     **p,
+                    "size": size_text(p["size"]),
                     "certificate": f"{p['certificate']['kind']}: {p['certificate']['method']}",
                     "gap": p["certificate"]["gap"],
                 }
