@@ -48,6 +48,7 @@ def add_parser(subparsers):
         help="a user solver (repeatable): solver(oracle, budget, callback) -> x; its module is imported in the run's "
         "own process, before its clock starts",
     )
+    _add_archive_flags(p)
     p.add_argument(
         "--rerun",
         action="append",
@@ -55,21 +56,6 @@ def add_parser(subparsers):
         metavar="SOLVER",
         help="run this solver's cells again even if --out holds their records (a name or glob; repeatable). "
         "A solver whose code changed is rerun anyway: records are keyed by a hash of its code",
-    )
-    p.add_argument(
-        "--archive",
-        default=None,
-        metavar="FILE",
-        help="also write the runs' compact records to FILE (.json.gz): a reference archive for --compare-archive",
-    )
-    p.add_argument(
-        "--compare-archive",
-        nargs="?",
-        const=True,
-        default=None,
-        metavar="FILE",
-        help="rank the --solver(s) against an archive's built-in solvers without rerunning them (default: the "
-        "archive shipped with theorycheck); times are rescaled by a reference workload measured in both runs",
     )
     p.add_argument(
         "--sizes",
@@ -91,6 +77,24 @@ def add_parser(subparsers):
     add_out_flags(p, "theorycheck-benchmark", "output folder (a rerun resumes its finished runs)")
     add_json_flag(p, "the summary (runs, resumed, fastest solver per family)")
     return p
+
+
+def _add_archive_flags(p) -> None:
+    p.add_argument(
+        "--archive",
+        default=None,
+        metavar="FILE",
+        help="also write the runs' compact records to FILE (.json.gz): a reference archive for --compare-archive",
+    )
+    p.add_argument(
+        "--compare-archive",
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="FILE",
+        help="rank the --solver(s) against an archive's built-in solvers without rerunning them (default: the "
+        "archive shipped with theorycheck); times are rescaled by a reference workload measured in both runs",
+    )
 
 
 def _csv(text):

@@ -282,27 +282,17 @@ def make_oracle(problem, meter: Meter, x0) -> Oracle:
     def counts() -> dict:
         return {"f": m.nf, "grad": m.ng, "hvp": m.nh, "total": m.k}
 
-    info = ProblemInfo.of(problem)
+    funcs = {"f": f, "grad": grad, "hvp": None if ph is None else hvp, "start": start, "project": project,
+             "violation": violation, "_counts": counts}  # fmt: skip
+    return _seal(funcs, ProblemInfo.of(problem), x0)
+
+
+def _seal(funcs: dict, info: ProblemInfo, x0) -> Oracle:
+    """An :class:`Oracle` holding ``funcs`` and the problem statement ``info``, then read-only."""
     o = object.__new__(Oracle)
-    for name, value in (
-        ("f", f),
-        ("grad", grad),
-        ("hvp", None if ph is None else hvp),
-        ("start", start),
-        ("project", project),
-        ("violation", violation),
-        ("shape", info.shape),
-        ("n", info.n),
-        ("constraint", info.constraint),
-        ("name", info.name),
-        ("family", info.family),
-        ("model", info.model),
-        ("V1", info.V1),
-        ("has_hvp", info.has_hvp),
-        ("_size", tuple(sorted(info.size.items()))),
-        ("_x0", np.array(x0, dtype=float, copy=True)),
-        ("_counts", counts),
-        ("_sealed", True),
-    ):
+    fields = {"shape": info.shape, "n": info.n, "constraint": info.constraint, "name": info.name,
+              "family": info.family, "model": info.model, "V1": info.V1, "has_hvp": info.has_hvp,
+              "_size": tuple(sorted(info.size.items())), "_x0": np.array(x0, dtype=float, copy=True)}  # fmt: skip
+    for name, value in {**funcs, **fields, "_sealed": True}.items():
         object.__setattr__(o, name, value)
     return o

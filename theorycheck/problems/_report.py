@@ -207,22 +207,12 @@ def _archive_note(meta) -> str:
     return f"<p class='note'><b>{html.escape(text)}</b></p>"
 
 
-def write_outputs(recorder, records, problems_info, meta, extra=None):
-    """Write the tables, figures and HTML page through ``recorder`` (files it owns only); a summary dict."""
-    extra = dict(extra or {})
-    names = {d["solver"]: d["name"] for d in extra.get("solvers", [])}
-    for r in records:
-        names.setdefault(r["solver"], r.get("solver_name") or r["solver"])
-    flat = [{k: v for k, v in r.items() if k not in ("trace", "output")} for r in records]
-    recorder.write("results.csv", _write_csv(flat))
-    recorder.write("results.json", dumps_json({"meta": meta, **extra, "problems": problems_info, "runs": records}))
-    figures, fits = _figures(recorder, records, names)
-    best = S.fastest(records, TOLS[-1])
-    best_named = {fam: (names[b[0]], b[1]) if b else None for fam, b in best.items()}
-    fails = [r for r in flat if r["status"] in FAILURES]
-    below = [r for r in flat if r.get("below_lower")]
+def _head_html(meta, records, names) -> list[str]:
+    """The page's head: the credit rule, the run's settings and machine, the archive, the summary tables."""
     ref = meta.get("reference", {})
-    parts = [
+    best = S.fastest(records, TOLS[-1])
+    rows = _summary_rows(records, names)
+    return [
         "<!doctype html><html><head><meta charset='utf-8'><title>theorycheck benchmark</title>",
         _STYLE + "</head><body>",
         "<h1>theorycheck benchmark</h1>",
@@ -234,21 +224,26 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
         f"({html.escape(str(ref.get('what', '')))}); times divided by it are comparable across machines.</p>",
         _archive_note(meta),
         f"<h2>Summary (targets {TOLS[0]:g} and {TOLS[-1]:g}, every solver over the same instances)</h2>",
-        _table_html(_summary_rows(records, names), list(_summary_rows(records, names)[0]) if records else []),
+        _table_html(rows, list(rows[0]) if rows else []),
         f"<h2>Fastest solver to {TOLS[-1]:g} per family (median over the family's instances, unsolved = inf)</h2>",
         _table_html(
             [
-                {"family": f, "solver": b[0] if b else "none", "median s": b[1] if b else None}
-                for f, b in best_named.items()
+                {"family": f, "solver": names[b[0]] if b else "none", "median s": b[1] if b else None}
+                for f, b in best.items()
             ],
             ["family", "solver", "median s"],
         ),  # fmt: skip
-        f"<h2>Expected running time to {TOLS[-1]:g} (COCO's ERT, restarts counted; 95% bootstrap interval)</h2>",
     ]
+
+
+def _body_html(records, flat, problems_info, extra, names) -> list[str]:
+    """ERT, failures, solvers, resumed runs and problems."""
     erts = ert_rows(records, TOLS[-1], names)
-    cols = ["problem", "size", *sorted({k for r in erts for k in r} - {"problem", "size"})]
-    parts.append(_table_html(erts, cols))
-    parts += [
+    fails = [r for r in flat if r["status"] in FAILURES]
+    below = [r for r in flat if r.get("below_lower")]
+    parts = [
+        f"<h2>Expected running time to {TOLS[-1]:g} (COCO's ERT, restarts counted; 95% bootstrap interval)</h2>",
+        _table_html(erts, ["problem", "size", *sorted({k for r in erts for k in r} - {"problem", "size"})]),
         f"<h2>Failures ({len(fails)})</h2>",
         _table_html(fails, ["problem", "size", "solver_name", "repeat", "status", "wall", "message"])
         if fails
@@ -266,22 +261,26 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
     if resumed:
         parts.append(f"<details><summary>{len(resumed)} resumed runs</summary>")
         parts.append(_table_html(resumed, ["problem", "size", "solver", "repeat"]) + "</details>")
-    parts += [
-        "<h2>Problems and certificates</h2>",
-        _table_html(
-            [
-                {
-                    **p,
-                    "size": size_text(p["size"]),
-                    "certificate": f"{p['certificate']['kind']}: {p['certificate']['method']}",
-                    "gap": p["certificate"]["gap"],
-                }
-                for p in problems_info
-            ],
-            ["name", "size", "n", "constraint", "certificate", "gap", "start"],
-        ),  # fmt: skip
-        "<h2>Figures</h2>",
-    ]
+    probs = [{**p, "size": size_text(p["size"]), "gap": p["certificate"]["gap"],
+              "certificate": f"{p['certificate']['kind']}: {p['certificate']['method']}"}
+             for p in problems_info]  # fmt: skip
+    parts += ["<h2>Problems and certificates</h2>",
+              _table_html(probs, ["name", "size", "n", "constraint", "certificate", "gap", "start"])]  # fmt: skip
+    return parts
+
+
+def write_outputs(recorder, records, problems_info, meta, extra=None):
+    """Write the tables, figures and HTML page through ``recorder`` (files it owns only); a summary dict."""
+    extra = dict(extra or {})
+    names = {d["solver"]: d["name"] for d in extra.get("solvers", [])}
+    for r in records:
+        names.setdefault(r["solver"], r.get("solver_name") or r["solver"])
+    flat = [{k: v for k, v in r.items() if k not in ("trace", "output")} for r in records]
+    recorder.write("results.csv", _write_csv(flat))
+    recorder.write("results.json", dumps_json({"meta": meta, **extra, "problems": problems_info, "runs": records}))
+    figures, fits = _figures(recorder, records, names)
+    parts = [*_head_html(meta, records, names), *_body_html(records, flat, problems_info, extra, names)]
+    parts.append("<h2>Figures</h2>")
     for _, data, cap in figures:
         b64 = base64.b64encode(data).decode()
         parts.append(f"<h3>{html.escape(cap)}</h3><img alt='{html.escape(cap)}' src='data:image/png;base64,{b64}'>")
@@ -290,5 +289,6 @@ def write_outputs(recorder, records, problems_info, meta, extra=None):
     parts.append("</body></html>")
     recorder.write("report.html", "\n".join(parts))
     recorder.sync()
+    best = {fam: (names[b[0]], b[1]) if b else None for fam, b in S.fastest(records, TOLS[-1]).items()}
     slopes = {fam: {s: e.slope for s, e in d.items()} for fam, d in fits.items()}
-    return {"figures": [f[0] for f in figures], "fastest": best_named, "slopes": slopes}
+    return {"figures": [f[0] for f in figures], "fastest": best, "slopes": slopes}

@@ -339,10 +339,17 @@ def run_benchmark(
         "machine": _machine(),
         "reference": reference,
     }
+    return _finish(records, info, meta, doc, compare_archive, archive)
+
+
+def _finish(records, info: dict, meta: dict, doc, compare_archive, archive):
+    """Write the archive and the report; ``(records, summary)``."""
     extra = {"resumed_cells": info["resumed_cells"], "solvers": info["solvers"]}
     shown = records
     if doc is not None:
-        shown, meta["archive"] = _with_archive(records, doc, reference["seconds"], budget, compare_archive)
+        shown, meta["archive"] = _with_archive(
+            records, doc, meta["reference"]["seconds"], meta["budget_seconds"], compare_archive
+        )
         extra["solvers"] = extra["solvers"] + [
             {"solver": s, "name": n, "fingerprint": "archive"}
             for s, n in sorted({(r["solver"], r["solver_name"]) for r in shown if r["solver"].startswith("archive:")})

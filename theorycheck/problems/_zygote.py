@@ -275,52 +275,49 @@ def _tail(path: str) -> str:
     return text[-OUTPUT_TAIL:]
 
 
+def _poll(rc, pid: int, budget: float, parent: int) -> tuple:
+    """Read the run process's messages under its deadlines: ``(answer, status, killed, phase, t0)``."""
+    phase, t0 = "setup", time.monotonic()
+    deadline = t0 + CHILD_SETUP_TIMEOUT
+    answer, status = None, None
+    while answer is None:
+        now = time.monotonic()
+        if now > deadline or os.getppid() != parent:
+            return None, status, True, phase, t0
+        try:
+            msg = rc.recv() if rc.poll(min(_POLL, max(deadline - now, 0.0))) else None
+        except (EOFError, OSError):
+            _, status = os.waitpid(pid, 0)
+            return None, status, False, phase, t0
+        if msg is not None:
+            if msg[0] == "start":
+                phase, t0 = "run", time.monotonic()
+                deadline = t0 + hard_limit(budget)
+            elif msg[0] == "stop":
+                phase, deadline = "after", time.monotonic() + SETUP_TIMEOUT
+            else:
+                answer = msg
+            continue
+        wpid, st = os.waitpid(pid, os.WNOHANG)
+        if wpid:  # gone: read what it sent before it went (a grandchild may hold the pipe open)
+            while answer is None and rc.poll(0):
+                try:
+                    msg = rc.recv()
+                except (EOFError, OSError):
+                    break
+                answer = msg if msg[0] not in ("start", "stop") else None
+            return answer, st, False, phase, t0
+    return answer, status, False, phase, t0
+
+
 def _watch(pid: int, r: int, budget: float, parent: int, out_path: str):
     """Wait for the run process ``pid`` under its deadlines; kill whatever is left; the answer for the
     coordinator: ``("done", outcome, output)``, ``("not applicable", why)``, ``("error", why)``,
     ``("killed", phase, wall, output)`` or ``("died", how, phase, wall, output)``."""
     rc = Connection(r, writable=False)
-    phase, t0 = "setup", time.monotonic()
-    deadline = t0 + CHILD_SETUP_TIMEOUT
-    answer, status, killed = None, None, False
+    answer, status, killed, phase, t0 = None, None, False, "setup", time.monotonic()
     try:
-        while answer is None:
-            now = time.monotonic()
-            if now > deadline:
-                killed = True
-                break
-            try:
-                ready = rc.poll(min(_POLL, max(deadline - now, 0.0)))
-                msg = rc.recv() if ready else None
-            except (EOFError, OSError):
-                msg, ready = None, False
-                if status is None:
-                    _, status = os.waitpid(pid, 0)
-                break
-            if msg is not None:
-                if msg[0] == "start":
-                    phase, t0 = "run", time.monotonic()
-                    deadline = t0 + hard_limit(budget)
-                elif msg[0] == "stop":
-                    phase, deadline = "after", time.monotonic() + SETUP_TIMEOUT
-                else:
-                    answer = msg
-                continue
-            wpid, st = os.waitpid(pid, os.WNOHANG)
-            if wpid:
-                status = st
-                # the process is gone; read what it sent before it went (a grandchild may hold the pipe open)
-                while answer is None and rc.poll(0):
-                    try:
-                        msg = rc.recv()
-                    except (EOFError, OSError):
-                        break
-                    if msg[0] not in ("start", "stop"):
-                        answer = msg
-                break
-            if os.getppid() != parent:
-                killed = True
-                break
+        answer, status, killed, phase, t0 = _poll(rc, pid, budget, parent)
     finally:
         wall = time.monotonic() - t0
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -333,9 +330,7 @@ def _watch(pid: int, r: int, budget: float, parent: int, out_path: str):
         rc.close()
     output = _tail(out_path)
     if answer is not None:
-        if answer[0] == "done":
-            return ("done", answer[1], output)
-        return answer
+        return ("done", answer[1], output) if answer[0] == "done" else answer
     if killed:
         return ("killed", phase, wall, output)
     how = "unknown"
