@@ -32,8 +32,8 @@ import sys
 import numpy as np
 
 from .. import _memory, _progress, _threads
-from .._interrupt import redeliver_swallowed_ctrl_c
-from .._io import prepare_output_dir, write_json
+from .._interrupt import exit_code, redeliver_swallowed_ctrl_c
+from .._io import distinct_outputs, prepare_output_dir, write_json
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ..population._moments import MAX_ENUMERATED_SETS
 
@@ -340,21 +340,25 @@ def run_command(args) -> int:
     """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``;
     a ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one
     line on stderr and exit code 2, and so is an ``OSError`` (a file system failure: its message and the
-    path); Ctrl-C that the command does not handle itself is one line and exit code 130."""
+    path); Ctrl-C that the command does not handle itself is one line and exit code 130, SIGTERM the same with exit
+    code 143 (:mod:`theorycheck._interrupt`). No two outputs of the command may be the same file, or one inside
+    the other (:func:`theorycheck._io.distinct_outputs`)."""
     try:
         _threads.configure(args.threads)  # also checks $THEORYCHECK_THREADS
         _memory.check_env()  # a malformed $THEORYCHECK_MAX_BYTES: one error before any work
         # --quiet also silences the bars inside library routines (theorycheck._progress), in workers too
-        with redeliver_swallowed_ctrl_c(), _progress.quiet(bool(getattr(args, "quiet", False)) or _progress.is_quiet()):
+        quiet = _progress.quiet(bool(getattr(args, "quiet", False)) or _progress.is_quiet())
+        with redeliver_swallowed_ctrl_c(), distinct_outputs(), quiet:  # no two outputs of one command the same file
             return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
         return error(args, str(exc))
     except OSError as exc:  # a file system failure past the upfront checks (disk full, a folder removed meanwhile)
         where = " ".join(repr(str(f)) for f in (exc.filename, exc.filename2) if f is not None)
         return error(args, f"{exc.strerror or exc}{': ' + where if where else ''}")
-    except KeyboardInterrupt:
-        print(f"theorycheck {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (theorycheck._interrupt.sigterm_as_ctrl_c): exit 130 or 143
+        code = exit_code()
+        print(f"theorycheck {args.command}: interrupted{' (SIGTERM)' if code != 130 else ''}", file=sys.stderr)
+        return code
 
 
 def leaf_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import solvers
-from .._io import atomic_directory, atomic_write_bytes, prepare_output_dir, write_json
+from .._io import atomic_directory, atomic_write_bytes, claim_output, prepare_output_dir, write_json
 from .._memory import check_grid
 from .._validate import check_loss
 from ..analysis.stats import embedding_topic_stats
@@ -319,6 +319,8 @@ def _attention_options(args) -> dict | None:
     if copts and args.certify is None:
         named = ", ".join(f for f, k in _CERTIFY_FLAGS.items() if k in copts)
         raise ValueError(f"solve attention: {named} needs --certify interval")
+    if args.checkpoint is not None:
+        claim_output(args.checkpoint, "--checkpoint", "file")  # not the same file as --out, --json or --npz
     if args.certify is not None:
         opts["certify"] = args.certify
         opts["certify_options"] = copts or None

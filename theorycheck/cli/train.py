@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from .. import _io
+from .._interrupt import exit_code
 from .._validate import check_int
 from ..nn import PRESETS, DataConfig, ModelConfig, TrainingInterrupted, preset, run_preset, stage_curves, train
 from ..nn.checkpoint import list_checkpoints
@@ -132,6 +134,8 @@ def _train_folder(args):
     out = Path(args.out)
     if args.resume and not out.is_dir():
         raise ValueError(f"--resume: the run folder {args.out!r} does not exist; nothing to resume")
+    if args.resume:
+        _io.claim_output(out, "--out", "dir")  # an output of this command (no --json inside it)
     if not args.resume:
         unfinished = _unfinished_run(out)
         if unfinished is not None:  # a run killed before it wrote its marker: its files are not the user's
@@ -145,7 +149,11 @@ def _train_folder(args):
         return {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {_io.MARKER}
 
     marker = _io.read_marker(out) if out.is_dir() else None
-    foreign = set() if args.resume or not out.is_dir() else files() - set(marker["files"] if marker else ())
+    owned = set(marker["files"]) if marker else set()
+    # the user's files: those found now that the marker does not list; on --resume a file under a name the run
+    # writes is the interrupted run's own (killed before its marker was written)
+    found = files() - owned if out.is_dir() else set()
+    foreign = {f for f in found if not (args.resume and _TRAIN_OUTPUT.fullmatch(f))}
     clash = sorted(f for f in foreign if _TRAIN_OUTPUT.fullmatch(f))
     if clash:  # --force: a file of the user's under a name the run writes is refused now, before any work
         raise ValueError(
@@ -154,9 +162,10 @@ def _train_folder(args):
             "away or choose a new --out folder"
         )
 
-    def mark():
+    def mark():  # exactly the files theorycheck wrote: listed before, or under a name a run writes (not the user's)
         if out.is_dir():
-            _io.write_marker(out, command=_train_command(args), files=sorted(files() - foreign))
+            ours = {f for f in files() - foreign if f in owned or _TRAIN_OUTPUT.fullmatch(f)}
+            _io.write_marker(out, command=_train_command(args), files=sorted(ours))
 
     return out, mark
 
@@ -222,7 +231,7 @@ def _general_train_models(args, seeds) -> tuple:
 
 
 def run(args) -> int:
-    """Run a preset (SPEC §5); exit 130 after SIGINT/SIGTERM with a checkpoint and the resume command."""
+    """Run a preset (SPEC §5); exit 130 after SIGINT, 143 after SIGTERM, with a checkpoint and the resume command."""
     if args.list:
         print("\n".join(PRESETS))
         return 0
@@ -249,6 +258,7 @@ def run(args) -> int:
     except (TrainingInterrupted, KeyboardInterrupt) as exc:
         mark()
         again = _train_command(args)
+        code = 128 + signal.Signals[exc.signame] if isinstance(exc, TrainingInterrupted) else exit_code()
         if isinstance(exc, TrainingInterrupted):
             print(f"theorycheck train: interrupted at step {exc.step}; resume with: {again} --resume", file=sys.stderr)
         elif _has_checkpoint(out):
@@ -259,7 +269,7 @@ def run(args) -> int:
                 f"theorycheck train: interrupted before its first checkpoint; start again with: {again}",
                 file=sys.stderr,
             )
-        return 130
+        return code
     if not args.no_figures:
         single = len(summary["runs"]) == 1 and summary["runs"][0]["run"] == args.preset
         for r in summary["runs"]:
