@@ -33,7 +33,7 @@ import numpy as np
 
 from .. import _memory, _progress, _threads
 from .._interrupt import exit_code, redeliver_swallowed_ctrl_c
-from .._io import distinct_outputs, prepare_output_dir, write_json
+from .._io import claim_output, distinct_outputs, prepare_output_dir, write_json
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ..population._moments import MAX_ENUMERATED_SETS
 
@@ -60,6 +60,8 @@ __all__ = [
     "command",
     "error",
     "run_command",
+    "claim_outputs",
+    "OUTPUT_FLAGS",
     "leaf_parsers",
 ]
 
@@ -336,6 +338,27 @@ def error(args, message: str) -> int:
     return 2
 
 
+#: The output flags of the commands: ``(attribute, flag, kind, suffix added)``; all are claimed as distinct paths
+#: (:func:`theorycheck._io.claim_output`) before a command runs, so that a clash is refused before anything is made.
+OUTPUT_FLAGS = (
+    ("out", "--out", "dir", None),
+    ("json", "--json", "file", None),
+    ("npz", "--npz", "file", ".npz"),
+    ("checkpoint", "--checkpoint", "file", None),
+)
+
+
+def claim_outputs(args) -> None:
+    """Claim every output path given on the command line (:data:`OUTPUT_FLAGS`): a ``ValueError`` naming both flags
+    if two are the same file or one lies inside the other's folder (``--npz x --json x.npz`` included)."""
+    for attr, flag, kind, suffix in OUTPUT_FLAGS:
+        path = getattr(args, attr, None)
+        if isinstance(path, str) and path.strip():
+            if suffix and not path.endswith(suffix):
+                path += suffix
+            claim_output(path, flag, kind)
+
+
 def run_command(args) -> int:
     """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``;
     a ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one
@@ -349,6 +372,7 @@ def run_command(args) -> int:
         # --quiet also silences the bars inside library routines (theorycheck._progress), in workers too
         quiet = _progress.quiet(bool(getattr(args, "quiet", False)) or _progress.is_quiet())
         with redeliver_swallowed_ctrl_c(), distinct_outputs(), quiet:  # no two outputs of one command the same file
+            claim_outputs(args)
             return int(args.func(args) or 0)
     except (ValueError, TypeError) as exc:
         return error(args, str(exc))

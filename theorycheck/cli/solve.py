@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import solvers
-from .._io import atomic_directory, atomic_write_bytes, claim_output, prepare_output_dir, write_json
+from .._io import atomic_directory, atomic_write_bytes, prepare_output_dir, write_json
 from .._memory import check_grid
 from .._validate import check_loss
 from ..analysis.stats import embedding_topic_stats
@@ -319,12 +319,17 @@ def _attention_options(args) -> dict | None:
     if copts and args.certify is None:
         named = ", ".join(f for f, k in _CERTIFY_FLAGS.items() if k in copts)
         raise ValueError(f"solve attention: {named} needs --certify interval")
-    if args.checkpoint is not None:
-        claim_output(args.checkpoint, "--checkpoint", "file")  # not the same file as --out, --json or --npz
     if args.certify is not None:
         opts["certify"] = args.certify
         opts["certify_options"] = copts or None
     return opts or None
+
+
+def _flag_names(message: str) -> str:
+    """A solver's message with its ``certify_options[...]`` keys named by the flags that set them."""
+    for flag, key in _CERTIFY_FLAGS.items():
+        message = message.replace(f"certify_options[{key!r}]", flag)
+    return message
 
 
 def _solve_given(args) -> dict:
@@ -363,7 +368,10 @@ def run(args) -> int:
     npz_path = None
     if args.npz is not None:
         npz_path = prepare_output_dir(args.npz, kind="file", suffix=".npz", force=args.force, flag="--npz")
-    res = run_solve(args.problem, tm, mk, given)
+    try:
+        res = run_solve(args.problem, tm, mk, given)
+    except ValueError as exc:  # the solver's refusal, in the command's words (its options are flags here)
+        raise ValueError(_flag_names(str(exc))) from None
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
     print(format_summary(summary))
     payload = npz_payload(args.problem, res, tm, summary)

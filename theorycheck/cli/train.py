@@ -134,8 +134,6 @@ def _train_folder(args):
     out = Path(args.out)
     if args.resume and not out.is_dir():
         raise ValueError(f"--resume: the run folder {args.out!r} does not exist; nothing to resume")
-    if args.resume:
-        _io.claim_output(out, "--out", "dir")  # an output of this command (no --json inside it)
     if not args.resume:
         unfinished = _unfinished_run(out)
         if unfinished is not None:  # a run killed before it wrote its marker: its files are not the user's
