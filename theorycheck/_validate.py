@@ -16,6 +16,7 @@ import numpy as np
 
 __all__ = [
     "TheorycheckWarning",
+    "MissingExtra",
     "warn_ignored",
     "check_int",
     "check_real",
@@ -29,6 +30,12 @@ __all__ = [
 
 class TheorycheckWarning(UserWarning):
     """Warning category of theorycheck: arguments accepted but ignored, soft numerical issues."""
+
+
+class MissingExtra(ImportError):
+    """An optional extra (``dask``, ``nlp``, ``certify``, ...) that a call needs is not installed; the message names
+    what needs it and the install command. The command line reports it on one line, exit code 2
+    (:func:`theorycheck.cli.common.run_command`)."""
 
 
 def warn_ignored(names, method: str, *, stacklevel: int = 3) -> None:

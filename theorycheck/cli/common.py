@@ -34,6 +34,7 @@ import numpy as np
 from .. import _memory, _progress, _threads
 from .._interrupt import exit_code, redeliver_swallowed_ctrl_c
 from .._io import claim_output, distinct_outputs, prepare_output_dir, write_json
+from .._validate import MissingExtra
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ..population._moments import MAX_ENUMERATED_SETS
 
@@ -360,12 +361,13 @@ def claim_outputs(args) -> None:
 
 
 def run_command(args) -> int:
-    """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``;
-    a ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one
-    line on stderr and exit code 2, and so is an ``OSError`` (a file system failure: its message and the
-    path); Ctrl-C that the command does not handle itself is one line and exit code 130, SIGTERM the same with exit
-    code 143 (:mod:`theorycheck._interrupt`). No two outputs of the command may be the same file, or one inside
-    the other (:func:`theorycheck._io.distinct_outputs`)."""
+    """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``.
+
+    A ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one line on
+    stderr and exit code 2, and so are a missing optional extra (:class:`~theorycheck._validate.MissingExtra`) and
+    an ``OSError`` (a file system failure: its message and the path). Ctrl-C that the command does not handle
+    itself is one line and exit code 130, SIGTERM the same with exit code 143 (:mod:`theorycheck._interrupt`). No
+    two outputs of the command may be the same file, or one inside the other (:func:`claim_outputs`)."""
     try:
         _threads.configure(args.threads)  # also checks $THEORYCHECK_THREADS
         _memory.check_env()  # a malformed $THEORYCHECK_MAX_BYTES: one error before any work
@@ -374,7 +376,7 @@ def run_command(args) -> int:
         with redeliver_swallowed_ctrl_c(), distinct_outputs(), quiet:  # no two outputs of one command the same file
             claim_outputs(args)
             return int(args.func(args) or 0)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, MissingExtra) as exc:  # a bad value, or an optional extra not installed
         return error(args, str(exc))
     except OSError as exc:  # a file system failure past the upfront checks (disk full, a folder removed meanwhile)
         where = " ".join(repr(str(f)) for f in (exc.filename, exc.filename2) if f is not None)
