@@ -16,7 +16,17 @@ import numpy as np
 from .. import _io
 from .._interrupt import exit_code
 from .._validate import check_int
-from ..nn import PRESETS, DataConfig, ModelConfig, TrainingInterrupted, preset, run_preset, stage_curves, train
+from ..nn import (
+    PRESETS,
+    DataConfig,
+    ModelConfig,
+    TrainingDiverged,
+    TrainingInterrupted,
+    preset,
+    run_preset,
+    stage_curves,
+    train,
+)
 from ..nn.checkpoint import list_checkpoints
 from ..population import moments
 from ..report.training import write_figures
@@ -253,6 +263,10 @@ def run(args) -> int:
             summary = run_general_preset(args.preset, out, *general, **kw)
         else:
             summary = run_preset(args.preset, out, seeds=seeds, client=args.scheduler, **kw)
+    except TrainingDiverged as exc:  # a result of the run (its metrics so far are written), not a traceback
+        mark()
+        print(f"theorycheck train: {exc}; the metrics up to then are in {out}", file=sys.stderr)
+        return 1
     except (TrainingInterrupted, KeyboardInterrupt) as exc:
         mark()
         again = _train_command(args)

@@ -45,7 +45,16 @@ from .model import Transformer
 from .optim import make_optimizer
 from .probes import DEFAULT_PROBES, Probe, ProbeContext, References
 
-__all__ = ["Trainer", "TrainResult", "TrainingInterrupted", "train", "load_metrics", "run_stages", "stage_curves"]
+__all__ = [
+    "Trainer",
+    "TrainResult",
+    "TrainingInterrupted",
+    "TrainingDiverged",
+    "train",
+    "load_metrics",
+    "run_stages",
+    "stage_curves",
+]
 
 
 class TrainingInterrupted(Exception):
@@ -56,6 +65,15 @@ class TrainingInterrupted(Exception):
         self.step, self.signame, self.checkpoint = step, signame, checkpoint
         where = f"; checkpoint {checkpoint}" if checkpoint else "; no run folder, nothing saved"
         super().__init__(f"interrupted by {signame} at step {step}{where}")
+
+
+class TrainingDiverged(FloatingPointError):
+    """Raised by :meth:`Trainer.run` when the loss leaves the floats (a learning rate past the stable range, SPEC
+    §11.7): a result of the run, not a bug. ``step``: the step whose loss was not finite; ``loss``: that value."""
+
+    def __init__(self, step: int, loss: float):
+        self.step, self.loss = step, loss
+        super().__init__(f"the training diverged: non-finite loss {loss} at step {step} (a smaller learning rate?)")
 
 
 @dataclass
@@ -242,7 +260,7 @@ class Trainer:
             self.model.zero_grad()
             loss = self.model.loss_and_grad(batch)
             if not math.isfinite(loss):
-                raise FloatingPointError(f"non-finite loss {loss} at step {s}")
+                raise TrainingDiverged(s, loss)
             lr = cfg.optim.lr
             if s % cfg.log_every == 0 or s == cfg.steps - 1:
                 full = (cfg.eval_every > 0 and s % cfg.eval_every == 0) or s == cfg.steps - 1

@@ -189,7 +189,7 @@ def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]
         err = None
     except TrainingInterrupted as exc:  # Ctrl-C inside a training claim: stop the run, not one claim's ERROR
         raise KeyboardInterrupt(str(exc)) from exc
-    except Exception as exc:  # a crashing claim is reported, not hidden
+    except (Exception, SystemExit) as exc:  # a crashing claim (or one calling sys.exit) is reported, not hidden
         res = ClaimResult(False, "", "", -math.inf, params=dict(params))
         err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
     return res, time.perf_counter() - t0, err
