@@ -46,7 +46,7 @@ import sys
 from .._interrupt import exit_code, sigterm_as_ctrl_c
 from .._version import __version__
 from . import bench, benchmark, dynamics, landscape, realdata, solve, spec, train, verify
-from .common import add_threads_flag, leaf_parsers, run_command
+from .common import OneLineParser, add_threads_flag, leaf_parsers, run_command
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -56,7 +56,7 @@ COMMANDS = (verify, solve, landscape, train, dynamics, realdata, bench, benchmar
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``theorycheck`` parser: one subparser per module of :data:`COMMANDS`, ``--threads`` on every leaf."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(  # parse errors are one line, like every other error
         prog="theorycheck",
         description="Exact, certified checks of 'How Do Transformers Learn Topic Structure' (ICML 2023).",
     )

@@ -61,6 +61,7 @@ __all__ = [
     "command",
     "error",
     "run_command",
+    "OneLineParser",
     "claim_outputs",
     "OUTPUT_FLAGS",
     "leaf_parsers",
@@ -180,6 +181,7 @@ def _load_phi(path: str) -> np.ndarray:
             f"--topic-word {path!r} is not a .npy file (no NumPy header; a text table?); {_SAVE_HINT}, e.g. "
             f"numpy.save('phi.npy', numpy.loadtxt({path!r})) for a whitespace-separated text table"
         )
+    _check_npy_header(path)
     try:
         return np.load(path, allow_pickle=False)
     except ValueError as exc:
@@ -190,6 +192,32 @@ def _load_phi(path: str) -> np.ndarray:
         raise ValueError(f"--topic-word {path!r}: cannot read the .npy array ({exc})") from None
     except OSError as exc:
         raise ValueError(f"--topic-word {path!r}: cannot read the .npy array ({exc})") from None
+
+
+def _check_npy_header(path: str) -> None:
+    """Read the ``.npy`` header only and check the array it announces against the memory guard (the array, its
+    float64 copy and its renormalised copy alive at once) before anything is loaded: a header claiming ``10**12``
+    entries is refused at once, not after numpy tried to allocate them."""
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _fortran, dtype = read(fh)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--topic-word {path!r}: cannot read the .npy header ({exc})") from None
+    if dtype.hasobject:
+        return  # refused by np.load(allow_pickle=False) with its own hint
+    entries = 1
+    for s in shape:
+        entries *= int(s)
+    need, limit = entries * (dtype.itemsize + 16), _memory.resolve_max_bytes()
+    if need > limit:
+        raise ValueError(
+            f"--topic-word {path!r}: its header announces a {' x '.join(f'{int(s):,}' for s in shape)} array; "
+            f"loading and checking it needs {_memory.format_bytes(need)}, above the memory limit "
+            f"{_memory.format_bytes(limit)} (${_memory.MAX_BYTES_ENV}; default half the available memory): "
+            "give a smaller topic-word matrix"
+        )
 
 
 def general_models(args) -> tuple[GeneralTopicModel, Masking]:
@@ -328,6 +356,15 @@ def write_json_summary(path, summary: dict) -> None:
 
 
 # ----------------------------------------------------------------------------- running a command
+class OneLineParser(argparse.ArgumentParser):
+    """``argparse`` with the command line's error convention: a bad flag, a missing or malformed value, an unknown
+    choice is one line on stderr, ``theorycheck <command>: error: <message> (see ... --help)``, and exit code 2
+    (argparse's own prints the whole usage first). Subparsers inherit the class."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def command(args) -> str:
     """The command line being run, for the output folder's marker."""
     return "theorycheck " + shlex.join(getattr(args, "argv", None) or [args.command])

@@ -28,6 +28,7 @@ from ..nn import (
     train,
 )
 from ..nn.checkpoint import list_checkpoints
+from ..nn.trainer import check_train_memory
 from ..population import moments
 from ..report.training import write_figures
 from ..solvers import optimal_embedding_gram
@@ -377,7 +378,9 @@ def run_general_preset(name, out, tm, mk, *, steps=None, seed=None, checkpoint_e
     changes = {
         k: v for k, v in (("steps", steps), ("seed", seed), ("checkpoint_every", checkpoint_every)) if v is not None
     }
-    run_cfg, lr = scale_preset_lr(cfg, retarget_config(cfg, tm, mk).replace(**changes))
+    retargeted = retarget_config(cfg, tm, mk).replace(**changes)
+    check_train_memory(retargeted)  # the model on the new V1, before its curvature (dense moments) is computed
+    run_cfg, lr = scale_preset_lr(cfg, retargeted)
     res = train(run_cfg, out, progress=progress, resume=resume)
     nV, nKQ = stage_curves(res.history) if res.history else ([], [])
     row = {"run": name, "steps": res.steps, "final": res.final, "stages": res.stages, "model": model_summary(tm)}

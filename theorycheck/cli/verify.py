@@ -76,6 +76,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    check_int("--seed", args.seed, low=0)  # checked even where it is not used (without --explore)
     if args.list or args.explore is not None:
         registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
         claims = select_claims(registry.claims, args.only)

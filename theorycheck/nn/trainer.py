@@ -41,7 +41,7 @@ from ..analysis.stats import detect_stages
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
 from .data import DataStream
-from .model import Transformer
+from .model import Transformer, check_model_memory
 from .optim import make_optimizer
 from .probes import DEFAULT_PROBES, Probe, ProbeContext, References
 
@@ -50,6 +50,7 @@ __all__ = [
     "TrainResult",
     "TrainingInterrupted",
     "TrainingDiverged",
+    "check_train_memory",
     "train",
     "load_metrics",
     "run_stages",
@@ -115,6 +116,13 @@ class _SignalGuard:
         return False
 
 
+def check_train_memory(cfg: TrainConfig) -> None:
+    """The memory guard on a training run of ``cfg`` before any data or parameter is built: the model, its
+    gradients and the optimizer's state (Adam: 2 entries per trained entry; SGD with momentum: 1)."""
+    states = {"adam": 2, "sgd": int(cfg.optim.momentum > 0)}[cfg.optim.name]
+    check_model_memory("Trainer: model", cfg.model, states)
+
+
 class Trainer:
     """Runs a :class:`TrainConfig` (validated again here, before any work).
 
@@ -133,6 +141,7 @@ class Trainer:
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
         cfg.validate()
+        check_train_memory(cfg)
         probes = list(probes or ())
         for p in probes:
             if not callable(p):

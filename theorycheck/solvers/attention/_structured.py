@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from ..._memory import check_alloc
+from ..._memory import check_alloc, check_work
 from ..._progress import bar as progress_bar
 from ..._validate import check_array
-from ...population._attention_structured import make_evaluator
+from ...population._attention_structured import make_evaluator, point_operations
 from .._options import ValueOptions
 from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
@@ -95,6 +95,13 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
     W, value_kind = _value(g, mk, value)
     kw = dict(n_theta=n_theta, seed=seed) if g.prior == "dirichlet" else {}
     ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, **kw)  # type: ignore[arg-type]
+    per_beta, per_point = point_operations(g, ev.op, fam, loss, len(ev.theta))
+    n = 1 if x0 is not None else max(n_grid, 1)
+    check_work(  # the grid alone (the refinement adds tens of points): a lower bound of the solve's work
+        f"optimal_attention ({fam} family, {loss} loss, V1 = {g.V1}): the {n} x {n} grid of starts",
+        n * per_beta + n * n * per_point,
+        alternative="family='label' with the squared loss, a smaller --n-grid / options.n_grid, or a smaller model",
+    )
 
     def fg(c):
         r = ev(float(c[0]), float(c[1]), True)
