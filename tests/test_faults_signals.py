@@ -12,6 +12,7 @@ then require the session to be empty: no forkserver, worker or resource tracker 
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import signal
@@ -74,6 +75,28 @@ def test_ctrl_c_after_a_sigterm_run_is_130_again(monkeypatch, capsys):
     monkeypatch.setattr(cli.spec, "run", _signal_self(signal.SIGINT))
     assert cli.main(["spec"]) == 130
     assert capsys.readouterr().err.splitlines()[-1] == "theorycheck spec: interrupted"
+
+
+def test_a_sigterm_swallowed_by_a_c_callback_still_ends_the_command(monkeypatch, capsys):
+    """SIGTERM while Python runs inside a C callback (libc's qsort, as in a Numba compilation): the callback's caller
+    prints and drops the exception; it is delivered again as SIGTERM (not as Ctrl-C), so the exit code is 143."""
+    libc = ctypes.CDLL(None)
+    compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+
+    def cmp(a, b):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return 0
+
+    def command(args):
+        arr = (ctypes.c_int * 3)(3, 1, 2)
+        libc.qsort(arr, 3, ctypes.sizeof(ctypes.c_int), compare(cmp))
+        for _ in range(10_000):  # the signal is delivered again (from another thread) while this runs
+            time.sleep(0.001)
+        raise AssertionError("the SIGTERM was lost in the callback")
+
+    monkeypatch.setattr(cli.spec, "run", command)
+    assert cli.main(["spec"]) == 143
+    assert capsys.readouterr().err == "theorycheck spec: interrupted (SIGTERM)\n"
 
 
 def test_the_sigterm_handler_is_the_main_threads_only():

@@ -243,4 +243,4 @@ def numba_lock_per_process() -> None:
 
     if multiprocessing.get_start_method(allow_none=True) in ("forkserver", "spawn") and hasattr(parallel, "_nop"):
         if getattr(parallel, "_backend_init_process_lock", False) is None:
-            parallel._backend_init_process_lock = parallel._nop()
+            parallel._backend_init_process_lock = parallel._nop()  # type: ignore[assignment]  # numba declares it None until set

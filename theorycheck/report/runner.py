@@ -172,6 +172,14 @@ def _close_pool(pool, interrupted: bool) -> None:
     stop_pool(pool, interrupted)
 
 
+def _cancel(futures, ours: bool) -> None:
+    """After Ctrl-C: the futures of a caller's executor are cancelled; a pool of ours is stopped whole instead
+    (:func:`_close_pool`: cancelled futures would make its manager thread raise ``InvalidStateError``)."""
+    if not ours:
+        for fut in futures:
+            fut.cancel()
+
+
 def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]:
     """Run one check with BLAS on one thread (:func:`theorycheck._threads.blas_threads`).
 
@@ -314,9 +322,7 @@ def run_claims(
             done(t, outs)
     except KeyboardInterrupt:
         interrupted = True
-        if pool is executor:  # a pool of ours is stopped whole (_close_pool); its futures are not cancelled one by one
-            for fut in futures:
-                fut.cancel()
+        _cancel(futures, ours=pool is not executor)
         raise RunInterrupted([rows[i] for i in sorted(rows)], len(checks)) from None
     finally:
         if pool is not None and pool is not executor:
