@@ -215,3 +215,28 @@ def test_the_default_limit_honours_ulimit_v(tmp_path):
     (line,) = res.stderr.strip().splitlines()
     assert "Trainer: model(V1=9001" in line and "needs 6.0 GiB, above the memory limit" in line, line
     assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("route", ["value closed form", "attention co-topic grid", "family loss"])
+def test_the_time_guard_is_wired_before_any_work(route, monkeypatch):
+    """With ``THEORYCHECK_MAX_SECONDS`` tiny, each long route refuses with its estimate (the same calls run in
+    well under a second without the variable: the guard, not the work, decides)."""
+    import theorycheck as tc
+    from theorycheck.population import family_attention_loss
+    from theorycheck.solvers import stage1_value_matrix
+
+    g, mk = tc.GeneralTopicModel.zipf(4, 3, 1.0, tau=2), tc.Masking()
+    W = stage1_value_matrix(g, mk)  # before the limit is set
+    calls = {
+        "value closed form": lambda: tc.solvers.optimal_value_matrix(g, mk),
+        "attention co-topic grid": lambda: tc.solvers.optimal_attention(g, mk, options={"family": "co-topic"}),
+        "family loss": lambda: family_attention_loss(0.5, 0.2, W, g, mk, family="label"),
+    }
+    # the co-topic grid (~1e5 operations here) runs after the stage-1 W^V (~3e3): a limit between the two
+    monkeypatch.setenv(_memory.MAX_SECONDS_ENV, "2e-5" if route == "attention co-topic grid" else "1e-9")
+    names = {"value closed form": "optimal_value_matrix", "attention co-topic grid": "optimal_attention",
+             "family loss": "family_attention_loss"}  # fmt: skip
+    with pytest.raises(ValueError, match=rf"({names[route]}).* operations, an estimated .* above the time limit"):
+        calls[route]()
+    monkeypatch.delenv(_memory.MAX_SECONDS_ENV)
+    calls[route]()
