@@ -305,10 +305,15 @@ def test_verify_jobs_2_stops_its_workers_on_a_signal(tmp_path, signum, group):
     (tmp_path / "slow_claims.py").write_text(_SLOW_CLAIMS)
     out = tmp_path / "rep"
     argv = ["verify", "--claims", str(tmp_path / "slow_claims.py"), "--only", "zz.", "--jobs", "2"]
-    argv += ["--no-cache", "--quiet", "--no-figures", "--out", str(out)]
-    proc = _start(argv, env={"TC_STARTED": str(tmp_path / "started")})
+    argv += ["--quiet", "--no-figures", "--out", str(out)]
+    cache = tmp_path / "cache"  # a fresh result cache: the finished row is stored there, which the test can see
+    proc = _start(argv, env={"TC_STARTED": str(tmp_path / "started"), "THEORYCHECK_CACHE_DIR": str(cache)})
+
+    def ready():  # both workers busy, and the quick check's row received by the command (stored in the cache)
+        stored = [p for p in cache.rglob("*.json") if p.name != "timings.json" and not p.name.startswith(".")]
+        return len(list((tmp_path / "started").iterdir())) >= 2 and bool(stored)
+
     try:
-        ready = lambda: len(list((tmp_path / "started").iterdir())) >= 2  # noqa: E731
         code, stdout, err, took, left = _signal_when(proc, ready, signum, group=group)
     finally:
         _kill_session(proc)
