@@ -199,7 +199,7 @@ def test_solve_attention_interval_certificate_of_a_general_model_resumes(tmp_pat
         (["--family", "label"], False, r"--family applies to a general model"),
         (["--mask-keys"], False, r"--mask-keys applies to a general model"),
         (["--family", "label", "--certify", "interval", "--certify-scope", "local", "--checkpoint", "c.jsonl"], True,
-         r"checkpoint'\] records the regions of the label family's whole-domain certificate"),
+         r"--checkpoint records the regions of the label family's whole-domain certificate"),  # the flag's name
         (["--family", "label", "--certify", "interval", "--max-pairs", "10"], True, r"36 \(set, word\) pairs"),
     ],
 )  # fmt: skip

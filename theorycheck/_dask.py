@@ -24,7 +24,7 @@ import socket
 import time
 from contextlib import contextmanager
 
-from ._validate import check_real
+from ._validate import MissingExtra, check_real
 
 __all__ = [
     "INSTALL_HINT",
@@ -61,12 +61,14 @@ class SchedulerUnreachable(ConnectionError, ValueError):
 
 
 def require_distributed():
-    """Import and return ``distributed``; :class:`ImportError` naming the ``dask`` extra if missing."""
+    """Import and return ``distributed``; :class:`~theorycheck._validate.MissingExtra` (an ``ImportError``) naming the
+    ``dask`` extra if missing."""
     try:
         import distributed
     except ImportError as exc:
-        raise ImportError(
-            f"running on a Dask cluster needs the optional 'distributed' package: {INSTALL_HINT} ({exc})"
+        raise MissingExtra(
+            f"running on a Dask cluster (--scheduler) needs the optional 'distributed' package, which is not "
+            f"installed: {INSTALL_HINT}"
         ) from exc
     return distributed
 
@@ -100,10 +102,20 @@ def _check_address(scheduler) -> str:
     return address
 
 
+#: The most bytes a Dask scheduler's first message (its handshake, a few hundred bytes) may announce.
+_HANDSHAKE_MAX = 1 << 20
+
+
 def _probe(address: str, timeout: float) -> None:
-    """One TCP connection to the host and port of ``address`` (``tcp``/``tls``/``ws``/``wss``), closed at once,
-    within ``min(timeout, CONNECT_TIMEOUT)`` seconds: a refused, silent or unresolvable address raises
-    :class:`SchedulerUnreachable` without waiting for ``distributed``'s connection retries."""
+    """One TCP connection to the host and port of ``address`` (``tcp``), closed at once, within
+    ``min(timeout, CONNECT_TIMEOUT)`` seconds for the connection and as long again for the scheduler's first message:
+    a refused, silent or unresolvable address, or a service that is not a Dask scheduler (an HTTP server, a
+    database), raises :class:`SchedulerUnreachable` without waiting for ``distributed``'s connection retries.
+
+    A Dask scheduler speaks first: on every new connection it sends its handshake (``distributed.comm``: an 8-byte
+    little-endian length, then frames holding a msgpack map with the key ``pickle-protocol``). Another service
+    sends nothing (it waits for a request) or something else; ``distributed`` would then wait for minutes, or read
+    the first 8 bytes of the reply as a length (an ``HTTP/1.1 ...`` reply announces 3 EiB)."""
     scheme, sep, rest = address.partition("://")
     if not sep:
         scheme, rest = "tcp", address
@@ -114,13 +126,50 @@ def _probe(address: str, timeout: float) -> None:
     host, port = m["ip6"] or m["host"], int(m["port"])
     wait = min(timeout, CONNECT_TIMEOUT)
     try:
-        socket.create_connection((host, port), timeout=wait).close()
+        sock = socket.create_connection((host, port), timeout=wait)
     except OSError as exc:
         why = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or type(exc).__name__).lower()
         raise SchedulerUnreachable(
             f"could not connect to the Dask scheduler at {address} ({why} within {wait:g} s); "
             f"is 'dask scheduler' running there?"
         ) from exc
+    with sock:
+        if scheme != "tcp":  # TLS and websockets speak their own handshake first: left to distributed
+            return
+        problem = _handshake_problem(sock, wait)
+    if problem is not None:
+        raise SchedulerUnreachable(
+            f"{address} answers, but not as a Dask scheduler ({problem}); is another service on that port? "
+            "Give the address 'dask scheduler' prints (tcp://HOST:PORT, default port 8786)"
+        )
+
+
+def _handshake_problem(sock: socket.socket, wait: float) -> str | None:
+    """``None`` if the first bytes read from ``sock`` within ``wait`` seconds are a Dask handshake, else what is
+    wrong with them."""
+    data = b""
+    deadline = time.monotonic() + wait
+    try:
+        while len(data) < 8 or len(data) < 8 + min(int.from_bytes(data[:8], "little"), _HANDSHAKE_MAX):
+            left = deadline - time.monotonic()
+            if left <= 0:
+                break
+            sock.settimeout(left)
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+            if len(data) >= 8 and int.from_bytes(data[:8], "little") > _HANDSHAKE_MAX:
+                break
+    except OSError:
+        pass
+    if not data:
+        return f"nothing received within {wait:g} s"
+    if len(data) < 8 or int.from_bytes(data[:8], "little") > _HANDSHAKE_MAX or b"pickle-protocol" not in data:
+        head = data[:40].decode("ascii", "replace")
+        shown = repr(head) if head.isprintable() or any(c.isalpha() for c in head) else f"{len(data)} bytes"
+        return f"its first bytes are {shown}, not a Dask handshake"
+    return None
 
 
 def _wait_for_worker(client, address, timeout: float) -> None:

@@ -13,16 +13,89 @@ helpers here keep everything else quiet:
 - :func:`redeliver_swallowed_ctrl_c`: a ``KeyboardInterrupt`` raised inside a C callback (a Numba
   compilation calls Python back) is printed and dropped by the callback's caller; this delivers the
   SIGINT again instead, silently, so that it reaches the command.
+
+SIGTERM (what ``timeout``, ``kill`` and batch schedulers such as Slurm send) ends a command exactly as Ctrl-C does:
+:func:`sigterm_as_ctrl_c` (entered by the command line's ``main``) installs a SIGTERM handler that raises
+:class:`Terminated`, a ``KeyboardInterrupt``, in the main thread. Every clean-up written for Ctrl-C (the process
+pools' workers ended, ``verify``'s partial report, ``train``'s checkpoint, the benchmark's own clean-up) then runs
+unchanged; the command prints its one line and exits :func:`exit_code` = 128 + the signal (130 after Ctrl-C, 143
+after SIGTERM), as a shell reports a process ended by that signal. :func:`stop_pool` ends a
+``ProcessPoolExecutor`` after either: its workers at once, its internals joined (no leaked semaphore, no thread
+traceback).
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import threading
 from contextlib import contextmanager
 
-__all__ = ["ignore_sigint", "sigint_ignored", "end_workers", "redeliver_swallowed_ctrl_c"]
+__all__ = [
+    "ignore_sigint",
+    "sigint_ignored",
+    "end_workers",
+    "stop_pool",
+    "pool_stopped_on_interrupt",
+    "redeliver_swallowed_ctrl_c",
+    "Terminated",
+    "sigterm_as_ctrl_c",
+    "exit_code",
+    "how",
+]
+
+#: Seconds :func:`stop_pool` waits for a pool's manager thread after its workers were ended.
+POOL_JOIN_SECONDS = 10.0
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received (:func:`sigterm_as_ctrl_c`): a ``KeyboardInterrupt``, so that it stops a run the way
+    Ctrl-C does and every handler of ``KeyboardInterrupt`` cleans up after it."""
+
+    signum = signal.SIGTERM
+
+
+#: The signals received while :func:`sigterm_as_ctrl_c` is in force (SIGTERM only; Ctrl-C is Python's own).
+_received: list[int] = []
+_installed_in: list[int] = []
+
+
+def _on_sigterm(signum, frame):
+    if _installed_in and os.getpid() != _installed_in[-1]:  # a forked child inherited the handler: die as asked
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
+    _received.append(signum)
+    raise Terminated(f"terminated by {signal.Signals(signum).name}")
+
+
+@contextmanager
+def sigterm_as_ctrl_c():
+    """Within ``with`` (main thread only; elsewhere nothing changes): SIGTERM raises :class:`Terminated` in the main
+    thread, as SIGINT raises ``KeyboardInterrupt``; the previous handler is restored on exit."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    _received.clear()
+    _installed_in.append(os.getpid())
+    old = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+        _installed_in.pop()
+
+
+def exit_code() -> int:
+    """The exit code of a command ended by a ``KeyboardInterrupt``: 143 (128 + SIGTERM) if a SIGTERM was received
+    (:func:`sigterm_as_ctrl_c`), else 130 (128 + SIGINT: Ctrl-C)."""
+    return 128 + (signal.SIGTERM if signal.SIGTERM in _received else signal.SIGINT)
+
+
+def how() -> str:
+    """``"SIGTERM"`` if a SIGTERM ended the command (:func:`exit_code`), else ``"Ctrl-C"``: for its one line."""
+    return "SIGTERM" if signal.SIGTERM in _received else "Ctrl-C"
 
 
 def ignore_sigint(*_args) -> None:
@@ -53,6 +126,37 @@ def end_workers(pool) -> None:
             pass
 
 
+def stop_pool(pool, interrupted: bool) -> None:
+    """Shut down the ``ProcessPoolExecutor`` ``pool``: normally (waiting for its tasks) unless ``interrupted``; then
+    its workers are ended at once (:func:`end_workers`) and the tasks not started are dropped.
+
+    After an interruption the pool's futures must not have been cancelled one by one: the pool's manager thread
+    marks every pending future broken when it sees a worker ended, and a cancelled one raises ``InvalidStateError``
+    in that thread (CPython 3.11). Its internals are joined (at most :data:`POOL_JOIN_SECONDS`), so that no
+    semaphore is left to the resource tracker's "leaked" warning."""
+    if not interrupted:
+        pool.shutdown(wait=True)
+        return
+    thread = getattr(pool, "_executor_manager_thread", None)  # shutdown() forgets it
+    end_workers(pool)
+    pool.shutdown(wait=False)
+    if thread is not None and thread is not threading.current_thread():
+        thread.join(POOL_JOIN_SECONDS)
+
+
+@contextmanager
+def pool_stopped_on_interrupt(pool):
+    """``with pool_stopped_on_interrupt(ProcessPoolExecutor(...)) as pool:`` -- shut down on leaving; after a
+    ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM under :func:`sigterm_as_ctrl_c`) or any other error its workers are
+    ended at once instead of waited for (:func:`stop_pool`)."""
+    try:
+        yield pool
+    except BaseException:
+        stop_pool(pool, interrupted=True)
+        raise
+    stop_pool(pool, interrupted=False)
+
+
 @contextmanager
 def redeliver_swallowed_ctrl_c():
     """Within ``with``: a ``KeyboardInterrupt`` that a C callback's caller would print and drop
@@ -61,9 +165,9 @@ def redeliver_swallowed_ctrl_c():
     previous = sys.unraisablehook
     pending: list[threading.Timer] = []
 
-    def deliver():
+    def deliver(signum):
         pending.clear()
-        signal.raise_signal(signal.SIGINT)
+        signal.raise_signal(signum)
 
     def hook(unraisable):
         if isinstance(unraisable.exc_value, KeyboardInterrupt) or unraisable.exc_type is KeyboardInterrupt:
@@ -71,7 +175,8 @@ def redeliver_swallowed_ctrl_c():
             # next Python instruction; if that is in a callback again, it comes back here and is sent again);
             # one at a time: a callback called again before then adds none
             if not pending:
-                pending.append(threading.Timer(0.01, deliver))
+                signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
+                pending.append(threading.Timer(0.01, deliver, (signum,)))
                 pending[0].start()
             return
         previous(unraisable)

@@ -19,6 +19,9 @@
   :func:`remove_file`, the merge) replaces or removes it, whatever ``force`` says; the command
   fails naming it (:func:`check_not_foreign`). A single-file output (``kind="file"``) that exists
   is refused unless ``force``.
+- :func:`distinct_outputs`: within a command, every output path (``--out``, ``--json``, ``--npz``, ``--checkpoint``)
+  is claimed as it is checked (:func:`claim_output`, called by :func:`prepare_output_dir`): two outputs that are
+  the same file, or one inside the other's folder, are refused before any work.
 - Files are created ``0o666 & ~umask`` and folders ``0o777 & ~umask`` (0644 / 0755 under umask
   022), not the 0600 / 0700 of temporary files.
 """
@@ -51,6 +54,8 @@ __all__ = [
     "MARKER",
     "check_not_foreign",
     "remove_file",
+    "distinct_outputs",
+    "claim_output",
 ]
 
 #: Name of the marker file written into every output folder.
@@ -123,6 +128,49 @@ def _protect(folder: Path, entries) -> None:
         ident = _identity(path)
         if ident is not None:
             _FOREIGN[os.path.abspath(path)] = ident
+
+
+#: The outputs claimed by the command being run (:func:`distinct_outputs`): ``(real path, flag, kind)``; ``None``
+#: outside a command (library calls are not tracked).
+_CLAIMS: list[tuple[Path, str, str]] | None = None
+
+
+@contextmanager
+def distinct_outputs():
+    """Within ``with`` (one command's run): every output path checked by :func:`prepare_output_dir` or given to
+    :func:`claim_output` must differ from the others, and no output may lie inside another's output folder."""
+    global _CLAIMS
+    previous, _CLAIMS = _CLAIMS, []
+    try:
+        yield
+    finally:
+        _CLAIMS = previous
+
+
+def claim_output(path, flag: str, kind: str = "file") -> None:
+    """Record ``path`` as an output of the command being run (:func:`distinct_outputs`; nothing outside one).
+
+    Raises ``ValueError`` naming both flags if ``path`` is (after symlinks) an output already claimed by another
+    flag, lies inside a claimed output folder, or is a folder (``kind="dir"``) holding a claimed output. Claiming
+    the same path again with the same flag and kind (a folder checked once more when it is written) is allowed."""
+    if _CLAIMS is None:
+        return
+    p = Path(os.path.realpath(os.path.expanduser(os.fspath(path))))
+    for q, other, other_kind in _CLAIMS:
+        if p == q and (flag, kind) == (other, other_kind):
+            return
+        if p == q:
+            why = f"is the same {'folder' if kind == 'dir' else 'file'} as {other} {str(q)!r}"
+        elif other_kind == "dir" and q in p.parents:
+            why = f"is inside the {other} folder {str(q)!r}"
+        elif kind == "dir" and p in q.parents:
+            why = f"holds the {other} output {str(q)!r}"
+        else:
+            continue
+        raise ValueError(
+            f"{flag} {str(path)!r} {why}: two outputs of one command must be different files; give each its own path"
+        )
+    _CLAIMS.append((p, flag, kind))
 
 
 def check_not_foreign(path) -> Path:
@@ -322,11 +370,13 @@ def prepare_output_dir(path, *, force: bool = False, kind: str = "dir", suffix: 
                     f"{flag} {str(p)!r} already exists; pass --force to replace it, or give a new file name"
                 )
             check_not_foreign(p)
+        claim_output(p, flag, "file")
         _make_parent(p, flag)
         return p
     if p.exists() and not p.is_dir():
         raise ValueError(f"{flag} {str(p)!r} is an existing file, not a folder; give a new folder name")
     p = p.resolve()
+    claim_output(p, flag, "dir")
     _make_parent(p, flag)
     if p.is_dir():
         _check_writable(p, p, flag)  # written into (--force, or --out .) or renamed away: both need it writable

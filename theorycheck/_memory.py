@@ -13,6 +13,13 @@ with the array's shape first. The limit is, in this order:
 
 Sizes are computed with Python integers, so a request for ``(10**7)**2`` entries is refused
 with a ``ValueError``, never attempted (a ``MemoryError`` or an overflowed shape).
+
+``THEORYCHECK_MAX_BYTES`` is validated (:func:`check_env`): a positive size no larger than the machine's memory
+(physical plus swap); a larger value would switch the guard off and end in a ``MemoryError``.
+
+Work is bounded the same way where it can be large for a small memory (:func:`check_work`): an entry point
+that would run for days estimates its operations from its arguments and refuses above ``THEORYCHECK_MAX_SECONDS``
+(default one day) at :data:`OPS_PER_SECOND`, with the estimate and the limit.
 """
 
 from __future__ import annotations
@@ -27,7 +34,10 @@ except ImportError:  # pragma: no cover - Windows
 
 __all__ = [
     "MAX_BYTES_ENV",
+    "MAX_SECONDS_ENV",
+    "OPS_PER_SECOND",
     "check_env",
+    "check_work",
     "default_max_bytes",
     "resolve_max_bytes",
     "check_alloc",
@@ -36,6 +46,14 @@ __all__ = [
 ]
 
 MAX_BYTES_ENV = "THEORYCHECK_MAX_BYTES"
+#: Environment variable: the longest estimated run accepted by :func:`check_work`, in seconds.
+MAX_SECONDS_ENV = "THEORYCHECK_MAX_SECONDS"
+#: The default of :data:`MAX_SECONDS_ENV`: one day.
+DEFAULT_MAX_SECONDS = 86_400.0
+#: Floating-point operations a second assumed by :func:`check_work`: one core's dense BLAS throughput, within a
+#: factor of a few of what the structured kernels reach on the machines we measured (a conservative rate makes
+#: the estimate long, never short by orders of magnitude).
+OPS_PER_SECOND = 1e9
 _SUFFIX = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 
@@ -121,6 +139,20 @@ def _available_bytes() -> int:
     return min(x for x in limits if x is not None)
 
 
+def _machine_bytes() -> int | None:
+    """Physical memory plus swap (``MemTotal + SwapTotal`` of ``/proc/meminfo``; ``None`` where unknown)."""
+    total = {}
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                key, _, rest = line.partition(":")
+                if key in ("MemTotal", "SwapTotal"):
+                    total[key] = int(rest.split()[0]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return sum(total.values()) if "MemTotal" in total else None
+
+
 def _parse_bytes(text: str) -> int:
     s = text.strip().upper().removesuffix("IB").removesuffix("B")
     suffix = s[-1] if s and s[-1] in _SUFFIX else ""
@@ -131,7 +163,51 @@ def _parse_bytes(text: str) -> int:
         value = math.nan
     if not math.isfinite(value) or value <= 0:
         raise ValueError(f"{MAX_BYTES_ENV}={text!r} is not a positive size; use bytes such as 8e9, 512M or 16G")
+    machine = _machine_bytes()
+    if machine is not None and value > machine:
+        raise ValueError(
+            f"{MAX_BYTES_ENV}={text!r} ({format_bytes(value)}) is more than this machine's memory "
+            f"({format_bytes(machine)} with swap): the guard would let through what cannot be allocated; "
+            f"use at most {format_bytes(machine)}"
+        )
     return int(value)
+
+
+def _max_seconds() -> float:
+    """``THEORYCHECK_MAX_SECONDS`` (a positive finite number of seconds) or :data:`DEFAULT_MAX_SECONDS`."""
+    text = os.environ.get(MAX_SECONDS_ENV, "").strip()
+    if not text:
+        return DEFAULT_MAX_SECONDS
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise ValueError(f"{MAX_SECONDS_ENV}={text!r} is not a positive number of seconds (e.g. 3600)")
+    return value
+
+
+def _duration(seconds: float) -> str:
+    for unit, size in (("years", 365 * 86400.0), ("days", 86400.0), ("hours", 3600.0), ("minutes", 60.0)):
+        if seconds >= size:
+            n = seconds / size
+            return f"{n:.3g} {unit if f'{n:.3g}' != '1' else unit[:-1]}"
+    return f"{seconds:.3g} s"
+
+
+def check_work(what: str, operations, *, alternative: str = "") -> float:
+    """Raise ``ValueError`` if ``operations`` (floating-point operations, a Python number of any size) would take
+    longer than ``THEORYCHECK_MAX_SECONDS`` (default one day) at :data:`OPS_PER_SECOND`; return the estimate in
+    seconds. The message gives the estimate, the rate and the limit, and ``alternative`` if given."""
+    seconds = float(operations) / OPS_PER_SECOND
+    limit = _max_seconds()
+    if seconds > limit:
+        msg = (
+            f"{what}: about {float(operations):.3g} operations, an estimated {_duration(seconds)} at "
+            f"{OPS_PER_SECOND:.0e} a second, above the time limit {_duration(limit)} (${MAX_SECONDS_ENV})"
+        )
+        raise ValueError(msg + (f". Use {alternative} instead" if alternative else ""))
+    return seconds
 
 
 def check_env() -> None:
@@ -140,6 +216,7 @@ def check_env() -> None:
     env = os.environ.get(MAX_BYTES_ENV)
     if env:
         _parse_bytes(env)
+    _max_seconds()
 
 
 def default_max_bytes() -> int:

@@ -36,6 +36,7 @@ __all__ = [
     "thread_info",
     "prefer_forksafe_layer",
     "fork_is_safe",
+    "numba_lock_per_process",
 ]
 
 #: Environment variable read by :func:`requested` (an integer >= 1).
@@ -224,3 +225,22 @@ def _layer_launched() -> str | None:
 def fork_is_safe() -> bool:
     """Whether a child forked now may run Numba's parallel kernels: False once GNU OpenMP has launched here."""
     return _layer_launched() != "omp"
+
+
+def numba_lock_per_process() -> None:
+    """In a worker process started by ``forkserver`` or ``spawn`` (a pool initializer): no cross-process lock for
+    Numba's threading-layer launch.
+
+    Numba (0.60) launches its threads under a ``multiprocessing`` lock when the start method's *name contains*
+    ``"fork"`` (so also for ``"forkserver"``, where it is not needed: the worker did not fork from a process whose
+    layer was launching). That lock is a named semaphore registered with the resource tracker; a worker ended at
+    once (Ctrl-C, SIGTERM: :func:`theorycheck._interrupt.stop_pool`) cannot unlink it, and the tracker prints
+    "leaked semaphore objects" at exit. Numba's own choice for ``spawn`` (a no-op lock) is used instead. No effect
+    under ``fork`` or once the layer is launched, nor with a Numba without this lock."""
+    import multiprocessing
+
+    from numba.np.ufunc import parallel
+
+    if multiprocessing.get_start_method(allow_none=True) in ("forkserver", "spawn") and hasattr(parallel, "_nop"):
+        if getattr(parallel, "_backend_init_process_lock", False) is None:
+            parallel._backend_init_process_lock = parallel._nop()  # type: ignore[assignment]  # numba declares it None until set

@@ -16,12 +16,14 @@ import numpy as np
 
 __all__ = [
     "TheorycheckWarning",
+    "MissingExtra",
     "warn_ignored",
     "check_int",
     "check_real",
     "check_prob",
     "check_choice",
     "check_array",
+    "as_array",
     "check_square",
     "check_rng",
 ]
@@ -29,6 +31,12 @@ __all__ = [
 
 class TheorycheckWarning(UserWarning):
     """Warning category of theorycheck: arguments accepted but ignored, soft numerical issues."""
+
+
+class MissingExtra(ImportError):
+    """An optional extra (``dask``, ``nlp``, ``certify``, ...) that a call needs is not installed; the message names
+    what needs it and the install command. The command line reports it on one line, exit code 2
+    (:func:`theorycheck.cli.common.run_command`)."""
 
 
 def warn_ignored(names, method: str, *, stacklevel: int = 3) -> None:
@@ -90,9 +98,14 @@ def check_prob(name: str, value) -> float:
 
 
 def check_choice(name: str, value, choices) -> str:
-    """``value`` must be one of ``choices`` (strings)."""
+    """``value`` must be one of ``choices`` (strings); an array or a container is a ``TypeError`` naming ``name``
+    (never numpy's "truth value of an array is ambiguous")."""
+    opts = ", ".join(repr(c) for c in choices)
+    if not isinstance(value, str) and (hasattr(value, "shape") or isinstance(value, (list, tuple, dict, set))):
+        shape = getattr(value, "shape", None)
+        what = type(value).__name__ + (f" of shape {tuple(shape)}" if shape is not None else "")
+        raise TypeError(f"{name} must be one of {opts}, got {what}")
     if value not in choices:
-        opts = ", ".join(repr(c) for c in choices)
         raise ValueError(f"{name} must be one of {opts}, got {value!r}")
     return value
 
@@ -102,6 +115,19 @@ def _check_range(name, value, low, high):
         lo = "-inf" if low is None else str(low)
         hi = "inf" if high is None else str(high)
         raise ValueError(f"{name} must lie in [{lo}, {hi}], got {value!r}")
+
+
+def as_array(name: str, value) -> np.ndarray:
+    """``np.asarray(value)``; a ragged nested sequence (rows of different lengths) is a ``ValueError`` naming
+    ``name`` instead of numpy's "inhomogeneous shape" message."""
+    try:
+        return np.asarray(value)
+    except ValueError:
+        lengths = [len(r) if hasattr(r, "__len__") else 1 for r in value] if isinstance(value, (list, tuple)) else []
+        rows = f" (row lengths {lengths[:8]}{', ...' if len(lengths) > 8 else ''})" if lengths else ""
+        raise ValueError(
+            f"{name} must be a rectangular array, every row the same length; got a ragged sequence{rows}"
+        ) from None
 
 
 def check_array(
@@ -116,6 +142,7 @@ def check_array(
 
     ``shape`` entries equal to ``None`` are not checked.
     """
+    value = as_array(name, value)
     if np.iscomplexobj(value) or isinstance(value, complex):
         raise TypeError(f"{name} must be a real array, got complex values (the imaginary part would be lost)")
     try:

@@ -23,7 +23,8 @@ once in :mod:`theorycheck.cli.common`. Conventions:
   exits 2; a result that is not certified (or a failing claim) exits 1;
 - Ctrl-C at any moment is one line and exit 130: during a command (:func:`~.common.run_command`; ``verify``
   writes the finished rows marked partial, ``train`` checkpoints), during parsing (:func:`main`) and while
-  the package imports (the console command's launcher ``_theorycheck_cli.py``, outside the package).
+  the package imports (the console command's launcher ``_theorycheck_cli.py``, outside the package);
+  SIGTERM does the same with exit 143 (:mod:`theorycheck._interrupt`: it raises a ``KeyboardInterrupt``).
 
 Adding a subcommand (e.g. ``benchmark``): write ``theorycheck/cli/benchmark.py`` with ``DESCRIPTION``,
 ``add_parser`` and ``run`` as above, and add the module to :data:`COMMANDS` below, one line::
@@ -42,9 +43,10 @@ from __future__ import annotations
 import argparse
 import sys
 
+from .._interrupt import exit_code, sigterm_as_ctrl_c
 from .._version import __version__
 from . import bench, benchmark, dynamics, landscape, realdata, solve, spec, train, verify
-from .common import add_threads_flag, leaf_parsers, run_command
+from .common import OneLineParser, add_threads_flag, leaf_parsers, run_command
 
 __all__ = ["main", "build_parser", "COMMANDS"]
 
@@ -54,7 +56,7 @@ COMMANDS = (verify, solve, landscape, train, dynamics, realdata, bench, benchmar
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``theorycheck`` parser: one subparser per module of :data:`COMMANDS`, ``--threads`` on every leaf."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(  # parse errors are one line, like every other error
         prog="theorycheck",
         description="Exact, certified checks of 'How Do Transformers Learn Topic Structure' (ICML 2023).",
     )
@@ -68,12 +70,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    """Run ``theorycheck`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code."""
-    try:
-        argv = list(sys.argv[1:] if argv is None else argv)
-        args = build_parser().parse_args(argv)
-        args.argv = argv
-        return run_command(args)
-    except KeyboardInterrupt:  # outside the command (parsing, or while a handler reports): the same one line
-        print("theorycheck: interrupted", file=sys.stderr)
-        return 130
+    """Run ``theorycheck`` with ``argv`` (default: ``sys.argv[1:]``); return the exit code. SIGTERM is handled as
+    Ctrl-C (:func:`theorycheck._interrupt.sigterm_as_ctrl_c`): one line, workers stopped, exit 143 (Ctrl-C: 130)."""
+    with sigterm_as_ctrl_c():
+        try:
+            argv = list(sys.argv[1:] if argv is None else argv)
+            args = build_parser().parse_args(argv)
+            args.argv = argv
+            return run_command(args)
+        except KeyboardInterrupt:  # outside the command (parsing, or while a handler reports): the same one line
+            print("theorycheck: interrupted", file=sys.stderr)
+            return exit_code()

@@ -61,6 +61,11 @@ def _call(cmd, **kw) -> int:
 def run(args) -> int:
     folder = _benchmarks_dir(args.dir)
     known = {f.stem[len("bench_") :]: f for f in sorted(folder.glob("bench_*.py"))}
+    if not known:  # an empty folder, or the wrong one: nothing would run, and exit 0 would say all went well
+        raise ValueError(
+            f"--dir: {str(folder)!r} holds no benchmark scripts (bench_*.py); benchmarks live in a source checkout "
+            "under benchmarks/"
+        )
     if args.list:
         for name in known:
             print(name)

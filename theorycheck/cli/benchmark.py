@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import shlex
 
+from .._validate import check_int, check_real
 from ..problems._execute import FAILURES
 from ..problems._registry import list_problems
 from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
 from ..problems._solvers import solver_names
+from ..report.runner import default_jobs
 from .common import (
     add_jobs_flag,
     add_json_flag,
@@ -23,6 +25,11 @@ from .common import (
 )
 
 __all__ = ["DESCRIPTION", "add_parser", "run"]
+
+#: The largest ``--budget`` (seconds per run, one day) and ``--repeats``, ``--max-evals`` accepted (before any work).
+MAX_BUDGET = 86_400.0
+MAX_REPEATS = 1_000
+MAX_EVALS = 10**12
 
 DESCRIPTION = "Benchmark optimum solvers on certified problems (time-to-accuracy, performance profiles)."
 
@@ -64,9 +71,21 @@ def add_parser(subparsers):
         + ",".join(str(k) for k in DEFAULT["levels"])
         + ", and every level of the O(1) structured stage-1 form)",
     )
-    p.add_argument("--repeats", type=int, default=1, help="runs per cell; repeat k starts at problem.start(k)")
-    p.add_argument("--budget", type=float, default=DEFAULT["budget"], help="seconds per run (default: %(default)s)")
-    p.add_argument("--max-evals", type=int, default=1_000_000, help="evaluations per run (default: %(default)s)")
+    p.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help=f"runs per cell, 1 to {MAX_REPEATS:,}; repeat k starts at problem.start(k)",
+    )
+    p.add_argument(
+        "--budget",
+        type=float,
+        default=DEFAULT["budget"],
+        help=f"seconds per run, > 0 and at most {MAX_BUDGET:,.0f} (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-evals", type=int, default=1_000_000, help="evaluations per run, 1 to 10**12 (default: %(default)s)"
+    )
     add_jobs_flag(p, default=1, default_text="1, so that runs are timed one at a time")
     add_scheduler_flag(
         p, "the runs (one task per run, each in a worker process killed at its deadline; --jobs ignored)"
@@ -122,11 +141,12 @@ def run(args) -> int:
             print(f"{d['name']:34s} sizes: {d['sizes']}")
         print("solvers:", ", ".join(solver_names()))
         return 0
-    for flag, val, lo in (("--repeats", args.repeats, 1), ("--jobs", args.jobs, 1), ("--max-evals", args.max_evals, 1)):
-        if val < lo:
-            raise ValueError(f"{flag} must be >= {lo}, got {val}")
-    if not args.budget > 0:
-        raise ValueError(f"--budget must be > 0 seconds, got {args.budget}")
+    check_int("--repeats", args.repeats, low=1, high=MAX_REPEATS)
+    check_int("--jobs", args.jobs, low=1, high=4 * default_jobs())
+    check_int("--max-evals", args.max_evals, low=1, high=MAX_EVALS)
+    check_real("--budget", args.budget, low=0.0, low_open=True, high=MAX_BUDGET)  # finite: a deadline is computed
+    if args.sizes is not None and not _csv(args.sizes):  # '', ' ' or ',': no level (it ran the default set)
+        raise ValueError("--sizes: empty; give comma-separated ladder levels such as 0,1,2, or 'all'")
     problems, solvers, levels, budget = _csv(args.problems), _csv(args.solvers), _levels(args.sizes), args.budget
     if args.quick:
         problems = problems or QUICK["problems"]

@@ -32,8 +32,9 @@ import sys
 import numpy as np
 
 from .. import _memory, _progress, _threads
-from .._interrupt import redeliver_swallowed_ctrl_c
-from .._io import prepare_output_dir, write_json
+from .._interrupt import exit_code, redeliver_swallowed_ctrl_c
+from .._io import claim_output, distinct_outputs, prepare_output_dir, write_json
+from .._validate import MissingExtra
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ..population._moments import MAX_ENUMERATED_SETS
 
@@ -60,6 +61,9 @@ __all__ = [
     "command",
     "error",
     "run_command",
+    "OneLineParser",
+    "claim_outputs",
+    "OUTPUT_FLAGS",
     "leaf_parsers",
 ]
 
@@ -177,6 +181,7 @@ def _load_phi(path: str) -> np.ndarray:
             f"--topic-word {path!r} is not a .npy file (no NumPy header; a text table?); {_SAVE_HINT}, e.g. "
             f"numpy.save('phi.npy', numpy.loadtxt({path!r})) for a whitespace-separated text table"
         )
+    _check_npy_header(path)
     try:
         return np.load(path, allow_pickle=False)
     except ValueError as exc:
@@ -187,6 +192,32 @@ def _load_phi(path: str) -> np.ndarray:
         raise ValueError(f"--topic-word {path!r}: cannot read the .npy array ({exc})") from None
     except OSError as exc:
         raise ValueError(f"--topic-word {path!r}: cannot read the .npy array ({exc})") from None
+
+
+def _check_npy_header(path: str) -> None:
+    """Read the ``.npy`` header only and check the array it announces against the memory guard (the array, its
+    float64 copy and its renormalised copy alive at once) before anything is loaded: a header claiming ``10**12``
+    entries is refused at once, not after numpy tried to allocate them."""
+    try:
+        with open(path, "rb") as fh:
+            version = np.lib.format.read_magic(fh)
+            read = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+            shape, _fortran, dtype = read(fh)
+    except (OSError, ValueError) as exc:
+        raise ValueError(f"--topic-word {path!r}: cannot read the .npy header ({exc})") from None
+    if dtype.hasobject:
+        return  # refused by np.load(allow_pickle=False) with its own hint
+    entries = 1
+    for s in shape:
+        entries *= int(s)
+    need, limit = entries * (dtype.itemsize + 16), _memory.resolve_max_bytes()
+    if need > limit:
+        raise ValueError(
+            f"--topic-word {path!r}: its header announces a {' x '.join(f'{int(s):,}' for s in shape)} array; "
+            f"loading and checking it needs {_memory.format_bytes(need)}, above the memory limit "
+            f"{_memory.format_bytes(limit)} (${_memory.MAX_BYTES_ENV}; default half the available memory): "
+            "give a smaller topic-word matrix"
+        )
 
 
 def general_models(args) -> tuple[GeneralTopicModel, Masking]:
@@ -325,6 +356,15 @@ def write_json_summary(path, summary: dict) -> None:
 
 
 # ----------------------------------------------------------------------------- running a command
+class OneLineParser(argparse.ArgumentParser):
+    """``argparse`` with the command line's error convention: a bad flag, a missing or malformed value, an unknown
+    choice is one line on stderr, ``theorycheck <command>: error: <message> (see ... --help)``, and exit code 2
+    (argparse's own prints the whole usage first). Subparsers inherit the class."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def command(args) -> str:
     """The command line being run, for the output folder's marker."""
     return "theorycheck " + shlex.join(getattr(args, "argv", None) or [args.command])
@@ -336,25 +376,52 @@ def error(args, message: str) -> int:
     return 2
 
 
+#: The output flags of the commands: ``(attribute, flag, kind, suffix added)``; all are claimed as distinct paths
+#: (:func:`theorycheck._io.claim_output`) before a command runs, so that a clash is refused before anything is made.
+OUTPUT_FLAGS = (
+    ("out", "--out", "dir", None),
+    ("json", "--json", "file", None),
+    ("npz", "--npz", "file", ".npz"),
+    ("checkpoint", "--checkpoint", "file", None),
+)
+
+
+def claim_outputs(args) -> None:
+    """Claim every output path given on the command line (:data:`OUTPUT_FLAGS`): a ``ValueError`` naming both flags
+    if two are the same file or one lies inside the other's folder (``--npz x --json x.npz`` included)."""
+    for attr, flag, kind, suffix in OUTPUT_FLAGS:
+        path = getattr(args, attr, None)
+        if isinstance(path, str) and path.strip():
+            if suffix and not path.endswith(suffix):
+                path += suffix
+            claim_output(path, flag, kind)
+
+
 def run_command(args) -> int:
-    """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``;
-    a ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one
-    line on stderr and exit code 2, and so is an ``OSError`` (a file system failure: its message and the
-    path); Ctrl-C that the command does not handle itself is one line and exit code 130."""
+    """Set the threads (``--threads``, :func:`theorycheck._threads.configure`) and run ``args.func(args)``.
+
+    A ``ValueError`` or ``TypeError`` (a bad flag or value, named by the library's own message) is one line on
+    stderr and exit code 2, and so are a missing optional extra (:class:`~theorycheck._validate.MissingExtra`) and
+    an ``OSError`` (a file system failure: its message and the path). Ctrl-C that the command does not handle
+    itself is one line and exit code 130, SIGTERM the same with exit code 143 (:mod:`theorycheck._interrupt`). No
+    two outputs of the command may be the same file, or one inside the other (:func:`claim_outputs`)."""
     try:
         _threads.configure(args.threads)  # also checks $THEORYCHECK_THREADS
         _memory.check_env()  # a malformed $THEORYCHECK_MAX_BYTES: one error before any work
         # --quiet also silences the bars inside library routines (theorycheck._progress), in workers too
-        with redeliver_swallowed_ctrl_c(), _progress.quiet(bool(getattr(args, "quiet", False)) or _progress.is_quiet()):
+        quiet = _progress.quiet(bool(getattr(args, "quiet", False)) or _progress.is_quiet())
+        with redeliver_swallowed_ctrl_c(), distinct_outputs(), quiet:  # no two outputs of one command the same file
+            claim_outputs(args)
             return int(args.func(args) or 0)
-    except (ValueError, TypeError) as exc:
+    except (ValueError, TypeError, MissingExtra) as exc:  # a bad value, or an optional extra not installed
         return error(args, str(exc))
     except OSError as exc:  # a file system failure past the upfront checks (disk full, a folder removed meanwhile)
         where = " ".join(repr(str(f)) for f in (exc.filename, exc.filename2) if f is not None)
         return error(args, f"{exc.strerror or exc}{': ' + where if where else ''}")
-    except KeyboardInterrupt:
-        print(f"theorycheck {args.command}: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (theorycheck._interrupt.sigterm_as_ctrl_c): exit 130 or 143
+        code = exit_code()
+        print(f"theorycheck {args.command}: interrupted{' (SIGTERM)' if code != 130 else ''}", file=sys.stderr)
+        return code
 
 
 def leaf_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:

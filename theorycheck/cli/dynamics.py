@@ -10,9 +10,11 @@ import io
 import multiprocessing
 from concurrent.futures import ProcessPoolExecutor
 from contextlib import nullcontext
+from multiprocessing import forkserver
 
-from .. import _io
+from .. import _io, _threads
 from .._dask import scheduler_executor
+from .._interrupt import ignore_sigint, pool_stopped_on_interrupt, sigint_ignored
 from .._validate import check_int
 from ..nn.stage_grid import GRID_COLUMNS, GRID_PRESET, MAX_CELLS, MAX_GRID_STEPS, check_grid, stage_grid
 from ..report.plots import stage_grid as stage_grid_figure
@@ -71,9 +73,19 @@ def _parse_list(flag: str, text: str) -> list[float]:
     return values
 
 
+def _init_worker() -> None:
+    """A cell worker leaves Ctrl-C to its parent and can be ended at once (:func:`theorycheck._interrupt.stop_pool`)."""
+    ignore_sigint()
+    _threads.numba_lock_per_process()
+
+
 def _pool(jobs: int):
-    """``jobs`` local worker processes (``forkserver``: no Numba thread pool inherited across fork)."""
-    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("forkserver"))
+    """``jobs`` local worker processes (``forkserver``: no Numba thread pool inherited across fork), ended at once
+    after Ctrl-C or SIGTERM (:func:`theorycheck._interrupt.pool_stopped_on_interrupt`)."""
+    ctx = multiprocessing.get_context("forkserver")
+    with sigint_ignored():  # the forkserver (and the workers it forks) leave Ctrl-C to this process
+        forkserver.ensure_running()
+    return pool_stopped_on_interrupt(ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker))
 
 
 def _table(rows) -> str:

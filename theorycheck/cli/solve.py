@@ -191,9 +191,24 @@ def format_summary(summary: dict) -> str:
     return "\n".join(f"{k.ljust(width)}  {_fmt(v)}" for k, v in rows)
 
 
+#: Largest V1 for which a structured optimum is also written dense in the ``.npz`` (as for a ``BlockGram``).
+NPZ_DENSE_MAX_V1 = 2001
+
+
+def _matrix(name: str, x) -> dict:
+    """A matrix for the ``.npz``: dense as ``name``; a low-rank one (a general model's ``LowRankMatrix``, SPEC
+    §11.5) also as its factors ``name_left``, ``name_right`` (``name = left @ right.T``) and dense only up to
+    :data:`NPZ_DENSE_MAX_V1`: never densified beyond, whatever V1."""
+    if hasattr(x, "left") and hasattr(x, "right"):
+        out = {f"{name}_left": np.asarray(x.left), f"{name}_right": np.asarray(x.right), "low_rank": True}
+        return out | ({name: x.toarray()} if x.shape[0] <= NPZ_DENSE_MAX_V1 else {})
+    return {name: x.toarray() if hasattr(x, "toarray") else np.asarray(x)}
+
+
 def npz_payload(problem: str, res, tm, summary: dict) -> bytes:
-    """``.npz`` bytes: the optimum (``W`` or ``A, B0, gamma``; ``G`` or ``x, y``; ``x = [alpha, beta]``),
-    ``status``, ``method``, ``fun``, ``T``, ``v`` and ``resid_<name>`` for every residual."""
+    """``.npz`` bytes: the optimum (``W`` or ``A, B0, gamma``; ``G`` or ``x, y``; ``x = [alpha, beta]``; a low-rank
+    ``W`` or ``G`` as ``W_left, W_right`` / ``G_left, G_right``), ``status``, ``method``, ``fun``, ``T``, ``v`` and
+    ``resid_<name>`` for every residual."""
     payload: dict[str, Any] = {f"resid_{k}": np.float64(v) for k, v in summary["residuals"].items()}
     payload.update(status=np.int64(res.status), method=np.str_(res.method), fun=np.float64(res.fun))
     payload.update(problem=np.str_(problem), T=np.float64(tm.T), v=np.float64(getattr(tm, "v", np.nan)))
@@ -204,14 +219,14 @@ def npz_payload(problem: str, res, tm, summary: dict) -> bytes:
         if x is not None and hasattr(x, "A") and not isinstance(x, np.ndarray):
             payload.update(A=x.A, B0=x.B0, gamma=x.gamma, structured=True)
         elif x is not None:
-            payload.update(W=np.asarray(x), structured=False)
+            payload.update(_matrix("W", x), structured=False)
     elif problem == "embedding" and x is not None:
         if hasattr(x, "toarray") and hasattr(x, "y"):
             payload.update(x=np.float64(x.x), y=np.float64(x.y), structured=True)
-            if tm.V1 <= 2001:
+            if tm.V1 <= NPZ_DENSE_MAX_V1:
                 payload["G"] = x.toarray()
         else:  # a dense Gram, or a general model's LowRankMatrix (SPEC §11.5)
-            payload.update(G=x.toarray() if hasattr(x, "toarray") else np.asarray(x), structured=False)
+            payload.update(_matrix("G", x), structured=False)
         if "W_E" in res.info:
             payload["W_E"] = np.asarray(res.info["W_E"])
     elif x is not None:
@@ -325,6 +340,13 @@ def _attention_options(args) -> dict | None:
     return opts or None
 
 
+def _flag_names(message: str) -> str:
+    """A solver's message with its ``certify_options[...]`` keys named by the flags that set them."""
+    for flag, key in _CERTIFY_FLAGS.items():
+        message = message.replace(f"certify_options[{key!r}]", flag)
+    return message
+
+
 def _solve_given(args) -> dict:
     """``{flag: (solver keyword, value)}``; ``None`` values are left to the solver's defaults."""
     given = {
@@ -361,10 +383,13 @@ def run(args) -> int:
     npz_path = None
     if args.npz is not None:
         npz_path = prepare_output_dir(args.npz, kind="file", suffix=".npz", force=args.force, flag="--npz")
-    res = run_solve(args.problem, tm, mk, given)
+    try:
+        res = run_solve(args.problem, tm, mk, given)
+    except ValueError as exc:  # the solver's refusal, in the command's words (its options are flags here)
+        raise ValueError(_flag_names(str(exc))) from None
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
     print(format_summary(summary))
-    payload = npz_payload(args.problem, res, tm, summary)
+    payload = npz_payload(args.problem, res, tm, summary) if out is not None or npz_path is not None else b""
     if out is not None:
         with atomic_directory(out, force=args.force, command=command(args)) as tmp:
             write_json(tmp / "summary.json", summary)

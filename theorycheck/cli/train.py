@@ -7,15 +7,28 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 import sys
 from pathlib import Path
 
 import numpy as np
 
 from .. import _io
+from .._interrupt import exit_code
 from .._validate import check_int
-from ..nn import PRESETS, DataConfig, ModelConfig, TrainingInterrupted, preset, run_preset, stage_curves, train
+from ..nn import (
+    PRESETS,
+    DataConfig,
+    ModelConfig,
+    TrainingDiverged,
+    TrainingInterrupted,
+    preset,
+    run_preset,
+    stage_curves,
+    train,
+)
 from ..nn.checkpoint import list_checkpoints
+from ..nn.trainer import check_train_memory
 from ..population import moments
 from ..report.training import write_figures
 from ..solvers import optimal_embedding_gram
@@ -145,7 +158,11 @@ def _train_folder(args):
         return {p.relative_to(out).as_posix() for p in out.rglob("*") if p.is_file()} - {_io.MARKER}
 
     marker = _io.read_marker(out) if out.is_dir() else None
-    foreign = set() if args.resume or not out.is_dir() else files() - set(marker["files"] if marker else ())
+    owned = set(marker["files"]) if marker else set()
+    # the user's files: those found now that the marker does not list; on --resume a file under a name the run
+    # writes is the interrupted run's own (killed before its marker was written)
+    found = files() - owned if out.is_dir() else set()
+    foreign = {f for f in found if not (args.resume and _TRAIN_OUTPUT.fullmatch(f))}
     clash = sorted(f for f in foreign if _TRAIN_OUTPUT.fullmatch(f))
     if clash:  # --force: a file of the user's under a name the run writes is refused now, before any work
         raise ValueError(
@@ -154,9 +171,10 @@ def _train_folder(args):
             "away or choose a new --out folder"
         )
 
-    def mark():
+    def mark():  # exactly the files theorycheck wrote: listed before, or under a name a run writes (not the user's)
         if out.is_dir():
-            _io.write_marker(out, command=_train_command(args), files=sorted(files() - foreign))
+            ours = {f for f in files() - foreign if f in owned or _TRAIN_OUTPUT.fullmatch(f)}
+            _io.write_marker(out, command=_train_command(args), files=sorted(ours))
 
     return out, mark
 
@@ -222,7 +240,7 @@ def _general_train_models(args, seeds) -> tuple:
 
 
 def run(args) -> int:
-    """Run a preset (SPEC §5); exit 130 after SIGINT/SIGTERM with a checkpoint and the resume command."""
+    """Run a preset (SPEC §5); exit 130 after SIGINT, 143 after SIGTERM, with a checkpoint and the resume command."""
     if args.list:
         print("\n".join(PRESETS))
         return 0
@@ -246,9 +264,14 @@ def run(args) -> int:
             summary = run_general_preset(args.preset, out, *general, **kw)
         else:
             summary = run_preset(args.preset, out, seeds=seeds, client=args.scheduler, **kw)
+    except TrainingDiverged as exc:  # a result of the run (its metrics so far are written), not a traceback
+        mark()
+        print(f"theorycheck train: {exc}; the metrics up to then are in {out}", file=sys.stderr)
+        return 1
     except (TrainingInterrupted, KeyboardInterrupt) as exc:
         mark()
         again = _train_command(args)
+        code = 128 + signal.Signals[exc.signame] if isinstance(exc, TrainingInterrupted) else exit_code()
         if isinstance(exc, TrainingInterrupted):
             print(f"theorycheck train: interrupted at step {exc.step}; resume with: {again} --resume", file=sys.stderr)
         elif _has_checkpoint(out):
@@ -259,7 +282,7 @@ def run(args) -> int:
                 f"theorycheck train: interrupted before its first checkpoint; start again with: {again}",
                 file=sys.stderr,
             )
-        return 130
+        return code
     if not args.no_figures:
         single = len(summary["runs"]) == 1 and summary["runs"][0]["run"] == args.preset
         for r in summary["runs"]:
@@ -355,7 +378,9 @@ def run_general_preset(name, out, tm, mk, *, steps=None, seed=None, checkpoint_e
     changes = {
         k: v for k, v in (("steps", steps), ("seed", seed), ("checkpoint_every", checkpoint_every)) if v is not None
     }
-    run_cfg, lr = scale_preset_lr(cfg, retarget_config(cfg, tm, mk).replace(**changes))
+    retargeted = retarget_config(cfg, tm, mk).replace(**changes)
+    check_train_memory(retargeted)  # the model on the new V1, before its curvature (dense moments) is computed
+    run_cfg, lr = scale_preset_lr(cfg, retargeted)
     res = train(run_cfg, out, progress=progress, resume=resume)
     nV, nKQ = stage_curves(res.history) if res.history else ([], [])
     row = {"run": name, "steps": res.steps, "final": res.final, "stages": res.stages, "model": model_summary(tm)}

@@ -8,6 +8,7 @@ import json
 import sys
 
 from .._dask import scheduler_executor
+from .._interrupt import exit_code, how
 from .._io import prepare_output_dir
 from .._validate import check_int
 from ..report import (
@@ -75,6 +76,7 @@ def add_parser(sub):
 
 
 def run(args) -> int:
+    check_int("--seed", args.seed, low=0)  # checked even where it is not used (without --explore)
     if args.list or args.explore is not None:
         registry = collect(args.claims)  # built-in, installed plugins (entry points), --claims PATH
         claims = select_claims(registry.claims, args.only)
@@ -90,9 +92,9 @@ def run(args) -> int:
         json_file = json_path(args)
         try:
             rows = run_claims(claims, progress=not args.quiet, tier=tier, jobs=jobs, executor=executor, cache=cache)
-        except RunInterrupted as exc:  # Ctrl-C: the finished rows are written, the report marked partial
+        except RunInterrupted as exc:  # Ctrl-C or SIGTERM: the finished rows are written, the report marked partial
             rows = exc.rows
-            partial = f"PARTIAL REPORT: interrupted (Ctrl-C) after {len(rows)} of {exc.n_checks} checks"
+            partial = f"PARTIAL REPORT: interrupted ({how()}) after {len(rows)} of {exc.n_checks} checks"
             skipped = [partial, *skipped]
     print(format_table(rows))
     tiers = tier_summary(rows, tier)
@@ -108,7 +110,7 @@ def run(args) -> int:
     write_json_summary(json_file, json.loads((out / "results.json").read_text()))
     if partial is not None:
         print(f"theorycheck verify: {partial}; the partial report is in {out}", file=sys.stderr)
-        return 130
+        return exit_code()
     n_bad = sum(r.verdict != "PASS" for r in rows)
     print(f"\n{len(rows) - n_bad}/{len(rows)} checks passed; report written to {out}")
     return 1 if n_bad else 0

@@ -22,7 +22,7 @@ from dataclasses import FrozenInstanceError
 import numpy as np
 
 from .._memory import check_alloc
-from .._validate import check_choice, check_int, check_real
+from .._validate import as_array, check_choice, check_int, check_real
 from .layout import MAX_TOKENS, PRIORS
 
 __all__ = ["GeneralTopicModel", "ROW_SUM_TOL"]
@@ -45,7 +45,7 @@ def _check_phi_size(what: str, T: int, n_words: int, copies: int = 2) -> None:
 
 def _check_phi(phi) -> np.ndarray:
     if isinstance(phi, np.ndarray | list | tuple):
-        arr = np.asarray(phi)
+        arr = as_array("phi", phi)
     else:
         raise TypeError(f"phi must be an array of shape (T, n_words), got {type(phi).__name__}")
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):

@@ -29,7 +29,16 @@ from .optim import SGD, Adam, make_optimizer
 from .presets import PRESETS, preset, run_preset
 from .probes import DEFAULT_PROBES, ProbeContext, stage1_reference
 from .stage_grid import stage_grid
-from .trainer import Trainer, TrainingInterrupted, TrainResult, load_metrics, run_stages, stage_curves, train
+from .trainer import (
+    Trainer,
+    TrainingDiverged,
+    TrainingInterrupted,
+    TrainResult,
+    load_metrics,
+    run_stages,
+    stage_curves,
+    train,
+)
 
 __all__ = [
     "PARAM_NAMES",
@@ -60,6 +69,7 @@ __all__ = [
     "run_stages",
     "train",
     "TrainingInterrupted",
+    "TrainingDiverged",
     "DataStream",
     "DEFAULT_PROBES",
     "ProbeContext",

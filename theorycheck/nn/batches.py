@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import scipy.sparse as sp
 
-from .._validate import check_choice
+from .._memory import check_alloc
+from .._validate import check_choice, check_int
 from ..models import GeneralTopicModel, Masking
 from ..population import population_contexts
 from ._factored_kernels import KeyFactors
@@ -257,7 +258,13 @@ def _entry_weights(selected, average):
     raise ValueError(f"average must be 'document' or 'token', got {average!r}")
 
 
-def _check_masked(inputs, selected, targets, V1):
+#: ``(B + E) x V1`` arrays alive at once while a batch is built (counts and their float copy, ``Y`` and its copy):
+#: the memory guard's estimate, ``B`` documents and ``E`` selected positions.
+_BATCH_ARRAYS = 3
+
+
+def _check_masked(inputs, selected, targets, V1, what: str = "batch"):
+    V1 = check_int("V1", V1, low=2)
     inputs = np.asarray(inputs)
     selected = np.asarray(selected, dtype=bool)
     targets = np.asarray(targets)
@@ -266,6 +273,8 @@ def _check_masked(inputs, selected, targets, V1):
             f"inputs, selected and targets must be 2-d arrays of one shape, got {inputs.shape}, "
             f"{selected.shape}, {targets.shape}"
         )
+    rows = inputs.shape[0] + int(selected.sum())  # documents + selected positions: rows over the V1 tokens
+    check_alloc(f"{what}: the batch's (documents + selected positions) x V1 arrays", (_BATCH_ARRAYS, rows, V1))
     if inputs.size and (inputs.max() >= V1 or inputs.min() < -1):
         raise ValueError(f"inputs must be tokens in [0, {V1 - 1}] or -1 (padding)")
     if np.any(selected & (inputs < 0)):
@@ -302,7 +311,7 @@ def count_batch(
         (theory); ``"token"``: mean over all selected positions of the batch (official code).
     """
     check_choice("average", average, ("document", "token"))
-    inputs, selected, targets = _check_masked(inputs, selected, targets, V1)
+    inputs, selected, targets = _check_masked(inputs, selected, targets, V1, "count_batch")
     B, N = inputs.shape
     keys = (inputs >= 0) & (~selected if mask_keys else True)
     k_doc, k_pos = np.nonzero(keys)
@@ -366,7 +375,7 @@ def position_batch(
 ) -> PositionBatch:
     """Position form of a masked batch (see :class:`PositionBatch`); arguments as :func:`count_batch`."""
     check_choice("average", average, ("document", "token"))
-    inputs, selected, targets = _check_masked(inputs, selected, targets, V1)
+    inputs, selected, targets = _check_masked(inputs, selected, targets, V1, "position_batch")
     key_valid = (inputs >= 0) & (~selected if mask_keys else True)
     w_doc = _entry_weights(selected, average)
     d_idx, p_idx = np.nonzero(selected)

@@ -296,6 +296,31 @@ class ModelConfig:
             return "position"
         return "count" if self.n_layers == 1 else "merged"
 
+    def param_shapes(self) -> dict[str, tuple[int, ...]]:
+        """The shape of every parameter of the model (trained or frozen), by name (``layers.k.W_V`` per layer),
+        from the configuration alone (Python ints: no overflow for any size)."""
+        V1, d, da, H = self.V1, self.d, self.d_a, self.n_heads
+        assert d is not None and da is not None  # set by __post_init__
+        shapes: dict[str, tuple[int, ...]] = {}
+        if self.embedding == "trained":
+            shapes["W_E"] = (d, V1)
+        for k in range(self.n_layers):
+            shapes.update({f"layers.{k}.W_Q": (H, da, d), f"layers.{k}.W_K": (H, da, d), f"layers.{k}.W_V": (H, d, d)})
+        if self.decoder == "trained":
+            shapes["W_dec"] = (V1, d)
+        shapes["b_dec"] = (V1,)
+        return shapes
+
+    def memory_entries(self, optimizer_states: int = 0) -> int:
+        """float64 entries alive at once in a :class:`~theorycheck.nn.Transformer` of this configuration: every
+        parameter and its gradient, ``optimizer_states`` more per trained parameter (Adam: 2), the largest
+        parameter once more (its initial value before it is stored) and, for a one-hot embedding, the ``V1 x V1``
+        identity table a forward pass builds. The memory guard's input (:func:`theorycheck._memory.check_alloc`)."""
+        sizes = {name: math.prod(shape) for name, shape in self.param_shapes().items()}
+        trained = sum(n for name, n in sizes.items() if name.rsplit(".", 1)[-1] in self.train)
+        total = 2 * sum(sizes.values()) + optimizer_states * trained + max(sizes.values())
+        return total + (self.V1 * self.V1 if self.embedding == "one-hot" else 0)
+
     @property
     def score_factor(self) -> float:
         """Score factor ``c`` of SPEC §3.1: ``1/sqrt(d_a)`` (``scale="sqrt"``) or 1."""

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .._memory import check_alloc
 from .._validate import check_rng
 from ._factored_kernels import factored_loss_grad
 from .batches import CountBatch, PositionBatch
@@ -58,6 +59,17 @@ def _packing(batch: PositionBatch):
     where = np.full(flat.size, -1, dtype=np.int64)
     where[rows] = np.arange(rows.size)
     return rows, flat[rows], where[batch.qdoc * batch.tokens.shape[1] + batch.qpos]
+
+
+def check_model_memory(what: str, cfg: ModelConfig, optimizer_states: int = 0) -> None:
+    """The memory guard on a model of configuration ``cfg`` (:meth:`ModelConfig.memory_entries`), before any
+    parameter is allocated: a ``ValueError`` with the estimate and the limit."""
+    shape = f"V1={cfg.V1}, d={cfg.d}, d_a={cfg.d_a}, {cfg.n_layers} layer(s) of {cfg.n_heads} head(s)"
+    check_alloc(
+        f"{what}({shape}): parameters, gradients{' and optimizer state' if optimizer_states else ''}",
+        (cfg.memory_entries(optimizer_states),),
+        alternative="a smaller model (fewer topics or words: V1 = T v + 1; or a trained embedding of width d < V1)",
+    )
 
 
 class Transformer:
@@ -91,6 +103,7 @@ class Transformer:
         if not isinstance(cfg, ModelConfig):
             raise TypeError(f"cfg must be a ModelConfig, got {type(cfg).__name__}")
         rng = check_rng(rng, seed)
+        check_model_memory("Transformer", cfg)
         self.cfg = cfg
         self.embedding = Embedding(cfg, rng)
         self.layers = [AttentionLayer(cfg, rng) for _ in range(cfg.n_layers)]

@@ -18,13 +18,14 @@ from collections.abc import Sequence
 from concurrent.futures import Executor
 from typing import Any
 
+import numpy as np
 from tqdm.auto import tqdm
 
 from .._dask import resolve_executor
 from .._validate import check_int, check_real
 from .config import ModelConfig, TrainConfig
 from .presets import preset
-from .trainer import Trainer, run_stages
+from .trainer import Trainer, TrainingDiverged, run_stages
 
 __all__ = ["GRID_PRESET", "MAX_CELLS", "MAX_GRID_STEPS", "GRID_COLUMNS", "check_grid", "grid_config", "stage_grid"]
 
@@ -42,6 +43,7 @@ GRID_COLUMNS = (
     "stage2_attention",
     "structural_two_stage",
     "final_loss",
+    "diverged",
     "seconds",
 )
 
@@ -91,9 +93,14 @@ def _cell(cfg: TrainConfig) -> dict:
     """Train one cell (no run folder) and return its row (runs on a worker too)."""
     t0 = time.perf_counter()
     tr = Trainer(cfg, progress=False)
-    tr.run()
-    stages = run_stages(cfg, tr.history) or {}
-    final = tr.history[-1] if tr.history else {}
+    diverged = None
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):  # a diverging cell is detected by its loss, told once
+            tr.run()
+    except TrainingDiverged as exc:  # a learning rate past the stable range: the cell's result, not an error
+        diverged = exc.step
+    stages = (run_stages(cfg, tr.history) or {}) if diverged is None else {}
+    final = tr.history[-1] if tr.history and diverged is None else {}
     return {
         "lr": cfg.optim.lr,
         "init_scale": cfg.model.init_scale,
@@ -102,6 +109,7 @@ def _cell(cfg: TrainConfig) -> dict:
         "stage2_attention": stages.get("stage2_attention"),
         "structural_two_stage": stages.get("structural_two_stage"),
         "final_loss": final.get("loss"),
+        "diverged": diverged,
         "seconds": round(time.perf_counter() - t0, 3),
         "steps": cfg.steps,
     }
@@ -121,8 +129,10 @@ def stage_grid(
 
     Returns one row per cell (``GRID_COLUMNS`` plus ``steps``), learning rates outer, init scales
     inner, in the given orders. A boundary that no rule found is ``None`` (e.g. a run too short for
-    stage 2). ``lrs`` and ``init_scales``: distinct positive finite numbers; at most
-    ``MAX_CELLS`` cells and ``MAX_GRID_STEPS`` steps (checked before any work). ``executor`` (a
+    stage 2). A cell whose loss left the floats (a learning rate past the stable range) is a result:
+    ``diverged`` is the step where it did (else ``None``), its boundaries and ``final_loss`` are ``None``.
+    ``lrs`` and ``init_scales``: distinct positive finite numbers; at most ``MAX_CELLS`` cells and
+    ``MAX_GRID_STEPS`` steps (checked before any work). ``executor`` (a
     :class:`concurrent.futures.Executor`) or ``client`` (a ``distributed.Client`` or a scheduler
     address) runs the cells concurrently; ``progress``: a bar over the cells."""
     cfgs = check_grid(lrs, init_scales, steps=steps, seed=seed)

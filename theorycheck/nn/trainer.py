@@ -41,11 +41,21 @@ from ..analysis.stats import detect_stages
 from .checkpoint import list_checkpoints, load_checkpoint, remove_checkpoints, save_checkpoint
 from .config import TrainConfig
 from .data import DataStream
-from .model import Transformer
+from .model import Transformer, check_model_memory
 from .optim import make_optimizer
 from .probes import DEFAULT_PROBES, Probe, ProbeContext, References
 
-__all__ = ["Trainer", "TrainResult", "TrainingInterrupted", "train", "load_metrics", "run_stages", "stage_curves"]
+__all__ = [
+    "Trainer",
+    "TrainResult",
+    "TrainingInterrupted",
+    "TrainingDiverged",
+    "check_train_memory",
+    "train",
+    "load_metrics",
+    "run_stages",
+    "stage_curves",
+]
 
 
 class TrainingInterrupted(Exception):
@@ -56,6 +66,15 @@ class TrainingInterrupted(Exception):
         self.step, self.signame, self.checkpoint = step, signame, checkpoint
         where = f"; checkpoint {checkpoint}" if checkpoint else "; no run folder, nothing saved"
         super().__init__(f"interrupted by {signame} at step {step}{where}")
+
+
+class TrainingDiverged(FloatingPointError):
+    """Raised by :meth:`Trainer.run` when the loss leaves the floats (a learning rate past the stable range, SPEC
+    §11.7): a result of the run, not a bug. ``step``: the step whose loss was not finite; ``loss``: that value."""
+
+    def __init__(self, step: int, loss: float):
+        self.step, self.loss = step, loss
+        super().__init__(f"the training diverged: non-finite loss {loss} at step {step} (a smaller learning rate?)")
 
 
 @dataclass
@@ -97,6 +116,13 @@ class _SignalGuard:
         return False
 
 
+def check_train_memory(cfg: TrainConfig) -> None:
+    """The memory guard on a training run of ``cfg`` before any data or parameter is built: the model, its
+    gradients and the optimizer's state (Adam: 2 entries per trained entry; SGD with momentum: 1)."""
+    states = {"adam": 2, "sgd": int(cfg.optim.momentum > 0)}[cfg.optim.name]
+    check_model_memory("Trainer: model", cfg.model, states)
+
+
 class Trainer:
     """Runs a :class:`TrainConfig` (validated again here, before any work).
 
@@ -115,6 +141,7 @@ class Trainer:
         if not isinstance(cfg, TrainConfig):
             raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
         cfg.validate()
+        check_train_memory(cfg)
         probes = list(probes or ())
         for p in probes:
             if not callable(p):
@@ -242,7 +269,7 @@ class Trainer:
             self.model.zero_grad()
             loss = self.model.loss_and_grad(batch)
             if not math.isfinite(loss):
-                raise FloatingPointError(f"non-finite loss {loss} at step {s}")
+                raise TrainingDiverged(s, loss)
             lr = cfg.optim.lr
             if s % cfg.log_every == 0 or s == cfg.steps - 1:
                 full = (cfg.eval_every > 0 and s % cfg.eval_every == 0) or s == cfg.steps - 1

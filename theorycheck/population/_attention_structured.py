@@ -37,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp, softmax
 
-from .._memory import check_alloc, resolve_max_bytes
+from .._memory import check_alloc, check_work, resolve_max_bytes
 from .._threads import blas_threads, numba_threads, requested
 from .._validate import check_array, check_choice, check_int, check_loss, check_real
 from ..models import GeneralTopicModel, Masking, check_models
@@ -61,6 +61,7 @@ __all__ = [
     "value_operator",
     "SCORE_MAX",
     "check_family_scores",
+    "point_operations",
 ]
 
 #: The structured score families: ``alpha I_w + beta Z`` (labels) and ``alpha I_w + beta G`` (co-topic).
@@ -359,6 +360,19 @@ def check_structured(g, op: ValueOperator, family, loss, max_bytes):
     return family
 
 
+def point_operations(g, op: ValueOperator, family: str, loss: str, n_laws: int) -> tuple[int, int]:
+    """Estimated floating-point operations ``(per beta, per point)`` of the structured loss: the ``beta``-tables
+    (blocked co-topic or cross-entropy tables: ``E = e^{beta B}`` over ``V1 x V1`` keys and its products with the
+    ``T (k + 1)`` right-hand sides; label tables: ``O(V1 T)``) and one ``(alpha, beta)`` point over ``n_laws`` laws
+    (squared: ``O(V1 T)`` a law; cross-entropy: a log-sum-exp over ``V1 x V1`` outputs of rank ``k``). Python ints."""
+    V1, T = g.V1, g.T
+    k = op.U.shape[1] if op.factored else V1
+    blocked = family == "co-topic" or loss == "ce"
+    per_beta = V1 * V1 * (4 * T * (k + 1) + 10) if blocked else 16 * V1 * T + 64 * T * T
+    per_point = n_laws * (2 * V1 * V1 * k if loss == "ce" else 8 * V1 * (T + 1))
+    return per_beta, per_point
+
+
 def make_evaluator(g, mk, W, family="label", b=None, mask_keys=False, loss="squared", *, n_sets=None,
                    n_theta=None, rng=None, seed=None, max_bytes=None) -> FamilyEvaluator:  # fmt: skip
     """A validated :class:`FamilyEvaluator` (the solver's entry; arguments as in :func:`family_attention_loss`)."""
@@ -374,6 +388,11 @@ def make_evaluator(g, mk, W, family="label", b=None, mask_keys=False, loss="squa
     family = check_structured(g, op, family, loss, max_bytes)
     n_sets, n_theta = _counts(g, n_sets, n_theta)
     theta, sampled = _thetas(g, n_sets, n_theta, rng, seed, max_bytes)
+    check_work(
+        f"family_attention_loss ({family} family, {loss} loss, V1 = {g.V1}): one (alpha, beta) point",
+        sum(point_operations(g, op, family, loss, len(theta))),
+        alternative="family='label' with the squared loss (O(V1 T) a point) or a smaller model",
+    )
     return FamilyEvaluator(g, mk, op, family, b, bool(mask_keys), loss, theta, sampled)
 
 

@@ -131,6 +131,14 @@ def topic_sets(tm: GeneralTopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) ->
 
 
 # ----------------------------------------------------------------------------- densities
+#: Vectors of length V1 alive at once while a density is built (the result, a repeat and a temporary).
+_DENSITY_VECTORS = 3
+_DENSITY_ALTERNATIVE = (
+    "the paper's closed forms, which need no vector over the tokens (alpha_beta_loss, stage1_block_constants, "
+    "optimal_value_matrix's BlockValueMatrix)"
+)
+
+
 @functools.singledispatch
 def _topic_density(tm: GeneralTopicModel, th: np.ndarray) -> np.ndarray:
     """Generic route (SPEC §11.1): ``p_theta = Phi^T theta``."""
@@ -155,6 +163,7 @@ def topic_density(
     to 1; ``p_theta = Phi^T theta``).
     """
     check_models(tm, general=True)
+    check_alloc("topic_density", (_DENSITY_VECTORS, tm.V1), alternative=_DENSITY_ALTERNATIVE)
     return _topic_density(tm, topic_mixture(tm, topics, theta))
 
 
@@ -192,6 +201,7 @@ def masked_density(
         Non-negative, sums to 1, ``m[0] = q``. SPEC §2.1, §11.1.
     """
     check_models(tm, mk, general=True)
+    check_alloc("masked_density", (_DENSITY_VECTORS, tm.V1), alternative=_DENSITY_ALTERNATIVE)
     return _masked_density(tm, mk, topic_mixture(tm, topics, theta))
 
 

@@ -118,6 +118,7 @@ def symmetric_attention_loss(
     loss = check_loss(loss)
     if not isinstance(mask_keys, (bool, np.bool_)):
         raise TypeError(f"mask_keys must be a bool, got {mask_keys!r}")
+    check_alloc("symmetric_attention_loss", (_VECTORS, tm.V1), max_bytes=max_bytes)  # before the bias vector
     bvec = np.zeros(tm.V1) if b is None else np.asarray(b, dtype=np.float64)
     if bvec.shape != (tm.V1,) or not np.all(np.isfinite(bvec)):
         raise ValueError(f"b must be a finite vector of shape ({tm.V1},), got shape {bvec.shape}")
@@ -207,6 +208,8 @@ def alpha_beta_symmetric_loss(
     _check_symmetric(tm, mk)
     loss = check_loss(loss)
     check_choice("value", value, ("block", "identity"))
+    # the row's topic labels (one more vector) and the loss's vectors, before any of them or the constants
+    check_alloc("alpha_beta_symmetric_loss", (_VECTORS + 1, tm.V1), max_bytes=max_bytes)
     if value == "identity":
         apply = _identity_apply
     else:

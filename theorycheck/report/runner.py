@@ -40,7 +40,7 @@ from threadpoolctl import threadpool_limits
 from tqdm.auto import tqdm
 
 from .. import _threads
-from .._interrupt import end_workers, ignore_sigint, sigint_ignored
+from .._interrupt import ignore_sigint, sigint_ignored, stop_pool
 from .._io import jsonable
 from .._threads import blas_threads
 from .._validate import check_int
@@ -148,6 +148,7 @@ def _init_worker(numba_threads: int) -> None:
     """Process-pool initializer: Ctrl-C left to the parent (:func:`theorycheck._interrupt.ignore_sigint`), one
     BLAS thread, ``numba_threads`` Numba threads (the user's choice wins)."""
     ignore_sigint()
+    _threads.numba_lock_per_process()  # a worker ended at once leaves no semaphore behind
     if _threads.requested() is not None:
         _threads.configure()
         return
@@ -166,11 +167,17 @@ def process_pool(jobs: int):
 
 
 def _close_pool(pool, interrupted: bool) -> None:
-    """Shut down a pool of :func:`process_pool`; after Ctrl-C its workers are ended at once (the checks they run are
-    not waited for, :func:`theorycheck._interrupt.end_workers`)."""
-    if interrupted:
-        end_workers(pool)
-    pool.shutdown(wait=not interrupted, cancel_futures=True)
+    """Shut down a pool of :func:`process_pool`; after Ctrl-C or SIGTERM its workers are ended at once (the checks
+    they run are not waited for, :func:`theorycheck._interrupt.stop_pool`)."""
+    stop_pool(pool, interrupted)
+
+
+def _cancel(futures, ours: bool) -> None:
+    """After Ctrl-C: the futures of a caller's executor are cancelled; a pool of ours is stopped whole instead
+    (:func:`_close_pool`: cancelled futures would make its manager thread raise ``InvalidStateError``)."""
+    if not ours:
+        for fut in futures:
+            fut.cancel()
 
 
 def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]:
@@ -190,7 +197,7 @@ def execute(claim: Claim, params: dict) -> tuple[ClaimResult, float, str | None]
         err = None
     except TrainingInterrupted as exc:  # Ctrl-C inside a training claim: stop the run, not one claim's ERROR
         raise KeyboardInterrupt(str(exc)) from exc
-    except Exception as exc:  # a crashing claim is reported, not hidden
+    except (Exception, SystemExit) as exc:  # a crashing claim (or one calling sys.exit) is reported, not hidden
         res = ClaimResult(False, "", "", -math.inf, params=dict(params))
         err = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=3)}"
     return res, time.perf_counter() - t0, err
@@ -315,8 +322,7 @@ def run_claims(
             done(t, outs)
     except KeyboardInterrupt:
         interrupted = True
-        for fut in futures:
-            fut.cancel()
+        _cancel(futures, ours=pool is not executor)
         raise RunInterrupted([rows[i] for i in sorted(rows)], len(checks)) from None
     finally:
         if pool is not None and pool is not executor:

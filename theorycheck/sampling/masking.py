@@ -73,7 +73,23 @@ def mask_documents(
     if max_bytes is not None:
         resolve_max_bytes(max_bytes)
     check_alloc("mask_documents", (MASK_ARRAYS, *docs.tokens.shape), max_bytes=max_bytes, alternative=SIZE_HINT)
+    _check_tokens(docs.tokens, tm.n_words)
     return mask_unchecked(docs, tm, mk, check_rng(rng, seed), at_least_one)
+
+
+def _check_tokens(tokens, n_words: int) -> None:
+    """``docs.tokens``: a 2-D integer array of words ``1 .. n_words`` of the model, or :data:`PAD` (``ValueError``
+    naming the first token outside, its position and the allowed range)."""
+    tokens = np.asarray(tokens)
+    if tokens.ndim != 2 or not np.issubdtype(tokens.dtype, np.integer):
+        raise TypeError(f"docs.tokens must be a 2-D integer array, got {tokens.dtype} of shape {tokens.shape}")
+    bad = (tokens != PAD) & ((tokens < 1) | (tokens > n_words))
+    if bad.any():
+        i, j = (int(k) for k in np.argwhere(bad)[0])
+        raise ValueError(
+            f"docs.tokens[{i}, {j}] = {int(tokens[i, j])} is not a word of the model: words are 1..{n_words} "
+            f"(padding {PAD}); were the documents sampled from another model?"
+        )
 
 
 def mask_unchecked(docs: Documents, tm, mk: Masking, rng, at_least_one: bool) -> MaskedBatch:

@@ -39,6 +39,7 @@ __all__ = [
     "cvxpy_status",
     "certify",
     "check_contract",
+    "MAX_TOL",
 ]
 
 SUCCESS, ITERATION_LIMIT, SOLVER_FAILURE, ON_BOUNDARY, NOT_CERTIFIED = 0, 1, 2, 3, 4
@@ -115,6 +116,11 @@ def certify(checks: dict, tol: float, *, backend: int = SUCCESS, detail: str = "
     return status, message, rel
 
 
+#: The largest ``tol`` accepted: the residuals are relative (or in loss units of scale 1), so a tolerance above 1
+#: would certify any answer, however wrong.
+MAX_TOL = 1.0
+
+
 def check_contract(
     method: str, tol, solver, options, *, uses_solver: bool, uses_options: bool, stacklevel: int = 5
 ) -> tuple[float, dict]:
@@ -127,7 +133,7 @@ def check_contract(
     user's call. Returns ``(tol, options)`` with
     ``options`` a (possibly empty) dict.
     """
-    tol = check_real("tol", tol, low=0.0, low_open=True)
+    tol = check_real("tol", tol, low=0.0, low_open=True, high=MAX_TOL)  # above 1 any answer would pass
     if solver is not None and not isinstance(solver, str):
         raise TypeError(f"solver must be None or a string (a backend name), got {solver!r}")
     if options is not None and not isinstance(options, dict):

@@ -23,6 +23,8 @@ import math
 from fractions import Fraction
 from typing import Any
 
+from ..._validate import MissingExtra
+
 try:  # the optional Arb engine (python-flint)
     import flint
 
@@ -197,7 +199,7 @@ def arb_recheck(T, v, tau, p_m, p_c, p_r, value="block", *, tol=1e-8, max_boxes=
     docstring). ``argmin``: hull of the chart boxes not excluded. Raises ``ImportError`` without
     python-flint."""
     if not HAVE_FLINT:
-        raise ImportError("arb_recheck needs python-flint (pip install 'theorycheck[certify]')")
+        raise MissingExtra("arb_recheck needs the optional package python-flint: pip install 'theorycheck[certify]'")
     cst = _constants(T, v, tau, p_m, p_c, p_r)
     if cst["rho"] * v == 1:
         raise ValueError("the chart is degenerate (1 - rho v = 0): the loss does not depend on the scores")

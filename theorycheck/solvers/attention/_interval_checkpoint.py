@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -42,6 +43,17 @@ def check_checkpoint(value) -> Path | None:
         raise ValueError(f"certify_options['checkpoint'] must be a file path, got the folder {path}")
     if not path.parent.is_dir():
         raise ValueError(f"certify_options['checkpoint']: the folder {path.parent} does not exist")
+    if path.exists() and (not path.is_file() or not os.access(path, os.R_OK | os.W_OK)):
+        raise ValueError(f"certify_options['checkpoint']: {path} is not a file this process can read and write")
+    try:  # written atomically (a temporary file in its folder, renamed): tried for real before any work
+        fd, probe = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".probe", dir=path.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as exc:
+        raise ValueError(
+            f"certify_options['checkpoint']: cannot write in the folder {path.parent} ({exc.strerror or exc}); "
+            "choose a writable location"
+        ) from None
     return path
 
 

@@ -23,10 +23,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import optimize
 
-from ..._memory import check_alloc
+from ..._memory import check_alloc, check_work
 from ..._progress import bar as progress_bar
 from ..._validate import check_array
-from ...population._attention_structured import make_evaluator
+from ...population._attention_structured import make_evaluator, point_operations
 from .._options import ValueOptions
 from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
@@ -89,12 +89,24 @@ def optimum_covariance(ev, c, *, rel_step: float = 1e-4):
     return Hi @ (np.cov(np.stack([da, db])) / len(da)) @ Hi
 
 
+def _check_grid_work(g, ev, fam, loss, n: int) -> None:
+    """The time guard on the ``n x n`` grid of starts (``n`` beta-tables, ``n^2`` points; the refinement adds tens
+    of points): a lower bound of the solve's work, refused above ``THEORYCHECK_MAX_SECONDS`` before the grid."""
+    per_beta, per_point = point_operations(g, ev.op, fam, loss, len(ev.theta))
+    check_work(
+        f"optimal_attention ({fam} family, {loss} loss, V1 = {g.V1}): the {n} x {n} grid of starts",
+        n * per_beta + n * n * per_point,
+        alternative="family='label' with the squared loss, a smaller --n-grid / options.n_grid, or a smaller model",
+    )
+
+
 def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options, x0=None):
     """Grid (or the start ``x0``) + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary,
     scipy result, info, W, ev)`` (``W`` the ``W^V`` used, ``ev`` the float evaluator, for the interval certificate)."""
     W, value_kind = _value(g, mk, value)
     kw = dict(n_theta=n_theta, seed=seed) if g.prior == "dirichlet" else {}
     ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, **kw)  # type: ignore[arg-type]
+    _check_grid_work(g, ev, fam, loss, 1 if x0 is not None else max(n_grid, 1))
 
     def fg(c):
         r = ev(float(c[0]), float(c[1]), True)

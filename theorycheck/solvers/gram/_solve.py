@@ -114,7 +114,14 @@ def _dense_need(method: str, V1: int, d) -> tuple:
     if method == "cvxpy":  # interior-point scaling block of the V1 x V1 PSD cone: (V1 (V1+1)/2)^2 entries
         k = V1 * (V1 + 1) // 2
         return (k, k)
+    if method == "factorized":  # the dense checks, and W^E (d x V1) with L-BFGS's 2 x 10 history pairs and copies
+        return (6 * V1 * V1 + _LBFGS_COPIES * d * V1,)
     return (6, V1, V1)  # Sigma, C, eigenvectors, G and work arrays
+
+
+#: ``d x V1`` arrays the factorized method holds at once: the iterate, the gradient, scipy's L-BFGS history
+#: (10 pairs) and its line-search copies.
+_LBFGS_COPIES = 25
 
 
 def _validate(tm, mk, method, reg, tol, solver, options, d, bias, seed, init_scale, maxiter, max_bytes):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.linalg as sla
 
-from ..._memory import check_alloc
+from ..._memory import check_alloc, check_work
 from ..._validate import check_real
 from ...population import moments
 from ...population._moments import stage1_factors
@@ -170,6 +170,10 @@ def general_value_residuals(W, g, mk, reg: float, F=None) -> dict:
     return res
 
 
+#: ``V1 x T x T`` passes of the general closed form (factors, thin SVD, residuals): the time guard's estimate.
+_CLOSED_FORM_PASSES = 12
+
+
 def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
     mk.require_masked_positions("the stage-1 value problem")
     if method not in GENERAL_VALUE_METHODS:
@@ -180,6 +184,10 @@ def _validate(g, mk, method, reg, tol, solver, options, dense, max_bytes):
     if dense is not None and not isinstance(dense, bool):
         raise TypeError(f"dense must be None, True or False, got {dense!r}")
     if method == "closed-form":
+        # the factors' thin SVD and the residuals: O(V1 T^2) each (T >= the rank rho), the dense moments O(T^3)
+        check_work(f"optimal_value_matrix(method='closed-form') with V1 = {g.V1}, T = {g.T}",
+                   _CLOSED_FORM_PASSES * g.V1 * g.T * g.T + 10 * g.T**3,
+                   alternative="a smaller model (fewer topics or words)")  # fmt: skip
         dense = (g.V1 <= DENSE_DEFAULT_MAX_V1) if dense is None else dense
         if dense:
             check_alloc("optimal_value_matrix(options.dense=True): V1 x V1 W^V", (g.V1, g.V1), max_bytes=max_bytes,
