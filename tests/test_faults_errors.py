@@ -100,7 +100,7 @@ def test_benchmark_budget_at_the_cap_is_accepted(tmp_path, monkeypatch):
 
     def record(out, **kw):
         seen.update(kw)
-        return [], {"resumed": 0, "fastest": {}}
+        return [], {"resumed": 0, "run_now": 0, "fastest": {}}
 
     monkeypatch.setattr(cli_benchmark, "run_benchmark", record)
     assert main(["benchmark", "--budget", str(MAX_BUDGET), "--out", str(tmp_path / "b"), "--quiet"]) == 0
