@@ -239,15 +239,20 @@ def _point_of(res, value):
     return (res.info["logK"],) if value == "block" else (res.info["alpha"], res.info["beta"])
 
 
+def _float_loss(tm, mk, value, x) -> float:
+    """The float squared loss at ``x`` (``(log K,)`` or ``(alpha, beta)``)."""
+    if value == "block":
+        return float(logK_loss(float(x[0]), tm, mk, "squared"))
+    return float(family_loss(float(x[0]), float(x[1]), tm, mk, "identity", "squared"))
+
+
 def _move_to(res, tm, mk, value, x):
     """Replace the result's point by ``x`` (a point of the certified box) and its float loss."""
+    L = _float_loss(tm, mk, value, x)
     if value == "block":
-        lk = float(x[0])
-        L = float(logK_loss(lk, tm, mk, "squared"))
-        a = b = lk - math.log(tm.v)
+        a = b = float(x[0]) - math.log(tm.v)
     else:
         a, b = float(x[0]), float(x[1])
-        L = float(family_loss(a, b, tm, mk, "identity", "squared"))
     cert, flat = res.info.get("certificate"), res.info.get("flat_direction")
     res.info.update(_common_info(tm, mk, value, a, b, L, "squared"), beta_to_minus_inf=False, moved_to_box=True)
     res.info.update(certificate=cert, flat_direction=flat)
@@ -260,15 +265,16 @@ def _attach_interval(res, tm, mk, value, box, opts):
     The certificate's box starts at ``box`` (default :data:`DEFAULT_BOXES`) and is enlarged
     (:func:`_certified_box`) until the certified argmin is interior. Then, by construction:
 
-    (a) the returned point lies in the certified box (the solver's point if it does, else the
-        certificate's best point ``x_best``, and ``info["moved_to_box"]``);
+    (a) the returned point lies in the certified box: the solver's point if it does and the certificate's best
+        point ``x_best`` is not better (float loss), else ``x_best`` (``info["moved_to_box"]``);
     (b) ``lower <= fun <= upper`` (checked here: a violation beyond rounding is an error; at rounding
         level the enclosure is widened to hold ``fun``, which keeps both bounds rigorous);
     (c) status 0 only for ``kind="certified optimum"``: converged, argmin interior to the box,
         ``fun - lower <= tol``, the solver's own checks passed, and the whole-domain certificate
-        (:func:`._interval.global_certificate`, ``certificate["global"]``) converged with every global
-        minimiser finite (argmin off the chart's edges) and ``fun - global_lower <= tol``: then ``fun``
-        is within ``tol`` of the infimum over the whole line / plane; an argmin on the (capped) box is
+        (:func:`._interval.global_certificate`, ``certificate["global"]``) converged, no limit at infinity
+        below the best finite point by more than ``tol`` (its ``info["faces"]``: the limits compared with the
+        interior bound) and ``fun - global_lower <= tol``: then ``fun`` is within ``tol`` of the infimum over
+        the whole line / plane, attained at a finite point; an argmin on the (capped) box is
         status 3 with ``kind="bound on the box"``; otherwise status 4, ``kind="not certified"``.
 
     ``opts["recheck"] = True`` (needs python-flint) re-derives the whole-domain bounds in Arb
@@ -281,7 +287,9 @@ def _attach_interval(res, tm, mk, value, box, opts):
     gopts = {k: opts[k] for k in ("tol", "max_boxes", "engine", "offset", "constants") if k in opts}
     gcert = global_certificate(tm, mk, value, x0=_point_of(res, value), **gopts)
     cbox = cert.box
-    moved = not _in_box(_point_of(res, value), cbox) or (res.status == ON_BOUNDARY and interior and cert.converged)
+    better = _float_loss(tm, mk, value, cert.x_best) < res.fun  # issue 36 item 3: never return a worse point
+    moved = (not _in_box(_point_of(res, value), cbox) or (res.status == ON_BOUNDARY and interior and cert.converged)
+             or better)  # fmt: skip
     if moved:
         _move_to(res, tm, mk, value, cert.x_best)
     x = _point_of(res, value)
