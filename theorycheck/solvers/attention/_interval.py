@@ -394,10 +394,9 @@ def _face_lower(tm, mk, chart, constants, offset, axis, end, n_free, threshold, 
 
     def on_face(xs):
         x = xs[0]
+        fixed: vec.T2 | vec.IVec = vec.ivec_exact(end)
         if isinstance(x, vec.T2):
-            fixed = vec.T2(vec.ivec_exact(end), [None], None if x.h is None else [None])
-        else:
-            fixed = vec.ivec_exact(end)
+            fixed = vec.T2(fixed, [None], None if x.h is None else [None])
         return _evaluate([fixed, x] if axis == 0 else [x, fixed], tm, cst, chart)
 
     lower, _, _, _, (live_lo, _) = vec.branch_and_bound(
