@@ -19,16 +19,20 @@ import itertools
 import math
 from fractions import Fraction
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorycheck import problems
+from theorycheck import problems, solvers
 from theorycheck.models import GeneralTopicModel, Masking, TopicModel
+from theorycheck.population import attention_loss
+from theorycheck.problems._attention import AlphaBeta, AlphaBetaIdentity, AlphaBetaLabel
 from theorycheck.problems._gram import GramFactor, GramSDP
 from theorycheck.problems._value import ValueLSQ, ValueRidge
 from theorycheck.problems._value_block import ValueBlock, ValueBlockRidge
 from theorycheck.solvers._rational import RationalMatrix, exact_pinv
+from theorycheck.solvers.attention import _arb, global_certificate
 
 
 # ----------------------------------------------------------------------------- the exact oracle
@@ -170,3 +174,106 @@ def test_gram_certificates_enclose_the_exact_optimum(model, size, mk):
     for cls in (GramSDP, GramFactor):
         c = _problem(cls, model, T, v, tau, mk).certificate
         assert c.kind == "certified" and _encloses(c, exact), (cls.__name__, model, size, mk, c, float(exact))
+
+
+# ----------------------------------------------------------------------------- attention (Arb, dense route)
+needs_flint = pytest.mark.skipif(not _arb.HAVE_FLINT, reason="python-flint (the certify extra) not installed")
+# small paper models with tau = T and p_r = 0 among the draws
+paper_models = st.tuples(st.integers(2, 6), st.integers(1, 4), st.floats(0.0, 1.0)).map(
+    lambda t: TopicModel(t[0], t[1], 1 + int(t[2] * (t[0] - 1)))
+)
+att_maskings = st.builds(
+    Masking, st.sampled_from([0.15, 0.5]), st.sampled_from([0.05, 0.1, 0.4]), st.sampled_from([0.0, 0.05, 0.1, 0.3])
+)
+
+
+def _arb_infimum(tm, mk, value):
+    """Arb's own enclosure of ``inf L`` over the whole line / plane (:func:`_arb.arb_recheck`)."""
+    lo, up, _, _ = _arb.arb_recheck(tm.T, tm.v, tm.tau, mk.p_m, mk.p_c, mk.p_r, value=value, tol=1e-11)
+    return lo, up
+
+
+@needs_flint
+@settings(max_examples=8)
+@given(tm=paper_models, mk=att_maskings, value=st.sampled_from(["block", "identity"]))
+def test_attention_problem_certificate_encloses_the_arb_infimum(tm, mk, value):
+    # both intervals hold inf L (Arb's by its own loss code and branch and bound): they must intersect; an upper
+    # bound only must not be below Arb's lower end
+    if global_certificate(tm, mk, value) is None:
+        return  # 1 - rho v = 0: the loss does not depend on the scores
+    cls = AlphaBeta if value == "block" else AlphaBetaIdentity
+    c = cls("paper", {"T": tm.T, "v": tm.v, "tau": tm.tau}, tm, mk).certificate
+    lo, up = _arb_infimum(tm, mk, value)
+    if c.kind == "certified":
+        assert max(c.lower, lo) <= min(c.upper, up), (tm, mk, value, c, lo, up)
+    else:
+        assert c.kind == "upper-bound" and c.upper >= lo, (tm, mk, value, c, lo, up)
+
+
+@needs_flint
+@settings(max_examples=8)
+@given(tm=paper_models, mk=att_maskings, value=st.sampled_from(["block", "identity"]))
+def test_whole_domain_certificate_encloses_the_arb_infimum(tm, mk, value):
+    g = global_certificate(tm, mk, value)
+    if g is None:
+        return
+    lo, up = _arb_infimum(tm, mk, value)
+    assert max(g.lower, lo) <= min(g.upper, up), (tm, mk, value, g.lower, g.upper, lo, up)
+
+
+def _arb_point(tm, mk, value, x):
+    """Arb's enclosure of ``L`` at the float point ``x`` (``(log K,)`` or ``(alpha, beta)``), through the chart with
+    its own loss code; the chart point is computed in Arb from the exact float ``x``."""
+    cst = _arb._constants(tm.T, tm.v, tm.tau, mk.p_m, mk.p_c, mk.p_r)
+    arb = _arb.flint.arb
+    k = (1 - _arb._q(cst["rho"]) * tm.v) / _arb._q(cst["rho"])
+    if value == "block":
+        K = arb(x[0]).exp()
+        return _arb.arb_loss([K / (K + k)], tm.T, tm.v, tm.tau, cst, "block")
+    P, Q = arb(x[0]).exp(), arb(x[1]).exp() * (tm.v - 1)
+    return _arb.arb_loss([P / (P + Q + k), Q / (Q + k)], tm.T, tm.v, tm.tau, cst, "identity")
+
+
+@needs_flint
+@settings(max_examples=5)
+@given(
+    tm=st.tuples(st.integers(2, 5), st.integers(2, 3)).map(lambda t: TopicModel(t[0], t[1], 1)),
+    mk=att_maskings,
+    centre=st.tuples(st.floats(-30.0, 30.0), st.floats(-30.0, 30.0)),
+    width=st.floats(0.01, 2.0),
+)
+def test_box_certificate_bounds_the_arb_loss_on_its_box(tm, mk, centre, width):
+    # a user box far from the optimum: lower <= L(x) at every point of the certified box (Arb at a 5 x 5 grid),
+    # and upper >= L at the returned point (Arb)
+    box = tuple((c - width / 2, c + width / 2) for c in centre)
+    res = solvers.optimal_attention(tm, mk, value="identity", options={"certify": "interval", "box": box})
+    c = res.certificate
+    (a0, a1), (b0, b1) = c["box"]
+    for a in np.linspace(a0, a1, 5):
+        for b in np.linspace(b0, b1, 5):
+            assert c["lower"] <= float(_arb_point(tm, mk, "identity", (a, b)).upper()), (a, b, c["lower"])
+    assert c["upper"] >= float(_arb_point(tm, mk, "identity", (res.alpha, res.beta)).lower())
+
+
+@settings(max_examples=4)
+@given(model=st.sampled_from(["zipf", "overlap", "unequal"]), T=st.integers(2, 3), v=st.integers(2, 3))
+def test_label_certificate_holds_the_dense_loss(model, T, v):
+    # the label family's certificate over R^2 against the dense exact loss (an independent evaluator): no point of
+    # a wide grid is below the lower bound, and the upper bound is attained at the returned point
+    p = _problem(AlphaBetaLabel, model, T, v, 1, Masking())
+    c = p.certificate
+    W = solvers.stage1_value_matrix(p.tm, p.mk)
+    Z = p._G
+
+    def dense(a, b):
+        S = a * np.eye(p.tm.V1) + b * Z
+        S[0, 0] = 0.0
+        return float(attention_loss(S, W, p.tm, p.mk))
+
+    grid = [dense(a, b) for a in np.linspace(-10.0, 30.0, 7) for b in np.linspace(-20.0, 20.0, 7)]
+    assert min(grid) >= c.lower - 1e-12, (min(grid), c)
+    if c.kind == "certified":
+        x = p.minimiser
+        assert c.lower - 1e-12 <= dense(*x) <= c.upper + 1e-12, (dense(*x), c)
+    else:
+        assert c.upper >= c.lower
