@@ -235,7 +235,7 @@ def _arb_point(tm, mk, value, x):
 
 
 @needs_flint
-@settings(max_examples=5)
+@settings(max_examples=3)
 @given(
     tm=st.tuples(st.integers(2, 5), st.integers(2, 3)).map(lambda t: TopicModel(t[0], t[1], 1)),
     mk=att_maskings,

@@ -97,7 +97,7 @@ def test_returned_point_is_the_certificate_best_in_a_user_box():
     assert res.fun < 0.9 and res.certificate["upper"] < 0.9
 
 
-@settings(max_examples=6)
+@settings(max_examples=3)
 @given(
     tm=topic_models(min_T=2, max_T=5, min_v=2, max_v=3),
     mk=maskings(min_p_m=0.1),
