@@ -456,9 +456,9 @@ _FLAT = (
 N_BETA_BANDS = 6
 
 
-def _local(fun, A, B, F, box, lbfgs, starts):
+def _local(fun, A, B, F, box, lbfgs, starts, polish=None):
     """L-BFGS-B in ``box`` from each grid index of ``starts`` (a grid point kept when better), then Nelder-Mead from
-    the best: ``(z, result of the best L-BFGS-B run, iterations)``."""
+    the best (only when ``polish(z)`` is true, if given): ``(z, result of the best L-BFGS-B run, iterations)``."""
     best = None
     for ii, jj in dict.fromkeys(starts):
         rr = optimize.minimize(fun, x0=[A[ii], B[jj]], method="L-BFGS-B", bounds=box, options=lbfgs)
@@ -467,6 +467,8 @@ def _local(fun, A, B, F, box, lbfgs, starts):
             best = (zz, fz, rr)
     assert best is not None  # starts is never empty
     z, _, r = best
+    if polish is not None and not polish(z):
+        return z, r, int(r.nit)
     r2 = optimize.minimize(fun, x0=z, method="Nelder-Mead", options=dict(xatol=1e-9, fatol=1e-15, maxiter=4000))
     if r2.fun < fun(z) and all(lo <= zz <= hi for zz, (lo, hi) in zip(r2.x, box)):
         z = np.asarray(r2.x)
@@ -485,9 +487,13 @@ def _identity_search(fun, A, B, F, box, options):
         for cols in np.array_split(np.arange(F.shape[1]), N_BETA_BANDS):
             ii, jj = np.unravel_index(int(np.argmin(F[:, cols])), (F.shape[0], len(cols)))
             starts.append((int(ii), int(cols[jj])))
-        z2, r2, nit2 = _local(fun, A, B, F, box, lbfgs, starts)
+
+        def interior(x):  # below the limit beta -> -inf at its alpha, and below the first search's point
+            return fun(x) < fun([x[0], -_FAR]) - 1e-13 and fun(x) < fun(z)
+
+        z2, r2, nit2 = _local(fun, A, B, F, box, lbfgs, starts, polish=interior)
         nit += nit2
-        if fun(z2) < fun([z2[0], -_FAR]) - 1e-13 and fun(z2) < fun(z):
+        if interior(z2):
             z, r, beta_to_minus_inf = z2, r2, False
     if beta_to_minus_inf:  # same-topic other-word attention useless: optimise alpha with beta = -1e4
         r3 = optimize.minimize_scalar(
