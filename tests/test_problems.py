@@ -80,7 +80,7 @@ def test_minimiser_attains_certified_value(name):
 def test_certificate_gaps_are_tight_where_rigorous():
     for name in ("stage1-value/lsq:paper", "gram/sdp:paper", "attention-ab/block:paper", "attention-ab/identity:paper"):
         c = problems.get(name).certificate
-        assert c.kind == "certified" and c.gap <= 1e-14, (name, c)
+        assert c.kind == "certified" and c.gap <= 1e-13, (name, c)  # attention: lower bounds inf over R^2 (item 1)
     assert problems.get("attention-ab/block-ce:paper").certificate.kind == "numerical"
 
 

@@ -7,7 +7,8 @@ stage-1 minimum-norm ``W^V``) or ``identity``. ``f`` is the O(1) closed form
 (:func:`~theorycheck.population.alpha_beta_loss`); the gradient is computed by an independent route,
 the exact dense ``dL/dS`` of :func:`~theorycheck.population.attention_loss_grad` contracted with
 ``A`` and ``B`` (``S`` is linear in ``(alpha, beta)``). Nonconvex. Certificate: interval branch and
-bound on the squared loss (``solvers.optimal_attention(options={"certify": "interval"})``, rigorous, gap ~1e-15);
+bound on the squared loss (``solvers.optimal_attention(options={"certify": "interval"})``, rigorous, gap ~1e-14:
+``lower`` the smaller of the final box's and the whole domain's lower bounds, so it bounds ``inf`` over ``R^2``);
 for the cross-entropy loss the grid bound with an *estimated* Lipschitz constant (numerical, not
 rigorous). Block ``W^V``: ``L`` depends on ``(alpha, beta)`` only through
 ``log K = log(e^alpha + (v-1) e^beta)``, the identifiable part; identity: ``(alpha, beta)``.
@@ -90,8 +91,9 @@ class AlphaBeta(Problem):
         )
         x = np.asarray(res.x, dtype=float)
         c = res.certificate or {}
-        if rigorous and c.get("certified", False):
-            return Certificate("interval branch and bound (SPEC §4.3), rigorous", c["lower"], c["upper"]), x
+        if rigorous and c.get("certified", False):  # the box's lower bound and the whole domain's (issue 36 item 1)
+            lower = min(c["lower"], c["global_lower"])
+            return Certificate("interval branch and bound (SPEC §4.3, §7), rigorous over R^2", lower, c["upper"]), x
         if rigorous:  # the interval bounds hold on the search box only (SPEC §7): f* <= upper, lower trivial
             method = f"interval branch and bound (SPEC §4.3): {c.get('kind', 'not certified')}, an upper bound only"
             return Certificate(method, 0.0, float(c["upper"]), kind="upper-bound"), x

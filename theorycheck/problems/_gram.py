@@ -4,24 +4,28 @@
 :mod:`._value` at ``W^V = G``. ``gram/factor``: ``min_{W_E} L(W_E^T W_E)`` over ``W_E`` of shape
 ``(d, V1)`` (:func:`theorycheck.population.embedding_loss`), ``d`` = ``min_embedding_dim`` by default.
 
-Certificate (both): the PSD constraint is a restriction of stage-1 least squares, so the stage-1
-certificate's lower bound is a lower bound here; the library's closed-form Gram
-(``solvers.optimal_embedding_gram``, SPEC §4.1 D3/D4) is PSD (checked) and its value is the upper
-bound. Identifiable part: every minimiser satisfies ``G m_S = p_S``, which fixes ``G`` except
+Certificate (both; issue 36 item 1): exact rational bounds rounded outward
+(:func:`theorycheck.solvers._exact_optimum.exact_gram_bounds`): the PSD constraint is a restriction of stage-1
+least squares, so the exact stage-1 minimum is a lower bound; an exact PSD point (``p p^T/(p^T m)`` with a single
+document law, else ``Phi K Phi^T``) gives the upper bound, equal to the lower one on the paper's model and within
+~1e-30 of it on a stored ``phi`` (whose rows sum to 1 only to rounding). The factorization's certificate is the
+SDP's when ``d`` is at least that point's rank (else the float value of the factored closed form, ``kind =
+"numerical"``). The library's closed-form Gram (``solvers.optimal_embedding_gram``, SPEC §4.1 D3/D4) is the
+reference minimiser: PSD (checked) with its float loss within ``1e-10 (1 + |f*|)`` of the bounds (a check).
+Identifiable part: every minimiser satisfies ``G m_S = p_S``, which fixes ``G`` except
 ``P_perp G P_perp`` (``P_perp`` the projector onto ``range(Sigma)``'s complement):
 ``identifiable(G) = G - P_perp G P_perp``.
 """
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from ..population import embedding_loss, embedding_loss_grad, value_loss, value_loss_grad
 from ..solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
+from ..solvers._exact_optimum import EXACT_DATA, exact_gram_bounds, round_outward
 from ._problem import Certificate, Problem
-from ._value import ValueLSQ, dense
+from ._value import CLOSED_FORM_RTOL, ValueLSQ, dense
 
 __all__ = ["GramSDP", "GramFactor"]
 
@@ -39,6 +43,7 @@ class GramSDP(Problem):
         super().__init__(model, size, tm, mk)
         self.shape = (tm.V1, tm.V1)
         self._stage1 = ValueLSQ(model, {k: v for k, v in size.items() if k != "d"}, tm, mk)
+        self._exact = None
 
     def f(self, x) -> float:
         return float(value_loss(x, self.tm, self.mk))
@@ -76,9 +81,26 @@ class GramSDP(Problem):
         lam = float(np.linalg.eigvalsh((G + G.T) / 2)[0])
         if lam < -_PSD_TOL * max(1.0, float(np.abs(G).max())):
             raise ArithmeticError(f"{self.name}: the closed-form Gram is not PSD (lambda_min = {lam:.3g})")
-        lower = self._stage1.certificate.lower
-        method = "closed-form Gram (SPEC §4.1) is PSD; lower bound: the stage-1 relaxation's certificate"
-        return Certificate(method, min(lower, self.f(G)), self.f(G)), G
+        return self._bounds(self.f(G)), G
+
+    def exact_bounds(self):
+        """The exact :class:`~theorycheck.solvers._exact_optimum.GramBounds` (cached)."""
+        if self._exact is None:
+            self._exact = exact_gram_bounds(self.tm, self.mk)
+        return self._exact
+
+    def _bounds(self, f_ref: float, numerical_upper: float | None = None) -> Certificate:
+        b = self.exact_bounds()
+        lower, upper = round_outward(b.lower)[0], round_outward(b.upper)[1]
+        far = not abs(f_ref - float(b.upper)) <= CLOSED_FORM_RTOL * (1.0 + abs(float(b.upper)))
+        if numerical_upper is None and far:
+            raise ArithmeticError(f"{self.name}: the closed form has L = {f_ref!r}, the exact optimum is "
+                                  f"{float(b.upper)!r}")  # fmt: skip
+        method = f"exact bounds ({EXACT_DATA}; stage-1 minimum below, an exact PSD point above; SPEC §4.1, §11.5)"
+        if numerical_upper is not None:
+            return Certificate(method + f"; upper: the float value of the rank-{self.size.get('d')} factor",
+                               lower, max(lower, numerical_upper), kind="numerical")  # fmt: skip
+        return Certificate(method + ", rounded outward", lower, upper)
 
     def identifiable(self, x) -> np.ndarray:
         P = self._stage1._moments()[1]
@@ -113,14 +135,12 @@ class GramFactor(Problem):
         return np.asarray(embedding_from_gram(self._sdp.reference(), self.d), dtype=float)
 
     def _optimum(self):
-        c = self._sdp.certificate
         W = self.reference()
-        upper = self.f(W)
-        method = f"as gram/sdp (every factor has its Gram's value; d = {self.d} >= rank G*)"
-        if not math.isclose(upper, c.upper, rel_tol=0, abs_tol=1e-12):
-            raise ArithmeticError(f"{self.name}: the factor of G* has L = {upper!r}, G* has {c.upper!r}")
-        upper = min(c.upper, upper)
-        return Certificate(method, min(c.lower, upper), upper), W
+        fW = self.f(W)
+        rank = self._sdp.exact_bounds().rank
+        if self.d >= rank:  # every factor of the exact PSD point is feasible here: the SDP's bounds
+            return self._sdp._bounds(fW), W
+        return self._sdp._bounds(fW, numerical_upper=fW), W
 
     def identifiable(self, x) -> np.ndarray:
         x = np.asarray(x, dtype=float)

@@ -32,8 +32,9 @@ __all__ = ["Certificate", "Problem"]
 class Certificate:
     """``lower <= f* <= upper``, and how that is known.
 
-    ``kind`` is ``"certified"`` (both bounds proven, up to the stated floating-point caveat in
-    ``method``), ``"numerical"`` (the lower bound rests on an estimated constant) or
+    ``kind`` is ``"certified"`` (both bounds proven: the interval encloses the exact optimum, by exact rational
+    arithmetic rounded outward or by outward-rounded interval arithmetic, never a float used as both ends),
+    ``"numerical"`` (a bound rests on an estimated constant or a float evaluation) or
     ``"upper-bound"`` (only ``upper`` is a value the problem attains; ``lower`` is a trivial bound,
     and a solver may legitimately reach ``f(x) < upper``: negative suboptimality).
     """

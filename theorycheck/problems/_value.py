@@ -7,14 +7,13 @@
 a convex quadratic with gradient ``2 (W (Sigma + lambda I) - C)`` and Hessian-vector product
 ``V -> 2 V (Sigma + lambda I)``.
 
-Certificate. ``W*`` comes from the library's closed form (``solvers.optimal_value_matrix``). Since
-``C`` has its rows in ``range(Sigma)``, every ``W`` satisfies
-``L(W) - L* = tr((W - W*) H (W - W*)^T) = 1/4 tr(G H^+ G^T) <= ||G||_F^2 / (4 mu)`` with ``G = grad L(W)``,
-``H = Sigma + lambda I`` and ``mu`` its smallest positive eigenvalue: so
-``[L(W*) - ||G||^2/(4 mu), L(W*)]`` encloses ``L*`` (evaluated in floating point; the rounding of
-``L(W*)`` itself, ~1e-16 relative, is not in the bound). On the paper's model at ``lambda = 0`` with
-``V1 <= 41``, ``L*`` is also computed in exact rational arithmetic (``method="rational"``) and the
-certificate is that exact value, correctly rounded (gap 0).
+Certificate (issue 36 item 1: every certified interval encloses the exact optimum). ``L*`` is computed in exact
+rational arithmetic for every model and ``lambda >= 0`` (:func:`theorycheck.solvers._exact_optimum.exact_stage1_value`:
+the stored ``phi`` taken as exact, the masking and ``lambda`` as decimals; a ``(T + 2)``-dimensional reduction,
+or the 3-variable block form on the paper's model) and rounded outward: ``lower`` the largest float ``<= L*``,
+``upper`` the smallest ``>= L*`` (equal only when ``L*`` is a float). ``W*`` comes from the library's closed form
+(``solvers.optimal_value_matrix``); its float loss must lie within ``1e-10 (1 + |L*|)`` of ``L*`` (else
+``ArithmeticError``: the closed form is wrong), a check, not part of the bound.
 
 Identifiable part: at ``lambda = 0`` only ``W P`` is fixed (``P`` the projector onto
 ``range(Sigma)``; adding ``Z`` with ``Z Sigma = 0`` changes nothing), at ``lambda > 0`` all of ``W``.
@@ -28,12 +27,13 @@ import numpy as np
 
 from ..population import moments, value_loss, value_loss_grad
 from ..solvers import optimal_value_matrix
+from ..solvers._exact_optimum import EXACT_DATA, exact_stage1_value, round_outward
 from ._problem import Certificate, Problem
 
-__all__ = ["ValueLSQ", "ValueRidge", "dense", "range_projector"]
+__all__ = ["ValueLSQ", "ValueRidge", "dense", "range_projector", "exact_certificate"]
 
-_RATIONAL_MAX_V1 = 41
-_RATIONAL_MAX_SETS = 500
+#: How far the float loss of the library's closed-form minimiser may sit from the exact optimum (a check).
+CLOSED_FORM_RTOL = 1e-10
 
 
 def dense(x) -> np.ndarray:
@@ -47,6 +47,16 @@ def range_projector(Sigma: np.ndarray, rtol: float = 1e-10):
     keep = ev > rtol * max(ev.max(), 0.0)
     Uk = U[:, keep]
     return Uk @ Uk.T, float(ev[keep].min())
+
+
+def exact_certificate(problem, exact, f_ref: float, what: str = "SPEC §4.0, §4.2, §11.3") -> Certificate:
+    """The certificate ``[round_down(L*), round_up(L*)]`` of the exact optimum ``L*`` (a Fraction); ``f_ref``, the
+    float loss of the library's closed-form minimiser, must lie within :data:`CLOSED_FORM_RTOL` of it."""
+    lower, upper = round_outward(exact)
+    if not abs(f_ref - float(exact)) <= CLOSED_FORM_RTOL * (1.0 + abs(float(exact))):
+        raise ArithmeticError(f"{problem.name}: the closed-form minimiser has L = {f_ref!r}, the exact optimum is "
+                              f"{float(exact)!r}")  # fmt: skip
+    return Certificate(f"exact optimum ({EXACT_DATA}; {what}), rounded outward", lower, upper)
 
 
 class ValueLSQ(Problem):
@@ -89,26 +99,9 @@ class ValueLSQ(Problem):
     def reference(self) -> np.ndarray:
         return dense(optimal_value_matrix(self.tm, self.mk, reg=self.reg).x)
 
-    def _rational(self):
-        tm = self.tm
-        if self.reg != 0.0 or self.model != "paper" or tm.V1 > _RATIONAL_MAX_V1:
-            return None  # the exact route's domain: the paper's model, small sizes
-        if math.comb(tm.T, tm.tau) > _RATIONAL_MAX_SETS:
-            return None
-        return optimal_value_matrix(tm, self.mk, method="rational").info["loss_exact"]
-
     def _optimum(self):
         W = self.reference()
-        fW = self.f(W)
-        _, _, mu = self._moments()
-        gnorm2 = float(np.sum(self.grad(W) ** 2))
-        exact = self._rational()
-        if exact is not None:
-            val = float(exact)
-            return Certificate("exact rational arithmetic (SPEC §4.2), correctly rounded", val, val), W
-        bound = gnorm2 / (4.0 * (mu + self.reg))
-        method = "closed form + a-posteriori gradient bound ||grad||^2 / (4 mu) (SPEC §4.2)"
-        return Certificate(method, fW - bound, fW), W
+        return exact_certificate(self, exact_stage1_value(self.tm, self.mk, self.reg), self.f(W)), W
 
     def identifiable(self, x) -> np.ndarray:
         if self.reg > 0:

@@ -16,11 +16,11 @@ words inside a topic, so (convex objective) a minimiser is block-constant,
 block matrix (tested). Cost O(1) in ``V1``, so the ladder reaches ``T = 1000, v = 100``
 (``V1 = 100,001``), where the dense problem (``10^10`` entries) cannot be stored.
 
-Certificate: ``x*`` from the library's closed form (``solvers.value_block_constants``); since
-``b in range(Q)``, ``f(x) - f* = 1/4 g^T Q^+ g <= ||g||^2 / (4 mu)`` with ``g = grad f(x*)`` and
-``mu`` the smallest positive eigenvalue of ``Q`` (floating point; the rounding of ``f(x*)`` is not in
-the bound). At ``lambda = 0``, ``f* = 1 - E||p||^2`` (SPEC §4.0) is a second, independent value
-(tested to lie in the certificate). Identifiable part: the projection of ``x`` onto ``range(Q)``
+Certificate: the exact optimum in rational arithmetic (the block form's ``1 - b^T Q^+ b`` with the exact
+constants, :func:`theorycheck.solvers._exact_optimum.exact_stage1_value`; at ``lambda = 0`` it is
+``1 - E||p||^2 = 1 - 1/(tau v)``, SPEC §4.0) rounded outward (issue 36 item 1); ``x*`` from the library's closed
+form (``solvers.value_block_constants``), whose float value must lie within ``1e-10 (1 + |f*|)`` of it (a
+check). Identifiable part: the projection of ``x`` onto ``range(Q)``
 (at ``lambda = 0`` ``Q`` has rank 2: ``A - B0`` and ``beta^T x`` are fixed, one direction is free).
 """
 
@@ -31,8 +31,10 @@ import math
 import numpy as np
 
 from ..solvers import BlockValueMatrix, value_block_constants
+from ..solvers._exact_optimum import exact_stage1_value
 from ..solvers.value._block import _theta_spread as theta_spread
-from ._problem import Certificate, Problem
+from ._problem import Problem
+from ._value import exact_certificate
 
 __all__ = ["ValueBlock", "ValueBlockRidge", "block_quadratic"]
 
@@ -97,12 +99,8 @@ class ValueBlock(Problem):
 
     def _optimum(self):
         x = self.reference()
-        fx = self.f(x)
-        g = self.grad(x)
-        _, mu = self._range()
-        bound = float(g @ g) / (4.0 * mu)
-        method = "closed form (A, B0, gamma) + a-posteriori gradient bound ||grad||^2 / (4 mu) (SPEC §4.2)"
-        return Certificate(method, fx - bound, fx), x
+        exact = exact_stage1_value(self.tm, self.mk, self.reg)
+        return exact_certificate(self, exact, self.f(x), "the block form, SPEC §4.2"), x
 
     def identifiable(self, x) -> np.ndarray:
         U, _ = self._range()

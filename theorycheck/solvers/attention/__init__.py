@@ -17,6 +17,8 @@ module                 content
                        (:func:`interval_certificate` on a box, :func:`global_certificate` on the
                        whole domain, ``options.certify="interval"``)
 ``_interval_loss``     the (alpha, beta) loss written for interval arithmetic (shared by both engines)
+``_identity_beta``     the certified ``beta*`` of the identity-``W^V`` optimum and its sign
+                       (:func:`certified_beta_star`: whole-domain certificate, Krawczyk, monotonicity)
 ``_interval_vec``      the numpy interval engine
 ``_interval_general``  a general model's certificates (SPEC §7, §11.8): label family over ``R^2``,
                        co-topic family over the search box
@@ -30,6 +32,7 @@ module                 content
 
 from .._options import AttentionOptions
 from ._family import cotopic_matrix, stage1_value_matrix
+from ._identity_beta import BetaStar, certified_beta_star
 from ._interval import IntervalCertificate, global_certificate, interval_certificate, interval_loss
 from ._solve import optimal_attention
 
@@ -42,4 +45,6 @@ __all__ = [
     "global_certificate",
     "interval_loss",
     "IntervalCertificate",
+    "certified_beta_star",
+    "BetaStar",
 ]

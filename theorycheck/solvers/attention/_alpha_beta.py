@@ -239,15 +239,20 @@ def _point_of(res, value):
     return (res.info["logK"],) if value == "block" else (res.info["alpha"], res.info["beta"])
 
 
+def _float_loss(tm, mk, value, x) -> float:
+    """The float squared loss at ``x`` (``(log K,)`` or ``(alpha, beta)``)."""
+    if value == "block":
+        return float(logK_loss(float(x[0]), tm, mk, "squared"))
+    return float(family_loss(float(x[0]), float(x[1]), tm, mk, "identity", "squared"))
+
+
 def _move_to(res, tm, mk, value, x):
     """Replace the result's point by ``x`` (a point of the certified box) and its float loss."""
+    L = _float_loss(tm, mk, value, x)
     if value == "block":
-        lk = float(x[0])
-        L = float(logK_loss(lk, tm, mk, "squared"))
-        a = b = lk - math.log(tm.v)
+        a = b = float(x[0]) - math.log(tm.v)
     else:
         a, b = float(x[0]), float(x[1])
-        L = float(family_loss(a, b, tm, mk, "identity", "squared"))
     cert, flat = res.info.get("certificate"), res.info.get("flat_direction")
     res.info.update(_common_info(tm, mk, value, a, b, L, "squared"), beta_to_minus_inf=False, moved_to_box=True)
     res.info.update(certificate=cert, flat_direction=flat)
@@ -260,15 +265,16 @@ def _attach_interval(res, tm, mk, value, box, opts):
     The certificate's box starts at ``box`` (default :data:`DEFAULT_BOXES`) and is enlarged
     (:func:`_certified_box`) until the certified argmin is interior. Then, by construction:
 
-    (a) the returned point lies in the certified box (the solver's point if it does, else the
-        certificate's best point ``x_best``, and ``info["moved_to_box"]``);
+    (a) the returned point lies in the certified box: the solver's point if it does and the certificate's best
+        point ``x_best`` is not better (float loss), else ``x_best`` (``info["moved_to_box"]``);
     (b) ``lower <= fun <= upper`` (checked here: a violation beyond rounding is an error; at rounding
         level the enclosure is widened to hold ``fun``, which keeps both bounds rigorous);
     (c) status 0 only for ``kind="certified optimum"``: converged, argmin interior to the box,
         ``fun - lower <= tol``, the solver's own checks passed, and the whole-domain certificate
-        (:func:`._interval.global_certificate`, ``certificate["global"]``) converged with every global
-        minimiser finite (argmin off the chart's edges) and ``fun - global_lower <= tol``: then ``fun``
-        is within ``tol`` of the infimum over the whole line / plane; an argmin on the (capped) box is
+        (:func:`._interval.global_certificate`, ``certificate["global"]``) converged, no limit at infinity
+        below the best finite point by more than ``tol`` (its ``info["faces"]``: the limits compared with the
+        interior bound) and ``fun - global_lower <= tol``: then ``fun`` is within ``tol`` of the infimum over
+        the whole line / plane, attained at a finite point; an argmin on the (capped) box is
         status 3 with ``kind="bound on the box"``; otherwise status 4, ``kind="not certified"``.
 
     ``opts["recheck"] = True`` (needs python-flint) re-derives the whole-domain bounds in Arb
@@ -281,7 +287,9 @@ def _attach_interval(res, tm, mk, value, box, opts):
     gopts = {k: opts[k] for k in ("tol", "max_boxes", "engine", "offset", "constants") if k in opts}
     gcert = global_certificate(tm, mk, value, x0=_point_of(res, value), **gopts)
     cbox = cert.box
-    moved = not _in_box(_point_of(res, value), cbox) or (res.status == ON_BOUNDARY and interior and cert.converged)
+    better = _float_loss(tm, mk, value, cert.x_best) < res.fun  # issue 36 item 3: never return a worse point
+    moved = (not _in_box(_point_of(res, value), cbox) or (res.status == ON_BOUNDARY and interior and cert.converged)
+             or better)  # fmt: skip
     if moved:
         _move_to(res, tm, mk, value, cert.x_best)
     x = _point_of(res, value)
@@ -441,22 +449,58 @@ _FLAT = (
 )
 
 
-def _identity_search(fun, A, B, F, box, options):
-    """Grid minimum, then L-BFGS-B in ``box`` and Nelder-Mead; ``beta -> -inf`` handled explicitly."""
-    i, j = np.unravel_index(int(np.argmin(F)), F.shape)
-    lbfgs = {"ftol": 1e-15, "gtol": 1e-11, "maxiter": 2000, **options}
-    r = optimize.minimize(fun, x0=[A[i], B[j]], method="L-BFGS-B", bounds=box, options=lbfgs)
-    z = np.asarray(r.x) if r.fun <= F[i, j] else np.array([A[i], B[j]])
+#: Bands of the identity grid's beta axis whose best point also starts a local search when the first search ends
+#: on the plateau towards beta -> -inf: a shallow interior basin can sit above the grid's best point there
+#: (T = 14, v = 10, tau = 5, p = 0.15/0.2/0.05: the optimum at beta* = -2.1998 is 1.1e-7 below the limit; issue 36
+#: item 4).
+N_BETA_BANDS = 6
+
+
+def _local(fun, A, B, F, box, lbfgs, starts, polish=None):
+    """L-BFGS-B in ``box`` from each grid index of ``starts`` (a grid point kept when better), then Nelder-Mead from
+    the best (only when ``polish(z)`` is true, if given): ``(z, result of the best L-BFGS-B run, iterations)``."""
+    best = None
+    for ii, jj in dict.fromkeys(starts):
+        rr = optimize.minimize(fun, x0=[A[ii], B[jj]], method="L-BFGS-B", bounds=box, options=lbfgs)
+        zz, fz = (np.asarray(rr.x), float(rr.fun)) if rr.fun <= F[ii, jj] else (np.array([A[ii], B[jj]]), F[ii, jj])
+        if best is None or fz < best[1]:
+            best = (zz, fz, rr)
+    assert best is not None  # starts is never empty
+    z, _, r = best
+    if polish is not None and not polish(z):
+        return z, r, int(r.nit)
     r2 = optimize.minimize(fun, x0=z, method="Nelder-Mead", options=dict(xatol=1e-9, fatol=1e-15, maxiter=4000))
     if r2.fun < fun(z) and all(lo <= zz <= hi for zz, (lo, hi) in zip(r2.x, box)):
         z = np.asarray(r2.x)
+    return z, r, int(r.nit) + int(r2.nit)
+
+
+def _identity_search(fun, A, B, F, box, options):
+    """Grid minimum, then L-BFGS-B in ``box`` and Nelder-Mead; on the plateau towards ``beta -> -inf`` also from the
+    best grid point of each of :data:`N_BETA_BANDS` bands of beta; ``beta -> -inf`` handled explicitly."""
+    i, j = np.unravel_index(int(np.argmin(F)), F.shape)
+    lbfgs = {"ftol": 1e-15, "gtol": 1e-11, "maxiter": 2000, **options}
+    z, r, nit = _local(fun, A, B, F, box, lbfgs, [(int(i), int(j))])
     beta_to_minus_inf = fun([z[0], -_FAR]) <= fun(z) + 1e-13
+    if beta_to_minus_inf:  # is there an interior basin the grid's best point missed?
+        starts = []
+        for cols in np.array_split(np.arange(F.shape[1]), N_BETA_BANDS):
+            ii, jj = np.unravel_index(int(np.argmin(F[:, cols])), (F.shape[0], len(cols)))
+            starts.append((int(ii), int(cols[jj])))
+
+        def interior(x):  # below the limit beta -> -inf at its alpha, and below the first search's point
+            return fun(x) < fun([x[0], -_FAR]) - 1e-13 and fun(x) < fun(z)
+
+        z2, r2, nit2 = _local(fun, A, B, F, box, lbfgs, starts, polish=interior)
+        nit += nit2
+        if interior(z2):
+            z, r, beta_to_minus_inf = z2, r2, False
     if beta_to_minus_inf:  # same-topic other-word attention useless: optimise alpha with beta = -1e4
         r3 = optimize.minimize_scalar(
             lambda a_: fun([a_, -_FAR]), bounds=(z[0] - 5.0, z[0] + 5.0), method="bounded", options=dict(xatol=1e-10)
         )
         z = np.array([float(r3.x), -_FAR])
-    return z, bool(beta_to_minus_inf), (i, j), r, int(r.nit) + int(r2.nit)
+    return z, bool(beta_to_minus_inf), (i, j), r, nit
 
 
 def _solve_identity(tm, mk, n_grid, box, kind, options):

@@ -51,6 +51,7 @@ import heapq
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
 from mpmath import iv
 
 from ..._validate import check_choice, check_int, check_real
@@ -123,6 +124,9 @@ class IntervalCertificate:
     tol: float
     method: str = "interval-branch-and-bound"
     info: dict = field(default_factory=dict)
+    #: ``(lo, hi)`` arrays ``(N, n)`` of the boxes left with ``lower <= upper`` (their hull is ``argmin``); not
+    #: part of :meth:`as_dict`
+    live: tuple | None = field(default=None, repr=False, compare=False)
 
     def contains(self, value: float) -> bool:
         """``lower <= value <= upper``."""
@@ -255,9 +259,12 @@ def _run_engine(tm, mk, value, box, constants, offset, tol, max_boxes, engine, x
     else:
         out = _mpmath_engine(tm, mk, value, box, constants, offset, tol, max_boxes)
     lower, upper, x_best, n_boxes, argmin, info = out
+    live = info.pop("_live", None)
     if extra is not None:
         info.update(extra(argmin, x_best))
-    return make_certificate(lower, upper, n_boxes, argmin, x_best, variables, box, tol, info, method)
+    cert = make_certificate(lower, upper, n_boxes, argmin, x_best, variables, box, tol, info, method)
+    cert.live = live
+    return cert
 
 
 def make_certificate(lower, upper, n_boxes, argmin, x_best, variables, box, tol, info, method=None):
@@ -290,8 +297,10 @@ def global_certificate(
     image of the whole line / plane, so ``inf`` over the domain equals ``min`` over the closed square.
     The same branch and bound as :func:`interval_certificate` runs on the square (only ``+ - * /``:
     no ``exp`` enclosure is involved). ``argmin`` (chart coordinates) holds every minimiser of the
-    closed square; ``info["at_infinity"]`` is True when it touches an edge (then the infimum may be a
-    limit at infinity), ``info["argmin_original"]`` maps it back (``log K`` or ``(alpha, beta)`` ranges,
+    closed square; ``info["at_infinity"]`` is True when a face of the square (a limit at infinity) may hold the
+    infimum below the best finite point by more than ``tol``, decided per face by comparing the limits with the
+    interior bound (:func:`_faces_at_infinity`, ``info["faces"]``); ``info["argmin_original"]`` maps the argmin
+    back (``log K`` or ``(alpha, beta)`` ranges,
     ``+-inf`` at the edges). ``x0``: a point of the original coordinates to expand around (the float
     optimum). Returns ``None`` when the chart is degenerate (``1 - rho v = 0``: the context holds only
     the query topic's words, the loss does not depend on the scores).
@@ -313,14 +322,88 @@ def global_certificate(
             domain="R" if value == "block" else "R^2",
             chart="u = K/(K + k)" if value == "block" else "(u, w): barycentric (e^a, (v-1) e^b, k)/sum",
             k=k,
-            at_infinity=any(lo <= 0.0 or hi >= 1.0 for lo, hi in argmin[: 1 if tm.v == 1 else 2]),
             argmin_original=[list(b) for b in _from_chart_box(argmin, k, tm.v)],
             x_best_original=[c[0] for c in _from_chart_box(tuple((c, c) for c in x_best), k, tm.v)],
         )
 
     variables = ("u",) if value == "block" else ("u", "w")
-    return _run_engine(tm, mk, chart, box, constants, offset, tol, max_boxes, engine, y0, variables,
+    cert = _run_engine(tm, mk, chart, box, constants, offset, tol, max_boxes, engine, y0, variables,
                        "interval-branch-and-bound (compact chart, whole domain)", extra)  # fmt: skip
+    n_free = 1 if value == "block" or tm.v == 1 else 2
+    faces = _faces_at_infinity(tm, mk, chart, constants, offset, cert, n_free, max_boxes)
+    cert.info["faces"] = faces
+    cert.info["at_infinity"] = any(f["may_hold_infimum"] for f in faces.values())
+    return cert
+
+
+#: The chart's faces (the limits at infinity): name -> (axis, end).
+FACES = {"u=0": (0, 0.0), "u=1": (0, 1.0), "w=0": (1, 0.0), "w=1": (1, 1.0)}
+
+
+def _faces_at_infinity(tm, mk, chart, constants, offset, cert, n_free, max_boxes, slack=None) -> dict:
+    """Which faces of the chart (limits at infinity) may hold the infimum (issue 36 item 2; SPEC §7).
+
+    Decided by comparing the limits with the best finite point, not by the argmin's extent (a gap that closes on
+    a large box leaves the argmin hull on the faces however the limits compare). A face the argmin does not touch
+    holds no minimiser. For a touched face: when the best point found, ``x_best``, is finite (inside the open
+    chart), the face may hold the infimum unless a rigorous lower bound of ``L`` over the face is at least
+    ``upper - tol`` (a point evaluation for the block chart, a 1-d branch and bound along the face for the
+    identity chart): then no limit is below that finite point by more than ``tol`` (a flat landscape counts as
+    finite). When ``x_best`` lies on a face there is no finite point to compare with: every touched face is reported
+    as possibly holding the infimum. Returns, per
+    face, ``touched``, ``may_hold_infimum`` and ``lower`` (the face's lower bound, ``None`` when not computed).
+    ``slack``: compare with ``upper - slack`` instead (0: a face may hold the infimum unless it is proven above
+    every value the finite point attains, the strict test of :mod:`._identity_beta`).
+    """
+    finite = all(0.0 < c < 1.0 for c in cert.x_best[:n_free])
+    threshold = cert.upper - (cert.tol if slack is None else slack)
+    out = {}
+    for name, (axis, end) in FACES.items():
+        if axis >= n_free:
+            continue
+        lo, hi = cert.argmin[axis]
+        touched = lo <= 0.0 if end == 0.0 else hi >= 1.0
+        face_lower = None
+        if touched and finite:
+            face_lower = _face_lower(tm, mk, chart, constants, offset, axis, end, n_free, threshold, cert.tol,
+                                     max_boxes)  # fmt: skip
+        may = touched and (not finite or face_lower is None or face_lower < threshold)
+        out[name] = {"touched": touched, "may_hold_infimum": may, "lower": face_lower}
+    return out
+
+
+def _face_lower(tm, mk, chart, constants, offset, axis, end, n_free, threshold, tol, max_boxes):
+    """A rigorous lower bound of ``L + offset`` on the face ``{chart coordinate axis = end}``: ``>= threshold``
+    when proven there, else the bound found. The numpy engine, or the mpmath one when a constant leaves the float
+    range (as for the certificate itself)."""
+    cst = _setup(tm, mk, chart, constants, make=vec.ivec_exact)
+    if not all(math.isfinite(c.lo) and math.isfinite(c.hi) for c in cst.values() if isinstance(c, vec.IVec)) or not (
+        math.isfinite(vec.constants_range(cst))
+    ):
+        face = [(0.5, 0.5)] * (1 if chart == "block-u" else 2)
+        face[axis] = (end, end)
+        if n_free == 2:
+            face[1 - axis] = (0.0, 1.0)
+        heap, upper, _, _ = _branch_and_bound(tuple(face), tm, _setup(tm, mk, chart, constants), chart,
+                                              iv.mpf(offset), tol, max_boxes)  # fmt: skip
+        return min((lo for lo, _, _, _ in heap), default=upper)
+    if n_free == 1:  # the block chart (or the identity chart at v = 1, where w does not enter): a point
+        pt = np.full((1, 1 if chart == "block-u" else 2), 0.5)
+        pt[0, axis] = end
+        return float(vec.evaluate(pt, pt, tm, cst, chart, order=0, offset=offset).lo[0])
+
+    def on_face(xs):
+        x = xs[0]
+        fixed: vec.T2 | vec.IVec = vec.ivec_exact(end)
+        if isinstance(x, vec.T2):
+            fixed = vec.T2(fixed, [None], None if x.h is None else [None])
+        return _evaluate([fixed, x] if axis == 0 else [x, fixed], tm, cst, chart)
+
+    lower, _, _, _, (live_lo, _) = vec.branch_and_bound(
+        ((0.0, 1.0),), None, None, on_face, offset=offset, tol=tol, max_boxes=max_boxes, x0=None, upper=threshold,
+        desc="interval certificate, a face at infinity",
+    )  # fmt: skip
+    return threshold if len(live_lo) == 0 else float(lower)
 
 
 def _to_chart(x, k, v):
@@ -373,7 +456,9 @@ def _mpmath_engine(tm, mk, value, box, constants, offset, tol, max_boxes):
     live = [b for lo, _, b, _ in heap if lo <= upper]
     lower = min((lo for lo, _, _, _ in heap), default=upper)
     argmin = tuple((min(b[i][0] for b in live), max(b[i][1] for b in live)) for i in range(len(box)))
-    return lower, upper, x_best, n_boxes, argmin, {"n_live_boxes": len(live), "iv_prec": iv.prec, "engine": "mpmath"}
+    arrays = tuple(np.array([[b[i][j] for i in range(len(box))] for b in live], float) for j in (0, 1))
+    info = {"n_live_boxes": len(live), "iv_prec": iv.prec, "engine": "mpmath", "_live": arrays}
+    return lower, upper, x_best, n_boxes, argmin, info
 
 
 def _numpy_engine(tm, mk, value, box, constants, offset, tol, max_boxes, x0):
@@ -390,7 +475,7 @@ def _numpy_engine(tm, mk, value, box, constants, offset, tol, max_boxes, x0):
         box, tm, cst, value, offset=offset, tol=tol, max_boxes=max_boxes, x0=x0
     )
     argmin = tuple((float(lo[:, i].min()), float(hi[:, i].max())) for i in range(len(box)))
-    info = {"n_live_boxes": len(lo), "engine": "numpy", "x0": list(x0)}
+    info = {"n_live_boxes": len(lo), "engine": "numpy", "x0": list(x0), "_live": (lo, hi)}
     return lower, upper, tuple(float(c) for c in x_best), n_boxes, argmin, info
 
 

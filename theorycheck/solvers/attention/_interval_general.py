@@ -8,7 +8,7 @@
 ``lower <= inf L <= upper`` over **all** of ``(alpha, beta) in R^2``, and an ``argmin`` holding every minimiser
 (``info["argmin_original"]``: its ``(alpha, beta)`` ranges, infinite where a live box has an infinite end). The
 search box of the float solver therefore does not limit the statement: when the argmin is finite and the solver's
-point is on its box (or worse than the branch and bound's best point by more than ``tol``), that point replaces it
+point is on its box, or whenever the branch and bound's best point is better (float loss), that point replaces it
 (``info["moved_to_box"]``). :func:`label_global_certificate` (the compact chart ``(u, w) in [0, 1]^2``, the route
 before) and :func:`label_box_certificate` (a box of ``(alpha, beta)``) are kept as references for the tests and
 benchmarks.
@@ -34,7 +34,7 @@ unrelated words) then runs along an axis, and a box holding no point of ``B``'s 
 box"``) iff the gap closed, the argmin (mapped back to ``(alpha, beta)`` ranges) lies inside ``B`` off its edges and
 ``fun - lower <= tol``; status 3 (``"bound on the box"``) when it touches ``B``'s edge (the minimum over ``B`` may be
 on its edge or beyond; ``lower`` bounds the minimum over ``B``); otherwise 4. When the branch and bound's best point
-lies in ``B`` and beats the solver's by more than ``tol`` it replaces it.
+lies in ``B`` and beats the solver's (float loss) it replaces it.
 """
 
 from __future__ import annotations
@@ -499,12 +499,15 @@ def label_local_certificate(LL: LabelLoss, tol, x0, radii):
 
 
 def _move_if_better(res, gc, local, ev):
-    """Replace the solver's point by the certificate's best (finite) point when that is better by more than
-    ``tol``, or (whole domain) when the solver stopped on its search box; returns whether it moved."""
+    """Replace the solver's point by the certificate's best (finite) point when that is better (its float loss
+    below the solver's; issue 36 item 3), or (whole domain) when the solver stopped on its search box; returns
+    whether it moved."""
     at_inf = gc.info["at_infinity"]
     xb = tuple(gc.info["x_best_original"])
-    ok = gc.converged and not at_inf and all(map(math.isfinite, xb))
-    moved = (ok and res.fun - gc.upper > gc.tol) or (ok and not local and res.status == ON_BOUNDARY)
+    finite = all(map(math.isfinite, xb))
+    ok = gc.converged and not at_inf and finite
+    better = finite and ev(float(xb[0]), float(xb[1]), False).value < res.fun
+    moved = better or (ok and not local and res.status == ON_BOUNDARY)
     if moved:
         _move(res, (float(xb[0]), float(xb[1])), ev)
     return moved
@@ -641,7 +644,7 @@ def attach_cotopic_interval(res, g, mk, W, mask_keys, copts, ev, box):
     interior = a0 < al0 and al1 < a1 and b0 < be0 and be1 < b1
     xb = tuple(gc.info["x_best_original"])
     inside = a0 <= xb[0] <= a1 and b0 <= xb[1] <= b1
-    moved = gc.converged and inside and res.fun - gc.upper > gc.tol
+    moved = inside and ev(float(xb[0]), float(xb[1]), False).value < res.fun
     if moved:  # the float solver missed the box's minimum: the branch and bound's best point replaces it
         x = (float(xb[0]), float(xb[1]))
         _move(res, x, ev)
