@@ -152,9 +152,10 @@ def attention_theory_heads(summary: dict):
     fig = figure(max(6.0, 0.11 * x.size + 2.0), 6.4)
     axes = fig.subplots(2, 1, sharex=True)
     colours = [f"C{k % 10}" for k in range(n_layers)]
+    lift = "lift n·A" if summary.get("heads_definition", "all_keys") == "all_keys" else "lift, own word excluded"
     for ax, key, ref, label in (
-        (axes[0], "gap", 0.0, "lift n·A: same topic - different topic"),
-        (axes[1], "ratio", 1.0, "lift n·A: same topic / different topic"),
+        (axes[0], "gap", 0.0, f"{lift}: same topic - different topic"),
+        (axes[1], "ratio", 1.0, f"{lift}: same topic / different topic"),
     ):
         y = np.array([h[key] for h in heads], dtype=float)
         ci = np.array([h[f"{key}_ci"] for h in heads], dtype=float)
