@@ -366,7 +366,7 @@ def format_comparison_table(summary: dict) -> str:
         ]
         for r in sens:
             if "skipped" in r:
-                out.append(f"| {r['model']} | {r['n_words']} | {r['family']} | {r['value']} | skipped: {r['skipped']} |")
+                out.append(f"| {r['model']} | {r['n_words']} | {r['family']} | {r['value']} | {r['skipped']} |")
                 continue
             a, e = r["all_keys"], r["excl_own"]
             out.append(f"| {r['model']} | {r['n_words']} | {r['family']} | {r['value']} | {_f(r['alpha'])} "
