@@ -164,9 +164,18 @@ def _print_summary(s: dict) -> None:
     at = s.get("theory", {}).get("attention")
     if at:
         o, th, c = at["optimum"], at["theory"], at["counts"]
+        for r in at.get("comparison", []):
+            t, m = r["theory"], r["minilm"]
+            print(
+                f"lift ratio same/different topic, {r['definition']:8s} {r['class_set']:10s}: theory {t['ratio']:.4g} "
+                f"[{t['ratio_ci'][0]:.4g}, {t['ratio_ci'][1]:.4g}] (own-word share {t['own_word']:.3g})"
+                + ("" if m is None else f"; MiniLM head mean {m['mean_ratio']:.4g} [{m['mean_ratio_ci'][0]:.4g}, "
+                   f"{m['mean_ratio_ci'][1]:.4g}] (own word {m['own_word']:.3g}, own position {m['own_position']:.3g})")
+            )  # fmt: skip
         print(
             f"theory attention (label family, {o['n_laws']} laws): alpha* {o['alpha']:.4g} ± {_se(o['alpha_se'])}, "
-            f"beta* {o['beta']:.4g} ± {_se(o['beta_se'])}; predicted lift same {th['same_topic']:.4g}, different "
+            f"beta* {o['beta']:.4g} ± {_se(o['beta_se'])}; {at.get('heads_definition', 'all_keys')} lift same "
+            f"{th['same_topic']:.4g}, different "
             f"{th['different_topic']:.4g}, gap {th['gap']:.4g} [{th['gap_ci'][0]:.4g}, {th['gap_ci'][1]:.4g}], "
             f"ratio {th['ratio']:.4g} [{th['ratio_ci'][0]:.4g}, {th['ratio_ci'][1]:.4g}]"
         )

@@ -127,8 +127,8 @@ _MEASURED = {"all_keys": ("text", "all_keys"), "excl_own": ("text", "excl_own"),
 _THEORY_KEYS = ("same_topic", "different_topic", "gap", "gap_ci", "ratio", "ratio_ci", "own_word")
 
 
-def lift_comparison(g: GeneralTopicModel, alpha: float, beta: float, rows, memberships: dict, theta, lifts: dict, *,
-                    n_boot: int = 200, seed: int = 0, cov=None) -> list[dict]:  # fmt: skip
+def lift_comparison(g: GeneralTopicModel, alpha: float, beta: float, rows, memberships: dict, theta,
+                    lifts: dict | None, *, n_boot: int = 200, seed: int = 0, cov=None) -> list[dict]:  # fmt: skip
     """One row per definition (:data:`theorycheck.realdata.theory_lifts.DEFINITIONS`) and class set: the theory's
     lift at ``(alpha, beta)`` and MiniLM's measured one, the same quantity on both sides (SPEC §11.9).
 

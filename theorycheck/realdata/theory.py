@@ -44,7 +44,7 @@ from .._validate import check_int, check_real
 from ..models import GeneralTopicModel, Masking
 from ..solvers import optimal_embedding_gram
 from . import stats as S
-from .attention_theory import attention_theory, format_attention_table
+from .attention_theory import N_LAWS, attention_theory, format_attention_table
 from .mapping import TokenTopics
 from .topics import TopicFit
 
@@ -272,8 +272,9 @@ def theory_comparison(
     summary = {"model": info, "table": table, "figure_words": fig["n_words"]}
     timing = {}
     if attention is not None:
-        kw = {} if attention_laws is None else {"n_laws": attention_laws}
-        at = attention_theory(g, mk, rows, M[tt.token_ids], attention, n_boot=n_boot, seed=seed, lifts=lifts, **kw)
+        n_laws = N_LAWS if attention_laws is None else attention_laws
+        at = attention_theory(g, mk, rows, M[tt.token_ids], attention, n_laws=n_laws, n_boot=n_boot, seed=seed,
+                              lifts=lifts)  # fmt: skip
         summary["attention"] = at.summary
         timing.update(at.timing)
     words = tuple(prep.fit.vocab[i] for i in rows)

@@ -236,7 +236,8 @@ def predicted_lifts(g: GeneralTopicModel, alpha: float, beta: float, rows, membe
             up, dn = [alpha, beta], [alpha, beta]
             up[j] += h
             dn[j] -= h
-            (su, du), (sd, dd) = _lifts(_terms(parts, *up, definition)), _lifts(_terms(parts, *dn, definition))
+            (su, du) = _lifts(_terms(parts, up[0], up[1], definition))
+            (sd, dd) = _lifts(_terms(parts, dn[0], dn[1], definition))
             d[:, j] = np.array([(su - du) - (sd - dd), su / du - sd / dd]) / (2 * h)
         cov = np.asarray(cov, dtype=np.float64)
         se = {"gap": float(np.sqrt(d[0] @ cov @ d[0])), "ratio": float(np.sqrt(d[1] @ cov @ d[1]))}
@@ -306,7 +307,7 @@ def sampled_window_lifts(g: GeneralTopicModel, alpha: float, beta: float, rows, 
         full[rows] = M
         Ms[name] = full
     acc = LiftAccumulator(1, 1, Ms)
-    topic = next(iter(Ms.values())).any(axis=1)
+    topic = np.asarray(next(iter(Ms.values())).any(axis=1), dtype=bool)
     for k in range(n_windows):
         rng = np.random.default_rng([seed, k])
         p = rng.dirichlet(g.concentration) @ g.phi
