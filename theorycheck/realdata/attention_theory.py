@@ -16,6 +16,17 @@ drawn i.i.d. from ``p_theta``. Compared quantities: ``gap = lift_same - lift_dif
 ``ratio = lift_same / lift_diff``, per MiniLM layer and head with the window bootstrap of
 :class:`theorycheck.realdata.stats.AttentionAccumulator`.
 
+That ``all_keys`` lift keeps the other copies of the query's word in the normaliser, where the one-layer
+optimum (no residual path, ``e^alpha*`` in the thousands at Wikipedia's topics) puts most of a query's
+attention and a pretrained model very little, so it does not compare like with like (issue #36). With MiniLM's
+lifts under the comparison's definitions (:mod:`theorycheck.realdata.lifts`) the summary compares the same
+statistic on both sides (:func:`lift_comparison`, theory side :mod:`theorycheck.realdata.theory_lifts`):
+``all_keys``, ``excl_own`` (own position and own word excluded, the per-head rows) and ``masked`` (the query
+shown as [MASK]), each with both sides' own-word attention share, in the measurement's topic sets and in the
+scores' own labels, and the sensitivity of the theory's lift to the frozen ``W^V`` and the score family
+(:func:`sensitivity`). all-MiniLM-L6-v2 is a contrastively fine-tuned sentence encoder, not an MLM model
+(:data:`MODEL_NOTE`).
+
 Cost (the law is Dirichlet, so its expectation is a sample): a pilot on :data:`N_PILOT` laws with a
 :data:`PILOT_GRID` x :data:`PILOT_GRID` grid finds the basin, the optimum on :data:`N_LAWS` laws starts from
 the pilot's optimum (no grid), and its sampling covariance is the sandwich of

@@ -4,8 +4,9 @@ corpus -> content words -> seeded LDA -> word topics -> token ids -> (embedding 
 attention statistics over windows of the corpus run through the numpy encoder, co-occurrence
 comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with planted topics
 + the exact embedding optimum at the fitted topics beside MiniLM (:mod:`.theory`, SPEC §11.5)
-+ the theory's optimal attention there and the lifts it predicts beside MiniLM's heads
-(:mod:`.attention_theory`, SPEC §11.9).
++ the theory's optimal attention there and the lifts it predicts beside MiniLM's heads, the same statistic on
+both sides: every key, own position and own word excluded, masked queries (a second encoder pass)
+(:mod:`.lifts`, :mod:`.theory_lifts`, :mod:`.attention_theory`, SPEC §11.9).
 """
 
 from __future__ import annotations
