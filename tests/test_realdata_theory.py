@@ -257,6 +257,9 @@ def test_run_realdata_writes_the_theory_table_and_figure(planted, tmp_path):
     # the all_keys row's MiniLM side == the package's AttentionAccumulator (an independent accumulation)
     row = next(r for r in at["comparison"] if r["definition"] == "all_keys" and r["class_set"] == "topic_sets")
     assert row["minilm"]["mean_gap"] == pytest.approx(float(np.mean(res.attention.gap)), rel=1e-10)
+    al = res.summary["attention_lifts"]["text"]["lifts"]["topic_sets"]["all_keys"]  # same window replicates
+    np.testing.assert_allclose(np.asarray(al["gap_ci"]), res.attention.gap_ci, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(al["ratio_ci"]), res.attention.ratio_ci, rtol=1e-10)
     masked = next(r for r in at["comparison"] if r["definition"] == "masked" and r["class_set"] == "labels")
     assert masked["theory"]["ratio"] == 1.0 and masked["minilm"]["n_queries"] > 0
     assert [r["status"] for r in at["sensitivity"]] == [0] * 6

@@ -11,6 +11,7 @@ both sides: every key, own position and own word excluded, masked queries (a sec
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -431,7 +432,7 @@ def attention_statistics(
     return acc.result(n_boot=n_boot, rng=rng)
 
 
-#: Offset of the masked pass's random streams: masks ``[seed, MASK_STREAM, 0]``, bootstrap ``[seed, MASK_STREAM, k]``.
+#: Offset of the masked pass's random streams: masks ``[seed, MASK_STREAM, 0]``, bootstrap ``[seed, MASK_STREAM, 1]``.
 MASK_STREAM = 36
 
 
@@ -497,11 +498,12 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     memberships = {"topic_sets": M, "labels": label_membership(prep.fit, tt, M.shape[0])}
     text_lifts = LiftAccumulator(c.num_hidden_layers, c.num_attention_heads, memberships)
     enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
+    rng_lifts = copy.deepcopy(rng)  # the same window replicates as att's: identical all_keys intervals
     att = attention_statistics(
         enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, n_boot=cfg.n_boot, rng=rng,
         lifts=text_lifts,
     )  # fmt: skip
-    lifts = {"text": text_lifts.result(n_boot=cfg.n_boot, rng=np.random.default_rng([cfg.seed, MASK_STREAM, 2]))}
+    lifts = {"text": text_lifts.result(n_boot=cfg.n_boot, rng=rng_lifts)}
     timing["attention_s"] = time.perf_counter() - t
     timing["attention_cpu_s"] = time.process_time() - tc
     if cfg.masked_fraction:

@@ -129,6 +129,9 @@ def _weights(P, Lx, alpha, beta, definition):
 
 def _terms(parts, alpha, beta, definition="all_keys"):
     P, Lx, (a_s, b_s), (a_d, b_d) = parts
+    if definition == "masked":  # kappa = 1: the numerators are the denominators, exactly
+        den_s, den_d = np.sum(P * a_s, axis=1), np.sum(P * a_d, axis=1)
+        return np.stack([den_s, den_s, den_d, den_d])
     q, eb = _weights(P, Lx, alpha, beta, definition)
     return np.stack([
         np.sum(q * (a_s + eb * b_s), axis=1), np.sum(P * a_s, axis=1),
