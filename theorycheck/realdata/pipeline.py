@@ -472,6 +472,34 @@ def attention_summary(att: S.AttentionStats) -> dict:
     }
 
 
+def _attention_passes(cfg, prep, M, pairs, rng, timing, progress):
+    """The encoder passes: ``att`` (:func:`attention_statistics`) and MiniLM's ``lifts`` (text and masked,
+    :mod:`.lifts`) over the seeded window sample, with their wall and CPU times in ``timing``."""
+    t, tc = time.perf_counter(), time.process_time()
+    chosen = select_windows(prep.windows, cfg.max_tokens, rng)
+    c = prep.model.config
+    memberships = {"topic_sets": M, "labels": label_membership(prep.fit, prep.token_topics, M.shape[0])}
+    text_lifts = LiftAccumulator(c.num_hidden_layers, c.num_attention_heads, memberships)
+    enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
+    rng_lifts = copy.deepcopy(rng)  # the same window replicates as att's: identical all_keys intervals
+    att = attention_statistics(
+        enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, n_boot=cfg.n_boot, rng=rng,
+        lifts=text_lifts,
+    )  # fmt: skip
+    lifts = {"text": text_lifts.result(n_boot=cfg.n_boot, rng=rng_lifts)}
+    timing["attention_s"] = time.perf_counter() - t
+    timing["attention_cpu_s"] = time.process_time() - tc
+    if cfg.masked_fraction:
+        t, tc = time.perf_counter(), time.process_time()
+        lifts["masked"] = masked_lift_statistics(
+            prep.model, chosen, memberships, mask_id=prep.tokenizer.mask_id, fraction=cfg.masked_fraction,
+            n_boot=cfg.n_boot, seed=cfg.seed, progress=progress,
+        )  # fmt: skip
+        timing["masked_pass_s"] = time.perf_counter() - t
+        timing["masked_pass_cpu_s"] = time.process_time() - tc
+    return att, lifts
+
+
 def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     t0 = time.perf_counter()
     prep = prepare(cfg, corpus=corpus, model=model, tokenizer=tokenizer)
@@ -492,28 +520,7 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     sweep = specificity_sweep(prep, cfg.specificity_fractions, n_boot=cfg.n_boot, rng=rng)
     timing["specificity_s"] = time.perf_counter() - t
 
-    t, tc = time.perf_counter(), time.process_time()
-    chosen = select_windows(prep.windows, cfg.max_tokens, rng)
-    c = prep.model.config
-    memberships = {"topic_sets": M, "labels": label_membership(prep.fit, tt, M.shape[0])}
-    text_lifts = LiftAccumulator(c.num_hidden_layers, c.num_attention_heads, memberships)
-    enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
-    rng_lifts = copy.deepcopy(rng)  # the same window replicates as att's: identical all_keys intervals
-    att = attention_statistics(
-        enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, n_boot=cfg.n_boot, rng=rng,
-        lifts=text_lifts,
-    )  # fmt: skip
-    lifts = {"text": text_lifts.result(n_boot=cfg.n_boot, rng=rng_lifts)}
-    timing["attention_s"] = time.perf_counter() - t
-    timing["attention_cpu_s"] = time.process_time() - tc
-    if cfg.masked_fraction:
-        t, tc = time.perf_counter(), time.process_time()
-        lifts["masked"] = masked_lift_statistics(
-            prep.model, chosen, memberships, mask_id=prep.tokenizer.mask_id, fraction=cfg.masked_fraction,
-            n_boot=cfg.n_boot, seed=cfg.seed, progress=progress,
-        )  # fmt: skip
-        timing["masked_pass_s"] = time.perf_counter() - t
-        timing["masked_pass_cpu_s"] = time.process_time() - tc
+    att, lifts = _attention_passes(cfg, prep, M, pairs, rng, timing, progress)
 
     t = time.perf_counter()
     synth = synthetic_signal(cfg.synth_T, cfg.synth_v, cfg.synth_alpha, cfg.synth_docs, seed=cfg.seed)
