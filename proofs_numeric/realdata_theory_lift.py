@@ -17,12 +17,15 @@ what a 128-token window measures on the theory's own attention (details: ``all_k
 
 Falsifier: the closed form at ``1.25 beta*`` (a 25% error in the per-word preference weight), a few times the
 tolerance. Registered only when the optional ``nlp`` extra is installed (the LDA fit; see ``_realdata_common``).
-Seeds: ``seed`` draws the LDA fit, the laws and the windows.
+Seeds: ``seed`` draws the LDA fit, the laws and the windows. Measured at seed 0 (``beta* = 0.0248`` on the
+claim's 256 laws): windows 1.00806 [1.00795, 1.00818] against the closed form 1.00824, error 1.9e-4 within the
+tolerance 4.8e-4; the falsifier lands 4.5 tolerances off; 15 s CPU with the shared LDA fit and encoder pass.
 """
 
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import numpy as np
 
@@ -89,6 +92,7 @@ if common.AVAILABLE:
             check=check,
             default_params=(PARAMS,),
             falsify=falsify,
+            domain=partial(common.domain, **{k: v for k, v in PARAMS.items() if k not in common.DEFAULTS}),
             group="realdata",  # shares the LDA fit with the other realdata checks
             cost=15.0,
         )
