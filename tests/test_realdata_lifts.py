@@ -212,3 +212,20 @@ def test_bad_input():
                 hidden_ids=np.arange(4))  # fmt: skip
     with pytest.raises(ValueError, match="no window was added"):
         acc.result(n_boot=20, seed=0)
+
+
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"masked_fraction": 1.5}, "masked_fraction must lie in \\(0, 1\\], got 1.5"),
+        ({"masked_fraction": -0.1}, "masked_fraction must lie in \\(0, 1\\], got -0.1"),
+        ({"sensitivity_laws": 1}, "sensitivity_laws must be 0 \\(skip\\) or at least 2, got 1"),
+        ({"sensitivity_laws": -1}, "sensitivity_laws must lie in \\[0, inf\\], got -1"),
+    ],
+)
+def test_config_of_the_comparison_is_validated(kw, match):
+    from theorycheck.realdata.pipeline import RealDataConfig
+
+    with pytest.raises(ValueError, match=match):
+        RealDataConfig(**kw)
+    RealDataConfig(masked_fraction=0, sensitivity_laws=0)  # 0 skips each

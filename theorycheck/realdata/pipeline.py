@@ -90,6 +90,10 @@ class RealDataConfig:
     masked_fraction : float
         Fraction of each window's valid positions shown as [MASK] in a second encoder pass, whose masked
         positions are the queries of the masked-query lifts (:mod:`.lifts`, SPEC §11.9); 0 skips that pass.
+    sensitivity_laws : int
+        Sampled laws of each optimum of the sensitivity of the theory's lift to ``W^V`` and the score family
+        (:func:`.attention_theory.sensitivity`: about 110 s CPU and a dense ``V1 x V1`` identity ``W^V`` at the
+        default corpus); 0 skips it.
     """
 
     corpus: str = "wikipedia"
@@ -114,6 +118,7 @@ class RealDataConfig:
     specificity_fractions: tuple = (0.0025, 0.005, 0.01, 0.02, 0.05)
     attention_laws: int = N_LAWS
     masked_fraction: float = 0.15
+    sensitivity_laws: int = 256
 
     def __post_init__(self):
         if not isinstance(self.corpus, str) or not self.corpus:
@@ -143,6 +148,8 @@ class RealDataConfig:
         object.__setattr__(self, "specificity_fractions", fr)
         if check_int("attention_laws", self.attention_laws, low=0) == 1:
             raise ValueError("attention_laws must be 0 (skip) or at least 2, got 1")
+        if check_int("sensitivity_laws", self.sensitivity_laws, low=0) == 1:
+            raise ValueError("sensitivity_laws must be 0 (skip) or at least 2, got 1")
         if self.masked_fraction != 0:
             check_real("masked_fraction", self.masked_fraction, low=0.0, high=1.0, low_open=True)
 
@@ -528,7 +535,7 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
 
     theory = theory_comparison(  # own random streams (SPEC §11.5, §11.9)
         prep, n_boot=cfg.n_boot, seed=cfg.seed, attention=att if cfg.attention_laws else None,
-        attention_laws=cfg.attention_laws or None, lifts=lifts,
+        attention_laws=cfg.attention_laws or None, lifts=lifts, sensitivity_laws=cfg.sensitivity_laws,
     )  # fmt: skip
     timing.update(theory.timing)
     timing["total_s"] = time.perf_counter() - t0

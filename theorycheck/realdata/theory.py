@@ -226,7 +226,7 @@ def _theory_matrix(prep_fit, tt, vocab_size, mk, alpha):
 def theory_comparison(
     prep, *, masking: Masking | None = None, alpha: float | None = None, n_boot: int = 200, seed: int = 0,
     max_figure_words: int = MAX_FIGURE_WORDS, attention: S.AttentionStats | None = None,
-    attention_laws: int | None = None, lifts: dict | None = None,
+    attention_laws: int | None = None, lifts: dict | None = None, sensitivity_laws: int = 256,
 ) -> TheoryComparison:  # fmt: skip
     """The theory at the fitted topics beside the pretrained embeddings (module docstring).
 
@@ -251,6 +251,8 @@ def theory_comparison(
         MiniLM's lifts under the comparison's definitions (``"text"`` and, optionally, ``"masked"``, class sets
         ``"topic_sets"`` and ``"labels"``), compared like for like with the theory's
         (:func:`theorycheck.realdata.attention_theory.lift_comparison`).
+    sensitivity_laws : int
+        Laws of each optimum of :func:`theorycheck.realdata.attention_theory.sensitivity` (0 skips it).
     """
     mk = Masking() if masking is None else masking
     if not isinstance(mk, Masking):
@@ -274,7 +276,7 @@ def theory_comparison(
     if attention is not None:
         n_laws = N_LAWS if attention_laws is None else attention_laws
         at = attention_theory(g, mk, rows, M[tt.token_ids], attention, n_laws=n_laws, n_boot=n_boot, seed=seed,
-                              lifts=lifts)  # fmt: skip
+                              lifts=lifts, sensitivity_laws=sensitivity_laws)  # fmt: skip
         summary["attention"] = at.summary
         timing.update(at.timing)
     words = tuple(prep.fit.vocab[i] for i in rows)
