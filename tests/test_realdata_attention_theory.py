@@ -216,3 +216,73 @@ def test_comparison_summary_table_and_figure(tmp_path):
     assert (tmp_path / "f.png").stat().st_size > 10_000
     with pytest.raises(TypeError, match="att must be an AttentionStats"):
         AT.attention_theory(g, Masking(), rows, M, {}, n_laws=20)
+
+
+def _fake_lifts(M_tok, rows, n_words, L=2, H=3, seed=0):
+    """Text and masked LiftStats over random windows of the model's words (token id = LDA word index)."""
+    from theorycheck.realdata import lifts as LF
+
+    rng = np.random.default_rng(seed)
+    sets = np.zeros((n_words + 1, M_tok.shape[1]), bool)
+    sets[rows] = M_tok
+    labels = np.zeros_like(sets)
+    labels[rows, np.argmax(M_tok, axis=1)] = True
+    ms = {"topic_sets": sets, "labels": labels}
+    text, masked = LF.LiftAccumulator(L, H, ms), LF.LiftAccumulator(L, H, ms)
+    for _ in range(20):
+        ids = rng.integers(0, n_words, 14)
+        A = rng.dirichlet(np.full(14, 0.5), size=(L, H, 14))
+        valid = np.ones(14, bool)
+        text.add(A, ids, valid)
+        m = LF.mask_positions(valid, 0.3, rng)
+        masked.add(A, np.where(m, n_words, ids), valid, masked=m, hidden_ids=ids)
+    return {"text": text.result(n_boot=50, seed=1), "masked": masked.result(n_boot=50, seed=2)}
+
+
+def test_like_for_like_comparison_and_sensitivity():
+    """Every comparison row: the theory's lift at the optimum under that definition and class set (SPEC §11.9),
+    MiniLM's from the LiftStats of the matching pass; masked: exactly 1 for the theory; the per-head rows use
+    excl_own; the sensitivity's sub-model label/stage-1 row == the sparse label route on the sub-model."""
+    from theorycheck.realdata import theory_lifts as TL
+
+    g, rows, M, _ = _setup(T=4, n=12, seed=5)
+    _, att = _fake_attention(L=2, H=3)
+    lifts = _fake_lifts(M, rows, g.n_words)
+    out = AT.attention_theory(g, Masking(), rows, M, att, n_pilot=64, n_laws=200, n_lift=300, n_boot=50, seed=2,
+                              lifts=lifts, sensitivity_laws=100)  # fmt: skip
+    s = out.summary
+    o = s["optimum"]
+    theta = np.random.default_rng(AT._law_seed(2, 1)).dirichlet(g.concentration, size=300)
+    z = g.dominant_topic()[rows]
+    Mz = np.zeros_like(M)
+    Mz[np.arange(rows.size), z] = True
+    assert [(r["definition"], r["class_set"]) for r in s["comparison"]] == [
+        (d, c) for d in TL.DEFINITIONS for c in ("topic_sets", "labels")
+    ]
+    for r in s["comparison"]:
+        MM = M if r["class_set"] == "topic_sets" else Mz
+        t = TL.lift_terms(g, o["alpha"], o["beta"], rows, MM, theta, r["definition"]).sum(axis=1)
+        assert r["theory"]["gap"] == pytest.approx(t[0] / t[1] - t[2] / t[3], rel=1e-10, abs=1e-14)
+        ls = lifts["masked" if r["definition"] == "masked" else "text"]
+        norm = "all_keys" if r["definition"] == "all_keys" else "excl_own"
+        want = ls.lifts[r["class_set"]][norm]
+        assert r["minilm"]["mean_gap"] == pytest.approx(float(np.mean(want["gap"])), rel=1e-12)
+        assert r["minilm"]["own_word"] == pytest.approx(float(np.mean(ls.own_word)), rel=1e-12)
+        if r["definition"] == "masked":
+            assert r["theory"]["gap"] == 0.0 and r["theory"]["ratio"] == 1.0
+    assert s["heads_definition"] == "excl_own"
+    np.testing.assert_allclose(
+        [h["gap"] for h in s["heads"]], lifts["text"].lifts["topic_sets"]["excl_own"]["gap"].ravel()
+    )
+    sens = s["sensitivity"]
+    assert [(r["model"][:3], r["family"], r["value"]) for r in sens] == [
+        ("ful", "label", "stage1"), ("ful", "label", "identity"), ("sub", "label", "stage1"),
+        ("sub", "label", "identity"), ("sub", "co-topic", "stage1"), ("sub", "co-topic", "identity"),
+    ]  # fmt: skip
+    assert sens[0]["alpha"] == o["alpha"] and all(r["status"] == 0 for r in sens)
+    gs, rs, Ms = TL.sub_model(g, rows, M, per_topic=8)
+    ths = np.random.default_rng(AT._law_seed(2, 7)).dirichlet(gs.concentration, size=300)
+    t = TL.lift_terms(gs, sens[2]["alpha"], sens[2]["beta"], rs, Ms, ths, "excl_own").sum(axis=1)
+    assert sens[2]["excl_own"]["ratio"] == pytest.approx((t[0] / t[1]) / (t[2] / t[3]), rel=1e-10)
+    table = AT.format_attention_table(s)
+    assert AT.MODEL_NOTE in table and "| masked | labels | 0 |" in table and "| sub-model" in table

@@ -250,11 +250,23 @@ def test_run_realdata_writes_the_theory_table_and_figure(planted, tmp_path):
     at = th["attention"]
     L, H = res.attention.gap.shape
     assert len(at["heads"]) == L * H == 72 and at["optimum"]["status"] == 0
-    np.testing.assert_allclose([h["gap"] for h in at["heads"]], res.attention.gap.ravel(), rtol=1e-12)
+    # per-head rows: the like-for-like definition (own position and own word excluded, SPEC §11.9)
+    assert at["heads_definition"] == "excl_own"
+    ex = res.summary["attention_lifts"]["text"]["lifts"]["topic_sets"]["excl_own"]
+    np.testing.assert_allclose([h["gap"] for h in at["heads"]], np.ravel(ex["gap"]), rtol=1e-12)
+    # the all_keys row's MiniLM side == the package's AttentionAccumulator (an independent accumulation)
+    row = next(r for r in at["comparison"] if r["definition"] == "all_keys" and r["class_set"] == "topic_sets")
+    assert row["minilm"]["mean_gap"] == pytest.approx(float(np.mean(res.attention.gap)), rel=1e-10)
+    al = res.summary["attention_lifts"]["text"]["lifts"]["topic_sets"]["all_keys"]  # same window replicates
+    np.testing.assert_allclose(np.asarray(al["gap_ci"]), res.attention.gap_ci, rtol=1e-10)
+    np.testing.assert_allclose(np.asarray(al["ratio_ci"]), res.attention.ratio_ci, rtol=1e-10)
+    masked = next(r for r in at["comparison"] if r["definition"] == "masked" and r["class_set"] == "labels")
+    assert masked["theory"]["ratio"] == 1.0 and masked["minilm"]["n_queries"] > 0
+    assert [r["status"] for r in at["sensitivity"]] == [0] * 6
     assert at["optimum"]["n_laws"] == planted.attention_laws and timing["attention_theory_cpu_s"] > 0
     assert "figures/theory_attention.png" in saved["figures"]
     assert (out / "figures" / "theory_attention.png").stat().st_size > 10_000
-    assert "Predicted lift n·A on unmasked text" in (out / "theory_gap.md").read_text()
+    assert "Like-for-like lifts" in (out / "theory_gap.md").read_text()
     from dataclasses import replace
 
     off = run_realdata(replace(planted, attention_laws=0), progress=False)

@@ -70,6 +70,8 @@ FACADES = [
     "theorycheck.realdata.stats",
     "theorycheck.realdata.theory",
     "theorycheck.realdata.attention_theory",
+    "theorycheck.realdata.lifts",
+    "theorycheck.realdata.theory_lifts",
     "theorycheck.realdata.output",
     "theorycheck.realdata.plots",
     "theorycheck.realdata.pipeline",

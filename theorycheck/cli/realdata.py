@@ -163,24 +163,38 @@ def _print_summary(s: dict) -> None:
         )
     at = s.get("theory", {}).get("attention")
     if at:
-        o, th, c = at["optimum"], at["theory"], at["counts"]
-        print(
-            f"theory attention (label family, {o['n_laws']} laws): alpha* {o['alpha']:.4g} ± {_se(o['alpha_se'])}, "
-            f"beta* {o['beta']:.4g} ± {_se(o['beta_se'])}; predicted lift same {th['same_topic']:.4g}, different "
-            f"{th['different_topic']:.4g}, gap {th['gap']:.4g} [{th['gap_ci'][0]:.4g}, {th['gap_ci'][1]:.4g}], "
-            f"ratio {th['ratio']:.4g} [{th['ratio_ci'][0]:.4g}, {th['ratio_ci'][1]:.4g}]"
-        )
-        print(
-            f"MiniLM heads vs the theory's interval: gap above {c['gap']['above']} / overlapping "
-            f"{c['gap']['overlaps']} / below {c['gap']['below']}; ratio above {c['ratio']['above']} / overlapping "
-            f"{c['ratio']['overlaps']} / below {c['ratio']['below']} (head-mean gap {at['minilm_mean_gap']:.4g}, "
-            f"ratio {at['minilm_mean_ratio']:.4g}; per head: theory_gap.md)"
-        )
+        _print_attention(at)
     t = s["timing"]
     print(
         f"encoder: {t['encoder_tokens']} tokens at {t['encoder_tokens_per_s']:.0f} tokens/s; theory route "
         f"{t.get('theory_s', float('nan')):.1f} s wall, {t.get('theory_cpu_s', float('nan')):.1f} s CPU; "
         f"total {t['total_s']:.1f} s"
+    )
+
+
+def _print_attention(at: dict) -> None:
+    """The theory-vs-MiniLM attention lines of the console summary (SPEC §11.9)."""
+    o, th, c = at["optimum"], at["theory"], at["counts"]
+    for r in at.get("comparison", []):
+        t, m = r["theory"], r["minilm"]
+        print(
+            f"lift ratio same/different topic, {r['definition']:8s} {r['class_set']:10s}: theory {t['ratio']:.4g} "
+            f"[{t['ratio_ci'][0]:.4g}, {t['ratio_ci'][1]:.4g}] (own-word share {t['own_word']:.3g})"
+            + ("" if m is None else f"; MiniLM head mean {m['mean_ratio']:.4g} [{m['mean_ratio_ci'][0]:.4g}, "
+               f"{m['mean_ratio_ci'][1]:.4g}] (own word {m['own_word']:.3g}, own position {m['own_position']:.3g})")
+        )  # fmt: skip
+    print(
+        f"theory attention (label family, {o['n_laws']} laws): alpha* {o['alpha']:.4g} ± {_se(o['alpha_se'])}, "
+        f"beta* {o['beta']:.4g} ± {_se(o['beta_se'])}; {at.get('heads_definition', 'all_keys')} lift same "
+        f"{th['same_topic']:.4g}, different "
+        f"{th['different_topic']:.4g}, gap {th['gap']:.4g} [{th['gap_ci'][0]:.4g}, {th['gap_ci'][1]:.4g}], "
+        f"ratio {th['ratio']:.4g} [{th['ratio_ci'][0]:.4g}, {th['ratio_ci'][1]:.4g}]"
+    )
+    print(
+        f"MiniLM heads vs the theory's interval: gap above {c['gap']['above']} / overlapping "
+        f"{c['gap']['overlaps']} / below {c['gap']['below']}; ratio above {c['ratio']['above']} / overlapping "
+        f"{c['ratio']['overlaps']} / below {c['ratio']['below']} (head-mean gap {at['minilm_mean_gap']:.4g}, "
+        f"ratio {at['minilm_mean_ratio']:.4g}; per head: theory_gap.md)"
     )
 
 

@@ -11,6 +11,8 @@ needs and raises :class:`MissingExtraError` (an ``ImportError``) naming that com
 Modules: :mod:`.corpus` (Wikipedia fragment, text folders, words), :mod:`.topics` (seeded LDA,
 word-topic rules), :mod:`.tokenizer` and :mod:`.mapping` (WordPiece, word -> token id),
 :mod:`.encoder` (numpy BERT), :mod:`.stats` (pair-class statistics, attention, co-occurrence),
+:mod:`.lifts` and :mod:`.theory_lifts` (attention lifts under the comparison's definitions, measured and
+predicted), :mod:`.theory` and :mod:`.attention_theory` (the theory at the fitted topics),
 :mod:`.pipeline` (the whole experiment and its atomic writer), :mod:`.plots`.
 """
 

@@ -16,6 +16,17 @@ drawn i.i.d. from ``p_theta``. Compared quantities: ``gap = lift_same - lift_dif
 ``ratio = lift_same / lift_diff``, per MiniLM layer and head with the window bootstrap of
 :class:`theorycheck.realdata.stats.AttentionAccumulator`.
 
+That ``all_keys`` lift keeps the other copies of the query's word in the normaliser, where the one-layer
+optimum (no residual path, ``e^alpha*`` in the thousands at Wikipedia's topics) puts most of a query's
+attention and a pretrained model very little, so it does not compare like with like (issue #36). With MiniLM's
+lifts under the comparison's definitions (:mod:`theorycheck.realdata.lifts`) the summary compares the same
+statistic on both sides (:func:`lift_comparison`, theory side :mod:`theorycheck.realdata.theory_lifts`):
+``all_keys``, ``excl_own`` (own position and own word excluded, the per-head rows) and ``masked`` (the query
+shown as [MASK]), each with both sides' own-word attention share, in the measurement's topic sets and in the
+scores' own labels, and the sensitivity of the theory's lift to the frozen ``W^V`` and the score family
+(:func:`sensitivity`). all-MiniLM-L6-v2 is a contrastively fine-tuned sentence encoder, not an MLM model
+(:data:`MODEL_NOTE`).
+
 Cost (the law is Dirichlet, so its expectation is a sample): a pilot on :data:`N_PILOT` laws with a
 :data:`PILOT_GRID` x :data:`PILOT_GRID` grid finds the basin, the optimum on :data:`N_LAWS` laws starts from
 the pilot's optimum (no grid), and its sampling covariance is the sandwich of
@@ -26,17 +37,17 @@ the pilot's optimum (no grid), and its sampling covariance is the sandwich of
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from .._validate import check_int
 from ..models import GeneralTopicModel, Masking
-from ..solvers import optimal_attention
+from ..solvers import cotopic_matrix, optimal_attention
 from . import stats as S
+from .lifts import LiftStats
+from .theory_lifts import DEFINITIONS, dense_predicted_lifts, lift_terms, predicted_lifts, sub_model
 
 __all__ = [
     "SEED_STREAM",
@@ -49,8 +60,13 @@ __all__ = [
     "lift_terms",
     "predicted_lifts",
     "minilm_heads",
+    "lift_heads",
+    "lift_comparison",
+    "sensitivity",
     "attention_theory",
+    "format_comparison_table",
     "format_attention_table",
+    "MODEL_NOTE",
 ]
 
 #: Offset of this comparison's random streams: laws ``[seed, SEED_STREAM, k]`` (issue #24).
@@ -61,8 +77,6 @@ N_LAWS = 2048
 N_LIFT = 2048
 #: Grid points per axis of the pilot (over ``theorycheck.solvers.attention._family.FAMILY_GRID``).
 PILOT_GRID = 5
-_LEVEL = 0.95
-_Z = 1.959963984540054  # normal quantile of the 95% level
 
 
 def _law_seed(seed: int, k: int) -> np.random.SeedSequence:
@@ -87,119 +101,6 @@ def label_optimum(g: GeneralTopicModel, mk: Masking, *, n_pilot: int = N_PILOT, 
     return pilot, main
 
 
-@dataclass(frozen=True)
-class _Classes:
-    """Token-side data of SPEC §11.9: LDA word rows, labels, and the sparse same-class matrices ``A``, ``A_z``."""
-
-    rows: np.ndarray
-    labels: np.ndarray
-    A: csr_matrix
-    Az: csr_matrix
-    label_phi: np.ndarray  # (T, L): topic t's mass on the words of label l (all words of the model)
-    n_labels: int
-
-
-def _classes(g: GeneralTopicModel, rows, membership) -> _Classes:
-    z = g.dominant_topic()
-    M = np.asarray(membership, dtype=np.float64)
-    A = csr_matrix(M) @ csr_matrix(M.T)
-    A.data[:] = 1.0
-    lab = z[rows]
-    Ac = A.tocoo()
-    keep = lab[Ac.row] == lab[Ac.col]
-    Az = csr_matrix((Ac.data[keep], (Ac.row[keep], Ac.col[keep])), shape=A.shape)
-    L = int(z.max()) + 1
-    label_phi = g.phi @ _one_hot(z, L)
-    return _Classes(np.asarray(rows), lab, A.tocsr(), Az, label_phi, L)
-
-
-def _one_hot(labels, L):
-    out = np.zeros((labels.size, L))
-    out[np.arange(labels.size), labels] = 1.0
-    return out
-
-
-def lift_terms(g: GeneralTopicModel, alpha: float, beta: float, rows, membership, theta) -> np.ndarray:
-    """Per-law numerators and denominators of SPEC §11.9's lifts, shape ``(4, n_laws)``:
-    ``[num_same, den_same, num_diff, den_diff]`` with ``lift_c = sum num_c / sum den_c``.
-
-    ``rows``: LDA word index (``g.phi`` column) of each topic token; ``membership`` ``(n_tok, K)`` bool: the
-    tokens' topic sets (the classes of the measurement); ``theta`` ``(n_laws, T)``. With ``p = p_theta`` on the
-    tokens, ``D = 1 + (e^beta - 1) P(z_x) + e^beta (e^alpha - 1) p_x`` and the class sums ``a``, ``b`` of SPEC
-    §11.9: ``num_c = sum_x p_x (a_x + (e^beta - 1) b_x) / D_x``, ``den_c = sum_x p_x a_x``.
-    """
-    cl = _classes(g, rows, membership)
-    return _terms(_law_sums(g, cl, np.asarray(theta, dtype=np.float64)), alpha, beta)
-
-
-def _law_sums(g, cl: _Classes, theta):
-    """The ``(alpha, beta)``-free parts of SPEC §11.9 per law: ``p`` on the tokens, the label masses ``P(z_x)``
-    over all words, and the class sums ``a``, ``b`` (same, different), each ``(n_laws, n_tok)``."""
-    P = theta @ g.phi[:, cl.rows]  # (n, n_tok): p_theta on the tokens
-    Lx = (theta @ cl.label_phi)[:, cl.labels]  # (n, n_tok): P_theta(z_x) over all words
-    PA = (cl.A.T @ P.T).T  # (p A)_x = sum_y p_y A[y, x] (A symmetric)
-    PAz = (cl.Az.T @ P.T).T
-    Ltok = (P @ _one_hot(cl.labels, cl.n_labels))[:, cl.labels]  # label mass over the tokens
-    return P, Lx, (PA - P, PAz - P), (P.sum(axis=1, keepdims=True) - PA, Ltok - PAz)
-
-
-def _terms(parts, alpha, beta):
-    P, Lx, (a_s, b_s), (a_d, b_d) = parts
-    eb = math.expm1(beta)
-    q = P / (1.0 + eb * Lx + math.exp(beta) * math.expm1(alpha) * P)
-    return np.stack([
-        np.sum(q * (a_s + eb * b_s), axis=1), np.sum(P * a_s, axis=1),
-        np.sum(q * (a_d + eb * b_d), axis=1), np.sum(P * a_d, axis=1),
-    ])  # fmt: skip
-
-
-def _lifts(t):
-    same, diff = t[0].sum() / t[1].sum(), t[2].sum() / t[3].sum()
-    return float(same), float(diff)
-
-
-def predicted_lifts(g: GeneralTopicModel, alpha: float, beta: float, rows, membership, theta, *, n_boot: int = 200,
-                    rng=None, cov=None) -> dict:  # fmt: skip
-    """The theory's same-topic and different-topic lifts at ``(alpha, beta)`` (SPEC §11.9), their gap and ratio.
-
-    Intervals: percentile bootstrap over the laws ``theta`` (``n_boot`` replicates from ``rng``); with the
-    optimum's covariance ``cov`` (2 x 2) the gap's and the ratio's intervals are widened in quadrature by
-    ``1.96 sqrt(d^T cov d)``, ``d`` their central-difference derivative in ``(alpha, beta)``
-    (``gap_se_optimum``, ``ratio_se_optimum``). Returns ``same_topic``, ``different_topic``, ``gap``,
-    ``gap_ci``, ``ratio``, ``ratio_ci``, ``gap_ci_laws``, ``ratio_ci_laws``, ``n_laws``, ``weight_ratio``
-    (``e^beta``, the per-word same-label : different-label weight of a query).
-    """
-    n_boot = check_int("n_boot", n_boot, low=10)
-    theta = np.asarray(theta, dtype=np.float64)
-    parts = _law_sums(g, _classes(g, rows, membership), theta)
-    t = _terms(parts, alpha, beta)
-    same, diff = _lifts(t)
-    W = S.bootstrap_weights(len(theta), n_boot, rng)
-    bs, bd = (W @ t[0]) / (W @ t[1]), (W @ t[2]) / (W @ t[3])
-    out = {"same_topic": same, "different_topic": diff, "gap": same - diff, "ratio": same / diff,
-           "gap_ci_laws": S.percentile_ci(bs - bd, _LEVEL), "ratio_ci_laws": S.percentile_ci(bs / bd, _LEVEL),
-           "n_laws": int(len(theta)), "weight_ratio": math.exp(beta), "alpha": float(alpha),
-           "beta": float(beta)}  # fmt: skip
-    se = {"gap": 0.0, "ratio": 0.0}
-    if cov is not None:
-        d = np.zeros((2, 2))  # rows: gap, ratio; columns: alpha, beta
-        for j in range(2):
-            h = 1e-4 * max(1.0, abs((alpha, beta)[j]))
-            up, dn = [alpha, beta], [alpha, beta]
-            up[j] += h
-            dn[j] -= h
-            (su, du), (sd, dd) = _lifts(_terms(parts, *up)), _lifts(_terms(parts, *dn))
-            d[:, j] = np.array([(su - du) - (sd - dd), su / du - sd / dd]) / (2 * h)
-        cov = np.asarray(cov, dtype=np.float64)
-        se = {"gap": float(np.sqrt(d[0] @ cov @ d[0])), "ratio": float(np.sqrt(d[1] @ cov @ d[1]))}
-    for name in ("gap", "ratio"):
-        lo, hi = out[f"{name}_ci_laws"]
-        p, e = out[name], _Z * se[name]
-        out[f"{name}_ci"] = (p - math.hypot(p - lo, e), p + math.hypot(hi - p, e))
-        out[f"{name}_se_optimum"] = se[name]
-    return out
-
-
 def minilm_heads(att: S.AttentionStats) -> list[dict]:
     """One row per layer and head of the measured lifts: ``layer``, ``head``, ``same_topic``,
     ``different_topic``, ``gap``, ``gap_ci``, ``ratio``, ``ratio_ci`` (window bootstrap)."""
@@ -215,6 +116,118 @@ def minilm_heads(att: S.AttentionStats) -> list[dict]:
             "ratio_ci": [float("nan")] * 2 if rci is None else [float(v) for v in rci[layer, head]],
         })  # fmt: skip
     return rows
+
+
+def lift_heads(ls: LiftStats, class_set: str = "topic_sets", norm: str = "excl_own") -> list[dict]:
+    """:func:`minilm_heads` rows from a :class:`~theorycheck.realdata.lifts.LiftStats` (one class set and
+    normalisation)."""
+    d = ls.lifts[class_set][norm]
+    rows = []
+    for (layer, head), gap in np.ndenumerate(d["gap"]):
+        rows.append({
+            "layer": int(layer), "head": int(head), "same_topic": float(d["same_topic"][layer, head]),
+            "different_topic": float(d["different_topic"][layer, head]), "gap": float(gap),
+            "gap_ci": [float(v) for v in d["gap_ci"][layer, head]], "ratio": float(d["ratio"][layer, head]),
+            "ratio_ci": [float(v) for v in d["ratio_ci"][layer, head]],
+        })  # fmt: skip
+    return rows
+
+
+#: Definition -> (MiniLM pass, normalisation) of the like-for-like comparison (SPEC §11.9).
+_MEASURED = {"all_keys": ("text", "all_keys"), "excl_own": ("text", "excl_own"), "masked": ("masked", "excl_own")}
+_THEORY_KEYS = ("same_topic", "different_topic", "gap", "gap_ci", "ratio", "ratio_ci", "own_word")
+
+
+def lift_comparison(g: GeneralTopicModel, alpha: float, beta: float, rows, memberships: dict, theta,
+                    lifts: dict | None, *, n_boot: int = 200, seed: int = 0, cov=None) -> list[dict]:  # fmt: skip
+    """One row per definition (:data:`theorycheck.realdata.theory_lifts.DEFINITIONS`) and class set: the theory's
+    lift at ``(alpha, beta)`` and MiniLM's measured one, the same quantity on both sides (SPEC §11.9).
+
+    ``memberships``: class set name -> ``(n_tok, K)`` bool over the topic tokens ``rows``; ``lifts``: ``"text"``
+    (and optionally ``"masked"``) :class:`~theorycheck.realdata.lifts.LiftStats` with the same class-set names.
+    ``all_keys`` and ``excl_own`` compare with the text pass's normalisations, ``masked`` with the masked pass's
+    ``excl_own``. Each row: ``definition``, ``class_set``, ``theory`` (lifts, gap, ratio with 95% intervals,
+    ``own_word``) and ``minilm`` (head-mean gap and ratio with window-bootstrap intervals, heads whose gap interval
+    lies above / below 0, ``own_word`` and ``own_position`` head mean and maximum), or ``minilm: None``.
+    """
+    out = []
+    for d in DEFINITIONS:
+        for k, (name, M) in enumerate(memberships.items()):
+            th = predicted_lifts(g, alpha, beta, rows, M, theta, n_boot=n_boot, definition=d, cov=cov,
+                                 rng=np.random.default_rng(_law_seed(seed, 10 + k)))  # fmt: skip
+            row = {"definition": d, "class_set": name, "theory": {key: th[key] for key in _THEORY_KEYS}}
+            pas, norm = _MEASURED[d]
+            ls = lifts.get(pas) if lifts else None
+            if ls is None or name not in ls.lifts:
+                row["minilm"] = None
+            else:
+                m = ls.lifts[name][norm]
+                row["minilm"] = {
+                    "mean_gap": m["mean_gap"], "mean_gap_ci": list(m["mean_gap_ci"]),
+                    "mean_ratio": m["mean_ratio"], "mean_ratio_ci": list(m["mean_ratio_ci"]),
+                    "heads_gap_above_0": int(np.sum(m["gap_ci"][..., 0] > 0)),
+                    "heads_gap_below_0": int(np.sum(m["gap_ci"][..., 1] < 0)),
+                    "own_word": float(np.mean(ls.own_word)), "own_word_max": float(np.max(ls.own_word)),
+                    "own_position": float(np.mean(ls.own_position)), "n_queries": ls.n_queries,
+                }  # fmt: skip
+            out.append(row)
+    return out
+
+
+def sensitivity(g: GeneralTopicModel, mk: Masking, rows, membership, theta, *, main=None, n_laws: int = 256,
+                per_topic: int = 8, full_identity: bool = True, n_boot: int = 200,
+                seed: int = 0) -> list[dict]:  # fmt: skip
+    """The theory's lift ratio under ``all_keys`` and ``excl_own`` (topic-set classes) for other frozen ``W^V`` and
+    score families (SPEC §11.9): at the full vocabulary the label family with the stage-1 ``W^V`` (``main``, a
+    solved optimum, or solved here) and with the identity ``W^V`` (``full_identity``); on
+    :func:`~theorycheck.realdata.theory_lifts.sub_model` (``per_topic`` words per topic) the label and co-topic
+    families with each ``W^V`` (lifts by direct enumeration). Optima on ``n_laws`` laws of stream
+    ``[seed, SEED_STREAM, 5]``; one row per case: ``model``, ``n_words``, ``family``, ``value``, ``alpha``,
+    ``beta``, ``status``, and per definition ``gap``, ``ratio``, ``ratio_ci`` and ``own_word``.
+    """
+    n_laws = check_int("n_laws", n_laws, low=2)
+    s_opt = int(_law_seed(seed, 5).generate_state(1)[0])
+    rows_out = []
+
+    def add(model, gm, fam, val, res, lifts_of):
+        a, b = float(res.x[0]), float(res.x[1])
+        row = {"model": model, "n_words": int(gm.n_words), "family": fam, "value": val, "alpha": a, "beta": b,
+               "status": int(res.status)}  # fmt: skip
+        for d in ("all_keys", "excl_own"):
+            p = lifts_of(a, b, d)
+            row[d] = {k: p[k] for k in ("gap", "ratio", "ratio_ci", "own_word")}
+        rows_out.append(row)
+
+    def label_lifts(a, b, d):
+        return predicted_lifts(g, a, b, rows, membership, theta, n_boot=n_boot, definition=d,
+                               rng=np.random.default_rng(_law_seed(seed, 6)))  # fmt: skip
+
+    opts = dict(family="label", n_theta=n_laws, seed=s_opt)
+    for val in ("stage1", "identity") if full_identity else ("stage1",):
+        try:
+            res = main if (val == "stage1" and main is not None) else optimal_attention(g, mk, value=val, options=opts)
+        except ValueError as exc:  # the dense identity W^V above the memory limit (theorycheck._memory)
+            if "memory limit" not in str(exc):
+                raise
+            rows_out.append({"model": "full", "n_words": int(g.n_words), "family": "label", "value": val,
+                             "skipped": str(exc)})  # fmt: skip
+            continue
+        add("full", g, "label", val, res, label_lifts)
+    gs, rs, Ms = sub_model(g, rows, membership, per_topic=per_topic)
+    ths = np.random.default_rng(_law_seed(seed, 7)).dirichlet(gs.concentration, size=len(theta))
+    z = gs.dominant_topic()
+    bases = {"label": (z[:, None] == z[None, :]).astype(np.float64), "co-topic": cotopic_matrix(gs)[1:, 1:]}
+    for fam, B in bases.items():
+        for val in ("stage1", "identity"):
+            res = optimal_attention(gs, mk, value=val, options=dict(opts, family=fam))
+
+            def sub_lifts(a, b, d, B=B):
+                Sc = a * np.eye(gs.n_words) + b * B
+                return dense_predicted_lifts(gs, Sc, rs, Ms, ths, n_boot=n_boot, definition=d,
+                                             rng=np.random.default_rng(_law_seed(seed, 8)))  # fmt: skip
+
+            add(f"sub-model ({per_topic} topic tokens per topic)", gs, fam, val, res, sub_lifts)
+    return rows_out
 
 
 def _position(ci, band) -> str:
@@ -237,13 +250,19 @@ class AttentionTheory:
 
 def attention_theory(g: GeneralTopicModel, mk: Masking, rows, membership, att: S.AttentionStats, *,
                      n_pilot: int = N_PILOT, n_laws: int = N_LAWS, n_lift: int = N_LIFT, n_boot: int = 200,
-                     seed: int = 0) -> AttentionTheory:  # fmt: skip
+                     seed: int = 0, lifts: dict | None = None, sensitivity_laws: int = 256,
+                     full_identity: bool = True) -> AttentionTheory:  # fmt: skip
     """The theory's optimal label-family attention at ``g`` and its predicted lifts (module docstring) beside the
     measured ``att`` (per layer and head).
 
     ``rows``: LDA word index of each topic token; ``membership`` ``(n_tok, K)``: their topic sets (the classes
     of ``att``). The laws of the lifts are ``Dirichlet(g.alpha)`` from ``[seed, SEED_STREAM, 1]``; their
     bootstrap from ``[seed, SEED_STREAM, 4]``.
+
+    With MiniLM's ``lifts`` (:func:`lift_comparison`: ``"text"``, optionally ``"masked"``) the summary also has
+    ``comparison`` (every definition and class set, the topic sets and the score family's own labels), and
+    ``sensitivity`` (:func:`sensitivity`, ``sensitivity_laws`` laws per optimum; 0 skips it), and the per-head
+    rows, the counts and ``theory`` use the like-for-like ``excl_own`` definition (``heads_definition``).
     """
     n_lift = check_int("n_lift", n_lift, low=2)
     seed = check_int("seed", seed, low=0)
@@ -265,16 +284,36 @@ def attention_theory(g: GeneralTopicModel, mk: Masking, rows, membership, att: S
     }  # fmt: skip
     t_opt = time.perf_counter() - t0
     theta = np.random.default_rng(_law_seed(seed, 1)).dirichlet(g.concentration, size=n_lift)
-    theory = predicted_lifts(g, a, b, rows, membership, theta, n_boot=n_boot,
+    text = None if not lifts else lifts.get("text")
+    definition = "all_keys" if text is None else "excl_own"
+    theory = predicted_lifts(g, a, b, rows, membership, theta, n_boot=n_boot, definition=definition,
                              rng=np.random.default_rng(_law_seed(seed, 4)), cov=main.info.get("x_cov"))  # fmt: skip
-    heads = minilm_heads(att)
+    heads = minilm_heads(att) if text is None else lift_heads(text, "topic_sets", "excl_own")
     counts = {k: {p: sum(_position(h[f"{k}_ci"], theory[f"{k}_ci"]) == p for h in heads)
                   for p in ("above", "overlaps", "below")} for k in ("gap", "ratio")}  # fmt: skip
-    summary = {"optimum": optimum, "theory": theory, "heads": heads, "counts": counts,
-               "minilm_mean_gap": float(np.nanmean(att.gap)), "minilm_mean_gap_ci": list(att.mean_gap_ci),
-               "minilm_mean_ratio": float(np.nanmean(att.ratio))}  # fmt: skip
-    timing = {"attention_theory_s": time.perf_counter() - t0, "attention_optimum_s": t_opt,
-              "attention_theory_cpu_s": time.process_time() - c0}  # fmt: skip
+    summary = {"optimum": optimum, "theory": theory, "heads": heads, "counts": counts, "heads_definition": definition,
+               "minilm_mean_gap": float(np.nanmean([h["gap"] for h in heads])),
+               "minilm_mean_ratio": float(np.nanmean([h["ratio"] for h in heads]))}  # fmt: skip
+    summary["minilm_mean_gap_ci"] = (
+        list(att.mean_gap_ci) if text is None else list(text.lifts["topic_sets"]["excl_own"]["mean_gap_ci"])
+    )
+    timing = {}
+    if text is not None:
+        z = g.dominant_topic()[np.asarray(rows)]
+        labels = np.zeros((z.size, g.T), dtype=bool)
+        labels[np.arange(z.size), z] = True
+        ms = {"topic_sets": np.asarray(membership, dtype=bool), "labels": labels}
+        c1 = time.process_time()
+        summary["comparison"] = lift_comparison(g, a, b, rows, ms, theta, lifts, n_boot=n_boot, seed=seed,
+                                                cov=main.info.get("x_cov"))  # fmt: skip
+        timing["attention_comparison_cpu_s"] = time.process_time() - c1
+        if sensitivity_laws:
+            c1 = time.process_time()
+            summary["sensitivity"] = sensitivity(g, mk, rows, membership, theta, main=main, n_laws=sensitivity_laws,
+                                                 full_identity=full_identity, n_boot=n_boot, seed=seed)  # fmt: skip
+            timing["attention_sensitivity_cpu_s"] = time.process_time() - c1
+    timing.update(attention_theory_s=time.perf_counter() - t0, attention_optimum_s=t_opt,
+                  attention_theory_cpu_s=time.process_time() - c0)  # fmt: skip
     return AttentionTheory(summary, timing)
 
 
@@ -282,9 +321,77 @@ def _f(x) -> str:
     return "nan" if x is None or not np.isfinite(x) else f"{x:.4g}"
 
 
+#: What the measured model is (said wherever it is compared with the MLM theory).
+MODEL_NOTE = (
+    "MiniLM here is sentence-transformers' all-MiniLM-L6-v2: a 6-layer MiniLM distilled from a BERT-family model "
+    "and then fine-tuned contrastively on sentence pairs as a sentence encoder, not a masked-language model; no "
+    "small MLM checkpoint that installs offline from a package was found to compare with instead."
+)
+_DEFINITION_TEXT = {
+    "all_keys": "all keys (n·A, own position and other copies of the query's word in the normaliser)",
+    "excl_own": "own position and own word excluded (n'·A / r over the other keys)",
+    "masked": "masked query (the query shown as [MASK]; keys as in excl_own)",
+}
+
+
+def _ci(x) -> str:
+    return f"[{_f(x[0])}, {_f(x[1])}]"
+
+
+def format_comparison_table(summary: dict) -> str:
+    """Markdown of the like-for-like comparison (:func:`lift_comparison`) and the sensitivity rows
+    (:func:`sensitivity`) of :func:`attention_theory`'s ``summary`` (empty string without them)."""
+    rows = summary.get("comparison")
+    if not rows:
+        return ""
+    out = [
+        "Like-for-like lifts (SPEC §11.9): the same statistic on both sides, per definition of the query's keys and "
+        "per class set (topic_sets: the measurement's top-fraction topic sets; labels: the dominant-topic labels z "
+        "that define the theory's scores). Theory: 95% law bootstrap ⊕ optimum SE; MiniLM: mean over its heads, "
+        "95% window bootstrap. own word: attention of a topic-token query on other copies of its word (the mass "
+        "excl_own removes); own pos.: on its own position (0 in the theory's N -> inf limit).\n",
+        "| definition | classes | theory gap | 95% CI | theory ratio | 95% CI | theory own word | MiniLM gap | 95% CI "
+        "| MiniLM ratio | 95% CI | heads gap > 0 / < 0 | MiniLM own word (max head) | MiniLM own pos. |",
+        "|" + "---|" * 14,
+    ]
+    for r in rows:
+        t, m = r["theory"], r["minilm"]
+        line = (f"| {r['definition']} | {r['class_set']} | {_f(t['gap'])} | {_ci(t['gap_ci'])} | {_f(t['ratio'])} "
+                f"| {_ci(t['ratio_ci'])} | {_f(t['own_word'])} ")  # fmt: skip
+        if m is None:
+            line += "| - | - | - | - | - | - | - |"
+        else:
+            line += (f"| {_f(m['mean_gap'])} | {_ci(m['mean_gap_ci'])} | {_f(m['mean_ratio'])} "
+                     f"| {_ci(m['mean_ratio_ci'])} | {m['heads_gap_above_0']} / {m['heads_gap_below_0']} "
+                     f"| {_f(m['own_word'])} ({_f(m['own_word_max'])}) | {_f(m['own_position'])} |")  # fmt: skip
+        out.append(line)
+    out.append("\nDefinitions: " + "; ".join(f"{k}: {v}" for k, v in _DEFINITION_TEXT.items()) + ".")
+    sens = summary.get("sensitivity")
+    if sens:
+        out += [
+            "\nSensitivity of the theory's lift (topic-set classes) to the frozen W^V and the score family (optimum "
+            "of each on its own sampled laws; sub-model: each topic's most probable topic tokens, phi renormalised):\n",
+            "| model | words | family | W^V | alpha* | beta* | status | ratio all_keys | ratio excl_own | 95% CI "
+            "| own word |",
+            "|" + "---|" * 11,
+        ]
+        for r in sens:
+            if "skipped" in r:
+                out.append(f"| {r['model']} | {r['n_words']} | {r['family']} | {r['value']} | {r['skipped']} |")
+                continue
+            a, e = r["all_keys"], r["excl_own"]
+            out.append(f"| {r['model']} | {r['n_words']} | {r['family']} | {r['value']} | {_f(r['alpha'])} "
+                       f"| {_f(r['beta'])} | {r['status']} | {_f(a['ratio'])} | {_f(e['ratio'])} "
+                       f"| {_ci(e['ratio_ci'])} | {_f(a['own_word'])} |")  # fmt: skip
+    return "\n".join(out) + "\n\n"
+
+
 def format_attention_table(summary: dict) -> str:
-    """Markdown of :func:`attention_theory`'s ``summary``: the optimum, the predicted lifts, one row per head."""
+    """Markdown of :func:`attention_theory`'s ``summary``: the optimum, the like-for-like comparison and the
+    sensitivity (:func:`format_comparison_table`), the predicted lift under ``heads_definition`` and one row per
+    MiniLM head."""
     o, t, c = summary["optimum"], summary["theory"], summary["counts"]
+    d = summary.get("heads_definition", "all_keys")
     head = (
         "Optimal attention of the theory (label family alpha I_w + beta Z, min-norm stage-1 W^V, exact population "
         f"loss, SPEC §11.8) at the fitted topics, {o['n_laws']} sampled laws (warm start from a {o['pilot']['grid']}"
@@ -292,11 +399,13 @@ def format_attention_table(summary: dict) -> str:
         f"beta* = {_f(o['beta'])} ± {_f(o['beta_se'])} (sampling SE of the optimum; the pilot's optimum on its "
         f"{o['pilot']['n_laws']} laws: {_f(o['pilot']['alpha'])}, {_f(o['pilot']['beta'])}), loss {o['loss']:.7f} "
         f"± {o['loss_stderr']:.1e} vs {o['loss_uniform']:.7f} uniform, status {o['status']}.\n\n"
-        "Predicted lift n·A on unmasked text (SPEC §11.9; same topic = distinct topic tokens with intersecting "
-        f"topic sets, as measured), {t['n_laws']} laws: same topic {_f(t['same_topic'])}, different topic "
-        f"{_f(t['different_topic'])}, gap {_f(t['gap'])} [{_f(t['gap_ci'][0])}, {_f(t['gap_ci'][1])}], ratio "
-        f"{_f(t['ratio'])} [{_f(t['ratio_ci'][0])}, {_f(t['ratio_ci'][1])}] (95%: law bootstrap ⊕ optimum SE); "
-        f"per-word weight ratio e^beta* = {_f(t['weight_ratio'])}.\n\n"
+        f"{MODEL_NOTE}\n\n"
+        + format_comparison_table(summary)
+        + f"Per head, definition {d} ({_DEFINITION_TEXT[d]}), topic-set classes (same topic = distinct topic tokens "
+        f"with intersecting topic sets, as measured): theory, {t['n_laws']} laws: same topic {_f(t['same_topic'])}, "
+        f"different topic {_f(t['different_topic'])}, gap {_f(t['gap'])} {_ci(t['gap_ci'])}, ratio {_f(t['ratio'])} "
+        f"{_ci(t['ratio_ci'])} (95%: law bootstrap ⊕ optimum SE); per-word weight ratio e^beta* = "
+        f"{_f(t['weight_ratio'])}.\n\n"
         f"MiniLM heads (window bootstrap, 95%) against the theory's interval: gap above {c['gap']['above']}, "
         f"overlapping {c['gap']['overlaps']}, below {c['gap']['below']}; ratio above {c['ratio']['above']}, "
         f"overlapping {c['ratio']['overlaps']}, below {c['ratio']['below']}.\n\n"
@@ -305,13 +414,11 @@ def format_attention_table(summary: dict) -> str:
              "|" + "---|" * 9]  # fmt: skip
     lines.append(
         f"| theory | - | - | {_f(t['same_topic'])} | {_f(t['different_topic'])} | {_f(t['gap'])} "
-        f"| [{_f(t['gap_ci'][0])}, {_f(t['gap_ci'][1])}] | {_f(t['ratio'])} "
-        f"| [{_f(t['ratio_ci'][0])}, {_f(t['ratio_ci'][1])}] |"
+        f"| {_ci(t['gap_ci'])} | {_f(t['ratio'])} | {_ci(t['ratio_ci'])} |"
     )
     for h in summary["heads"]:
         lines.append(
             f"| MiniLM | {h['layer']} | {h['head']} | {_f(h['same_topic'])} | {_f(h['different_topic'])} "
-            f"| {_f(h['gap'])} | [{_f(h['gap_ci'][0])}, {_f(h['gap_ci'][1])}] | {_f(h['ratio'])} "
-            f"| [{_f(h['ratio_ci'][0])}, {_f(h['ratio_ci'][1])}] |"
+            f"| {_f(h['gap'])} | {_ci(h['gap_ci'])} | {_f(h['ratio'])} | {_ci(h['ratio_ci'])} |"
         )
     return head + "\n".join(lines) + "\n"

@@ -4,12 +4,14 @@ corpus -> content words -> seeded LDA -> word topics -> token ids -> (embedding 
 attention statistics over windows of the corpus run through the numpy encoder, co-occurrence
 comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with planted topics
 + the exact embedding optimum at the fitted topics beside MiniLM (:mod:`.theory`, SPEC §11.5)
-+ the theory's optimal attention there and the lifts it predicts beside MiniLM's heads
-(:mod:`.attention_theory`, SPEC §11.9).
++ the theory's optimal attention there and the lifts it predicts beside MiniLM's heads, the same statistic on
+both sides: every key, own position and own word excluded, masked queries (a second encoder pass)
+(:mod:`.lifts`, :mod:`.theory_lifts`, :mod:`.attention_theory`, SPEC §11.9).
 """
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -25,9 +27,10 @@ from . import stats as S
 from .attention_theory import N_LAWS
 from .corpus import Corpus, content_words, read_text_folder, stop_words, wikipedia_fragment
 from .encoder import NumpyBert
+from .lifts import LiftAccumulator, LiftStats, mask_positions
 from .mapping import TokenTopics, map_to_tokens
 from .output import write_realdata
-from .theory import theory_comparison
+from .theory import label_membership, theory_comparison
 from .tokenizer import WordPieceTokenizer
 from .topics import BACKENDS, METHODS, TopicFit, WordTopics, assign_topics, fit_lda
 
@@ -45,6 +48,7 @@ __all__ = [
     "select_windows",
     "encode_windows",
     "attention_statistics",
+    "masked_lift_statistics",
     "run_realdata",
     "synthetic_signal",
     "write_realdata",
@@ -83,6 +87,13 @@ class RealDataConfig:
     attention_laws : int
         Sampled document laws of the theory's optimal attention at the fitted topics, compared with
         MiniLM's heads (:mod:`.attention_theory`, SPEC §11.9); 0 skips that comparison.
+    masked_fraction : float
+        Fraction of each window's valid positions shown as [MASK] in a second encoder pass, whose masked
+        positions are the queries of the masked-query lifts (:mod:`.lifts`, SPEC §11.9); 0 skips that pass.
+    sensitivity_laws : int
+        Sampled laws of each optimum of the sensitivity of the theory's lift to ``W^V`` and the score family
+        (:func:`.attention_theory.sensitivity`: about 110 s CPU and a dense ``V1 x V1`` identity ``W^V`` at the
+        default corpus); 0 skips it.
     """
 
     corpus: str = "wikipedia"
@@ -106,6 +117,8 @@ class RealDataConfig:
     blas_threads: int | None = 1
     specificity_fractions: tuple = (0.0025, 0.005, 0.01, 0.02, 0.05)
     attention_laws: int = N_LAWS
+    masked_fraction: float = 0.15
+    sensitivity_laws: int = 256
 
     def __post_init__(self):
         if not isinstance(self.corpus, str) or not self.corpus:
@@ -135,6 +148,10 @@ class RealDataConfig:
         object.__setattr__(self, "specificity_fractions", fr)
         if check_int("attention_laws", self.attention_laws, low=0) == 1:
             raise ValueError("attention_laws must be 0 (skip) or at least 2, got 1")
+        if check_int("sensitivity_laws", self.sensitivity_laws, low=0) == 1:
+            raise ValueError("sensitivity_laws must be 0 (skip) or at least 2, got 1")
+        if self.masked_fraction != 0:
+            check_real("masked_fraction", self.masked_fraction, low=0.0, high=1.0, low_open=True)
 
 
 @dataclass
@@ -410,13 +427,41 @@ def encode_windows(
 
 
 def attention_statistics(
-    encoded, membership, pairs, *, n_layers: int, n_heads: int, n_boot: int, rng
+    encoded, membership, pairs, *, n_layers: int, n_heads: int, n_boot: int, rng, lifts: LiftAccumulator | None = None
 ) -> S.AttentionStats:
-    """Accumulate :class:`stats.AttentionAccumulator` over ``(window, attentions)`` pairs."""
+    """Accumulate :class:`stats.AttentionAccumulator` over ``(window, attentions)`` pairs (and, given, the
+    text-pass lifts of ``lifts``, :mod:`.lifts`)."""
     acc = S.AttentionAccumulator(n_layers, n_heads, membership, pairs)
     for w, a in encoded:
         acc.add(a, w.ids, w.valid)
+        if lifts is not None:
+            lifts.add(a, w.ids, w.valid)
     return acc.result(n_boot=n_boot, rng=rng)
+
+
+#: Offset of the masked pass's random streams: masks ``[seed, MASK_STREAM, 0]``, bootstrap ``[seed, MASK_STREAM, 1]``.
+MASK_STREAM = 36
+
+
+def masked_lift_statistics(
+    model: NumpyBert, windows: list, memberships: dict, *, mask_id: int, fraction: float, n_boot: int, seed: int,
+    progress: bool = False,
+) -> LiftStats:  # fmt: skip
+    """The masked-query lifts (:mod:`.lifts`): each window with a seeded ``fraction`` of its valid positions shown as
+    ``mask_id`` (:func:`.lifts.mask_positions`, stream ``[seed, MASK_STREAM, 0]``), encoded, its masked positions
+    the queries (classes from the hidden words); window bootstrap from ``[seed, MASK_STREAM, 1]``."""
+    rng = np.random.default_rng([seed, MASK_STREAM, 0])
+    masked = []
+    for w in windows:
+        m = mask_positions(w.valid, fraction, rng)
+        masked.append((Window(np.where(m, mask_id, w.ids), w.valid, w.doc), m, w.ids))
+    c = model.config
+    acc = LiftAccumulator(c.num_hidden_layers, c.num_attention_heads, memberships)
+    hidden = {id(mw): (m, ids) for mw, m, ids in masked}
+    for mw, a in encode_windows(model, [mw for mw, _, _ in masked], progress=progress):
+        m, ids = hidden[id(mw)]
+        acc.add(a, mw.ids, mw.valid, masked=m, hidden_ids=ids)
+    return acc.result(n_boot=n_boot, rng=np.random.default_rng([seed, MASK_STREAM, 1]))
 
 
 def attention_summary(att: S.AttentionStats) -> dict:
@@ -432,6 +477,34 @@ def attention_summary(att: S.AttentionStats) -> dict:
         "heads_positive": int(np.sum(att.gap_ci[..., 0] > 0)),
         "heads_negative": int(np.sum(att.gap_ci[..., 1] < 0)),
     }
+
+
+def _attention_passes(cfg, prep, M, pairs, rng, timing, progress):
+    """The encoder passes: ``att`` (:func:`attention_statistics`) and MiniLM's ``lifts`` (text and masked,
+    :mod:`.lifts`) over the seeded window sample, with their wall and CPU times in ``timing``."""
+    t, tc = time.perf_counter(), time.process_time()
+    chosen = select_windows(prep.windows, cfg.max_tokens, rng)
+    c = prep.model.config
+    memberships = {"topic_sets": M, "labels": label_membership(prep.fit, prep.token_topics, M.shape[0])}
+    text_lifts = LiftAccumulator(c.num_hidden_layers, c.num_attention_heads, memberships)
+    enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
+    rng_lifts = copy.deepcopy(rng)  # the same window replicates as att's: identical all_keys intervals
+    att = attention_statistics(
+        enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, n_boot=cfg.n_boot, rng=rng,
+        lifts=text_lifts,
+    )  # fmt: skip
+    lifts = {"text": text_lifts.result(n_boot=cfg.n_boot, rng=rng_lifts)}
+    timing["attention_s"] = time.perf_counter() - t
+    timing["attention_cpu_s"] = time.process_time() - tc
+    if cfg.masked_fraction:
+        t, tc = time.perf_counter(), time.process_time()
+        lifts["masked"] = masked_lift_statistics(
+            prep.model, chosen, memberships, mask_id=prep.tokenizer.mask_id, fraction=cfg.masked_fraction,
+            n_boot=cfg.n_boot, seed=cfg.seed, progress=progress,
+        )  # fmt: skip
+        timing["masked_pass_s"] = time.perf_counter() - t
+        timing["masked_pass_cpu_s"] = time.process_time() - tc
+    return att, lifts
 
 
 def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
@@ -454,14 +527,7 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
     sweep = specificity_sweep(prep, cfg.specificity_fractions, n_boot=cfg.n_boot, rng=rng)
     timing["specificity_s"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    chosen = select_windows(prep.windows, cfg.max_tokens, rng)
-    c = prep.model.config
-    enc = encode_windows(prep.model, chosen, progress=progress, timing=timing)
-    att = attention_statistics(
-        enc, M, pairs, n_layers=c.num_hidden_layers, n_heads=c.num_attention_heads, n_boot=cfg.n_boot, rng=rng
-    )
-    timing["attention_s"] = time.perf_counter() - t
+    att, lifts = _attention_passes(cfg, prep, M, pairs, rng, timing, progress)
 
     t = time.perf_counter()
     synth = synthetic_signal(cfg.synth_T, cfg.synth_v, cfg.synth_alpha, cfg.synth_docs, seed=cfg.seed)
@@ -469,7 +535,7 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
 
     theory = theory_comparison(  # own random streams (SPEC §11.5, §11.9)
         prep, n_boot=cfg.n_boot, seed=cfg.seed, attention=att if cfg.attention_laws else None,
-        attention_laws=cfg.attention_laws or None,
+        attention_laws=cfg.attention_laws or None, lifts=lifts, sensitivity_laws=cfg.sensitivity_laws,
     )  # fmt: skip
     timing.update(theory.timing)
     timing["total_s"] = time.perf_counter() - t0
@@ -488,11 +554,11 @@ def _run(cfg, corpus, model, tokenizer, progress) -> RealDataResult:
             "lift_synthetic": synth,
         }
     )
-    summary = dict(_summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing), theory=theory.summary)
+    summary = dict(_summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing, lifts), theory=theory.summary)
     return RealDataResult(cfg, summary, att, {"embedding": values, "theory": theory.figure})
 
 
-def _summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing) -> dict:
+def _summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing, lifts) -> dict:
     """The JSON summary of a run (``results.json``)."""
     tt = prep.token_topics
     fit, wt = prep.fit, prep.word_topics
@@ -514,6 +580,7 @@ def _summary(cfg, prep, emb, n_pick, att, cooc, sweep, timing) -> dict:
         "embedding": _stats_dict(emb),
         "embedding_pool": {"topic_tokens": int(tt.token_ids.size), "no_topic_tokens": n_pick},
         "attention": attention_summary(att),
+        "attention_lifts": {k: v.summary() for k, v in lifts.items()},
         "cooccurrence": cooc,
         "specificity": sweep,
         "timing": timing,

@@ -152,9 +152,11 @@ def attention_theory_heads(summary: dict):
     fig = figure(max(6.0, 0.11 * x.size + 2.0), 6.4)
     axes = fig.subplots(2, 1, sharex=True)
     colours = [f"C{k % 10}" for k in range(n_layers)]
+    all_keys = summary.get("heads_definition", "all_keys") == "all_keys"
+    lift = "lift n·A" if all_keys else "lift, own word excl."
     for ax, key, ref, label in (
-        (axes[0], "gap", 0.0, "lift n·A: same topic - different topic"),
-        (axes[1], "ratio", 1.0, "lift n·A: same topic / different topic"),
+        (axes[0], "gap", 0.0, f"{lift}:\nsame - different topic"),
+        (axes[1], "ratio", 1.0, f"{lift}:\nsame / different topic"),
     ):
         y = np.array([h[key] for h in heads], dtype=float)
         ci = np.array([h[f"{key}_ci"] for h in heads], dtype=float)
@@ -165,13 +167,14 @@ def attention_theory_heads(summary: dict):
         lo, hi = th[f"{key}_ci"]
         ax.axhspan(lo, hi, color="k", alpha=0.15, lw=0)
         style = dict(color="k", lw=1.2, ls="-" if key == "gap" else "--")
-        ax.axhline(th[key], **style, label=f"theory {key} {th[key]:.3g} [{lo:.3g}, {hi:.3g}] (95% band)")
+        ax.axhline(th[key], **style, label=f"theory {key} {th[key]:.4g} [{lo:.4g}, {hi:.4g}] (95% band)")
         ax.axhline(ref, color="k", lw=0.6, ls=":")
         ax.set_ylabel(label, fontsize=8)
     o = summary["optimum"]
     axes[0].set_title(
         f"theory: optimal alpha I + beta Z at the fitted topics (alpha* = {o['alpha']:.3g}, beta* = {o['beta']:.3g}); "
-        "MiniLM: per head, 95% CI",
+        "MiniLM: per head, 95% CI"
+        + ("" if all_keys else "\nboth sides: the query's own position and own word excluded, other keys renormalised"),
         fontsize=9,
     )
     handles, labels = axes[0].get_legend_handles_labels()

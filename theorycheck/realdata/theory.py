@@ -44,7 +44,7 @@ from .._validate import check_int, check_real
 from ..models import GeneralTopicModel, Masking
 from ..solvers import optimal_embedding_gram
 from . import stats as S
-from .attention_theory import attention_theory, format_attention_table
+from .attention_theory import N_LAWS, attention_theory, format_attention_table
 from .mapping import TokenTopics
 from .topics import TopicFit
 
@@ -54,6 +54,7 @@ __all__ = [
     "pipeline_alpha",
     "theory_model",
     "vocabulary_rows",
+    "label_membership",
     "optimal_word_embeddings",
     "compare_embeddings",
     "theory_comparison",
@@ -108,6 +109,17 @@ def vocabulary_rows(fit: TopicFit, token_topics: TokenTopics) -> np.ndarray:
     if missing:
         raise ValueError(f"token_topics: words {missing[:5]} are not in the LDA vocabulary fit.vocab")
     return np.array([index[w] for w in token_topics.words], dtype=np.int64)
+
+
+def label_membership(fit: TopicFit, token_topics: TokenTopics, vocab_size: int) -> np.ndarray:
+    """Bool ``(vocab_size, n_topics)``: every topic token's dominant topic (SPEC §11.6, the labels ``z`` of the
+    theory's label family ``alpha I_w + beta Z``, :meth:`GeneralTopicModel.dominant_topic` of
+    :func:`theory_model`) as a one-element topic set; the class set that makes the comparison's classes the
+    labels of the scores (SPEC §11.9)."""
+    z = theory_model(fit).dominant_topic()[vocabulary_rows(fit, token_topics)]
+    out = np.zeros((check_int("vocab_size", vocab_size, low=1), fit.n_topics), dtype=bool)
+    out[token_topics.token_ids, z] = True
+    return out
 
 
 def optimal_word_embeddings(g: GeneralTopicModel, mk: Masking):
@@ -214,7 +226,7 @@ def _theory_matrix(prep_fit, tt, vocab_size, mk, alpha):
 def theory_comparison(
     prep, *, masking: Masking | None = None, alpha: float | None = None, n_boot: int = 200, seed: int = 0,
     max_figure_words: int = MAX_FIGURE_WORDS, attention: S.AttentionStats | None = None,
-    attention_laws: int | None = None,
+    attention_laws: int | None = None, lifts: dict | None = None, sensitivity_laws: int = 256,
 ) -> TheoryComparison:  # fmt: skip
     """The theory at the fitted topics beside the pretrained embeddings (module docstring).
 
@@ -235,6 +247,12 @@ def theory_comparison(
         (:func:`theorycheck.realdata.attention_theory.attention_theory`, ``summary["attention"]``).
     attention_laws : int, optional
         Sampled document laws of the attention optimum (default :data:`theorycheck.realdata.attention_theory.N_LAWS`).
+    lifts : dict of str -> :class:`~theorycheck.realdata.lifts.LiftStats`, optional
+        MiniLM's lifts under the comparison's definitions (``"text"`` and, optionally, ``"masked"``, class sets
+        ``"topic_sets"`` and ``"labels"``), compared like for like with the theory's
+        (:func:`theorycheck.realdata.attention_theory.lift_comparison`).
+    sensitivity_laws : int
+        Laws of each optimum of :func:`theorycheck.realdata.attention_theory.sensitivity` (0 skips it).
     """
     mk = Masking() if masking is None else masking
     if not isinstance(mk, Masking):
@@ -256,8 +274,9 @@ def theory_comparison(
     summary = {"model": info, "table": table, "figure_words": fig["n_words"]}
     timing = {}
     if attention is not None:
-        kw = {} if attention_laws is None else {"n_laws": attention_laws}
-        at = attention_theory(g, mk, rows, M[tt.token_ids], attention, n_boot=n_boot, seed=seed, **kw)
+        n_laws = N_LAWS if attention_laws is None else attention_laws
+        at = attention_theory(g, mk, rows, M[tt.token_ids], attention, n_laws=n_laws, n_boot=n_boot, seed=seed,
+                              lifts=lifts, sensitivity_laws=sensitivity_laws)  # fmt: skip
         summary["attention"] = at.summary
         timing.update(at.timing)
     words = tuple(prep.fit.vocab[i] for i in rows)

@@ -54,6 +54,7 @@ class WordPieceTokenizer:
         self._token_to_id = vocab
         self.cls_id = vocab["[CLS]"]
         self.sep_id = vocab["[SEP]"]
+        self.mask_id = vocab["[MASK]"]
 
     def token_to_id(self, token: str) -> int | None:
         """Id of a vocabulary entry, ``None`` if absent."""
