@@ -57,14 +57,6 @@ def add_parser(subparsers):
     )
     _add_archive_flags(p)
     p.add_argument(
-        "--rerun",
-        action="append",
-        default=[],
-        metavar="SOLVER",
-        help="run this solver's cells again even if --out holds their records (a name or glob; repeatable). "
-        "A solver whose code changed is rerun anyway: records are keyed by a hash of its code",
-    )
-    p.add_argument(
         "--sizes",
         default=None,
         help="comma-separated ladder levels, e.g. 0,1,2, or 'all' (default: "
@@ -99,6 +91,15 @@ def add_parser(subparsers):
 
 
 def _add_archive_flags(p) -> None:
+    """``--archive``, ``--compare-archive`` and ``--rerun``: what is reused and what is written for reuse."""
+    p.add_argument(
+        "--rerun",
+        action="append",
+        default=[],
+        metavar="SOLVER",
+        help="run this solver's cells again even if --out holds their records (a name or glob; repeatable). "
+        "A solver whose code changed is rerun anyway: records are keyed by a hash of its code",
+    )
     p.add_argument(
         "--archive",
         default=None,
