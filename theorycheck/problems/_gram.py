@@ -20,7 +20,7 @@ import numpy as np
 
 from ..population import embedding_loss, embedding_loss_grad, value_loss, value_loss_grad
 from ..solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
-from ._problem import Certificate, Problem
+from ._problem import Certificate, Problem, project_psd
 from ._value import ValueLSQ, dense
 
 __all__ = ["GramSDP", "GramFactor"]
@@ -64,6 +64,10 @@ class GramSDP(Problem):
         asym = float(np.linalg.norm(x - x.T))
         lam = float(np.linalg.eigvalsh((x + x.T) / 2)[0])
         return max(asym, -lam, 0.0)
+
+    def project(self, x) -> np.ndarray:
+        """Projection onto the symmetric PSD cone (eigenvalues clipped at 0; :func:`project_psd`)."""
+        return project_psd(x)
 
     def _optimum(self):
         G = self.reference()

@@ -190,11 +190,7 @@ def _scipy(method, options, use_hess=False):
 
 # ---------------------------------------------------------------------------------- first-order
 def _project(problem, x):
-    if problem.constraint != "psd":
-        return x
-    S = (x + x.T) / 2
-    ev, U = np.linalg.eigh(S)
-    return (U * np.maximum(ev, 0.0)) @ U.T
+    return problem.project(x)
 
 
 @_solver("gd")
