@@ -24,7 +24,7 @@ import numpy as np
 from ..population import embedding_loss, embedding_loss_grad, value_loss, value_loss_grad
 from ..solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
 from ..solvers._exact_optimum import EXACT_DATA, exact_gram_bounds, round_outward
-from ._problem import Certificate, Problem
+from ._problem import Certificate, Problem, project_psd
 from ._value import CLOSED_FORM_RTOL, ValueLSQ, dense
 
 __all__ = ["GramSDP", "GramFactor"]
@@ -71,10 +71,8 @@ class GramSDP(Problem):
         return max(asym, -lam, 0.0)
 
     def project(self, x) -> np.ndarray:
-        """The nearest symmetric PSD matrix (Frobenius): symmetrise, clip the eigenvalues at 0."""
-        x = np.asarray(x, dtype=float)
-        ev, U = np.linalg.eigh((x + x.T) / 2)
-        return (U * np.maximum(ev, 0.0)) @ U.T
+        """Projection onto the symmetric PSD cone (eigenvalues clipped at 0; :func:`project_psd`)."""
+        return project_psd(x)
 
     def _optimum(self):
         G = self.reference()

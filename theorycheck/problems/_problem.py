@@ -25,7 +25,7 @@ import numpy as np
 
 from .._progress import quiet
 
-__all__ = ["Certificate", "Problem"]
+__all__ = ["Certificate", "Problem", "project_psd", "project_capped_simplex"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,41 @@ class Certificate:
 
     def to_dict(self) -> dict:
         return {"method": self.method, "lower": self.lower, "upper": self.upper, "gap": self.gap, "kind": self.kind}
+
+
+def project_capped_simplex(y, c: float | None = None) -> np.ndarray:
+    """Euclidean projection of the vector ``y`` onto ``{l >= 0}`` or, with ``c``, ``{l >= 0, sum(l) <= c}``.
+
+    If ``sum(max(y, 0)) <= c`` the answer is ``max(y, 0)``; otherwise it is ``max(y - theta, 0)`` with
+    the threshold ``theta > 0`` that makes the sum ``c`` (sort-based, ``O(n log n)``; Held, Wolfe and
+    Crowder 1974, Duchi et al. 2008).
+    """
+    y = np.asarray(y, dtype=float)
+    clipped = np.maximum(y, 0.0)
+    if c is None or clipped.sum() <= c:
+        return clipped
+    s = np.sort(y)[::-1]
+    cs = np.cumsum(s) - c
+    k = np.arange(1, s.size + 1)
+    rho = int(np.nonzero(s - cs / k > 0)[0][-1])
+    theta = cs[rho] / (rho + 1)
+    return np.maximum(y - theta, 0.0)
+
+
+def project_psd(x, trace_bound: float | None = None) -> np.ndarray:
+    """Frobenius projection onto the symmetric PSD matrices (with ``trace_bound``: and ``tr <= c``).
+
+    Both sets are symmetric and unitarily invariant, so the projection is that of the symmetric part
+    ``S = (x + x^T)/2`` applied to its eigenvalues: ``U diag(P(lambda)) U^T`` with ``P`` the projection
+    onto ``{l >= 0}`` (PSD) or onto the capped simplex ``{l >= 0, sum l <= c}``
+    (:func:`project_capped_simplex`). ``O(V1^3)`` (one ``eigh``).
+    """
+    x = np.asarray(x, dtype=float)
+    S = (x + x.T) / 2
+    ev, U = np.linalg.eigh(S)
+    lam = project_capped_simplex(ev, trace_bound)
+    out = (U * lam) @ U.T
+    return (out + out.T) / 2
 
 
 class Problem:
@@ -116,8 +151,14 @@ class Problem:
         return 0.0
 
     def project(self, x) -> np.ndarray:
-        """Euclidean projection onto the feasible set (``x`` itself for unconstrained problems)."""
-        return np.asarray(x, dtype=float)
+        """Euclidean (Frobenius) projection of ``x`` onto the feasible set: ``x`` itself when unconstrained.
+
+        Constrained families override it (``"psd"``: :func:`project_psd`); the built-in first-order
+        solvers call it after every step.
+        """
+        if self.constraint is None:
+            return np.asarray(x, dtype=float)
+        raise NotImplementedError(f"{self.name}: no projection onto the constraint {self.constraint!r}")
 
     # -- derived --------------------------------------------------------------------------------
     @property

@@ -23,6 +23,9 @@ import functools
 from ..models import GeneralTopicModel, Masking, TopicModel
 from ._attention import AlphaBeta, AlphaBetaCE, AlphaBetaCotopic, AlphaBetaIdentity, AlphaBetaLabel, AttentionS
 from ._gram import GramFactor, GramSDP
+from ._gram_rank1 import GramRank1
+from ._gram_structured import GramFactorStructured
+from ._gram_trace import GramTrace
 from ._lda import lda_model
 from ._value import ValueLSQ, ValueRidge
 from ._value_block import ValueBlock, ValueBlockRidge
@@ -39,6 +42,11 @@ _SMALL = _STAGE1[:3]
 _BLOCK = [dict(T=3, v=4, tau=2), dict(T=10, v=10, tau=3), dict(T=100, v=10, tau=3), dict(T=300, v=33, tau=3),
           dict(T=1000, v=100, tau=3)]  # fmt: skip
 _TINY = [dict(T=3, v=4, tau=2), dict(T=4, v=5, tau=2), dict(T=5, v=6, tau=2)]
+#: the one-dimensional embedding: T + 1 = 3, 4, 5 variables (SPEC §4.6(b))
+_RANK1 = [dict(T=2, v=2, tau=1), dict(T=3, v=2, tau=1), dict(T=4, v=2, tau=1)]
+#: the structured factorisation, d = T: n = d V1 = 39 ... 1,000,010 variables (SPEC §4.6(c))
+_FACTOR_LARGE = [dict(T=3, v=4, tau=2), dict(T=10, v=10, tau=3), dict(T=10, v=100, tau=3), dict(T=10, v=1000, tau=3),
+                 dict(T=10, v=10000, tau=3)]  # fmt: skip
 
 #: size ladders by family (V1 = T v + 1 for the paper's and the Zipf model)
 LADDERS = {
@@ -48,6 +56,9 @@ LADDERS = {
     "stage1-value/block-ridge": _BLOCK,
     "gram/sdp": _SMALL,
     "gram/factor": _STAGE1[:4],
+    "gram/trace": _STAGE1[:4],
+    "gram/rank1": _RANK1,
+    "gram/factor-structured": _FACTOR_LARGE,
     "attention-ab/block": _SMALL,
     "attention-ab/identity": _SMALL,
     "attention-ab/block-ce": _SMALL,
@@ -64,6 +75,9 @@ FAMILIES = {
     "stage1-value/block-ridge": (ValueBlockRidge, ("paper",)),
     "gram/sdp": (GramSDP, ("paper", "zipf", "overlap", "unequal", "lda")),
     "gram/factor": (GramFactor, ("paper", "zipf", "overlap", "unequal", "lda")),
+    "gram/trace": (GramTrace, ("paper",)),
+    "gram/rank1": (GramRank1, ("paper",)),
+    "gram/factor-structured": (GramFactorStructured, ("paper", "zipf", "overlap", "unequal")),
     "attention-ab/block": (AlphaBeta, ("paper",)),
     "attention-ab/identity": (AlphaBetaIdentity, ("paper",)),
     "attention-ab/block-ce": (AlphaBetaCE, ("paper",)),
@@ -81,7 +95,14 @@ MODELS = {
     "lda": lda_model,
 }
 
-_EXTRA = {"stage1-value/ridge": ("reg",), "stage1-value/block-ridge": ("reg",), "gram/factor": ("d",)}
+_EXTRA = {
+    "stage1-value/ridge": ("reg",),
+    "stage1-value/block-ridge": ("reg",),
+    "gram/factor": ("d",),
+    "gram/trace": ("frac",),
+    "gram/rank1": ("p_m", "p_c", "p_r", "reg"),
+    "gram/factor-structured": ("d",),
+}
 
 
 def _names() -> list[str]:
