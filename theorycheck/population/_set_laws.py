@@ -13,9 +13,10 @@ same tables (a grid column) and, with ``ell = omega A / Z^2 + H / Z + const`` (`
     \\ell_g = \\omega (A'/Z^2 - 2A/Z^3) + H_1/Z - H/Z^2,\\qquad
     \\ell_{gg} = \\omega (2 w_2/Z^2 - 4A'/Z^3 + 6A/Z^4) - 2H_1/Z^2 + 2H/Z^3,
 
-give ``dl/dalpha = g_a l_g`` and ``d2l/dalpha2 = g_a l_g + g_a^2 l_gg`` (``g_a = e^alpha e^{beta B_xx} m_theta(x)``,
-so that a one-dimensional Newton search over ``alpha`` needs no new tables). The ``beta``-derivative is the chain rule
-of :func:`theorycheck.population._attention_structured._sq_kernel`.
+give ``dl/dalpha = g_a l_g`` and ``d2l/dalpha2 = g_a l_g + g_a^2 l_gg`` with ``g_a = e^alpha e^{beta B_xx}
+m_theta(x)``, evaluated through ``A/Z^2``, ``H/Z``, ``A'/Z`` and ``g_a/Z``, which stay O(1) where ``Z`` is as small
+as ``e^-300`` (so that a one-dimensional Newton search over ``alpha`` needs no new tables). The ``beta``-derivative
+is the chain rule of :func:`theorycheck.population._attention_structured._sq_kernel`.
 
 :func:`set_laws` runs the Numba kernel (parallel over blocks of queries, a fixed block size: the same bits on any
 thread count); :func:`set_laws_reference` is the numpy reference over dense ``theta``.
@@ -162,20 +163,22 @@ def _set_kernel(sets, lin, quad, scal, n, ea_g, ea_d, consts, pb, bn2, want_b, p
                         D = thd + g * wxx[x]
                         F = qF + g * thpw
                         iz = 1.0 / Z
-                        iz2 = iz * iz
-                        iz3 = iz2 * iz
                         H = 2.0 * om * Bq - 2.0 * p_c * px * D - 2.0 * prn * F
-                        val = om * (A * iz2 + 2.0 * Bq * iz + bn2) - 2.0 * p_c * px * (D * iz + bx[x])
+                        a2 = (A * iz) * iz  # A / Z^2, H / Z, A' / Z and g_a / Z are O(1) (Z may be ~e^-300)
+                        h1 = H * iz
+                        ap1 = (2.0 * thc + 2.0 * g * w2[x]) * iz
+                        ra = ga * iz
+                        val = om * (a2 + 2.0 * Bq * iz + bn2) - 2.0 * p_c * px * (D * iz + bx[x])
                         res[0, x] = val + om - 2.0 * prn * (F * iz + pb[i])
-                        Ap = 2.0 * thc + 2.0 * g * w2[x]
-                        lg = om * (Ap * iz2 - 2.0 * A * iz3) + H1 * iz - H * iz2
-                        lgg = (
-                            om * (2.0 * w2[x] * iz2 - 4.0 * Ap * iz3 + 6.0 * A * iz3 * iz)
-                            - 2.0 * H1 * iz2
-                            + 2.0 * H * iz3
+                        dla = om * (ra * ap1 - 2.0 * ra * a2) + ra * H1 - ra * h1  # g_a l_g
+                        ra2 = ra * ra
+                        dlaa = (
+                            om * (2.0 * w2[x] * ra2 - 4.0 * ra2 * ap1 + 6.0 * ra2 * a2)
+                            - 2.0 * ra2 * H1
+                            + 2.0 * ra2 * h1
                         )
-                        res[1, x] = ga * lg
-                        res[2, x] = ga * lg + ga * ga * lgg
+                        res[1, x] = dla
+                        res[2, x] = dla + dlaa
                     if want_b:
                         for x in range(xb):
                             mx = acc[0, x] * th
@@ -230,20 +233,20 @@ def set_laws_reference(theta, tb, st, mk, alphas, want_beta: bool):
         A = Dq[0] + 2.0 * g * thc + g * g * w2
         Bq, D, F = Dg[1] + g * bw, thd + g * wxx, Dq[1] + g * thpw
         H = 2.0 * om * Bq - 2.0 * p_c * px * D - 2.0 * prn * F
-        val = om * (A / Z**2 + 2.0 * Bq / Z + st.bn2) - 2.0 * p_c * px * (D / Z + bx)
+        val = om * (A / Z / Z + 2.0 * Bq / Z + st.bn2) - 2.0 * p_c * px * (D / Z + bx)
         val += om - 2.0 * prn * (F / Z + pb[:, None])
-        Ap = 2.0 * thc + 2.0 * g * w2
-        lg = om * (Ap / Z**2 - 2.0 * A / Z**3) + H1 / Z - H / Z**2
-        lgg = om * (2.0 * w2 / Z**2 - 4.0 * Ap / Z**3 + 6.0 * A / Z**4) - 2.0 * H1 / Z**2 + 2.0 * H / Z**3
+        a2, h1, ap1, ra = A / Z / Z, H / Z, (2.0 * thc + 2.0 * g * w2) / Z, ga / Z
+        dla = om * (ra * ap1 - 2.0 * ra * a2) + ra * H1 - ra * h1
+        dlaa = om * ra**2 * (2.0 * w2 - 4.0 * ap1 + 6.0 * a2) - 2.0 * ra**2 * H1 + 2.0 * ra**2 * h1
         out[ia, 0] = val.sum(axis=1) + mask
-        out[ia, 1] = (ga * lg).sum(axis=1)
-        out[ia, 2] = (ga * lg + ga * ga * lgg).sum(axis=1)
+        out[ia, 1] = dla.sum(axis=1)
+        out[ia, 2] = (dla + dlaa).sum(axis=1)
         if want_beta:
-            lZ = -2.0 * om * A / Z**3 - H / Z**2
+            lZ = -2.0 * om * A / Z / Z / Z - H / Z / Z
             gb = ea_g[ia] * ded * mx
             dZ, dB = Dg[2] + gb, Dg[3] + gb * bw
             dA = Dq[2] + 2.0 * gb * thc + 2.0 * g * Dw[5] + 2.0 * g * gb * w2
             dD, dF = Dw[6] + gb * wxx, Dq[3] + gb * thpw
-            out[ia, 3] = (lZ * dZ + om / Z**2 * dA + 2.0 * om / Z * dB - 2.0 * p_c * px / Z * dD
+            out[ia, 3] = (lZ * dZ + om / Z / Z * dA + 2.0 * om / Z * dB - 2.0 * p_c * px / Z * dD
                           - 2.0 * prn / Z * dF).sum(axis=1)  # fmt: skip
     return out
