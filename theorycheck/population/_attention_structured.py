@@ -6,7 +6,9 @@ the exact loss of SPEC §11.4 is evaluated without any ``V1 x V1`` array: the co
 ``theta`` (``m_theta = Phi~^T theta``, SPEC §11.5), so the ``V1``-sized work is done once per ``beta``
 (:mod:`._attention_tables`) and a document law ``theta`` then costs
 
-- squared loss, label family: ``O(V1 T + L T^2)``; co-topic family: ``O(V1 T^2)``;
+- squared loss, label family: ``O(V1 T + L T^2)``; co-topic family: ``O(V1 T^2)``, ``O(V1 tau^2)`` for a topic set
+  on the pair-sum route of SPEC §11.8(a) (:mod:`._cotopic_pairs`, :mod:`._set_laws`: the stage-1 ``W``,
+  ``O(V1^2 T^2 / 2)`` per ``beta``);
 - cross-entropy (factored ``W`` only): ``O(V1^2 k)`` (every output coordinate of every query enters the
   log-sum-exp; ``k = rank W``), after ``O(V1^2 T k)`` per ``beta``.
 

@@ -29,7 +29,7 @@ from .._memory import check_alloc
 from .._threads import blas_threads, numba_threads, requested
 from ._attention_tables import Static, Tables, ValueOperator
 
-__all__ = ["PairBasis", "PairTables", "pair_basis", "pair_sums", "pair_sums_reference", "pair_tables",
+__all__ = ["PairBasis", "PairTables", "build_cost", "pair_basis", "pair_sums", "pair_sums_reference", "pair_tables",
            "contract_reference", "SPAN_TOL", "AMP_MAX", "XB", "LIN_ROWS"]  # fmt: skip
 
 #: Largest relative residual ``||V[1:] - F M||_F / ||V[1:]||_F`` for which ``W``'s right factor counts as linear in
@@ -71,7 +71,7 @@ def pair_basis(op: ValueOperator, st: Static, phi, mask_keys: bool, a: float, r:
     with ``mask_keys``). ``O(n T^2)``.
     """
     T, n = phi.shape
-    info = {"applies": False, "residual": None, "amplification": None}
+    info: dict = {"applies": False, "residual": None, "amplification": None}
     if not op.factored:
         info["reason"] = "a dense W^V"
         return None, info
@@ -99,12 +99,30 @@ def pair_basis(op: ValueOperator, st: Static, phi, mask_keys: bool, a: float, r:
     return PairBasis(u, F2, A, np.ascontiguousarray(M), st.Mp[:, 0].copy(), op.V[0].copy(), iu, resid, amp), info
 
 
+def build_cost(n: int, T: int, k: int, want_d: bool, rows: int | None = None) -> dict:
+    """The cost model of one table build (SPEC §11.8(a)): ``flops`` (of which ``gemm_flops`` in the pair-sum
+    products), ``exps`` (exponentials) and ``bytes`` moved through the caches (``F2`` and ``u`` read once per block of
+    ``rows`` queries, the ``G`` and ``E`` blocks written and read, the pair sums written), for ``n`` words, ``T``
+    topics and a rank-``k`` ``W``; ``p = T + 1`` features, ``q = p (p + 1) / 2`` pair columns."""
+    rows = _ROWS if rows is None else rows
+    p = T + 1
+    q = p * (p + 1) // 2
+    nd = 2 if want_d else 1
+    per_query = 2 * p * p * T + 2 * p * k * T + 2 * k * k * T + 6 * k * T  # B, K, KG and c, d, b . N per table
+    gemm = 2 * n * n * q * nd
+    flops = 2 * n * n * T + gemm + n * (nd * per_query + 4 * k * T * T) + (n * n + n * 6 * k * T * T if want_d else 0)
+    blocks = -(-n // rows)
+    moved = 8 * (blocks * n * (q + T) + (4 + 2 * (nd - 1)) * n * n + nd * n * q)
+    return {"flops": flops, "gemm_flops": gemm, "exps": n * n, "bytes": moved}
+
+
 # ----------------------------------------------------------------------------- pair sums
 def _block(pb: PairBasis, beta, want_d, x0, x1, P, dP, ed, ded):
     """Rows ``x0:x1`` (word indices) of the pair sums: ``E = e^{beta G}`` of the block with the own word set to 0
     (it is carried by ``g``, SPEC §11.8), then ``P = E F2`` and ``dP = (G o E) F2``."""
     G = pb.u[x0:x1] @ pb.uT
-    E = np.exp(beta * G)
+    E = np.multiply(G, beta)
+    np.exp(E, out=E)
     idx = (np.arange(x1 - x0), np.arange(x0, x1))
     ed[x0:x1] = E[idx]
     ded[x0:x1] = G[idx] * E[idx]
@@ -116,9 +134,15 @@ def _block(pb: PairBasis, beta, want_d, x0, x1, P, dP, ed, ded):
 
 
 def _beta_zero(pb: PairBasis, want_d, P, dP, ed, ded):
-    """``beta = 0``: every key weighs 1, so ``P_x = sum_y F2[y] - F2[x]`` and ``dP_x = (G F2)[x] - F2[x]`` with
-    ``G F2 = u (u^T F2)`` (rank ``T``): ``O(n T q)``, no ``n x n`` product."""
-    P[:] = pb.F2.sum(axis=0)[None, :] - pb.F2
+    """``beta = 0``: every key weighs 1, so ``P_x = sum_{y < x} F2[y] + sum_{y > x} F2[y]`` (cumulative sums from
+    both ends: non-negative terms, no cancellation) and ``dP_x = (G F2)[x] - G_xx F2[x]`` with ``G F2 = u (u^T F2)``
+    (rank ``T``): ``O(n T q)``, no ``n x n`` product."""
+    F2 = pb.F2
+    P[0] = 0.0
+    np.cumsum(F2[:-1], axis=0, out=P[1:])  # sum over y < x
+    suffix = np.zeros_like(F2)
+    np.cumsum(F2[:0:-1], axis=0, out=suffix[-2::-1])  # sum over y > x
+    P += suffix
     Gdiag = np.einsum("xt,xt->x", pb.u, pb.u)
     ed[:] = 1.0
     ded[:] = Gdiag

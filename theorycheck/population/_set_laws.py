@@ -31,10 +31,23 @@ import numpy as np
 
 from .._threads import numba_threads
 
-__all__ = ["set_laws", "set_laws_reference", "sets_of"]
+__all__ = ["set_laws", "set_laws_reference", "sets_of", "pass_cost"]
 
 #: Query blocks per chunk of the kernel (one chunk's per-law partial sums per thread, added in chunk order).
 _BLOCKS = 8
+
+
+def pass_cost(n: int, T: int, n_sets: int, tau: int, n_alpha: int, want_beta: bool) -> dict:
+    """The cost model of one pass of :func:`set_laws` (SPEC §11.8(a)): ``pairs`` (query, set), ``flops`` (the member
+    sums of the set's last member, as in a lexicographic enumeration where the prefix sums carry over, plus about 80
+    flops per ``alpha`` and 45 more for ``dL/dbeta``), ``bytes`` read from memory (the tables once) and
+    ``cache_bytes`` (the table rows the member sums read, from the block resident in L2)."""
+    n_lin, n_q = (11, 4) if want_beta else (7, 2)
+    reads = n_lin + n_q * (2 * tau - 1)  # rows read per (query, set): the last member's
+    pairs = n * n_sets
+    flops = pairs * (reads + n_alpha * (80 + (45 if want_beta else 0)))
+    return {"pairs": pairs, "flops": flops, "bytes": 8 * n * (11 * T + n_q * T * T + 6),
+            "cache_bytes": 8 * pairs * reads}  # fmt: skip
 
 
 def sets_of(theta, tau: int):
