@@ -187,8 +187,7 @@ def brent_min(f, a, b, x, fx, known=(), maxiter=200):
             w, fw = u, fu
         else:
             v, fv = u, fu
-    d = 0.0
-    e = b - a  # the step before last: large, so that the first step tries the parabola
+    d = e = b - a  # the last two steps: large, so that the first two steps may be parabolic
     for it in range(maxiter):
         m = 0.5 * (a + b)
         tol1 = BETA_TOL * abs(x) + BETA_ATOL
