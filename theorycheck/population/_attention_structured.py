@@ -167,9 +167,8 @@ class FamilyEvaluator:
             self._with_d = True
             if self.loss == "ce":
                 self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b, want_K=True)
-            elif self.pb is not None:
-                with blas_threads(), numba_threads():
-                    self._tables = pair_tables(self.pb, self.st, self.op, beta, self.b, bool(want_d))
+            elif self.pb is not None:  # its own thread settings (pair_sums, contract)
+                self._tables = pair_tables(self.pb, self.st, self.op, beta, self.b, bool(want_d))
                 self._with_d = bool(want_d)
             elif self.lb is not None and not self._blocked_label:
                 self._tables = label_tables(self.lb, self.st, beta)

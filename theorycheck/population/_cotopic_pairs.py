@@ -26,7 +26,7 @@ import numba
 import numpy as np
 
 from .._memory import check_alloc
-from .._threads import blas_threads, numba_threads, requested
+from .._threads import blas_serial, numba_threads, requested
 from ._attention_tables import Static, Tables, ValueOperator
 
 __all__ = ["PairBasis", "PairTables", "build_cost", "pair_basis", "pair_sums", "pair_sums_reference", "pair_tables",
@@ -167,7 +167,7 @@ def pair_sums(pb: PairBasis, beta: float, want_d: bool, *, threads: int | None =
         return P, dP, ed, ded
     nt = threads if threads is not None else (requested() or 1)
     starts = range(0, n, _ROWS)
-    with blas_threads(1):
+    with blas_serial():
         if nt <= 1:
             for x0 in starts:
                 _block(pb, beta, want_d, x0, min(n, x0 + _ROWS), P, dP, ed, ded)
@@ -323,9 +323,16 @@ class PairTables:
     n: int
     has_d: bool
     diag_in: float = 0.0
+    _word_major: Tables | None = None
 
     def as_tables(self) -> Tables:
-        """The same tables in the word-major layout of :class:`._attention_tables.Tables` (for a dense law)."""
+        """The same tables in the word-major layout of :class:`._attention_tables.Tables` (for a dense law; made once
+        per object)."""
+        if self._word_major is None:
+            self._word_major = self._to_word_major()
+        return self._word_major
+
+    def _to_word_major(self) -> Tables:
         nb, _, T, xb = self.lin.shape
         n = self.n
         lin = self.lin.transpose(1, 0, 3, 2).reshape(11, nb * xb, T)[:, :n]
