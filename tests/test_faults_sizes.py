@@ -72,6 +72,7 @@ EXEMPT = {
             "nn.CountBatch", "nn.PositionBatch", "nn.TrainResult", "nn.TrainingInterrupted", "nn.TrainingDiverged",
             "nn.ProbeContext", "nn.Checkpoint", "analysis.PhaseDiagram", "analysis.TopicStructure",
             "problems.Certificate", "problems.Budget", "problems.BudgetExhausted", "diagnostics.GradientCheck",
+            "problems.Oracle", "problems.ProblemInfo",
         ],
         _TYPE,
     ),

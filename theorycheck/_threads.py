@@ -33,6 +33,7 @@ __all__ = [
     "numba_threads",
     "small_problem",
     "kernel_blas_serial",
+    "blas_serial",
     "thread_info",
     "prefer_forksafe_layer",
     "fork_is_safe",
@@ -138,6 +139,22 @@ def small_problem(size: int, threshold: int, *, blas: bool = False, numba: bool 
                 stack.enter_context(blas_threads(n or 1))
             if numba:
                 stack.enter_context(numba_threads(n or 1))
+        yield
+
+
+_blas_ctl: dict = {}
+
+
+@contextmanager
+def blas_serial():
+    """Every BLAS library at one thread inside the block, through a ``threadpoolctl`` controller made once (entering
+    it costs no scan of the loaded libraries, unlike :func:`blas_threads`: for calls repeated many times, e.g. once
+    per table of a search). Libraries loaded after the first call are not seen."""
+    from threadpoolctl import ThreadpoolController
+
+    if "ctl" not in _blas_ctl:
+        _blas_ctl["ctl"] = ThreadpoolController()
+    with _blas_ctl["ctl"].limit(limits=1, user_api="blas"):
         yield
 
 

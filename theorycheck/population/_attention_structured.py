@@ -6,7 +6,9 @@ the exact loss of SPEC §11.4 is evaluated without any ``V1 x V1`` array: the co
 ``theta`` (``m_theta = Phi~^T theta``, SPEC §11.5), so the ``V1``-sized work is done once per ``beta``
 (:mod:`._attention_tables`) and a document law ``theta`` then costs
 
-- squared loss, label family: ``O(V1 T + L T^2)``; co-topic family: ``O(V1 T^2)``;
+- squared loss, label family: ``O(V1 T + L T^2)``; co-topic family: ``O(V1 T^2)``, ``O(V1 tau^2)`` for a topic set
+  on the pair-sum route of SPEC §11.8(a) (:mod:`._cotopic_pairs`, :mod:`._set_laws`: the stage-1 ``W``,
+  ``O(V1^2 T^2 / 2)`` per ``beta``);
 - cross-entropy (factored ``W`` only): ``O(V1^2 k)`` (every output coordinate of every query enters the
   log-sum-exp; ``k = rank W``), after ``O(V1^2 T k)`` per ``beta``.
 
@@ -52,6 +54,8 @@ from ._attention_tables import (
     label_tables,
     static_tables,
 )
+from ._cotopic_pairs import pair_basis, pair_tables
+from ._set_laws import set_laws, sets_of
 
 __all__ = [
     "family_attention_loss",
@@ -127,9 +131,16 @@ def value_operator(W, V1: int, name: str = "W") -> ValueOperator:
 
 class FamilyEvaluator:
     """The structured loss of one family for fixed ``(model, masking, W, b, mask_keys, loss, document laws)``;
-    the ``beta``-tables are cached for the last ``beta`` (a grid over ``alpha`` reuses them)."""
+    the ``beta``-tables are cached for the last ``beta`` (a grid over ``alpha`` reuses them).
 
-    def __init__(self, g, mk, op: ValueOperator, family, b, mask_keys, loss, theta, sampled):
+    The co-topic family with the squared loss and a ``W`` whose right factor is linear in the key features (the
+    stage-1 ``W^V``) builds its tables from pair sums (SPEC §11.8(a), :mod:`._cotopic_pairs`; ``route ==
+    "pairs"``, ``pair_info`` the checks), else by the blocked product (``route == "blocked"``; ``pairs=False``
+    forces it). Over uniform-tau sets such an evaluator reads each (query, set) pair in ``O(tau^2)``
+    (:mod:`._set_laws`), and :meth:`alpha_scan` evaluates several ``alpha`` with their first two derivatives in one
+    pass at the same tables (``alpha_cheap``)."""
+
+    def __init__(self, g, mk, op: ValueOperator, family, b, mask_keys, loss, theta, sampled, pairs=None):
         self.g, self.mk, self.op, self.family, self.b, self.loss = g, mk, op, family, b, loss
         self.theta, self.sampled = theta, sampled
         Mp, Phi = context_rows(g, mk, mask_keys)
@@ -137,15 +148,29 @@ class FamilyEvaluator:
         labels = g.dominant_topic()
         self.rows = label_rows(labels) if family == "label" else cotopic_rows(g.phi)
         self.lb = LabelBasis(op, self.st, labels, b) if (family == "label" and loss == "squared") else None
+        self.pb, self.pair_info = None, {"applies": False}
+        if family == "co-topic" and loss == "squared" and pairs is not False:
+            self.pb, self.pair_info = pair_basis(op, self.st, g.phi, bool(mask_keys), mk.a, mk.r)
+        self.route = "pairs" if self.pb is not None else ("label" if self.lb is not None else "blocked")
+        self.sets = sets_of(theta, g.tau) if g.prior == "uniform-tau" else None
+        self.alpha_cheap = self.pb is not None and self.sets is not None
         self._beta: float | None = None
+        self._with_d = True
         self._blocked_label = self._tables_blocked = False
         self._tables: object = None
 
-    def tables(self, beta):
-        if self._beta != beta or self._blocked_label != self._tables_blocked:
+    def tables(self, beta, want_d=True):
+        """The tables at ``beta`` (cached for the last ``beta``); ``want_d=False`` lets the pair-sum route skip the
+        ``beta``-derivative tables (half its work)."""
+        stale = self._beta != beta or self._blocked_label != self._tables_blocked or (want_d and not self._with_d)
+        if stale:
             self._tables_blocked = self._blocked_label
+            self._with_d = True
             if self.loss == "ce":
                 self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b, want_K=True)
+            elif self.pb is not None:  # its own thread settings (pair_sums, contract)
+                self._tables = pair_tables(self.pb, self.st, self.op, beta, self.b, bool(want_d))
+                self._with_d = bool(want_d)
             elif self.lb is not None and not self._blocked_label:
                 self._tables = label_tables(self.lb, self.st, beta)
             else:
@@ -153,9 +178,26 @@ class FamilyEvaluator:
             self._beta = beta
         return self._tables
 
+    def alpha_scan(self, alphas, beta, want_beta=False):
+        """``(n_alpha, 4)``: the loss, ``dL/dalpha``, ``d2L/dalpha2`` and (with ``want_beta``, else 0) ``dL/dbeta``
+        at each ``alphas[i]`` and ``beta``, averaged over the laws; one pass over the (query, set) pairs at the same
+        tables (needs ``alpha_cheap``)."""
+        if not self.alpha_cheap:
+            raise ValueError("alpha_scan needs the pair-sum route over uniform-tau sets (alpha_cheap)")
+        for a in np.atleast_1d(alphas):
+            check_family_scores(float(a), beta, "FamilyEvaluator.alpha_scan")
+        tb = self.tables(beta, want_beta)
+        out = set_laws(self.sets, self.theta, tb, self.st, self.mk, alphas, want_beta)
+        return out.mean(axis=2)
+
     def per_law(self, alpha, beta, want_grad=False):
         """Per-law losses ``(n,)`` and, with ``want_grad``, their ``alpha``- and ``beta``-derivatives."""
-        tb = self.tables(beta)
+        tb = self.tables(beta, want_grad)
+        if self.alpha_cheap:
+            out = set_laws(self.sets, self.theta, tb, self.st, self.mk, [alpha], want_grad)[0]
+            return (out[0], out[1], out[3]) if want_grad else out[0]
+        if self.pb is not None:  # pair-sum tables, dense laws: the word-major layout of _sq_laws
+            tb = tb.as_tables()
         with blas_threads(), numba_threads():  # --threads / THEORYCHECK_THREADS, else 1 (shared machines)
             if self.loss == "ce":  # laws in parallel threads
                 parts = [self.theta[i : i + 1] for i in range(len(self.theta))]
@@ -374,8 +416,9 @@ def point_operations(g, op: ValueOperator, family: str, loss: str, n_laws: int) 
 
 
 def make_evaluator(g, mk, W, family="label", b=None, mask_keys=False, loss="squared", *, n_sets=None,
-                   n_theta=None, rng=None, seed=None, max_bytes=None) -> FamilyEvaluator:  # fmt: skip
-    """A validated :class:`FamilyEvaluator` (the solver's entry; arguments as in :func:`family_attention_loss`)."""
+                   n_theta=None, rng=None, seed=None, max_bytes=None, pairs=None) -> FamilyEvaluator:  # fmt: skip
+    """A validated :class:`FamilyEvaluator` (the solver's entry; arguments as in :func:`family_attention_loss`;
+    ``pairs=False`` keeps the co-topic family on the blocked tables, the route before SPEC §11.8(a))."""
     check_models(g, mk, general=True)
     mk.require_masked_positions("family_attention_loss")
     loss = check_loss(loss)
@@ -388,12 +431,14 @@ def make_evaluator(g, mk, W, family="label", b=None, mask_keys=False, loss="squa
     family = check_structured(g, op, family, loss, max_bytes)
     n_sets, n_theta = _counts(g, n_sets, n_theta)
     theta, sampled = _thetas(g, n_sets, n_theta, rng, seed, max_bytes)
-    check_work(
-        f"family_attention_loss ({family} family, {loss} loss, V1 = {g.V1}): one (alpha, beta) point",
-        sum(point_operations(g, op, family, loss, len(theta))),
-        alternative="family='label' with the squared loss (O(V1 T) a point) or a smaller model",
-    )
-    return FamilyEvaluator(g, mk, op, family, b, bool(mask_keys), loss, theta, sampled)
+    ev = FamilyEvaluator(g, mk, op, family, b, bool(mask_keys), loss, theta, sampled, pairs)
+    if ev.route != "pairs":  # the pair route's cost is O(V1^2 (T + 1)^2) a beta (SPEC §11.8(a)), not this
+        check_work(
+            f"family_attention_loss ({family} family, {loss} loss, V1 = {g.V1}): one (alpha, beta) point",
+            sum(point_operations(g, op, family, loss, len(theta))),
+            alternative="family='label' with the squared loss (O(V1 T) a point) or a smaller model",
+        )
+    return ev
 
 
 def family_attention_loss(

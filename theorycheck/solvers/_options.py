@@ -151,7 +151,8 @@ class AttentionOptions:
         or ``(V1, V1)``) or a list of ``(V1, V1)`` basis matrices ``B_k`` of ``sum_k c_k B_k``.
         ``"co-topic"`` and ``"label"`` with ``method="family"`` and the stage-1 ``W^V`` (or ``"label"``, squared
         loss, any ``W^V``) use the structured evaluator of SPEC §11.8 (no ``V1 x V1`` array; the co-topic
-        family costs ``O(V1^2 T^2)`` per ``beta``, the label family ``O(V1 T)`` per document law); the others
+        family costs ``O(V1^2 T^2 / 2)`` per ``beta`` by pair sums and is searched over its profile in ``beta``, SPEC
+        §11.8(a); the label family ``O(V1 T)`` per document law); the others
         the dense evaluator, refused before any work when its arrays do not fit.
     mask_keys : bool, default False
         General model: hide selected positions as keys (the official code's convention), as in

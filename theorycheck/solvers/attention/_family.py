@@ -13,8 +13,9 @@ Two searches, both minimising :func:`theorycheck.population.attention_loss` of a
 
 The label family ``alpha I_w + beta Z`` (``options.family="label"``, ``Z`` the same-label indicator of the
 SPEC §11.6 labels) and the co-topic family with the stage-1 ``W^V`` run on the structured evaluator of SPEC
-§11.8 (:mod:`._structured`: no ``V1 x V1`` array, corpus-sized vocabularies); everything else on the dense
-evaluator, whose arrays are checked against the memory limit before any work.
+§11.8 (:mod:`._structured`: no ``V1 x V1`` array, corpus-sized vocabularies; the co-topic family by pair sums and
+a profile search over ``beta``, SPEC §11.8(a), :mod:`._profile`); everything else on the dense evaluator, whose
+arrays are checked against the memory limit before any work.
 
 For the paper's model ``G`` is the within-topic all-ones block, so the family is the (alpha, beta)
 family of SPEC §4.3 reparametrised (``alpha_sym = alpha + beta``, ``beta_sym = beta``) and its

@@ -27,14 +27,17 @@ from ..._memory import check_alloc, check_work
 from ..._progress import bar as progress_bar
 from ..._validate import check_array
 from ...population._attention_structured import make_evaluator, point_operations
+from ...population._cotopic_pairs import build_cost
 from .._options import ValueOptions
 from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
+from ._profile import profile_solve
 
 __all__ = ["structured_family", "structured_solve", "optimum_covariance", "DENSE_INFO_MAX", "FAMILY_NAMES"]
 
 #: Largest ``V1`` for which the structured route also returns the dense ``S`` and ``W`` in ``info``.
 DENSE_INFO_MAX = 2001
+_N_STARTS = 3
 FAMILY_NAMES = {"label": "alpha I_w + beta Z (labels)", "co-topic": "alpha I_w + beta G (co-topic)"}
 
 
@@ -100,12 +103,30 @@ def _check_grid_work(g, ev, fam, loss, n: int) -> None:
     )
 
 
-def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options, x0=None):
-    """Grid (or the start ``x0``) + L-BFGS-B on the structured loss; ``(c, L, projected gradient, at_boundary,
-    scipy result, info, W, ev)`` (``W`` the ``W^V`` used, ``ev`` the float evaluator, for the interval certificate)."""
+def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_grid, grid, options, x0=None,
+                     pairs=None):  # fmt: skip
+    """Grid (or the start ``x0``) + L-BFGS-B on the structured loss, or, when the evaluator is ``alpha_cheap`` (the
+    co-topic family by pair sums over uniform-tau sets, SPEC §11.8(a)) and neither ``x0`` nor L-BFGS-B options are
+    given, the profile search of :mod:`._profile`; ``(c, L, projected gradient, at_boundary, scipy result, info, W,
+    ev)`` (``W`` the ``W^V`` used, ``ev`` the float evaluator, for the interval certificate). ``pairs=False``: the
+    blocked tables and L-BFGS-B (the route before SPEC §11.8(a))."""
     W, value_kind = _value(g, mk, value)
     kw = dict(n_theta=n_theta, seed=seed) if g.prior == "dirichlet" else {}
-    ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, **kw)  # type: ignore[arg-type]
+    ev = make_evaluator(g, mk, W, fam, None, bool(mask_keys), loss, pairs=pairs, **kw)  # type: ignore[arg-type]
+    if ev.alpha_cheap and x0 is None and not options:
+        k = ev.op.U.shape[1] if ev.op.factored else g.V1
+        check_work(  # the profile search builds about n_grid + 10 sets of beta-tables (SPEC §11.8(a) cost model)
+            f"optimal_attention (co-topic family by pair sums, V1 = {g.V1}): about {max(n_grid, 1) + 10} table builds",
+            (max(n_grid, 1) + 10) * build_cost(g.V1 - 1, g.T, k, True)["flops"],
+            alternative="a smaller model, or family='label'",
+        )
+        c, L, proj, at_boundary, r, pts, counts = profile_solve(ev, box, grid, n_grid)
+        info = _info(g, fam, value_kind, ev, c, pts, W)
+        info.update(search="profile", **counts)
+        info["nfev"] += counts["points"]
+        info["start"] = "grid"
+        info["tables_route"] = ev.route
+        return c, L, proj, at_boundary, r, info, W, ev
     _check_grid_work(g, ev, fam, loss, 1 if x0 is not None else max(n_grid, 1))
 
     def fg(c):
@@ -125,7 +146,7 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
             for i, a in enumerate(A):
                 pts.append((ev(float(a), float(b)).value, i * len(B) + j, np.array([a, b])))
                 bar.update()
-    starts = [c for _, _, c in sorted(pts, key=lambda t: t[:2])[:3]]
+    starts = [c for _, _, c in sorted(pts, key=lambda t: t[:2])[:_N_STARTS]]
     opts = {"ftol": 1e-15, "gtol": 1e-10, "maxiter": 1000, **options}
     runs = [optimize.minimize(fg, c0, jac=True, method="L-BFGS-B", bounds=box, options=opts) for c0 in starts]
     r = min(runs, key=lambda rr: rr.fun)
@@ -134,19 +155,29 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
     lo, hi = np.array(box).T
     on_lo, on_hi = c <= lo + 1e-6, c >= hi - 1e-6
     proj = np.where((on_lo & (grad > 0)) | (on_hi & (grad < 0)), 0.0, grad)
+    info = _info(g, fam, value_kind, ev, c, pts, W, bool(np.any(on_lo | on_hi)))
+    info["nfev"] = len(pts) + sum(int(rr.nfev) for rr in runs) + 3 + info["nfev"]
+    info["start"] = "x0" if x0 is not None else "grid"
+    info.update(search="lbfgs", tables_route=ev.route)
+    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info, W, ev
+
+
+def _info(g, fam, value_kind, ev, c, pts, W, at_boundary=False):
+    """The ``info`` fields both searches report (the uniform loss, the grid minimum, the dense ``S`` and ``W`` of a
+    small model, the sampling covariance for sampled laws); ``nfev`` counts the evaluations made here."""
+    stderr = ev(float(c[0]), float(c[1])).stderr  # first: the tables at c are cached
     info = dict(
         family=FAMILY_NAMES[fam],
         value_kind=value_kind,
         loss_uniform=ev(0.0, 0.0).value,
         route="structured",
-        grid_min=float(min(p[0] for p in pts)),
-        loss_stderr=ev(float(c[0]), float(c[1])).stderr,
+        grid_min=float(min(p[0] for p in pts)) if pts else None,
+        loss_stderr=stderr,
         n_laws=len(ev.theta),
+        nfev=2,
     )
-    info["nfev"] = len(pts) + sum(int(rr.nfev) for rr in runs) + 3
-    info["start"] = "x0" if x0 is not None else "grid"
     if ev.sampled:  # the optimum's sampling error (the laws are a sample)
-        cov = None if np.any(on_lo | on_hi) else optimum_covariance(ev, c)
+        cov = None if at_boundary else optimum_covariance(ev, c)
         info["x_cov"] = cov
         info["x_stderr"] = None if cov is None else np.sqrt(np.diag(cov))
         info["nfev"] += 0 if cov is None else 5
@@ -159,4 +190,4 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
         info["W"] = W if isinstance(W, np.ndarray) else W.toarray()
     else:
         info["S"], info["W"] = None, W
-    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info, W, ev
+    return info
