@@ -1,6 +1,6 @@
 """``theorycheck benchmark``: run solvers on the certified problem library (:mod:`theorycheck.problems`).
 
-``add_parser(subparsers)`` registers the subcommand; ``run(args) -> int`` executes it (exit 0; a
+Its parser is :mod:`theorycheck.cli.parsers.benchmark`; ``run(args) -> int`` executes it (exit 0; a
 bad flag or name raises ``ValueError``, which the main CLI prints and turns into exit 2).
 """
 
@@ -13,60 +13,11 @@ from ..problems._registry import list_problems
 from ..problems._run import DEFAULT, DEFAULT_SOLVERS, QUICK, run_benchmark
 from ..problems._solvers import solver_names
 from .common import (
-    add_jobs_flag,
-    add_json_flag,
-    add_out_flags,
-    add_quiet_flag,
-    add_scheduler_flag,
     json_path,
     write_json_summary,
 )
 
-__all__ = ["DESCRIPTION", "add_parser", "run"]
-
-DESCRIPTION = "Benchmark optimum solvers on certified problems (time-to-accuracy, performance profiles)."
-
-
-def add_parser(subparsers):
-    p = subparsers.add_parser(
-        "benchmark",
-        help=DESCRIPTION[0].lower() + DESCRIPTION[1:-1],
-        description=DESCRIPTION + " Writes results.csv/json, figures and report.html; a rerun with the same "
-        "--out resumes (finished runs are kept).",
-    )
-    p.add_argument("--problems", default=None, help="comma-separated globs of problem names (default: all)")
-    p.add_argument(
-        "--solvers",
-        default=None,
-        help="comma-separated solver names (built-in or entry point 'theorycheck.solvers'); default: the built-ins",
-    )
-    p.add_argument(
-        "--solver",
-        action="append",
-        default=[],
-        metavar="FILE.py:FUNCTION",
-        help="a user solver (repeatable): solver(problem, budget, callback) -> x",
-    )
-    p.add_argument(
-        "--sizes",
-        default=None,
-        help="comma-separated ladder levels, e.g. 0,1,2, or 'all' (default: "
-        + ",".join(str(k) for k in DEFAULT["levels"])
-        + ", and every level of the O(1) structured stage-1 form)",
-    )
-    p.add_argument("--repeats", type=int, default=1, help="runs per cell; repeat k starts at problem.start(k)")
-    p.add_argument("--budget", type=float, default=DEFAULT["budget"], help="seconds per run (default: %(default)s)")
-    p.add_argument("--max-evals", type=int, default=1_000_000, help="evaluations per run (default: %(default)s)")
-    add_jobs_flag(p, default=1, default_text="1, so that runs are timed one at a time")
-    add_scheduler_flag(
-        p, "the runs (one task per run, each in a worker process killed at its deadline; --jobs ignored)"
-    )
-    p.add_argument("--quick", action="store_true", help="a small set (< 1 minute on 2 cores)")
-    p.add_argument("--list", action="store_true", help="list problems and solvers and exit")
-    add_quiet_flag(p)
-    add_out_flags(p, "theorycheck-benchmark", "output folder (a rerun resumes its finished runs)")
-    add_json_flag(p, "the summary (runs, resumed, fastest solver per family)")
-    return p
+__all__ = ["run"]
 
 
 def _csv(text):
@@ -96,13 +47,18 @@ def run(args) -> int:
         for d in list_problems():
             print(f"{d['name']:34s} sizes: {d['sizes']}")
         print("solvers:", ", ".join(solver_names()))
+        print(
+            f"default set: levels {','.join(map(str, DEFAULT['levels']))} (every level of the O(1) structured "
+            f"stage-1 form), budget {DEFAULT['budget']:g} s per run, solvers {', '.join(DEFAULT_SOLVERS)}"
+        )
         return 0
     for flag, val, lo in (("--repeats", args.repeats, 1), ("--jobs", args.jobs, 1), ("--max-evals", args.max_evals, 1)):
         if val < lo:
             raise ValueError(f"{flag} must be >= {lo}, got {val}")
-    if not args.budget > 0:
-        raise ValueError(f"--budget must be > 0 seconds, got {args.budget}")
-    problems, solvers, levels, budget = _csv(args.problems), _csv(args.solvers), _levels(args.sizes), args.budget
+    budget = DEFAULT["budget"] if args.budget is None else args.budget
+    if not budget > 0:
+        raise ValueError(f"--budget must be > 0 seconds, got {budget}")
+    problems, solvers, levels = _csv(args.problems), _csv(args.solvers), _levels(args.sizes)
     if args.quick:
         problems = problems or QUICK["problems"]
         solvers = solvers or list(QUICK["solvers"])

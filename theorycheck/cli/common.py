@@ -35,7 +35,7 @@ from .. import _memory, _progress, _threads
 from .._interrupt import redeliver_swallowed_ctrl_c
 from .._io import prepare_output_dir, write_json
 from ..models import GeneralTopicModel, Masking, TopicModel
-from ..population._moments import MAX_ENUMERATED_SETS
+from ..models.layout import MAX_ENUMERATED_SETS
 
 __all__ = [
     "add_model_flags",

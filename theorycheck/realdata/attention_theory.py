@@ -37,6 +37,7 @@ from .._validate import check_int
 from ..models import GeneralTopicModel, Masking
 from ..solvers import optimal_attention
 from . import stats as S
+from .config import N_LAWS
 
 __all__ = [
     "SEED_STREAM",
@@ -55,9 +56,9 @@ __all__ = [
 
 #: Offset of this comparison's random streams: laws ``[seed, SEED_STREAM, k]`` (issue #24).
 SEED_STREAM = 24
-#: Laws of the pilot solve (grid + L-BFGS-B), of the main solve (from the pilot's optimum) and of the lifts.
+#: Laws of the pilot solve (grid + L-BFGS-B) and of the lifts; those of the main solve (from the pilot's optimum),
+#: :data:`N_LAWS`, are a setting of the experiment (:mod:`.config`).
 N_PILOT = 256
-N_LAWS = 2048
 N_LIFT = 2048
 #: Grid points per axis of the pilot (over ``theorycheck.solvers.attention._family.FAMILY_GRID``).
 PILOT_GRID = 5
