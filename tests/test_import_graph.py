@@ -192,6 +192,7 @@ LAYERS = [
         "_mpl",
         "_interrupt",
         "_lazy",
+        "_plaintext",
         "spec",
         "diagnostics",
     },

@@ -1,9 +1,18 @@
 """``theorycheck spec [SECTION]``: print a section of the math reference SPEC.md (:mod:`theorycheck.spec`),
-e.g. ``theorycheck spec 4.3``; without a section, the list of section numbers and titles."""
+e.g. ``theorycheck spec 4.3``; without a section, the list of section numbers and titles.
+
+A section is rendered for a terminal (:func:`theorycheck._plaintext.render`: formulas in Unicode, tables
+aligned, headings underlined); on a terminal, headings are bold (unless ``$NO_COLOR`` is set) and wide tables
+are wrapped to its width. ``--raw`` prints the Markdown and LaTeX source as SPEC.md has it."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+
 from .. import spec
+from .._plaintext import render
 
 
 def run(args) -> int:
@@ -13,5 +22,10 @@ def run(args) -> int:
         for number, title in titles.items():
             print(f"§{number.ljust(width)} {title}")
         return 0
-    print(spec.section(args.section), end="")
+    text = spec.section(args.section)
+    if not args.raw:
+        tty = sys.stdout.isatty()
+        color = tty and not os.environ.get("NO_COLOR")
+        text = render(text, color=color, width=shutil.get_terminal_size().columns if tty else None)
+    print(text, end="")
     return 0

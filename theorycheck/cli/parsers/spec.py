@@ -18,4 +18,9 @@ def add_parser(sub):
         metavar="SECTION",
         help="section number as cited, e.g. 4.3, 4.1 D3, 4.3(a) or 11; subsections are included",
     )
+    p.add_argument(
+        "--raw",
+        action="store_true",
+        help="print the section's Markdown and LaTeX source (default: rendered for a terminal, formulas in Unicode)",
+    )
     return p
