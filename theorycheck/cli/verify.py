@@ -58,6 +58,12 @@ def run(args) -> int:
     )
     for reason in skipped:
         print(f"note: {reason}")
+    reused = sum(r.cached is not None for r in rows)
+    if reused:
+        print(
+            f"note: {reused} of {len(rows)} checks reused from the result cache {cache.directory} (rows marked *); "
+            "--no-cache recomputes them"
+        )
     out = write_report(
         rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=command(args), tier=tier
     )

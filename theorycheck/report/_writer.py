@@ -114,7 +114,7 @@ def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 
     out += ["  ".join(r[i].ljust(widths[i]) for i in range(len(COLUMNS))) for r in body]
     cached = sorted({r.cached for r in rows if r.cached})
     if cached:
-        out.append(f"* result reused from the cache (stored {', '.join(cached)}); --no-cache recomputes")
+        out.append(f"* reused from the result cache (stored {', '.join(cached)}); --no-cache recomputes")
     return "\n".join(out)
 
 

@@ -34,7 +34,11 @@ def add_parser(sub):
         "--full", action="store_true", help="also run the long and multi-seed checks (each claim's full_params)"
     )
     add_jobs_flag(p)
-    p.add_argument("--no-cache", action="store_true", help="recompute every check (results are still stored)")
+    p.add_argument(
+        "--no-cache",
+        action="store_true",
+        help="recompute every check instead of reusing your earlier results of this version (still stored)",
+    )
     add_scheduler_flag(p, "the checks")
     p.add_argument(
         "--explore",
