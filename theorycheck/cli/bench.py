@@ -15,11 +15,17 @@ from .common import command
 
 
 def _benchmarks_dir(path) -> Path:
-    folder = Path(path) if path else Path(__file__).resolve().parents[2] / "benchmarks"
+    if path:
+        folder = Path(path)
+        if not folder.is_dir():
+            raise ValueError(f"--dir: benchmark folder {str(folder)!r} not found")
+        return folder
+    folder = Path(__file__).resolve().parents[2] / "benchmarks"  # beside the package in a source tree
     if not folder.is_dir():
         raise ValueError(
-            f"--dir: benchmark folder {str(folder)!r} not found; benchmarks live in a source checkout "
-            "(git clone) under benchmarks/, pass --dir to point at it"
+            "bench runs the developer benchmarks benchmarks/bench_*.py of a source tree (the sdist "
+            "theorycheck-<version>.tar.gz has them): unpack it and pass --dir PATH/benchmarks; the solver "
+            "benchmark of an installed theorycheck is 'theorycheck benchmark'"
         )
     return folder
 

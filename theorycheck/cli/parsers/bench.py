@@ -8,14 +8,16 @@ from ..common import add_force_flag
 IMPLEMENTATION = "theorycheck.cli.bench"
 
 
-DESCRIPTION = "run side-by-side ratio benchmarks (benchmarks/bench_*.py of a source checkout)"
+DESCRIPTION = "run side-by-side ratio benchmarks (benchmarks/bench_*.py of a source tree; see also 'benchmark')"
 
 
 def add_parser(sub):
     p = sub.add_parser("bench", help=DESCRIPTION, description=DESCRIPTION)
     p.add_argument("names", nargs="*", help="benchmark names (e.g. stage1 attention); default: all")
     p.add_argument("--list", action="store_true", help="list benchmark names and exit")
-    p.add_argument("--dir", default=None, help="benchmark folder (default: the checkout's benchmarks/)")
+    p.add_argument(
+        "--dir", default=None, help="benchmark folder, e.g. an unpacked sdist's benchmarks/ (default: the source's)"
+    )
     p.add_argument(
         "--out",
         default=None,
