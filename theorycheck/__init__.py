@@ -17,7 +17,7 @@ The facade is lazy (PEP 562, as scipy's): ``import theorycheck`` imports nothing
 each name below is imported on first access (``tc.population`` imports the population subpackage and
 its Numba kernels then). So the console command answers ``--help`` and ``--version`` without loading
 numpy, scipy or Numba, and a program pays only for the subpackages it uses. The table ``_LAZY`` is the
-facade's whole content (:mod:`theorycheck._lazy`).
+facade's whole content (``theorycheck._lazy``).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ SPEC section                  name
 §4.5, §5.2 (stage grid)       :func:`stage_grid`, :func:`run_stages`
 ============================  =====================================================
 
-The facade is lazy (:mod:`theorycheck._lazy`): ``theorycheck.nn`` imports no submodule, and each name below is
+The facade is lazy (``theorycheck._lazy``): ``theorycheck.nn`` imports no submodule, and each name below is
 imported on first access; so a light module of this package (e.g. :mod:`.config`) is imported without the
 trainer and its kernels.
 """

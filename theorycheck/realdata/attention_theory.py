@@ -57,7 +57,7 @@ __all__ = [
 #: Offset of this comparison's random streams: laws ``[seed, SEED_STREAM, k]`` (issue #24).
 SEED_STREAM = 24
 #: Laws of the pilot solve (grid + L-BFGS-B) and of the lifts; those of the main solve (from the pilot's optimum),
-#: :data:`N_LAWS`, are a setting of the experiment (:mod:`.config`).
+#: :data:`N_LAWS`, are a setting of the experiment (``theorycheck.realdata.config``).
 N_PILOT = 256
 N_LIFT = 2048
 #: Grid points per axis of the pilot (over ``theorycheck.solvers.attention._family.FAMILY_GRID``).

@@ -17,7 +17,7 @@ Data files read at run time are not hashed.
 
 The cache lives under ``$THEORYCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/theorycheck``, else
 ``~/.cache/theorycheck`` (:func:`cache_dir`), in one folder per user and package version,
-``verify/<user>/<version>/`` (:attr:`ResultCache.directory`); never in a report folder. Results are
+``verify/<user>/<version>/`` (``ResultCache.directory``); never in a report folder. Results are
 never shared between users or versions: besides the folder and the key, an entry records both and is
 reused only if they match and, on POSIX, only if its file belongs to the user running (a cache folder
 shared by several users, e.g. one ``$HOME`` or ``$XDG_CACHE_HOME`` on a shared machine, is safe).
@@ -282,7 +282,7 @@ _OPTIONAL_FIELDS = ("label",)
 
 class ResultCache:
     """One JSON file per check under ``root / "verify" / <user> / <version>`` (``root``: default
-    :func:`cache_dir`): :attr:`directory`, which also holds the measured seconds (``timings.json``).
+    :func:`cache_dir`): ``directory``, which also holds the measured seconds (``timings.json``).
 
     ``read=False`` (``verify --no-cache``): nothing is reused, fresh results are still stored.
     """
