@@ -65,7 +65,14 @@ def run(args) -> int:
             "--no-cache recomputes them"
         )
     out = write_report(
-        rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=command(args), tier=tier
+        rows,
+        out,
+        figures=not args.no_figures,
+        skipped=skipped,
+        force=args.force,
+        command=command(args),
+        tier=tier,
+        jobs=jobs,
     )
     write_json_summary(json_file, json.loads((out / "results.json").read_text()))
     if partial is not None:

@@ -56,6 +56,7 @@ __all__ = [
     "run_claims",
     "default_jobs",
     "process_pool",
+    "close_pool",
     "POOL_MIN_SECONDS",
 ]
 
@@ -165,7 +166,7 @@ def process_pool(jobs: int):
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(numba_threads,))
 
 
-def _close_pool(pool, interrupted: bool) -> None:
+def close_pool(pool, interrupted: bool) -> None:
     """Shut down a pool of :func:`process_pool`; after Ctrl-C its workers are ended at once (the checks they run are
     not waited for, :func:`theorycheck._interrupt.end_workers`)."""
     if interrupted:
@@ -320,7 +321,7 @@ def run_claims(
         raise RunInterrupted([rows[i] for i in sorted(rows)], len(checks)) from None
     finally:
         if pool is not None and pool is not executor:
-            _close_pool(pool, interrupted)
+            close_pool(pool, interrupted)
         bar.close()
     if cache is not None:
         measured: dict[str, float] = {}
