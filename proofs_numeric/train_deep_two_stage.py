@@ -225,7 +225,7 @@ CLAIM = Claim(
     default_params=(DEFAULT,),
     full_params=(FULL,),
     domain=domain,
-    cost=15.0,
+    cost=23.0,  # CPU seconds of a cold start (Numba compilation included; benchmarks/bench_cold_start.py)
     falsify=falsify,
     plot=plot,
 )

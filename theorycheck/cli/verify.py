@@ -21,7 +21,7 @@ from ..report import (
     write_report,
 )
 from ..report.explore import explore_claims, format_explore, write_explore_report
-from ..report.runner import RunInterrupted
+from ..report.runner import RunInterrupted, start_pool_server
 from .common import (
     command,
     json_path,
@@ -39,6 +39,8 @@ def run(args) -> int:
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
     partial = None
+    if jobs > 1 and args.scheduler is None and args.only is None:  # every claim: a pool is all but certain
+        start_pool_server()  # its import of the claims overlaps ours and the hashing of their sources
     with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails first, in seconds
         registry = collect(args.claims)
         claims, skipped = select_claims(registry.claims, args.only), registry.skipped

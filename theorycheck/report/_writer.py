@@ -138,7 +138,7 @@ def write_report(
     them (``theorycheck._io.atomic_directory``). ``command`` is recorded in the folder's marker.
     ``tier`` names the tier that ran; both files list the checks each tier holds (:func:`tier_summary`)
     and mark rows reused from the result cache with their date. ``jobs``: worker processes drawing the figures
-    (:data:`PARALLEL_FIGURES_MIN`).
+    (when at least ``PARALLEL_FIGURES_MIN`` claims have a plot).
     """
     with atomic_directory(out, force=force, command=command) as tmp:
         fig_paths = _write_figures(rows, tmp / "figures", jobs) if figures else {}

@@ -56,6 +56,7 @@ __all__ = [
     "run_claims",
     "default_jobs",
     "process_pool",
+    "start_pool_server",
     "close_pool",
     "POOL_MIN_SECONDS",
 ]
@@ -156,13 +157,21 @@ def _init_worker(numba_threads: int) -> None:
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]  # set at numba import
 
 
-def process_pool(jobs: int):
-    """A ``forkserver`` :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers set up for claims."""
+def start_pool_server():
+    """Start the ``forkserver`` the pools of :func:`process_pool` fork their workers from, if it is not running; its
+    import of the claims (seconds) then runs in parallel with this process. ``theorycheck verify`` calls it before
+    it collects the claims and hashes their sources. Returns the multiprocessing context."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["proofs_numeric", "theorycheck.report.runner"])
-    numba_threads = max(1, default_jobs() // jobs)
     with sigint_ignored():  # the forkserver (and the workers it forks) leave Ctrl-C to this process
         forkserver.ensure_running()
+    return ctx
+
+
+def process_pool(jobs: int):
+    """A ``forkserver`` :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers set up for claims."""
+    ctx = start_pool_server()
+    numba_threads = max(1, default_jobs() // jobs)
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(numba_threads,))
 
 
