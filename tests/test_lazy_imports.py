@@ -105,3 +105,18 @@ def test_the_public_api_contract_through_the_lazy_facade():
     assert tc.solvers.optimal_value_matrix(tm, mk).success
     assert tc.stats is tc.analysis.stats and tc.landscape is tc.analysis.landscape
     assert issubclass(tc.TheorycheckWarning, UserWarning)
+
+
+def test_a_submodule_imported_first_does_not_shadow_the_function_it_exports():
+    """``theorycheck.nn.stage_grid`` is a module and the function the facade exports: importing the module first
+    (as ``theorycheck dynamics`` does) still leaves the function on the facade, as an eager facade did."""
+    out = _child(
+        """
+        import json, types
+        import theorycheck.nn.stage_grid
+        from theorycheck import nn
+        from theorycheck.nn import stage_grid
+        print(json.dumps([isinstance(nn.stage_grid, types.FunctionType), stage_grid is nn.stage_grid]))
+        """.replace("\n        ", "\n")
+    )
+    assert out == [True, True]

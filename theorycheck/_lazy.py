@@ -8,6 +8,12 @@ to the package; ``attribute`` ``None`` for the module itself) and binds::
 
 ``package.name`` then imports ``module`` once and caches the value in the package's namespace; ``dir()``,
 ``from package import name`` and ``from package import *`` (over ``__all__``) behave as with eager imports.
+
+One case needs care: a name that is both a submodule and the function it exports (``theorycheck.nn.stage_grid``).
+Importing the submodule makes Python set ``package.stage_grid = <the module>``; an eager facade overwrote it with
+the function right after, a lazy one would keep the module. The package's module type therefore turns that
+assignment into the function (:func:`lazy_facade` gives the package a subclass of ``ModuleType`` whose
+``__setattr__`` does it), so the facade's names mean the same whatever was imported first.
 The table sits at the top of the module, so every dependency stays visible there; ``tests/test_import_graph.py``
 reads it as import edges (layers), and ``tests/test_lazy_imports.py`` checks that every entry resolves.
 """
@@ -16,6 +22,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import types
 from collections.abc import Callable, Mapping
 
 __all__ = ["lazy_facade"]
@@ -40,4 +47,18 @@ def lazy_facade(
     def __dir__() -> list[str]:
         return sorted(set(vars(sys.modules[package])) | set(table))
 
+    class LazyFacade(types.ModuleType):
+        def __setattr__(self, name: str, value: object) -> None:
+            entry = table.get(name)
+            if (
+                entry is not None
+                and entry[1] is not None
+                and isinstance(value, types.ModuleType)
+                and value.__name__ == f"{package}.{name}"
+            ):  # the import system binding a submodule over the name it exports: keep the export
+                value = getattr(value, entry[1])
+            super().__setattr__(name, value)
+
+    LazyFacade.__qualname__ = LazyFacade.__name__ = f"LazyFacade[{package}]"
+    sys.modules[package].__class__ = LazyFacade
     return __getattr__, __dir__
