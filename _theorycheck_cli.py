@@ -1,9 +1,11 @@
 """The ``theorycheck`` console command: entry point ``_theorycheck_cli:main`` (pyproject.toml ``[project.scripts]``).
 
-It lives outside the ``theorycheck`` package on purpose: importing the package imports numpy, scipy,
-numba and the solvers (seconds), and a Ctrl-C while they import must end like a Ctrl-C at any other
-moment, with one line ``theorycheck: interrupted`` and exit code 130 (SIGTERM: 143), not a traceback. Python runs a
-package's ``__init__`` before any of its modules, so only a module outside the package can catch it.
+It lives outside the ``theorycheck`` package on purpose: importing the CLI imports numpy and the
+parsers (a few tenths of a second; a command's implementation, with Numba and scipy, is imported
+later, inside the command, which reports its own Ctrl-C), and a Ctrl-C while they import must end like
+a Ctrl-C at any other moment, with one line ``theorycheck: interrupted`` and exit code 130 (SIGTERM: 143),
+not a traceback. Python runs a package's ``__init__`` before any of its modules, so only a module outside the
+package can catch it.
 ``python -m theorycheck.cli`` works the same once the package is imported.
 """
 
@@ -30,7 +32,7 @@ def main(argv=None) -> int:
     main_thread = threading.current_thread() is threading.main_thread()
     old = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     try:
-        from theorycheck.cli import main as run  # the heavy imports (numpy, scipy, numba, the solvers)
+        from theorycheck.cli import main as run  # numpy and the parsers (the implementations: when they run)
 
         return run(argv)
     except KeyboardInterrupt:

@@ -23,6 +23,7 @@ extensions = [
     "sphinx.ext.mathjax",
     "sphinx_copybutton",
     "theorycheck_docs",  # docs/_ext: SPEC page and its labels, citation links, API pages, measured figures
+    "theorycheck_pages",  # docs/_ext: the command-line reference (from the parsers) and the BibTeX (CITATION.cff)
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}

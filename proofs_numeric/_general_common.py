@@ -273,7 +273,7 @@ def attention_claim(*, id: str, statement: str, check, domain, plot, values, ful
                  default_params=(dict(T=4, v=3, taus=(1, 2, 3), values=tuple(values), **mk),),
                  full_params=(dict(T=5, v=3, taus=(1, 2, 3, 4), values=tuple(full_values), **mk),),
                  falsify=falsify or attention_falsify, plot=plot, domain=domain,
-                 preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)), cost=4.0)  # fmt: skip
+                 preconditions=(("p_r > 0", p_r_positive), ("p_c > 0", p_c_positive)), cost=6.0)  # fmt: skip
 
 
 # ----------------------------------------------------------------------------- Zipf structure (EMPIRICAL)

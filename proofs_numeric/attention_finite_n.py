@@ -183,4 +183,5 @@ CLAIM = Claim(
     plot=plot,
     domain=domain,
     preconditions=(("O(1/N) kind: (1 - p_m)^50 <= 1e-6 and, with mask_keys, (1 - a)^50 <= 1e-6", visible_keys_likely),),
+    cost=3.5,  # CPU seconds of one check in a cold start (Numba compilation included; bench_cold_start.py)
 )

@@ -152,4 +152,5 @@ CLAIM = Claim(
     default_params=(dict(seed=0),),
     falsify=falsify,
     domain=domain,
+    cost=3.5,  # CPU seconds of a cold start (Numba compilation included; benchmarks/bench_cold_start.py)
 )

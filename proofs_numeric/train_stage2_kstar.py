@@ -107,6 +107,6 @@ CLAIM = Claim(
     default_params=(DEFAULT,),
     full_params=(FULL,),
     domain=domain,
-    cost=5.0,
+    cost=7.5,  # CPU seconds of a cold start (Numba compilation included; benchmarks/bench_cold_start.py)
     falsify=falsify,
 )

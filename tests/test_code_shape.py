@@ -55,15 +55,29 @@ def test_no_import_order_suppressions():
     assert not offenders
 
 
-@pytest.mark.parametrize("pkg", ["population", "solvers", "nn", "analysis", "report"])
+@pytest.mark.parametrize("pkg", [".", "population", "solvers", "nn", "analysis", "report"])
 def test_facades_have_one_import_block_and_one_all(pkg):
+    """A facade computes nothing: one import block and ``__all__``; a lazy facade (theorycheck/_lazy.py) has,
+    instead of the imports, an ``if TYPE_CHECKING:`` block of imports, a literal ``_LAZY`` table and the one line
+    binding ``__getattr__, __dir__``."""
     tree = ast.parse((ROOT / "theorycheck" / pkg / "__init__.py").read_text())
-    kinds = [type(n).__name__ for n in tree.body if not isinstance(n, ast.Expr)]
+    body = [n for n in tree.body if not isinstance(n, ast.Expr)]
+    kinds = [type(n).__name__ for n in body]
     alls = [n for n in tree.body if isinstance(n, (ast.Assign, ast.AugAssign)) and "__all__" in ast.unparse(n)]
     assert len(alls) == 1 and isinstance(alls[0], ast.Assign), f"{pkg}: __all__ must be assigned once"
     first_other = next((i for i, k in enumerate(kinds) if k not in ("ImportFrom", "Import")), len(kinds))
     assert all(k not in ("ImportFrom", "Import") for k in kinds[first_other:]), f"{pkg}: imports after code"
-    assert set(kinds) <= {"ImportFrom", "Import", "Assign"}, f"{pkg}: a facade computes nothing ({kinds})"
+    assert set(kinds) <= {"ImportFrom", "Import", "Assign", "AnnAssign", "If"}, f"{pkg}: a facade computes nothing"
+    for node in body[first_other:]:
+        text = ast.unparse(node)
+        if isinstance(node, ast.If):
+            assert ast.unparse(node.test) == "TYPE_CHECKING" and not node.orelse, f"{pkg}: {text[:60]}"
+            assert all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body), f"{pkg}: {text[:60]}"
+        elif isinstance(node, ast.AnnAssign):
+            assert ast.unparse(node.target) == "_LAZY" and node.value is not None, f"{pkg}: {text[:60]}"
+            ast.literal_eval(node.value)  # a literal table, nothing computed
+        elif node is not alls[0]:
+            assert text == "__getattr__, __dir__ = lazy_facade(__name__, _LAZY)", f"{pkg}: {text[:60]}"
 
 
 def test_no_profiler_dumps_tracked():

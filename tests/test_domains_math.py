@@ -81,7 +81,19 @@ def test_domain_draws_fit_check(claim):
     assert seen
 
 
-@pytest.mark.parametrize("claim", [c for c in WITH_DOMAIN if c.cost <= 2.0][:6], ids=lambda c: c.id)
+#: Six claims whose domain draws run in seconds (pinned: the claims' cost hints were corrected to cold-start
+#: seconds, issue #39, which would otherwise have swapped attention.finite-n out of a selection by cost).
+CHEAP_DOMAINS = (
+    "attention.asymptotic",
+    "attention.block-K-only",
+    "attention.decoder-bias",
+    "attention.finite-n",
+    "attention.general-evaluator",
+    "attention.identity-optimum",
+)
+
+
+@pytest.mark.parametrize("claim", [c for c in WITH_DOMAIN if c.id in CHEAP_DOMAINS], ids=lambda c: c.id)
 def test_domain_draws_pass(claim):
     """Two draws satisfying the preconditions pass ``check`` (the full exploration is verify --explore)."""
     strategy = claim.domain()

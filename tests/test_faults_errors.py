@@ -24,7 +24,7 @@ from theorycheck._validate import check_choice
 from theorycheck.cli import benchmark as cli_benchmark
 from theorycheck.cli import main
 from theorycheck.cli import train as cli_train
-from theorycheck.cli.benchmark import MAX_BUDGET
+from theorycheck.cli.parsers.benchmark import MAX_BUDGET
 from theorycheck.nn import Trainer, TrainingDiverged, stage_grid
 from theorycheck.nn.stage_grid import grid_config
 from theorycheck.report import run_claims

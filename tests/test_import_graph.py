@@ -8,7 +8,11 @@ Read from the source with ``ast`` (nothing is imported):
   (:data:`OPTIONAL_HOMES`), never elsewhere;
 - the module-level import graph of ``theorycheck`` has no cycles (Tarjan's strongly connected
   components), so data flows one way: models -> (sampling | population) -> (solvers | problems |
-  nn) -> analysis -> (report, cli).
+  nn) -> analysis -> (report, cli);
+- deferred imports are declared at the top of their module too, never hidden in a function: a lazy facade's
+  table ``_LAZY`` (:mod:`theorycheck._lazy`) and a CLI parser's ``IMPLEMENTATION`` (the module its command
+  imports when it runs) name existing modules and go down the layers like any import (they are not edges of
+  the cycle check: nothing is imported while the module itself imports).
 """
 
 from __future__ import annotations
@@ -187,6 +191,8 @@ LAYERS = [
         "_dask",
         "_mpl",
         "_interrupt",
+        "_lazy",
+        "_plaintext",
         "spec",
         "diagnostics",
     },
@@ -221,3 +227,48 @@ def test_imports_only_go_down_the_layers():
         if _layer(t) > _layer(m)
     ]
     assert not up, "imports up the layers:\n" + "\n".join(sorted(up))
+
+
+def _absolute(package: str, name: str) -> str:
+    """``name`` (``".models"``, ``"..x"`` or absolute) resolved against the package ``package``."""
+    if not name.startswith("."):
+        return name
+    level = len(name) - len(name.lstrip("."))
+    base = package.split(".")[: len(package.split(".")) - (level - 1)]
+    rest = name[level:]
+    return ".".join(base + ([rest] if rest else []))
+
+
+def _deferred_edges() -> dict[str, set[str]]:
+    """Module -> the modules its ``_LAZY`` table or its ``IMPLEMENTATION`` names (read with ``ast``)."""
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for m, path in MODULES.items():
+        package = m if _is_package(m) else m.rsplit(".", 1)[0]
+        for node in ast.parse(path.read_text()).body:
+            target = node.targets[0] if isinstance(node, ast.Assign) else getattr(node, "target", None)
+            value = getattr(node, "value", None)
+            name = getattr(target, "id", None)
+            if name == "_LAZY" and isinstance(value, ast.Dict):
+                for entry in value.values:
+                    assert isinstance(entry, ast.Tuple), f"{m}: a _LAZY entry is a (module, attribute) tuple"
+                    edges[m].add(_absolute(package, ast.literal_eval(entry.elts[0])))
+            elif name == "IMPLEMENTATION" and isinstance(value, ast.Constant):
+                edges[m].add(value.value)
+    return edges
+
+
+def test_deferred_imports_name_modules_and_go_down_the_layers():
+    edges = _deferred_edges()
+    assert edges["theorycheck"] >= {"theorycheck.models", "theorycheck.population", "theorycheck.solvers"}
+    assert edges["theorycheck.cli.parsers.verify"] == {"theorycheck.cli.verify"}
+    missing = [f"{m} -> {t}" for m, ts in edges.items() for t in ts if t not in MODULES]
+    assert not missing, "deferred imports of modules that do not exist:\n" + "\n".join(missing)
+    up = [f"{m} defers {t}" for m, ts in edges.items() for t in ts if _layer(t) > _layer(m)]
+    assert not up, "deferred imports up the layers:\n" + "\n".join(sorted(up))
+
+
+def test_absolute_reads_relative_names():
+    assert _absolute("theorycheck", ".models") == "theorycheck.models"
+    assert _absolute("theorycheck.nn", ".config") == "theorycheck.nn.config"
+    assert _absolute("theorycheck.nn", "..models") == "theorycheck.models"
+    assert _absolute("theorycheck.nn", "theorycheck.x") == "theorycheck.x"

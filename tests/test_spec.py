@@ -67,9 +67,11 @@ def test_every_citation_in_the_package_resolves():
 
 
 def test_cli_spec_section(capsys):
-    assert main(["spec", "4.3"]) == 0
+    assert main(["spec", "4.3", "--raw"]) == 0
     out = capsys.readouterr().out
     assert out == spec.section("4.3") and out.startswith("## §4.3 Theorem 3")
+    assert main(["spec", "4.3"]) == 0  # rendered for a terminal (tests/test_spec_render.py)
+    assert capsys.readouterr().out.startswith("§4.3 Theorem 3")
 
 
 def test_cli_spec_lists_sections(capsys):
@@ -91,4 +93,4 @@ def test_module_entry_point_prints_a_section():
     res = subprocess.run(
         [sys.executable, "-m", "theorycheck.cli", "spec", "4.3"], capture_output=True, text=True, check=True
     )
-    assert res.stdout.startswith("## §4.3 Theorem 3")
+    assert res.stdout.startswith("§4.3 Theorem 3")

@@ -2,14 +2,23 @@
 
 import json
 import math
+import os
 import textwrap
 import time
 
 import numpy as np
 import pytest
 
+from theorycheck._version import __version__
+from theorycheck.cli import main
 from theorycheck.report import CacheWarning, ResultCache, cache_dir, run_claims
-from theorycheck.report.cache import SourceHasher, _decode, _digest, _encode, check_key
+from theorycheck.report import cache as cache_module
+from theorycheck.report.cache import SourceHasher, _decode, _digest, _encode, cache_user, check_key
+
+try:
+    import pwd
+except ImportError:  # Windows
+    pwd = None  # type: ignore[assignment]
 from theorycheck.report.claims import ClaimResult, over_seeds, t_interval
 
 HELPER = "FACTOR = {factor}\n"
@@ -95,7 +104,7 @@ def test_corrupted_entry_warns_and_reruns(user_claim, tmp_path, damage):
     mod, _ = user_claim
     cache = ResultCache(tmp_path / "cache")
     run_claims([mod.CLAIM], progress=False, cache=cache)
-    (path,) = (tmp_path / "cache" / "verify").glob("*.json")
+    (path,) = cache.directory.glob("[0-9a-f]*.json")
     entry = json.loads(path.read_text())
     if damage == "truncate":
         path.write_text(path.read_text()[:40])
@@ -123,7 +132,7 @@ def test_errors_are_not_cached(tmp_path):
     c = Claim("zz.err", "s", "DERIVED", "t", boom, ({},), lambda p: {})
     cache = ResultCache(tmp_path / "cache")
     assert run_claims([c], progress=False, cache=cache)[0].verdict == "ERROR"
-    assert not list((tmp_path / "cache").glob("verify/*.json"))
+    assert not list((tmp_path / "cache").rglob("[0-9a-f]*.json"))  # timings.json only
 
 
 def test_cache_dir_environment(monkeypatch, tmp_path):
@@ -177,10 +186,73 @@ def test_a_cache_hit_keeps_the_deciding_label(tmp_path):
     fresh = run_claims([c], progress=False, cache=cache)[0]
     hit = run_claims([c], progress=False, cache=cache)[0]
     assert fresh.result.label == "x" and hit.cached is not None and hit.result.label == "x"
-    (path,) = (tmp_path / "cache").glob("verify/*.json")
+    (path,) = cache.directory.glob("[0-9a-f]*.json")
     entry = json.loads(path.read_text())
     del entry["result"]["label"]
     entry["digest"] = _digest(entry["result"])
     path.write_text(json.dumps(entry))
     old = run_claims([c], progress=False, cache=cache)[0]
     assert old.cached is not None and old.result.label == "" and old.verdict == "PASS"
+
+
+# ------------------------------------------------------------------------ per user and version (issue #39 item 3)
+def test_the_cache_folder_is_per_user_and_version(tmp_path):
+    cache = ResultCache(tmp_path / "cache")
+    assert cache.directory == tmp_path / "cache" / "verify" / cache_user() / __version__
+    if hasattr(os, "getuid"):
+        assert cache_user() == pwd.getpwuid(os.getuid()).pw_name
+
+
+def test_a_result_of_another_version_is_not_reused(user_claim, tmp_path, monkeypatch):
+    mod, _ = user_claim
+    monkeypatch.setattr(cache_module, "__version__", "0.0.1")
+    run_claims([mod.CLAIM], progress=False, cache=ResultCache(tmp_path / "cache"))
+    monkeypatch.undo()
+    rows = run_claims([mod.CLAIM], progress=False, cache=ResultCache(tmp_path / "cache"))
+    assert mod.RUNS == [2, 2] and rows[0].cached is None  # recomputed
+    assert (tmp_path / "cache" / "verify" / cache_user() / "0.0.1").is_dir()
+
+
+def test_a_result_of_another_user_is_not_reused(user_claim, tmp_path, monkeypatch):
+    mod, _ = user_claim
+    monkeypatch.setattr(cache_module, "cache_user", lambda: "alice")
+    run_claims([mod.CLAIM], progress=False, cache=ResultCache(tmp_path / "cache"))
+    assert (tmp_path / "cache" / "verify" / "alice").is_dir()
+    monkeypatch.undo()
+    rows = run_claims([mod.CLAIM], progress=False, cache=ResultCache(tmp_path / "cache"))
+    assert mod.RUNS == [2, 2] and rows[0].cached is None
+
+
+def test_an_entry_copied_from_another_user_is_not_reused(user_claim, tmp_path, monkeypatch):
+    """Even in this user's folder and under the right key: an entry recording another user warns and is not
+    used, and a file owned by another user id is not read at all."""
+    mod, _ = user_claim
+    cache = ResultCache(tmp_path / "cache")
+    run_claims([mod.CLAIM], progress=False, cache=cache)
+    (path,) = cache.directory.glob("[0-9a-f]*.json")
+    entry = json.loads(path.read_text())
+    path.write_text(json.dumps({**entry, "user": "alice"}))
+    with pytest.warns(CacheWarning, match="written by user 'alice'"):
+        assert run_claims([mod.CLAIM], progress=False, cache=cache)[0].cached is None
+    assert mod.RUNS == [2, 2]
+    if not hasattr(os, "getuid"):
+        return
+    run_claims([mod.CLAIM], progress=False, cache=cache)  # a fresh entry of this user: a hit
+    assert run_claims([mod.CLAIM], progress=False, cache=cache)[0].cached is not None
+    monkeypatch.setattr(cache_module, "_uid", lambda: path.stat().st_uid + 1)  # the same file, another owner
+    assert run_claims([mod.CLAIM], progress=False, cache=cache)[0].cached is None
+
+
+def test_verify_says_what_it_reused_and_how_to_recompute(tmp_path, capsys):
+    argv = ["verify", "--only", "data.moments", "--quiet", "--no-figures", "--out"]
+    assert main([*argv, str(tmp_path / "r1")]) == 0
+    first = capsys.readouterr().out
+    assert "reused" not in first
+    assert main([*argv, str(tmp_path / "r2")]) == 0
+    notes = [ln for ln in capsys.readouterr().out.splitlines() if "reused from the result cache" in ln]
+    n = json.loads((tmp_path / "r2" / "results.json").read_text())["summary"]["cached"]
+    assert n >= 1 and len(notes) == 2  # the table's footnote to the * and the one-line notice
+    (notice,) = [ln for ln in notes if ln.startswith("note:")]
+    assert f"note: {n} of " in notice and str(ResultCache().directory) in notice and "--no-cache" in notice
+    assert main([*argv, str(tmp_path / "r3"), "--no-cache"]) == 0
+    assert "reused" not in capsys.readouterr().out

@@ -2,11 +2,16 @@
 bench | spec``.
 
 The CLI parses, builds configurations, calls the library and writes files; no mathematics lives
-here. One module per subcommand, each with
+here. Each subcommand is two modules:
 
-- ``DESCRIPTION``: one line, the subcommand's help and the first line of its ``--help``;
-- ``add_parser(subparsers) -> ArgumentParser``: adds its parser (flags from :mod:`.common`);
-- ``run(args) -> int``: the exit code.
+- its parser, ``theorycheck/cli/parsers/<name>.py``: ``DESCRIPTION`` (one line, the subcommand's help and
+  the first line of its ``--help``), ``add_parser(subparsers) -> ArgumentParser`` (flags from :mod:`.common`)
+  and ``IMPLEMENTATION``, the name of the module below;
+- its implementation, ``theorycheck/cli/<name>.py``: ``run(args) -> int``, the exit code.
+
+The parsers import no Numba, scipy, cvxpy or matplotlib, and an implementation is imported only when its
+command runs (:class:`Run`): ``theorycheck --help``, ``--version`` and every ``--help`` answer in a fraction
+of a second, and ``theorycheck spec`` does not load the solvers (``tests/test_lazy_imports.py``).
 
 The shared vocabulary (model flags, ``--out``, ``--force``, ``--quiet``, ``--threads``, ``--seed``,
 ``--scheduler``, ``--jobs``, ``--json``, building the model from flags, error handling) is defined
@@ -26,14 +31,15 @@ once in :mod:`theorycheck.cli.common`. Conventions:
   the package imports (the console command's launcher ``_theorycheck_cli.py``, outside the package);
   SIGTERM does the same with exit 143 (:mod:`theorycheck._interrupt`: it raises a ``KeyboardInterrupt``).
 
-Adding a subcommand (e.g. ``benchmark``): write ``theorycheck/cli/benchmark.py`` with ``DESCRIPTION``,
-``add_parser`` and ``run`` as above, and add the module to :data:`COMMANDS` below, one line::
+Adding a subcommand (e.g. ``benchmark``): write ``theorycheck/cli/parsers/benchmark.py`` with ``DESCRIPTION``,
+``add_parser`` and ``IMPLEMENTATION = "theorycheck.cli.benchmark"``, and ``theorycheck/cli/benchmark.py`` with
+``run``, as above; import the parser in ``parsers/__init__.py`` and add it to :data:`COMMANDS` below, one line::
 
-    from . import benchmark          # with the other imports
-    COMMANDS = (..., benchmark)
+    COMMANDS = (..., parsers.benchmark)
 
-``build_parser`` gives it ``--threads`` and ``run`` as the function to call; the table-driven test of
-``tests/test_cli_vocabulary.py`` then checks its description line and the help text of its flags.
+``build_parser`` gives it ``--threads`` and, as the function to call, :class:`Run` of its implementation; the
+table-driven test of ``tests/test_cli_vocabulary.py`` then checks its description line and the help text of
+its flags.
 Optional third-party libraries are not imported here: Dask's ``distributed`` only in
 :mod:`theorycheck._dask`, the nlp stack only in :mod:`theorycheck.realdata._deps` and its users.
 """
@@ -41,21 +47,47 @@ Optional third-party libraries are not imported here: Dask's ``distributed`` onl
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 
 from .._interrupt import exit_code, sigterm_as_ctrl_c
 from .._version import __version__
-from . import bench, benchmark, dynamics, landscape, realdata, solve, spec, train, verify
+from . import parsers
 from .common import OneLineParser, add_threads_flag, leaf_parsers, run_command
 
-__all__ = ["main", "build_parser", "COMMANDS"]
+__all__ = ["main", "build_parser", "COMMANDS", "Run"]
 
-#: The subcommands, in the order of ``theorycheck --help``.
-COMMANDS = (verify, solve, landscape, train, dynamics, realdata, bench, benchmark, spec)
+#: The subcommands' parser modules, in the order of ``theorycheck --help``.
+COMMANDS = (
+    parsers.verify,
+    parsers.solve,
+    parsers.landscape,
+    parsers.train,
+    parsers.dynamics,
+    parsers.realdata,
+    parsers.bench,
+    parsers.benchmark,
+    parsers.spec,
+)
+
+
+class Run:
+    """The function a subcommand's parser calls (its ``func`` default): imports the implementation module
+    ``module`` when the command runs, then calls its ``run(args)`` (looked up at each call)."""
+
+    def __init__(self, module: str) -> None:
+        self.module = module
+
+    def __call__(self, args) -> int:
+        return importlib.import_module(self.module).run(args)
+
+    def __repr__(self) -> str:
+        return f"Run({self.module!r})"
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The ``theorycheck`` parser: one subparser per module of :data:`COMMANDS`, ``--threads`` on every leaf."""
+    """The ``theorycheck`` parser: one subparser per module of :data:`COMMANDS`, ``--threads`` on every leaf.
+    No subcommand's implementation is imported."""
     parser = OneLineParser(  # parse errors are one line, like every other error
         prog="theorycheck",
         description="Exact, certified checks of 'How Do Transformers Learn Topic Structure' (ICML 2023).",
@@ -63,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"theorycheck {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for module in COMMANDS:
-        module.add_parser(sub).set_defaults(func=module.run)
+        module.add_parser(sub).set_defaults(func=Run(module.IMPLEMENTATION))
     for leaf in leaf_parsers(parser).values():
         add_threads_flag(leaf)  # every command takes --threads
     return parser

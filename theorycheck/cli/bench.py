@@ -11,32 +11,21 @@ import time
 from pathlib import Path
 
 from .._io import prepare_output_dir, read_marker, write_marker
-from .common import add_force_flag, command
-
-DESCRIPTION = "run side-by-side ratio benchmarks (benchmarks/bench_*.py of a source checkout)"
-
-
-def add_parser(sub):
-    p = sub.add_parser("bench", help=DESCRIPTION, description=DESCRIPTION)
-    p.add_argument("names", nargs="*", help="benchmark names (e.g. stage1 attention); default: all")
-    p.add_argument("--list", action="store_true", help="list benchmark names and exit")
-    p.add_argument("--dir", default=None, help="benchmark folder (default: the checkout's benchmarks/)")
-    p.add_argument(
-        "--out",
-        default=None,
-        help="folder for the JSON results, new, empty or theorycheck's (default: the benchmark folder's results/)",
-    )
-    add_force_flag(p)
-    p.add_argument("--extra", default="", help="extra arguments passed to each script, e.g. --extra=--quick")
-    return p
+from .common import command
 
 
 def _benchmarks_dir(path) -> Path:
-    folder = Path(path) if path else Path(__file__).resolve().parents[2] / "benchmarks"
+    if path:
+        folder = Path(path)
+        if not folder.is_dir():
+            raise ValueError(f"--dir: benchmark folder {str(folder)!r} not found")
+        return folder
+    folder = Path(__file__).resolve().parents[2] / "benchmarks"  # beside the package in a source tree
     if not folder.is_dir():
         raise ValueError(
-            f"--dir: benchmark folder {str(folder)!r} not found; benchmarks live in a source checkout "
-            "(git clone) under benchmarks/, pass --dir to point at it"
+            "bench runs the developer benchmarks benchmarks/bench_*.py of a source tree (the sdist "
+            "theorycheck-<version>.tar.gz has them): unpack it and pass --dir PATH/benchmarks; the solver "
+            "benchmark of an installed theorycheck is 'theorycheck benchmark'"
         )
     return folder
 

@@ -36,7 +36,7 @@ from .._interrupt import exit_code, redeliver_swallowed_ctrl_c
 from .._io import claim_output, distinct_outputs, prepare_output_dir, write_json
 from .._validate import MissingExtra
 from ..models import GeneralTopicModel, Masking, TopicModel
-from ..population._moments import MAX_ENUMERATED_SETS
+from ..models.layout import MAX_ENUMERATED_SETS
 
 __all__ = [
     "add_model_flags",

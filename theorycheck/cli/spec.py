@@ -1,23 +1,18 @@
 """``theorycheck spec [SECTION]``: print a section of the math reference SPEC.md (:mod:`theorycheck.spec`),
-e.g. ``theorycheck spec 4.3``; without a section, the list of section numbers and titles."""
+e.g. ``theorycheck spec 4.3``; without a section, the list of section numbers and titles.
+
+A section is rendered for a terminal (:func:`theorycheck._plaintext.render`: formulas in Unicode, tables
+aligned, headings underlined); on a terminal, headings are bold (unless ``$NO_COLOR`` is set) and wide tables
+are wrapped to its width. ``--raw`` prints the Markdown and LaTeX source as SPEC.md has it."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import sys
+
 from .. import spec
-
-DESCRIPTION = "print a section of the math reference SPEC.md (e.g. 'spec 4.3'); without one, list the sections"
-
-
-def add_parser(sub):
-    p = sub.add_parser("spec", help=DESCRIPTION, description=DESCRIPTION)
-    p.add_argument(
-        "section",
-        nargs="?",
-        default=None,
-        metavar="SECTION",
-        help="section number as cited, e.g. 4.3, 4.1 D3, 4.3(a) or 11; subsections are included",
-    )
-    return p
+from .._plaintext import render
 
 
 def run(args) -> int:
@@ -27,5 +22,10 @@ def run(args) -> int:
         for number, title in titles.items():
             print(f"§{number.ljust(width)} {title}")
         return 0
-    print(spec.section(args.section), end="")
+    text = spec.section(args.section)
+    if not args.raw:
+        tty = sys.stdout.isatty()
+        color = tty and not os.environ.get("NO_COLOR")
+        text = render(text, color=color, width=shutil.get_terminal_size().columns if tty else None)
+    print(text, end="")
     return 0

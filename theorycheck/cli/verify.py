@@ -22,57 +22,13 @@ from ..report import (
     write_report,
 )
 from ..report.explore import explore_claims, format_explore, write_explore_report
-from ..report.runner import RunInterrupted
+from ..report.runner import RunInterrupted, start_pool_server
 from .common import (
-    add_jobs_flag,
-    add_json_flag,
-    add_no_figures_flag,
-    add_out_flags,
-    add_quiet_flag,
-    add_scheduler_flag,
-    add_seed_flag,
     command,
     json_path,
     write_json_summary,
 )
-
-#: The largest ``verify --explore N`` accepted (checked before any work): N configurations per claim.
-MAX_EXPLORE = 100_000
-
-DESCRIPTION = "run every registered claim (SPEC §6) and write the report"
-
-
-def add_parser(sub):
-    p = sub.add_parser("verify", help=DESCRIPTION, description=DESCRIPTION)
-    add_out_flags(p, "theorycheck-report", "report folder")
-    p.add_argument("--only", default=None, help="comma-separated globs/substrings of claim ids")
-    p.add_argument("--list", action="store_true", help="list claim ids and exit")
-    add_no_figures_flag(p)
-    add_quiet_flag(p)
-    p.add_argument(
-        "--full", action="store_true", help="also run the long and multi-seed checks (each claim's full_params)"
-    )
-    add_jobs_flag(p)
-    p.add_argument("--no-cache", action="store_true", help="recompute every check (results are still stored)")
-    add_scheduler_flag(p, "the checks")
-    p.add_argument(
-        "--explore",
-        type=int,
-        default=None,
-        metavar="N",
-        help="check N configurations per claim drawn from its domain; shrink a failure to a minimal counterexample "
-        f"(1 to {MAX_EXPLORE:,})",
-    )
-    add_seed_flag(p, 0, "seed of --explore (same seed, same configurations)")
-    add_json_flag(p, "the results (results.json of the report)")
-    p.add_argument(
-        "--claims",
-        action="append",
-        default=[],
-        metavar="PATH",
-        help="also run your claim modules: a .py file defining CLAIM or CLAIMS, or a folder of them (repeatable)",
-    )
-    return p
+from .parsers.verify import MAX_EXPLORE
 
 
 def run(args) -> int:
@@ -85,6 +41,8 @@ def run(args) -> int:
     tier = "full" if args.full else "default"
     cache = ResultCache(read=not args.no_cache)
     partial = None
+    if jobs > 1 and args.scheduler is None and args.only is None:  # every claim: a pool is all but certain
+        start_pool_server()  # its import of the claims overlaps ours and the hashing of their sources
     with scheduler_executor(args.scheduler) as executor:  # a bad or unreachable --scheduler fails first, in seconds
         registry = collect(args.claims)
         claims, skipped = select_claims(registry.claims, args.only), registry.skipped
@@ -104,8 +62,21 @@ def run(args) -> int:
     )
     for reason in skipped:
         print(f"note: {reason}")
+    reused = sum(r.cached is not None for r in rows)
+    if reused:
+        print(
+            f"note: {reused} of {len(rows)} checks reused from the result cache {cache.directory} (rows marked *); "
+            "--no-cache recomputes them"
+        )
     out = write_report(
-        rows, out, figures=not args.no_figures, skipped=skipped, force=args.force, command=command(args), tier=tier
+        rows,
+        out,
+        figures=not args.no_figures,
+        skipped=skipped,
+        force=args.force,
+        command=command(args),
+        tier=tier,
+        jobs=jobs,
     )
     write_json_summary(json_file, json.loads((out / "results.json").read_text()))
     if partial is not None:

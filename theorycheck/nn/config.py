@@ -11,7 +11,9 @@ object keeps its previous value. Cross-object constraints (``model.V1 == T v + 1
 :class:`theorycheck.nn.Trainer` calls before any work. ``cfg.replace(steps=60)`` (or
 ``dataclasses.replace``) returns a validated copy.
 
-:func:`config_hash` and :func:`config_diff` identify a configuration for safe resume.
+:func:`config_hash` and :func:`config_diff` identify a configuration for safe resume. :data:`GRID_PRESET`,
+:data:`MAX_CELLS` and :data:`MAX_GRID_STEPS` bound a stage grid (:func:`theorycheck.nn.stage_grid`); they live here,
+in a module without the trainer, so that the command line states them in its help without importing it.
 """
 
 from __future__ import annotations
@@ -29,10 +31,27 @@ from .._io import dumps_json
 from .._validate import check_choice, check_int, check_loss, check_real
 from ..models import GeneralTopicModel, Masking, TopicModel, check_models
 
-__all__ = ["DataConfig", "ModelConfig", "OptimConfig", "TrainConfig", "PARAM_NAMES", "config_hash", "config_diff"]
+__all__ = [
+    "DataConfig",
+    "ModelConfig",
+    "OptimConfig",
+    "TrainConfig",
+    "PARAM_NAMES",
+    "config_hash",
+    "config_diff",
+    "GRID_PRESET",
+    "MAX_CELLS",
+    "MAX_GRID_STEPS",
+]
 
 #: Parameter names that can be listed in ``ModelConfig.train``.
 PARAM_NAMES = ("W_E", "W_K", "W_Q", "W_V", "W_dec", "b_dec")
+
+#: the preset every cell of a stage grid starts from (:func:`theorycheck.nn.stage_grid`)
+GRID_PRESET = "two-stage"
+#: the most cells and steps per cell a stage grid accepts (checked before any work)
+MAX_CELLS = 400
+MAX_GRID_STEPS = 100_000
 
 
 class _Validated:

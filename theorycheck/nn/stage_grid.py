@@ -23,17 +23,12 @@ from tqdm.auto import tqdm
 
 from .._dask import resolve_executor
 from .._validate import check_int, check_real
-from .config import ModelConfig, TrainConfig
+from .config import GRID_PRESET, MAX_CELLS, MAX_GRID_STEPS, ModelConfig, TrainConfig
 from .presets import preset
 from .trainer import Trainer, TrainingDiverged, run_stages
 
 __all__ = ["GRID_PRESET", "MAX_CELLS", "MAX_GRID_STEPS", "GRID_COLUMNS", "check_grid", "grid_config", "stage_grid"]
 
-#: the preset every cell starts from
-GRID_PRESET = "two-stage"
-#: the most cells and steps per cell accepted (checked before any work)
-MAX_CELLS = 400
-MAX_GRID_STEPS = 100_000
 #: the columns of a grid row, in table order
 GRID_COLUMNS = (
     "lr",

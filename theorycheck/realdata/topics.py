@@ -22,11 +22,9 @@ from scipy.sparse import csr_matrix
 
 from .._validate import check_choice, check_int, check_real
 from ._deps import require
+from .config import BACKENDS, METHODS
 
 __all__ = ["TopicFit", "WordTopics", "fit_lda", "assign_topics"]
-
-BACKENDS = ("sklearn", "gensim")
-METHODS = ("top_fraction", "threshold")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 A check (one claim on one parameter set) is keyed by the SHA-256 of
 
 - the claim id and its parameters (canonical JSON);
+- the user running it (:func:`cache_user`);
 - the package version and the versions of Python, NumPy, SciPy and Numba;
 - the source of every module the claim's functions live in (a user's claim file, an installed plugin's
   module) and, transitively, of every module those
@@ -14,11 +15,17 @@ Editing the claim module or any library module it reaches therefore changes the 
 import statement over-approximates what a check uses: a cache hit may be missed, never trusted wrongly.
 Data files read at run time are not hashed.
 
-The cache lives in ``$THEORYCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/theorycheck``, else
-``~/.cache/theorycheck`` (:func:`cache_dir`); never in a report folder. One JSON file per check,
-written atomically (:func:`theorycheck._io.write_json`); floats, non-finite values and arrays
-(``ClaimResult.data``, for figures) are stored losslessly. An entry that cannot be read, or does
-not match its key, is ignored with a :class:`CacheWarning` and the check reruns.
+The cache lives under ``$THEORYCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/theorycheck``, else
+``~/.cache/theorycheck`` (:func:`cache_dir`), in one folder per user and package version,
+``verify/<user>/<version>/`` (``ResultCache.directory``); never in a report folder. Results are
+never shared between users or versions: besides the folder and the key, an entry records both and is
+reused only if they match and, on POSIX, only if its file belongs to the user running (a cache folder
+shared by several users, e.g. one ``$HOME`` or ``$XDG_CACHE_HOME`` on a shared machine, is safe).
+``theorycheck verify`` says on one line how many checks it reused and from where (``--no-cache``
+recomputes them). One JSON file per check, written atomically (:func:`theorycheck._io.write_json`);
+floats, non-finite values and arrays (``ClaimResult.data``, for figures) are stored losslessly. An entry
+that cannot be read, or does not match its key, is ignored with a :class:`CacheWarning` and the check
+reruns.
 """
 
 from __future__ import annotations
@@ -26,15 +33,22 @@ from __future__ import annotations
 import ast
 import base64
 import datetime as _dt
+import getpass
 import hashlib
 import importlib.util
 import json
 import math
 import os
+import re
 import sys
 import sysconfig
 import warnings
 from pathlib import Path
+
+try:
+    import pwd  # POSIX only
+except ImportError:  # pragma: no cover (Windows)
+    pwd = None  # type: ignore[assignment]
 
 import numba
 import numpy as np
@@ -44,12 +58,12 @@ from .._io import dumps_json, write_json
 from .._version import __version__
 from .claims import Claim, ClaimResult
 
-__all__ = ["ENV_VAR", "CacheWarning", "ResultCache", "cache_dir", "check_key", "SourceHasher"]
+__all__ = ["ENV_VAR", "CacheWarning", "ResultCache", "cache_dir", "cache_user", "check_key", "SourceHasher"]
 
 #: Environment variable overriding the cache folder.
 ENV_VAR = "THEORYCHECK_CACHE_DIR"
 
-_FORMAT = 1
+_FORMAT = 2  # 2: keyed and filed by user and version
 _OWN_ROOTS = ("theorycheck", "proofs_numeric")
 
 
@@ -63,6 +77,32 @@ def cache_dir() -> Path:
         return Path(os.environ[ENV_VAR]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "theorycheck"
+
+
+def _uid() -> int | None:
+    """The real user id of this process (``None`` where the OS has none, e.g. Windows)."""
+    return os.getuid() if hasattr(os, "getuid") else None
+
+
+def cache_user() -> str:
+    """The user the cache is kept for: the login name of this process's user id (POSIX; ``uid<N>`` when the
+    id has no name, e.g. in a container), else :func:`getpass.getuser`. Environment variables such as
+    ``$USER`` are not trusted (two users may share them)."""
+    uid = _uid()
+    if uid is None:
+        try:
+            return getpass.getuser()
+        except Exception:  # no user name in the environment (getpass raises OSError or KeyError)
+            return "unknown"
+    try:
+        return pwd.getpwuid(uid).pw_name  # type: ignore[union-attr]  # pwd exists where getuid does
+    except (AttributeError, KeyError):
+        return f"uid{uid}"
+
+
+def _folder_name(text: str) -> str:
+    """``text`` as one safe path component."""
+    return re.sub(r"[^A-Za-z0-9._-]", "_", text) or "_"
 
 
 def _third_party_dirs() -> tuple[str, ...]:
@@ -183,6 +223,7 @@ def check_key(claim: Claim, params: dict, hasher: SourceHasher | None = None) ->
     hasher = hasher or SourceHasher()
     payload = {
         "format": _FORMAT,
+        "user": cache_user(),
         "claim": claim.id,
         "params": params,
         "environment": _environment(),
@@ -240,27 +281,39 @@ _OPTIONAL_FIELDS = ("label",)
 
 
 class ResultCache:
-    """One JSON file per check under ``directory / "verify"`` (default :func:`cache_dir`).
+    """One JSON file per check under ``root / "verify" / <user> / <version>`` (``root``: default
+    :func:`cache_dir`): ``directory``, which also holds the measured seconds (``timings.json``).
 
     ``read=False`` (``verify --no-cache``): nothing is reused, fresh results are still stored.
     """
 
     def __init__(self, directory: str | os.PathLike | None = None, *, read: bool = True):
-        self.directory = Path(directory).expanduser() if directory is not None else cache_dir()
+        #: The cache's root folder (``$THEORYCHECK_CACHE_DIR`` or its defaults).
+        self.root = Path(directory).expanduser() if directory is not None else cache_dir()
+        #: The user and package version this cache serves.
+        self.user, self.version = cache_user(), __version__
+        #: This user's and version's folder: the entries and ``timings.json``.
+        self.directory = self.root / "verify" / _folder_name(self.user) / _folder_name(self.version)
         self.read = bool(read)
 
     def _path(self, key: str) -> Path:
-        return self.directory / "verify" / f"{key}.json"
+        return self.directory / f"{key}.json"
 
     def get(self, key: str, claim_id: str):
-        """``(ClaimResult, seconds, created)`` of a valid entry, else ``None`` (a bad one warns)."""
+        """``(ClaimResult, seconds, created)`` of a valid entry of this user and version, else ``None`` (a bad
+        one warns; a file of another user is not read)."""
         path = self._path(key)
         if not self.read or not path.exists():
+            return None
+        uid = _uid()
+        if uid is not None and path.stat().st_uid != uid:  # written by another user: never reused
             return None
         try:
             entry = json.loads(path.read_text())
             if entry.get("key") != key or entry.get("claim") != claim_id or entry.get("format") != _FORMAT:
                 raise ValueError("key, claim or format does not match the file name")
+            if entry.get("user") != self.user or entry.get("version") != self.version:
+                raise ValueError(f"written by user {entry.get('user')!r}, version {entry.get('version')!r}")
             if entry.get("digest") != _digest(entry["result"]):
                 raise ValueError("content does not match its checksum")
             r = _decode(entry["result"])
@@ -280,7 +333,8 @@ class ResultCache:
         except _Unencodable:
             return False
         created = _dt.datetime.now(_dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        entry = {"format": _FORMAT, "key": key, "claim": claim_id, "created": created, "seconds": seconds}
+        entry = {"format": _FORMAT, "key": key, "claim": claim_id, "user": self.user, "version": self.version}
+        entry.update(created=created, seconds=seconds)
         entry["result"] = enc
         entry["digest"] = _digest(enc)
         return self._write(self._path(key), entry)

@@ -56,6 +56,8 @@ __all__ = [
     "run_claims",
     "default_jobs",
     "process_pool",
+    "start_pool_server",
+    "close_pool",
     "POOL_MIN_SECONDS",
 ]
 
@@ -156,17 +158,25 @@ def _init_worker(numba_threads: int) -> None:
     numba.set_num_threads(max(1, min(numba_threads, numba.config.NUMBA_NUM_THREADS)))  # type: ignore[attr-defined]  # set at numba import
 
 
-def process_pool(jobs: int):
-    """A ``forkserver`` :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers set up for claims."""
+def start_pool_server():
+    """Start the ``forkserver`` the pools of :func:`process_pool` fork their workers from, if it is not running; its
+    import of the claims (seconds) then runs in parallel with this process. ``theorycheck verify`` calls it before
+    it collects the claims and hashes their sources. Returns the multiprocessing context."""
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["proofs_numeric", "theorycheck.report.runner"])
-    numba_threads = max(1, default_jobs() // jobs)
     with sigint_ignored():  # the forkserver (and the workers it forks) leave Ctrl-C to this process
         forkserver.ensure_running()
+    return ctx
+
+
+def process_pool(jobs: int):
+    """A ``forkserver`` :class:`~concurrent.futures.ProcessPoolExecutor` of ``jobs`` workers set up for claims."""
+    ctx = start_pool_server()
+    numba_threads = max(1, default_jobs() // jobs)
     return ProcessPoolExecutor(max_workers=jobs, mp_context=ctx, initializer=_init_worker, initargs=(numba_threads,))
 
 
-def _close_pool(pool, interrupted: bool) -> None:
+def close_pool(pool, interrupted: bool) -> None:
     """Shut down a pool of :func:`process_pool`; after Ctrl-C or SIGTERM its workers are ended at once (the checks
     they run are not waited for, :func:`theorycheck._interrupt.stop_pool`)."""
     stop_pool(pool, interrupted)
@@ -174,7 +184,7 @@ def _close_pool(pool, interrupted: bool) -> None:
 
 def _cancel(futures, ours: bool) -> None:
     """After Ctrl-C: the futures of a caller's executor are cancelled; a pool of ours is stopped whole instead
-    (:func:`_close_pool`: cancelled futures would make its manager thread raise ``InvalidStateError``)."""
+    (:func:`close_pool`: cancelled futures would make its manager thread raise ``InvalidStateError``)."""
     if not ours:
         for fut in futures:
             fut.cancel()
@@ -326,7 +336,7 @@ def run_claims(
         raise RunInterrupted([rows[i] for i in sorted(rows)], len(checks)) from None
     finally:
         if pool is not None and pool is not executor:
-            _close_pool(pool, interrupted)
+            close_pool(pool, interrupted)
         bar.close()
     if cache is not None:
         measured: dict[str, float] = {}
