@@ -322,7 +322,7 @@ def run_benchmark(
         if not cells or len(declined) == len(cells):
             why = "; ".join(sorted(set(declined.values()))) or "no size level in the ladders"
             raise ValueError(f"no (problem, size, solver) combination applies ({why})")
-        reference = reference_workload()
+        reference, machine = reference_workload(), _machine()  # the machine as the runs start
         records, info = _run_cells(out, command, cells, declined, budget, max_evals, jobs, dask_ex, progress, rerun)
     meta = {
         "command": command,
@@ -336,7 +336,7 @@ def run_benchmark(
         "scheduler": _address(scheduler),
         "elapsed": info["elapsed"],
         "not_applicable": sum(r["status"] == "not applicable" for r in records),
-        "machine": _machine(),
+        "machine": machine,
         "reference": reference,
     }
     return _finish(records, info, meta, doc, compare_archive, archive)
