@@ -87,3 +87,22 @@ def test_compare_archive_ranks_a_user_solver_without_rerunning_the_builtins(run,
     # without a solver of the user's there is nothing to compare
     assert main(["benchmark", "--compare-archive", "--out", str(tmp_path / "x")]) == 2
     assert "--solver" in capsys.readouterr().err
+
+
+def test_the_shipped_archive_covers_the_default_set_with_the_current_builtins():
+    """The package's archive: the default set's instances (every problem at its default levels, one start),
+    the default built-in solvers, a reference workload, and records the statistics accept. A built-in whose code
+    changed since is not an error (the report flags it), but the archive then needs remaking: this test says so."""
+    from theorycheck.problems._registry import match
+    from theorycheck.problems._run import DEFAULT, DEFAULT_SOLVERS, plan
+    from theorycheck.problems._solvers import solver_fingerprint
+
+    doc = load_archive()
+    cells, _ = plan(match(None), DEFAULT_SOLVERS, "default", 1)
+    want = {(c.problem, c.size["T"], c.repeat) for c in cells}
+    have = {(r["problem"], json.loads(r["size"])["T"], r["repeat"]) for r in doc["records"]}
+    assert want == have and doc["budget_seconds"] == DEFAULT["budget"] and doc["reference"]["seconds"] > 0
+    assert {r["solver"] for r in doc["records"]} == set(DEFAULT_SOLVERS)
+    stale = [s for s, fp in doc["solvers"].items() if fp != solver_fingerprint(s)]
+    assert not stale, f"built-in solvers changed since the archive was made: {stale}; remake it (guide)"
+    assert S.summary_table(doc["records"], 1e-8)  # records the statistics accept
