@@ -334,7 +334,7 @@ class ModelConfig:
         """float64 entries alive at once in a :class:`~theorycheck.nn.Transformer` of this configuration: every
         parameter and its gradient, ``optimizer_states`` more per trained parameter (Adam: 2), the largest
         parameter once more (its initial value before it is stored) and, for a one-hot embedding, the ``V1 x V1``
-        identity table a forward pass builds. The memory guard's input (:func:`theorycheck._memory.check_alloc`)."""
+        identity table a forward pass builds. The memory guard's input (``theorycheck._memory.check_alloc``)."""
         sizes = {name: math.prod(shape) for name, shape in self.param_shapes().items()}
         trained = sum(n for name, n in sizes.items() if name.rsplit(".", 1)[-1] in self.train)
         total = 2 * sum(sizes.values()) + optimizer_states * trained + max(sizes.values())

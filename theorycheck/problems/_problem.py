@@ -153,7 +153,7 @@ class Problem:
     def project(self, x) -> np.ndarray:
         """Euclidean (Frobenius) projection of ``x`` onto the feasible set: ``x`` itself when unconstrained.
 
-        Constrained families override it (``"psd"``: :func:`project_psd`); the built-in first-order
+        Constrained families override it (``"psd"``: ``project_psd``); the built-in first-order
         solvers call it after every step.
         """
         if self.constraint is None:

@@ -312,7 +312,7 @@ def load_solver(spec: str):
     """A solver callable from a built-in name, an entry-point name or ``path/file.py:function``.
 
     Imports the solver's module (user code runs). Unknown names raise ``ValueError`` naming the closest; a
-    file that fails to import names the file and the error. :func:`check_solver` checks a name without
+    file that fails to import names the file and the error. ``check_solver`` checks a name without
     importing anything.
     """
     if spec in SOLVERS:

@@ -32,7 +32,7 @@ EXTRA_MODULES = {
 
 
 class MissingExtraError(MissingExtra):
-    """An optional dependency of :mod:`theorycheck.realdata` is not installed (a :class:`MissingExtra`)."""
+    """An optional dependency of :mod:`theorycheck.realdata` is not installed (a ``theorycheck._validate.MissingExtra``, an :class:`ImportError`)."""
 
 
 def require(module: str, purpose: str = "theorycheck.realdata"):
