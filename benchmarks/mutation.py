@@ -325,10 +325,14 @@ CLAIM_TESTS = {
     "tolerance-loosened": "general.landscape-grid or loosened",
     "identity-edge": "attention.identity-optimum",
 }
+#: Issue 36: the test files of a mutant whose area has none in AREA_TESTS (``--tests`` runs these instead).
+EXTRA_TESTS = {"identity-edge": ("test_search_edges",)}
 
 
 def tests_of(m: Mutant) -> tuple[list[str], str | None]:
     """``(test files, -k expression or None)`` of a mutant (:data:`AREA_TESTS`, :data:`CLAIM_TESTS`)."""
+    if m.name in EXTRA_TESTS:  # a test file written for it (the claim's cases of test_claims.py are verify's)
+        return [f"tests/{f}.py" for f in EXTRA_TESTS[m.name]], None
     if m.name in CLAIM_TESTS:
         return ["tests/test_claims.py"], CLAIM_TESTS[m.name]
     area = m.name.split("-")[0]

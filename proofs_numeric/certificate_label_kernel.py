@@ -10,11 +10,19 @@ exact arithmetic at realistic sizes, not only tiny ones).
    sums of the value and the gradient must contain the exact sums of the same formulas (each pair in exact
    rationals, :class:`fractions.Fraction`; the sum in 400-bit mpmath, 1e-120 relative) and be at most
    :data:`WIDTH_TOL` = 1e-12 relative wide (an enclosure, not the whole line).
-2. **The certificate.** On a smaller Zipf model (T = 3, v = 2, tau = 2, default masking) the label certificate
+2. **The primitives at size.** The kernel's accumulation step (``_acc``: every addition of its sums) on 2,000
+   additions of realistic magnitudes, and the interval sum ``isum`` of the coefficient tables over four arrays of
+   3,001 terms that cancel (the float sum loses every digit), each against exact rationals: every result must be
+   enclosed (an end rounded to nearest instead of outward misses about half the time; an error bound from ``|sum x|``
+   instead of ``sum |x|`` misses under cancellation). End to end (item 1) such a lost rounding step stays inside the
+   slack of the other operations, so it is checked here, where it is visible.
+3. **The certificate.** On a smaller Zipf model (T = 3, v = 2, tau = 2, default masking) the label certificate
    (status 0; the float solve started at (2, -1), the certificate is over all of R^2) satisfies
    ``lower <= min over a 21 x 21 grid of the dense float loss`` (:func:`attention_loss` on
    ``S = alpha I_w + beta Z``, around the optimum; allowance :data:`FLOAT_TOL` = 1e-12 for the dense loss's rounding)
-   and ``upper >= lower``; the returned ``fun`` equals the dense loss at the returned point within ``FLOAT_TOL``.
+   and ``upper >= lower``; the returned ``fun`` equals the dense loss at the returned point within ``FLOAT_TOL``. The
+   branch and bound on the score box around the optimum stopped by a budget of 40 boxes evaluates at most 40 boxes
+   (its documented guarantee) and its lower bound is still below the grid minimum.
 
 Falsifier: the kernel's value enclosure narrowed to its midpoint (the rounding allowance dropped); at this size the
 exact sum then lies outside it (the float sum is off by about 1e-15 relative, ~5 ulps).
@@ -32,9 +40,10 @@ from theorycheck.analysis.landscape import family_scores
 from theorycheck.population import attention_loss
 from theorycheck.report.claims import Claim, compare_all, compare_close, compare_greater
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
-from theorycheck.solvers.attention._interval_label import LabelLoss
-from theorycheck.solvers.attention._interval_scores import packed_chunks
-from theorycheck.solvers.attention._interval_scores_kernel import score_sums
+from theorycheck.solvers.attention._interval_label import LabelLoss, isum
+from theorycheck.solvers.attention._interval_scores import packed_chunks, score_loss
+from theorycheck.solvers.attention._interval_scores_kernel import _acc, score_sums
+from theorycheck.solvers.attention._interval_vec import IVec, branch_and_bound
 
 WIDTH_TOL = 1e-12
 FLOAT_TOL = 1e-12
@@ -93,6 +102,38 @@ def kernel_check(inject: dict) -> dict:
     return {"pairs": int(coef.shape[0]), "miss": miss, "width": width, "exact value sum": float(tot[0])}
 
 
+#: Additions checked one by one (the kernel's accumulation ``_acc``) and length of the cancelling interval sums.
+N_ACC, N_SUM = 2000, 1500
+#: The branch and bound's box budget in the budget check.
+BUDGET = 40
+
+
+def primitives_check(seed: int = 0) -> dict:
+    """The accumulation step of the kernel's sums and the numpy interval sum ``isum`` against exact rationals: each
+    of :data:`N_ACC` additions of realistic magnitudes (partial sums up to 1e3, terms 1e-6 .. 1) must enclose its exact
+    result (a rounded-to-nearest end is outside about half the time); ``isum`` over four arrays of ``2 N_SUM + 1``
+    terms that cancel (the float sum loses every digit) must enclose the exact sum."""
+    rng = np.random.default_rng(seed)
+    miss = 0
+    s = np.zeros(2)
+    for _ in range(N_ACC):
+        lo = float(rng.uniform(1.0, 1e3))
+        x = float(10.0 ** rng.uniform(-6, 0))
+        s[0] = s[1] = lo
+        _acc(s, 0, x, x)
+        exact = Fraction(lo) + Fraction(x)
+        miss += not (Fraction(float(s[0])) <= exact <= Fraction(float(s[1])))
+    sum_miss = 0
+    for _ in range(4):
+        a = rng.uniform(-1.0, 1.0, N_SUM)
+        a = np.concatenate([a, -a[::-1] * (1 + 2.0**-52), [1e-17]])  # cancels to ~1e-15 (terms up to 1)
+        rng.shuffle(a)
+        t = isum(IVec(a, a), 0)
+        exact = sum((Fraction(float(x)) for x in a), Fraction(0))
+        sum_miss += not (Fraction(float(t.lo)) <= exact <= Fraction(float(t.hi)))
+    return {"acc misses": int(miss), "isum misses": int(sum_miss)}
+
+
 def certificate_check() -> dict:
     mk = Masking()
     g = GeneralTopicModel.zipf(3, 2, 1.0, tau=2)
@@ -105,16 +146,38 @@ def certificate_check() -> dict:
     grid = [float(attention_loss(family_scores(a, b, Z), W, g, mk))
             for a in np.linspace(a0 - 1, a0 + 1, 21) for b in np.linspace(b0 - 1, b0 + 1, 21)]  # fmt: skip
     c = r.certificate
+    # the branch and bound on the score box around the optimum with a budget of BUDGET boxes (s = alpha + beta)
+    f = optimal_value_matrix(g, mk, options={"dense": False}).x
+    LL = LabelLoss(g, mk, f.left, f.right, False)
+    xs = np.array([a0 + b0, b0])
+    q = [(xs[0] - 1.0, xs[0] + 1.0), (xs[1] - 1.0, xs[1] + 1.0)]
+    lo_b, up_b, _, n_boxes, _ = branch_and_bound(q, None, None, lambda z: score_loss(LL, z), offset=0.0, tol=1e-9,
+                                                 max_boxes=BUDGET, x0=xs, one_point=True)  # fmt: skip
     return {"status": r.status, "lower": c["lower"], "upper": c["upper"], "grid_min": min(grid),
-            "fun_error": abs(r.fun - float(attention_loss(family_scores(a0, b0, Z), W, g, mk)))}  # fmt: skip
+            "fun_error": abs(r.fun - float(attention_loss(family_scores(a0, b0, Z), W, g, mk))),
+            "budget boxes": int(n_boxes), "budget lower": lo_b, "budget upper": up_b}  # fmt: skip
 
 
 def check(params: dict, inject: dict | None = None):
     inject = inject or {}
     k = kernel_check(inject)
+    p = primitives_check()
     c = certificate_check()
     return compare_all(
         [
+            compare_close(
+                p["acc misses"] + p["isum misses"],
+                0,
+                0.5,
+                label="kernel accumulation and interval sums enclose exact rational results",
+                details=p,
+            ),
+            compare_close(
+                max(c["budget boxes"] - BUDGET, 0), 0, 0.5, label=f"branch and bound within its budget ({BUDGET} boxes)"
+            ),
+            compare_greater(
+                c["grid_min"] + FLOAT_TOL - c["budget lower"], 0.0, label="budget-stopped lower <= dense grid min"
+            ),
             compare_close(k["miss"], 0.0, 0.0, label="kernel sums enclose the exact sums (1,500 pairs)", details=k),
             compare_greater(WIDTH_TOL - k["width"], 0.0, label="kernel enclosure width < 1e-12 relative"),
             compare_close(c["status"], 0, 0.5, label="label certificate status 0", details=c),

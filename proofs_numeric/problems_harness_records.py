@@ -8,12 +8,12 @@ problem's own ``f`` and ``grad`` on the same iterates outside any harness. Check
 
 1. a run with room to spare: status ``ok``, credited; ``nfev = ngev = STEPS``, ``evals = 2 STEPS``; the answer's
    ``f`` and ``subopt_rel = (f - f*) / |f*|`` (``f*`` the certificate's upper end), ``f0``; every kept trace point's
-   ``f`` equals the replay's ``f`` at the iterate of that evaluation (``f`` call ``2k + 1`` and ``grad`` call
-   ``2k + 2`` see iterate ``k``), the first evaluation is kept, and consecutive kept points are at most
-   ``2 E / keep`` evaluations apart (``E`` the last kept count: the geometric thinning's stride; near the start
-   the gaps are that stride too, so "within a relative 1/keep of any evaluation count" in the oracle's docstring
-   holds relative to the run's length, not to each count); ``evals_to_<tol>`` equal the credit rule recomputed
-   from the trace;
+   ``f`` and ``subopt_rel`` (relative error of the suboptimality itself) equal the replay's at the iterate of that
+   evaluation (``f`` call ``2k + 1`` and ``grad`` call ``2k + 2`` see iterate ``k``), the first evaluation is kept,
+   and consecutive kept points are at most ``2 E / keep`` evaluations apart (``E`` the last kept count: the geometric
+   thinning's stride; near the start the gaps are that stride too, so "within a relative 1/keep of any evaluation
+   count" in the oracle's docstring holds relative to the run's length, not to each count); ``evals_to_<tol>`` equal
+   the credit rule recomputed from the trace;
 2. the evaluation budget exactly at its limit (``max_evals = 2 m + 1``): the ``(2 m + 1)``-th evaluation is allowed,
    the next is refused; the record has status ``budget``, ``evals = 2 m + 1`` (``m + 1`` f calls, ``m`` grad
    calls) and the answer is the last reported iterate ``x_m``;
@@ -68,6 +68,12 @@ def _rel(a, b) -> float:
     return abs(a - b) / max(1.0, abs(b))
 
 
+def _rel_sub(got: float, f: float, f_star: float) -> float:
+    """Relative error of a suboptimality against ``(f - f*) / |f*|`` (floor 1e-12: near the optimum it is rounding)."""
+    ref = (f - f_star) / abs(f_star)
+    return abs(got - ref) / max(abs(ref), 1e-12)
+
+
 def _record(problem, cert, budget, max_evals, shift):
     cell = Cell(PROBLEM, SIZE, "gd", 0)
     x0 = problem.start(0)
@@ -100,6 +106,10 @@ def check(params: dict, inject: dict | None = None):
     errs = {"answer f": _rel(rec["f"], fs[-1]), "f0": _rel(rec["f0"], fs[0])}
     errs["answer subopt_rel"] = _rel(rec["subopt_rel"], (fs[-1] - f_star) / abs(f_star))
     errs["trace f"] = max(_rel(p["f"], fs[(int(p["evals"]) - 1) // 2]) for p in rec["trace"])
+    # suboptimality relative to the certificate's f* (relative error of the suboptimality itself: early points are
+    # far from f*, where a wrong scale shows)
+    errs["trace subopt_rel"] = max(_rel_sub(p["subopt_rel"], fs[(int(p["evals"]) - 1) // 2], f_star)
+                                   for p in rec["trace"])  # fmt: skip
     counts = {"status": rec["status"] == "ok" and rec["credited"], "nfev": rec["nfev"] == STEPS,
               "ngev": rec["ngev"] == STEPS, "evals": rec["evals"] == rec["answer_evals"] == 2 * STEPS,
               "first kept": rec["trace"][0]["evals"] == 1}  # fmt: skip

@@ -4,7 +4,7 @@ statistics of the benchmark checked against an independent computation).
 
 The records (:func:`synthetic_records`, seeded): 3 solvers x 2 problems x 2 sizes x 4 repeats with random statuses
 (credited ``ok`` / ``budget`` and every failure kind, ``not applicable``, some runs missing), traces of random
-length with NaN levels, answers that meet or miss the targets, unknown evaluation counts. Brute force, one loop per
+length with NaN levels and points exactly at a target, answers that meet or miss the targets, unknown evaluation counts. Brute force, one loop per
 definition (module docstring of ``_stats`` and the papers it cites):
 
 - the credit rule ``RT(tol)`` for every record, target and measure;
@@ -62,6 +62,8 @@ def synthetic_records(seed: int) -> list[dict]:
                     sub = np.minimum.accumulate(10.0 ** rng.uniform(-10, 1, size=k)) * rng.uniform(0.5, 2.0, size=k)
                     sub[rng.random(k) < 0.1] = np.nan
                     viol = np.where(rng.random(k) < 0.3, 10.0 ** rng.uniform(-12, -2, size=k), 0.0)
+                    tie = rng.random(k) < 0.2  # points exactly at a target (a hit: level <= tol)
+                    sub[tie], viol[tie] = rng.choice(TARGETS, size=int(tie.sum())), 0.0
                     trace = [{"t": float(t[j]), "evals": float(evals[j]), "subopt_rel": _none(sub[j]),
                               "violation": float(viol[j]), "f": f_star * (1 + float(np.nan_to_num(sub[j], nan=9.0)))}
                              for j in range(k)]  # fmt: skip
