@@ -329,6 +329,16 @@ CLAIM_TESTS = {
 EXTRA_TESTS = {"identity-edge": ("test_search_edges",)}
 
 
+#: Tests left out of ``--tests`` runs, each with its reason (a test that fails for another cause than the mutant would
+#: count it as caught).
+DESELECT = {
+    "tests/test_benchmark_sealed.py::test_interrupting_the_benchmark_kills_every_run_process": (
+        "timing-dependent (it interrupts a live benchmark): failed in the issue-36 run under load 5-9 for four harness "
+        "mutants it does not exercise, and passes in a copy of the checkout with such a mutant applied"
+    ),
+}
+
+
 def tests_of(m: Mutant) -> tuple[list[str], str | None]:
     """``(test files, -k expression or None)`` of a mutant (:data:`AREA_TESTS`, :data:`CLAIM_TESTS`)."""
     if m.name in EXTRA_TESTS:  # a test file written for it (the claim's cases of test_claims.py are verify's)
@@ -402,6 +412,7 @@ def run_mutant_tests(root: Path, m: Mutant, timeout: float) -> dict:
     original = _apply(root, m)
     env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(root / ".numba-cache"))
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *files]
+    cmd += [a for t in DESELECT for a in ("--deselect", t)]
     cmd += ["-k", kexpr] if kexpr else []
     t0 = time.perf_counter()
     try:
