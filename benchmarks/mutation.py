@@ -301,7 +301,7 @@ AREA_TESTS = {
     "structured": ("test_structured_attention", "test_general_api"),
     "fused": ("test_nn_factored",),
     "empirical": ("test_empirical_seeds",),
-    "io": ("test_output_safety", "test_user_files", "test_io"),
+    "io": ("test_output_safety", "test_user_files", "test_io", "test_edge_cases"),
 }  # fmt: skip
 #: Issue 36: ``verify --only`` of each new area (``--area-claims``): the claims that read the area's code, a lower
 #: bound on what the full default tier catches (each takes a few seconds instead of the tier's minutes).
@@ -327,7 +327,7 @@ CLAIM_TESTS = {
     "identity-edge": "attention.identity-optimum",
 }
 #: Issue 36: the test files of a mutant whose area has none in AREA_TESTS (``--tests`` runs these instead).
-EXTRA_TESTS = {"identity-edge": ("test_search_edges",)}
+EXTRA_TESTS = {"identity-edge": ("test_edge_cases",)}
 
 
 #: Tests left out of ``--tests`` runs, each with its reason (a test that fails for another cause than the mutant would
