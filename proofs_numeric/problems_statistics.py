@@ -3,9 +3,9 @@ a brute-force computation written here from the definitions, on synthetic record
 statistics of the benchmark checked against an independent computation).
 
 The records (:func:`synthetic_records`, seeded): 3 solvers x 2 problems x 2 sizes x 4 repeats with random statuses
-(credited ``ok`` / ``budget`` and every failure kind, ``not applicable``, some runs missing), traces of random
-length with NaN levels and points exactly at a target, answers that meet or miss the targets, unknown evaluation counts. Brute force, one loop per
-definition (module docstring of ``_stats`` and the papers it cites):
+(credited ``ok`` / ``budget`` and every failure kind, ``not applicable``, some runs missing), traces of random length
+with NaN levels and points exactly at a target, answers that meet or miss the targets, unknown evaluation counts.
+Brute force, one loop per definition (module docstring of ``_stats`` and the papers it cites):
 
 - the credit rule ``RT(tol)`` for every record, target and measure;
 - Dolan-Moré performance profiles ``rho_s(tau)`` (ratios to the fastest, floor ``FLOOR``, one denominator: every
