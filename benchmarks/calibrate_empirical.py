@@ -54,7 +54,7 @@ SPECS = {
             (
                 tier,
                 [
-                    ("min_attention_ratio", "attention_ratio_frozen_embedding", "prediction_lower_log", 1.0),
+                    ("CI low > 0", "attention_log_gain_ci_low", "definition", 0.0),
                     ("min_gram_block_score", "gram_block_score_frozen_attention", "prediction_lower", 0.0),
                 ],
             )
@@ -91,7 +91,16 @@ SPECS = {
     ),
     "train.stage2-approaches-Kstar": (
         "train_stage2_kstar",
-        [(tier, [("K_rtol", "K_eff_over_K_star", "prediction_deviation", 1.0)]) for tier in ("default", "full")],
+        [
+            (
+                tier,
+                [
+                    ("K_rtol", "K_eff_over_K_u", "prediction_deviation", 1.0),
+                    ("min_shrink", "shrink_factor", "prediction_lower_log", 1.0),
+                ],
+            )
+            for tier in ("default", "full")
+        ],
     ),
     "train.stage2-onset-rate": (
         "train_stage2_rate",
@@ -107,7 +116,7 @@ SPECS = {
     ),
     "train.stage2-same-topic-attention": (
         "train_stage2_attention",
-        [("default", [("ratio > 1", "ratio_same_over_diff", "definition", 1.0)])],
+        [("default", [("min_ratio", "ratio_same_over_diff", "prediction_lower_log", 1.0)])],
     ),
     "train.two-stage-ordering": (
         "train_two_stage",

@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_CLAIMS = "attention,stage1,embedding,data,dynamics,gradient,sampling,certificate,general,cli"
+DEFAULT_CLAIMS = "attention,stage1,embedding,data,dynamics,gradient,sampling,certificate,general,cli,problems,stats"
 
 
 @dataclass(frozen=True)
@@ -190,12 +190,90 @@ MUTANTS = (
       "a falsifier far outside its claim's tolerance"),
     M("tolerance-loosened", "proofs_numeric/general_landscape_grid.py", "GRID_TOL = 1e-10\n", "GRID_TOL = 1e-8\n",
       "a claim tolerance loosened 100x"),
+    # ---- issue 36: the code added in the last two rounds (benchmark statistics, oracle and records, the label
+    # certificate's compiled kernel and interval sums, its branch and bound, the co-topic certificate, the structured
+    # evaluator, the fused training kernel, the identity phase, the EMPIRICAL rules, the output-folder rules)
+    M("stats-ert-runs", "theorycheck/problems/_stats.py",
+      "ERT(total / n_s if n_s else math.inf, int(cost.size), n_s, total)",
+      "ERT(total / cost.size if n_s else math.inf, int(cost.size), n_s, total)",
+      "ERT divided by the number of runs instead of the successes"),
+    M("stats-profile-strict", "theorycheck/problems/_stats.py",
+      "hit = np.isfinite(vals)[:, :, None] & (vals[:, :, None] <= x)",
+      "hit = np.isfinite(vals)[:, :, None] & (vals[:, :, None] < x)",
+      "profiles count r < tau instead of r <= tau (the fastest solver never at 1)"),
+    M("stats-data-n", "theorycheck/problems/_stats.py", '_reduction_hit(r, tau, viol_tol) / (int(r["n"]) + 1)',
+      '_reduction_hit(r, tau, viol_tol) / int(r["n"])', "data profile in units of n instead of n + 1"),
+    M("stats-credit-answer", "theorycheck/problems/_stats.py", "return np.where(m_ans <= tols, hit, np.inf)",
+      "return hit", "credit rule: a hit credited although the answer misses the target"),
+    M("stats-exponent-df", "theorycheck/problems/_stats.py", "half = float(stdtrit(k - 2, (1 + c) / 2)) * se",
+      "half = float(stdtrit(k - 1, (1 + c) / 2)) * se", "scaling exponent interval with k - 1 degrees of freedom"),
+    M("stats-first-hit-tie", "theorycheck/problems/_stats.py", 'k = np.searchsorted(-pm, -tols, side="left")',
+      'k = np.searchsorted(-pm, -tols, side="right")', "first hit misses a point exactly at the target"),
+    M("oracle-budget-edge", "theorycheck/problems/_oracle.py", "if k >= self.max_evals:", "if k > self.max_evals:",
+      "the oracle allows one evaluation past max_evals"),
+    M("oracle-thin-first", "theorycheck/problems/_oracle.py",
+      "self.points = [p for p in self.points if p[0] % self.stride == 0 or p[0] == 1]",
+      "self.points = [p for p in self.points if p[0] % self.stride == 0]",
+      "thinning drops the first evaluated point (the start's value)"),
+    M("harness-key-budget", "theorycheck/problems/_harness.py",
+      "text = json.dumps([cell.problem, cell.size, cell.solver, cell.repeat, budget, max_evals, solver_fp, "
+      "problem_fp],",
+      "text = json.dumps([cell.problem, cell.size, cell.solver, cell.repeat, max_evals, solver_fp, problem_fp],",
+      "cell key ignores the time budget: a resumed benchmark reuses a record of another budget"),
+    M("harness-answer-evals", "theorycheck/problems/_harness.py",
+      'rec["answer_t"], rec["answer_evals"] = out["wall"], out["evals"]',
+      'rec["answer_t"], rec["answer_evals"] = out["wall"], out["nfev"]',
+      "answer credited at the f-call count instead of all evaluations"),
+    M("harness-subopt-scale", "theorycheck/problems/_harness.py", "return (f - f_star) / max(abs(f_star), 1e-300)",
+      "return (f - f_star) / max(abs(f), 1e-300)", "relative suboptimality relative to f instead of f*"),
+    M("kernel-acc-round", "theorycheck/solvers/attention/_interval_scores_kernel.py",
+      "s[2 * k] = _dn(s[2 * k] + lo)", "s[2 * k] = s[2 * k] + lo",
+      "label kernel: per-pair sums of the lower end not rounded down"),
+    M("kernel-eps", "theorycheck/solvers/attention/_interval_scores_kernel.py", "_EPS = 2.0**-52", "_EPS = 2.0**-54",
+      "label kernel: outward rounding a quarter of an ulp"),
+    M("kernel-blocks", "theorycheck/solvers/attention/_interval_scores_kernel.py",
+      "out[n, k] = _dn(v) if k % 2 == 0 else _up(v)", "out[n, k] = v",
+      "label kernel: block partial sums combined without outward rounding"),
+    M("label-isum-cancel", "theorycheck/solvers/attention/_interval_label.py",
+      "ehi = _up(f * np.sum(np.abs(a.hi), axis=axes) + (n + 4) * _TINY)",
+      "ehi = _up(f * np.abs(np.sum(a.hi, axis=axes)) + (n + 4) * _TINY)",
+      "interval sum: error bound from |sum| instead of sum |x| (too small under cancellation)"),
+    M("bb-budget", "theorycheck/solvers/attention/_interval_vec.py", "budget = max(0, (max_boxes - n_boxes) // 2)",
+      "budget = max(0, max_boxes - n_boxes)", "branch and bound overshoots max_boxes (each split adds two boxes)"),
+    M("cotopic-discard", "theorycheck/solvers/attention/_interval_cotopic.py",
+      "((a_hi < self.alpha_range[0]) | (a_lo > self.alpha_range[1]))",
+      "((a_lo < self.alpha_range[0]) | (a_hi > self.alpha_range[1]))",
+      "co-topic certificate discards boxes that only partly leave the search box"),
+    M("structured-rw-bias", "theorycheck/population/_attention_structured.py",
+      "acc += om - 2.0 * prn * (F * iz + pbi)",
+      "acc += om - 2.0 * prn * F * iz", "structured squared loss: random-word queries lose the bias term"),
+    M("fused-sq-cross", "theorycheck/nn/_factored_squared.py",
+      "loss += w * (q_uu + 2.0 * q_ub + bb + 1.0) - 2.0 * n * (q_yu + Yb[g, a])",
+      "loss += w * (q_uu + q_ub + bb + 1.0) - 2.0 * n * (q_yu + Yb[g, a])",
+      "fused squared loss: output-bias cross term without its factor 2"),
+    M("fused-ce-centring", "theorycheck/nn/_factored_kernels.py",
+      "dSa[b] += c * Erow[b] * (rval[k] * (HV[j, b] - h[j]))", "dSa[b] += c * Erow[b] * (rval[k] * HV[j, b])",
+      "fused kernel: softmax centring dropped from the score gradient"),
+    M("identity-edge", "theorycheck/analysis/identity_phase.py", "        return T_max + 1\n",
+      "        return T_max\n", "T0 search: 'no sign change up to T_max' reported as T_max"),
+    M("empirical-k-df", "proofs_numeric/_empirical.py",
+      "return float(stats.t.ppf(level, n - 1) * math.sqrt(1.0 + 1.0 / n))",
+      "return float(stats.t.ppf(level, n) * math.sqrt(1.0 + 1.0 / n))",
+      "prediction k with n degrees of freedom instead of n - 1"),
+    M("empirical-binom-k", "proofs_numeric/_empirical.py", "return float(stats.binom.cdf(k - 1, n, 1.0 - fail_rate))",
+      "return float(stats.binom.cdf(k, n, 1.0 - fail_rate))", "k-of-n refutation probability off by one"),
+    M("io-symlink", "theorycheck/_io.py",
+      "clash = [f for f in new if f not in owned and ((out / f).exists() or (out / f).is_symlink())]",
+      "clash = [f for f in new if f not in owned and (out / f).exists()]",
+      "merge into an output folder replaces a user's dangling symlink"),
 )  # fmt: skip
 
 
 #: Mutants of test-only machinery (the cache, the falsifiers, tolerances): ``verify`` cannot catch them by
 #: construction (it runs the claims, not their falsifiers or the cache key); the tests must.
-NON_NUMERICAL = frozenset({"cache-from-import", "cache-params", "falsify-noop", "falsify-far", "tolerance-loosened"})
+NON_NUMERICAL = frozenset(
+    {"cache-from-import", "cache-params", "falsify-noop", "falsify-far", "tolerance-loosened", "io-symlink"}
+)
 
 
 #: Issue 25 item 6: the test files of each mutated area (``--tests``: ``pytest -x`` on them, in a copy of the
@@ -211,17 +289,61 @@ AREA_TESTS = {
     "interval": ("test_interval_vec", "test_interval_attach", "test_certificates", "test_interval_global",
                  "test_attention_solver", "test_interval_dual"),
     "cache": ("test_cache_reach", "test_verify_cache"),
+    # issue 36
+    "stats": ("test_problems_stats", "test_benchmark_archive"),
+    "oracle": ("test_benchmark_sealed", "test_problems_harness"),
+    "harness": ("test_benchmark_sealed", "test_problems_harness"),
+    "kernel": ("test_interval_primitives", "test_interval_scores", "test_interval_split", "test_interval_label"),
+    "label": ("test_interval_primitives", "test_interval_label", "test_interval_scores", "test_interval_split"),
+    "bb": ("test_interval_primitives", "test_interval_split", "test_interval_label", "test_interval_checkpoint",
+           "test_interval_global"),
+    "cotopic": ("test_interval_cotopic",),
+    "structured": ("test_structured_attention", "test_general_api"),
+    "fused": ("test_nn_factored",),
+    "empirical": ("test_empirical_seeds",),
+    "io": ("test_output_safety", "test_user_files", "test_io", "test_edge_cases"),
 }  # fmt: skip
+#: Issue 36: ``verify --only`` of each new area (``--area-claims``): the claims that read the area's code, a lower
+#: bound on what the full default tier catches (each takes a few seconds instead of the tier's minutes).
+AREA_CLAIMS = {
+    "stats": "problems,stats",
+    "oracle": "problems",
+    "harness": "problems",
+    "kernel": "certificate,general.zipf-attention",
+    "label": "certificate,general.zipf-attention",
+    "bb": "certificate,general.zipf-attention",
+    "cotopic": "certificate,general",
+    "structured": "attention.structured-evaluator,certificate.label-kernel,general",
+    "fused": "gradient,dynamics",
+    "identity": "attention.identity-optimum",
+    "empirical": "stats,train.stage2-same-topic-attention",
+    "io": "cli",
+}
 #: ``-k`` selection of ``tests/test_claims.py`` for the falsifier and tolerance mutants (the mutated claim).
 CLAIM_TESTS = {
     "falsify-noop": "attention.identity-optimum",
     "falsify-far": "general.dirichlet-model",
     "tolerance-loosened": "general.landscape-grid or loosened",
+    "identity-edge": "attention.identity-optimum",
+}
+#: Issue 36: the test files of a mutant whose area has none in AREA_TESTS (``--tests`` runs these instead).
+EXTRA_TESTS = {"identity-edge": ("test_edge_cases",)}
+
+
+#: Tests left out of ``--tests`` runs, each with its reason (a test that fails for another cause than the mutant would
+#: count it as caught).
+DESELECT = {
+    "tests/test_benchmark_sealed.py::test_interrupting_the_benchmark_kills_every_run_process": (
+        "timing-dependent (it interrupts a live benchmark): failed in the issue-36 run under load 5-9 for four harness "
+        "mutants it does not exercise, and passes in a copy of the checkout with such a mutant applied"
+    ),
 }
 
 
 def tests_of(m: Mutant) -> tuple[list[str], str | None]:
     """``(test files, -k expression or None)`` of a mutant (:data:`AREA_TESTS`, :data:`CLAIM_TESTS`)."""
+    if m.name in EXTRA_TESTS:  # a test file written for it (the claim's cases of test_claims.py are verify's)
+        return [f"tests/{f}.py" for f in EXTRA_TESTS[m.name]], None
     if m.name in CLAIM_TESTS:
         return ["tests/test_claims.py"], CLAIM_TESTS[m.name]
     area = m.name.split("-")[0]
@@ -291,6 +413,7 @@ def run_mutant_tests(root: Path, m: Mutant, timeout: float) -> dict:
     original = _apply(root, m)
     env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(root / ".numba-cache"))
     cmd = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *files]
+    cmd += [a for t in DESELECT for a in ("--deselect", t)]
     cmd += ["-k", kexpr] if kexpr else []
     t0 = time.perf_counter()
     try:
@@ -324,8 +447,17 @@ def run_tests(mutants, timeout: float = 3600.0, echo=print) -> dict:
     return dict(results=results, caught=caught, total=len(results), mode="tests")
 
 
-def run(mutants, claims: str = DEFAULT_CLAIMS, timeout: float = 1800.0, echo=print) -> dict:
-    """Run ``mutants`` in turn on one temporary copy; returns ``{"results": [...], "caught": k, "total": n}``."""
+def area_claims(m: Mutant) -> str:
+    """The ``verify --only`` value of a mutant's area (:data:`AREA_CLAIMS`; ``KeyError`` if the area has none)."""
+    area = m.name.split("-")[0]
+    if area not in AREA_CLAIMS:
+        raise KeyError(f"mutant {m.name!r}: no claims listed for its area {area!r} (AREA_CLAIMS)")
+    return AREA_CLAIMS[area]
+
+
+def run(mutants, claims: str | None = DEFAULT_CLAIMS, timeout: float = 1800.0, echo=print) -> dict:
+    """Run ``mutants`` in turn on one temporary copy; returns ``{"results": [...], "caught": k, "total": n}``.
+    ``claims=None``: each mutant against its area's claims (:func:`area_claims`)."""
     with tempfile.TemporaryDirectory(prefix="theorycheck-mutation-") as tmp:
         root = Path(tmp)
         _copy_tree(root)
@@ -334,11 +466,13 @@ def run(mutants, claims: str = DEFAULT_CLAIMS, timeout: float = 1800.0, echo=pri
             (root / m.path).write_text((ROOT / m.path).read_text())
         results = []
         for m in mutants:
-            r = run_mutant(root, m, claims, timeout)
+            mine = area_claims(m) if claims is None else claims
+            r = run_mutant(root, m, mine, timeout)
+            r["claims"] = mine
             results.append(r)
             echo(f"{r['name']:18s} {r['status']:9s} {r['seconds']:7.1f} s  {', '.join(r['failed_claims'])[:90]}")
     caught = sum(r["status"] == "caught" for r in results)
-    return dict(results=results, caught=caught, total=len(results), claims=claims)
+    return dict(results=results, caught=caught, total=len(results), claims=claims or "per area (AREA_CLAIMS)")
 
 
 def main(argv=None) -> int:
@@ -352,6 +486,11 @@ def main(argv=None) -> int:
         "--tests",
         action="store_true",
         help="run each mutant's area tests (pytest -x, AREA_TESTS / CLAIM_TESTS) instead of verify",
+    )
+    ap.add_argument(
+        "--area-claims",
+        action="store_true",
+        help="verify each mutant against its area's claims (AREA_CLAIMS) instead of --claims",
     )
     args = ap.parse_args(argv)
     if args.list:
@@ -369,8 +508,8 @@ def main(argv=None) -> int:
         res = run_tests(chosen, args.timeout)
         what = "the tests"
     else:
-        res = run(chosen, args.claims, args.timeout)
-        what = f"verify (claims: {args.claims})"
+        res = run(chosen, None if args.area_claims else args.claims, args.timeout)
+        what = "verify (claims: per area)" if args.area_claims else f"verify (claims: {args.claims})"
     survivors = [r["name"] for r in res["results"] if r["status"] == "survived"]
     errors = [r["name"] for r in res["results"] if r["status"] == "error"]
     print(f"\n{what} caught {res['caught']}/{res['total']} mutants")
