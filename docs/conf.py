@@ -64,5 +64,6 @@ nb_execution_in_temp = True  # tutorials write their files (reports, claims) int
 # library's classes have no page to link to.
 nitpick_ignore = [
     ("py:class", "concurrent.futures.Executor"),  # standard library; no intersphinx (offline build)
-    ("py:class", "MissingExtra"),  # private base of realdata.MissingExtraError (theorycheck._validate), shown by show-inheritance
+    # the private base of realdata.MissingExtraError (theorycheck._validate), named by show-inheritance
+    ("py:class", "MissingExtra"),
 ]

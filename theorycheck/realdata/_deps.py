@@ -32,7 +32,9 @@ EXTRA_MODULES = {
 
 
 class MissingExtraError(MissingExtra):
-    """An optional dependency of :mod:`theorycheck.realdata` is not installed (a ``theorycheck._validate.MissingExtra``, an :class:`ImportError`)."""
+    """An optional dependency of :mod:`theorycheck.realdata` is not installed.
+
+    A ``theorycheck._validate.MissingExtra``, hence an :class:`ImportError`."""
 
 
 def require(module: str, purpose: str = "theorycheck.realdata"):
