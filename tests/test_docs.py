@@ -345,3 +345,18 @@ def test_claim_counts_in_the_pages_match_the_registry():
         assert set(checks) <= {n_checks}, (page, checks, n_checks)
     guide = (root / "docs/guide/verify.md").read_text(encoding="utf-8")
     assert f"{n_no_nlp} without" in guide
+
+
+def test_text_sources_hold_no_control_characters():
+    """A LaTeX command written through a Python string ("\\tau", "\\rvert") turns into a tab or a carriage return
+    and silently breaks the formula: the SPEC, the README and the pages hold no control character but newlines."""
+    root = Path(__file__).resolve().parents[1]
+    pages = [root / "theorycheck/SPEC.md", root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    bad = [
+        f"{p.relative_to(root)}:{i}"
+        for p in pages
+        if "_build" not in p.parts
+        for i, line in enumerate(p.read_text(encoding="utf-8").split("\n"), 1)
+        if re.search(r"[\x00-\x09\x0b-\x1f\x7f]", line)
+    ]
+    assert not bad, bad
