@@ -6,19 +6,19 @@ On the pair-sum route over uniform-tau sets (:attr:`FamilyEvaluator.alpha_cheap`
 
 .. math::  L^*(\\beta) = \\min_{\\alpha \\in [a_{lo}, a_{hi}]} L(\\alpha, \\beta):
 
-- the coarse grid of :mod:`._family`, clipped to the search box (``beta`` outer: one set of tables per column,
-  every ``alpha`` of the column in one pass), then in every column a safeguarded Newton search over ``alpha`` from
-  the column's best grid point (:func:`min_alpha`: Newton steps inside a shrinking bracket, the midpoint toward
-  descent otherwise);
-- Brent's method over ``beta`` on the profile (:func:`brent_min`), bracketed by the best column's neighbours (by the
-  box when the best column is the grid's first or last), its first step the parabola through the three columns;
-  each new ``beta`` one set of tables and a Newton search over ``alpha`` started on the line through the two nearest
+- the coarse grid of :mod:`._family`, clipped to the search box (``beta`` outer: one set of tables per column, with
+  their ``beta``-derivatives, every ``alpha`` of the column in one pass), then in every column a safeguarded Newton
+  search over ``alpha`` from the column's best grid point (:func:`min_alpha`) and the profile's exact slope there;
+- the local minima of the cubic Hermite interpolant of neighbouring columns (values and slopes; also a minimum that
+  hides between two columns whose values show no dip) and the box's ends when an end column's slope points out: in
+  at most :data:`MAX_SEARCHES` of these brackets Brent's method (:func:`brent_min`) from the predicted minimiser, each
+  new ``beta`` one set of tables and a Newton search over ``alpha`` started on the line through the two nearest
   ``beta`` already solved;
-- the exact gradient at the result (``beta``-derivative tables once), for the projected-gradient residual.
+- the exact gradient at the best result (``beta``-derivative tables once), for the projected-gradient residual.
 
 A minimiser of the profile is a minimiser of ``L`` (and ``dL*/dbeta = dL/dbeta`` at ``alpha*(beta)``), so the
 result is a stationary point of the same loss the two-dimensional L-BFGS-B route minimises, at a fraction of the
-tables: ``n_grid - 1`` grid columns (``beta = 0`` costs ``O(n T q)``) plus about eight Brent steps, against one set
+tables: ``n_grid - 1`` grid columns (``beta = 0`` costs ``O(n T q)``) plus about seven Brent steps, against one set
 per L-BFGS-B evaluation (40 to 130 of them).
 """
 
