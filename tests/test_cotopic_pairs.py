@@ -159,19 +159,35 @@ def _old_route(g, mk, mask_keys=False, box=None):
     return c, L, at_b, info
 
 
-@settings(max_examples=10)
-@given(g=general_models(max_T=5, max_v=4, paper=True), mk=st.sampled_from([Masking(), Masking(0.3, 0.2, 0.3)]),
+@settings(max_examples=8)
+@given(g=general_models(max_T=4, max_v=3, paper=True), mk=st.sampled_from([Masking(), Masking(0.3, 0.2, 0.3)]),
        mask_keys=st.booleans())  # fmt: skip
 def test_profile_optimum_equals_the_lbfgs_route(g, mk, mask_keys):
     """optimal_attention's co-topic optimum (profile search on the pair tables) == the L-BFGS-B route on the blocked
-    tables, to 1e-10 in the loss; both report the same boundary status."""
+    tables to 1e-10 in the loss, or lower: on a multimodal landscape the 2-D search from three grid points can stop in
+    a worse local minimum (the profile search then reached a lower one, whose loss the dense evaluator confirms);
+    never higher. A stationary point (status 0) unless on the box."""
     new = optimal_attention(g, mk, options={"mask_keys": mask_keys})
     assert new.info["search"] == "profile" and new.info["tables_route"] == "pairs"
     c, L, at_b, _ = _old_route(g, mk, mask_keys)
-    assert abs(new.fun - L) <= 1e-10, (new.x, c, new.fun, L)
+    assert new.fun <= L + 1e-10, (new.x, c, new.fun, L)
+    if new.fun < L - 1e-10:
+        W = _factors(g, mk).toarray()
+        _close(_dense(g, mk, float(new.x[0]), float(new.x[1]), W, None, mask_keys)[0], new.fun, 1.0)
     assert new.fun <= new.info["grid_min"] + 1e-15
-    if not at_b:
+    if not new.info["at_boundary"]:
         assert new.status == 0, new.message
+
+
+def test_profile_finds_the_basin_the_grid_columns_hide():
+    """A profile with two local minima, the better one between two columns whose values alone show no dip (the
+    model hypothesis found: T = 3, three words, tau = 3): the columns' exact slopes reveal it, and
+    the search reaches the L-BFGS-B route's (lower) optimum."""
+    g = GeneralTopicModel(np.random.default_rng(3).dirichlet(np.full(3, 0.7), size=3), tau=3)
+    mk = Masking()
+    new = optimal_attention(g, mk)
+    c, L, _, _ = _old_route(g, mk)
+    assert abs(new.fun - L) <= 1e-10 and abs(new.x[1] - c[1]) <= 1e-3 and new.info["beta_searches"] >= 2
 
 
 def test_profile_optimum_on_a_box_edge_and_against_the_dense_route():
