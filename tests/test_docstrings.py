@@ -60,10 +60,6 @@ def public_objects():
 
 #: Objects whose docstrings are not complete yet (numpydoc errors outside IGNORED). Only shrinks.
 PENDING: set[str] = {
-    "theorycheck.GeneralTopicModel",
-    "theorycheck.Masking",
-    "theorycheck.TheorycheckWarning",
-    "theorycheck.TopicModel",
     "theorycheck.analysis.PhaseDiagram",
     "theorycheck.analysis.TopicStructure",
     "theorycheck.analysis.attention_preference",
@@ -72,9 +68,6 @@ PENDING: set[str] = {
     "theorycheck.analysis.matrix_topic_stats",
     "theorycheck.analysis.phase_diagram",
     "theorycheck.analysis.topic_gap",
-    "theorycheck.models.check_models",
-    "theorycheck.models.require_symmetric",
-    "theorycheck.models.token_topic",
     "theorycheck.nn.Adam",
     "theorycheck.nn.Checkpoint",
     "theorycheck.nn.CountBatch",

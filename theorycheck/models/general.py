@@ -110,11 +110,54 @@ class GeneralTopicModel:
     alpha : float or array_like of shape (T,), optional
         Dirichlet concentration (symmetric or a vector), ``> 0``; required iff ``prior="dirichlet"``.
 
+    Raises
+    ------
+    ValueError
+        If ``phi`` is not 2-D, has a negative or non-finite entry, a row whose sum is off 1 by more
+        than :data:`ROW_SUM_TOL`, or a word in no topic; if ``tau`` is missing or outside ``[1, T]``
+        (uniform-tau) or ``alpha`` is missing or not ``> 0`` (Dirichlet), or the unused one is passed.
+    TypeError
+        If ``phi`` is not a real array.
+
+    See Also
+    --------
+    TopicModel : The paper's symmetric special case, with closed forms (SPEC §1).
+    Masking : The BERT-style masking applied to the documents (SPEC §2.1).
+    theorycheck.population.moments : The population moments ``Sigma``, ``C`` of any topic model.
+
+    Notes
+    -----
+    The document law enters the population theory only through ``E[theta]`` and
+    ``E[theta theta^T]`` (:meth:`theta_moments`). Constructors for the families of SPEC §11:
+    :meth:`overlapping`, :meth:`zipf`, :meth:`unequal`, :meth:`from_topic_model`, :meth:`from_lda`.
+
+    References
+    ----------
+    SPEC §11.1 (the model), §11.2 (its moments).
+
     Examples
     --------
+    >>> from theorycheck import GeneralTopicModel, TopicModel
     >>> g = GeneralTopicModel.overlapping(T=4, v=3, eps=0.2, tau=2)
     >>> g.T, g.n_words, g.V1
     (4, 12, 13)
+    >>> bool(np.allclose(g.phi.sum(axis=1), 1.0))  # rows of phi are word laws
+    True
+
+    Uniform-tau moments: ``E[theta_i^2] = 1/(tau T)`` and ``E[theta_i theta_j] = (tau-1)/(tau T (T-1))``:
+
+    >>> m1, m2 = g.theta_moments()
+    >>> m1
+    array([0.25, 0.25, 0.25, 0.25])
+    >>> round(float(m2[0, 0]), 12), round(float(m2[0, 1]), 12)
+    (0.125, 0.041666666667)
+
+    The paper's model as a plain general model (``phi`` materialised):
+
+    >>> h = GeneralTopicModel.from_topic_model(TopicModel(T=2, v=2, tau=1))
+    >>> h.phi
+    array([[0.5, 0.5, 0. , 0. ],
+           [0. , 0. , 0.5, 0.5]])
     """
 
     _phi: np.ndarray

@@ -47,17 +47,51 @@ class TopicModel(GeneralTopicModel):
         Symmetric Dirichlet concentration, ``alpha > 0``; required iff ``prior="dirichlet"``.
         (:attr:`concentration` is the same as a vector of length ``T``, as for any topic model.)
 
+    Raises
+    ------
+    ValueError
+        If ``T`` or ``v`` is not an integer ``>= 1``, ``tau`` is missing or outside ``[1, T]`` for the
+        uniform-tau prior, ``alpha`` is missing or not ``> 0`` for the Dirichlet prior, the unused one of
+        ``tau`` / ``alpha`` is passed, ``prior`` is not one of the two laws, or ``T*v + 1 >= 2**31 - 1``.
+
+    See Also
+    --------
+    GeneralTopicModel : The base class, any row-stochastic topic-word matrix (SPEC §11).
+    Masking : The BERT-style masking applied to the documents (SPEC §2.1).
+    theorycheck.population.value_loss : The population loss of a value matrix under this model.
+    theorycheck.sampling.sample_documents : Draws finite documents from the model.
+
     Notes
     -----
     Immutable, compared and hashed by its five fields. A subclass of
     :class:`~theorycheck.models.GeneralTopicModel`: every function that accepts a topic model
-    accepts it, and uses its closed forms where they exist.
+    accepts it, and uses its closed forms where they exist. Tokens: 0 is [MASK], words are
+    ``1 .. T*v``, word ``w`` has topic ``(w - 1) // v`` (0-based), ``V1 = T*v + 1``.
+
+    References
+    ----------
+    SPEC §1.1 (the uniform-tau model and its moments), §1.2 (the Dirichlet variant); Li, Li and
+    Risteski, *How Do Transformers Learn Topic Structure: Towards a Mechanistic Understanding*,
+    ICML 2023, arXiv:2303.04245, Section 3.
 
     Examples
     --------
-    >>> tm = TopicModel(T=10, v=10, tau=3)
-    >>> tm.V1
-    101
+    >>> from theorycheck import TopicModel
+    >>> tm = TopicModel(T=4, v=3, tau=2)
+    >>> tm.V1, tm.n_words, tm.n_topic_sets
+    (13, 12, 6)
+    >>> tm.topic_of([0, 1, 3, 4, 12])  # [MASK] has topic -1
+    array([-1,  0,  0,  1,  3])
+
+    ``E||p||^2 = 1/(tau v)`` and the uniform-attention minimum of the squared loss is ``1 - 1/(tau v)``:
+
+    >>> round(tm.expected_p_norm2(), 12), round(tm.min_value_loss(), 12)
+    (0.166666666667, 0.833333333333)
+
+    The Dirichlet variant: ``E||p||^2 = (alpha + 1)/((T alpha + 1) v)``, here ``1.5/9``:
+
+    >>> round(TopicModel(T=4, v=3, prior="dirichlet", alpha=0.5).expected_p_norm2(), 12), round(1.5 / 9, 12)
+    (0.166666666667, 0.166666666667)
     """
 
     _T: int
