@@ -101,12 +101,34 @@ class Masking:
         return self.p_m * self.p_mask
 
     def require_masked_positions(self, where: str = "this loss") -> None:
-        """Raise unless ``p_m > 0`` (a loss over selected positions needs some)."""
+        """Raise unless ``p_m > 0`` (a loss over selected positions needs some).
+
+        Parameters
+        ----------
+        where : str
+            The computation that needs selected positions, named in the message.
+
+        Raises
+        ------
+        ValueError
+            If ``p_m = 0``.
+        """
         if self.p_m <= 0.0:
             raise ValueError(f"p_m must be > 0 for {where} (the loss averages over selected positions), got p_m=0")
 
     def require_informative(self, where: str = "this computation") -> None:
-        """Raise unless ``p_m > 0`` and ``a > 0`` (some original words remain visible)."""
+        """Raise unless ``p_m > 0`` and ``a > 0`` (some original words remain visible).
+
+        Parameters
+        ----------
+        where : str
+            The computation that needs them, named in the message.
+
+        Raises
+        ------
+        ValueError
+            If ``p_m = 0`` or ``a = 1 - p_m (1 - p_c) = 0``.
+        """
         self.require_masked_positions(where)
         if self.a <= 0.0:
             raise ValueError(
@@ -115,8 +137,10 @@ class Masking:
             )
 
     def to_dict(self) -> dict:
+        """The three probabilities as a dict, inverse of :meth:`from_dict`."""
         return asdict(self)
 
     @classmethod
     def from_dict(cls, d: dict) -> Masking:
+        """The masking of a dict from :meth:`to_dict` (validated like the constructor)."""
         return cls(**d)
