@@ -39,8 +39,8 @@ class TheorycheckWarning(UserWarning):
 
     See Also
     --------
-    warnings.simplefilter : Filters warnings by category.
     theorycheck.solvers.optimal_value_matrix : Warns when ``solver`` is passed to a method that does not use it.
+    theorycheck.realdata.MissingExtraError : The error raised when an optional extra is missing.
 
     References
     ----------

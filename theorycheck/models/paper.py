@@ -52,7 +52,10 @@ class TopicModel(GeneralTopicModel):
     ValueError
         If ``T`` or ``v`` is not an integer ``>= 1``, ``tau`` is missing or outside ``[1, T]`` for the
         uniform-tau prior, ``alpha`` is missing or not ``> 0`` for the Dirichlet prior, the unused one of
-        ``tau`` / ``alpha`` is passed, ``prior`` is not one of the two laws, or ``T*v + 1 >= 2**31 - 1``.
+        ``tau`` / ``alpha`` is passed, ``prior`` is not one of the two laws, or ``T*v + 1 > 2**31 - 1``.
+    TypeError
+        If ``T``, ``v`` or ``tau`` is not an integer (booleans and non-integral floats are rejected) or
+        ``alpha`` is not a real number.
 
     See Also
     --------

@@ -337,7 +337,8 @@ def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_by
     ValueError
         If ``alpha`` or ``beta`` is not finite, or the array exceeds ``max_bytes``.
     TypeError
-        If ``tm`` is a general model (the message names ``analysis.landscape.family_scores``).
+        If ``tm`` is a general model (the message names ``analysis.landscape.family_scores``), or
+        ``alpha`` / ``beta`` is not a real number.
 
     See Also
     --------

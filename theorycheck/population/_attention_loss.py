@@ -493,8 +493,8 @@ def attention_loss(
         Average over ``n_sets`` uniformly sampled topic sets instead of enumerating all
         ``C(T, tau)`` (required when that exceeds 200000).
     rng : numpy.random.Generator, optional
-        Randomness for ``n_sets`` (only; a general Dirichlet model: for ``n_theta``, where ``rng``
-        or ``seed`` is required).
+        Randomness for ``n_sets`` or ``n_theta`` only; required (or ``seed``) whenever a general model's
+        document laws are sampled.
     seed : int or numpy.random.SeedSequence, optional
         Seed of a new generator, instead of ``rng``.
     loss : {"squared", "ce"}

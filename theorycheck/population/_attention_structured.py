@@ -492,7 +492,7 @@ def family_attention_loss(
         Same-word and family scores; ``B`` is the same-label indicator ``Z`` (``family="label"``, SPEC §11.6
         labels, diagonal 1) or the co-topic cosine ``G`` (``family="co-topic"``), so the score of the query's
         own word is ``alpha + beta`` in both. ``alpha <= 300``, ``|beta| <= 300``, ``alpha + beta <= 300``
-        (:data:`SCORE_MAX`).
+        (``SCORE_MAX``).
     W : array (V1, V1), or factors ``(left, right)`` / an object with ``left``, ``right`` (``W = left right^T``)
         Frozen ``W^V`` (e.g. :func:`theorycheck.solvers.optimal_value_matrix`'s ``LowRankMatrix``). The
         co-topic family and the cross-entropy need the factors.

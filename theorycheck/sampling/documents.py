@@ -167,10 +167,11 @@ def sample_documents(
     ------
     ValueError
         If ``n_docs < 1``, ``N`` is not a positive int or an ordered pair, ``topic_sets`` has the wrong
-        shape, repeated or out-of-range topics or is given for the Dirichlet prior, or the arrays
-        exceed ``max_bytes``.
+        shape, repeated or out-of-range topics or is given for the Dirichlet prior, both ``rng`` and
+        ``seed`` are given, or the arrays exceed ``max_bytes``.
     TypeError
-        If ``tm`` is not a topic model.
+        If ``tm`` is not a topic model, ``n_docs`` or ``N`` is not an integer, or ``rng`` / ``seed`` has
+        the wrong type.
 
     See Also
     --------

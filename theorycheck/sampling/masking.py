@@ -103,7 +103,7 @@ def mask_documents(
     ------
     ValueError
         If ``at_least_one`` and ``mk.p_m = 0``, a token is not a word of ``tm`` (documents of another
-        model), or the arrays exceed ``max_bytes``.
+        model), both ``rng`` and ``seed`` are given, or the arrays exceed ``max_bytes``.
     TypeError
         If ``docs`` is not a :class:`Documents`, ``tm`` or ``mk`` has the wrong type, or the tokens are
         not a 2-D integer array.

@@ -311,7 +311,8 @@ def mc_attention_loss(
     ------
     ValueError
         If ``mk.p_m = 0``, ``S``, ``W`` or ``b`` has the wrong shape or a non-finite entry, ``n_docs < 2``,
-        ``batch_size < 1``, ``N`` is invalid (or a range with ``richardson``), or a batch exceeds ``max_bytes``.
+        ``batch_size < 1``, ``N`` is invalid (or a range with ``richardson``), both ``rng`` and ``seed`` are
+        given, or a batch exceeds ``max_bytes``.
     TypeError
         If ``tm`` or ``mk`` is not a topic model or a masking.
 
