@@ -628,11 +628,12 @@ def alpha_beta_loss(
     >>> round(alpha_beta_loss(a, a, tm, mk), 9), round(alpha_beta_loss(math.log(70.05 - 9), 0.0, tm, mk), 9)
     (0.961770246, 0.961770246)
 
-    Arrays broadcast; the identity ``W^V`` and cross-entropy are options:
+    Arrays broadcast; the identity ``W^V`` (at its optimum, ``L* = 0.892836`` in SPEC §4.3(b)) and
+    cross-entropy are options:
 
     >>> np.round(alpha_beta_loss([0.0, 1.0, 2.0], 0.0, tm, mk), 6)
     array([0.966667, 0.965963, 0.964554])
-    >>> round(alpha_beta_loss(4.7105, -0.1503, tm, mk, "identity"), 6)  # SPEC §4.3(b): L* = 0.892836
+    >>> round(alpha_beta_loss(4.7105, -0.1503, tm, mk, "identity"), 6)  # the identity optimum L*
     0.892836
     >>> round(alpha_beta_loss(0.0, 0.0, tm, mk, loss="ce"), 6)
     4.591805
