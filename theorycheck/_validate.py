@@ -30,7 +30,36 @@ __all__ = [
 
 
 class TheorycheckWarning(UserWarning):
-    """Warning category of theorycheck: arguments accepted but ignored, soft numerical issues."""
+    """Warning category of theorycheck: arguments accepted but ignored, soft numerical issues.
+
+    A subclass of :class:`UserWarning`, so it can be filtered on its own
+    (``warnings.simplefilter("error", TheorycheckWarning)`` turns every one into an exception).
+    An argument that a method accepts but does not use is never dropped silently: it triggers
+    this warning, scipy-style, pointing at the caller's line.
+
+    See Also
+    --------
+    theorycheck.solvers.optimal_value_matrix : Warns when ``solver`` is passed to a method that does not use it.
+    theorycheck.realdata.MissingExtraError : The error raised when an optional extra is missing.
+
+    References
+    ----------
+    The design rule "arguments accepted but ignored emit a warning" follows scipy's
+    ``minimize_scalar`` and ``linprog`` (the project's STYLE notes, pattern 6).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from theorycheck import Masking, TheorycheckWarning, TopicModel
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = optimal_value_matrix(TopicModel(T=3, v=2, tau=1), Masking(), solver="SCS")
+    >>> [(w.category.__name__, str(w.message)) for w in caught]
+    [('TheorycheckWarning', "solver is ignored by method='closed-form'")]
+    >>> issubclass(TheorycheckWarning, UserWarning)
+    True
+    """
 
 
 class MissingExtra(ImportError):

@@ -110,11 +110,54 @@ class GeneralTopicModel:
     alpha : float or array_like of shape (T,), optional
         Dirichlet concentration (symmetric or a vector), ``> 0``; required iff ``prior="dirichlet"``.
 
+    Raises
+    ------
+    ValueError
+        If ``phi`` is not 2-D, has a negative or non-finite entry, a row whose sum is off 1 by more
+        than :data:`ROW_SUM_TOL`, or a word in no topic; if ``tau`` is missing or outside ``[1, T]``
+        (uniform-tau) or ``alpha`` is missing or not ``> 0`` (Dirichlet), or the unused one is passed.
+    TypeError
+        If ``phi`` is not a real array.
+
+    See Also
+    --------
+    TopicModel : The paper's symmetric special case, with closed forms (SPEC §1).
+    Masking : The BERT-style masking applied to the documents (SPEC §2.1).
+    theorycheck.population.moments : The population moments ``Sigma``, ``C`` of any topic model.
+
+    Notes
+    -----
+    The document law enters the population theory only through ``E[theta]`` and
+    ``E[theta theta^T]`` (:meth:`theta_moments`). Constructors for the families of SPEC §11:
+    :meth:`overlapping`, :meth:`zipf`, :meth:`unequal`, :meth:`from_topic_model`, :meth:`from_lda`.
+
+    References
+    ----------
+    SPEC §11.1 (the model), §11.2 (its moments).
+
     Examples
     --------
+    >>> from theorycheck import GeneralTopicModel, TopicModel
     >>> g = GeneralTopicModel.overlapping(T=4, v=3, eps=0.2, tau=2)
     >>> g.T, g.n_words, g.V1
     (4, 12, 13)
+    >>> bool(np.allclose(g.phi.sum(axis=1), 1.0))  # rows of phi are word laws
+    True
+
+    Uniform-tau moments: ``E[theta_i^2] = 1/(tau T)`` and ``E[theta_i theta_j] = (tau-1)/(tau T (T-1))``:
+
+    >>> m1, m2 = g.theta_moments()
+    >>> m1
+    array([0.25, 0.25, 0.25, 0.25])
+    >>> round(float(m2[0, 0]), 12), round(float(m2[0, 1]), 12)
+    (0.125, 0.041666666667)
+
+    The paper's model as a plain general model (``phi`` materialised):
+
+    >>> h = GeneralTopicModel.from_topic_model(TopicModel(T=2, v=2, tau=1))
+    >>> h.phi
+    array([[0.5, 0.5, 0. , 0. ],
+           [0. , 0. , 0.5, 0.5]])
     """
 
     _phi: np.ndarray
@@ -198,6 +241,13 @@ class GeneralTopicModel:
         ``E[theta_i theta_j] = (tau - 1)/(tau T (T - 1))`` (i != j).
         Dirichlet(alpha), ``alpha_0 = sum alpha``: ``E[theta] = alpha/alpha_0``,
         ``E[theta theta^T] = (alpha alpha^T + diag(alpha))/(alpha_0 (alpha_0 + 1))``.
+
+        Returns
+        -------
+        m1 : ndarray, shape (T,)
+            ``E[theta]``, summing to 1.
+        M2 : ndarray, shape (T, T)
+            ``E[theta theta^T]``, symmetric PSD, entries summing to 1 (SPEC §11.2).
         """
         T = self.T
         if self._tau is not None:  # uniform-tau (tau is set iff this prior; validated at construction)
@@ -211,13 +261,35 @@ class GeneralTopicModel:
         return a / a0, (np.outer(a, a) + np.diag(a)) / (a0 * (a0 + 1.0))
 
     def topic_token_matrix(self) -> np.ndarray:
-        """``Phi`` of shape ``(T, V1)``: row ``t`` is topic t's word law over tokens (column 0, [MASK], is 0)."""
+        """``Phi`` of shape ``(T, V1)``: row ``t`` is topic t's word law over tokens (column 0, [MASK], is 0).
+
+        Returns
+        -------
+        Phi : ndarray, shape (T, V1)
+            ``[0 | phi]``: rows sum to 1.
+        """
         out = np.zeros((self.T, self.V1))
         out[:, 1:] = self.phi
         return out
 
     def word_density(self, theta) -> np.ndarray:
-        """``p_theta = phi^T theta`` over tokens, shape ``(..., V1)`` (entry 0 is 0); ``theta``: ``(..., T)``."""
+        """``p_theta = phi^T theta`` over tokens, shape ``(..., V1)`` (entry 0 is 0); ``theta``: ``(..., T)``.
+
+        Parameters
+        ----------
+        theta : array_like, shape (..., T)
+            Topic proportions (not checked to be a probability vector; any leading shape).
+
+        Returns
+        -------
+        p : ndarray, shape (..., V1)
+            The word law of each ``theta`` over tokens, ``p[..., 0] = 0``.
+
+        Raises
+        ------
+        ValueError
+            If the last dimension of ``theta`` is not ``T``.
+        """
         th = np.asarray(theta, dtype=np.float64)
         if th.shape[-1:] != (self.T,):
             raise ValueError(f"theta must have last dimension T={self.T}, got shape {th.shape}")
@@ -227,11 +299,23 @@ class GeneralTopicModel:
 
     # ----- word topics ----------------------------------------------------------------
     def dominant_topic(self) -> np.ndarray:
-        """Each word's most likely topic ``argmax_t phi[t, w]`` (ties: the smallest t), shape ``(n_words,)``."""
+        """Each word's most likely topic ``argmax_t phi[t, w]`` (ties: the smallest t), shape ``(n_words,)``.
+
+        Returns
+        -------
+        topics : ndarray of int, shape (n_words,)
+            The dominant topic of words ``1 .. n_words`` (0-based topics).
+        """
         return np.argmax(self.phi, axis=0)
 
     def token_topics(self) -> np.ndarray:
-        """Dominant topic of every token ``0 .. V1-1`` (``-1`` for [MASK]); matches ``TopicModel.token_topics``."""
+        """Dominant topic of every token ``0 .. V1-1`` (``-1`` for [MASK]); matches ``TopicModel.token_topics``.
+
+        Returns
+        -------
+        topics : ndarray of int, shape (V1,)
+            ``-1`` for [MASK], then :meth:`dominant_topic`.
+        """
         return np.concatenate([[-1], self.dominant_topic()])
 
     # ----- constructors ----------------------------------------------------------------
@@ -241,6 +325,21 @@ class GeneralTopicModel:
 
         For the paper's model ``phi[t] = 1_{topic t} / v``: the generic routes then run on it, with
         none of the paper model's closed-form fast paths (the reference they are tested against).
+
+        Parameters
+        ----------
+        tm : GeneralTopicModel or TopicModel
+            The model to copy.
+
+        Returns
+        -------
+        GeneralTopicModel
+            Same ``phi``, prior, ``tau`` and concentration, of the exact type :class:`GeneralTopicModel`.
+
+        Raises
+        ------
+        TypeError
+            If ``tm`` is not a topic model.
         """
         if not isinstance(tm, GeneralTopicModel):
             raise TypeError(f"tm must be a TopicModel or a GeneralTopicModel, got {type(tm).__name__}")
@@ -257,6 +356,30 @@ class GeneralTopicModel:
         ``n_shared`` in [0, v]: topic ``t`` is uniform over its own ``v`` words and the first
         ``n_shared`` words of topic ``t + 1`` (cyclically; ``T >= 2``).
         ``law``: ``prior``, ``tau``, ``alpha`` as in the constructor.
+
+        Parameters
+        ----------
+        T : int, T >= 1
+            Number of topics.
+        v : int, v >= 1
+            Own words per topic (``T v`` words in all).
+        eps : float, 0 <= eps <= 1, optional
+            Weight of the uniform word law in every topic.
+        n_shared : int, 0 <= n_shared <= v, optional
+            Words shared with the next topic (needs ``T >= 2``).
+        **law
+            ``prior``, ``tau``, ``alpha``: the document law, as in the constructor.
+
+        Returns
+        -------
+        GeneralTopicModel
+            The model with the overlapping ``phi``.
+
+        Raises
+        ------
+        ValueError
+            If both or neither of ``eps`` and ``n_shared`` are given, a size or ``eps`` is out of range,
+            or the document law is invalid.
         """
         T = check_int("T", T, low=1)
         v = check_int("v", v, low=1)
@@ -278,7 +401,24 @@ class GeneralTopicModel:
 
     @classmethod
     def zipf(cls, T: int, v: int, s: float, **law) -> GeneralTopicModel:
-        """Disjoint topics of ``v`` words with Zipfian frequencies ``phi[t, k] ∝ (k + 1)^(-s)``, ``s >= 0``."""
+        """Disjoint topics of ``v`` words with Zipfian frequencies ``phi[t, k] ∝ (k + 1)^(-s)``, ``s >= 0``.
+
+        Parameters
+        ----------
+        T : int, T >= 1
+            Number of topics.
+        v : int, v >= 1
+            Words per topic.
+        s : float, s >= 0
+            Zipf exponent (``s = 0`` is the paper's uniform topics).
+        **law
+            ``prior``, ``tau``, ``alpha``: the document law, as in the constructor.
+
+        Returns
+        -------
+        GeneralTopicModel
+            The model with Zipfian topics.
+        """
         T = check_int("T", T, low=1)
         v = check_int("v", v, low=1)
         s = check_real("s", s, low=0.0)
@@ -288,7 +428,20 @@ class GeneralTopicModel:
 
     @classmethod
     def unequal(cls, sizes, **law) -> GeneralTopicModel:
-        """Disjoint topics of ``sizes[t] >= 1`` words each, uniform inside a topic."""
+        """Disjoint topics of ``sizes[t] >= 1`` words each, uniform inside a topic.
+
+        Parameters
+        ----------
+        sizes : sequence of int
+            Words of each topic, each ``>= 1`` (``T = len(sizes)``, ``n_words = sum(sizes)``).
+        **law
+            ``prior``, ``tau``, ``alpha``: the document law, as in the constructor.
+
+        Returns
+        -------
+        GeneralTopicModel
+            The model with topics of unequal sizes.
+        """
         sizes = [check_int(f"sizes[{i}]", s, low=1) for i, s in enumerate(np.atleast_1d(sizes).tolist())]
         if not sizes:
             raise ValueError("sizes must list at least one topic size")
@@ -307,6 +460,30 @@ class GeneralTopicModel:
 
         ``floor >= 0`` is added to every weight before normalising (keeps every word in some topic).
         Default law: Dirichlet(``alpha`` = 0.1), the paper's experiments.
+
+        Parameters
+        ----------
+        fit : TopicFit, estimator with ``components_``, or array_like of shape (T, n_words)
+            The fitted topic-word weights (finite, non-negative).
+        prior : {"dirichlet", "uniform-tau"}
+            The document law of the model.
+        tau : int, optional
+            Topics per document (``prior="uniform-tau"``).
+        alpha : float or array_like of shape (T,), default 0.1
+            Dirichlet concentration (``prior="dirichlet"``).
+        floor : float, floor >= 0
+            Added to every weight before normalising.
+
+        Returns
+        -------
+        GeneralTopicModel
+            ``phi`` the row-normalised weights.
+
+        Raises
+        ------
+        ValueError
+            If the weights are not a finite non-negative 2-D array, a topic has zero total weight, a word
+            is in no topic, ``floor < 0``, or the document law is invalid.
         """
         weights = getattr(fit, "phi", None)
         if weights is None:
@@ -330,9 +507,11 @@ class GeneralTopicModel:
 
     # ----- serialisation ---------------------------------------------------------------
     def to_dict(self) -> dict:
+        """The model as a JSON-serialisable dict (``phi`` as nested lists), inverse of :meth:`from_dict`."""
         alpha = None if self._alpha is None else self._alpha.tolist()
         return {"phi": self._phi.tolist(), "prior": self._prior, "tau": self._tau, "alpha": alpha}
 
     @classmethod
     def from_dict(cls, d: dict) -> GeneralTopicModel:
+        """The model of a dict from :meth:`to_dict` (construction is idempotent: ``phi`` is kept bit for bit)."""
         return cls(d["phi"], prior=d.get("prior", "uniform-tau"), tau=d.get("tau"), alpha=d.get("alpha"))

@@ -47,17 +47,54 @@ class TopicModel(GeneralTopicModel):
         Symmetric Dirichlet concentration, ``alpha > 0``; required iff ``prior="dirichlet"``.
         (:attr:`concentration` is the same as a vector of length ``T``, as for any topic model.)
 
+    Raises
+    ------
+    ValueError
+        If ``T`` or ``v`` is not an integer ``>= 1``, ``tau`` is missing or outside ``[1, T]`` for the
+        uniform-tau prior, ``alpha`` is missing or not ``> 0`` for the Dirichlet prior, the unused one of
+        ``tau`` / ``alpha`` is passed, ``prior`` is not one of the two laws, or ``T*v + 1 > 2**31 - 1``.
+    TypeError
+        If ``T``, ``v`` or ``tau`` is not an integer (booleans and non-integral floats are rejected) or
+        ``alpha`` is not a real number.
+
+    See Also
+    --------
+    GeneralTopicModel : The base class, any row-stochastic topic-word matrix (SPEC §11).
+    Masking : The BERT-style masking applied to the documents (SPEC §2.1).
+    theorycheck.population.value_loss : The population loss of a value matrix under this model.
+    theorycheck.sampling.sample_documents : Draws finite documents from the model.
+
     Notes
     -----
     Immutable, compared and hashed by its five fields. A subclass of
     :class:`~theorycheck.models.GeneralTopicModel`: every function that accepts a topic model
-    accepts it, and uses its closed forms where they exist.
+    accepts it, and uses its closed forms where they exist. Tokens: 0 is [MASK], words are
+    ``1 .. T*v``, word ``w`` has topic ``(w - 1) // v`` (0-based), ``V1 = T*v + 1``.
+
+    References
+    ----------
+    SPEC §1.1 (the uniform-tau model and its moments), §1.2 (the Dirichlet variant); Li, Li and
+    Risteski, *How Do Transformers Learn Topic Structure: Towards a Mechanistic Understanding*,
+    ICML 2023, arXiv:2303.04245, Section 3.
 
     Examples
     --------
-    >>> tm = TopicModel(T=10, v=10, tau=3)
-    >>> tm.V1
-    101
+    >>> from theorycheck import TopicModel
+    >>> tm = TopicModel(T=4, v=3, tau=2)
+    >>> tm.V1, tm.n_words, tm.n_topic_sets
+    (13, 12, 6)
+    >>> tm.topic_of([0, 1, 3, 4, 12])  # [MASK] has topic -1
+    array([-1,  0,  0,  1,  3])
+
+    ``E||p||^2 = 1/(tau v)`` and the uniform-attention minimum of the squared loss is ``1 - 1/(tau v)``:
+
+    >>> round(tm.expected_p_norm2(), 12), round(tm.min_value_loss(), 12)
+    (0.166666666667, 0.833333333333)
+
+    The Dirichlet variant: ``E||p||^2 = (alpha + 1)/((T alpha + 1) v)``, here ``1.5/9``:
+
+    >>> round(TopicModel(T=4, v=3, prior="dirichlet", alpha=0.5).expected_p_norm2(), 12), round(1.5 / 9, 12)
+    (0.166666666667, 0.166666666667)
     """
 
     _T: int
@@ -126,19 +163,48 @@ class TopicModel(GeneralTopicModel):
         return out
 
     def topic_of(self, tokens) -> np.ndarray:
-        """Topic (0-based) of each token; ``-1`` for [MASK] (token 0)."""
+        """Topic (0-based) of each token; ``-1`` for [MASK] (token 0).
+
+        Parameters
+        ----------
+        tokens : array_like of int
+            Tokens ``0 .. T*v`` (not checked), any shape.
+
+        Returns
+        -------
+        topics : ndarray of int, same shape as ``tokens``
+            ``(w - 1) // v`` for a word, ``-1`` for [MASK] (:func:`~theorycheck.models.token_topic`).
+        """
         return token_topic(tokens, self._v)
 
     def token_topics(self) -> np.ndarray:
-        """Topic of every token ``0 .. V1-1`` (``-1`` for [MASK]); shape ``(V1,)``."""
+        """Topic of every token ``0 .. V1-1`` (``-1`` for [MASK]); shape ``(V1,)``.
+
+        Returns
+        -------
+        topics : ndarray of int, shape (V1,)
+            ``topic_of(arange(V1))``.
+        """
         return self.topic_of(np.arange(self.V1))
 
     def dominant_topic(self) -> np.ndarray:
-        """Topic of every word ``1 .. T*v`` (its only topic), shape ``(n_words,)``."""
+        """Topic of every word ``1 .. T*v`` (its only topic), shape ``(n_words,)``.
+
+        Returns
+        -------
+        topics : ndarray of int, shape (n_words,)
+            ``(w - 1) // v`` for ``w = 1 .. T*v``.
+        """
         return np.arange(self.n_words) // self._v
 
     def topic_indicator(self) -> np.ndarray:
-        """Matrix whose column ``t`` is ``1_t`` (indicator of topic t's words); ``(V1, T)``."""
+        """Matrix whose column ``t`` is ``1_t`` (indicator of topic t's words); ``(V1, T)``.
+
+        Returns
+        -------
+        ind : ndarray of float64, shape (V1, T)
+            ``ind[w, t] = 1`` iff word ``w`` is in topic ``t``; row 0 ([MASK]) is zero.
+        """
         ind = np.zeros((self.V1, self._T))
         ind[1:, :] = np.kron(np.eye(self._T), np.ones((self._v, 1)))
         return ind
@@ -158,6 +224,13 @@ class TopicModel(GeneralTopicModel):
         ``kappa = (tau-1)/(T-1)`` (SPEC §1.1). Dirichlet:
         ``E[theta_t^2] = (alpha+1)/(T (T alpha + 1))``, ``E[theta_t theta_s] = alpha/(T (T alpha+1))``,
         each divided by ``v^2``. ``s_same`` also covers ``w = w'``.
+
+        Returns
+        -------
+        s_same : float
+            ``E[p(w) p(w')]`` for two words of one topic (including ``w = w'``).
+        s_diff : float
+            ``E[p(w) p(w')]`` for words of different topics.
         """
         T, v = self._T, self._v
         if self._tau is not None:  # uniform-tau (tau is set iff this prior; validated at construction)
@@ -169,11 +242,24 @@ class TopicModel(GeneralTopicModel):
         return (al + 1) / (T * (T * al + 1) * v * v), al / (T * (T * al + 1) * v * v)
 
     def expected_p_norm2(self) -> float:
-        """``E ||p||^2``: ``1/(tau v)`` (uniform-tau) or ``(alpha+1)/((T alpha+1) v)`` (Dirichlet)."""
+        """``E ||p||^2``: ``1/(tau v)`` (uniform-tau) or ``(alpha+1)/((T alpha+1) v)`` (Dirichlet).
+
+        Returns
+        -------
+        float
+            The expected squared norm of the document's word law (SPEC §1.1, §1.2).
+        """
         return self.pair_moments()[0] * self._T * self._v
 
     def min_value_loss(self) -> float:
-        """Minimum population squared MLM loss under uniform attention, ``1 - E||p||^2`` (SPEC §4.0)."""
+        """Minimum population squared MLM loss under uniform attention, ``1 - E||p||^2`` (SPEC §4.0).
+
+        Returns
+        -------
+        float
+            ``1 - E||p||^2``, the minimum of :func:`theorycheck.population.value_loss` for any
+            masking with ``a > 0``.
+        """
         return 1.0 - self.expected_p_norm2()
 
     # ----- value semantics -----------------------------------------------------------
@@ -195,8 +281,10 @@ class TopicModel(GeneralTopicModel):
         return (type(self), self._fields())
 
     def to_dict(self) -> dict:
+        """The five fields as a dict (JSON-serialisable), inverse of :meth:`from_dict`."""
         return dict(zip(_FIELDS, self._fields()))
 
     @classmethod
     def from_dict(cls, d: dict) -> TopicModel:
+        """The model of a dict from :meth:`to_dict` (validated like the constructor)."""
         return cls(**d)

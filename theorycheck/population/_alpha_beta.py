@@ -92,6 +92,60 @@ def stage1_block_constants(tm: TopicModel, mk: Masking) -> tuple[float, float, f
 
     With ``T = 1`` there are no cross-topic entries and ``B0`` is reported as 0.
     Needs ``p_m > 0``; any prior.
+
+    Parameters
+    ----------
+    tm : TopicModel
+        The paper's symmetric model, any prior.
+    mk : Masking
+        ``mk.p_m > 0``.
+
+    Returns
+    -------
+    A : float
+        The same-topic entry ``W_{ww'}``, ``t(w) = t(w')`` (including ``w = w'``).
+    B0 : float
+        The different-topic entry (0 when ``T = 1``).
+    gamma : float
+        The [MASK] column ``W_{w0}`` (row 0 of ``W`` is zero). In the informative case
+        ``A - B0 = 1/(a v)``.
+
+    Raises
+    ------
+    ValueError
+        If ``mk.p_m = 0`` (no selected positions).
+    TypeError
+        If ``tm`` is a :class:`~theorycheck.models.GeneralTopicModel` (use
+        :func:`theorycheck.solvers.stage1_value_matrix`) or the arguments are not a model and a masking.
+
+    See Also
+    --------
+    alpha_beta_value_matrix : The dense ``(V1, V1)`` matrix with these constants.
+    value_loss : The loss these constants minimise (with minimum norm).
+    theorycheck.solvers.optimal_value_matrix : The certified stage-1 solver, built on these constants.
+    alpha_beta_loss : The stage-2 loss with this ``W^V`` frozen.
+
+    References
+    ----------
+    SPEC §4.2 (the stage-1 optimum and its degenerate cases); Li, Li and Risteski, *How Do Transformers
+    Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 2.
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import stage1_block_constants
+    >>> tm, mk = TopicModel(T=10, v=10, tau=3), Masking()
+    >>> A, B0, gamma = stage1_block_constants(tm, mk)
+    >>> round(A, 10), round(B0, 10), round(gamma, 10)
+    (0.1080202312, -0.0075867052, 0.0541907514)
+    >>> round(A - B0, 12), round(1 / (mk.a * tm.v), 12)  # A - B0 = 1/(a v)
+    (0.115606936416, 0.115606936416)
+
+    Every topic in the document (``tau = T``): a constant context, ``A = B0``:
+
+    >>> A, B0, gamma = stage1_block_constants(TopicModel(T=3, v=2, tau=3), mk)
+    >>> A == B0
+    True
     """
     require_symmetric(
         tm,
@@ -173,6 +227,63 @@ def alpha_beta_value_matrix(
     row 0 zero (:func:`stage1_block_constants`, or ``constants=(A, B0, gamma)``), assembled by
     ``block_token_matrix``. ``"identity"``: identity on words, ``W_00 = 0``.
     ``max_bytes``: memory limit of the dense array (``theorycheck._memory.check_alloc``).
+
+    Parameters
+    ----------
+    tm : TopicModel
+        The paper's model with the uniform-tau prior.
+    mk : Masking
+        ``mk.p_m > 0`` and ``mk.a > 0``.
+    value : {"block", "identity"}
+        The minimum-norm stage-1 matrix or the identity on words.
+    constants : sequence of 3 floats, optional
+        ``(A, B0, gamma)`` of another block-constant matrix (``value="block"`` only); default
+        :func:`stage1_block_constants`.
+    max_bytes : int, optional
+        Memory limit of the dense array; default ``$THEORYCHECK_MAX_BYTES`` or half the available memory.
+
+    Returns
+    -------
+    W : ndarray, shape (V1, V1)
+        The value matrix, ``V1 = T v + 1``; row 0 ([MASK] output) is zero.
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``value`` is not one of the two, ``p_m = 0`` or ``a = 0``, or the
+        array exceeds ``max_bytes`` (the message names the O(1) alternatives).
+    TypeError
+        If ``tm`` is a general model (use :func:`theorycheck.solvers.stage1_value_matrix`).
+
+    See Also
+    --------
+    stage1_block_constants : The constants ``(A, B0, gamma)``, O(1).
+    theorycheck.solvers.BlockValueMatrix : The same matrix in O(1) storage.
+    alpha_beta_score_matrix : The family's score matrix, the other half of the stage-2 model.
+
+    References
+    ----------
+    SPEC §4.2 (the stage-1 matrix), §4.3(a) and §4.3(b) (the two frozen ``W^V`` of stage 2).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, value_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> W = alpha_beta_value_matrix(tm, mk)
+    >>> np.round(W[:3], 4)  # row 0 zero; gamma, then A (same topic), B0 (other topics)
+    array([[ 0.    ,  0.    ,  0.    ,  0.    ,  0.    ,  0.    ,  0.    ],
+           [ 0.1394,  0.5557,  0.5557, -0.0223, -0.0223, -0.0223, -0.0223],
+           [ 0.1394,  0.5557,  0.5557, -0.0223, -0.0223, -0.0223, -0.0223]])
+
+    It attains the stage-1 minimum ``1 - 1/(tau v)`` of the value loss:
+
+    >>> round(value_loss(W, tm, mk), 12), 1 - 1 / (2 * 2)
+    (0.75, 0.75)
+    >>> alpha_beta_value_matrix(tm, mk, "identity")[:3, :3]
+    array([[0., 0., 0.],
+           [0., 1., 0.],
+           [0., 0., 1.]])
     """
     require_symmetric(tm, "alpha_beta_value_matrix", "solvers.stage1_value_matrix(g, mk)")
     _check(tm, mk, value)
@@ -204,6 +315,54 @@ def alpha_beta_score_matrix(alpha: float, beta: float, tm: TopicModel, *, max_by
 
     ``S[x, x] = alpha`` for words, ``S[x, y] = beta`` for distinct words of one topic, 0 else.
     ``max_bytes``: memory limit of the dense array (``theorycheck._memory.check_alloc``).
+
+    Parameters
+    ----------
+    alpha : float
+        Same-word score, finite.
+    beta : float
+        Same-topic (different word) score, finite.
+    tm : TopicModel
+        The paper's model (any prior).
+    max_bytes : int, optional
+        Memory limit of the dense array; default ``$THEORYCHECK_MAX_BYTES`` or half the available memory.
+
+    Returns
+    -------
+    S : ndarray, shape (V1, V1)
+        Symmetric; row and column 0 ([MASK]) are zero, as are different-topic pairs.
+
+    Raises
+    ------
+    ValueError
+        If ``alpha`` or ``beta`` is not finite, or the array exceeds ``max_bytes``.
+    TypeError
+        If ``tm`` is a general model (the message names ``analysis.landscape.family_scores``), or
+        ``alpha`` / ``beta`` is not a real number.
+
+    See Also
+    --------
+    alpha_beta_value_matrix : The frozen ``W^V`` of the family.
+    alpha_beta_loss : The loss of these scores in closed form, without the dense matrix.
+    attention_loss : The exact loss of any score matrix, e.g. this one.
+
+    References
+    ----------
+    SPEC §4.3 (the (alpha, beta) family).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.population import alpha_beta_score_matrix
+    >>> S = alpha_beta_score_matrix(1.0, 0.5, TopicModel(T=2, v=2, tau=1))
+    >>> S
+    array([[0. , 0. , 0. , 0. , 0. ],
+           [0. , 1. , 0.5, 0. , 0. ],
+           [0. , 0.5, 1. , 0. , 0. ],
+           [0. , 0. , 0. , 1. , 0.5],
+           [0. , 0. , 0. , 0.5, 1. ]])
+    >>> bool(np.array_equal(S, S.T))
+    True
     """
     require_symmetric(
         tm, "alpha_beta_score_matrix", "analysis.landscape.family_scores(alpha, beta, solvers.cotopic_matrix(g))"
@@ -411,8 +570,25 @@ def alpha_beta_loss(
 
     Returns
     -------
-    float or ndarray
-        Broadcast shape of ``(alpha, beta)``.
+    L : float or ndarray
+        The loss ``L(alpha, beta)``: a float for scalar arguments, else an array of the broadcast
+        shape of ``(alpha, beta)``.
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``p_m = 0`` or ``a = 0``, ``value`` or ``loss`` is not one of the
+        allowed names, or ``alpha`` / ``beta`` has a NaN or an infinite entry.
+    TypeError
+        If ``tm`` is a general model (use :func:`attention_loss` with
+        ``analysis.landscape.family_scores``) or ``alpha`` / ``beta`` is not numeric.
+
+    See Also
+    --------
+    alpha_beta_loss_logK : The block loss as a function of ``log K`` (it depends on nothing else).
+    alpha_beta_score_matrix : The score matrix of the family, for :func:`attention_loss`.
+    theorycheck.solvers.optimal_attention : The certified minimiser over the family.
+    alpha_beta_symmetric_loss : An independent evaluation through the topic-permutation symmetry.
 
     Notes
     -----
@@ -424,7 +600,43 @@ def alpha_beta_loss(
     ``d = 1/(a v)``; depends on ``(alpha, beta)`` only through ``K``. identity:
     ``ell = sum_{y >= 1} h_y^2 - 2 h_w + 1``. Query classes: [MASK]; the target word (kept, or
     random and equal); for identity a same-topic other word; another in-document topic; an
-    out-of-document topic. Cost O(1) per point.
+    out-of-document topic. Cost O(1) per point. Evaluated in log space: finite and accurate for
+    ``|alpha|, |beta|`` up to 1e4 and beyond.
+
+    References
+    ----------
+    SPEC §4.3 (the exact loss for any scores and the query classes), §4.3(a) (block ``W^V``),
+    §4.3(b) (identity ``W^V``); Li, Li and Risteski, *How Do Transformers Learn Topic Structure?*,
+    ICML 2023, arXiv:2303.04245, Theorem 3.
+
+    Examples
+    --------
+    >>> import math
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_loss
+    >>> tm, mk = TopicModel(T=10, v=10, tau=3), Masking()
+
+    Uniform attention (``alpha = beta = 0``, ``K = v``) gives the stage-1 optimum ``1 - 1/(tau v)``:
+
+    >>> round(alpha_beta_loss(0.0, 0.0, tm, mk), 12), round(1 - 1 / 30, 12)
+    (0.966666666667, 0.966666666667)
+
+    The block loss depends only on ``K = e^alpha + (v - 1) e^beta``; at ``K = 70.05`` (the optimum ``K*`` of
+    SPEC §4.3(a) to 4 digits) two different pairs give the same value, below the uniform one:
+
+    >>> a = math.log(70.05 / 10)
+    >>> round(alpha_beta_loss(a, a, tm, mk), 9), round(alpha_beta_loss(math.log(70.05 - 9), 0.0, tm, mk), 9)
+    (0.961770246, 0.961770246)
+
+    Arrays broadcast; the identity ``W^V`` (at its optimum, ``L* = 0.892836`` in SPEC §4.3(b)) and
+    cross-entropy are options:
+
+    >>> np.round(alpha_beta_loss([0.0, 1.0, 2.0], 0.0, tm, mk), 6)
+    array([0.966667, 0.965963, 0.964554])
+    >>> round(alpha_beta_loss(4.7105, -0.1503, tm, mk, "identity"), 6)  # the identity optimum L*
+    0.892836
+    >>> round(alpha_beta_loss(0.0, 0.0, tm, mk, loss="ce"), 6)
+    4.591805
     """
     require_symmetric(
         tm,
@@ -463,6 +675,60 @@ def alpha_beta_loss_logK(
 
     ``constants``: optional ``(A, B0, gamma)`` of another block-constant ``W^V`` (row 0 zero);
     default the stage-1 minimum-norm constants.
+
+    With a block-constant ``W^V`` the loss of the (alpha, beta) family depends on the scores only
+    through ``K``, so this is the whole landscape on one line; ``log K = log v`` is uniform attention.
+
+    Parameters
+    ----------
+    logK : float or array_like
+        ``log K``, any finite real (``K > 0``); broadcast.
+    tm : TopicModel
+        The paper's model with the uniform-tau prior.
+    mk : Masking
+        ``mk.p_m > 0`` and ``mk.a > 0``.
+    constants : sequence of 3 floats, optional
+        Finite ``(A, B0, gamma)``; default :func:`stage1_block_constants`.
+    loss : {"squared", "ce"}
+        Squared loss (the theory) or cross-entropy over all V1 outputs.
+
+    Returns
+    -------
+    float or ndarray
+        ``L(log K)`` with the shape of ``logK`` (the formula of :func:`alpha_beta_loss`, block case).
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``p_m = 0`` or ``a = 0``, ``loss`` is unknown, ``logK`` is not finite,
+        or ``constants`` is not three finite numbers.
+    TypeError
+        If ``tm`` is a general model.
+
+    See Also
+    --------
+    alpha_beta_loss : The same loss in ``(alpha, beta)``, also for the identity ``W^V``.
+    stage1_block_constants : The default constants.
+    theorycheck.solvers.optimal_attention : Minimises this function of ``log K``, certified.
+
+    References
+    ----------
+    SPEC §4.3(a) (the block closed form and its derivative in ``log K``), §4.5 (its use for the
+    stage-2 onset).
+
+    Examples
+    --------
+    >>> import math
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_loss_logK
+    >>> tm, mk = TopicModel(T=10, v=10, tau=3), Masking()
+    >>> np.round(alpha_beta_loss_logK([math.log(10), math.log(70.05)], tm, mk), 6)  # K = v, then K near K*
+    array([0.966667, 0.96177 ])
+
+    Extreme scores stay finite (log-space evaluation):
+
+    >>> bool(np.isfinite(alpha_beta_loss_logK(1e4, tm, mk)))
+    True
     """
     require_symmetric(
         tm,
@@ -487,7 +753,56 @@ def alpha_beta_ce_loss(
 
     Builds ``S`` (:func:`alpha_beta_score_matrix`) and ``W^V`` (:func:`alpha_beta_value_matrix`) and
     calls :func:`theorycheck.population.attention_loss` with ``loss="ce"`` (softmax over all V1
-    outputs, including [MASK]). Scalar ``alpha``, ``beta``; cost O(C(T, tau) V1^3).
+    outputs, including [MASK]). Scalar ``alpha``, ``beta``; cost O(C(T, tau) V1^3). It is the dense,
+    independent route to ``alpha_beta_loss(..., loss="ce")`` (O(1)), and the only one with key masking.
+
+    Parameters
+    ----------
+    alpha : float
+        Same-word score, finite.
+    beta : float
+        Same-topic (different word) score, finite.
+    tm : TopicModel
+        The paper's model with the uniform-tau prior (small: every topic set is enumerated).
+    mk : Masking
+        ``mk.p_m > 0`` and ``mk.a > 0``.
+    value : {"block", "identity"}
+        The frozen ``W^V`` (:func:`alpha_beta_value_matrix`).
+    mask_keys : bool, default False
+        Whether the keys are the unmasked words only (context law ``p_S`` instead of ``m_S``).
+
+    Returns
+    -------
+    L : float
+        ``E[-log softmax(W^V h(x))_w]`` over documents, selected positions and their targets.
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``p_m = 0`` or ``a = 0``, ``value`` is unknown, ``alpha`` or ``beta``
+        is not finite, or a dense array exceeds the memory limit.
+    TypeError
+        If ``tm`` is a general model or ``mask_keys`` is not a bool.
+
+    See Also
+    --------
+    alpha_beta_loss : The O(1) closed form (``loss="ce"``).
+    attention_loss : The general evaluator this function calls.
+    alpha_beta_score_matrix : The scores it builds.
+
+    References
+    ----------
+    SPEC §4.3 (the exact loss for any scores, CE variant), §2.2 (the MLM objective).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_ce_loss, alpha_beta_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> round(alpha_beta_ce_loss(1.0, 0.5, tm, mk), 10)
+    1.836351552
+    >>> round(alpha_beta_loss(1.0, 0.5, tm, mk, loss="ce"), 10)  # the closed form agrees
+    1.836351552
     """
     require_symmetric(tm, "alpha_beta_ce_loss", "attention_loss(S, W, g, mk, loss='ce')")
     _check(tm, mk, value)

@@ -94,6 +94,39 @@ class SetSampledLoss(NamedTuple):
 
     ``mean`` is unbiased for the exact loss, ``stderr`` its standard error
     (sample standard deviation of the per-set losses over ``sqrt(n_sets)``).
+
+    Parameters
+    ----------
+    mean : float
+        ``(1/n) sum_i ell(S_i)`` over the sampled topic sets ``S_i`` (each loss exact, N -> inf).
+    stderr : float, stderr >= 0
+        ``sd(ell(S_i)) / sqrt(n_sets)`` (sample standard deviation, ``ddof=1``).
+    n_sets : int, n_sets >= 2
+        Number of sampled topic sets.
+
+    See Also
+    --------
+    attention_loss : Returns it when ``n_sets`` is given.
+    LossEstimate : The same estimate for any document law, with an ``exact`` flag.
+    attention_loss_grad : Its ``loss`` field is one of these with ``n_sets``.
+
+    References
+    ----------
+    SPEC §4.3 (the exact loss as an average over topic sets), §11.4 (sampled document laws).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, attention_loss
+    >>> tm, mk = TopicModel(T=4, v=2, tau=2), Masking()
+    >>> S = np.random.default_rng(0).normal(size=(tm.V1, tm.V1))
+    >>> W = alpha_beta_value_matrix(tm, mk)
+    >>> est = attention_loss(S, W, tm, mk, n_sets=100, seed=1)
+    >>> est.n_sets, round(est.mean, 4), round(est.stderr, 4)
+    (100, 0.7832, 0.0029)
+    >>> exact = attention_loss(S, W, tm, mk)  # all C(4, 2) = 6 sets
+    >>> round(exact, 4), abs(est.mean - exact) < 2 * est.stderr
+    (0.784, True)
     """
 
     mean: float
@@ -104,12 +137,38 @@ class SetSampledLoss(NamedTuple):
 class AttentionLossGrad(NamedTuple):
     """Loss and exact gradients of :func:`attention_loss` (unpacks as ``L, dS, dW, db``).
 
-    Attributes
+    Parameters
     ----------
     loss : float or SetSampledLoss
-    dS, dW : ndarray, shape (V1, V1)
+        The loss; a :class:`SetSampledLoss` when topic sets were sampled (``n_sets``).
+    dS : ndarray, shape (V1, V1)
+        ``dL/dS`` (the scores).
+    dW : ndarray, shape (V1, V1)
+        ``dL/dW`` (the value matrix).
     db : ndarray, shape (V1,)
-        At ``b = 0`` when no bias is passed.
+        ``dL/db`` (the decoder bias), at ``b = 0`` when no bias is passed.
+
+    See Also
+    --------
+    attention_loss_grad : Returns it.
+    attention_loss : The loss alone, on the faster structured route.
+    EmbeddingLossGrad : The gradient tuple of the embedding model.
+
+    References
+    ----------
+    SPEC §4.3 (the exact loss and its gradients).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, attention_loss_grad
+    >>> tm, mk = TopicModel(T=3, v=2, tau=1), Masking()
+    >>> g = attention_loss_grad(np.zeros((tm.V1, tm.V1)), alpha_beta_value_matrix(tm, mk), tm, mk)
+    >>> g._fields
+    ('loss', 'dS', 'dW', 'db')
+    >>> L, dS, dW, db = g
+    >>> round(L, 12), dS.shape, db.shape  # uniform attention, stage-1 W: 1 - 1/(tau v) = 0.5
+    (0.5, (7, 7), (7,))
     """
 
     loss: float | SetSampledLoss
@@ -123,6 +182,36 @@ class LossEstimate(NamedTuple):
 
     ``n`` is the number of averaged document laws (topic sets or sampled ``theta``); ``stderr`` is
     0 for the exact enumeration of the uniform-tau law, else ``sd(ell) / sqrt(n)`` (SPEC §11.4).
+
+    Parameters
+    ----------
+    value : float
+        ``(1/n) sum_i ell(theta_i)``, the loss averaged over the document laws.
+    stderr : float, stderr >= 0
+        Its standard error, 0 when ``exact``.
+    n : int, n >= 1
+        Number of averaged document laws.
+    exact : bool
+        Whether every topic set was enumerated (then ``value`` is the exact loss).
+
+    See Also
+    --------
+    attention_loss_estimate : Returns it.
+    SetSampledLoss : The sampled-sets result of :func:`attention_loss`.
+    theorycheck.sampling.MCEstimate : The finite-document Monte Carlo counterpart.
+
+    References
+    ----------
+    SPEC §11.4 (the attention loss of any document law and its standard error).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import attention_loss_estimate
+    >>> tm = TopicModel(T=3, v=2, tau=1)
+    >>> est = attention_loss_estimate(np.zeros((7, 7)), np.eye(7), tm, Masking())
+    >>> est.n, est.stderr, est.exact
+    (3, 0.0, True)
     """
 
     value: float
@@ -389,45 +478,99 @@ def attention_loss(
         Scores; ``S[x, y]`` is the score of key token ``y`` for query token ``x`` (row 0: a
         [MASK] query). Any finite values (log-sum-exp inside).
     W : array_like, shape (V1, V1)
-        Value matrix ``W^V`` (decoder ``W^dec = I``).
-    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
-        ``p_m > 0``; the paper's model: uniform-tau prior.
+        Value matrix ``W^V`` (decoder ``W^dec = I``), finite.
+    tm : GeneralTopicModel or TopicModel
+        The topic model; the paper's model needs the uniform-tau prior.
+    mk : Masking
+        ``mk.p_m > 0``.
     b : array_like, shape (V1,), optional
         Decoder bias.
-    mask_keys : bool
+    mask_keys : bool, default False
         False (theory): the context is ``m_S = a p_S + r u + q e_0``. True (official code):
         selected positions are hidden as keys, so the context is ``p_S``; queries still show
         kept / random / [MASK] tokens.
-    n_sets : int, optional
+    n_sets : int, n_sets >= 2, optional
         Average over ``n_sets`` uniformly sampled topic sets instead of enumerating all
         ``C(T, tau)`` (required when that exceeds 200000).
-    rng, seed
-        Randomness for ``n_sets`` (only; a general Dirichlet model: for ``n_theta``, required).
+    rng : numpy.random.Generator, optional
+        Randomness for ``n_sets`` or ``n_theta`` only; required (or ``seed``) whenever a general model's
+        document laws are sampled.
+    seed : int or numpy.random.SeedSequence, optional
+        Seed of a new generator, instead of ``rng``.
     loss : {"squared", "ce"}
         Squared loss ``||o - e_w||^2`` over all V1 outputs, or cross-entropy ``-log softmax(o)_w``.
     max_bytes : int, optional
         Memory limit for the evaluator's own arrays (default ``$THEORYCHECK_MAX_BYTES`` or half the
         available memory); above it a ``ValueError`` names the closed-form alternatives.
-
-    n_theta : int, optional
+    n_theta : int, n_theta >= 2, optional
         :class:`~theorycheck.models.GeneralTopicModel` with the Dirichlet law only: number of
         sampled topic proportions (SPEC §11.4; :func:`attention_loss_estimate` gives the standard error).
 
+    Returns
+    -------
+    L : float or SetSampledLoss
+        The exact loss; a :class:`SetSampledLoss` ``(mean, stderr, n_sets)`` when ``n_sets`` is given
+        (a general Dirichlet model: the estimate's value; :func:`attention_loss_estimate` gives its
+        standard error).
+
+    Raises
+    ------
+    ValueError
+        If ``mk.p_m = 0``, ``S``, ``W`` or ``b`` has the wrong shape or a non-finite entry, ``loss`` is
+        unknown, ``C(T, tau) > 200000`` without ``n_sets``, ``rng`` / ``seed`` are given without sampling
+        (or missing for sampled Dirichlet laws), ``n_sets`` / ``n_theta`` do not fit the prior, or an
+        array exceeds ``max_bytes``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking, or ``mask_keys`` is not a bool.
+
+    See Also
+    --------
+    attention_loss_grad : The loss with its exact gradients in ``S``, ``W`` and ``b``.
+    attention_loss_estimate : The loss with its standard error, for any document law.
+    alpha_beta_loss : The O(1) closed form on the (alpha, beta) family of scores.
+    value_loss : Uniform attention (``S = 0``) in closed form.
+
+    Notes
+    -----
     Any model runs the generic route (SPEC §11.4: the same formula with ``p_S`` replaced by
     ``p_theta = Phi^T theta``, the dense path over document laws); the paper's model its structured
     route (SPEC §4.3), chosen by the dispatcher.
 
-    Returns
-    -------
-    float, or :class:`SetSampledLoss` ``(mean, stderr, n_sets)`` when ``n_sets`` is given (a general
-    Dirichlet model: the estimate's value; :func:`attention_loss_estimate` gives its standard error).
-
-    Notes
-    -----
     The paper's model, squared loss: ``O(V1^3)`` dense products once, then ``O(V1 tau^2)`` per topic set (Numba); its
     group tables hold ``V1 (T+1)^2`` entries, and above ``STRUCTURED_MAX_ENTRIES`` the dense
     path is used instead. Cross-entropy needs every output coordinate: ``O(V1^3)`` per topic set
     (stacked GEMMs).
+
+    References
+    ----------
+    SPEC §4.3 (the exact loss for any scores), §11.4 (any topic-word matrix); Li, Li and Risteski,
+    *How Do Transformers Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Section 4.
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking, TopicModel
+    >>> from theorycheck.population import (
+    ...     alpha_beta_loss, alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss)
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> W = alpha_beta_value_matrix(tm, mk)
+
+    Uniform attention (``S = 0``) gives the stage-1 value ``1 - 1/(tau v)``:
+
+    >>> round(attention_loss(np.zeros((tm.V1, tm.V1)), W, tm, mk), 12)
+    0.75
+
+    On the (alpha, beta) family it equals the closed form, on both routes:
+
+    >>> S = alpha_beta_score_matrix(1.0, 0.5, tm)
+    >>> round(attention_loss(S, W, tm, mk), 10), round(alpha_beta_loss(1.0, 0.5, tm, mk), 10)
+    (0.736803582, 0.736803582)
+    >>> round(attention_loss(S, W, GeneralTopicModel.from_topic_model(tm), mk), 10)
+    0.736803582
+
+    Hiding the selected positions as keys (the official code's convention) changes the value:
+
+    >>> round(attention_loss(S, W, tm, mk, mask_keys=True), 10)
+    0.7383199864
     """
     check_models(tm, mk, general=True)
     S, W, b, mask_keys, loss = _validate(S, W, tm, mk, b, mask_keys, loss, max_bytes)
@@ -463,10 +606,80 @@ def attention_loss_grad(
     ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``). Arguments as in
     :func:`attention_loss`.
 
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Scores (query token, key token), finite.
+    W : array_like, shape (V1, V1)
+        Value matrix ``W^V``, finite.
+    tm : GeneralTopicModel or TopicModel
+        The topic model; the paper's model needs the uniform-tau prior.
+    mk : Masking
+        ``mk.p_m > 0``.
+    b : array_like, shape (V1,), optional
+        Decoder bias.
+    mask_keys : bool, default False
+        Context ``p_S`` (selected positions hidden as keys) instead of ``m_S``.
+    n_sets : int, n_sets >= 2, optional
+        Sampled topic sets instead of all ``C(T, tau)``.
+    rng : numpy.random.Generator, optional
+        Randomness of the sampled document laws.
+    seed : int or numpy.random.SeedSequence, optional
+        Seed of a new generator, instead of ``rng``.
+    loss : {"squared", "ce"}
+        Squared loss or cross-entropy.
+    max_bytes : int, optional
+        Memory limit of the stacked dense arrays.
+    n_theta : int, n_theta >= 2, optional
+        Sampled topic proportions (a general model with the Dirichlet law).
+
     Returns
     -------
     AttentionLossGrad
         ``(loss, dS, dW, db)``, a named tuple.
+
+    Raises
+    ------
+    ValueError
+        As :func:`attention_loss`; the dense path's memory estimate is checked against ``max_bytes``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking, or ``mask_keys`` is not a bool.
+
+    See Also
+    --------
+    attention_loss : The loss alone (structured route, faster).
+    AttentionLossGrad : The result tuple.
+    value_loss_grad : The gradient in ``W`` under uniform attention, in closed form.
+
+    References
+    ----------
+    SPEC §4.3 (the exact loss and gradients), §11.4 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, attention_loss, attention_loss_grad
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> W = alpha_beta_value_matrix(tm, mk)
+
+    At uniform attention the stage-1 ``W`` is optimal (``dW = 0``), while raising the same-topic
+    scores lowers the loss (``dS < 0`` there, ``> 0`` across topics): stage 2 starts (SPEC §4.5):
+
+    >>> L, dS, dW, db = attention_loss_grad(np.zeros((tm.V1, tm.V1)), W, tm, mk)
+    >>> round(L, 12), float(np.abs(dW).max()) < 1e-12
+    (0.75, True)
+    >>> float(dS[1, 2]) < 0 < float(dS[1, 3])
+    True
+
+    The score gradient against a central finite difference:
+
+    >>> S = np.random.default_rng(0).normal(size=(tm.V1, tm.V1))
+    >>> D = np.random.default_rng(1).normal(size=(tm.V1, tm.V1))
+    >>> L, dS, dW, db = attention_loss_grad(S, W, tm, mk)
+    >>> h = 1e-6
+    >>> fd = (attention_loss(S + h * D, W, tm, mk) - attention_loss(S - h * D, W, tm, mk)) / (2 * h)
+    >>> abs(fd - float((dS * D).sum())) < 1e-8
+    True
     """
     check_models(tm, mk, general=True)
     S, W, b, mask_keys, loss = _validate(S, W, tm, mk, b, mask_keys, loss, max_bytes)
@@ -486,24 +699,73 @@ def attention_loss_estimate(
 
     Parameters
     ----------
-    S, W, b, mask_keys, loss, max_bytes
-        As in :func:`theorycheck.population.attention_loss`.
-    tm : GeneralTopicModel (or the paper's TopicModel)
+    S : array_like, shape (V1, V1)
+        Scores (query token, key token), finite.
+    W : array_like, shape (V1, V1)
+        Value matrix ``W^V``, finite.
+    tm : GeneralTopicModel or TopicModel
         Always the generic route (the paper's model too: its ``phi`` is materialised).
     mk : Masking
         ``p_m > 0``.
+    b : array_like, shape (V1,), optional
+        Decoder bias.
+    mask_keys : bool, default False
+        Context ``p_S`` (selected positions hidden as keys) instead of ``m_S``.
     n_sets : int, optional
         Uniform-tau: average over ``n_sets >= 2`` sampled topic sets instead of all ``C(T, tau)``
         (required above 200000 sets).
     n_theta : int, optional
-        Dirichlet: number of i.i.d. ``theta ~ Dir(alpha)`` (default ``DEFAULT_N_THETA``).
-    rng, seed
-        Randomness of the samples; required whenever the laws are sampled.
+        Dirichlet: number of i.i.d. ``theta ~ Dir(alpha)``, ``>= 2`` (default ``DEFAULT_N_THETA`` = 4096).
+    rng : numpy.random.Generator, optional
+        Randomness of the samples; ``rng`` or ``seed`` is required whenever the laws are sampled.
+    seed : int or numpy.random.SeedSequence, optional
+        Seed of a new generator, instead of ``rng``.
+    loss : {"squared", "ce"}
+        Squared loss or cross-entropy.
+    max_bytes : int, optional
+        Memory limit of the dense path's arrays.
 
     Returns
     -------
     LossEstimate
         ``(value, stderr, n, exact)``; ``stderr = 0`` and ``exact = True`` for the enumeration.
+
+    Raises
+    ------
+    ValueError
+        As :func:`attention_loss`, and if the laws are sampled without ``rng`` or ``seed``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking.
+
+    See Also
+    --------
+    attention_loss : The loss alone (the structured route on the paper's model).
+    LossEstimate : The result tuple.
+    theorycheck.sampling.mc_attention_loss : The finite-document Monte Carlo estimate.
+
+    References
+    ----------
+    SPEC §11.4 (the attention loss of any document law).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking, TopicModel
+    >>> from theorycheck.population import attention_loss_estimate
+    >>> mk = Masking()
+    >>> S, W = np.zeros((7, 7)), np.eye(7)
+
+    Enumerated topic sets: the exact value, no error:
+
+    >>> est = attention_loss_estimate(S, W, TopicModel(T=3, v=2, tau=1), mk)
+    >>> round(est.value, 12), est.stderr, est.n, est.exact
+    (0.522875, 0.0, 3, True)
+
+    A Dirichlet law is sampled (a seed is required) and the estimate carries its standard error:
+
+    >>> g = GeneralTopicModel.overlapping(T=3, v=2, eps=0.2, prior="dirichlet", alpha=0.5)
+    >>> est = attention_loss_estimate(S, W, g, mk, n_theta=200, seed=0)
+    >>> est.n, est.exact, round(est.value, 4), round(est.stderr, 4)
+    (200, False, 0.7712, 0.0039)
     """
     check_models(tm, mk, general=True)
     S, W, b, mask_keys, loss = _validate(S, W, tm, mk, b, mask_keys, loss, max_bytes)

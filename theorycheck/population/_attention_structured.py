@@ -104,6 +104,42 @@ class FamilyLoss(NamedTuple):
 
     ``value`` (exact when ``exact``), ``stderr`` (0 for the enumeration of the uniform-tau sets, else
     ``sd / sqrt(n)``), ``n`` document laws, ``dalpha``, ``dbeta`` (``None`` without ``grad``).
+
+    Parameters
+    ----------
+    value : float
+        The loss averaged over the document laws.
+    stderr : float, stderr >= 0
+        Its standard error, 0 when ``exact``.
+    n : int, n >= 1
+        Number of averaged document laws (topic sets or sampled ``theta``).
+    exact : bool
+        Whether every topic set was enumerated.
+    dalpha : float or None
+        ``dL/dalpha`` of the same average (``None`` unless ``grad=True``).
+    dbeta : float or None
+        ``dL/dbeta`` (``None`` unless ``grad=True``).
+
+    See Also
+    --------
+    family_attention_loss : Returns it.
+    LossEstimate : The same fields without the gradient, for any scores.
+    alpha_beta_loss : The closed form on the paper's model.
+
+    References
+    ----------
+    SPEC §11.8 (the structured loss of the families).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, family_attention_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> r = family_attention_loss(0.0, 0.0, alpha_beta_value_matrix(tm, mk), tm, mk)
+    >>> r._fields
+    ('value', 'stderr', 'n', 'exact', 'dalpha', 'dbeta')
+    >>> round(r.value, 12), r.n, r.exact, r.dalpha is None
+    (0.75, 3, True, True)
     """
 
     value: float
@@ -455,20 +491,57 @@ def family_attention_loss(
     alpha, beta : float
         Same-word and family scores; ``B`` is the same-label indicator ``Z`` (``family="label"``, SPEC §11.6
         labels, diagonal 1) or the co-topic cosine ``G`` (``family="co-topic"``), so the score of the query's
-        own word is ``alpha + beta`` in both.
+        own word is ``alpha + beta`` in both. ``alpha <= 300``, ``|beta| <= 300``, ``alpha + beta <= 300``
+        (``SCORE_MAX``).
     W : array (V1, V1), or factors ``(left, right)`` / an object with ``left``, ``right`` (``W = left right^T``)
         Frozen ``W^V`` (e.g. :func:`theorycheck.solvers.optimal_value_matrix`'s ``LowRankMatrix``). The
         co-topic family and the cross-entropy need the factors.
-    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
-    b, mask_keys, loss, n_sets, n_theta, rng, seed, max_bytes
-        As in :func:`theorycheck.population.attention_loss` (Dirichlet: ``seed`` or ``rng`` required).
-    grad : bool
+    tm : GeneralTopicModel or TopicModel
+        The topic model, any prior.
+    mk : Masking
+        ``mk.p_m > 0``.
+    family : {"label", "co-topic"}
+        The matrix ``B``: the same-label indicator or the co-topic cosine.
+    b : array_like, shape (V1,), optional
+        Decoder bias.
+    mask_keys : bool, default False
+        Context ``p_S`` (selected positions hidden as keys) instead of ``m_S``.
+    loss : {"squared", "ce"}
+        Squared loss or cross-entropy (factored ``W`` only).
+    grad : bool, default False
         Also return ``dL/dalpha``, ``dL/dbeta`` (exact, of the same average).
+    n_sets : int, n_sets >= 2, optional
+        Uniform-tau: sampled topic sets instead of all ``C(T, tau)``.
+    n_theta : int, n_theta >= 2, optional
+        Dirichlet: number of sampled ``theta`` (default 4096).
+    rng : numpy.random.Generator, optional
+        Randomness of sampled laws (``rng`` or ``seed`` required for the Dirichlet law).
+    seed : int or numpy.random.SeedSequence, optional
+        Seed of a new generator, instead of ``rng``.
+    max_bytes : int, optional
+        Memory limit of the evaluator's tables.
 
     Returns
     -------
     FamilyLoss
         ``(value, stderr, n, exact, dalpha, dbeta)``.
+
+    Raises
+    ------
+    ValueError
+        If a score is out of range, ``family`` or ``loss`` is unknown, the co-topic family or the
+        cross-entropy gets a dense ``W``, ``W`` has the wrong shape, the sampling arguments do not fit
+        the prior, or the tables exceed ``max_bytes``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking.
+
+    See Also
+    --------
+    attention_loss : The dense exact loss of any scores (small models).
+    alpha_beta_loss : The O(1) closed form on the paper's model (``alpha_beta_loss(alpha + beta, beta)``
+        equals the label family's loss there).
+    theorycheck.solvers.cotopic_matrix : The co-topic cosine ``G``.
+    theorycheck.solvers.optimal_value_matrix : The factored stage-1 ``W^V`` of a general model.
 
     Notes
     -----
@@ -476,6 +549,34 @@ def family_attention_loss(
     and ``O(V1 T + L T^2)``; co-topic (and any cross-entropy): one blocked product ``O(V1^2 T k)``. Per
     document law: ``O(V1 T + L T^2)`` (label), ``O(V1 T^2)`` (co-topic), ``O(V1^2 k)`` (cross-entropy).
     Memory ``O(V1 T)`` (label) or ``O(V1 T max(T, k))`` plus one row block (co-topic, cross-entropy).
+
+    References
+    ----------
+    SPEC §11.8 (the structured evaluation), §11.8(a) (the co-topic family by pair sums), §11.4 (the
+    loss), §11.6 (the labels).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_loss, alpha_beta_value_matrix, family_attention_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+
+    On the paper's model the label family's own-word score is ``alpha + beta``, so it matches the
+    closed form at ``(alpha + beta, beta)``:
+
+    >>> r = family_attention_loss(0.5, 0.5, alpha_beta_value_matrix(tm, mk), tm, mk, grad=True)
+    >>> round(r.value, 10), round(alpha_beta_loss(1.0, 0.5, tm, mk), 10)
+    (0.736803582, 0.736803582)
+    >>> r.dbeta < 0  # more same-topic attention still lowers the loss
+    True
+
+    A general model with its factored stage-1 ``W^V``; uniform attention gives the stage-1 minimum:
+
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> g = GeneralTopicModel.overlapping(T=3, v=2, eps=0.2, tau=2)
+    >>> Wg = optimal_value_matrix(g, mk, options={"dense": False}).x
+    >>> round(family_attention_loss(0.0, 0.0, Wg, g, mk).value, 10)
+    0.78
     """
     a = check_real("alpha", alpha)
     bt = check_real("beta", beta)

@@ -34,7 +34,7 @@ __all__ = ["PopulationContexts", "population_contexts"]
 class PopulationContexts:
     """Weighted contexts of the population (plain arrays; ``G`` topic sets, ``E`` query groups).
 
-    Attributes
+    Parameters
     ----------
     K : ndarray, shape (G, V1)
         Key density of each context (``m_S``, or ``p_S`` with ``mask_keys``).
@@ -51,6 +51,26 @@ class PopulationContexts:
         ``theta_S`` of every context and the per-topic targets of every query token:
         ``Y[e] = sum_t target_coef[ctx[e], t] target_basis[qtok[e], t]`` (the rows above with
         ``p_S`` replaced by ``phi_t``).
+
+    See Also
+    --------
+    population_contexts : Builds it.
+    theorycheck.nn.population_batch : Wraps the arrays into a training batch.
+    masked_density : The key density ``m_S`` of one context.
+
+    References
+    ----------
+    SPEC §2.1 (masking and the query law), §4.0 (the population loss), §11.5 (the linear factors).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import population_contexts
+    >>> pc = population_contexts(TopicModel(T=3, v=2, tau=2), Masking())
+    >>> pc.K.shape, pc.Y.shape, pc.key_coef.shape, pc.key_basis.shape  # G = 3 sets, E = 3 x V1 groups
+    ((3, 7), (21, 7), (3, 4), (4, 7))
+    >>> float(np.abs(pc.key_coef @ pc.key_basis - pc.K).max()) < 1e-15
+    True
     """
 
     K: np.ndarray
@@ -70,6 +90,62 @@ def population_contexts(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool =
     Any topic model with the uniform-tau law: a :class:`~theorycheck.models.GeneralTopicModel` has
     the same contexts with ``p_S = Phi^T 1_S / tau`` and ``u = 1_W / n_words`` (SPEC §11.1); the
     densities dispatch on the model (``._moments``).
+
+    Every ``tau``-subset ``S`` is one context with key density ``m_S``; its query groups are [MASK]
+    with target weights ``(1 - p_c - p_r) p_S / C(T, tau)`` and each word ``w`` with
+    ``((p_r / (T v)) p_S + p_c p_S(w) e_w) / C(T, tau)``. The loss of a position-free one-layer model
+    summed over the weighted groups is its exact population MLM loss.
+
+    Parameters
+    ----------
+    tm : GeneralTopicModel or TopicModel
+        A model with the uniform-tau prior (every topic set is enumerated: ``C(T, tau) <= 200000``).
+    mk : Masking
+        ``mk.p_m > 0``.
+    mask_keys : bool, default False
+        Key densities ``p_S`` (selected positions hidden as keys) instead of ``m_S``.
+
+    Returns
+    -------
+    PopulationContexts
+        The key densities ``K`` ``(C(T, tau), V1)``, the groups' context and query token, their
+        weights and target weights ``Y`` (summing to 1 over all groups), and the linear factors of
+        ``K`` and ``Y``.
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``C(T, tau) > 200000``, ``mk.p_m = 0``, or the
+        ``C(T, tau) x V1 x V1`` targets do not fit in memory.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking, or ``mask_keys`` is not a bool.
+
+    See Also
+    --------
+    PopulationContexts : The result.
+    theorycheck.nn.population_batch : The same contexts as a training batch.
+    attention_loss : The exact loss of the one-hot attention model, from the same population.
+
+    References
+    ----------
+    SPEC §2.1 (masking), §4.0 (the population), §11.5 (``m_S`` linear in ``theta_S``).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, population_contexts, value_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> pc = population_contexts(tm, mk)
+    >>> round(float(pc.weight.sum()), 12)  # every selected position is one query of one group
+    1.0
+
+    Uniform attention outputs ``W m_S``; summed over the weighted groups the squared loss is the value loss:
+
+    >>> W = alpha_beta_value_matrix(tm, mk)
+    >>> O = pc.K[pc.ctx] @ W.T
+    >>> L = (pc.weight * (O**2).sum(axis=1)).sum() - 2 * (pc.Y * O).sum() + pc.weight.sum()
+    >>> round(float(L), 12), round(value_loss(W, tm, mk), 12)
+    (0.75, 0.75)
     """
     check_models(tm, mk, general=True)
     if not isinstance(mask_keys, (bool, np.bool_)):

@@ -59,14 +59,36 @@ def _kernel_threads(V1: int):
 class EmbeddingLossGrad(NamedTuple):
     """Loss and gradients of the embedding model.
 
-    Attributes
+    Parameters
     ----------
     loss : float
+        :func:`embedding_loss` at the point.
     dW_E : ndarray, shape (d, V1)
-    dW_dec : ndarray, shape (V1, d), or None when the decoder is tied
+        ``dL/dW^E``.
+    dW_dec : ndarray, shape (V1, d), or None
+        ``dL/dW^dec``; ``None`` when the decoder is tied.
     db : ndarray, shape (V1,)
         Gradient w.r.t. the decoder bias (at ``b = 0`` when no bias is passed, like
         :func:`~theorycheck.population.value_loss_grad`).
+
+    See Also
+    --------
+    embedding_loss_grad : Returns it.
+    AttentionLossGrad : The gradient tuple of the attention model.
+    value_loss_grad : The gradient in the effective map.
+
+    References
+    ----------
+    SPEC §4.1 (the embedding model of Theorem 1).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import embedding_loss_grad
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> g = embedding_loss_grad(np.eye(tm.V1)[:3], tm, Masking())
+    >>> g._fields, g.dW_E.shape, g.dW_dec is None
+    (('loss', 'dW_E', 'dW_dec', 'db'), (3, 7), True)
     """
 
     loss: float
@@ -152,9 +174,54 @@ def embedding_loss(
 
     Returns
     -------
-    float
-        Minimum ``1 - E||p||^2`` at ``reg = 0`` (if ``d`` is large enough, see
+    L : float
+        The loss above; minimum ``1 - E||p||^2`` at ``reg = 0`` (if ``d`` is large enough, see
         :func:`theorycheck.solvers.min_embedding_dim`).
+
+    Raises
+    ------
+    ValueError
+        If ``mk.p_m = 0``, an array has the wrong shape or a non-finite entry, ``W_dec`` is missing
+        with ``tied=False`` (or passed with ``tied=True``), ``reg < 0``, or ``M`` exceeds ``max_bytes``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking, or ``tied`` is not a bool.
+
+    See Also
+    --------
+    embedding_loss_grad : The loss with its gradients.
+    value_loss : The loss of the effective map ``M`` (this function adds the L2 term).
+    theorycheck.solvers.optimal_embedding_gram : The optimal tied Gram matrix ``(W^E)^T W^E``.
+    theorycheck.solvers.embedding_from_gram : An embedding with a given Gram matrix.
+
+    Notes
+    -----
+    Attention is frozen uniform and ``W^V = I``, so the loss is ``value_loss(M, tm, mk, b)`` plus the
+    L2 term, for any topic model.
+
+    References
+    ----------
+    SPEC §3.1 (variant E), §4.0, §4.1 (Theorem 1: topic structure in the embeddings); Li, Li and
+    Risteski, *How Do Transformers Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 1.
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, embedding_loss, value_loss
+    >>> from theorycheck.solvers import embedding_from_gram, min_embedding_dim, optimal_embedding_gram
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+
+    A tied embedding of the optimal Gram matrix in ``d = T`` dimensions attains ``1 - 1/(tau v)``:
+
+    >>> d = min_embedding_dim(tm, mk)
+    >>> W_E = embedding_from_gram(optimal_embedding_gram(tm, mk).x, d)
+    >>> d, W_E.shape, round(embedding_loss(W_E, tm, mk), 12)
+    (3, (3, 7), 0.75)
+
+    Untied, with one-hot embeddings the effective map is the decoder itself:
+
+    >>> W = alpha_beta_value_matrix(tm, mk)
+    >>> round(embedding_loss(np.eye(tm.V1), tm, mk, W_dec=W, tied=False), 12), round(value_loss(W, tm, mk), 12)
+    (0.75, 0.75)
     """
     check_models(tm, mk, general=True)
     W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes)
@@ -185,11 +252,60 @@ def embedding_loss_grad(
         \\text{untied: } \\partial_{W^E} L = (W^{dec})^T D + 2\\lambda W^E,\\;
         \\partial_{W^{dec}} L = D (W^E)^T + 2\\lambda W^{dec}.
 
+    Parameters
+    ----------
+    W_E : array_like, shape (d, V1)
+        Token embeddings (column ``i``: token ``i``), finite.
+    tm : GeneralTopicModel or TopicModel
+        The topic model, any prior.
+    mk : Masking
+        ``mk.p_m > 0``.
+    W_dec : array_like, shape (V1, d), optional
+        Untied decoder; required iff ``tied=False``.
+    b : array_like, shape (V1,), optional
+        Decoder bias.
+    tied : bool, default True
+        Tie the decoder to the embedding (``W^dec = (W^E)^T``).
+    reg : float, reg >= 0
+        L2 coefficient ``lambda``.
+    max_bytes : int, optional
+        Memory limit for ``M`` and the dense gradient arrays.
+
     Returns
     -------
     EmbeddingLossGrad
         ``(loss, dW_E (d, V1), dW_dec (V1, d) or None, db (V1,))``. ``max_bytes`` as in
         :func:`embedding_loss` (here for ``M`` and the dense gradient arrays).
+
+    Raises
+    ------
+    ValueError
+        As :func:`embedding_loss`.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking.
+
+    See Also
+    --------
+    embedding_loss : The loss alone.
+    EmbeddingLossGrad : The result tuple.
+    value_loss_grad : ``D = dL/dM``, the gradient the chain rule starts from.
+
+    References
+    ----------
+    SPEC §4.0 (the value-loss gradient), §4.1 (the embedding model).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import embedding_loss, embedding_loss_grad
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> rng = np.random.default_rng(0)
+    >>> W_E, D = rng.normal(size=(2, 3, tm.V1))
+    >>> g = embedding_loss_grad(W_E, tm, mk, reg=0.01)
+    >>> h = 1e-6
+    >>> fd = (embedding_loss(W_E + h * D, tm, mk, reg=0.01) - embedding_loss(W_E - h * D, tm, mk, reg=0.01)) / (2 * h)
+    >>> abs(fd - float((g.dW_E * D).sum())) < 1e-7, g.dW_dec is None
+    (True, True)
     """
     check_models(tm, mk, general=True)
     W_E, W_dec, b, tied, reg = _validate(W_E, tm, mk, W_dec, b, tied, reg, max_bytes, n_dense=1 + _grad_arrays(tm))

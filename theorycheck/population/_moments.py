@@ -123,6 +123,50 @@ def topic_sets(tm: GeneralTopicModel, *, max_sets: int = MAX_ENUMERATED_SETS) ->
 
     One route for every model (only ``T``, ``tau`` and the law are read). Raises ``ValueError`` if
     there are more than ``max_sets`` of them.
+
+    Parameters
+    ----------
+    tm : GeneralTopicModel or TopicModel
+        A model with the uniform-tau prior.
+    max_sets : int, max_sets >= 1
+        Largest number ``C(T, tau)`` of sets enumerated (default ``MAX_ENUMERATED_SETS`` = 200,000).
+
+    Returns
+    -------
+    sets : ndarray of int64, shape (C(T, tau), tau)
+        Row ``i`` is the ``i``-th topic set ``S`` (0-based topics, increasing); each has probability
+        ``1/C(T, tau)`` under the document law.
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet (a continuum of mixtures), ``max_sets < 1``, or ``C(T, tau) > max_sets``.
+
+    See Also
+    --------
+    topic_density : The word law ``p_S`` of one topic set.
+    moments : The exact moments, whose ``method="enumerate"`` averages over these sets.
+    population_contexts : Every topic set as one weighted context.
+
+    References
+    ----------
+    SPEC §1.1 (the uniform-tau document law).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.population import topic_sets
+    >>> topic_sets(TopicModel(T=4, v=1, tau=2))
+    array([[0, 1],
+           [0, 2],
+           [0, 3],
+           [1, 2],
+           [1, 3],
+           [2, 3]])
+    >>> topic_sets(TopicModel(T=30, v=1, tau=15), max_sets=1000)
+    Traceback (most recent call last):
+    ...
+    ValueError: C(T=30, tau=15) = 155117520 topic sets exceeds max_sets=1000; use a closed form or sample topic sets
     """
     check_models(tm, general=True)
     return _enumerate_sets(tm, check_int("max_sets", max_sets, low=1))
@@ -159,6 +203,54 @@ def topic_density(
     Either a topic set ``topics`` (``p_S = Phi^T 1_S / |S|``; the paper's model:
     ``(1/(|S| v)) sum_{t in S} 1_t``) or a topic mixture ``theta`` (length T, non-negative, summing
     to 1; ``p_theta = Phi^T theta``).
+
+    Parameters
+    ----------
+    tm : GeneralTopicModel or TopicModel
+        The topic model (any prior; only ``phi`` or ``T, v`` are read).
+    topics : sequence of int, optional
+        The document's topic set ``S``: distinct 0-based topics in ``[0, T)``, ``|S| = tau`` for the
+        uniform-tau prior.
+    theta : array_like, shape (T,), optional
+        A topic mixture instead (non-negative, summing to 1 within 1e-9). Exactly one of ``topics``
+        and ``theta``.
+
+    Returns
+    -------
+    p : ndarray, shape (V1,)
+        ``p[w]`` for every token, ``p[0] = 0`` ([MASK]); non-negative, sums to 1.
+
+    Raises
+    ------
+    ValueError
+        If both or neither of ``topics`` and ``theta`` are given, the topic set is invalid, or
+        ``theta`` is not a probability vector of length ``T``.
+
+    See Also
+    --------
+    masked_density : The token law of the masked document, ``a p + r u + q e_0``.
+    expected_pp : ``E[p p^T]`` over the document law.
+    topic_sets : Every topic set of the uniform-tau law.
+
+    References
+    ----------
+    SPEC §1.1 (the paper's model), §11.1 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, TopicModel
+    >>> from theorycheck.population import topic_density
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> topic_density(tm, [0, 2])  # 1/(tau v) on the words of S
+    array([0.  , 0.25, 0.25, 0.  , 0.  , 0.25, 0.25])
+    >>> topic_density(tm, theta=[0.5, 0.25, 0.25])  # theta_t / v on topic t
+    array([0.   , 0.25 , 0.25 , 0.125, 0.125, 0.125, 0.125])
+
+    Overlapping topics: every word has some mass outside ``S``:
+
+    >>> g = GeneralTopicModel.overlapping(T=3, v=2, eps=0.2, tau=2)
+    >>> np.round(topic_density(g, [0, 1]), 6)
+    array([0.      , 0.233333, 0.233333, 0.233333, 0.233333, 0.033333, 0.033333])
     """
     check_models(tm, general=True)
     check_alloc("topic_density", (_DENSITY_VECTORS, tm.V1), alternative=_DENSITY_ALTERNATIVE)
@@ -185,18 +277,52 @@ def masked_density(
 ) -> np.ndarray:
     """Limit empirical token distribution of a masked document, ``m_S = a p_S + r u + q e_0``.
 
+    ``u = 1_W / (T v)`` is the uniform law on the words (random replacements) and ``a``, ``r``, ``q``
+    are the masking fractions of :class:`~theorycheck.models.Masking`: as ``N -> inf`` the fraction of
+    positions showing each token of a masked document converges to ``m_S``.
+
     Parameters
     ----------
-    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+    tm : GeneralTopicModel or TopicModel
+        The topic model (any prior).
+    mk : Masking
+        The masking (any probabilities).
     topics : sequence of int, optional
         The document's topic set ``S`` (0-based topic indices, ``|S| = tau``).
     theta : array_like, shape (T,), optional
-        A topic mixture instead of a set (Dirichlet prior).
+        A topic mixture instead of a set (Dirichlet prior). Exactly one of ``topics`` and ``theta``.
 
     Returns
     -------
     m : ndarray, shape (V1,)
         Non-negative, sums to 1, ``m[0] = q``. SPEC §2.1, §11.1.
+
+    Raises
+    ------
+    ValueError
+        If both or neither of ``topics`` and ``theta`` are given, the topic set is invalid, or
+        ``theta`` is not a probability vector of length ``T``.
+
+    See Also
+    --------
+    topic_density : The unmasked law ``p_S``.
+    moments : ``E[m m^T]`` and ``E[p m^T]``, the moments of the stage-1 problem.
+    theorycheck.sampling.mask_documents : The finite-``N`` masking whose token frequencies converge to ``m_S``.
+
+    References
+    ----------
+    SPEC §2.1 (masking and the constants ``a``, ``r``, ``q``), §11.1 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import masked_density
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> m = masked_density(tm, mk, [0, 2])
+    >>> m  # q = 0.12 on [MASK], a/(tau v) + r/(T v) in S, r/(T v) outside
+    array([0.12   , 0.21875, 0.21875, 0.0025 , 0.0025 , 0.21875, 0.21875])
+    >>> round(float(m.sum()), 12)
+    1.0
     """
     check_models(tm, mk, general=True)
     check_alloc("masked_density", (_DENSITY_VECTORS, tm.V1), alternative=_DENSITY_ALTERNATIVE)
@@ -234,6 +360,51 @@ def expected_pp(tm: GeneralTopicModel, *, max_bytes: int | None = None) -> np.nd
     with ``B`` the within-topic all-ones blocks and ``J`` the all-ones matrix on words (see
     :meth:`TopicModel.pair_moments`). The one dense array is checked against ``max_bytes`` first
     (``theorycheck._memory.check_alloc``).
+
+    Parameters
+    ----------
+    tm : GeneralTopicModel or TopicModel
+        The topic model, any prior (``M2 = E[theta theta^T]`` from
+        :meth:`~theorycheck.models.GeneralTopicModel.theta_moments`).
+    max_bytes : int, optional
+        Memory limit of the dense result; default ``$THEORYCHECK_MAX_BYTES`` or half the available memory.
+
+    Returns
+    -------
+    P : ndarray, shape (V1, V1)
+        Symmetric, PSD, entries summing to 1; row and column 0 ([MASK]) are zero.
+
+    Raises
+    ------
+    ValueError
+        If the array exceeds ``max_bytes`` (the message names the structured alternatives).
+
+    See Also
+    --------
+    moments : ``Sigma`` and ``C``, built from this matrix and the masking.
+    topic_density : The ``p`` whose second moment this is.
+    TopicModel.pair_moments : The two values ``s_same``, ``s_diff`` of the paper's model.
+
+    References
+    ----------
+    SPEC §1.1 (the paper's pair moments), §11.2 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.population import expected_pp
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> P = expected_pp(tm)
+    >>> np.round(P * 36, 6)  # s_same = 1/(tau T v^2) = 1.5/36, s_diff = kappa s_same = 0.75/36
+    array([[0.  , 0.  , 0.  , 0.  , 0.  , 0.  , 0.  ],
+           [0.  , 1.5 , 1.5 , 0.75, 0.75, 0.75, 0.75],
+           [0.  , 1.5 , 1.5 , 0.75, 0.75, 0.75, 0.75],
+           [0.  , 0.75, 0.75, 1.5 , 1.5 , 0.75, 0.75],
+           [0.  , 0.75, 0.75, 1.5 , 1.5 , 0.75, 0.75],
+           [0.  , 0.75, 0.75, 0.75, 0.75, 1.5 , 1.5 ],
+           [0.  , 0.75, 0.75, 0.75, 0.75, 1.5 , 1.5 ]])
+    >>> round(float(np.trace(P)), 12), round(tm.expected_p_norm2(), 12)  # tr E[pp^T] = E||p||^2
+    (0.25, 0.25)
     """
     check_models(tm, general=True)
     return _expected_pp(tm, max_bytes)
@@ -327,6 +498,10 @@ def moments(
 
     Parameters
     ----------
+    tm : GeneralTopicModel or TopicModel
+        The topic model, any prior.
+    mk : Masking
+        The masking (any probabilities).
     method : {"closed-form", "enumerate"}
         ``"enumerate"`` averages over every ``tau``-subset (uniform-tau prior only, at most
         ``MAX_ENUMERATED_SETS`` sets); it is the independent check of the closed form.
@@ -335,11 +510,55 @@ def moments(
         matrices of ``"enumerate"``); default ``$THEORYCHECK_MAX_BYTES`` or half the available
         memory. Above it a ``ValueError`` names the structured alternatives.
 
+    Returns
+    -------
+    Sigma : ndarray, shape (V1, V1)
+        ``E[m_S m_S^T]``, symmetric PSD, entries summing to 1.
+    C : ndarray, shape (V1, V1)
+        ``E[p_S m_S^T]``, entries summing to 1, row 0 zero. The value loss is
+        ``L(W) = tr(W Sigma W^T) - 2 tr(W C^T) + 1``, minimised where ``W Sigma = C``.
+
+    Raises
+    ------
+    ValueError
+        If ``method`` is unknown, ``"enumerate"`` is asked of the Dirichlet prior or of more than
+        ``MAX_ENUMERATED_SETS`` sets, or the arrays exceed ``max_bytes``.
+
+    See Also
+    --------
+    value_loss : The loss these moments define, evaluated without forming them.
+    expected_pp : The ``E[p p^T]`` term.
+    masked_density : ``m_S`` for one document.
+    theorycheck.solvers.optimal_value_matrix : The minimiser ``C Sigma^+``.
+
     Notes
     -----
     The structured solvers never call it: ``value_loss`` works from block sums (or the rank-T
     factors of ``stage1_factors``) and ``optimal_value_matrix(method="closed-form")`` returns a
     structured matrix.
+
+    References
+    ----------
+    SPEC §4.0 (the optimal linear map lemma and the closed form), §11.2 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, moments
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> Sigma, C = moments(tm, mk)
+    >>> Sigma.shape, bool(np.allclose(Sigma, Sigma.T)), round(float(Sigma.sum()), 12), round(float(C.sum()), 12)
+    ((7, 7), True, 1.0, 1.0)
+
+    The closed form equals the average over the three topic sets, and the stage-1 matrix solves
+    the normal equations ``W Sigma = C``:
+
+    >>> Sigma2, C2 = moments(tm, mk, method="enumerate")
+    >>> float(max(np.abs(Sigma - Sigma2).max(), np.abs(C - C2).max())) < 1e-15
+    True
+    >>> W = alpha_beta_value_matrix(tm, mk)
+    >>> float(np.abs(W @ Sigma - C).max()) < 1e-15
+    True
     """
     check_models(tm, mk, general=True)
     check_choice("method", method, ("closed-form", "enumerate"))

@@ -100,16 +100,58 @@ def symmetric_attention_loss(
         ``score_row(x) -> (V1,)`` the row ``S[x, :]`` (scores of every key token for query ``x``).
     value_apply : callable
         ``value_apply(h) -> (V1,)`` the product ``W h`` for an attention vector ``h``.
-    tm, mk : TopicModel, Masking
-        uniform-tau prior, ``p_m > 0``.
+    tm : TopicModel
+        The paper's model with the uniform-tau prior (any ``T``: the cost is ``O(V1)``).
+    mk : Masking
+        ``mk.p_m > 0``.
     b : array_like, shape (V1,), optional
         Decoder bias (must be ``G``-invariant: equal on all words).
-    mask_keys : bool
+    mask_keys : bool, default False
         Context ``p_S`` (selected positions hidden as keys) instead of ``m_S``.
     loss : {"squared", "ce"}
+        Squared loss or cross-entropy over all V1 outputs.
+    max_bytes : int, optional
+        Memory limit of the few length-``V1`` vectors.
 
+    Returns
+    -------
+    L : float
+        The exact N -> inf loss (the same value as :func:`attention_loss` for invariant ``S`` and ``W``).
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``p_m = 0``, ``loss`` is unknown, ``b`` has the wrong shape, a
+        non-finite entry or different values on two words, or the vectors exceed ``max_bytes``.
+    TypeError
+        If ``tm`` is a general model, ``mk`` is not a masking, or ``mask_keys`` is not a bool.
+
+    See Also
+    --------
+    alpha_beta_symmetric_loss : This route on the (alpha, beta) family.
+    attention_loss : The dense evaluator over every topic set (no invariance needed).
+    alpha_beta_loss : The closed form this route checks independently.
+
+    Notes
+    -----
     The caller guarantees the invariance of ``S`` and ``W`` under topic and within-topic word
     permutations; it is not checked (it would cost ``O(V1^2)``).
+
+    References
+    ----------
+    SPEC §4.3 (the exact loss for any scores), §1.1 (the topic-permutation symmetry of the model).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, symmetric_attention_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> W = alpha_beta_value_matrix(tm, mk)
+
+    Uniform attention (a zero score row for every query) with the stage-1 ``W``: ``1 - 1/(tau v)``:
+
+    >>> round(symmetric_attention_loss(lambda x: np.zeros(tm.V1), lambda h: W @ h, tm, mk), 12)
+    0.75
     """
     require_symmetric(
         tm, "symmetric_attention_loss", "attention_loss(S, W, g, mk) or attention_loss_estimate(S, W, g, mk)"
@@ -201,6 +243,61 @@ def alpha_beta_symmetric_loss(
 
     ``value="block"``: the stage-1 constants (:func:`theorycheck.population.stage1_block_constants`)
     or ``constants=(A, B0, gamma)``; ``"identity"``: identity on words, ``W_00 = 0``.
+
+    Parameters
+    ----------
+    alpha : float
+        Same-word score, finite.
+    beta : float
+        Same-topic (different word) score, finite.
+    tm : TopicModel
+        The paper's model with the uniform-tau prior (any ``T``: ``O(V1)`` memory and time).
+    mk : Masking
+        ``mk.p_m > 0``.
+    value : {"block", "identity"}
+        The frozen ``W^V``.
+    constants : sequence of 3 floats, optional
+        Finite ``(A, B0, gamma)`` of another block ``W^V`` (``value="block"``).
+    loss : {"squared", "ce"}
+        Squared loss or cross-entropy.
+    max_bytes : int, optional
+        Memory limit of the length-``V1`` vectors.
+
+    Returns
+    -------
+    L : float
+        The exact loss ``L(alpha, beta)``.
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``p_m = 0``, ``value`` or ``loss`` is unknown, a score or constant is
+        not finite, or the vectors exceed ``max_bytes``.
+    TypeError
+        If ``tm`` is a general model or ``mk`` is not a masking.
+
+    See Also
+    --------
+    alpha_beta_loss : The closed form it checks.
+    symmetric_attention_loss : The route for any invariant scores and values.
+    attention_loss : The dense evaluator (small ``T``).
+
+    References
+    ----------
+    SPEC §4.3 (the (alpha, beta) family).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_loss, alpha_beta_symmetric_loss
+    >>> mk = Masking()
+    >>> tm = TopicModel(T=1000, v=10, tau=30)  # C(1000, 30) topic sets: out of reach of enumeration
+    >>> round(alpha_beta_symmetric_loss(1.0, 0.5, tm, mk), 10), round(alpha_beta_loss(1.0, 0.5, tm, mk), 10)
+    (0.9961958820, 0.9961958820)
+    >>> small = TopicModel(T=3, v=2, tau=2)
+    >>> a = alpha_beta_symmetric_loss(1.0, 0.5, small, mk, "identity")
+    >>> round(a, 10), round(alpha_beta_loss(1.0, 0.5, small, mk, "identity"), 10)
+    (0.7279188593, 0.7279188593)
     """
     require_symmetric(
         tm, "alpha_beta_symmetric_loss", "attention_loss(S, W, g, mk) or analysis.landscape.alpha_beta_grid(g, mk)"

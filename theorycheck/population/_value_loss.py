@@ -223,10 +223,52 @@ def value_loss(W: ArrayLike, tm: GeneralTopicModel, mk: Masking, b: ArrayLike | 
 
     Returns
     -------
-    float
+    L : float
         ``L(W, b) = E E_{x~p} ||W m + b - e_x||^2 + reg ||W||_F^2``; minimum ``min_value_loss``
         (the paper's model: ``1 - E||p||^2``) at ``reg = 0``. Cost: one pass over W (the paper's
         model), ``O(V1^2 T)`` (any model).
+
+    Raises
+    ------
+    ValueError
+        If ``mk.p_m = 0``, ``W`` or ``b`` has the wrong shape or a non-finite entry, or ``reg < 0``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking.
+
+    See Also
+    --------
+    value_loss_grad : The loss with its gradients in ``W`` and ``b``.
+    moments : ``Sigma`` and ``C``, with ``L(W) = tr(W Sigma W^T) - 2 tr(W C^T) + 1`` (no bias).
+    theorycheck.solvers.optimal_value_matrix : The certified minimiser.
+    attention_loss : The same loss for any attention scores (uniform attention is ``S = 0``).
+
+    Notes
+    -----
+    With uniform attention over a masked document of infinite length the attention output is the
+    masked density ``m_S`` (:func:`masked_density`), so the loss is quadratic in ``(W, b)``; the
+    expectation is over the document law and the target word ``x ~ p_S``.
+
+    References
+    ----------
+    SPEC §4.0 (the reduction under uniform attention), §4.2 (stage 1), §11.2 (any topic-word
+    matrix); Li, Li and Risteski, *How Do Transformers Learn Topic Structure?*, ICML 2023,
+    arXiv:2303.04245, Theorem 2.
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, value_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> value_loss(np.zeros((tm.V1, tm.V1)), tm, mk)  # W = 0 predicts nothing: E||e_x||^2 = 1
+    1.0
+
+    The stage-1 matrix attains ``1 - 1/(tau v)``, on the closed-form route and on the generic one:
+
+    >>> W = alpha_beta_value_matrix(tm, mk)
+    >>> round(value_loss(W, tm, mk), 12), round(value_loss(W, GeneralTopicModel.from_topic_model(tm), mk), 12)
+    (0.75, 0.75)
+    >>> round(value_loss(W, tm, mk, reg=0.1) - 0.1 * float((W**2).sum()), 12)  # reg adds reg ||W||_F^2
+    0.75
     """
     check_models(tm, mk, general=True)
     W, b, reg = _validate(W, tm, mk, b, reg)
@@ -252,6 +294,70 @@ def value_loss_grad(
     rank-T factors on any model, ``O(V1^2 T)``). ``dL/db`` is returned even when ``b is None`` (then
     at ``b = 0``). The dense gradient arrays are checked against ``max_bytes`` first (default
     ``$THEORYCHECK_MAX_BYTES`` or half the available memory).
+
+    Parameters
+    ----------
+    W : array_like, shape (V1, V1)
+        Effective linear map, finite.
+    tm : GeneralTopicModel or TopicModel
+        The topic model, any prior.
+    mk : Masking
+        ``mk.p_m > 0``.
+    b : array_like, shape (V1,), optional
+        Decoder bias (``None``: no bias).
+    reg : float, reg >= 0
+        L2 coefficient ``lambda`` on ``||W||_F^2``.
+    max_bytes : int, optional
+        Memory limit of the dense gradient arrays.
+
+    Returns
+    -------
+    L : float
+        :func:`value_loss` at ``(W, b)``.
+    dW : ndarray, shape (V1, V1)
+        ``dL/dW`` (formula above).
+    db : ndarray, shape (V1,)
+        ``dL/db`` (at ``b = 0`` when ``b`` is ``None``).
+
+    Raises
+    ------
+    ValueError
+        If ``mk.p_m = 0``, ``W`` or ``b`` has the wrong shape or a non-finite entry, ``reg < 0``, or the
+        gradient arrays exceed ``max_bytes``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking.
+
+    See Also
+    --------
+    value_loss : The loss alone.
+    moments : ``Sigma`` and ``C`` of the formula.
+    embedding_loss_grad : The chain rule of this gradient through the embeddings.
+
+    References
+    ----------
+    SPEC §4.0 (the quadratic loss), §4.2 (stage 1), §11.5 (the rank-T factors of a general model).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, value_loss, value_loss_grad
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+
+    The gradient vanishes at the stage-1 optimum:
+
+    >>> L, dW, db = value_loss_grad(alpha_beta_value_matrix(tm, mk), tm, mk)
+    >>> round(L, 12), float(np.abs(dW).max()) < 1e-15, float(np.abs(db).max()) < 1e-15
+    (0.75, True, True)
+
+    and matches a central finite difference elsewhere:
+
+    >>> rng = np.random.default_rng(0)
+    >>> W, D = rng.normal(size=(2, tm.V1, tm.V1))
+    >>> L, dW, db = value_loss_grad(W, tm, mk)
+    >>> h = 1e-6
+    >>> fd = (value_loss(W + h * D, tm, mk) - value_loss(W - h * D, tm, mk)) / (2 * h)
+    >>> abs(fd - float((dW * D).sum())) < 1e-7
+    True
     """
     check_models(tm, mk, general=True)
     W, b, reg = _validate(W, tm, mk, b, reg)

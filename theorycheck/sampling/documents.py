@@ -56,15 +56,38 @@ SIZE_HINT = "fewer documents per call (a loop over batches) or a shorter N"
 class Documents(NamedTuple):
     """A batch of documents.
 
-    Attributes
+    Parameters
     ----------
     tokens : ndarray of int64, shape (n_docs, N_max)
         Words ``1 .. n_words``; positions ``>= lengths[i]`` hold :data:`PAD`.
     lengths : ndarray of int64, shape (n_docs,)
+        Length of each document, ``1 <= lengths[i] <= N_max``.
     topics : ndarray of int64, shape (n_docs, tau), or None
         Sorted topic set of each document (uniform-tau prior).
     theta : ndarray of float64, shape (n_docs, T), or None
         Topic proportions of each document (Dirichlet prior; every law for a general model).
+
+    See Also
+    --------
+    sample_documents : Draws a batch.
+    mask_documents : Masks a batch (BERT-style).
+    token_counts : Per-document token counts.
+
+    References
+    ----------
+    SPEC §1.1, §1.2 (the document laws), §11.1 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.sampling import sample_documents
+    >>> docs = sample_documents(TopicModel(T=3, v=2, tau=2), n_docs=3, N=(3, 5), seed=0)
+    >>> docs._fields
+    ('tokens', 'lengths', 'topics', 'theta')
+    >>> docs.tokens.shape, docs.topics.shape, docs.theta is None
+    ((3, 5), (3, 2), True)
+    >>> bool(np.all((docs.tokens == -1) == (np.arange(5) >= docs.lengths[:, None])))  # PAD after the end
+    True
     """
 
     tokens: np.ndarray
@@ -124,8 +147,10 @@ def sample_documents(
     N : int or (int, int)
         Document length, or an inclusive range ``(lo, hi)`` drawn uniformly per document
         (the paper's experiments use ``(100, 150)``).
-    rng, seed
+    rng : numpy.random.Generator, optional
         Randomness (see ``theorycheck._validate.check_rng``).
+    seed : int or numpy.random.SeedSequence, optional
+        Seed of a new generator, instead of ``rng``; the same seed gives bit-identical output.
     topic_sets : array_like of int, shape (n_docs, tau), optional
         Fix the topic set of every document (stratified sampling); uniform-tau prior only.
     max_bytes : int, optional
@@ -137,6 +162,49 @@ def sample_documents(
     Documents
         ``theta`` holds every document's proportions for a general model (both laws) and for the
         paper's Dirichlet law; ``topics`` the topic sets (uniform-tau).
+
+    Raises
+    ------
+    ValueError
+        If ``n_docs < 1``, ``N`` is not a positive int or an ordered pair, ``topic_sets`` has the wrong
+        shape, repeated or out-of-range topics or is given for the Dirichlet prior, both ``rng`` and
+        ``seed`` are given, or the arrays exceed ``max_bytes``.
+    TypeError
+        If ``tm`` is not a topic model, ``n_docs`` or ``N`` is not an integer, or ``rng`` / ``seed`` has
+        the wrong type.
+
+    See Also
+    --------
+    Documents : The result.
+    mask_documents : The masking step that follows.
+    theorycheck.population.topic_density : The word law ``p_S`` the words are drawn from.
+
+    References
+    ----------
+    SPEC §1.1, §1.2 (the document laws), §5.1 (the paper's lengths 100-150), §11.1 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, TopicModel
+    >>> from theorycheck.sampling import sample_documents
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> docs = sample_documents(tm, n_docs=4, N=6, seed=0)
+    >>> docs.tokens.shape, docs.lengths
+    ((4, 6), array([6, 6, 6, 6]))
+
+    Every word belongs to a topic of its document's set:
+
+    >>> bool(all(set(tm.topic_of(row)) <= set(S) for row, S in zip(docs.tokens, docs.topics)))
+    True
+
+    The same seed gives the same documents; the Dirichlet law records ``theta``:
+
+    >>> bool(np.array_equal(docs.tokens, sample_documents(tm, n_docs=4, N=6, seed=0).tokens))
+    True
+    >>> g = GeneralTopicModel.overlapping(T=3, v=2, eps=0.2, prior="dirichlet", alpha=0.5)
+    >>> d = sample_documents(g, n_docs=2, N=4, seed=0)
+    >>> d.topics is None, d.theta.shape, bool(np.allclose(d.theta.sum(axis=1), 1.0))
+    (True, (2, 3), True)
     """
     check_models(tm, general=True)
     n_docs = check_int("n_docs", n_docs, low=1)
@@ -265,6 +333,55 @@ def check_sample_size(
     Counts the arrays of :func:`sample_documents` (and of
     :func:`~theorycheck.sampling.masking.mask_documents` with ``masked``) and the ``(n_docs, T)``
     topic-set draws; returns the bytes needed.
+
+    Parameters
+    ----------
+    what : str
+        The caller, named in the message.
+    tm : GeneralTopicModel or TopicModel
+        The model (its ``T`` counts).
+    n_docs : int, n_docs >= 1
+        Documents in the batch.
+    N_max : int, N_max >= 1
+        Longest document length.
+    max_bytes : int, optional
+        Memory limit; default ``$THEORYCHECK_MAX_BYTES`` or half the available memory.
+    masked : bool, default False
+        Count the masking arrays too.
+    alternative : str, optional
+        What to do instead, named in the message.
+
+    Returns
+    -------
+    int
+        Bytes needed: ``8 n_docs ((5 + 4 [masked]) N_max + T)``.
+
+    Raises
+    ------
+    ValueError
+        If the bytes needed exceed the limit, or ``max_bytes`` is invalid.
+
+    See Also
+    --------
+    sample_documents : Calls it before any draw.
+    mask_documents : Its masking arrays are counted with ``masked=True``.
+    theorycheck.sampling.mc_attention_loss : Checks one batch with it before sampling.
+
+    References
+    ----------
+    DESIGN.md (memory guards: refuse before allocating); SPEC §1.1 (the documents).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.sampling import check_sample_size
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> check_sample_size("demo", tm, 1000, 150)  # 8 * 1000 * (5 * 150 + 3) bytes
+    6024000
+    >>> check_sample_size("demo", tm, 10**6, 150, max_bytes=10**8)
+    Traceback (most recent call last):
+    ...
+    ValueError: demo: a dense 1,000,000 x 753 array needs 5.6 GiB, above the memory limit 95.4 MiB ...
     """
     if max_bytes is not None:
         resolve_max_bytes(max_bytes)
@@ -277,6 +394,44 @@ def token_counts(tokens: ArrayLike, V1: int, *, max_bytes: int | None = None) ->
 
     The dense count matrix (and the integer counts it is made from) are checked against
     ``max_bytes`` first (default ``$THEORYCHECK_MAX_BYTES`` or half the available memory).
+
+    Parameters
+    ----------
+    tokens : array_like of int, shape (n_docs, N)
+        Tokens ``0 .. V1-1`` (0 is [MASK]) or :data:`PAD` (-1), e.g. ``Documents.tokens`` or
+        ``MaskedBatch.inputs``.
+    V1 : int, V1 >= 1
+        Number of tokens including [MASK].
+    max_bytes : int, optional
+        Memory limit of the count matrix.
+
+    Returns
+    -------
+    counts : ndarray of float64, shape (n_docs, V1)
+        ``counts[i, w]`` = occurrences of token ``w`` in document ``i``; row sums are the lengths.
+
+    Raises
+    ------
+    ValueError
+        If ``tokens`` is not 2-D, a token is outside ``[0, V1)`` and not PAD, ``V1 < 1``, or the
+        matrix exceeds ``max_bytes``.
+
+    See Also
+    --------
+    sample_documents : Documents to count.
+    mask_documents : Masked inputs to count.
+    theorycheck.population.masked_density : The limit of ``counts / N`` for masked documents.
+
+    References
+    ----------
+    SPEC §2.1 (the empirical context of a masked document).
+
+    Examples
+    --------
+    >>> from theorycheck.sampling import token_counts
+    >>> token_counts([[1, 1, 3, -1], [0, 2, 2, 2]], V1=4)
+    array([[0., 2., 0., 1.],
+           [1., 0., 3., 0.]])
     """
     tokens = np.asarray(tokens)
     if tokens.ndim != 2:

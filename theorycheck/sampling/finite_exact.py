@@ -92,6 +92,46 @@ def exact_finite_loss(
         and at most :data:`MAX_DOCUMENTS` are allowed.
     b : array_like, shape (V1,), optional
         Decoder bias.
+
+    Returns
+    -------
+    E_N : float
+        The expected document loss over all documents of length ``N`` with ``|M| >= 1`` (formula in the
+        module docstring), the quantity :func:`mc_attention_loss` estimates.
+
+    Raises
+    ------
+    ValueError
+        If the prior is Dirichlet, ``p_m = 0``, ``N < 1``, ``S``, ``W`` or ``b`` has the wrong shape or a
+        non-finite entry, or there are more than :data:`MAX_DOCUMENTS` documents per topic set.
+    TypeError
+        If ``tm`` is a general model (use :func:`mc_attention_loss`) or ``mk`` is not a masking.
+
+    See Also
+    --------
+    mc_attention_loss : The Monte Carlo estimate of the same expectation, any size.
+    theorycheck.population.attention_loss : The N -> inf limit.
+    doc_losses : The loss of one sampled document.
+
+    References
+    ----------
+    SPEC §2.2 (the finite-N objective), §4.3(c) (finite documents and the O(1/N) gap).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, attention_loss
+    >>> from theorycheck.sampling import exact_finite_loss
+    >>> tm, mk = TopicModel(T=2, v=1, tau=1), Masking(p_m=0.5, p_c=0.2, p_r=0.2)
+    >>> S, W = np.zeros((3, 3)), alpha_beta_value_matrix(tm, mk)
+
+    One word per document here, so the N -> inf loss is 0; the finite-N loss decreases towards it
+    like ``1/N``:
+
+    >>> attention_loss(S, W, tm, mk)
+    0.0
+    >>> [round(exact_finite_loss(S, W, tm, mk, N), 6) for N in (1, 2, 3)]
+    [0.725898, 0.241966, 0.148896]
     """
     require_symmetric(
         tm,

@@ -23,7 +23,7 @@ __all__ = ["MaskedBatch", "mask_documents"]
 class MaskedBatch(NamedTuple):
     """Masked documents.
 
-    Attributes
+    Parameters
     ----------
     inputs : ndarray of int64, shape (n_docs, N_max)
         What the model sees: original word, a random word, or 0 ([MASK]); :data:`PAD` padding.
@@ -32,6 +32,28 @@ class MaskedBatch(NamedTuple):
     targets : ndarray of int64, shape (n_docs, N_max)
         The original words (``Documents.tokens``).
     lengths : ndarray of int64, shape (n_docs,)
+        Length of each document (``Documents.lengths``).
+
+    See Also
+    --------
+    mask_documents : Builds it.
+    doc_losses : Per-document losses of a batch.
+    Documents : The unmasked batch.
+
+    References
+    ----------
+    SPEC §2.1 (masking).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.sampling import mask_documents, sample_documents
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> mb = mask_documents(sample_documents(tm, 3, 5, seed=0), tm, Masking(p_m=0.5), seed=1)
+    >>> mb._fields
+    ('inputs', 'selected', 'targets', 'lengths')
+    >>> bool(np.all(mb.inputs[~mb.selected] == mb.targets[~mb.selected]))  # unselected positions unchanged
+    True
     """
 
     inputs: np.ndarray
@@ -58,12 +80,66 @@ def mask_documents(
         From :func:`~theorycheck.sampling.documents.sample_documents`.
     tm : TopicModel or GeneralTopicModel
         The model the documents come from (its ``n_words`` random replacement words).
-    at_least_one : bool
+    mk : Masking
+        The masking probabilities ``p_m``, ``p_c``, ``p_r``.
+    rng : numpy.random.Generator, optional
+        Randomness of the masking.
+    seed : int or numpy.random.SeedSequence, optional
+        Seed of a new generator, instead of ``rng``.
+    at_least_one : bool, default True
         Resample the selection of a document until at least one position is selected (as the
         official code does), i.e. condition on ``|M| >= 1``. Requires ``p_m > 0``.
     max_bytes : int, optional
         Memory limit for the new ``(n_docs, N_max)`` arrays (see
         :func:`~theorycheck.sampling.documents.sample_documents`).
+
+    Returns
+    -------
+    MaskedBatch
+        ``inputs`` (kept word, random word ``1 .. n_words`` or 0 = [MASK] at selected positions, the
+        word elsewhere), ``selected``, ``targets`` (the original words) and ``lengths``.
+
+    Raises
+    ------
+    ValueError
+        If ``at_least_one`` and ``mk.p_m = 0``, a token is not a word of ``tm`` (documents of another
+        model), both ``rng`` and ``seed`` are given, or the arrays exceed ``max_bytes``.
+    TypeError
+        If ``docs`` is not a :class:`Documents`, ``tm`` or ``mk`` has the wrong type, or the tokens are
+        not a 2-D integer array.
+
+    See Also
+    --------
+    sample_documents : The documents to mask.
+    MaskedBatch : The result.
+    theorycheck.models.Masking : The probabilities and the derived fractions ``a``, ``r``, ``q``.
+
+    References
+    ----------
+    SPEC §2.1 (the masking procedure); Devlin et al., *BERT*, NAACL 2019, Section 3.1.
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.sampling import mask_documents, sample_documents
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking(p_m=0.5, p_c=0.0, p_r=0.0)
+    >>> docs = sample_documents(tm, n_docs=4, N=5, seed=0)
+    >>> mb = mask_documents(docs, tm, mk, seed=1)
+
+    With ``p_c = p_r = 0`` every selected position shows [MASK], the others their word; every
+    document has a selected position:
+
+    >>> bool(np.all(mb.inputs[mb.selected] == 0)), bool(np.all(mb.inputs[~mb.selected] == docs.tokens[~mb.selected]))
+    (True, True)
+    >>> mb.selected.any(axis=1)
+    array([ True,  True,  True,  True])
+
+    Over many positions the shown tokens follow ``a``, ``r``, ``q`` (here ``q = p_m (1 - p_c - p_r) = 0.12``):
+
+    >>> big = sample_documents(tm, n_docs=200, N=100, seed=2)
+    >>> frac_mask = (mask_documents(big, tm, Masking(), seed=3).inputs == 0).mean()
+    >>> abs(float(frac_mask) - Masking().q) < 0.01
+    True
     """
     if not isinstance(docs, Documents):
         raise TypeError(f"docs must be a Documents tuple, got {type(docs).__name__}")

@@ -50,7 +50,37 @@ __all__ = ["MCEstimate", "mc_attention_loss", "doc_losses"]
 
 
 class MCEstimate(NamedTuple):
-    """A Monte Carlo estimate: ``mean`` with its standard error ``stderr`` from ``n_docs`` documents."""
+    """A Monte Carlo estimate: ``mean`` with its standard error ``stderr`` from ``n_docs`` documents.
+
+    Parameters
+    ----------
+    mean : float
+        The average of the per-document losses (stratified: the mean of the strata means).
+    stderr : float, stderr >= 0
+        Its standard error: ``sd / sqrt(n_docs)``, or the stratified ``sqrt(sum_s var_s / n_s) / K``.
+    n_docs : int, n_docs >= 2
+        Number of documents.
+
+    See Also
+    --------
+    mc_attention_loss : Returns it.
+    theorycheck.population.LossEstimate : The N -> inf counterpart over document laws.
+    exact_finite_loss : The exact value the mean estimates (tiny models).
+
+    References
+    ----------
+    SPEC §2.2 (the finite-N loss), §4.3(c) (Monte Carlo against the exact finite-N expectation).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix
+    >>> from theorycheck.sampling import mc_attention_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> est = mc_attention_loss(np.zeros((7, 7)), alpha_beta_value_matrix(tm, mk), tm, mk, N=20, n_docs=60, seed=0)
+    >>> est._fields, est.n_docs, est.stderr > 0
+    (('mean', 'stderr', 'n_docs'), 60, True)
+    """
 
     mean: float
     stderr: float
@@ -130,6 +160,66 @@ def doc_losses(
 
     ``batch`` is a :class:`~theorycheck.sampling.masking.MaskedBatch`; documents with no selected
     position (only possible with ``at_least_one=False``) give NaN.
+
+    .. math:: \\ell(d) = \\frac{1}{|M_d|} \\sum_{i \\in M_d} \\| W h(x'_i) + b - e_{x_i} \\|^2,\\qquad
+              h(x') = \\frac{c \\odot e^{S[x', :]}}{\\sum_y c_y e^{S[x', y]}}
+
+    with ``c`` the key token counts of the document (module docstring); exact, ``O(|supp c| V1)`` per query.
+
+    Parameters
+    ----------
+    batch : MaskedBatch
+        Masked documents, tokens ``< V1``.
+    S : array_like, shape (V1, V1)
+        Scores (query token, key token), finite.
+    W : array_like, shape (V1, V1)
+        Value matrix (decoder identity), finite; its size defines ``V1``.
+    b : array_like, shape (V1,), optional
+        Output bias.
+    mask_keys : bool, default False
+        Hide selected positions from the keys (official code).
+
+    Returns
+    -------
+    losses : ndarray of float64, shape (n_docs,)
+        ``ell(d)`` per document; NaN for a document without a selected position.
+
+    Raises
+    ------
+    ValueError
+        If ``S``, ``W`` or ``b`` has the wrong shape or a non-finite entry, or a token is ``>= V1``.
+
+    See Also
+    --------
+    mc_attention_loss : Averages these losses over sampled documents.
+    mask_documents : Produces the batch.
+    exact_finite_loss : The exact expectation of these losses (tiny models).
+
+    References
+    ----------
+    SPEC §2.2 (the MLM objective), §3.1 (the one-layer model).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.sampling import doc_losses, mask_documents, sample_documents
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking(p_m=0.5)
+    >>> docs = sample_documents(tm, n_docs=4, N=5, seed=0)
+    >>> batch = mask_documents(docs, tm, mk, seed=1)
+
+    ``W = 0`` predicts nothing, so every selected position costs ``||e_x||^2 = 1``:
+
+    >>> doc_losses(batch, np.zeros((7, 7)), np.zeros((7, 7)))
+    array([1., 1., 1., 1.])
+
+    Identity ``W`` and very large same-token scores copy the query token: a position showing its
+    own word costs 0, the others 2:
+
+    >>> L = doc_losses(batch, 50 * np.eye(7), np.eye(7))
+    >>> sel = batch.selected
+    >>> expected = [2 * np.mean(batch.inputs[d][sel[d]] != batch.targets[d][sel[d]]) for d in range(4)]
+    >>> bool(np.allclose(L, expected))
+    True
     """
     V1 = np.asarray(W).shape[0]
     S = check_array("S", S, shape=(V1, V1))
@@ -175,15 +265,15 @@ def mc_attention_loss(
 
     Parameters
     ----------
-    tm : TopicModel or GeneralTopicModel
-        The paper's model, or any topic-word matrix (SPEC §11.1; module docstring).
-    mk : Masking
-        ``p_m > 0``.
     S : array_like, shape (V1, V1)
         Scores; ``S[a, b]`` is the score of key token ``b`` for query token ``a``. ``S = 0`` is
         uniform attention.
     W : array_like, shape (V1, V1)
         Value matrix (decoder identity).
+    tm : TopicModel or GeneralTopicModel
+        The paper's model, or any topic-word matrix (SPEC §11.1; module docstring).
+    mk : Masking
+        ``p_m > 0``.
     N : int or (int, int)
         Document length or inclusive range.
     n_docs : int
@@ -192,11 +282,15 @@ def mc_attention_loss(
         Output bias.
     mask_keys : bool
         Hide selected positions from the keys (official code).
+    rng : numpy.random.Generator, optional
+        Randomness of the documents and their masking.
+    seed : int or numpy.random.SeedSequence, optional
+        Seed of a new generator, instead of ``rng``; the same seed gives the same estimate.
     stratify : bool
         Cycle documents through every topic set when the uniform-tau prior has
         ``2 C(T, tau) <= n_docs`` (stratified estimator); otherwise draw topic sets at random.
     batch_size : int
-        Documents sampled at once (the estimate depends on it only through the order of the draws).
+        Documents sampled at once, ``>= 1`` (the estimate depends on it only through the order of the draws).
     max_bytes : int, optional
         Memory limit (default ``$THEORYCHECK_MAX_BYTES`` or half the available memory) for one batch
         of documents and the per-document arrays; above it a ``ValueError`` before any draw.
@@ -212,6 +306,50 @@ def mc_attention_loss(
     -------
     MCEstimate
         Documents are conditioned on at least one selected position.
+
+    Raises
+    ------
+    ValueError
+        If ``mk.p_m = 0``, ``S``, ``W`` or ``b`` has the wrong shape or a non-finite entry, ``n_docs < 2``,
+        ``batch_size < 1``, ``N`` is invalid (or a range with ``richardson``), both ``rng`` and ``seed`` are
+        given, or a batch exceeds ``max_bytes``.
+    TypeError
+        If ``tm`` or ``mk`` is not a topic model or a masking.
+
+    See Also
+    --------
+    exact_finite_loss : The exact finite-N expectation (tiny models), the same conditioning.
+    theorycheck.population.attention_loss : The N -> inf loss the estimate tends to, with ``O(1/N)`` bias.
+    doc_losses : The per-document losses it averages.
+    MCEstimate : The result.
+
+    References
+    ----------
+    SPEC §2.2 (the finite-N objective), §3.1 (the model), §4.3(c) (the O(1/N) gap and the comparison with
+    the exact finite-N expectation), §11.4 (general topic models).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import alpha_beta_value_matrix, attention_loss
+    >>> from theorycheck.sampling import exact_finite_loss, mc_attention_loss
+
+    A tiny model where the exact finite-N expectation is computable: the estimate agrees within its error:
+
+    >>> tm, mk = TopicModel(T=2, v=1, tau=1), Masking(p_m=0.5, p_c=0.2, p_r=0.2)
+    >>> S, W = np.zeros((3, 3)), alpha_beta_value_matrix(tm, mk)
+    >>> est = mc_attention_loss(S, W, tm, mk, N=3, n_docs=2000, seed=1)
+    >>> exact = exact_finite_loss(S, W, tm, mk, N=3)
+    >>> round(exact, 6), abs(est.mean - exact) < 2 * est.stderr
+    (0.148896, True)
+
+    Long documents approach the N -> inf loss ``1 - 1/(tau v)`` of uniform attention:
+
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> W = alpha_beta_value_matrix(tm, mk)
+    >>> est = mc_attention_loss(np.zeros((7, 7)), W, tm, mk, N=200, n_docs=200, seed=0)
+    >>> round(attention_loss(np.zeros((7, 7)), W, tm, mk), 12), abs(est.mean - 0.75) < 0.005
+    (0.75, True)
     """
     check_models(tm, mk, general=True)  # one route for every model (module docstring; SPEC §11.1, §11.4)
     mk.require_masked_positions("mc_attention_loss")
