@@ -53,7 +53,7 @@ class Checkpoint:
     params : dict of str to ndarray
         Every model parameter by name (:meth:`Transformer.state_dict`).
     opt : dict
-        The optimizer's state (:meth:`SGD.state_dict`, :meth:`Adam.state_dict`), with its step count ``"t"``.
+        The optimizer's state (``SGD.state_dict()``, ``Adam.state_dict()``), with its step count ``"t"``.
     path : pathlib.Path
         The ``.npz`` file.
 

@@ -682,7 +682,7 @@ def config_hash(cfg: TrainConfig | dict) -> str:
     Parameters
     ----------
     cfg : TrainConfig or dict
-        A configuration, or its :meth:`TrainConfig.to_dict` form (the same hash).
+        A configuration, or its ``TrainConfig.to_dict()`` form (the same hash).
 
     Returns
     -------
@@ -717,7 +717,7 @@ def config_diff(old: dict, new: dict, prefix: str = "") -> list[str]:
     Parameters
     ----------
     old, new : dict
-        Two configurations in :meth:`TrainConfig.to_dict` form (nested dicts are compared field by field).
+        Two configurations in ``TrainConfig.to_dict()`` form (nested dicts are compared field by field).
     prefix : str
         Prepended to every path (the recursion's ``"data."``, ``"model."``, ...).
 

@@ -384,7 +384,7 @@ class Transformer:
         -------
         float
             The value of :meth:`loss`; its gradient with respect to every trained parameter is added
-            to that parameter's ``grads`` entry (read it with :meth:`grad`).
+            to that parameter's ``grads`` entry (read it with ``grad(name)``).
         """
         val = self._fused_loss_and_grad(batch) if self.fused_route(batch) else None
         if val is not None:
