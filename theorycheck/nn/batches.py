@@ -47,9 +47,10 @@ __all__ = [
 class CountBatch:
     """A batch in token-count form (exact for position-free one-layer models).
 
-    ``G`` contexts (documents, or topic sets for the population) and ``E`` query groups.
+    ``G`` contexts (documents, or topic sets for the population) and ``E`` query groups. Build one with
+    :func:`count_batch` (masked documents) or :func:`population_batch` (the exact population).
 
-    Attributes
+    Parameters
     ----------
     K : ndarray, shape (G, V1)
         Key weights per context: counts of each key token (or its N -> inf density).
@@ -69,6 +70,45 @@ class CountBatch:
     target_coef, target_basis : ndarray, shapes (G, s) and (V1, s, V1), optional
         Non-negative factors of the targets, ``Y[e] = sum_t target_coef[ctx[e], t]
         target_basis[qtok[e], t]`` (the population's ``theta_S`` and per-topic targets).
+
+    Other Parameters
+    ----------------
+    _P_ctx, _P_q : None
+        Internal: the sparse context and query-token scatter matrices, built on first use; leave unset.
+
+    Raises
+    ------
+    ValueError
+        Only some of the four factor arrays given, or factors of the wrong shapes, negative, or not
+        reproducing ``K`` and ``Y`` to ``1e-12`` relative.
+
+    See Also
+    --------
+    count_batch : The batch of masked documents.
+    population_batch : The exact N -> inf population as a ``CountBatch``.
+    PositionBatch : The position form (any depth); :meth:`to_positions` converts.
+    Transformer : Evaluates a ``CountBatch`` exactly (one layer).
+
+    References
+    ----------
+    SPEC §3.1 (attention over token counts, exact without positional encodings), §2.2 (the loss), §4.0,
+    §11.5 (the population and its factors).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import count_batch
+    >>> inputs = np.array([[1, 0, 2, 1], [3, 4, 3, -1]])  # V1 = 7: [MASK] = 0, words 1..6; -1 pads
+    >>> selected = np.array([[False, True, False, True], [True, False, False, False]])
+    >>> targets = np.array([[1, 2, 2, 1], [3, 4, 3, -1]])  # the original words
+    >>> b = count_batch(inputs, selected, targets, V1=7)
+    >>> b.K  # key counts per document
+    array([[1., 2., 1., 0., 0., 0., 0.],
+           [0., 0., 0., 2., 1., 0., 0.]])
+    >>> b.ctx, b.qtok, b.weight  # query groups (document, query token) and their loss weights
+    (array([0, 0, 1]), array([0, 1, 3]), array([0.25, 0.25, 0.5 ]))
+    >>> b.to_positions().tokens  # one row per distinct token of a document
+    array([[ 0,  1,  2],
+           [ 3,  4, -1]])
     """
 
     K: np.ndarray
@@ -209,9 +249,10 @@ class PositionBatch:
     A row usually is one position of a document. Rows may also stand for several identical
     positions (``key_weight`` > 1, see :meth:`CountBatch.to_positions`): without positional
     encodings identical tokens of one document have identical representations at every layer,
-    so merging them is exact.
+    so merging them is exact. Build one with :func:`position_batch` (one row per position),
+    :func:`merged_batch` or :meth:`CountBatch.to_positions` (one row per distinct token).
 
-    Attributes
+    Parameters
     ----------
     tokens : ndarray of int, shape (B, N)
         Input tokens (masked documents), ``-1`` for padding.
@@ -220,10 +261,39 @@ class PositionBatch:
     qdoc, qpos : ndarray of int, shape (E,)
         Document and position of each loss entry.
     weight : ndarray, shape (E,)
+        Total loss weight of each entry (``sum(Y[e])``).
     Y : ndarray, shape (E, V1)
         Weighted targets as in :class:`CountBatch`.
     key_weight : ndarray, shape (B, N), optional
         Multiplicity of each row as a key (default: ``key_valid`` as 0/1).
+
+    See Also
+    --------
+    position_batch : One row per position.
+    merged_batch : One row per distinct token (exact, cheaper).
+    CountBatch : The token-count form of one-layer models.
+
+    References
+    ----------
+    SPEC §3.1, §3.2 (the model has no positional encoding, so identical tokens merge exactly).
+
+    Examples
+    --------
+    A model of two layers gives the same loss on one row per position and on one row per distinct
+    token:
+
+    >>> from theorycheck.nn import ModelConfig, Transformer, merged_batch, position_batch
+    >>> inputs = np.array([[1, 0, 2, 1], [3, 4, 3, -1]])  # V1 = 7: [MASK] = 0, words 1..6; -1 pads
+    >>> selected = np.array([[False, True, False, True], [True, False, False, False]])
+    >>> targets = np.array([[1, 2, 2, 1], [3, 4, 3, -1]])  # the original words
+    >>> pos = position_batch(inputs, selected, targets, V1=7)
+    >>> merged = merged_batch(inputs, selected, targets, V1=7)
+    >>> pos.tokens.shape, merged.tokens.shape, merged.key_w
+    ((2, 4), (2, 3), array([[1., 2., 1.],
+           [2., 1., 0.]]))
+    >>> model = Transformer(ModelConfig(V1=7, n_layers=2, init_scale=0.5, count_based="never"), seed=0)
+    >>> round(model.loss(pos), 10), round(model.loss(merged), 10)
+    (3.6324234377, 3.6324234377)
     """
 
     tokens: np.ndarray
@@ -304,11 +374,53 @@ def count_batch(
         Positions in the loss.
     targets : int array (B, N)
         Original tokens (used at selected positions).
+    V1 : int
+        Vocabulary size ``T v + 1``, ``V1 >= 2`` (token 0 is [MASK]).
     mask_keys : bool
         Count only unselected positions as keys (official code).
     average : {"document", "token"}
         ``"document"``: mean over the selected positions of each document, then over documents
         (theory); ``"token"``: mean over all selected positions of the batch (official code).
+
+    Returns
+    -------
+    CountBatch
+        Key counts ``K[b, t]`` of each document and one query group per (document, query token), with
+        targets ``Y[e, x]`` = the summed weights of its selected positions whose original word is ``x``
+        (the weights sum to 1 over the batch when a position is selected).
+
+    Raises
+    ------
+    ValueError
+        Arrays of different shapes or not 2-d, tokens outside ``[0, V1 - 1]`` (or ``-1``), a selected
+        padding position, a target outside ``[1, V1 - 1]`` at a selected position, an unknown
+        ``average``, or arrays beyond the memory guard.
+
+    See Also
+    --------
+    position_batch : The position form of the same batch.
+    make_batch : The form a model configuration asks for.
+    theorycheck.sampling.mask_documents : Masked documents (``inputs``, ``selected``, ``targets``).
+
+    References
+    ----------
+    SPEC §2.1 (masking), §2.2 (document and token averages), §3.1 (attention over token counts).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import count_batch
+    >>> inputs = np.array([[1, 0, 2, 1], [3, 4, 3, -1]])  # V1 = 7: [MASK] = 0, words 1..6; -1 pads
+    >>> selected = np.array([[False, True, False, True], [True, False, False, False]])
+    >>> targets = np.array([[1, 2, 2, 1], [3, 4, 3, -1]])  # the original words
+    >>> b = count_batch(inputs, selected, targets, V1=7)
+    >>> b.Y[:, 1:5]  # document 0: [MASK] was word 2, a kept 1; document 1: a selected 3
+    array([[0.  , 0.25, 0.  , 0.  ],
+           [0.25, 0.  , 0.  , 0.  ],
+           [0.  , 0.  , 0.5 , 0.  ]])
+    >>> count_batch(inputs, selected, targets, V1=7, average="token").weight  # three selected positions
+    array([0.33333333, 0.33333333, 0.33333333])
+    >>> count_batch(inputs, selected, targets, V1=7, mask_keys=True).K[0]  # selected positions are no keys
+    array([0., 1., 1., 0., 0., 0., 0.])
     """
     check_choice("average", average, ("document", "token"))
     inputs, selected, targets = _check_masked(inputs, selected, targets, V1, "count_batch")
@@ -341,7 +453,52 @@ def merged_batch(
     average: str = "document",
 ) -> PositionBatch:
     """:class:`PositionBatch` with one row per distinct token of each document (key weight =
-    its count as a key); exact for any depth. Arguments as :func:`count_batch`."""
+    its count as a key); exact for any depth. Arguments as :func:`count_batch`.
+
+    Parameters
+    ----------
+    inputs, selected, targets : ndarray, shape (B, N)
+        Masked input tokens (``-1`` padding), positions in the loss, original tokens.
+    V1 : int
+        Vocabulary size, ``V1 >= 2``.
+    mask_keys : bool
+        Count only unselected positions as keys.
+    average : {"document", "token"}
+        How the loss averages over the selected positions.
+
+    Returns
+    -------
+    PositionBatch
+        ``count_batch(...).to_positions()``: ``U`` rows per document for its ``U`` distinct tokens,
+        key weights = their counts.
+
+    Raises
+    ------
+    ValueError
+        As :func:`count_batch`.
+
+    See Also
+    --------
+    count_batch : The token-count form (one layer).
+    position_batch : One row per position (the reference).
+    CountBatch.to_positions : The conversion.
+
+    References
+    ----------
+    SPEC §3.2 (identical tokens of a document merge exactly).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import merged_batch
+    >>> inputs = np.array([[1, 0, 2, 1], [3, 4, 3, -1]])  # V1 = 7: [MASK] = 0, words 1..6; -1 pads
+    >>> selected = np.array([[False, True, False, True], [True, False, False, False]])
+    >>> targets = np.array([[1, 2, 2, 1], [3, 4, 3, -1]])  # the original words
+    >>> b = merged_batch(inputs, selected, targets, V1=7)
+    >>> b.tokens, b.key_w
+    (array([[ 0,  1,  2],
+           [ 3,  4, -1]]), array([[1., 2., 1.],
+           [2., 1., 0.]]))
+    """
     return count_batch(inputs, selected, targets, V1, mask_keys=mask_keys, average=average).to_positions()
 
 
@@ -354,7 +511,44 @@ def make_batch(
     average: str = "document",
 ) -> CountBatch | PositionBatch:
     """The batch form ``cfg.batch_form`` of a :class:`~theorycheck.nn.ModelConfig` asks for
-    (``mask_keys`` from ``cfg``)."""
+    (``mask_keys`` from ``cfg``).
+
+    Parameters
+    ----------
+    cfg : ModelConfig
+        The model: its ``batch_form`` (``"count"``, ``"merged"`` or ``"position"``), ``V1`` and ``mask_keys``.
+    inputs, selected, targets : ndarray, shape (B, N)
+        Masked input tokens (``-1`` padding), positions in the loss, original tokens.
+    average : {"document", "token"}
+        How the loss averages over the selected positions.
+
+    Returns
+    -------
+    CountBatch or PositionBatch
+        :func:`count_batch`, :func:`merged_batch` or :func:`position_batch` of the arguments.
+
+    Raises
+    ------
+    ValueError
+        As :func:`count_batch`.
+
+    See Also
+    --------
+    ModelConfig : Its ``count_based`` switch chooses the form.
+    DataStream : Calls ``make_batch`` for every step.
+
+    Examples
+    --------
+    >>> from theorycheck.nn import ModelConfig, make_batch
+    >>> inputs = np.array([[1, 0, 2, 1], [3, 4, 3, -1]])  # V1 = 7: [MASK] = 0, words 1..6; -1 pads
+    >>> selected = np.array([[False, True, False, True], [True, False, False, False]])
+    >>> targets = np.array([[1, 2, 2, 1], [3, 4, 3, -1]])  # the original words
+    >>> for cfg in (ModelConfig(V1=7), ModelConfig(V1=7, n_layers=2), ModelConfig(V1=7, count_based="never")):
+    ...     print(cfg.batch_form, type(make_batch(cfg, inputs, selected, targets)).__name__)
+    count CountBatch
+    merged PositionBatch
+    position PositionBatch
+    """
     builders: dict[str, Callable[..., CountBatch | PositionBatch]] = {
         "count": count_batch,
         "merged": merged_batch,
@@ -373,7 +567,54 @@ def position_batch(
     mask_keys: bool = False,
     average: str = "document",
 ) -> PositionBatch:
-    """Position form of a masked batch (see :class:`PositionBatch`); arguments as :func:`count_batch`."""
+    """Position form of a masked batch (see :class:`PositionBatch`); arguments as :func:`count_batch`.
+
+    Parameters
+    ----------
+    inputs, selected, targets : ndarray, shape (B, N)
+        Masked input tokens (``-1`` padding), positions in the loss, original tokens.
+    V1 : int
+        Vocabulary size, ``V1 >= 2``.
+    mask_keys : bool
+        Hide selected positions from the keys.
+    average : {"document", "token"}
+        How the loss averages over the selected positions.
+
+    Returns
+    -------
+    PositionBatch
+        One row per position; one loss entry per selected position, ``Y[e]`` = its weight on its
+        original word.
+
+    Raises
+    ------
+    ValueError
+        As :func:`count_batch`.
+
+    See Also
+    --------
+    count_batch : The token-count form (one layer).
+    merged_batch : One row per distinct token (exact, cheaper).
+
+    References
+    ----------
+    SPEC §2.1 (masking), §2.2 (the loss), §3.1 (the model).
+
+    Examples
+    --------
+    A one-layer model gives the same loss on the position form and on token counts:
+
+    >>> from theorycheck.nn import ModelConfig, Transformer, count_batch, position_batch
+    >>> inputs = np.array([[1, 0, 2, 1], [3, 4, 3, -1]])  # V1 = 7: [MASK] = 0, words 1..6; -1 pads
+    >>> selected = np.array([[False, True, False, True], [True, False, False, False]])
+    >>> targets = np.array([[1, 2, 2, 1], [3, 4, 3, -1]])  # the original words
+    >>> pos = position_batch(inputs, selected, targets, V1=7)
+    >>> pos.qdoc, pos.qpos, pos.weight
+    (array([0, 0, 1]), array([1, 3, 0]), array([0.25, 0.25, 0.5 ]))
+    >>> model = Transformer(ModelConfig(V1=7, init_V="identity", init_scale=0.5), seed=0)
+    >>> round(model.loss(pos), 12), round(model.loss(count_batch(inputs, selected, targets, V1=7)), 12)
+    (0.502756368873, 0.502756368873)
+    """
     check_choice("average", average, ("document", "token"))
     inputs, selected, targets = _check_masked(inputs, selected, targets, V1, "position_batch")
     key_valid = (inputs >= 0) & (~selected if mask_keys else True)
@@ -400,6 +641,43 @@ def population_batch(tm: GeneralTopicModel, mk: Masking, *, mask_keys: bool = Fa
     :func:`theorycheck.population.population_contexts` (SPEC §2.1 masking). The loss of a one-layer
     model on this batch is its exact population MLM loss (for uniform attention,
     :func:`theorycheck.population.value_loss`).
+
+    Parameters
+    ----------
+    tm : TopicModel or GeneralTopicModel
+        The topic model (the prior ``"uniform-tau"``: a finite set of contexts).
+    mk : Masking
+        The masking.
+    mask_keys : bool
+        Hide selected positions from the keys (key density ``p_S`` instead of ``m_S``).
+
+    Returns
+    -------
+    CountBatch
+        One context per topic set, with key and target factors (the fused route of one-layer models);
+        the weights sum to 1.
+
+    See Also
+    --------
+    theorycheck.population.population_contexts : The contexts and weights.
+    theorycheck.population.value_loss : The closed form of the loss under uniform attention.
+    Transformer : Its loss on this batch is the population loss.
+
+    References
+    ----------
+    SPEC §4.0 (the N -> inf reduction), §2.1 (masking), §11.4, §11.5 (general topic-word matrices).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.nn import population_batch
+    >>> b = population_batch(TopicModel(T=3, v=2, tau=2), Masking())
+    >>> b.K.shape, b.factored, round(float(b.weight.sum()), 12)  # C(3, 2) = 3 topic sets
+    ((3, 7), True, 1.0)
+    >>> mk = Masking()  # a = 1 - p_m (1 - p_c) shown, r = p_m p_r random, q = p_m (1 - p_c - p_r) [MASK]
+    >>> a, r, q = 1 - mk.p_m * (1 - mk.p_c), mk.p_m * mk.p_r, mk.p_m * (1 - mk.p_c - mk.p_r)
+    >>> np.allclose(b.K[0], [q] + [a / 4 + r / 6] * 4 + [r / 6] * 2)  # topic set {0, 1}: words 1..4
+    True
     """
     pc = population_contexts(tm, mk, mask_keys=mask_keys)
     return CountBatch(

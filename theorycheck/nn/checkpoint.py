@@ -44,7 +44,36 @@ _MAY_DIFFER = ("checkpoint_every",)
 
 @dataclass
 class Checkpoint:
-    """A loaded checkpoint: ``step``, model ``params``, optimizer state ``opt`` and the file it came from."""
+    """A loaded checkpoint: ``step``, model ``params``, optimizer state ``opt`` and the file it came from.
+
+    Parameters
+    ----------
+    step : int
+        Steps completed when it was written.
+    params : dict of str to ndarray
+        Every model parameter by name (:meth:`Transformer.state_dict`).
+    opt : dict
+        The optimizer's state (``SGD.state_dict()``, ``Adam.state_dict()``), with its step count ``"t"``.
+    path : pathlib.Path
+        The ``.npz`` file.
+
+    See Also
+    --------
+    load_checkpoint : Returns a ``Checkpoint``.
+    save_checkpoint : Writes one.
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, load_checkpoint, train
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=4, batch_size=8, checkpoint_every=2, seed=0)
+    >>> res = train(cfg, "run", progress=False)
+    >>> ck = load_checkpoint("run", cfg)
+    >>> ck.step, ck.opt, ck.path.name, sorted(ck.params)
+    (4, {'t': 4}, 'checkpoint-4.npz', ['b_dec', 'layers.0.W_K', 'layers.0.W_Q', 'layers.0.W_V'])
+    >>> all(np.array_equal(ck.params[k], v) for k, v in res.model.state_dict().items())
+    True
+    """
 
     step: int
     params: dict
@@ -69,7 +98,49 @@ def remove_checkpoints(out, keep: int = 0) -> None:
 
 
 def save_checkpoint(out: str | os.PathLike, step: int, model: Transformer, opt: SGD | Adam, cfg: TrainConfig) -> Path:
-    """Write ``checkpoint-<step>.npz/.json`` atomically and prune to the last ``KEEP``."""
+    """Write ``checkpoint-<step>.npz/.json`` atomically and prune to the last ``KEEP``.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The run folder (it must exist).
+    step : int
+        Steps completed, ``step >= 0``.
+    model : Transformer
+        The model whose parameters are saved.
+    opt : SGD or Adam
+        The optimizer whose state is saved.
+    cfg : TrainConfig
+        The run's configuration (saved with its :func:`config_hash`).
+
+    Returns
+    -------
+    pathlib.Path
+        The ``checkpoint-<step>.json`` written (the commit mark, written after the ``.npz``).
+
+    See Also
+    --------
+    load_checkpoint : Reads the newest intact checkpoint back.
+    Trainer : Saves a checkpoint every ``checkpoint_every`` steps.
+
+    References
+    ----------
+    SPEC §5 (safe resume of a run).
+
+    Examples
+    --------
+    >>> import os
+    >>> from theorycheck.nn import DataConfig, TrainConfig, Trainer, load_checkpoint, save_checkpoint
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), steps=4, batch_size=8, seed=0)
+    >>> tr = Trainer(cfg, progress=False)
+    >>> os.mkdir("run")
+    >>> for step in (1, 2, 3):
+    ...     path = save_checkpoint("run", step, tr.model, tr.opt, cfg)
+    >>> path.name, sorted(os.listdir("run"))  # the last KEEP = 2 are kept
+    ('checkpoint-3.json', ['checkpoint-2.json', 'checkpoint-2.npz', 'checkpoint-3.json', 'checkpoint-3.npz'])
+    >>> load_checkpoint("run", cfg, tr.model).step
+    3
+    """
     out = Path(out)
     arrays = {f"param/{k}": v for k, v in model.state_dict().items()}
     ost = opt.state_dict()
@@ -128,7 +199,55 @@ def load_checkpoint(out: str | os.PathLike, cfg: TrainConfig, model: Transformer
     treated like a damaged one: named in a warning and skipped for the previous checkpoint.
 
     Raises ``ValueError`` if ``out`` holds no checkpoint, if every checkpoint is damaged, or if the
-    checkpoint's configuration differs from ``cfg`` (the message lists the fields)."""
+    checkpoint's configuration differs from ``cfg`` (the message lists the fields).
+
+    Parameters
+    ----------
+    out : str or path-like
+        The run folder.
+    cfg : TrainConfig
+        The configuration of the run to resume (only ``checkpoint_every`` may differ from the checkpoint's).
+    model : Transformer, optional
+        Skip checkpoints whose parameters do not fit this model.
+
+    Returns
+    -------
+    Checkpoint
+        The newest checkpoint whose files are intact (SHA-256 checked) and that fits.
+
+    Raises
+    ------
+    ValueError
+        No checkpoint, every checkpoint damaged, or a checkpoint of another configuration.
+
+    Warns
+    -----
+    TheorycheckWarning
+        A damaged newer checkpoint was skipped, or the checkpoint was written by another version.
+
+    See Also
+    --------
+    save_checkpoint : Writes the checkpoints.
+    config_diff : The differing fields listed in the error.
+    Trainer : ``run(resume=True)`` resumes from this checkpoint.
+
+    References
+    ----------
+    SPEC §5 (safe resume of a run).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, load_checkpoint, train
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=4, batch_size=8, checkpoint_every=2, seed=0)
+    >>> _ = train(cfg, "run", progress=False)
+    >>> load_checkpoint("run", cfg.replace(checkpoint_every=1)).step  # the period may change
+    4
+    >>> load_checkpoint("run", cfg.replace(seed=1))
+    Traceback (most recent call last):
+        ...
+    ValueError: resume: the configuration differs from the one of checkpoint-4.json: seed: 0 -> 1. ...
+    """
     found = list_checkpoints(out)
     if not found:
         raise ValueError(

@@ -103,6 +103,71 @@ class DataConfig(_Validated):
     :class:`~theorycheck.models.GeneralTopicModel` with ``prior``, ``tau``, ``alpha`` (a number
     or a vector of ``T``), ``T`` must equal ``phi``'s row count, ``v`` is not used and
     ``V1 = n_words + 1``. :meth:`from_model` builds the configuration from a model.
+
+    The fields are validated at construction and again on every assignment (an invalid assignment
+    raises and leaves the previous value).
+
+    Parameters
+    ----------
+    T : int
+        Number of topics, ``T >= 1`` (the row count of ``phi`` when given).
+    v : int
+        Words per topic, ``v >= 1`` (the paper's model; unused with ``phi``). The vocabulary is
+        ``V1 = T v + 1`` tokens, token 0 being [MASK].
+    tau : int or None
+        Topics per document, ``1 <= tau <= T``, for ``prior="uniform-tau"``; ``None`` for the Dirichlet prior.
+    prior : {"uniform-tau", "dirichlet"}
+        Topic prior (SPEC §1.1, §1.2).
+    alpha : float or None
+        Dirichlet concentration ``alpha > 0`` (required iff ``prior="dirichlet"``; a vector of ``T``
+        with ``phi``).
+    p_m, p_c, p_r : float
+        Masking probabilities in ``[0, 1]`` with ``p_c + p_r <= 1`` and at least one masked position
+        possible (:class:`~theorycheck.models.Masking`, SPEC §2.1).
+    N : int or (int, int)
+        Document length ``N >= 1``, or an inclusive range ``[lo, hi]`` with ``1 <= lo <= hi``
+        (each document draws its length uniformly).
+    source : {"fresh", "static", "population"}
+        Where training batches come from (see above).
+    n_train : int
+        Documents of the fixed training set of ``source="static"``, ``n_train >= 1``.
+    n_dev : int
+        Documents of the dev set (``dev_loss``), ``n_dev >= 0``.
+    average : {"document", "token"}
+        How the loss averages over the selected positions.
+    phi : array_like of shape (T, n_words) or None
+        A general row-stochastic topic-word matrix (SPEC §11); ``None``: the paper's disjoint topics.
+
+    Raises
+    ------
+    ValueError
+        A field out of its range or choices (the message names it), or ``source="population"`` with
+        a prior other than ``"uniform-tau"`` (the Dirichlet prior has a continuum of mixtures).
+
+    See Also
+    --------
+    TrainConfig : The whole run's configuration, which holds a ``DataConfig``.
+    DataStream : The batches a ``DataConfig`` produces, step by step.
+    theorycheck.models.TopicModel : The topic model :meth:`topic_model` builds.
+
+    References
+    ----------
+    SPEC §1.1, §1.2 (topic models), §2.1 (masking), §4.0 (the N -> inf population), §11 (general ``phi``).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig
+    >>> dc = DataConfig(T=3, v=2, tau=2, N=12)
+    >>> dc.V1  # T v + 1 tokens, token 0 is [MASK]
+    7
+    >>> dc.topic_model().tau, dc.masking().p_m
+    (2, 0.15)
+    >>> dc.N = (5, 4)
+    Traceback (most recent call last):
+        ...
+    ValueError: N = [lo, hi] needs lo <= hi, got (5, 4)
+    >>> dc.N  # the invalid assignment was rolled back
+    12
     """
 
     T: int = 10
@@ -222,14 +287,17 @@ class ModelConfig:
     mask_keys : bool
         Hide selected positions from the keys (official code). Used by the batch builders.
     loss : {"squared", "ce"}
+        Squared loss ``||o - e_x||^2`` over all ``V1`` outputs or cross-entropy ``-log softmax(o)_x``
+        (SPEC §2.2).
     reg : float
-        L2 coefficient on ``||W||_F^2`` of every trained matrix.
+        L2 coefficient ``reg >= 0`` on ``||W||_F^2`` of every trained matrix (not biases).
     train : tuple of str
         Trained parameters, a subset of :data:`PARAM_NAMES`; everything else is frozen.
     init : {"normal", "uniform", "zero"}
         Entries of ``W^K, W^Q, W^V`` (and trained ``W^E``, ``W^dec``): ``N(0, init_scale^2)``,
         ``U(-init_scale, init_scale)`` (PyTorch's default with ``init_scale = 1/sqrt(d)``), or 0.
     init_scale : float
+        Scale ``>= 0`` of the initial entries (see ``init``).
     init_scale_E : float, optional
         Override of ``init_scale`` for ``W^E`` (e.g. a frozen random embedding of unit-norm
         columns, ``1/sqrt(d)``, next to a small init of the other matrices).
@@ -240,6 +308,45 @@ class ModelConfig:
         ``"auto"``/``"always"``: one layer uses :class:`CountBatch` (attention over token counts),
         deeper models a :class:`PositionBatch` with one row per distinct token
         (:meth:`CountBatch.to_positions`); ``"never"``: one row per position.
+
+    Raises
+    ------
+    ValueError
+        A field out of its range or choices (the message names it), or an inconsistent combination:
+        ``d != V1`` with a one-hot embedding or an identity decoder, a tied decoder without a trained
+        embedding, ``"W_E"``/``"W_dec"`` trained while frozen by ``embedding``/``decoder``, or
+        ``"W_K"``/``"W_Q"`` trained with uniform attention.
+    TypeError
+        A non-bool switch, or ``train`` given as one string.
+
+    See Also
+    --------
+    Transformer : The model a ``ModelConfig`` describes.
+    TrainConfig : A run's configuration, which holds a ``ModelConfig``.
+    make_batch : The batch form (:attr:`batch_form`) the configuration asks for.
+
+    References
+    ----------
+    SPEC §3.1 (the model, column convention), §3.2 (this toolkit's variants), §2.2 (the losses).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import ModelConfig
+    >>> cfg = ModelConfig(V1=7)  # T = 3 topics of v = 2 words, plus [MASK]
+    >>> cfg.d, cfg.d_a, cfg.train
+    (7, 7, ('W_K', 'W_Q', 'W_V'))
+    >>> round(cfg.score_factor, 6)  # c = 1/sqrt(d_a)
+    0.377964
+    >>> cfg.batch_form, ModelConfig(V1=7, n_layers=2).batch_form
+    ('count', 'merged')
+    >>> cfg.param_shapes()["layers.0.W_V"]  # (heads, d, d)
+    (1, 7, 7)
+    >>> ModelConfig.from_dict(cfg.to_dict()) == cfg
+    True
+    >>> ModelConfig(V1=7, d=4)
+    Traceback (most recent call last):
+        ...
+    ValueError: d must equal V1=7 for embedding='one-hot', got d=4
     """
 
     V1: int
@@ -362,7 +469,50 @@ class ModelConfig:
 
 @dataclass
 class OptimConfig(_Validated):
-    """Optimizer: ``"sgd"`` (optional heavy-ball ``momentum``) or ``"adam"`` (``beta1, beta2, eps``)."""
+    """Optimizer: ``"sgd"`` (optional heavy-ball ``momentum``) or ``"adam"`` (``beta1, beta2, eps``).
+
+    Validated at construction and on every assignment, like :class:`DataConfig`.
+
+    Parameters
+    ----------
+    name : {"sgd", "adam"}
+        The optimizer (:class:`~theorycheck.nn.SGD` or :class:`~theorycheck.nn.Adam`).
+    lr : float
+        Learning rate, ``lr > 0``.
+    momentum : float
+        SGD heavy-ball momentum, ``0 <= momentum < 1`` (0: plain SGD).
+    beta1, beta2 : float
+        Adam's moment decay rates, each in ``[0, 1)``.
+    eps : float
+        Adam's denominator offset, ``eps > 0``.
+
+    Raises
+    ------
+    ValueError
+        A field out of its range or an unknown ``name``.
+
+    See Also
+    --------
+    make_optimizer : The optimizer object of an ``OptimConfig``.
+    TrainConfig : A run's configuration, which holds an ``OptimConfig``.
+
+    References
+    ----------
+    SPEC §5.1, §5.2 (the optimizers of the experiments).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import OptimConfig
+    >>> oc = OptimConfig(name="sgd", lr=0.5)
+    >>> oc.replace(momentum=0.9)
+    OptimConfig(name='sgd', lr=0.5, momentum=0.9, beta1=0.9, beta2=0.999, eps=1e-08)
+    >>> oc.lr = 0.0
+    Traceback (most recent call last):
+        ...
+    ValueError: lr must lie in (0, inf], got 0.0
+    >>> oc.lr
+    0.5
+    """
 
     name: str = "adam"
     lr: float = 0.01
@@ -384,23 +534,73 @@ class OptimConfig(_Validated):
 class TrainConfig(_Validated):
     """Everything a run needs; written to ``config.json`` and hashed into every checkpoint.
 
+    Validated at construction and on every assignment (like :class:`DataConfig`); nested dicts are
+    converted to their configuration classes. An in-place change of a nested configuration
+    (``cfg.data.T = 4``) is re-checked against the others by :meth:`validate`, which the trainer calls
+    before any work.
+
     Parameters
     ----------
+    data : DataConfig or dict
+        Topic model, masking, documents and data source.
+    model : ModelConfig or dict or None
+        The transformer; ``None``: ``ModelConfig(V1=data.V1)`` (the paper's one-layer model).
+        ``model.V1`` must equal ``data.V1``.
+    optim : OptimConfig or dict
+        The optimizer.
     steps : int
-        Optimizer steps.
+        Optimizer steps, ``steps >= 0``.
     batch_size : int
-        Documents per step (ignored for ``source="population"``).
+        Documents per step, ``batch_size >= 1`` (ignored for ``source="population"``).
     seed : int
+        Seed of the initialisation and of the data, ``seed >= 0``.
     log_every : int
-        A metrics line every ``log_every`` steps (and at the last step).
+        A metrics line every ``log_every >= 1`` steps (and at the last step).
     eval_every : int
         Full evaluations (dev loss, attention statistics) every ``eval_every`` steps (0: only at the end).
     checkpoint_every : int
         Checkpoint period (0: no checkpoints). The only field a resumed run may change.
     eval_docs : int
-        Unmasked documents for the attention statistics.
+        Unmasked documents for the attention statistics, ``eval_docs >= 0``.
     init_W_V : {"config", "stage1-optimum"}
         ``"stage1-optimum"`` sets every ``W^V`` head to ``C Sigma^+`` (SPEC §4.2; needs one-hot).
+
+    Raises
+    ------
+    ValueError
+        A field out of its range or choices, ``model.V1 != data.V1``, ``source="population"`` with
+        ``count_based="never"`` (infinite documents have no positions), or ``init_W_V="stage1-optimum"``
+        without a one-hot embedding.
+    TypeError
+        ``data``, ``model`` or ``optim`` of the wrong type.
+
+    See Also
+    --------
+    train : Run a ``TrainConfig``.
+    preset : The named configurations of the paper's experiments.
+    config_hash : The identity of a configuration (checked on resume).
+
+    References
+    ----------
+    SPEC §5.1, §5.2 (the experiments these configurations reproduce), §4.2 (the stage-1 optimum).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, TrainConfig
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), steps=5, batch_size=8)
+    >>> cfg.model.V1  # ModelConfig(V1 = T v + 1) by default
+    7
+    >>> TrainConfig.from_dict(cfg.to_dict()) == cfg
+    True
+    >>> cfg.replace(steps=-1)
+    Traceback (most recent call last):
+        ...
+    ValueError: steps must lie in [0, inf], got -1
+    >>> cfg.data.T = 4  # valid for the DataConfig alone, but the model no longer fits
+    >>> cfg.validate()
+    Traceback (most recent call last):
+        ...
+    ValueError: model.V1 must equal T*v+1 = 9, got model.V1=7
     """
 
     data: DataConfig = field(default_factory=DataConfig)
@@ -477,13 +677,74 @@ class TrainConfig(_Validated):
 
 
 def config_hash(cfg: TrainConfig | dict) -> str:
-    """SHA-256 of the canonical JSON of the full configuration (sorted keys, no whitespace)."""
+    """SHA-256 of the canonical JSON of the full configuration (sorted keys, no whitespace).
+
+    Parameters
+    ----------
+    cfg : TrainConfig or dict
+        A configuration, or its ``TrainConfig.to_dict()`` form (the same hash).
+
+    Returns
+    -------
+    str
+        64 hexadecimal digits; equal for equal configurations. Every checkpoint stores it, and a
+        resumed run refuses a checkpoint of another hash.
+
+    See Also
+    --------
+    config_diff : The fields in which two configurations differ.
+    load_checkpoint : Where the hash is checked.
+
+    References
+    ----------
+    SPEC §5 (safe resume of a run).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, TrainConfig, config_hash
+    >>> a = TrainConfig(data=DataConfig(T=3, v=2, N=12), steps=5)
+    >>> h = config_hash(a)
+    >>> len(h), h == config_hash(a.to_dict()), h == config_hash(a.replace(steps=6))
+    (64, True, False)
+    """
     d = cfg.to_dict() if isinstance(cfg, TrainConfig) else cfg
     return hashlib.sha256(dumps_json(d, indent=None, sort_keys=True).encode()).hexdigest()
 
 
 def config_diff(old: dict, new: dict, prefix: str = "") -> list[str]:
-    """The differing fields of two ``to_dict()`` configurations as ``"path: old -> new"`` lines."""
+    """The differing fields of two ``to_dict()`` configurations as ``"path: old -> new"`` lines.
+
+    Parameters
+    ----------
+    old, new : dict
+        Two configurations in ``TrainConfig.to_dict()`` form (nested dicts are compared field by field).
+    prefix : str
+        Prepended to every path (the recursion's ``"data."``, ``"model."``, ...).
+
+    Returns
+    -------
+    list of str
+        One ``"path: old -> new"`` line per differing leaf, in sorted key order; a field missing on
+        one side shows as ``<missing>``, a long value (e.g. a matrix ``phi``) by its shape and a prefix.
+        Empty for equal configurations.
+
+    See Also
+    --------
+    config_hash : Whether two configurations are equal, in one string.
+    load_checkpoint : Reports this diff when a checkpoint belongs to another configuration.
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, TrainConfig, config_diff
+    >>> a = TrainConfig(data=DataConfig(T=3, v=2, N=12), steps=5)
+    >>> b = a.replace(steps=6, data=a.data.replace(N=(10, 14)))
+    >>> for line in config_diff(a.to_dict(), b.to_dict()):
+    ...     print(line)
+    data.N: 12 -> [10, 14]
+    steps: 5 -> 6
+    >>> config_diff(a.to_dict(), a.to_dict())
+    []
+    """
     out = []
     for k in sorted(set(old) | set(new)):
         a, b = old.get(k, "<missing>"), new.get(k, "<missing>")

@@ -29,7 +29,41 @@ __all__ = ["DataStream"]
 
 
 class DataStream:
-    """Batches, evaluation documents and the dev set of one :class:`TrainConfig`."""
+    """Batches, evaluation documents and the dev set of one :class:`TrainConfig`.
+
+    The batch of step ``s`` depends only on ``(seed, s)`` (see the module docstring for the streams of
+    each source), so two streams of one configuration give equal batches, and a resumed run needs no
+    RNG state beyond its step.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The run: its data source, model (the batch form, ``mask_keys``), batch size and seed.
+
+    See Also
+    --------
+    Trainer : Draws its batches from a ``DataStream``.
+    make_batch : Turns masked documents into the model's batch form.
+    population_batch : The batch of every step for ``source="population"``.
+    theorycheck.sampling.sample_documents : Where the documents come from.
+
+    References
+    ----------
+    SPEC §1 (documents), §2.1 (masking), §2.2 (the loss's averaging), §4.0 (the exact population).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, DataStream, TrainConfig
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), batch_size=4, seed=0)
+    >>> a, b = DataStream(cfg), DataStream(cfg)
+    >>> batch = a.batch_at(3)
+    >>> type(batch).__name__, batch.K.sum(axis=1)  # token counts: 4 documents of 12 keys
+    ('CountBatch', array([12., 12., 12., 12.]))
+    >>> np.array_equal(batch.Y, b.batch_at(3).Y), round(float(batch.weight.sum()), 12)  # document average
+    (True, 1.0)
+    >>> a.eval_tokens().shape, a.dev_loss(None)  # no dev set for fresh documents
+    ((8, 12), None)
+    """
 
     def __init__(self, cfg: TrainConfig):
         self.cfg = cfg
@@ -63,7 +97,18 @@ class DataStream:
         return self._pop
 
     def batch_at(self, step: int):
-        """The training batch of step ``step`` (a pure function of seed and step)."""
+        """The training batch of step ``step`` (a pure function of seed and step).
+
+        Parameters
+        ----------
+        step : int
+            The step, ``step >= 0``.
+
+        Returns
+        -------
+        CountBatch or PositionBatch
+            The batch, in the form the model configuration asks for (:func:`make_batch`).
+        """
         d, bs = self.cfg.data, self.cfg.batch_size
         if d.source == "population":
             return self.population()

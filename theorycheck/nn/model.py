@@ -75,19 +75,74 @@ def check_model_memory(what: str, cfg: ModelConfig, optimizer_states: int = 0) -
 class Transformer:
     """Embedding -> ``n_layers`` attention layers -> decoder, with losses (see module docstring).
 
+    In the column convention of SPEC §3.1, with ``Z = W^E X`` (``d x N``):
+
+    .. math::
+        A(Z) = \\mathrm{softmax}_{col}\\big( c\\,(W^K Z)^T (W^Q Z) \\big),\\qquad
+        \\mathrm{Attn}(Z) = \\sum_h W^V_h Z A_h(Z),\\qquad
+        f(X) = W^{dec}\\, \\mathrm{LN}(Z + \\mathrm{Attn}(Z)) + b^{dec} 1^T
+
+    (residual and LN optional), stacked ``n_layers`` times. The loss of a batch is
+    ``sum_e sum_x Y[e, x] l(o_e, x) + reg sum ||W||_F^2`` over its loss entries ``e`` (SPEC §2.2), with
+    ``l`` squared or cross-entropy. :meth:`loss_and_grad` accumulates the exact gradient of every trained
+    parameter (hand-written backward pass, no autograd) into ``grads``.
+
     Parameters
     ----------
     cfg : ModelConfig
+        Architecture, freeze switches, loss and initialisation.
     rng : numpy.random.Generator, optional
+        Initialisation randomness.
     seed : int, optional
-        Initialisation randomness (exactly one of ``rng`` / ``seed``, or neither for seed None).
+        Seed of the initialisation instead of ``rng`` (exactly one of ``rng`` / ``seed``, or neither
+        for a fresh unseeded generator).
+
+    Raises
+    ------
+    TypeError
+        ``cfg`` is not a :class:`ModelConfig`.
+    ValueError
+        Both ``rng`` and ``seed`` given, or the parameters would exceed the memory guard (the message
+        gives the estimate and a smaller alternative).
+
+    See Also
+    --------
+    ModelConfig : The configuration of the model.
+    population_batch : The exact N -> inf batch: its loss is the population loss.
+    make_batch : The batch form a configuration asks for, from masked documents.
+    Trainer : Trains a ``Transformer`` from a :class:`TrainConfig`.
+
+    References
+    ----------
+    SPEC §3.1 (the model), §3.2 (variants and exact token merging), §2.2 (losses), §4.0 (under
+    uniform attention the loss is a quadratic in ``W^V``).
 
     Examples
     --------
-    >>> cfg = ModelConfig(V1=11, attention="uniform", train=("W_V",), loss="squared")
-    >>> model = Transformer(cfg, seed=0)
+    Stage 1 of the paper's model (uniform attention, only ``W^V`` trained) on the exact population of
+    ``T = 3`` topics of ``v = 2`` words: the loss is the closed form
+    :func:`theorycheck.population.value_loss` of the value matrix.
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.nn import ModelConfig, Transformer, population_batch
+    >>> from theorycheck.population import value_loss
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> model = Transformer(ModelConfig(V1=7, attention="uniform", train=("W_V",)), seed=0)
     >>> model.trainable_names()
     ['layers.0.W_V']
+    >>> batch = population_batch(tm, mk)
+    >>> W_V = model.get("layers.0.W_V")[0]
+    >>> round(model.loss(batch), 10), round(value_loss(W_V, tm, mk), 10)
+    (0.9972426133, 0.9972426133)
+
+    With ``W^V = 0`` the output is 0 and the squared loss is the total target weight, 1:
+
+    >>> W_V[...] = 0.0
+    >>> model.zero_grad()
+    >>> model.loss_and_grad(batch)
+    1.0
+    >>> model.grad("layers.0.W_V").shape  # (heads, d, d)
+    (1, 7, 7)
     """
 
     #: what :meth:`forward` leaves for :meth:`backward`: ``("count", None)`` or
@@ -174,7 +229,19 @@ class Transformer:
 
     def forward(self, batch):
         """Outputs ``o_e`` (E, V1) at the loss entries of ``batch`` (per context, (G, V1), when
-        the output cannot depend on the query token: uniform attention without residual)."""
+        the output cannot depend on the query token: uniform attention without residual).
+
+        Parameters
+        ----------
+        batch : CountBatch or PositionBatch
+            A batch of this model's vocabulary (a :class:`CountBatch` needs a one-layer model with
+            ``count_based != "never"``).
+
+        Returns
+        -------
+        ndarray, shape (E, V1) or (G, V1)
+            The decoder outputs; what :meth:`backward` needs is kept on the model.
+        """
         self._check_batch(batch)
         emb = self.embedding
         if isinstance(batch, CountBatch):
@@ -242,7 +309,18 @@ class Transformer:
         return self.cfg.reg * tot
 
     def loss(self, batch) -> float:
-        """Weighted loss of ``batch`` plus the L2 term (no gradient)."""
+        """Weighted loss of ``batch`` plus the L2 term (no gradient).
+
+        Parameters
+        ----------
+        batch : CountBatch or PositionBatch
+            The batch (see :meth:`forward`).
+
+        Returns
+        -------
+        float
+            ``sum_e sum_x Y[e, x] l(o_e, x) + reg sum ||W||_F^2`` (SPEC §2.2).
+        """
         O = self.forward(batch)
         Y, w = self._targets(batch)
         val, _ = loss_head(O, Y, w, self.cfg.loss)
@@ -295,7 +373,19 @@ class Transformer:
     def loss_and_grad(self, batch) -> float:
         """Loss (with L2 term); gradients are *accumulated* into ``grads`` (call ``zero_grad`` first).
 
-        Batches with key factors go through the fused route when it applies (:meth:`fused_route`)."""
+        Batches with key factors go through the fused route when it applies (:meth:`fused_route`).
+
+        Parameters
+        ----------
+        batch : CountBatch or PositionBatch
+            The batch (see :meth:`forward`).
+
+        Returns
+        -------
+        float
+            The value of :meth:`loss`; its gradient with respect to every trained parameter is added
+            to that parameter's ``grads`` entry (read it with ``grad(name)``).
+        """
         val = self._fused_loss_and_grad(batch) if self.fused_route(batch) else None
         if val is not None:
             self._add_reg_grads()

@@ -311,7 +311,44 @@ PRESETS: dict[str, Callable[[], TrainConfig | list[tuple[str, TrainConfig]]]] = 
 
 
 def preset(name: str) -> TrainConfig | list[tuple[str, TrainConfig]]:
-    """The :class:`TrainConfig` of a preset (a list of ``(label, TrainConfig)`` for ``"ablation"``)."""
+    """The :class:`TrainConfig` of a preset (a list of ``(label, TrainConfig)`` for ``"ablation"``).
+
+    Parameters
+    ----------
+    name : str
+        A key of :data:`PRESETS`: ``"official-demo"``, ``"stage1-population"``, ``"stage2-population"``,
+        ``"two-stage"``, ``"embedding"``, ``"deep-4x4"``, or the grids ``"ablation"`` and ``"compensation"``.
+
+    Returns
+    -------
+    TrainConfig or list of (str, TrainConfig)
+        A fresh configuration (edit it freely), or the labelled runs of a grid preset.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``name`` (the message lists the presets).
+
+    See Also
+    --------
+    run_preset : Run a preset into a folder, with its exact references.
+    TrainConfig : What a preset returns.
+    stage_grid : The ``two-stage`` preset over learning rates and init scales.
+
+    References
+    ----------
+    SPEC §5.1 (the official demo), §5.2 (the two-stage experiment), §4.2, §4.3 (the stage-1 and
+    stage-2 optima the population presets reach).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import preset
+    >>> cfg = preset("stage1-population")  # exact gradient descent on W^V from 0 (SPEC §4.2)
+    >>> cfg.data.T, cfg.data.v, cfg.data.tau, cfg.data.source, cfg.model.train, cfg.optim.name, cfg.optim.lr
+    (10, 10, 3, 'population', ('W_V',), 'sgd', 40.0)
+    >>> [label for label, _ in preset("ablation")][:2]
+    ['sgd-squared-reg0', ...]
+    """
     check_choice("preset", name, tuple(PRESETS))
     return PRESETS[name]()
 
@@ -339,7 +376,71 @@ def run_preset(
     afresh. ``executor`` (a :class:`concurrent.futures.Executor`) or ``client`` (a
     ``distributed.Client`` or a scheduler address; ``out`` must then be on a file system the
     workers share) runs the runs concurrently, without per-run progress bars. Interruptions
-    propagate as :class:`theorycheck.nn.TrainingInterrupted`."""
+    propagate as :class:`theorycheck.nn.TrainingInterrupted`.
+
+    Parameters
+    ----------
+    name : str
+        A preset (:func:`preset`).
+    out : str or path-like
+        The folder: a run folder (single-run preset) or one subfolder per run, plus ``summary.json``.
+    steps : int, optional
+        Steps of every run, ``steps >= 1``.
+    seed : int, optional
+        Seed of every run, ``seed >= 0`` (not with ``seeds``).
+    seeds : sequence of int, optional
+        Distinct seeds ``>= 0``: every run once per seed.
+    checkpoint_every : int, optional
+        Checkpoint period, ``>= 0``.
+    progress : bool
+        Progress bars (serial runs only).
+    resume : bool
+        Continue every run from its newest checkpoint.
+    probes : iterable of callable
+        Extra probes ``(model, ctx) -> dict``.
+    executor : concurrent.futures.Executor, optional
+        Runs the runs concurrently.
+    client : distributed.Client or str, optional
+        A Dask client or scheduler address, instead of ``executor``.
+
+    Returns
+    -------
+    dict
+        ``{"preset": name, "runs": [row, ...]}``: per run its steps, seconds, final loss, stage
+        boundaries, final probe values and the exact references of the preset (``dist_W_V_solver``:
+        relative distance of the trained ``W^V`` to the solvers' stage-1 closed form;
+        ``K_star``, ``loss_star_alpha_beta``, ``attention_loss_exact`` for ``stage2-population``).
+
+    Raises
+    ------
+    ValueError
+        An unknown preset, an override out of range, both ``seed`` and ``seeds``, or repeated seeds
+        (before any work).
+
+    See Also
+    --------
+    preset : The configurations.
+    train : One run.
+    stage_grid : The ``two-stage`` preset over a grid.
+
+    References
+    ----------
+    SPEC §5.1, §5.2 (the experiments), §4.2, §4.3 (the exact references).
+
+    Examples
+    --------
+    Two steps of exact gradient descent from ``W^V = 0`` (the ``stage1-population`` preset, T = v = 10):
+
+    >>> import os
+    >>> from theorycheck.nn import run_preset
+    >>> summary = run_preset("stage1-population", "run", steps=2, progress=False)
+    >>> row = summary["runs"][0]
+    >>> row["steps"], row["trained"], round(row["final_loss"], 6), round(row["dist_W_V_solver"], 6)
+    (2, 'W_V', 0.989272, 0.709767)
+    >>> sorted(os.listdir("run"))
+    ['checkpoint-2.json', 'checkpoint-2.npz', 'config.json', 'metrics.jsonl', 'params.npz', 'stages.json',
+     'summary.json']
+    """
     runs = _configs(name, steps=steps, seed=seed, seeds=seeds, checkpoint_every=checkpoint_every)
     out = Path(out)
     grid = len(runs) > 1 or runs[0][0] != ""

@@ -57,7 +57,51 @@ def stage1_reference(tm: GeneralTopicModel, mk: Masking) -> np.ndarray:
     """Min-norm stage-1 value matrix ``W^V = C Sigma^+`` from the exact moments (SPEC §4.2, §11.3).
 
     Deliberately dense ``pinv`` and independent of :mod:`theorycheck.solvers` (whose closed form
-    it cross-checks in ``run_preset``'s ``dist_W_V_solver``)."""
+    it cross-checks in ``run_preset``'s ``dist_W_V_solver``).
+
+    Parameters
+    ----------
+    tm : TopicModel or GeneralTopicModel
+        The topic model.
+    mk : Masking
+        The masking.
+
+    Returns
+    -------
+    ndarray, shape (V1, V1)
+        ``C Sigma^+`` with ``Sigma = E[m m^T]``, ``C = E[e_x m^T]`` the exact moments
+        (:func:`theorycheck.population.moments`): the minimum-norm minimiser of the stage-1 population
+        loss, whose value there is ``1 - E||p||^2`` (the paper's model: ``1 - 1/(tau v)``).
+
+    See Also
+    --------
+    theorycheck.solvers.stage1_value_matrix : The structured closed form it cross-checks.
+    theorycheck.population.value_loss : The stage-1 loss it minimises.
+    Trainer : Logs the distance ``dist_W_V_opt`` of a stage-1 run's ``W^V`` to it.
+
+    References
+    ----------
+    SPEC §4.2 (Theorem 2: the stage-1 optimum), §11.3 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.nn import stage1_reference
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.solvers import stage1_value_matrix
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> W = stage1_reference(tm, mk)
+    >>> np.round(W, 4)  # row 0 ([MASK] as output) is 0; words map to their topic's words
+    array([[ 0.    ,  0.    ,  0.    ,  0.    ,  0.    ,  0.    ,  0.    ],
+           [ 0.1394,  0.5557,  0.5557, -0.0223, -0.0223, -0.0223, -0.0223],
+           [ 0.1394,  0.5557,  0.5557, -0.0223, -0.0223, -0.0223, -0.0223],
+           [ 0.1394, -0.0223, -0.0223,  0.5557,  0.5557, -0.0223, -0.0223],
+           [ 0.1394, -0.0223, -0.0223,  0.5557,  0.5557, -0.0223, -0.0223],
+           [ 0.1394, -0.0223, -0.0223, -0.0223, -0.0223,  0.5557,  0.5557],
+           [ 0.1394, -0.0223, -0.0223, -0.0223, -0.0223,  0.5557,  0.5557]])
+    >>> round(value_loss(W, tm, mk), 12), np.allclose(W, stage1_value_matrix(tm, mk), atol=1e-12)  # 1 - 1/(tau v)
+    (0.75, True)
+    """
     Sigma, C = moments(tm, mk)
     return C @ np.linalg.pinv(Sigma, rcond=1e-12, hermitian=True)
 
@@ -152,7 +196,58 @@ class References:
 
 @dataclass
 class ProbeContext:
-    """What a probe may read besides the model (see the module docstring)."""
+    """What a probe may read besides the model (see the module docstring).
+
+    A probe is a callable ``probe(model, ctx) -> dict``; it runs after the step's forward and backward
+    pass and before the optimizer update (``model.grad(name)`` is the gradient of ``ctx.loss``).
+
+    Parameters
+    ----------
+    step : int
+        The step being logged.
+    loss : float
+        The training loss of that step (with the L2 term).
+    lr : float
+        The learning rate of that step.
+    full : bool
+        Whether this is a full evaluation (every ``eval_every`` steps and the last step).
+    cfg : TrainConfig
+        The run's configuration.
+    tm : TopicModel or GeneralTopicModel
+        The run's topic model.
+    mk : Masking
+        The run's masking.
+    stream : DataStream
+        The run's data (evaluation documents, dev loss).
+    refs : References
+        The exact optima the run is compared with (``refs.W_V``: :func:`stage1_reference` where it applies).
+
+    See Also
+    --------
+    Trainer : Runs the probes (its ``probes`` argument).
+    train : Its ``probes`` argument.
+    DataStream : ``ctx.stream``.
+
+    References
+    ----------
+    SPEC §5 (the measurements of the experiments).
+
+    Examples
+    --------
+    A probe logging the excess of the exact stage-1 loss over its minimum ``1 - 1/(tau v)``:
+
+    >>> from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, train
+    >>> def excess(model, ctx):
+    ...     return {"excess": ctx.loss - (1 - 1 / (ctx.tm.tau * ctx.tm.v))}
+    >>> cfg = TrainConfig(
+    ...     data=DataConfig(T=3, v=2, tau=2, source="population"),
+    ...     model=ModelConfig(V1=7, attention="uniform", train=("W_V",), init_V="zero"),
+    ...     optim=OptimConfig(name="sgd", lr=1.0), steps=4, log_every=1, seed=0,
+    ... )
+    >>> res = train(cfg, probes=[excess], progress=False)
+    >>> [round(r["excess"], 6) for r in res.history]  # W^V = 0 first: loss 1, excess 1/4
+    [0.25, 0.158009, 0.107503, 0.078541]
+    """
 
     step: int
     loss: float

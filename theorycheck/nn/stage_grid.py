@@ -129,7 +129,68 @@ def stage_grid(
     ``lrs`` and ``init_scales``: distinct positive finite numbers; at most ``MAX_CELLS`` cells and
     ``MAX_GRID_STEPS`` steps (checked before any work). ``executor`` (a
     :class:`concurrent.futures.Executor`) or ``client`` (a ``distributed.Client`` or a scheduler
-    address) runs the cells concurrently; ``progress``: a bar over the cells."""
+    address) runs the cells concurrently; ``progress``: a bar over the cells.
+
+    Parameters
+    ----------
+    lrs : sequence of float
+        SGD learning rates: distinct, finite, ``> 0`` (the outer loop).
+    init_scales : sequence of float
+        Init scales ``s`` (entries ``N(0, s^2)``): distinct, finite, ``> 0`` (the inner loop).
+    steps : int, optional
+        Steps of every cell, ``1 <= steps <= MAX_GRID_STEPS`` (default: the preset's).
+    seed : int, optional
+        Seed of every cell, ``seed >= 0`` (default: the preset's).
+    executor : concurrent.futures.Executor, optional
+        Runs the cells concurrently.
+    client : distributed.Client or str, optional
+        A Dask client or scheduler address, instead of ``executor``.
+    progress : bool
+        A progress bar over the cells.
+
+    Returns
+    -------
+    list of dict
+        One row per cell with the keys ``GRID_COLUMNS`` and ``steps``: the cell's ``lr`` and
+        ``init_scale``, the stage boundaries (``stage1_end``, ``stage2_start``, ``stage2_attention``,
+        ``structural_two_stage``; ``None`` where no rule fired), ``final_loss``, ``diverged`` (the step
+        whose loss was not finite, else ``None``) and ``seconds``.
+
+    Raises
+    ------
+    ValueError
+        An empty, repeated, non-positive or non-finite value, more than ``MAX_CELLS`` cells, or ``steps``
+        or ``seed`` out of range (before any work).
+    TypeError
+        ``lrs`` or ``init_scales`` not a sequence of numbers.
+
+    See Also
+    --------
+    run_stages : The boundaries of one run.
+    preset : The ``two-stage`` preset every cell starts from.
+    TrainingDiverged : What a diverging cell records as ``diverged``.
+
+    References
+    ----------
+    SPEC §4.5 (the two-stage dynamics and the stage-2 onset), §5.2 (the two-stage experiment), §11.7
+    (stable learning rates).
+
+    Examples
+    --------
+    Twelve steps of two cells at T = v = 10: the paper's rate 30 is in stage 1 (``W^V`` plateaus);
+    rate ``10^4`` leaves the floats at step 9.
+
+    >>> from theorycheck.nn import stage_grid
+    >>> rows = stage_grid([30.0, 1e4], [0.01], steps=12, progress=False)
+    >>> [(r["lr"], r["stage1_end"], r["stage2_start"], r["diverged"]) for r in rows]
+    [(30.0, 10, None, None), (10000.0, None, None, 9)]
+    >>> round(rows[0]["final_loss"], 6)
+    0.9682
+    >>> stage_grid([30.0, 30.0], [0.01])
+    Traceback (most recent call last):
+        ...
+    ValueError: lrs must not repeat a value, got [30.0, 30.0]
+    """
     cfgs = check_grid(lrs, init_scales, steps=steps, seed=seed)
     bar = tqdm(total=len(cfgs), desc="grid", unit="cell", disable=not progress, leave=False)
     rows = []

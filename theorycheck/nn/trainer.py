@@ -60,7 +60,39 @@ __all__ = [
 
 class TrainingInterrupted(Exception):
     """Raised by :meth:`Trainer.run` after SIGINT/SIGTERM, once the current step is finished and
-    checkpointed. ``step``: steps completed; ``checkpoint``: the checkpoint written (or ``None``)."""
+    checkpointed. ``step``: steps completed; ``checkpoint``: the checkpoint written (or ``None``).
+
+    A run folder interrupted this way continues with ``run(resume=True)`` and finishes equal, bit for
+    bit, to an uninterrupted run.
+
+    Parameters
+    ----------
+    step : int
+        Steps completed when the run stopped, ``step >= 0``.
+    signame : str
+        The signal's name, ``"SIGINT"`` or ``"SIGTERM"``.
+    checkpoint : path-like or None
+        The checkpoint written at ``step``; ``None`` for a run without a folder (nothing saved).
+
+    See Also
+    --------
+    Trainer : Its :meth:`Trainer.run` raises it.
+    load_checkpoint : Reads the checkpoint a resumed run starts from.
+    TrainingDiverged : The other way a run stops early.
+
+    References
+    ----------
+    SPEC §5 (run folder and safe resume).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import TrainingInterrupted
+    >>> exc = TrainingInterrupted(3, "SIGINT", "run/checkpoint-3.npz")
+    >>> print(exc)
+    interrupted by SIGINT at step 3; checkpoint run/checkpoint-3.npz
+    >>> exc.step, exc.signame
+    (3, 'SIGINT')
+    """
 
     def __init__(self, step: int, signame: str, checkpoint=None):
         self.step, self.signame, self.checkpoint = step, signame, checkpoint
@@ -70,7 +102,46 @@ class TrainingInterrupted(Exception):
 
 class TrainingDiverged(FloatingPointError):
     """Raised by :meth:`Trainer.run` when the loss leaves the floats (a learning rate past the stable range, SPEC
-    §11.7): a result of the run, not a bug. ``step``: the step whose loss was not finite; ``loss``: that value."""
+    §11.7): a result of the run, not a bug. ``step``: the step whose loss was not finite; ``loss``: that value.
+
+    A subclass of :class:`FloatingPointError`. The stage grid (:func:`stage_grid`) records it as the
+    cell's ``diverged`` step.
+
+    Parameters
+    ----------
+    step : int
+        The step whose loss was not finite (no update was applied at it).
+    loss : float
+        That loss (``inf`` or ``nan``).
+
+    See Also
+    --------
+    Trainer : Its :meth:`Trainer.run` raises it.
+    stage_grid : Records divergence per (learning rate, init scale) cell.
+    TrainingInterrupted : The other way a run stops early.
+
+    References
+    ----------
+    SPEC §11.7 (the stable SGD learning rates of the population presets).
+
+    Examples
+    --------
+    Plain SGD on the exact stage-1 population loss (a quadratic in ``W^V``) with a learning rate far
+    past its stable range:
+
+    >>> from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, TrainingDiverged, train
+    >>> cfg = TrainConfig(
+    ...     data=DataConfig(T=3, v=2, tau=2, source="population"),
+    ...     model=ModelConfig(V1=7, attention="uniform", train=("W_V",)),
+    ...     optim=OptimConfig(name="sgd", lr=1e3), steps=200, log_every=50, seed=0,
+    ... )
+    >>> try:
+    ...     with np.errstate(over="ignore", invalid="ignore"):
+    ...         train(cfg, progress=False)
+    ... except TrainingDiverged as exc:
+    ...     print(exc.step, exc.loss)
+    63 inf
+    """
 
     def __init__(self, step: int, loss: float):
         self.step, self.loss = step, loss
@@ -79,7 +150,43 @@ class TrainingDiverged(FloatingPointError):
 
 @dataclass
 class TrainResult:
-    """Summary of a run: final metrics, best dev loss, stage boundaries, run folder, records."""
+    """Summary of a run: final metrics, best dev loss, stage boundaries, run folder, records.
+
+    Parameters
+    ----------
+    steps : int
+        Steps completed (``cfg.steps`` unless the run was stopped by ``stop_at``).
+    final : dict
+        The last metrics record (``{}`` without records).
+    best_dev_loss : float or None
+        The smallest ``dev_loss`` logged (``None``: none logged, e.g. ``n_dev=0``).
+    stages : dict or None
+        The stage boundaries (:func:`run_stages`) of a finished run with a folder, else ``None``.
+    out : str or None
+        The run folder, or ``None``.
+    seconds : float
+        Wall-clock duration of the run.
+    model : Transformer or None
+        The trained model (not in the repr).
+    history : list of dict
+        Every metrics record of the run (not in the repr).
+
+    See Also
+    --------
+    train : Returns a ``TrainResult``.
+    load_metrics : The records of a run folder.
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, train
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=5, batch_size=8, log_every=2, seed=0)
+    >>> res = train(cfg, progress=False)
+    >>> res.steps, [r["step"] for r in res.history], res.final is res.history[-1]
+    (5, [0, 2, 4], True)
+    >>> res.out, res.stages, res.model.trainable_names()
+    (None, None, ['layers.0.W_K', 'layers.0.W_Q', 'layers.0.W_V'])
+    """
 
     steps: int
     final: dict
@@ -128,7 +235,76 @@ class Trainer:
 
     ``probes``: extra :mod:`theorycheck.nn.probes` callables ``(model, ctx) -> dict`` whose keys are
     logged next to the built-in :data:`~theorycheck.nn.probes.DEFAULT_PROBES` (any topic model: a
-    general topic-word matrix ``cfg.data.phi`` is probed by dominant topics)."""
+    general topic-word matrix ``cfg.data.phi`` is probed by dominant topics).
+
+    Each step draws the batch of that step (:class:`DataStream`, a pure function of the seed and the
+    step), computes the loss and its exact gradient (:meth:`Transformer.loss_and_grad`) and applies
+    one optimizer update. The model is initialised from ``numpy.random.default_rng([seed, 0])``.
+    :meth:`run` trains; the run folder and the resume rules are those of the module docstring.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The run.
+    out : str or path-like, optional
+        Run folder (``config.json``, ``metrics.jsonl``, checkpoints, ``params.npz``, ``stages.json``);
+        ``None``: nothing written.
+    probes : iterable of callable
+        Extra probes ``(model, ctx: ProbeContext) -> dict``; their keys must not clash with the others'.
+    progress : bool
+        Show a progress bar.
+
+    Raises
+    ------
+    TypeError
+        ``cfg`` is not a :class:`TrainConfig`, or a probe is not callable.
+    ValueError
+        An invalid configuration (:meth:`TrainConfig.validate`) or a model or optimizer state beyond
+        the memory guard, before any work.
+
+    See Also
+    --------
+    train : ``Trainer(cfg, out, ...).run(resume=...)`` in one call.
+    TrainConfig : What a ``Trainer`` runs.
+    ProbeContext : What a probe is given besides the model.
+
+    References
+    ----------
+    SPEC §5 (the experiments, probes and run folder), §5.2 (the stage boundaries of ``stages.json``).
+
+    Examples
+    --------
+    On the exact population (``source="population"``, no sampling) the first logged loss is the
+    closed-form stage-1 loss :func:`theorycheck.population.value_loss` of the initial ``W^V``:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.nn import DataConfig, ModelConfig, OptimConfig, TrainConfig, Trainer
+    >>> from theorycheck.population import value_loss
+    >>> cfg = TrainConfig(
+    ...     data=DataConfig(T=3, v=2, tau=2, source="population"),
+    ...     model=ModelConfig(V1=7, attention="uniform", train=("W_V",)),
+    ...     optim=OptimConfig(name="sgd", lr=1.0), steps=4, log_every=1, seed=0,
+    ... )
+    >>> tr = Trainer(cfg, progress=False)
+    >>> L0 = value_loss(tr.model.get("layers.0.W_V")[0], TopicModel(T=3, v=2, tau=2), Masking())
+    >>> res = tr.run()
+    >>> round(res.history[0]["loss"], 10) == round(L0, 10)
+    True
+    >>> [round(r["loss"], 6) for r in res.history]
+    [0.997243, 0.906367, 0.856457, 0.827823]
+
+    A run stopped at step 3 (``stop_at`` simulates a crash) and resumed from its checkpoint ends with
+    the same records as an uninterrupted run:
+
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=6, batch_size=8, log_every=1, checkpoint_every=2, seed=0)
+    >>> whole = Trainer(cfg, "whole", progress=False).run()
+    >>> Trainer(cfg, "crashed", progress=False).run(stop_at=3).steps
+    3
+    >>> resumed = Trainer(cfg, "crashed", progress=False).run(resume=True)
+    >>> resumed.steps, resumed.history == whole.history
+    (6, True)
+    """
 
     def __init__(
         self,
@@ -234,7 +410,30 @@ class Trainer:
         """Train until ``cfg.steps`` (or ``stop_at``, which simulates a crash: no final checkpoint).
 
         ``resume=True`` continues from the newest checkpoint of the run folder (see the module
-        docstring); it is an error without a run folder or without a checkpoint."""
+        docstring); it is an error without a run folder or without a checkpoint.
+
+        Parameters
+        ----------
+        resume : bool
+            Continue from the newest intact checkpoint of the run folder.
+        stop_at : int, optional
+            Stop after this many steps (no final checkpoint, no ``params.npz``/``stages.json``).
+
+        Returns
+        -------
+        TrainResult
+            The summary of the run (with every record, the model and, for a finished run with a
+            folder, the stage boundaries).
+
+        Raises
+        ------
+        ValueError
+            ``resume=True`` without a run folder, or without a checkpoint of this configuration.
+        TrainingDiverged
+            The loss was not finite at some step.
+        TrainingInterrupted
+            SIGINT/SIGTERM was received (after the current step and a checkpoint).
+        """
         if resume and self.out is None:
             raise ValueError("resume=True needs a run folder (out)")
         t0 = time.perf_counter()
@@ -347,6 +546,37 @@ def stage_curves(recs: list[dict]) -> tuple[list, list]:
     and query norms of the first layer to move have grown ``sqrt(10)``-fold each. The norms
     themselves are used, as in the paper's figures, not the product matrix: from a random init
     ``||W_K^T W_Q||`` also grows by alignment alone while ``||W_K||``, ``||W_Q||`` barely move.
+
+    Parameters
+    ----------
+    recs : list of dict
+        Metrics records of a run (:func:`load_metrics`, ``TrainResult.history``): with
+        ``norm_W_V`` and ``norm_KQ`` (one layer) or the ``norm_W_*_layers`` lists (several layers).
+
+    Returns
+    -------
+    nV, nKQ : list of float
+        The value-norm curve and the key-query curve, one entry per record.
+
+    See Also
+    --------
+    run_stages : The stage boundaries these curves give.
+    theorycheck.analysis.stats.detect_stages : The rules applied to the curves.
+
+    References
+    ----------
+    SPEC §5.2 (the two-stage experiment), §4.5 (the stage-2 onset).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, stage_curves, train
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=5, batch_size=8, log_every=1, seed=0)
+    >>> nV, nKQ = stage_curves(train(cfg, progress=False).history)
+    >>> [round(x, 4) for x in nV]  # stage 1: ||W^V|| grows
+    [0.1373, 0.2552, 0.3411, 0.4528, 0.5419]
+    >>> [round(x, 6) for x in nKQ]  # ... while the score matrix stays at its small init
+    [0.002245, 0.002244, 0.002244, 0.002243, 0.002243]
     """
     if recs and "norm_W_K_layers" in recs[0]:
 
@@ -364,7 +594,45 @@ def stage_curves(recs: list[dict]) -> tuple[list, list]:
 def run_stages(cfg: TrainConfig, recs: list[dict]) -> dict | None:
     """The stage boundaries of a run (``stages.json``; ``None`` without records): the rules of
     :func:`theorycheck.analysis.stats.detect_stages` on :func:`stage_curves`, with the structural rule
-    (``K_eff`` and the W^V block score) where every record has them (SPEC §5.2)."""
+    (``K_eff`` and the W^V block score) where every record has them (SPEC §5.2).
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The run's configuration (its ``data.v`` sets the structural rule's scale).
+    recs : list of dict
+        The run's metrics records.
+
+    Returns
+    -------
+    dict or None
+        ``StageBoundaries.to_dict()`` (:mod:`theorycheck.analysis.stats`) of the detected stages: ``stage1_end``,
+        ``stage2_start`` (``None`` when not reached), the rule's text, the structural boundaries, ...;
+        ``None`` for no records.
+
+    See Also
+    --------
+    stage_curves : The curves the norm rule reads.
+    stage_grid : The boundaries over a grid of learning rates and init scales.
+    theorycheck.analysis.stats.detect_stages : The rules.
+
+    References
+    ----------
+    SPEC §5.2 (the two-stage experiment and its stage boundaries).
+
+    Examples
+    --------
+    Five steps are stage 1 only: ``W^V`` grows, attention does not move yet.
+
+    >>> from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, run_stages, train
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=5, batch_size=8, log_every=1, seed=0)
+    >>> st = run_stages(cfg, train(cfg, progress=False).history)
+    >>> st["stage1_end"], st["stage2_start"], st["structural_two_stage"]
+    (4, None, False)
+    >>> run_stages(cfg, []) is None
+    True
+    """
     if not recs:
         return None
     Ke = [r.get("K_eff_median") for r in recs]
@@ -384,7 +652,39 @@ def run_stages(cfg: TrainConfig, recs: list[dict]) -> dict | None:
 
 
 def load_metrics(out: str | os.PathLike) -> list[dict]:
-    """Read ``metrics.jsonl`` of a run folder."""
+    """Read ``metrics.jsonl`` of a run folder.
+
+    Parameters
+    ----------
+    out : str or path-like
+        The run folder.
+
+    Returns
+    -------
+    list of dict
+        One record per logged step, in order: ``step``, ``loss``, ``lr`` and the probes' keys
+        (non-finite values as ``None``).
+
+    Raises
+    ------
+    FileNotFoundError
+        The folder has no ``metrics.jsonl``.
+
+    See Also
+    --------
+    train : Writes the run folder.
+    stage_curves : Reads the records.
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, load_metrics, train
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=5, batch_size=8, log_every=2, seed=0)
+    >>> res = train(cfg, "run", progress=False)
+    >>> recs = load_metrics("run")
+    >>> [r["step"] for r in recs], recs == res.history
+    ([0, 2, 4], True)
+    """
     path = Path(out) / "metrics.jsonl"
     return [_loads(ln) for ln in path.read_text().splitlines() if ln.strip()]
 
@@ -397,5 +697,57 @@ def train(
     progress: bool = True,
     resume: bool = False,
 ) -> TrainResult:
-    """Run ``cfg`` (optionally writing the run folder ``out``); see :class:`Trainer`."""
+    """Run ``cfg`` (optionally writing the run folder ``out``); see :class:`Trainer`.
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The run.
+    out : str or path-like, optional
+        Run folder; ``None``: nothing written.
+    probes : iterable of callable
+        Extra probes ``(model, ctx) -> dict`` logged with the built-in ones.
+    progress : bool
+        Show a progress bar.
+    resume : bool
+        Continue from the newest checkpoint of ``out`` (which must hold one of this configuration).
+
+    Returns
+    -------
+    TrainResult
+        The summary of the run.
+
+    Raises
+    ------
+    ValueError
+        An invalid configuration, or ``resume=True`` without a run folder or a checkpoint.
+    TrainingDiverged
+        The loss was not finite at some step.
+    TrainingInterrupted
+        SIGINT/SIGTERM during the run (after a checkpoint).
+
+    See Also
+    --------
+    Trainer : The same, step by step, with access to the model and the data stream.
+    run_preset : Train a named preset.
+    load_metrics : Read the records back from the run folder.
+
+    References
+    ----------
+    SPEC §5.1, §5.2 (the experiments).
+
+    Examples
+    --------
+    Three topics of two words, documents of 12 tokens, 5 SGD steps on fresh batches of 8 documents:
+
+    >>> import os
+    >>> from theorycheck.nn import DataConfig, OptimConfig, TrainConfig, train
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, N=12), optim=OptimConfig(name="sgd", lr=0.5),
+    ...                   steps=5, batch_size=8, log_every=1, seed=0)
+    >>> res = train(cfg, "run", progress=False)
+    >>> [round(r["loss"], 4) for r in res.history]
+    [1.0009, 0.9706, 0.9287, 0.9026, 0.8854]
+    >>> sorted(os.listdir("run"))
+    ['config.json', 'metrics.jsonl', 'params.npz', 'stages.json']
+    """
     return Trainer(cfg, out, probes=probes, progress=progress).run(resume=resume)

@@ -30,6 +30,45 @@ def select_claims(claims: list[Claim], only: str | None) -> list[Claim]:
     """Claims whose id matches one of the comma-separated globs or substrings ``only`` (all if ``None``).
 
     An empty pattern, or one matching no claim, is a ``ValueError`` naming the closest ids.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        The claims to choose from.
+    only : str or None
+        Comma-separated patterns (``verify --only``): each a glob (``"stage1.*"``) or a substring of
+        the ids; ``None``: every claim.
+
+    Returns
+    -------
+    list of Claim
+        The claims matching at least one pattern, in their given order.
+
+    Raises
+    ------
+    ValueError
+        An empty pattern, or a pattern that matches no claim (the message lists the closest ids).
+
+    See Also
+    --------
+    collect : The claims to select from.
+    run_claims : Run the selected claims.
+
+    Examples
+    --------
+    >>> from theorycheck.report import Claim, ClaimResult, select_claims
+    >>> def make(cid):
+    ...     return Claim(id=cid, statement="-", source="DERIVED", spec="-", default_params=({},),
+    ...                  check=lambda p, inject=None: ClaimResult(True, 0, 0, 0.0), falsify=lambda p: {})
+    >>> claims = [make("stage1.minnorm-block"), make("stage1.loss"), make("stage2.attention-gap")]
+    >>> [c.id for c in select_claims(claims, "stage1.*")]
+    ['stage1.minnorm-block', 'stage1.loss']
+    >>> [c.id for c in select_claims(claims, "gap,loss")]
+    ['stage1.loss', 'stage2.attention-gap']
+    >>> select_claims(claims, "stage3")
+    Traceback (most recent call last):
+        ...
+    ValueError: --only 'stage3' matches no claim; closest ids: ...
     """
     if only is None:
         return list(claims)
@@ -69,6 +108,43 @@ def tier_summary(rows: list[ReportRow], tier: str) -> dict:
     """Which checks each tier holds, for the claims in ``rows``: ``{"ran": tier, "default": [...], "full": [...]}``.
 
     ``"full"`` lists the checks ``--full`` adds to the default tier (``claim [params]`` labels).
+
+    Parameters
+    ----------
+    rows : list of ReportRow
+        Rows of a run; their claims (each once) are summarised.
+    tier : {"default", "full"}
+        The tier that ran (recorded as ``"ran"``).
+
+    Returns
+    -------
+    dict
+        ``{"ran": tier, "default": [labels], "full": [labels]}`` with labels ``"id [k=v,...]"``.
+
+    See Also
+    --------
+    write_report : Writes this summary into both report files.
+    run_claims : Runs the checks of a tier.
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.report import Claim, compare_close, run_claims
+    >>> from theorycheck.solvers import stage1_value_matrix
+    >>> def check(params, inject=None):  # the stage-1 minimum is 1 - 1/(tau v) (SPEC §4.2)
+    ...     tm, mk = TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking()
+    ...     W = stage1_value_matrix(tm, mk) if inject is None else inject["W_V"]
+    ...     return compare_close(value_loss(W, tm, mk), 1 - 1 / (tm.tau * tm.v), tol=1e-12)
+    >>> claim = Claim(
+    ...     id="demo.stage1-minimum", statement="The stage-1 minimum is 1 - 1/(tau v).",
+    ...     source="DERIVED", spec="SPEC §4.2", check=check, falsify=lambda p: {"W_V": np.zeros((7, 7))},
+    ...     default_params=({"T": 3, "v": 2, "tau": 2},), full_params=({"T": 4, "v": 3, "tau": 2},),
+    ... )
+    >>> from theorycheck.report import tier_summary
+    >>> tier_summary(run_claims([claim], progress=False), "default")
+    {'ran': 'default', 'default': ['demo.stage1-minimum [T=3,v=2,tau=2]'],
+     'full': ['demo.stage1-minimum [T=4,v=3,tau=2]']}
     """
     claims = list({id(r.claim): r.claim for r in rows}.values())
     return {
@@ -86,7 +162,59 @@ def format_table(rows: list[ReportRow], *, markdown: bool = False, width: int = 
     console cuts the statement to ``width`` characters and the sub-check to ``label_width``.
 
     A row reused from the result cache shows its verdict as ``PASS*`` (console) or
-    ``PASS (cached <date>)`` (markdown)."""
+    ``PASS (cached <date>)`` (markdown).
+
+    Parameters
+    ----------
+    rows : list of ReportRow
+        The rows, in the order shown.
+    markdown : bool
+        A Markdown table (``report.md``: the claim labelled with its parameters, nothing cut) instead
+        of the aligned console table.
+    width : int
+        Console: the statement is cut to this many characters.
+    label_width : int
+        Console: the ``decided by`` cell is cut to this many characters.
+
+    Returns
+    -------
+    str
+        The table, one line per row after the header (and, on the console, a footnote for cached rows).
+
+    See Also
+    --------
+    write_report : Writes the Markdown table into ``report.md``.
+    decided_by : The ``decided by`` column.
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.report import Claim, compare_close, run_claims
+    >>> from theorycheck.solvers import stage1_value_matrix
+    >>> def check(params, inject=None):  # the stage-1 minimum is 1 - 1/(tau v) (SPEC §4.2)
+    ...     tm, mk = TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking()
+    ...     W = stage1_value_matrix(tm, mk) if inject is None else inject["W_V"]
+    ...     return compare_close(value_loss(W, tm, mk), 1 - 1 / (tm.tau * tm.v), tol=1e-12)
+    >>> claim = Claim(
+    ...     id="demo.stage1-minimum", statement="The stage-1 minimum is 1 - 1/(tau v).",
+    ...     source="DERIVED", spec="SPEC §4.2", check=check, falsify=lambda p: {"W_V": np.zeros((7, 7))},
+    ...     default_params=({"T": 3, "v": 2, "tau": 2},), full_params=({"T": 4, "v": 3, "tau": 2},),
+    ... )
+    >>> from theorycheck.report import format_table
+    >>> rows = run_claims([claim], progress=False, tier="full")
+    >>> print(format_table(rows, markdown=True))
+    | claim | statement | decided by | expected | measured | margin | verdict |
+    |---|---|---|---|---|---|---|
+    | demo.stage1-minimum [T=3,v=2,tau=2] | The stage-1 minimum is 1 - 1/(tau v).
+      | \\|measured - expected\\| <= 1e-12 | 0.75 | 0.75 | 1e-12 | PASS |
+    | demo.stage1-minimum [T=4,v=3,tau=2] | The stage-1 minimum is 1 - 1/(tau v).
+      | \\|measured - expected\\| <= 1e-12 | 0.833333 | 0.833333 | 1e-12 | PASS |
+    >>> print(format_table(rows[:1], width=20))
+    claim                statement             decided by                      expected  measured  margin  verdict
+    --------------------------------------------------------------------------------------------------------------
+    demo.stage1-minimum  The stage-1 minim...  |measured - expected| <= 1e-12  0.75      0.75      1e-12   PASS
+    """
     body = []
     for row in rows:
         st, by = row.claim.statement, row.decided_by
@@ -139,6 +267,70 @@ def write_report(
     ``tier`` names the tier that ran; both files list the checks each tier holds (:func:`tier_summary`)
     and mark rows reused from the result cache with their date. ``jobs``: worker processes drawing the figures
     (when at least ``PARALLEL_FIGURES_MIN`` claims have a plot).
+
+    Parameters
+    ----------
+    rows : list of ReportRow
+        The rows of a run (:func:`run_claims`).
+    out : str or path-like
+        The report folder.
+    figures : bool
+        Draw every claim's figures (``claim.plot``) into ``figures/``.
+    skipped : iterable of str
+        One-line reasons for claims not registered here.
+    force : bool
+        Write into a folder holding other files (kept).
+    command : str
+        The command recorded in the folder's marker file.
+    tier : {"default", "full"}
+        The tier that ran.
+    jobs : int
+        Worker processes drawing the figures, ``jobs >= 1``.
+
+    Returns
+    -------
+    pathlib.Path
+        The report folder, absolute.
+
+    Raises
+    ------
+    FileExistsError
+        ``out`` holds files that are not theorycheck's and ``force`` is false.
+
+    See Also
+    --------
+    run_claims : The rows to write.
+    format_table : The table of ``report.md``.
+    tier_summary : The tiers' checks, listed in both files.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims the report lists).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.report import Claim, compare_close, run_claims
+    >>> from theorycheck.solvers import stage1_value_matrix
+    >>> def check(params, inject=None):  # the stage-1 minimum is 1 - 1/(tau v) (SPEC §4.2)
+    ...     tm, mk = TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking()
+    ...     W = stage1_value_matrix(tm, mk) if inject is None else inject["W_V"]
+    ...     return compare_close(value_loss(W, tm, mk), 1 - 1 / (tm.tau * tm.v), tol=1e-12)
+    >>> claim = Claim(
+    ...     id="demo.stage1-minimum", statement="The stage-1 minimum is 1 - 1/(tau v).",
+    ...     source="DERIVED", spec="SPEC §4.2", check=check, falsify=lambda p: {"W_V": np.zeros((7, 7))},
+    ...     default_params=({"T": 3, "v": 2, "tau": 2},), full_params=({"T": 4, "v": 3, "tau": 2},),
+    ... )
+    >>> import json, os
+    >>> from theorycheck.report import write_report
+    >>> path = write_report(run_claims([claim], progress=False), "report")
+    >>> path.name, sorted(os.listdir("report"))
+    ('report', ['.theorycheck.json', 'figures', 'report.md', 'results.json'])
+    >>> json.load(open("report/results.json"))["summary"]
+    {'total': 1, 'passed': 1, 'failed': 0, 'tier': 'default', 'claims': 1, 'checks': 1, 'cached': 0}
+    >>> open("report/report.md").read().splitlines()[2]
+    '1 claim, 1 check: 1 passed.'
     """
     with atomic_directory(out, force=force, command=command) as tmp:
         fig_paths = _write_figures(rows, tmp / "figures", jobs) if figures else {}

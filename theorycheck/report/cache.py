@@ -68,11 +68,58 @@ _OWN_ROOTS = ("theorycheck", "proofs_numeric")
 
 
 class CacheWarning(UserWarning):
-    """A cache entry was unreadable or inconsistent and is ignored (the check reruns)."""
+    """A cache entry was unreadable or inconsistent and is ignored (the check reruns).
+
+    Also warned when the cache folder cannot be written (the report does not need it). An entry is
+    inconsistent when its key, claim, format, user or version does not match, its checksum does not
+    match its content, or its stored verdict disagrees with its margin.
+
+    See Also
+    --------
+    ResultCache : The cache that warns.
+    run_claims : Recomputes a check whose entry was ignored.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> from pathlib import Path
+    >>> from theorycheck.report import CacheWarning, ResultCache
+    >>> cache = ResultCache("cache")
+    >>> cache.directory.mkdir(parents=True)
+    >>> _ = (cache.directory / "0123abcd.json").write_text("{not json")
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     print(cache.get("0123abcd", "demo.claim"))
+    None
+    >>> [w.category.__name__ for w in caught]
+    ['CacheWarning']
+    """
 
 
 def cache_dir() -> Path:
-    """``$THEORYCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/theorycheck``, else ``~/.cache/theorycheck``."""
+    """``$THEORYCHECK_CACHE_DIR``, else ``$XDG_CACHE_HOME/theorycheck``, else ``~/.cache/theorycheck``.
+
+    Returns
+    -------
+    pathlib.Path
+        The root folder of the result cache (``~`` expanded); it is not created here.
+
+    See Also
+    --------
+    ResultCache : Keeps its entries under ``cache_dir() / "verify" / <user> / <version>`` by default.
+
+    Examples
+    --------
+    >>> import os
+    >>> from unittest import mock
+    >>> from theorycheck.report import cache_dir
+    >>> with mock.patch.dict(os.environ, {"THEORYCHECK_CACHE_DIR": "my-cache"}):
+    ...     print(cache_dir().as_posix())
+    my-cache
+    >>> with mock.patch.dict(os.environ, {"THEORYCHECK_CACHE_DIR": "", "XDG_CACHE_HOME": "xdg"}):
+    ...     print(cache_dir().as_posix())
+    xdg/theorycheck
+    """
     if os.environ.get(ENV_VAR):
         return Path(os.environ[ENV_VAR]).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
@@ -285,6 +332,45 @@ class ResultCache:
     :func:`cache_dir`): ``directory``, which also holds the measured seconds (``timings.json``).
 
     ``read=False`` (``verify --no-cache``): nothing is reused, fresh results are still stored.
+
+    A check's key covers the claim id, its parameters, the user, the versions of the package, Python,
+    NumPy, SciPy and Numba, and the source of the claim's module and of every module it imports (see the
+    module docstring): editing any of them means a recomputation, never a stale result.
+
+    Parameters
+    ----------
+    directory : str or path-like, optional
+        The cache's root folder; ``None``: :func:`cache_dir`.
+    read : bool
+        Reuse stored results (``False``: only store).
+
+    See Also
+    --------
+    run_claims : Its ``cache`` argument reuses and stores results.
+    cache_dir : The default root folder.
+    CacheWarning : Warned for an entry that is ignored.
+
+    References
+    ----------
+    SPEC §6 (the checks whose results are cached).
+
+    Examples
+    --------
+    :func:`run_claims` computes each check's key and calls :meth:`get` and :meth:`put`; stored results come
+    back exactly (floats, non-finite values and arrays):
+
+    >>> from theorycheck.report import ClaimResult, ResultCache
+    >>> cache = ResultCache("cache")
+    >>> res = ClaimResult(True, 0.75, 0.75, 1e-12, tolerance=1e-12, details={"ratio": float("inf")},
+    ...                   data={"curve": np.linspace(0.0, 1.0, 3)})
+    >>> key = "0" * 64  # run_claims uses the SHA-256 of the claim, parameters, versions and sources
+    >>> cache.put(key, "demo.claim", res, seconds=0.5)
+    True
+    >>> back, seconds, created = cache.get(key, "demo.claim")
+    >>> back.passed, back.margin, back.details, back.data["curve"], seconds
+    (True, 1e-12, {'ratio': inf}, array([0. , 0.5, 1. ]), 0.5)
+    >>> ResultCache("cache", read=False).get(key, "demo.claim") is None  # verify --no-cache
+    True
     """
 
     def __init__(self, directory: str | os.PathLike | None = None, *, read: bool = True):

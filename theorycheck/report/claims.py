@@ -44,9 +44,13 @@ TIERS = ("default", "full")
 class ClaimResult:
     """Outcome of checking one claim on one parameter set.
 
-    Attributes
+    ``passed`` is stored as ``bool(passed) and margin is finite``: a NaN or infinite margin never passes.
+
+    Parameters
     ----------
     passed : bool
+        Whether the check passed (``margin >= 0`` for results of :func:`compare_close` and
+        :func:`compare_greater`).
     expected, measured : float or str
         What the claim predicts and what was computed (numbers where possible).
     margin : float
@@ -61,6 +65,25 @@ class ClaimResult:
         Arrays for figures; not written to results.json.
     label : str
         The sub-check in words, e.g. ``"beta* <= 0"`` (``compare_all`` keeps the deciding one's).
+
+    See Also
+    --------
+    compare_close : A result for an equality within a tolerance.
+    compare_greater : A result for a strict inequality.
+    compare_all : One result from several sub-checks.
+    Claim : Whose ``check`` returns a ``ClaimResult``.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims and how they are judged).
+
+    Examples
+    --------
+    >>> from theorycheck.report import ClaimResult
+    >>> ClaimResult(passed=True, expected=0.75, measured=0.75, margin=1e-12, tolerance=1e-12).passed
+    True
+    >>> ClaimResult(passed=True, expected=0.75, measured=float("nan"), margin=float("nan")).passed
+    False
     """
 
     passed: bool
@@ -88,13 +111,17 @@ def _finite(x) -> bool:
 class Claim:
     """A registered, checkable claim.
 
-    Attributes
+    A claim never prints; it returns data. ``falsify`` proves the check can fail: its injection must
+    make ``check`` fail on every default parameter set (the test suite runs it).
+
+    Parameters
     ----------
     id : str
         Short stable identifier, e.g. ``"stage1.minnorm-block"``.
     statement : str
         One sentence stating the claim.
     source : {"DERIVED", "PAPER", "EMPIRICAL"}
+        Derived by us, stated in the paper, or measured (:data:`SOURCES`).
     spec : str
         Where it is stated, e.g. ``"SPEC §4.2, §6 item 5"``.
     check : callable
@@ -121,6 +148,50 @@ class Claim:
         ``(description, predicate(params) -> bool)`` pairs the claim needs (e.g.
         ``("tau < T", tau_below_T)``); explore draws only configurations satisfying all of them.
         Use module-level functions (claims are pickled for the process pool).
+
+    Raises
+    ------
+    ValueError
+        ``source`` not in :data:`SOURCES`, or no ``default_params``.
+    TypeError
+        A precondition that is not a ``(str, callable)`` pair, or a ``domain`` that is not callable.
+
+    See Also
+    --------
+    ClaimResult : What ``check`` returns.
+    run_claims : Run the checks of a list of claims.
+    load_path : Load claims from a user's claim module (``verify --claims``).
+
+    References
+    ----------
+    SPEC §6 (the checkable claims).
+
+    Examples
+    --------
+    The stage-1 minimum of the exact population loss (uniform attention, SPEC §4.0, §4.2) is
+    ``1 - E||p||^2 = 1 - 1/(tau v)``; the falsifier injects ``W^V = 0``, whose loss is 1:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.report import Claim, compare_close
+    >>> from theorycheck.solvers import stage1_value_matrix
+    >>> def check(params, inject=None):
+    ...     tm, mk = TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking()
+    ...     W = stage1_value_matrix(tm, mk) if inject is None else inject["W_V"]
+    ...     return compare_close(value_loss(W, tm, mk), 1 - 1 / (tm.tau * tm.v), tol=1e-12)
+    >>> def falsify(params):
+    ...     return {"W_V": np.zeros((params["T"] * params["v"] + 1,) * 2)}
+    >>> claim = Claim(
+    ...     id="demo.stage1-minimum", statement="The stage-1 minimum is 1 - 1/(tau v).",
+    ...     source="DERIVED", spec="SPEC §4.2", check=check, falsify=falsify,
+    ...     default_params=({"T": 3, "v": 2, "tau": 2},),
+    ... )
+    >>> params = claim.default_params[0]
+    >>> res = claim.run(params)
+    >>> res.passed, res.expected, round(res.measured, 12), res.params
+    (True, 0.75, 0.75, {'T': 3, 'v': 2, 'tau': 2})
+    >>> claim.run(params, falsify(params)).passed
+    False
     """
 
     id: str
@@ -170,7 +241,38 @@ class Claim:
 
 
 def compare_close(measured: ArrayLike, expected: ArrayLike, tol: float, **kw: Any) -> ClaimResult:
-    """Equality within ``tol`` (max abs difference for arrays). ``kw`` go to ClaimResult."""
+    """Equality within ``tol`` (max abs difference for arrays). ``kw`` go to ClaimResult.
+
+    Parameters
+    ----------
+    measured, expected : array_like
+        The computed and the predicted value (scalars or arrays of one shape).
+    tol : float
+        Absolute tolerance ``tol >= 0`` on ``max |measured - expected|``.
+    **kw
+        Further :class:`ClaimResult` fields (``label``, ``details``, ``data``, ...).
+
+    Returns
+    -------
+    ClaimResult
+        ``passed = err <= tol`` and ``margin = tol - err`` with ``err = max |measured - expected|``
+        (``inf`` when ``measured`` is not finite); ``details["abs_error"] = err``. Arrays are reported
+        by their shape (``"array(3, 3)"``).
+
+    See Also
+    --------
+    compare_greater : A strict inequality instead.
+    compare_all : Combine several comparisons.
+
+    Examples
+    --------
+    >>> from theorycheck.report import compare_close
+    >>> r = compare_close(np.eye(2) + 1e-9, np.eye(2), tol=1e-6)
+    >>> r.passed, r.expected, round(r.margin, 12)
+    (True, 'array(2, 2)', 9.99e-07)
+    >>> compare_close(1.0, 0.75, tol=0.1, label="loss = 1 - 1/(tau v)").passed
+    False
+    """
     m = np.asarray(measured, dtype=float)
     e = np.asarray(expected, dtype=float)
     err = float(np.max(np.abs(m - e))) if m.size else 0.0
@@ -190,7 +292,34 @@ def compare_close(measured: ArrayLike, expected: ArrayLike, tol: float, **kw: An
 
 
 def compare_greater(measured: float, expected: float, **kw: Any) -> ClaimResult:
-    """Strict inequality ``measured > expected``; margin ``measured - expected``."""
+    """Strict inequality ``measured > expected``; margin ``measured - expected``.
+
+    Parameters
+    ----------
+    measured, expected : float
+        The computed value and the bound it must exceed.
+    **kw
+        Further :class:`ClaimResult` fields (``label``, ``details``, ...).
+
+    Returns
+    -------
+    ClaimResult
+        ``passed = measured > expected``, ``margin = measured - expected``, ``tolerance = 0``.
+
+    See Also
+    --------
+    compare_close : An equality within a tolerance instead.
+    compare_all : Combine several comparisons.
+
+    Examples
+    --------
+    >>> from theorycheck.report import compare_greater
+    >>> r = compare_greater(0.3, 0.1, label="gap > 0.1")
+    >>> r.passed, round(r.margin, 12), r.label
+    (True, 0.2, 'gap > 0.1')
+    >>> compare_greater(0.1, 0.1).passed  # strict
+    False
+    """
     margin = float(measured) - float(expected)
     return ClaimResult(passed=margin > 0, expected=float(expected), measured=float(measured), margin=margin, **kw)
 
@@ -215,6 +344,35 @@ def compare_all(results: list[ClaimResult]) -> ClaimResult:
     Reports the sub-check closest to failure *relative to its own scale* (see
     ``_relative_margin``), so the reported margin, tolerance, expected and measured values
     belong together; ``details["relative_margin"]`` holds that scale-free margin.
+
+    Parameters
+    ----------
+    results : list of ClaimResult
+        The sub-checks (at least one).
+
+    Returns
+    -------
+    ClaimResult
+        ``passed`` iff every sub-check passed; ``expected``, ``measured``, ``margin``, ``tolerance`` and
+        ``label`` of the worst sub-check by relative margin (``margin / tolerance`` for equalities,
+        ``margin / max(|expected|, 1)`` for inequalities); ``details`` of sub-check ``i`` under keys
+        ``"i.<key>"``; the ``data`` of all merged.
+
+    See Also
+    --------
+    compare_close : An equality sub-check.
+    compare_greater : An inequality sub-check.
+    over_seeds : The same combination over the seeds of an EMPIRICAL claim.
+
+    Examples
+    --------
+    The equality uses a thousandth of its tolerance, the inequality a fifth of its scale: the
+    inequality is closer to failing and decides.
+
+    >>> from theorycheck.report import compare_all, compare_close, compare_greater
+    >>> r = compare_all([compare_close(1.0 + 1e-9, 1.0, tol=1e-6, label="eq"), compare_greater(0.3, 0.1, label="gap")])
+    >>> r.passed, r.label, round(r.details["relative_margin"], 12), round(r.details["0.abs_error"], 15)
+    (True, 'gap', 0.2, 1e-09)
     """
     worst = min(results, key=_relative_margin)
     details = {}
@@ -276,6 +434,53 @@ def over_seeds(
     seeds (``t_interval``) of the margin and of each named detail in ``statistics`` (over the seeds
     where it is finite: a seed records NaN for a value it does not have, counted in ``<key>_n_finite``).
     ``data`` is the first seed's (for figures).
+
+    Parameters
+    ----------
+    check_one : callable
+        ``check_one(params, inject) -> ClaimResult`` for one ``params["seed"]``.
+    params : dict
+        The configuration; ``params["seeds"]`` lists the seeds (at least one).
+    inject : dict, optional
+        Passed to every seed's check (a falsifier's injection).
+    statistics : sequence of str
+        Keys of the seeds' ``details`` (or of their ``"<i>.key"`` entries) to summarise over seeds.
+
+    Returns
+    -------
+    ClaimResult
+        The worst seed's values (:func:`compare_all`), ``passed`` iff every seed passed, and the
+        per-seed ``details`` described above.
+
+    Raises
+    ------
+    ValueError
+        ``params["seeds"]`` is empty.
+    KeyError
+        A name of ``statistics`` is not in a seed's details.
+
+    See Also
+    --------
+    compare_all : How the worst seed is chosen.
+    Claim : An EMPIRICAL claim's ``check`` calls ``over_seeds``.
+
+    References
+    ----------
+    SPEC §5 (seeded experiments), §6 (EMPIRICAL claims).
+
+    Examples
+    --------
+    The mean of ``n = 200`` uniform draws is within ``4 / sqrt(12 n)`` (four standard errors) of 1/2:
+
+    >>> from theorycheck.report import compare_close, over_seeds
+    >>> def one(params, inject=None):
+    ...     x = np.random.default_rng(params["seed"]).random(params["n"])
+    ...     return compare_close(x.mean(), 0.5, tol=4 / np.sqrt(12 * params["n"]), details={"mean": x.mean()})
+    >>> r = over_seeds(one, {"n": 200, "seeds": [0, 1, 2]}, statistics=["mean"])
+    >>> r.passed, r.details["n_seeds"], r.details["fraction_passed"]
+    (True, 3, 1.0)
+    >>> [round(m, 4) for m in r.details["mean_per_seed"]]
+    [0.5396, 0.5081, 0.5024]
     """
     seeds = [int(s) for s in params["seeds"]]
     if not seeds:

@@ -63,7 +63,33 @@ _EXTERNAL: dict[str, str] = {}
 
 
 class ClaimLoadError(ValueError):
-    """A claim source could not be loaded (the message names the path or entry point)."""
+    """A claim source could not be loaded (the message names the path or entry point).
+
+    A subclass of :class:`ValueError`: a path that does not exist, a module that fails to import (with
+    its error), a module with neither ``CLAIM`` nor ``CLAIMS``, or a duplicate claim id (naming both
+    origins). ``theorycheck verify`` prints the message instead of a traceback.
+
+    See Also
+    --------
+    load_path : Loads a user's claim file or folder.
+    collect : Gathers every claim source.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> from theorycheck.report import ClaimLoadError, load_path
+    >>> try:
+    ...     load_path("no_such_claims.py")
+    ... except ClaimLoadError as exc:
+    ...     print(exc)
+    --claims no_such_claims.py: no such file or folder
+    >>> _ = Path("not_claims.py").write_text("x = 1\\n")
+    >>> try:
+    ...     load_path("not_claims.py")
+    ... except ClaimLoadError as exc:
+    ...     print(str(exc).split(": ", 1)[1])
+    defines neither CLAIM (a Claim) nor CLAIMS (a list of Claims)
+    """
 
 
 @dataclass
@@ -148,7 +174,56 @@ def _module_files(path: str) -> list[str]:
 
 
 def load_path(path: str | os.PathLike) -> list[tuple[Claim, str]]:
-    """``(claim, origin)`` of every claim in the file or folder ``path`` (origin: the module's path)."""
+    """``(claim, origin)`` of every claim in the file or folder ``path`` (origin: the module's path).
+
+    A claim module defines ``CLAIM = Claim(...)`` or ``CLAIMS = [Claim(...), ...]``; a folder's modules
+    are its ``*.py`` files not starting with ``_`` (see the module docstring for how they are imported).
+
+    Parameters
+    ----------
+    path : str or path-like
+        A claim module (``.py``) or a folder of them (``verify --claims PATH``).
+
+    Returns
+    -------
+    list of (Claim, str)
+        Every claim with the absolute path of the module defining it, modules in sorted order.
+
+    Raises
+    ------
+    ClaimLoadError
+        ``path`` does not exist, is not a ``.py`` file, holds no claim module, or a module fails to
+        import or defines no claims.
+
+    See Also
+    --------
+    collect : Built-in, plugin and file claims together, with duplicate ids refused.
+    Claim : What a claim module defines.
+    run_claims : Run the loaded claims.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("my_claims.py").write_text('''
+    ... from theorycheck import TopicModel
+    ... from theorycheck.report import Claim, compare_close
+    ...
+    ... def check(params, inject=None):  # E||p||^2 = 1/(tau v) (SPEC §1.1)
+    ...     tm = TopicModel(T=params["T"], v=params["v"], tau=params["tau"])
+    ...     value = tm.expected_p_norm2() if inject is None else inject["value"]
+    ...     return compare_close(value, 1 / (tm.tau * tm.v), tol=1e-12)
+    ...
+    ... CLAIM = Claim(id="mine.p-norm", statement="E||p||^2 = 1/(tau v).", source="DERIVED",
+    ...               spec="SPEC §1.1", check=check, falsify=lambda params: {"value": 0.0},
+    ...               default_params=({"T": 3, "v": 2, "tau": 2},))
+    ... ''')
+    >>> from theorycheck.report import load_path, run_claims
+    >>> [(claim.id, Path(origin).name) for claim, origin in load_path("my_claims.py")]
+    [('mine.p-norm', 'my_claims.py')]
+    >>> claim = load_path("my_claims.py")[0][0]
+    >>> run_claims([claim], progress=False)[0].verdict
+    'PASS'
+    """
     out = []
     for f in _module_files(os.fspath(path)):
         mod = import_path(f)
@@ -183,7 +258,65 @@ def _builtin() -> tuple[list[tuple[Claim, str]], list]:
 
 def collect(paths: Iterable[str | os.PathLike] = (), *, builtins: bool = True, entry_points: bool = True) -> Registry:
     """The claims ``verify`` runs: built-in (``builtins``), installed plugins (``entry_points``) and
-    the claim modules under ``paths``; a duplicate id is a :class:`ClaimLoadError` naming both origins."""
+    the claim modules under ``paths``; a duplicate id is a :class:`ClaimLoadError` naming both origins.
+
+    Parameters
+    ----------
+    paths : iterable of str or path-like
+        Users' claim files or folders (:func:`load_path`).
+    builtins : bool
+        Include the built-in registry ``proofs_numeric.CLAIMS``.
+    entry_points : bool
+        Include the installed plugins of the entry point group ``theorycheck.claims``.
+
+    Returns
+    -------
+    Registry
+        ``claims`` (sorted by id), ``skipped`` (the built-in registry's reasons for claims it could
+        not register, e.g. a missing extra), ``origins`` (claim id -> where it was defined) and
+        ``external`` (the ids not built in).
+
+    Raises
+    ------
+    ClaimLoadError
+        A source cannot be loaded, or two sources define the same claim id.
+
+    See Also
+    --------
+    load_path : One user's claim file or folder.
+    select_claims : Choose claims by id pattern (``verify --only``).
+    run_claims : Run them.
+
+    References
+    ----------
+    SPEC §6 (the built-in checkable claims).
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> _ = Path("my_claims.py").write_text('''
+    ... from theorycheck import TopicModel
+    ... from theorycheck.report import Claim, compare_close
+    ...
+    ... def check(params, inject=None):  # E||p||^2 = 1/(tau v) (SPEC §1.1)
+    ...     tm = TopicModel(T=params["T"], v=params["v"], tau=params["tau"])
+    ...     value = tm.expected_p_norm2() if inject is None else inject["value"]
+    ...     return compare_close(value, 1 / (tm.tau * tm.v), tol=1e-12)
+    ...
+    ... CLAIM = Claim(id="mine.p-norm", statement="E||p||^2 = 1/(tau v).", source="DERIVED",
+    ...               spec="SPEC §1.1", check=check, falsify=lambda params: {"value": 0.0},
+    ...               default_params=({"T": 3, "v": 2, "tau": 2},))
+    ... ''')
+    >>> from theorycheck.report import ClaimLoadError, collect
+    >>> reg = collect(["my_claims.py"], builtins=False, entry_points=False)
+    >>> [c.id for c in reg.claims], sorted(reg.external), reg.skipped
+    (['mine.p-norm'], ['mine.p-norm'], [])
+    >>> try:
+    ...     collect(["my_claims.py", "my_claims.py"], builtins=False, entry_points=False)
+    ... except ClaimLoadError as exc:
+    ...     print(str(exc)[:35])
+    duplicate claim id 'mine.p-norm': d
+    """
     found, skipped = _builtin() if builtins else ([], [])
     n_builtin = len(found)
     if entry_points:

@@ -68,7 +68,54 @@ POOL_MIN_SECONDS = 5.0
 
 @dataclass
 class ReportRow:
-    """One check's outcome. ``tier``: the smallest tier holding it; ``cached``: the date of a reused result."""
+    """One check's outcome. ``tier``: the smallest tier holding it; ``cached``: the date of a reused result.
+
+    Parameters
+    ----------
+    claim : Claim
+        The claim checked.
+    result : ClaimResult
+        Its result on one parameter set (``result.params``).
+    seconds : float
+        Duration of the check (of the original run for a cached row).
+    error : str or None
+        The exception and traceback of a check that raised (an ERROR row), else ``None``.
+    tier : {"default", "full"}
+        The smallest tier holding the check.
+    cached : str or None
+        The date a reused result was stored in the result cache; ``None``: computed in this run.
+
+    See Also
+    --------
+    run_claims : Returns one ``ReportRow`` per check.
+    format_table : The rows as a table.
+    write_report : The rows as ``report.md`` and ``results.json``.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.report import Claim, compare_close, run_claims
+    >>> from theorycheck.solvers import stage1_value_matrix
+    >>> def check(params, inject=None):  # the stage-1 minimum is 1 - 1/(tau v) (SPEC §4.2)
+    ...     tm, mk = TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking()
+    ...     W = stage1_value_matrix(tm, mk) if inject is None else inject["W_V"]
+    ...     return compare_close(value_loss(W, tm, mk), 1 - 1 / (tm.tau * tm.v), tol=1e-12)
+    >>> claim = Claim(
+    ...     id="demo.stage1-minimum", statement="The stage-1 minimum is 1 - 1/(tau v).",
+    ...     source="DERIVED", spec="SPEC §4.2", check=check, falsify=lambda p: {"W_V": np.zeros((7, 7))},
+    ...     default_params=({"T": 3, "v": 2, "tau": 2},), full_params=({"T": 4, "v": 3, "tau": 2},),
+    ... )
+    >>> row = run_claims([claim], progress=False)[0]
+    >>> row.verdict, row.decided_by, row.tier, row.cached
+    ('PASS', '|measured - expected| <= 1e-12', 'default', None)
+    >>> {k: row.to_json()[k] for k in ("id", "params", "expected", "passed")}
+    {'id': 'demo.stage1-minimum', 'params': {'T': 3, 'v': 2, 'tau': 2}, 'expected': 0.75, 'passed': True}
+    """
 
     claim: Claim
     result: ClaimResult
@@ -120,6 +167,31 @@ def decided_by(result: ClaimResult) -> str:
     a strict inequality (:func:`~.claims.compare_greater`) ``measured > expected``. When ``expected`` is a
     sentence (the claim's prediction in words) the measured value is an error or a statistic:
     ``error <= tol``, or ``inequality: margin > 0``.
+
+    Parameters
+    ----------
+    result : ClaimResult
+        A check's result.
+
+    Returns
+    -------
+    str
+        The sub-check in words (the ``decided by`` column of the report).
+
+    See Also
+    --------
+    ReportRow : Its ``decided_by`` property (``"raised an exception"`` for an ERROR row).
+    compare_all : Keeps the label of the sub-check that decided.
+
+    Examples
+    --------
+    >>> from theorycheck.report import compare_close, compare_greater, decided_by
+    >>> decided_by(compare_close(0.75, 0.75, tol=1e-12))
+    '|measured - expected| <= 1e-12'
+    >>> decided_by(compare_greater(0.3, 0.1))
+    'measured > expected'
+    >>> decided_by(compare_greater(0.3, 0.1, label="gap > 0.1"))
+    'gap > 0.1'
     """
     if result.label:
         return str(result.label)
@@ -139,7 +211,24 @@ class RunInterrupted(KeyboardInterrupt):
 
 
 def default_jobs() -> int:
-    """The machine's cores available to this process."""
+    """The machine's cores available to this process.
+
+    Returns
+    -------
+    int
+        ``len(os.sched_getaffinity(0))`` (the cores this process may run on), else ``os.cpu_count()``;
+        at least 1. The default of ``theorycheck verify --jobs``.
+
+    See Also
+    --------
+    run_claims : Its ``jobs`` argument.
+
+    Examples
+    --------
+    >>> from theorycheck.report import default_jobs
+    >>> default_jobs() >= 1
+    True
+    """
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
@@ -292,6 +381,75 @@ def run_claims(
     (not shut down here); ``cache``: a :class:`~theorycheck.report.cache.ResultCache` to reuse and
     store results (``None``: compute everything, store nothing). ERROR rows are never cached. Ctrl-C stops
     the run: ``RunInterrupted`` carries the rows that finished.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        The claims to check.
+    progress : bool
+        Show a progress bar over the checks.
+    tier : {"default", "full"}
+        ``"default"``: every claim's ``default_params``; ``"full"``: also its ``full_params``.
+    jobs : int
+        Worker processes, ``jobs >= 1`` (a pool starts only for several tasks expected to take at least
+        ``POOL_MIN_SECONDS`` in all).
+    executor : concurrent.futures.Executor, optional
+        An executor to run the checks on instead (e.g. a Dask client's ``get_executor()``).
+    cache : ResultCache, optional
+        The result cache to reuse and store results.
+
+    Returns
+    -------
+    list of ReportRow
+        One row per check, in claim/parameter order (default parameters first); an exception inside a
+        check, or a lost worker, is an ERROR row (``verdict == "ERROR"``, never cached).
+
+    Raises
+    ------
+    ValueError
+        ``jobs < 1`` or an unknown ``tier``.
+    RunInterrupted
+        Ctrl-C during the run (a :class:`KeyboardInterrupt` carrying the finished rows).
+
+    See Also
+    --------
+    write_report : Write the rows as a report folder.
+    format_table : The rows as the console table.
+    collect : The claims ``theorycheck verify`` runs.
+    ResultCache : Reuse results whose sources did not change.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.report import Claim, compare_close, run_claims
+    >>> from theorycheck.solvers import stage1_value_matrix
+    >>> def check(params, inject=None):  # the stage-1 minimum is 1 - 1/(tau v) (SPEC §4.2)
+    ...     tm, mk = TopicModel(T=params["T"], v=params["v"], tau=params["tau"]), Masking()
+    ...     W = stage1_value_matrix(tm, mk) if inject is None else inject["W_V"]
+    ...     return compare_close(value_loss(W, tm, mk), 1 - 1 / (tm.tau * tm.v), tol=1e-12)
+    >>> claim = Claim(
+    ...     id="demo.stage1-minimum", statement="The stage-1 minimum is 1 - 1/(tau v).",
+    ...     source="DERIVED", spec="SPEC §4.2", check=check, falsify=lambda p: {"W_V": np.zeros((7, 7))},
+    ...     default_params=({"T": 3, "v": 2, "tau": 2},), full_params=({"T": 4, "v": 3, "tau": 2},),
+    ... )
+    >>> rows = run_claims([claim], progress=False, tier="full")
+    >>> [(r.tier, r.result.params["T"], round(r.result.expected, 6), r.verdict) for r in rows]
+    [('default', 3, 0.75, 'PASS'), ('full', 4, 0.833333, 'PASS')]
+
+    A check that raises is reported as an ERROR row, not raised:
+
+    >>> def broken(params, inject=None):
+    ...     raise RuntimeError("no closed form here")
+    >>> bad = Claim(id="demo.broken", statement="Raises.", source="DERIVED", spec="-", check=broken,
+    ...             falsify=lambda p: {}, default_params=({},))
+    >>> row = run_claims([bad], progress=False)[0]
+    >>> row.verdict, row.error.splitlines()[0]
+    ('ERROR', 'RuntimeError: no closed form here')
     """
     jobs = check_int("jobs", jobs, low=1)
     checks = _checks(claims, tier)
