@@ -256,3 +256,28 @@ def test_verify_says_what_it_reused_and_how_to_recompute(tmp_path, capsys):
     assert f"note: {n} of " in notice and str(ResultCache().directory) in notice and "--no-cache" in notice
     assert main([*argv, str(tmp_path / "r3"), "--no-cache"]) == 0
     assert "reused" not in capsys.readouterr().out
+
+
+def test_a_claim_defined_without_a_source_file_is_never_served_from_the_cache(tmp_path):
+    """A claim built in an interactive session (here: functions whose module is ``__main__`` without a file, as in
+    ``python -c`` or a notebook) has no source the key could hash: changing its check must change the verdict, not
+    return the first run's cached PASS (found while writing the report's examples)."""
+    import subprocess
+    import sys
+
+    code = """
+from theorycheck.report import Claim, ResultCache, compare_close, run_claims
+def mk(value):
+    def check(params, inject=None):
+        return compare_close(value, 1.0, tol=1e-9)
+    return Claim(id="nb.claim", statement="s", source="DERIVED", spec="-", check=check,
+                 falsify=lambda p: {}, default_params=({},))
+c = ResultCache(CACHE)
+first = run_claims([mk(1.0)], progress=False, cache=c)[0]
+second = run_claims([mk(2.0)], progress=False, cache=c)[0]
+print(first.verdict, second.verdict, second.cached is None)
+"""
+    code = code.replace("CACHE", repr(str(tmp_path / "cache")))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["PASS", "FAIL", "True"], out.stdout

@@ -58,7 +58,16 @@ from .._io import dumps_json, write_json
 from .._version import __version__
 from .claims import Claim, ClaimResult
 
-__all__ = ["ENV_VAR", "CacheWarning", "ResultCache", "cache_dir", "cache_user", "check_key", "SourceHasher"]
+__all__ = [
+    "ENV_VAR",
+    "CacheWarning",
+    "ResultCache",
+    "cache_dir",
+    "cache_user",
+    "cacheable",
+    "check_key",
+    "SourceHasher",
+]
 
 #: Environment variable overriding the cache folder.
 ENV_VAR = "THEORYCHECK_CACHE_DIR"
@@ -253,6 +262,21 @@ def claim_modules(claim: Claim) -> list[str]:
     fns = (claim.check, claim.falsify, claim.plot)
     mods = (getattr(f, "__module__", None) for f in fns if f is not None)
     return sorted({m for m in mods if m is not None})
+
+
+def cacheable(claim: Claim, hasher: SourceHasher | None = None) -> bool:
+    """Whether the cache key can cover the claim's code: each of its functions (check, falsify, plot) names a module
+    whose source file is found. A claim defined in an interactive session (``python -c``, a notebook: ``__main__``
+    without a file) or through an object without a module is never cached: its key could not see a change of its
+    code, and a stale result would come back."""
+    hasher = hasher or SourceHasher()
+    for f in (claim.check, claim.falsify, claim.plot):
+        if f is None:
+            continue
+        mod = getattr(f, "__module__", None)
+        if mod is None or hasher._info(mod, True) is None:
+            return False
+    return True
 
 
 def _environment() -> dict:

@@ -45,7 +45,7 @@ from .._io import jsonable
 from .._threads import blas_threads
 from .._validate import check_int
 from ..nn import TrainingInterrupted
-from .cache import ResultCache, SourceHasher, check_key
+from .cache import ResultCache, SourceHasher, cacheable, check_key
 from .claims import TIERS, Claim, ClaimResult
 from .discovery import origin_of, resolve, shippable
 
@@ -352,14 +352,15 @@ def _checks(claims, tier: str) -> list[tuple[Claim, dict, str]]:
 
 
 def _lookup(checks, cache):
-    """Cache keys and the cached rows (by check index)."""
+    """Cache keys (``None``: not cacheable, :func:`~theorycheck.report.cache.cacheable`) and the cached rows (by check
+    index)."""
     if cache is None:
         return [None] * len(checks), {}
     hasher = SourceHasher()
-    keys = [check_key(c, p, hasher) for c, p, _ in checks]
+    keys = [check_key(c, p, hasher) if cacheable(c, hasher) else None for c, p, _ in checks]
     hits = {}
     for i, ((c, _p, t), k) in enumerate(zip(checks, keys)):
-        got = cache.get(k, c.id)
+        got = None if k is None else cache.get(k, c.id)
         if got is not None:
             res, secs, created = got
             hits[i] = ReportRow(c, res, secs, None, t, created)
@@ -464,7 +465,7 @@ def run_claims(
         for i, (res, secs, err) in zip(task, outs):
             claim, _, t = checks[i]
             rows[i] = ReportRow(claim, res, secs, err, t)
-            if cache is not None and err is None:
+            if cache is not None and err is None and keys[i] is not None:
                 cache.put(keys[i], claim.id, res, secs)
             bar.set_postfix_str(claim.id, refresh=False)
             bar.update(1)
