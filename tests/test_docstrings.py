@@ -181,16 +181,6 @@ PENDING: set[str] = {
     "theorycheck.sampling.mc_attention_loss",
     "theorycheck.sampling.sample_documents",
     "theorycheck.sampling.token_counts",
-    "theorycheck.solvers.BlockGram",
-    "theorycheck.solvers.closed_form_gram",
-    "theorycheck.solvers.cotopic_matrix",
-    "theorycheck.solvers.embedding_from_gram",
-    "theorycheck.solvers.embedding_minimiser_violation",
-    "theorycheck.solvers.identifiable_part",
-    "theorycheck.solvers.min_embedding_dim",
-    "theorycheck.solvers.optimal_attention",
-    "theorycheck.solvers.optimal_embedding_gram",
-    "theorycheck.solvers.stage1_value_matrix",
 }
 
 
