@@ -90,7 +90,7 @@ class Budget:
     Parameters
     ----------
     max_seconds : float, default 10.0
-        Wall-clock budget in seconds, ``> 0``.
+        Wall-clock budget in seconds, ``>= 0`` (the harness passes the run's budget; not validated here).
     max_evals : int, default 1000000
         Evaluation budget (``f``, ``grad`` and ``hvp`` calls together), ``>= 1``; enforced by the oracle.
     t0 : float, optional

@@ -113,6 +113,8 @@ def embedding_minimiser_violation(
     ValueError
         Arrays of the wrong shape or not finite, ``W_dec`` missing with ``tied=False`` (or given with
         ``tied=True``), ``p_m = 0`` or ``a = 0``, or a general model.
+    TypeError
+        ``tied`` not a bool.
 
     See Also
     --------

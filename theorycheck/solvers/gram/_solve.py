@@ -249,7 +249,8 @@ def optimal_embedding_gram(
         ``solver``, ``reg > 0`` with a minimum-norm-only method, a missing or too small ``d``, a dense
         method above ``max_bytes``.
     TypeError
-        ``options`` neither None, a dict nor a :class:`GramOptions`, or a field of the wrong type.
+        ``options`` neither None, a dict nor a :class:`GramOptions`, a field of the wrong type, or ``bias``
+        not a bool.
 
     See Also
     --------
