@@ -59,51 +59,7 @@ def public_objects():
 
 
 #: Objects whose docstrings are not complete yet (numpydoc errors outside IGNORED). Only shrinks.
-PENDING: set[str] = {
-    "theorycheck.analysis.PhaseDiagram",
-    "theorycheck.analysis.TopicStructure",
-    "theorycheck.analysis.attention_preference",
-    "theorycheck.analysis.diagram_boundaries",
-    "theorycheck.analysis.find_boundary",
-    "theorycheck.analysis.matrix_topic_stats",
-    "theorycheck.analysis.phase_diagram",
-    "theorycheck.analysis.topic_gap",
-    "theorycheck.problems.Budget",
-    "theorycheck.problems.BudgetExhausted",
-    "theorycheck.problems.Certificate",
-    "theorycheck.problems.Oracle",
-    "theorycheck.problems.Problem",
-    "theorycheck.problems.ProblemInfo",
-    "theorycheck.problems.get",
-    "theorycheck.problems.list",
-    "theorycheck.problems.load_solver",
-    "theorycheck.problems.match",
-    "theorycheck.problems.solver_names",
-    "theorycheck.realdata.MissingExtraError",
-    "theorycheck.realdata.available",
-    "theorycheck.realdata.missing",
-    "theorycheck.realdata.require",
-    "theorycheck.solvers.AttentionOptions",
-    "theorycheck.solvers.BlockGram",
-    "theorycheck.solvers.BlockValueMatrix",
-    "theorycheck.solvers.GramOptions",
-    "theorycheck.solvers.LowRankMatrix",
-    "theorycheck.solvers.MinimiserViolation",
-    "theorycheck.solvers.SolveResult",
-    "theorycheck.solvers.ValueOptions",
-    "theorycheck.solvers.closed_form_gram",
-    "theorycheck.solvers.cotopic_matrix",
-    "theorycheck.solvers.embedding_from_gram",
-    "theorycheck.solvers.embedding_minimiser_violation",
-    "theorycheck.solvers.identifiable_part",
-    "theorycheck.solvers.min_embedding_dim",
-    "theorycheck.solvers.minimiser_violation",
-    "theorycheck.solvers.optimal_attention",
-    "theorycheck.solvers.optimal_embedding_gram",
-    "theorycheck.solvers.optimal_value_matrix",
-    "theorycheck.solvers.stage1_value_matrix",
-    "theorycheck.solvers.value_block_constants",
-}
+PENDING: set[str] = set()
 
 
 def _errors(qualname, obj):

@@ -56,7 +56,44 @@ STATISTICS = MATRIX_STATISTICS + ATTENTION_STATISTICS
 
 
 class PhaseDiagram(NamedTuple):
-    """``data[name][i, j]`` is statistic ``name`` at ``x = values[i]``, ``tau = taus[j]``."""
+    """``data[name][i, j]`` is statistic ``name`` at ``x = values[i]``, ``tau = taus[j]``.
+
+    Returned by :func:`phase_diagram`.
+
+    Parameters
+    ----------
+    kind : {"overlap", "zipf"}
+        The model family (module docstring).
+    values : ndarray, shape (n_values,)
+        The family parameter ``x`` (``eps`` in ``[0, 1]`` or the Zipf exponent ``s`` in ``[0, 50]``).
+    taus : ndarray of int, shape (n_taus,)
+        Topics per document, each in ``[1, T]``.
+    T : int
+        Number of topics.
+    v : int
+        Words per topic.
+    masking : dict
+        The masking probabilities (``Masking.to_dict()``).
+    data : dict of str to ndarray
+        Each statistic of :data:`STATISTICS` (and ``attention_status``, -1 when not computed), shape
+        ``(n_values, n_taus)``; attention statistics are NaN when not computed.
+
+    See Also
+    --------
+    phase_diagram : Computes it.
+    diagram_boundaries : The crossing points of one statistic, per ``tau``.
+
+    References
+    ----------
+    SPEC §11.6 (phase diagrams).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis import phase_diagram
+    >>> d = phase_diagram("overlap", [0.0, 1.0], T=3, v=2, taus=[2], attention=False)
+    >>> d.kind, d.values, d.taus, d.data["value_gap"].shape
+    ('overlap', array([0., 1.]), array([2]), (2, 1))
+    """
 
     kind: str
     values: np.ndarray
@@ -137,6 +174,73 @@ def phase_diagram(kind: str, values: ArrayLike, *, T: int = 4, v: int = 3, taus:
     ``T`` in [2, 12] and ``v`` in [2, 50] (the attention optimum enumerates ``C(T, tau)`` sets of
     ``V1 x V1`` arrays per loss evaluation). ``executor``/``client`` as in
     :func:`theorycheck.analysis.landscape.asymptotic_sweep`; ``progress`` shows a tqdm bar.
+
+    Parameters
+    ----------
+    kind : {"overlap", "zipf"}
+        The model family: :meth:`~theorycheck.GeneralTopicModel.overlapping` (``x = eps``) or
+        :meth:`~theorycheck.GeneralTopicModel.zipf` (``x = s``).
+    values : array_like, shape (n_values,)
+        Non-empty; each ``eps`` in ``[0, 1]`` (overlap) or ``s`` in ``[0, 50]`` (zipf).
+    T : int, default 4
+        Number of topics, ``2 <= T <= 12``.
+    v : int, default 3
+        Words per topic, ``2 <= v <= 50``.
+    taus : array_like of int, optional
+        Topics per document, each ``1 <= tau <= T`` (default ``1..T``).
+    mk : Masking, optional
+        Masking probabilities, ``p_m > 0`` (default ``Masking()``).
+    attention : bool, default True
+        Also compute the optimal ``alpha I_w + beta G`` scores and their preference (the costly part).
+    executor : concurrent.futures.Executor, optional
+        Runs the points concurrently (results identical to the serial ones).
+    client : distributed.Client or str, optional
+        A Dask client or scheduler address, instead of ``executor``.
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    PhaseDiagram
+        The statistics at every ``(values[i], taus[j])``: the value and Gram ``gap``, ``correlation``,
+        ``energy`` (:func:`matrix_topic_stats` of the exact optima, with the construction's labels) and
+        the attention preference and coefficients.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``kind``, ``values`` empty or out of range, ``T``, ``v`` or ``taus`` out of range,
+        ``p_m = 0``.
+    TypeError
+        ``mk`` not a :class:`~theorycheck.Masking`.
+
+    See Also
+    --------
+    PhaseDiagram : The returned table.
+    diagram_boundaries : Where a statistic crosses a level, per ``tau``.
+    find_boundary : The crossing point by bisection on the exact objects.
+    matrix_topic_stats : The matrix statistics.
+
+    References
+    ----------
+    SPEC §11.6 (phase diagrams; overlap by mixing: ``gap = 1/(a v)`` for every ``eps < 1``).
+
+    Examples
+    --------
+    Overlapping topics keep the stage-1 gap ``1/(a v)`` for every ``eps < 1`` and lose it at
+    ``eps = 1`` (identical topics); Zipfian word laws shrink it:
+
+    >>> from theorycheck import Masking
+    >>> from theorycheck.analysis import phase_diagram
+    >>> d = phase_diagram("overlap", [0.0, 0.5, 0.9, 1.0], T=3, v=2, taus=[1, 2], attention=False)
+    >>> np.round(d.data["value_gap"] * Masking().a * 2, 9) + 0.0
+    array([[1., 1.],
+           [1., 1.],
+           [1., 1.],
+           [0., 0.]])
+    >>> z = phase_diagram("zipf", [0.0, 1.0, 2.0], T=3, v=2, taus=[2], attention=False)
+    >>> np.round(z.data["value_gap"][:, 0], 6)
+    array([0.578035, 0.464726, 0.277097])
     """
     vals, T, v, taus, mk = _validate(kind, values, T, v, taus, mk)
     jobs = [(kind, float(x), T, v, int(t), mk.to_dict(), bool(attention)) for x in vals for t in taus]
@@ -160,6 +264,63 @@ def find_boundary(kind: str, stat: str, lo: float, hi: float, *, T: int, v: int,
     ``<= xtol``), or ``nan`` when ``f(lo)`` and ``f(hi)`` lie on the same side of ``level`` (no
     crossing detected; a crossing pair inside is not excluded). ``f(x) - level == 0`` exactly
     counts as the side of ``hi``.
+
+    Parameters
+    ----------
+    kind : {"overlap", "zipf"}
+        The model family (as in :func:`phase_diagram`).
+    stat : str
+        One of :data:`STATISTICS` (e.g. ``"value_gap"``, ``"attention_preference"``).
+    lo : float
+        Left end of the bracket (``eps`` in ``[0, 1]`` or ``s`` in ``[0, 50]``).
+    hi : float
+        Right end, ``hi > lo``.
+    T : int
+        Number of topics, ``2 <= T <= 12``.
+    v : int
+        Words per topic, ``2 <= v <= 50``.
+    tau : int
+        Topics per document, ``1 <= tau <= T``.
+    mk : Masking, optional
+        Masking probabilities, ``p_m > 0`` (default ``Masking()``).
+    level : float, default 0.0
+        The level the statistic crosses.
+    xtol : float, default 1e-4
+        Final bracket width, ``>= 1e-12``.
+    max_iter : int, default 60
+        Bisection steps at most, ``>= 1``.
+
+    Returns
+    -------
+    x_star : float
+        Midpoint of the final bracket, or NaN without a sign change between ``lo`` and ``hi``.
+    ends : tuple of float
+        ``(f(lo), f(hi))``, the statistic at the two ends.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``kind`` or ``stat``, ``lo >= hi``, a parameter out of its range.
+
+    See Also
+    --------
+    diagram_boundaries : Brackets the crossings on a diagram's grid, then calls this.
+    phase_diagram : The statistics on a grid.
+
+    References
+    ----------
+    SPEC §11.6 (crossing points located by bisection on the exact objects).
+
+    Examples
+    --------
+    Where the Zipf exponent brings the stage-1 gap down to 0.4:
+
+    >>> from theorycheck.analysis import find_boundary
+    >>> x, (f_lo, f_hi) = find_boundary("zipf", "value_gap", 1.0, 2.0, T=3, v=2, tau=2, level=0.4, xtol=1e-6)
+    >>> round(x, 4), round(f_lo, 6), round(f_hi, 6)
+    (1.3322, 0.464726, 0.277097)
+    >>> find_boundary("overlap", "value_gap", 0.0, 0.5, T=3, v=2, tau=2, level=0.4)[0]  # no crossing
+    nan
     """
     check_choice("stat", stat, STATISTICS)
     lo, hi = _check_kind_x(kind, lo), _check_kind_x(kind, hi)
@@ -192,6 +353,48 @@ def diagram_boundaries(diagram: PhaseDiagram, stat: str, *, level: float = 0.0, 
 
     The crossing is bracketed by consecutive grid points and refined by :func:`find_boundary`
     (``refine=False``: the bracket's midpoint).
+
+    Parameters
+    ----------
+    diagram : PhaseDiagram
+        A diagram from :func:`phase_diagram`.
+    stat : str
+        One of :data:`STATISTICS`.
+    level : float, default 0.0
+        The level the statistic crosses (``stat - level == 0`` counts as above it).
+    xtol : float, default 1e-3
+        Final bracket width of the refinement.
+    refine : bool, default True
+        Bisect on the exact objects (else: the midpoint of the grid bracket).
+
+    Returns
+    -------
+    ndarray, shape (n_taus,)
+        The first crossing along ``values`` for each ``tau`` (NaN where the statistic does not cross the
+        level, or has a NaN on that column).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``stat``.
+
+    See Also
+    --------
+    find_boundary : The bisection.
+    phase_diagram : The diagram.
+
+    References
+    ----------
+    SPEC §11.6 (phase diagrams and their boundaries).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis import diagram_boundaries, phase_diagram
+    >>> d = phase_diagram("zipf", [0.0, 1.0, 2.0], T=3, v=2, taus=[1, 2], attention=False)
+    >>> diagram_boundaries(d, "value_gap", level=0.4, refine=False)  # bracket [1, 2]: its midpoint
+    array([1.5, 1.5])
+    >>> np.round(diagram_boundaries(d, "value_gap", level=0.4, xtol=1e-6), 4)
+    array([1.3322, 1.3322])
     """
     check_choice("stat", stat, STATISTICS)
     F = diagram.data[stat] - level

@@ -74,7 +74,44 @@ class SupportsToArray(Protocol):
 
 
 class TopicStructure(NamedTuple):
-    """Statistics of a matrix's word block over word pairs (module docstring, SPEC §11.6)."""
+    """Statistics of a matrix's word block over word pairs (module docstring, SPEC §11.6).
+
+    Returned by :func:`matrix_topic_stats`.
+
+    Parameters
+    ----------
+    gap : float
+        ``same_mean - diff_mean``.
+    correlation : float
+        Pearson correlation over the pairs of ``M_{ww'}`` with the same-topic indicator, in ``[-1, 1]``
+        (0 when ``M`` is constant on the pairs).
+    energy : float
+        Fraction of the centred energy explained by the best constant-per-(topic, topic)-block
+        approximation (eta^2), in ``[0, 1]`` (0 when ``M`` is constant on the pairs).
+    same_mean : float
+        Mean of ``M`` over the same-topic pairs.
+    diff_mean : float
+        Mean of ``M`` over the different-topic pairs.
+    include_diagonal : bool
+        Whether the pairs include ``w = w'``.
+
+    See Also
+    --------
+    matrix_topic_stats : Computes it.
+    topic_gap : The ``gap`` alone.
+
+    References
+    ----------
+    SPEC §11.6 (matrix statistics).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.analysis import TopicStructure, matrix_topic_stats
+    >>> st = matrix_topic_stats(np.eye(13), TopicModel(T=3, v=4, tau=2), include_diagonal=True)
+    >>> isinstance(st, TopicStructure), st.gap, st.same_mean, st.diff_mean  # the diagonal is same-topic
+    (True, 0.25, 0.25, 0.0)
+    """
 
     gap: float
     correlation: float
@@ -184,6 +221,61 @@ def matrix_topic_stats(
     ``M``: ``(V1, V1)`` (its [MASK] row and column are dropped), ``(n_words, n_words)``, or a
     :class:`~theorycheck.solvers.LowRankMatrix`. Raises ValueError when ``P`` has no same-topic or
     no different-topic pair (a single label, or singleton topics without the diagonal).
+
+    Parameters
+    ----------
+    M : array_like or structured matrix
+        ``(V1, V1)`` or ``(n_words, n_words)``, finite; or any object with ``toarray()``
+        (:class:`~theorycheck.solvers.LowRankMatrix`, :class:`~theorycheck.solvers.BlockGram`,
+        :class:`~theorycheck.solvers.BlockValueMatrix`).
+    g : TopicModel or GeneralTopicModel
+        The topic model (its vocabulary and default labels).
+    topics : array_like of int, shape (n_words,), optional
+        Non-negative integer word labels; default ``g``'s dominant topics (the paper's topics
+        ``(w - 1) // v``).
+    include_diagonal : bool, default False
+        Count the pairs ``w = w'`` (as same-topic pairs).
+
+    Returns
+    -------
+    TopicStructure
+        ``gap = mean_{P, same} M - mean_{P, diff} M``, ``correlation = gap sqrt(f (1 - f)) / sd_P(M)``,
+        ``energy`` (eta^2), the two class means and ``include_diagonal``.
+
+    Raises
+    ------
+    ValueError
+        ``M`` of the wrong shape or not finite, labels of the wrong shape or not non-negative integers,
+        or pairs without both classes.
+
+    See Also
+    --------
+    topic_gap : The ``gap`` alone.
+    attention_preference : The corresponding statistic of attention scores.
+    phase_diagram : These statistics of the exact optima over a sweep of models.
+    theorycheck.solvers.optimal_value_matrix : The stage-1 optimum these statistics describe.
+
+    References
+    ----------
+    SPEC §11.6 (matrix statistics); SPEC §4.2 (paper's model: ``gap = A - B0 = 1/(a v)``,
+    correlation = energy = 1).
+
+    Examples
+    --------
+    The paper's stage-1 optimum: ``gap = 1/(a v)``, correlation = energy = 1:
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.analysis import matrix_topic_stats
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> tm, mk = TopicModel(T=3, v=4, tau=2), Masking()
+    >>> st = matrix_topic_stats(optimal_value_matrix(tm, mk).x, tm)
+    >>> round(st.gap, 12) == round(1 / (mk.a * tm.v), 12), st.correlation, st.energy
+    (True, 1.0, 1.0)
+
+    A matrix without topic structure on the off-diagonal pairs scores 0:
+
+    >>> matrix_topic_stats(np.eye(tm.V1), tm)
+    TopicStructure(gap=0.0, correlation=0.0, energy=0.0, same_mean=0.0, diff_mean=0.0, include_diagonal=False)
     """
     z = word_topics(g, topics)  # validates g
     B = _word_block(M, g)
@@ -215,7 +307,52 @@ def topic_gap(
     topics: ArrayLike | None = None,
     include_diagonal: bool = False,
 ) -> float:
-    """``mean_{same topic} M - mean_{different topics} M`` over word pairs (:func:`matrix_topic_stats`)."""
+    """``mean_{same topic} M - mean_{different topics} M`` over word pairs (:func:`matrix_topic_stats`).
+
+    Parameters
+    ----------
+    M : array_like or structured matrix
+        ``(V1, V1)`` or ``(n_words, n_words)``, finite; or any object with ``toarray()``.
+    g : TopicModel or GeneralTopicModel
+        The topic model (its vocabulary and default labels).
+    topics : array_like of int, shape (n_words,), optional
+        Non-negative integer word labels; default ``g``'s dominant topics.
+    include_diagonal : bool, default False
+        Count the pairs ``w = w'`` (as same-topic pairs).
+
+    Returns
+    -------
+    float
+        The gap ``matrix_topic_stats(...).gap``.
+
+    Raises
+    ------
+    ValueError
+        As :func:`matrix_topic_stats`.
+
+    See Also
+    --------
+    matrix_topic_stats : The gap with the correlation and energy scores.
+    attention_preference : The attention analogue.
+
+    References
+    ----------
+    SPEC §11.6 (the gap); SPEC §4.1 D3, §4.2 (its value at the paper's optima).
+
+    Examples
+    --------
+    The minimum-norm tied Gram's gap is ``x - y = 1/(a v)`` (SPEC §4.1 D3):
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.analysis import topic_gap
+    >>> from theorycheck.solvers import closed_form_gram
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> G = closed_form_gram(tm, mk)
+    >>> round(topic_gap(G, tm), 12), round(G.x - G.y, 12), round(1 / (mk.a * tm.v), 12)
+    (0.578034682081, 0.578034682081, 0.578034682081)
+    >>> topic_gap(np.ones((tm.V1, tm.V1)), tm)
+    0.0
+    """
     return matrix_topic_stats(M, g, topics=topics, include_diagonal=include_diagonal).gap
 
 
@@ -355,6 +492,70 @@ def attention_preference(S: ArrayLike, g: GeneralTopicModel, mk: Masking, *, top
     context law ``m_theta`` (``p_theta`` with ``mask_keys=True``). Uniform-tau: exact over the
     ``C(T, tau)`` sets; Dirichlet: over ``n_theta`` mixtures drawn with ``seed``. ``pref = 0`` for
     uniform attention; for the paper's ``(alpha, beta)`` family it has the sign of ``K/v - 1``.
+
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Attention scores ``S[x, y]`` (query ``x``, key ``y``), finite.
+    g : TopicModel or GeneralTopicModel
+        The topic model (document law and vocabulary).
+    mk : Masking
+        Masking probabilities, ``p_c + p_r > 0`` (some word queries).
+    topics : array_like of int, shape (n_words,), optional
+        Non-negative integer word labels; default ``g``'s dominant topics.
+    include_self : bool, default True
+        Count the query's own word as a same-topic key.
+    mask_keys : bool, default False
+        Context law ``p_theta`` (the official code's key masking) instead of ``m_theta``.
+    n_theta : int, optional
+        Dirichlet prior only: the number of sampled mixtures, ``>= 1`` (default 2048).
+    seed : int, default 0
+        Dirichlet prior only: the seed of that sample, ``>= 0``.
+
+    Returns
+    -------
+    float
+        ``pref(S)``; for the ``(alpha, beta)`` family
+        ``(K/v - 1) [(p_c + p_r tau/T)/Z + (p_r (T - tau)/T)/Z'] / (p_c + p_r)`` with
+        ``Z = 1 + rho (K - v)``, ``Z' = 1 + eta (K - v)``, ``rho = a/(tau v) + r/(T v)``, ``eta = r/(T v)``.
+
+    Raises
+    ------
+    ValueError
+        ``S`` of the wrong shape or not finite, ``p_c + p_r = 0``, bad labels, more than 20000 topic
+        sets, or no word query with both classes in its context.
+
+    See Also
+    --------
+    matrix_topic_stats : The topic structure of a matrix.
+    theorycheck.solvers.optimal_attention : The optimal scores whose preference the paper predicts.
+    theorycheck.population.alpha_beta_score_matrix : The paper's ``(alpha, beta)`` scores.
+
+    References
+    ----------
+    SPEC §11.6 (attention preference), §4.3 (the ``(alpha, beta)`` family, ``Z``, ``Z'``); Li, Li and
+    Risteski, *How Do Transformers Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 3.
+
+    Examples
+    --------
+    Uniform attention has no preference; the ``(alpha, beta) = (1, 1)`` scores (``K/v = e``) match
+    the closed form above, and their negatives give a negative preference:
+
+    >>> import math
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.analysis import attention_preference
+    >>> from theorycheck.population import alpha_beta_score_matrix
+    >>> tm, mk = TopicModel(T=3, v=2, tau=1), Masking()
+    >>> abs(attention_preference(np.zeros((tm.V1, tm.V1)), tm, mk)) < 1e-15
+    True
+    >>> S = alpha_beta_score_matrix(1.0, 1.0, tm)
+    >>> K, T, v, tau = 2 * math.e, tm.T, tm.v, tm.tau
+    >>> Z, Zp = 1 + (mk.a / (tau * v) + mk.r / (T * v)) * (K - v), 1 + mk.r / (T * v) * (K - v)
+    >>> pref = (K / v - 1) * ((mk.p_c + mk.p_r * tau / T) / Z + mk.p_r * (T - tau) / T / Zp) / (mk.p_c + mk.p_r)
+    >>> round(attention_preference(S, tm, mk), 12), round(pref, 12)
+    (1.027025893821, 1.027025893821)
+    >>> attention_preference(-S, tm, mk) < 0
+    True
     """
     W, D = attention_preference_terms(S, g, mk, topics=topics, include_self=include_self, mask_keys=mask_keys,
                                       n_theta=n_theta, seed=seed)  # fmt: skip

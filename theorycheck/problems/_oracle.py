@@ -46,7 +46,36 @@ KEEP_BYTES = 128 * 2**20
 
 
 class BudgetExhausted(RuntimeError):
-    """Raised by the oracle once the run's time or evaluation budget is spent."""
+    """Raised by the oracle once the run's time or evaluation budget is spent.
+
+    The evaluation that reaches ``max_evals`` is allowed; the next one raises, as does any evaluation
+    once the wall-clock budget has passed. A solver may let it propagate: the harness then keeps the
+    last iterate the solver reported (``callback`` or ``yield``) as the run's answer.
+
+    See Also
+    --------
+    Oracle : Raises it.
+    Budget : The budget a solver can poll (``expired()``) to stop before it is raised.
+
+    References
+    ----------
+    SPEC §7 (the benchmark harness).
+
+    Examples
+    --------
+    >>> from theorycheck import problems
+    >>> from theorycheck.problems import BudgetExhausted
+    >>> from theorycheck.problems._oracle import Meter, make_oracle  # what the harness does
+    >>> p = problems.get("stage1-value/lsq:paper", T=3, v=4, tau=2)
+    >>> oracle = make_oracle(p, Meter(10.0, 2, p.n), p.x0)  # at most 2 evaluations
+    >>> oracle.f(oracle.x0), oracle.grad(oracle.x0).shape
+    (1.0, (13, 13))
+    >>> try:
+    ...     oracle.f(oracle.x0)
+    ... except BudgetExhausted as exc:
+    ...     print(exc)
+    budget spent: 2 evaluations (2 evaluations)
+    """
 
 
 @dataclass
@@ -54,7 +83,40 @@ class Budget:
     """A run's budget: wall seconds and evaluations (``f`` + ``grad`` + ``hvp`` calls).
 
     ``expired()`` is true once ``max_seconds`` have passed since ``t0`` or once the oracle has spent
-    ``max_evals`` evaluations.
+    ``max_evals`` evaluations; ``elapsed()`` is the wall time since ``t0`` and
+    ``remaining() = max(0, max_seconds - elapsed())``. The harness builds it; a solver receives it as
+    its second argument and may poll it.
+
+    Parameters
+    ----------
+    max_seconds : float, default 10.0
+        Wall-clock budget in seconds, ``>= 0`` (the harness passes the run's budget; not validated here).
+    max_evals : int, default 1000000
+        Evaluation budget (``f``, ``grad`` and ``hvp`` calls together), ``>= 1``; enforced by the oracle.
+    t0 : float, optional
+        Start of the clock (``time.perf_counter()`` at construction by default).
+    _meter : object, optional
+        Internal: the harness links the run's evaluation meter here, so that ``expired()`` also turns
+        true once the oracle has spent ``max_evals``; leave it unset.
+
+    See Also
+    --------
+    Oracle : Counts the evaluations and enforces the budget.
+    BudgetExhausted : Raised by the oracle once the budget is spent.
+    load_solver : The solvers that receive it.
+
+    References
+    ----------
+    SPEC §7 (the benchmark harness).
+
+    Examples
+    --------
+    >>> from theorycheck.problems import Budget
+    >>> b = Budget(max_seconds=30.0, max_evals=100)
+    >>> b.expired(), 0.0 < b.remaining() <= 30.0
+    (False, True)
+    >>> Budget(max_seconds=0.0).expired()
+    True
     """
 
     max_seconds: float = 10.0
@@ -75,7 +137,50 @@ class Budget:
 
 @dataclass(frozen=True)
 class ProblemInfo:
-    """What a solver may know about a problem besides its oracle: the problem statement, not its answer."""
+    """What a solver may know about a problem besides its oracle: the problem statement, not its answer.
+
+    A solver's ``applies(info)`` receives one to decide whether it applies; ``ProblemInfo.of(problem)``
+    builds it from a :class:`Problem`.
+
+    Parameters
+    ----------
+    name : str
+        ``"<family>:<model>"``.
+    family : str
+        The problem family, e.g. ``"gram/sdp"``.
+    model : str
+        The topic model's kind (``"paper"``, ``"zipf"``, ...).
+    size : dict
+        The size parameters (``T``, ``v``, ``tau`` and family extras).
+    shape : tuple
+        Shape of the variable ``x``.
+    n : int
+        Number of variables, ``prod(shape)``.
+    V1 : int
+        Vocabulary size (``[MASK]`` included).
+    constraint : str or None
+        ``"psd"`` or ``None`` (unconstrained).
+    has_hvp : bool
+        Whether the oracle offers Hessian-vector products.
+
+    See Also
+    --------
+    Oracle : Carries the same fields, plus the evaluation functions.
+    load_solver : Solvers whose ``applies(info)`` reads it.
+
+    References
+    ----------
+    SPEC §7 (the benchmark harness).
+
+    Examples
+    --------
+    >>> from theorycheck import problems
+    >>> info = problems.ProblemInfo.of(problems.get("stage1-value/lsq:paper", T=3, v=4, tau=2))
+    >>> info.name, info.shape, info.n, info.V1, info.constraint, info.has_hvp
+    ('stage1-value/lsq:paper', (13, 13), 169, 13, None, True)
+    >>> problems.load_solver("closed-form").applies(info)[0]
+    True
+    """
 
     name: str
     family: str
@@ -180,6 +285,41 @@ class Oracle:
         As in :class:`ProblemInfo`.
     evaluations : dict
         ``{"f": ..., "grad": ..., "hvp": ..., "total": ...}`` so far.
+
+    See Also
+    --------
+    Budget : The run's budget, the solver's second argument.
+    BudgetExhausted : Raised once the budget is spent.
+    ProblemInfo : The problem statement alone.
+    Problem : The unsealed problem (with its optimum), which a solver never receives.
+
+    Notes
+    -----
+    Oracles are built by the harness (``theorycheck benchmark``; ``theorycheck.problems._oracle.make_oracle``),
+    never by a solver. The instance has fixed slots and is read-only.
+
+    References
+    ----------
+    SPEC §7 (the benchmark harness).
+
+    Examples
+    --------
+    Every evaluation is counted at the source; nothing that knows the answer is reachable:
+
+    >>> from theorycheck import problems
+    >>> from theorycheck.problems._oracle import Meter, make_oracle  # what the harness does
+    >>> p = problems.get("stage1-value/lsq:paper", T=3, v=4, tau=2)
+    >>> oracle = make_oracle(p, Meter(10.0, 100, p.n), p.x0)
+    >>> oracle
+    <Oracle stage1-value/lsq:paper shape=(13, 13) constraint=None>
+    >>> oracle.f(oracle.x0), oracle.grad(oracle.x0).shape, oracle.evaluations
+    (1.0, (13, 13), {'f': 1, 'grad': 1, 'hvp': 0, 'total': 2})
+    >>> hasattr(oracle, "certificate"), hasattr(oracle, "minimiser")
+    (False, False)
+    >>> oracle.f = None
+    Traceback (most recent call last):
+    ...
+    AttributeError: the oracle is read-only (cannot set 'f')
     """
 
     __slots__ = ("f", "grad", "hvp", "start", "project", "violation", "shape", "n", "constraint", "name", "family",

@@ -37,6 +37,37 @@ class Certificate:
     ``"numerical"`` (a bound rests on an estimated constant or a float evaluation) or
     ``"upper-bound"`` (only ``upper`` is a value the problem attains; ``lower`` is a trivial bound,
     and a solver may legitimately reach ``f(x) < upper``: negative suboptimality).
+    ``gap = upper - lower``; ``to_dict()`` gives the five fields as a dict.
+
+    Parameters
+    ----------
+    method : str
+        How the bounds were obtained (e.g. exact rationals, interval branch and bound, a duality gap).
+    lower : float
+        Lower bound on the optimal value ``f*``.
+    upper : float
+        Upper bound on ``f*``: the value of a feasible point (``Problem.f_star``).
+    kind : {"certified", "numerical", "upper-bound"}, default "certified"
+        How far the bounds are proven (above).
+
+    See Also
+    --------
+    Problem : Every problem carries one (``Problem.certificate``).
+    get : Builds a problem.
+    theorycheck.solvers.SolveResult : The solvers' own certificates (``SolveResult.certificate``).
+
+    References
+    ----------
+    SPEC §7 (how the certified numbers are produced: exact rationals, interval arithmetic).
+
+    Examples
+    --------
+    >>> from theorycheck import problems
+    >>> cert = problems.get("stage1-value/lsq:paper", T=3, v=4, tau=2).certificate
+    >>> cert.kind, cert.lower, cert.upper, cert.gap  # exact optimum 1 - 1/(tau v)
+    ('certified', 0.875, 0.875, 0.0)
+    >>> problems.Certificate("a grid bound", lower=0.5, upper=0.75, kind="numerical").gap
+    0.25
     """
 
     method: str
@@ -90,6 +121,23 @@ def project_psd(x, trace_bound: float | None = None) -> np.ndarray:
 class Problem:
     """One benchmark problem ``min_x f(x)`` (subclasses implement one family each).
 
+    Build problems with :func:`get` (by name and size), not with the constructor. Each knows ``f(x)``,
+    ``grad(x)`` (and ``hvp(x, v)`` where natural), the seeded starts ``start(seed)`` (``x0 = start(0)``),
+    its :class:`Certificate` ``lower <= f* <= upper`` (``f_star = upper``), a ``minimiser`` where known,
+    ``suboptimality(x) = f(x) - f*`` and ``distance(x)`` to the minimiser's identifiable part; the
+    optimum is computed on first use and cached.
+
+    Parameters
+    ----------
+    model : str
+        The topic model's kind (a key of :data:`MODELS`).
+    size : dict
+        The size parameters (``T``, ``v``, ``tau`` and family extras).
+    tm : TopicModel or GeneralTopicModel
+        The topic model itself.
+    mk : Masking
+        The masking probabilities.
+
     Attributes
     ----------
     name : str
@@ -105,6 +153,32 @@ class Problem:
         Shape of the variable ``x``.
     constraint : str or None
         ``"psd"``: ``x`` must be symmetric positive semidefinite; ``None``: unconstrained.
+
+    See Also
+    --------
+    get : The problem of a given name and size.
+    list_problems : Every problem name with its size ladder.
+    Certificate : The bounds on ``f*`` every problem carries.
+    Oracle : The sealed view of a problem a benchmarked solver receives.
+
+    References
+    ----------
+    SPEC §4.0-§4.3 (the objectives), §4.6 (the constrained and nonconvex families), §11 (general models).
+
+    Examples
+    --------
+    The stage-1 least-squares problem: ``f(0) = 1``, ``f* = 1 - 1/(tau v)`` certified exactly, and the
+    gradient vanishes at the minimiser:
+
+    >>> from theorycheck import problems
+    >>> p = problems.get("stage1-value/lsq:paper", T=3, v=4, tau=2)
+    >>> p
+    <Problem stage1-value/lsq:paper size={'T': 3, 'tau': 2, 'v': 4} shape=(13, 13)>
+    >>> p.n, p.constraint, p.f(p.x0), p.f_star, p.certificate.gap
+    (169, None, 1.0, 0.875, 0.0)
+    >>> x = p.minimiser
+    >>> p.suboptimality(x), float(np.abs(p.grad(x)).max()) < 1e-12, p.distance(x)
+    (0.0, True, 0.0)
     """
 
     family: str = ""

@@ -110,7 +110,32 @@ def _names() -> list[str]:
 
 
 def list_problems() -> list[dict]:
-    """Every problem: ``{"name", "family", "model", "sizes"}`` (``sizes``: the ladder, smallest first)."""
+    """Every problem: ``{"name", "family", "model", "sizes"}`` (``sizes``: the ladder, smallest first).
+
+    Returns
+    -------
+    list of dict
+        One dict per problem name ``"<family>:<model>"``, in the order of :data:`FAMILIES`; ``sizes`` is
+        the family's ladder (:data:`LADDERS`), whose rung ``k`` is ``get(name, level=k)``.
+
+    See Also
+    --------
+    get : Builds one problem.
+    match : Problem names matching glob patterns.
+
+    References
+    ----------
+    SPEC §4.0-§4.3, §4.6 (the families), §11.1 (the general topic models).
+
+    Examples
+    --------
+    >>> from theorycheck import problems
+    >>> entries = problems.list()
+    >>> entries[0]["name"], entries[0]["sizes"][0]
+    ('stage1-value/lsq:paper', {'T': 3, 'v': 4, 'tau': 2})
+    >>> sorted({e["model"] for e in entries})
+    ['lda', 'overlap', 'paper', 'unequal', 'zipf']
+    """
     return [
         {"name": f"{fam}:{m}", "family": fam, "model": m, "sizes": [dict(s) for s in LADDERS[fam]]}
         for fam, (_, models) in FAMILIES.items()
@@ -131,7 +156,45 @@ def _split(name: str) -> tuple[str, str]:
 
 
 def match(patterns) -> list[str]:
-    """Problem names matching any of the glob ``patterns`` (``None``: all). No match is a ValueError."""
+    """Problem names matching any of the glob ``patterns`` (``None``: all). No match is a ValueError.
+
+    Parameters
+    ----------
+    patterns : sequence of str or None
+        ``fnmatch`` globs over the names ``"<family>:<model>"``; a pattern without the model part
+        matches every model of its family. ``None`` or empty: every problem.
+
+    Returns
+    -------
+    list of str
+        The matching names, in registry order.
+
+    Raises
+    ------
+    ValueError
+        No name matches (the message names the closest ones).
+
+    See Also
+    --------
+    list_problems : Every problem with its size ladder.
+    get : Builds one problem.
+
+    References
+    ----------
+    SPEC §4.0-§4.3, §4.6 (the families).
+
+    Examples
+    --------
+    >>> from theorycheck import problems
+    >>> problems.match(["attention-ab/*:paper"])
+    ['attention-ab/block:paper', 'attention-ab/identity:paper', 'attention-ab/block-ce:paper']
+    >>> problems.match(["gram/sdp"])
+    ['gram/sdp:paper', 'gram/sdp:zipf', 'gram/sdp:overlap', 'gram/sdp:unequal', 'gram/sdp:lda']
+    >>> problems.match(["nope"])
+    Traceback (most recent call last):
+    ...
+    ValueError: no problem matches 'nope'; closest: ...
+    """
     names = _names()
     if not patterns:
         return names
@@ -176,6 +239,50 @@ def get(name: str, **size):
 
     Unknown names raise ``ValueError`` naming the closest names. Instances are cached (the certified
     optimum is computed once per process).
+
+    Parameters
+    ----------
+    name : str
+        ``"<family>:<model>"``, one of the names of :func:`list`.
+    **size
+        ``level=k`` (``0 <= k < len(LADDERS[family])``, default 0: the ladder's rung ``k``) and/or
+        overrides of its ``T``, ``v``, ``tau`` (positive ints, ``1 <= tau <= T``) and of the family's
+        extras (``reg`` for ridge, ``d`` for the factorizations, ``frac`` for ``gram/trace``, masking
+        and ``reg`` for ``gram/rank1``).
+
+    Returns
+    -------
+    Problem
+        The problem instance (shared by equal arguments).
+
+    Raises
+    ------
+    ValueError
+        An unknown name (naming the closest), a ``level`` out of range, an unknown size parameter, or a
+        dense variable with ``V1 > MAX_DENSE_V1`` (4000), before any work.
+
+    See Also
+    --------
+    list_problems : Every name and its size ladder (``problems.list``).
+    match : Names matching glob patterns.
+    Problem : The returned object.
+
+    References
+    ----------
+    SPEC §1.1 (the topic models), §2.1 (the default masking), §4.0-§4.3, §4.6, §11.1.
+
+    Examples
+    --------
+    >>> from theorycheck import problems
+    >>> p = problems.get("attention-ab/block:paper", level=0)
+    >>> p.shape, p.x0, p.certificate.kind
+    ((2,), array([0., 0.]), 'certified')
+    >>> p.certificate.gap < 1e-12, p.f_star < p.f(p.x0)  # attention beats uniform (alpha = beta = 0)
+    (True, True)
+    >>> problems.get("stage1-value/lsq:papr")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown problem 'stage1-value/lsq:papr'; closest: 'stage1-value/lsq:paper', ...
     """
     full = resolve_size(name, size)
     return _get(name, tuple(sorted(full.items())))

@@ -281,7 +281,32 @@ def _entry_points() -> dict:
 
 
 def solver_names() -> list[str]:
-    """Built-in and entry-point solver names."""
+    """Built-in and entry-point solver names.
+
+    Returns
+    -------
+    list of str
+        The built-in names (:data:`SOLVERS`, in their order; the ``cvxpy-*`` ones for each installed cvxpy
+        solver), then the names registered in the entry-point group ``theorycheck.solvers``, sorted.
+
+    See Also
+    --------
+    load_solver : The solver callable of a name.
+    match : The problem names, the benchmark's other axis.
+
+    References
+    ----------
+    SPEC §7 (the benchmark harness).
+
+    Examples
+    --------
+    >>> from theorycheck import problems
+    >>> names = problems.solver_names()
+    >>> names[:5]
+    ['closed-form', 'lstsq', 'gd', 'adam', 'grid-refine']
+    >>> "L-BFGS-B" in names
+    True
+    """
     return [*SOLVERS, *sorted(set(_entry_points()) - set(SOLVERS))]
 
 
@@ -314,6 +339,52 @@ def load_solver(spec: str):
     Imports the solver's module (user code runs). Unknown names raise ``ValueError`` naming the closest; a
     file that fails to import names the file and the error. ``check_solver`` checks a name without
     importing anything.
+
+    Parameters
+    ----------
+    spec : str
+        A built-in name (:func:`solver_names`), an entry-point name of the group ``theorycheck.solvers``,
+        or ``"path/to/file.py:function"``.
+
+    Returns
+    -------
+    callable
+        ``solver(oracle, budget, callback) -> x`` (or a generator function yielding iterates), with an
+        ``applies(info) -> (bool, reason)`` attribute (always true when the solver defines none).
+
+    Raises
+    ------
+    ValueError
+        An unknown name (naming the closest), a missing file, a file that fails to import, or a file
+        without that callable.
+
+    See Also
+    --------
+    solver_names : The names it accepts.
+    Oracle : The solver's first argument.
+    Budget : The solver's second argument.
+
+    References
+    ----------
+    SPEC §7 (the benchmark harness).
+
+    Examples
+    --------
+    The built-in ``closed-form`` solver computes the optimum with the library's own solver, without a
+    single oracle evaluation:
+
+    >>> from theorycheck import problems
+    >>> from theorycheck.problems._oracle import Meter, make_oracle  # what the harness does
+    >>> solver = problems.load_solver("closed-form")
+    >>> p = problems.get("stage1-value/lsq:paper", T=3, v=4, tau=2)
+    >>> oracle = make_oracle(p, Meter(1.0, 100, p.n), p.x0)
+    >>> x = solver(oracle, problems.Budget(max_seconds=1.0), lambda x: None)
+    >>> p.suboptimality(x), oracle.evaluations["total"]
+    (0.0, 0)
+    >>> problems.load_solver("gdd")
+    Traceback (most recent call last):
+    ...
+    ValueError: unknown solver 'gdd'; closest: 'gd', ...
     """
     if spec in SOLVERS:
         return SOLVERS[spec]

@@ -34,11 +34,73 @@ EXTRA_MODULES = {
 class MissingExtraError(MissingExtra):
     """An optional dependency of :mod:`theorycheck.realdata` is not installed.
 
-    A ``theorycheck._validate.MissingExtra``, hence an :class:`ImportError`."""
+    A ``theorycheck._validate.MissingExtra``, hence an :class:`ImportError`; its message names the
+    missing distribution and the install command :data:`INSTALL_HINT`.
+
+    See Also
+    --------
+    require : Raises it.
+    missing : The distributions that are not installed, without importing anything.
+
+    References
+    ----------
+    SPEC §5.4 (the real-data comparison and its optional extra).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata import MissingExtraError, require
+    >>> issubclass(MissingExtraError, ImportError)
+    True
+    >>> try:
+    ...     require("no_such_module_xyz", "this example")
+    ... except MissingExtraError as exc:
+    ...     print(str(exc).split(".")[0])
+    this example needs the optional package 'no_such_module_xyz' (module 'no_such_module_xyz'), which is not installed
+    """
 
 
 def require(module: str, purpose: str = "theorycheck.realdata"):
-    """Import and return ``module`` or raise :class:`MissingExtraError` with the install command."""
+    """Import and return ``module`` or raise :class:`MissingExtraError` with the install command.
+
+    Parameters
+    ----------
+    module : str
+        The module to import (e.g. ``"gensim"``; a dotted name is looked up by its top-level package
+        in ``EXTRA_MODULES`` for the distribution name).
+    purpose : str, default "theorycheck.realdata"
+        What needs it, the start of the error message.
+
+    Returns
+    -------
+    module
+        The imported module.
+
+    Raises
+    ------
+    MissingExtraError
+        The module cannot be imported; the message names the distribution and :data:`INSTALL_HINT`.
+
+    See Also
+    --------
+    missing : Which distributions of the extra are missing (no import).
+    available : Whether they are all installed.
+    MissingExtraError : The error raised.
+
+    References
+    ----------
+    SPEC §5.4 (the real-data comparison and its optional extra).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata import MissingExtraError, require
+    >>> require("math").sqrt(4.0)
+    2.0
+    >>> try:
+    ...     require("no_such_module_xyz")
+    ... except MissingExtraError as exc:
+    ...     print("pip install" in str(exc))
+    True
+    """
     try:
         return importlib.import_module(module)
     except ImportError as exc:
@@ -50,7 +112,36 @@ def require(module: str, purpose: str = "theorycheck.realdata"):
 
 
 def missing(modules=None) -> list[str]:
-    """Distributions of the extra that cannot be imported (without importing them)."""
+    """Distributions of the extra that cannot be imported (without importing them).
+
+    Parameters
+    ----------
+    modules : iterable of str, optional
+        Import names to look up (default: every module of the extra, ``EXTRA_MODULES``).
+
+    Returns
+    -------
+    list of str
+        The pip distribution names of the modules ``importlib.util.find_spec`` cannot find, in order
+        (a module outside the extra is reported under its own name); empty when all are installed.
+
+    See Also
+    --------
+    available : ``not missing(modules)``.
+    require : Imports a module or raises with the install command.
+
+    References
+    ----------
+    SPEC §5.4 (the real-data comparison and its optional extra).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata import missing
+    >>> missing(["numpy", "no_such_module_xyz"])
+    ['no_such_module_xyz']
+    >>> isinstance(missing(), list)  # the extra's missing distributions (none when it is installed)
+    True
+    """
     out = []
     for mod in modules or EXTRA_MODULES:
         try:
@@ -63,5 +154,33 @@ def missing(modules=None) -> list[str]:
 
 
 def available(modules=None) -> bool:
-    """True iff every module of the extra (or of ``modules``) is importable."""
+    """True iff every module of the extra (or of ``modules``) is importable.
+
+    Parameters
+    ----------
+    modules : iterable of str, optional
+        Import names to look up (default: every module of the extra, ``EXTRA_MODULES``).
+
+    Returns
+    -------
+    bool
+        ``not missing(modules)``; nothing is imported.
+
+    See Also
+    --------
+    missing : The distributions that are not installed.
+    require : Imports a module or raises with the install command.
+
+    References
+    ----------
+    SPEC §5.4 (the real-data comparison and its optional extra).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata import available, missing
+    >>> available(["numpy", "scipy"]), available(["no_such_module_xyz"])
+    (True, False)
+    >>> available() == (missing() == [])
+    True
+    """
     return not missing(modules)

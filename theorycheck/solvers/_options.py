@@ -42,7 +42,7 @@ def _check_opt_int(name, value, low):
 class ValueOptions:
     """Options of :func:`theorycheck.solvers.optimal_value_matrix` (SPEC §4.2, §11.3).
 
-    Attributes
+    Parameters
     ----------
     dense : bool or None, default None
         ``method="closed-form"`` only: a dense ``(V1, V1)`` array (``True``) or the structured matrix
@@ -53,6 +53,28 @@ class ValueOptions:
         ``$THEORYCHECK_MAX_BYTES`` or half the available memory.
     solver_options : dict or None, default None
         Passed to ``cvxpy.Problem.solve`` (``method="cvxpy"`` only), e.g. ``{"max_iters": 50}``.
+
+    See Also
+    --------
+    optimal_value_matrix : The solver these options configure.
+    GramOptions : The options of the Gram solver.
+    AttentionOptions : The options of the attention solver.
+
+    References
+    ----------
+    SPEC §4.2, §11.3 (the problem the options leave unchanged).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import ValueOptions, optimal_value_matrix
+    >>> opts = ValueOptions(dense=False)
+    >>> optimal_value_matrix(TopicModel(T=3, v=4, tau=2), Masking(), options=opts).x
+    BlockValueMatrix(A=0.270099, B0=-0.0189179, gamma=0.126689, T=3, v=4, shape=(13, 13))
+    >>> ValueOptions(dense="yes")
+    Traceback (most recent call last):
+    ...
+    TypeError: options.dense must be None, True or False, got 'yes'
     """
 
     dense: bool | None = None
@@ -70,7 +92,7 @@ class ValueOptions:
 class GramOptions:
     """Options of :func:`theorycheck.solvers.optimal_embedding_gram` (SPEC §4.1, §11.5).
 
-    Attributes
+    Parameters
     ----------
     seed : int or None, default None
         ``method="factorized"`` only: seed of the initial ``W^E`` (``None``: 0).
@@ -84,6 +106,26 @@ class GramOptions:
     solver_options : dict or None, default None
         Backend options: passed to ``cvxpy.Problem.solve`` (cvxpy) or merged into the L-BFGS-B options
         (factorized), e.g. ``{"maxiter": 5}``.
+
+    See Also
+    --------
+    optimal_embedding_gram : The solver these options configure.
+    ValueOptions : The options of the stage-1 solver.
+    AttentionOptions : The options of the attention solver.
+
+    References
+    ----------
+    SPEC §4.1, §11.5 (the problem the options leave unchanged).
+
+    Examples
+    --------
+    >>> from theorycheck.solvers import GramOptions
+    >>> GramOptions(seed=1, maxiter=50)
+    GramOptions(seed=1, init_scale=None, maxiter=50, max_bytes=None, solver_options=None)
+    >>> GramOptions(init_scale=0.0)
+    Traceback (most recent call last):
+    ...
+    ValueError: ...init_scale...
     """
 
     seed: int | None = None
@@ -105,7 +147,7 @@ class GramOptions:
 class AttentionOptions:
     """Options of :func:`theorycheck.solvers.optimal_attention` (SPEC §4.3, §11.4).
 
-    Attributes
+    Parameters
     ----------
     n_grid : int or None, default None
         Grid points per axis. Paper's model: 20001 over ``log K`` (``value="block"``), 401 per axis
@@ -170,6 +212,29 @@ class AttentionOptions:
         Options of the local refinement: ``scipy.optimize.minimize_scalar`` (bounded; paper's model,
         block) or L-BFGS-B (identity; general model), e.g. ``{"maxiter": 1}``; reaching its iteration
         limit gives status 1.
+
+    See Also
+    --------
+    optimal_attention : The solver these options configure.
+    ValueOptions : The options of the stage-1 solver.
+    GramOptions : The options of the Gram solver.
+
+    References
+    ----------
+    SPEC §4.3 (the paper's model), §11.4 and §11.8 (the general model), §7 (the interval certificate).
+
+    Examples
+    --------
+    A dict of fields is validated into the object; an unknown key names the allowed ones:
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import AttentionOptions, optimal_attention
+    >>> AttentionOptions(n_grid=101).n_grid
+    101
+    >>> optimal_attention(TopicModel(T=3, v=2, tau=1), Masking(), options={"grid": 101})
+    Traceback (most recent call last):
+    ...
+    ValueError: options: unknown field(s) grid for AttentionOptions; allowed: n_grid, box, ...
     """
 
     n_grid: int | None = None

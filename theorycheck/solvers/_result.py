@@ -20,31 +20,60 @@ __all__ = ["SolveResult", "STATUS_MESSAGES"]
 class SolveResult:
     """Result of an optimum computation (the one solver contract, SPEC §4.1-§4.3).
 
-    Attributes
+    Every solver of :mod:`theorycheck.solvers` returns one; ``success`` is ``status == 0`` (a property,
+    never set on its own), and the entries of ``info`` are also attributes (``res.alpha``).
+
+    Parameters
     ----------
     x : ndarray or structured matrix or None
-        The optimum (``W^V``, a Gram matrix, or the ``(alpha, beta)`` vector).
+        The optimum (``W^V``, a Gram matrix, or the ``(alpha, beta)`` vector); ``None`` when the backend
+        returned no point.
     fun : float
-        Objective value at ``x`` (recomputed by our own numpy code, not the backend's).
+        Objective value at ``x`` (recomputed by our own numpy code, not the backend's); NaN without a point.
     status : int
-        See :data:`STATUS_MESSAGES`; ``0`` is success.
+        A key of :data:`STATUS_MESSAGES`; ``0`` is success.
     method : str
         The method that produced ``x``.
-    message : str
-        Human-readable status (from :data:`STATUS_MESSAGES` plus details).
-    nit : int
+    message : str, default ""
+        Human-readable status (from :data:`STATUS_MESSAGES` plus details; ``""``: the table's message).
+    nit : int, default 0
         Iterations used by the backend (0 for closed forms).
-    time : float
+    time : float, default 0.0
         Wall time in seconds.
-    residuals : dict
+    residuals : dict, optional
         Named optimality residuals recomputed independently of the backend (absolute values; the
         relative values the status was judged on are in ``info["relative_residuals"]``).
-    info : dict
+    info : dict, optional
         Anything method-specific (closed-form scalars, backend status, ...); entries are also
         attributes (``res.alpha``).
-    certificate : dict or None
+    certificate : dict or None, default None
         An a-posteriori optimality certificate where one exists (duality gap and dual point of a
         convex program, error bound of a strongly convex problem, grid lower bound).
+
+    Attributes
+    ----------
+    success : bool
+        ``status == 0``.
+
+    See Also
+    --------
+    optimal_value_matrix : Stage-1 ``W^V`` solver returning a SolveResult.
+    optimal_embedding_gram : Tied-embedding Gram solver returning a SolveResult.
+    optimal_attention : ``(alpha, beta)`` attention solver returning a SolveResult.
+
+    References
+    ----------
+    SPEC §4.1-§4.3 (the optima) and §7 (certificates); the contract follows ``scipy.optimize.OptimizeResult``.
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> res = optimal_value_matrix(TopicModel(T=3, v=4, tau=2), Masking())
+    >>> res.success, res.status, res.method
+    (True, 0, 'closed-form')
+    >>> round(res.fun, 12), round(res.A - res.B0, 6)  # L* = 1 - 1/(tau v); info entries are attributes
+    (0.875, 0.289017)
     """
 
     x: Any

@@ -72,6 +72,45 @@ def cotopic_matrix(g) -> np.ndarray:
     ``G_{ww'} = (phi^T phi)_{ww'} / sqrt((phi^T phi)_{ww} (phi^T phi)_{w'w'})`` on words (unit
     diagonal), 0 in the [MASK] row and column. For the paper's model: 1 within a topic, 0 across.
     Any topic model (the paper's materialises its ``phi``).
+
+    Parameters
+    ----------
+    g : GeneralTopicModel or TopicModel
+        The topic model (its topic-word matrix ``phi``, shape ``(T, n_words)``).
+
+    Returns
+    -------
+    ndarray, shape (V1, V1)
+        The cosine similarity of the words' topic profiles (columns of ``phi``), symmetric, in
+        ``[0, 1]``, 0 on [MASK].
+
+    Raises
+    ------
+    ValueError
+        The ``(V1, V1)`` arrays exceed the memory limit.
+
+    See Also
+    --------
+    optimal_attention : Uses ``alpha I_w + beta G`` as the default score family of a general model.
+    stage1_value_matrix : The frozen ``W^V`` of that search.
+
+    References
+    ----------
+    SPEC §11.4 (the co-topic family), §11.8(a) (its structured evaluator).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, TopicModel
+    >>> from theorycheck.solvers import cotopic_matrix
+    >>> cotopic_matrix(TopicModel(T=2, v=2, tau=1))
+    array([[0., 0., 0., 0., 0.],
+           [0., 1., 1., 0., 0.],
+           [0., 1., 1., 0., 0.],
+           [0., 0., 0., 1., 1.],
+           [0., 0., 0., 1., 1.]])
+    >>> G = cotopic_matrix(GeneralTopicModel.overlapping(T=3, v=2, eps=0.2, tau=2))
+    >>> np.round(G[1, 1:], 4), bool(np.allclose(G, G.T))  # overlapping topics: cross-topic similarity > 0
+    (array([1.    , 1.    , 0.1579, 0.1579, 0.1579, 0.1579]), True)
     """
     check_models(g, general=True)
     return _cotopic(g)
@@ -91,6 +130,45 @@ def stage1_value_matrix(g, mk: Masking, *, max_bytes=None) -> np.ndarray:
 
     From :func:`theorycheck.solvers.optimal_value_matrix` (``method="closed-form"``, the general
     model's low-rank closed form ``W° Pi``; the block closed form of SPEC §4.2 for the paper's model).
+
+    Parameters
+    ----------
+    g : GeneralTopicModel or TopicModel
+        The topic model.
+    mk : Masking
+        Masking probabilities, ``mk.p_m > 0``.
+    max_bytes : int, optional
+        Memory limit of the dense ``(V1, V1)`` array (default ``$THEORYCHECK_MAX_BYTES`` or half the
+        available memory).
+
+    Returns
+    -------
+    ndarray, shape (V1, V1)
+        The dense ``W^V = C Sigma^+``.
+
+    Raises
+    ------
+    ValueError
+        ``mk.p_m = 0`` or the array exceeds ``max_bytes``.
+
+    See Also
+    --------
+    optimal_value_matrix : The certified solve (structured results, residuals, other methods).
+    optimal_attention : Freezes this ``W^V`` (``value="stage1"``).
+    cotopic_matrix : The default attention score family's similarity.
+
+    References
+    ----------
+    SPEC §4.2 (the paper's model), §11.2, §11.3 (any topic-word matrix).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking
+    >>> from theorycheck.solvers import optimal_value_matrix, stage1_value_matrix
+    >>> g, mk = GeneralTopicModel.overlapping(T=3, v=2, eps=0.2, tau=2), Masking()
+    >>> W = stage1_value_matrix(g, mk)
+    >>> W.shape, bool(np.allclose(W, optimal_value_matrix(g, mk).x)), int(np.linalg.matrix_rank(W))
+    ((7, 7), True, 3)
     """
     check_models(g, mk, general=True)
     return _stage1_dense(g, mk, max_bytes)

@@ -50,29 +50,34 @@ def optimal_attention(
 
     Parameters
     ----------
-    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
-    method : str
+    tm : GeneralTopicModel or TopicModel
+        The topic model (the paper's :class:`~theorycheck.TopicModel` or any
+        :class:`~theorycheck.GeneralTopicModel`).
+    mk : Masking
+        The masking probabilities.
+    method : str, default "grid"
         Paper's model: ``"grid"`` (dense grid, then bounded Brent over log K / L-BFGS-B and
         Nelder-Mead). General model: ``"family"`` (``"grid"`` is its alias) or ``"lbfgs"``
         (unrestricted ``S``).
-    reg : float
+    reg : float, default 0.0
         Must be 0: the score families are unregularised (accepted for the shared contract).
-    tol : float
+    tol : float, default 1e-6
         Acceptance threshold on the relative residuals (``theorycheck.solvers._certify``). Paper's
         model: the finite-difference derivative (``dL/dlog K`` or the gradient; scale 1, loss units),
         the grid consistency ``max(0, lower_bound - L*)`` (scale 1) and the general-evaluator
         difference (scale ``|L*|``). General model: the (projected) gradient max-norm.
-    solver : None
+    solver : None, optional
         No backend choice (a non-None value is ignored with a warning).
     options : AttentionOptions or dict, optional
         Everything else: grid size, search box, certificate mode, score family, refinement options
         (``solver_options``), ...; every field, its default and its meaning are documented in
         :class:`~theorycheck.solvers.AttentionOptions`.
-    value : {"block", "identity"}, or for a general model also "stage1" or an array (V1, V1)
-        Frozen ``W^V``: the minimum-norm stage-1 matrix (``"block"``; ``"stage1"`` is its alias for a
-        general model), the identity on words, or a given matrix (general model).
-    loss : {"squared", "ce"}
-        Squared loss (the theory) or cross-entropy (the paper's experiments);
+    value : {"block", "identity"} or str or ndarray, default "block"
+        For a general model also ``"stage1"`` or an array ``(V1, V1)``. Frozen ``W^V``: the
+        minimum-norm stage-1 matrix (``"block"``; ``"stage1"`` is its alias for a general model), the
+        identity on words, or a given matrix (general model).
+    loss : {"squared", "ce"}, default "squared"
+        Squared loss (the theory) or cross-entropy (the paper's experiments).
 
     Returns
     -------
@@ -93,6 +98,42 @@ def optimal_attention(
         bound on the box's minimum only, not a certified optimum).
         General model: see ``._family.solve_family``.
 
+    Raises
+    ------
+    ValueError
+        Bad arguments (before any work): ``reg != 0``, an unknown ``method``, ``value`` or ``loss``,
+        options that do not apply to the model (e.g. a certificate for the cross-entropy), dense arrays
+        above the memory limit.
+    TypeError
+        ``options`` neither None, a dict nor an :class:`AttentionOptions`, or a field of the wrong type.
+
+    See Also
+    --------
+    theorycheck.population.alpha_beta_loss : The objective ``L(alpha, beta)`` of the paper's model.
+    optimal_value_matrix : The frozen stage-1 ``W^V`` (``value="block"``).
+    AttentionOptions : Grid, box, interval certificate and score family.
+    cotopic_matrix : The default score family's similarity for a general model.
+
+    References
+    ----------
+    SPEC §4.3 (the (alpha, beta) family, block and identity ``W^V``), §7 (grid and interval
+    certificates), §11.4 and §11.8 (general models); Li, Li and Risteski, *How Do Transformers Learn
+    Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 3.
+
+    Examples
+    --------
+    With the stage-1 block ``W^V`` the optimum beats uniform attention and puts more weight on the
+    query's own topic (``K > v``); only ``K = e^alpha + (v-1) e^beta`` is determined, and the reported
+    point is ``alpha = beta = log(K/v)``:
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import optimal_attention
+    >>> tm = TopicModel(T=4, v=3, tau=2)
+    >>> res = optimal_attention(tm, Masking(), options={"n_grid": 201})
+    >>> res.status, round(res.fun, 9), round(res.loss_uniform, 9)
+    (0, 0.822346946, 0.833333333)
+    >>> round(res.K, 4), res.K > tm.v, bool(np.allclose(res.x, np.log(res.K / tm.v)))
+    (12.1132, True, True)
     """
     check_models(tm, mk, general=True)
     opts = coerce_options(AttentionOptions, options)

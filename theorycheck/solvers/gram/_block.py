@@ -45,11 +45,44 @@ class BlockGram(TokenMatrixShape):
     row/column 0 ([MASK]) are zero. Use ``np.asarray(G)`` or :meth:`toarray` for the dense matrix
     (only for moderate V1: ``T = 1000, v = 100`` would need 80 GB).
 
-    Attributes
+    Its eigenvalues are ``v (x - y)`` on the ``T - 1`` topic contrasts, ``v (x - y) + T v y`` on
+    ``1_W`` and 0 elsewhere (:meth:`eigenvalues`); ``trace = T v x``.
+
+    Parameters
     ----------
-    T, v : int
-    x, y : float
-        Same-topic and different-topic inner products.
+    T : int, T >= 1
+        Number of topics.
+    v : int, v >= 1
+        Words per topic (``V1 = T v + 1``).
+    x : float
+        Same-topic inner product ``<E_i, E_j>``, ``t(i) = t(j)``.
+    y : float
+        Different-topic inner product.
+
+    See Also
+    --------
+    closed_form_gram : The minimum-norm optimal BlockGram.
+    embedding_from_gram : An embedding with this Gram.
+    BlockValueMatrix : The analogous structured stage-1 ``W^V``.
+
+    References
+    ----------
+    SPEC §4.1 D3 (the block form of the minimum-norm tied optimum).
+
+    Examples
+    --------
+    >>> from theorycheck.solvers import BlockGram
+    >>> G = BlockGram(T=2, v=2, x=1.0, y=0.25)
+    >>> G.toarray()
+    array([[0.  , 0.  , 0.  , 0.  , 0.  ],
+           [0.  , 1.  , 1.  , 0.25, 0.25],
+           [0.  , 1.  , 1.  , 0.25, 0.25],
+           [0.  , 0.25, 0.25, 1.  , 1.  ],
+           [0.  , 0.25, 0.25, 1.  , 1.  ]])
+    >>> G.eigenvalues()["topic_contrast"], G.eigenvalues()["ones"], G.rank(), G.trace
+    ((1.5, 1), (2.5, 1), 2, 4.0)
+    >>> bool(np.allclose(np.linalg.eigvalsh(G.toarray())[-2:], [1.5, 2.5]))
+    True
     """
 
     T: int
@@ -127,9 +160,12 @@ def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> Bloc
 
     Parameters
     ----------
-    tm, mk : TopicModel, Masking
-        ``p_m > 0`` and ``a = 1 - p_m (1 - p_c) > 0``; any ``q, r >= 0``; either prior.
-    bias : bool
+    tm : TopicModel
+        The paper's model, either prior (a :class:`~theorycheck.GeneralTopicModel` is refused: use
+        :func:`optimal_embedding_gram`).
+    mk : Masking
+        ``p_m > 0`` and ``a = 1 - p_m (1 - p_c) > 0``; any ``q, r >= 0``.
+    bias : bool, default False
         With a free (unpenalised) decoder bias ``b``; its optimal value is then
         ``b = u - G mu = u`` (uniform over words, see ``optimal_bias``).
 
@@ -141,6 +177,17 @@ def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> Bloc
         Single document law (``tau = T`` or ``T = 1``): ``x = y = 1/(T v (a + r))`` (rank 1).
         With bias, generic case: ``x = (T-1)/(a v T)``, ``y = -1/(a v T)`` (rank T - 1, eigenvalue
         0 on ``1_W``: the bias carries the mean prediction); single law: ``G = 0``.
+
+    Raises
+    ------
+    ValueError
+        ``p_m = 0`` or ``a = 0`` (no original word visible), or ``tm`` not the paper's symmetric model.
+
+    See Also
+    --------
+    optimal_embedding_gram : The certified solve (residuals, status; dense and SDP routes).
+    BlockGram : The returned structure.
+    min_embedding_dim : Its rank, the smallest embedding dimension.
 
     Notes
     -----
@@ -157,6 +204,33 @@ def closed_form_gram(tm: TopicModel, mk: Masking, *, bias: bool = False) -> Bloc
     With bias the mask-column condition only fixes ``b``, so ``g`` is free: ``E_0 = 0`` and
     ``tr G >= T/a + T gamma`` with ``1_W^T G 1_W = T v (1/a + T gamma) >= 0``, i.e.
     ``gamma >= -1/(a T)``; equality gives the block form above.
+
+    References
+    ----------
+    SPEC §4.1 D3 (minimum-norm tied optimum), D4 (free decoder bias); Li, Li and Risteski, *How Do
+    Transformers Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 1.
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import closed_form_gram
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> G = closed_form_gram(tm, mk)
+    >>> a, r, T, v = mk.a, mk.r, tm.T, tm.v
+    >>> round(G.x, 12) == round((1 - r / (T * (a + r))) / (a * v), 12), G.y < 0 < G.x
+    (True, True)
+
+    With a single document law (``tau = T``) the optimum is rank one, ``x = y = 1/(T v (a+r))``:
+
+    >>> G1 = closed_form_gram(TopicModel(T=3, v=2, tau=3), mk)
+    >>> G1.x == G1.y, round(G1.x * T * v * (a + r), 12), G1.rank()
+    (True, 1.0, 1)
+
+    With a free bias: ``x = (T-1)/(a v T)``, ``y = -1/(a v T)``, rank ``T - 1``:
+
+    >>> Gb = closed_form_gram(tm, mk, bias=True)
+    >>> round(Gb.x * a * v * T, 12), round(Gb.y * a * v * T, 12), Gb.rank()
+    (2.0, -1.0, 2)
     """
     require_symmetric(
         tm, "closed_form_gram", "solvers.optimal_embedding_gram(g, mk) (the min-norm Gram as a LowRankMatrix)"
@@ -236,7 +310,31 @@ def embedding_from_gram(
     Raises
     ------
     ValueError
-        If ``G`` is not square, symmetric or PSD, has non-finite entries, or ``d < rank(G)``.
+        If ``G`` is not square, symmetric or PSD, has non-finite entries, ``d < rank(G)``, ``d < 1``
+        or ``tol < 0``, or the arrays exceed ``max_bytes``.
+
+    See Also
+    --------
+    closed_form_gram : The optimal Gram whose embedding this recovers.
+    min_embedding_dim : The smallest ``d`` that attains the optimum.
+    embedding_minimiser_violation : Checks that an embedding is a population minimiser.
+
+    References
+    ----------
+    SPEC §4.1 D2 (the tied model, ``G = (W^E)^T W^E``).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import closed_form_gram, embedding_from_gram
+    >>> G = closed_form_gram(TopicModel(T=3, v=2, tau=2), Masking())
+    >>> W_E = embedding_from_gram(G, 3)
+    >>> W_E.shape, bool(np.allclose(W_E.T @ W_E, G.toarray())), bool(np.all(W_E[:, 0] == 0))
+    ((3, 7), True, True)
+    >>> embedding_from_gram(G, 2)
+    Traceback (most recent call last):
+    ...
+    ValueError: d=2 is too small: the Gram matrix has rank 3, so no d x V1 embedding reproduces it; use d >= 3
     """
     d = check_int("d", d, low=1)
     if isinstance(G, BlockGram):
@@ -309,6 +407,47 @@ def min_embedding_dim(tm: TopicModel, mk: Masking, *, bias: bool = False) -> int
     A :class:`~theorycheck.models.GeneralTopicModel`: the rank of its min-norm Gram
     ``Y (X^T Y)^+ Y^T`` (SPEC §11.5), which equals ``rank span{p_theta}`` (every minimiser has
     ``G m_theta = p_theta``, and the min-norm Gram's range lies in that of ``Y``).
+
+    Parameters
+    ----------
+    tm : TopicModel or GeneralTopicModel
+        The topic model.
+    mk : Masking
+        ``p_m > 0`` and ``a > 0``.
+    bias : bool, default False
+        With a free decoder bias.
+
+    Returns
+    -------
+    int
+        ``T`` (``T - 1`` with a bias) in the generic case; 1 (0 with a bias) with a single document law.
+
+    Raises
+    ------
+    ValueError
+        ``p_m = 0`` or ``a = 0``.
+    TypeError
+        ``bias`` not a bool.
+
+    See Also
+    --------
+    closed_form_gram : The min-norm Gram whose rank this is.
+    embedding_from_gram : An embedding of that dimension.
+    optimal_embedding_gram : The ``"factorized"`` method needs ``d >= min_embedding_dim``.
+
+    References
+    ----------
+    SPEC §4.1 D2-D4, §11.5.
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import min_embedding_dim
+    >>> tm, mk = TopicModel(T=4, v=3, tau=2), Masking()
+    >>> min_embedding_dim(tm, mk), min_embedding_dim(tm, mk, bias=True)
+    (4, 3)
+    >>> min_embedding_dim(TopicModel(T=4, v=3, tau=4), mk)  # a single document law
+    1
     """
     check_models(tm, mk, general=True)
     mk.require_informative("min_embedding_dim")

@@ -90,14 +90,52 @@ def embedding_minimiser_violation(
     Parameters
     ----------
     W_E : array_like, shape (d, V1)
-    W_dec : array_like, shape (V1, d), optional (required iff ``tied=False``)
+        The token embedding.
+    tm : TopicModel
+        The paper's topic model (a :class:`~theorycheck.GeneralTopicModel` is refused).
+    mk : Masking
+        ``p_m > 0`` and ``a > 0``.
+    W_dec : array_like, shape (V1, d), optional
+        The decoder; required iff ``tied=False``.
     b : array_like, shape (V1,), optional
+        Decoder bias (0 if omitted).
+    tied : bool, default True
+        Tied decoder ``W^dec = (W^E)^T``.
 
     Returns
     -------
     float
         Max absolute violation of the identities (0 for an exact minimiser; the loss excess
         is quadratic in it).
+
+    Raises
+    ------
+    ValueError
+        Arrays of the wrong shape or not finite, ``W_dec`` missing with ``tied=False`` (or given with
+        ``tied=True``), ``p_m = 0`` or ``a = 0``, or a general model.
+    TypeError
+        ``tied`` not a bool.
+
+    See Also
+    --------
+    embedding_from_gram : Builds an embedding from an optimal Gram.
+    identifiable_part : The part of a Gram that optimality fixes.
+    optimal_embedding_gram : The minimum-norm optimum.
+
+    References
+    ----------
+    SPEC §4.1 D1 (all minimisers, any linear map), D2 (tied decoder).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import closed_form_gram, embedding_from_gram, embedding_minimiser_violation
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> W_E = embedding_from_gram(closed_form_gram(tm, mk), 3)
+    >>> embedding_minimiser_violation(W_E, tm, mk) < 1e-12
+    True
+    >>> round(embedding_minimiser_violation(np.zeros((3, tm.V1)), tm, mk), 6)  # W = 0: 2/(3a) off
+    0.770713
     """
     require_symmetric(
         tm,
@@ -120,6 +158,55 @@ def identifiable_part(G: ArrayLike, tm: TopicModel, mk: Masking, *, bias: bool =
     ``P_perp G P_perp`` free, so two minimisers have the same identifiable part.
     With ``bias=True`` the relevant span is that of the centred densities ``m_S - mu``
     (covariance ``Sigma - mu mu^T``).
+
+    Parameters
+    ----------
+    G : array_like, shape (V1, V1)
+        A (dense) Gram matrix.
+    tm : TopicModel
+        The paper's topic model (a :class:`~theorycheck.GeneralTopicModel` is refused).
+    mk : Masking
+        ``p_m > 0`` and ``a > 0``.
+    bias : bool, default False
+        With a free decoder bias (the centred span).
+
+    Returns
+    -------
+    ndarray, shape (V1, V1)
+        ``G - P_perp G P_perp``.
+
+    Raises
+    ------
+    ValueError
+        ``G`` of the wrong shape or not finite, ``p_m = 0`` or ``a = 0``, or a general model.
+
+    See Also
+    --------
+    optimal_embedding_gram : Its ``"factorized"`` minimiser matches the min-norm one on this part.
+    embedding_minimiser_violation : Whether an embedding is a minimiser at all.
+    closed_form_gram : The minimum-norm optimum.
+
+    References
+    ----------
+    SPEC §4.1 D1-D3.
+
+    Examples
+    --------
+    Adding a within-topic contrast ``e e^T`` (``e = e_1 - e_2``) to the optimum gives another
+    minimiser with the same loss and the same identifiable part:
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.population import value_loss
+    >>> from theorycheck.solvers import closed_form_gram, identifiable_part
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> G = closed_form_gram(tm, mk).toarray()
+    >>> e = np.zeros(tm.V1)
+    >>> e[1], e[2] = 1.0, -1.0
+    >>> G2 = G + np.outer(e, e)
+    >>> round(value_loss(G2, tm, mk), 12), round(value_loss(G, tm, mk), 12)
+    (0.75, 0.75)
+    >>> bool(np.allclose(identifiable_part(G2, tm, mk), identifiable_part(G, tm, mk), atol=1e-12))
+    True
     """
     require_symmetric(
         tm,

@@ -200,21 +200,24 @@ def optimal_embedding_gram(
 
     Parameters
     ----------
-    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
+    tm : GeneralTopicModel or TopicModel
+        The topic model (the paper's :class:`~theorycheck.TopicModel` or any
+        :class:`~theorycheck.GeneralTopicModel`).
+    mk : Masking
         ``p_m > 0`` and ``a > 0`` (some original words visible). The route is chosen by the model
         type: the methods below for the paper's model; ``G* = Y (X^T Y)^+ Y^T`` (``"closed-form"``) or
         the SDP (``"cvxpy"``), ``reg = 0``, for any other (SPEC §11.5; ``._lowrank``).
-    method : {"closed-form", "schur", "cvxpy", "factorized", "rational"}
+    method : {"closed-form", "schur", "cvxpy", "factorized", "rational"}, default "closed-form"
         See the module docstring. ``"closed-form"`` returns a :class:`BlockGram` (any V1, O(1));
         the others a dense ``(V1, V1)`` array (moderate V1 only). ``"rational"``: the minimum-trace
         optimal Gram in exact rational arithmetic (small sizes, ``reg = 0``), its optimality
         conditions verified exactly (``theorycheck.solvers._rational``).
-    reg : float
-        ``reg = 0``: the minimum-norm minimiser (``"closed-form"``, ``"schur"``, ``"cvxpy"``) or the
+    reg : float, default 0.0
+        ``reg >= 0``. ``reg = 0``: the minimum-norm minimiser (``"closed-form"``, ``"schur"``, ``"cvxpy"``) or the
         minimiser L-BFGS reaches from ``init_scale``-small init (``"factorized"``: equal to the min-norm
         one on the identifiable part, see :func:`identifiable_part`). ``reg > 0`` (``"cvxpy"``,
         ``"factorized"`` only): minimiser of ``L(G) + reg tr G``.
-    tol : float
+    tol : float, default 1e-6
         Acceptance threshold on the relative residuals (``theorycheck.solvers._certify``): PSD
         violation and asymmetry relative to ``||G||_F``; loss gap ``L(G) - L*`` (``reg = 0``) and KKT
         residuals (``reg > 0``) relative to 1 (the loss of ``G = 0``).
@@ -225,9 +228,9 @@ def optimal_embedding_gram(
         ``solver_options`` (passed to ``cvxpy.Problem.solve``, or merged into the L-BFGS-B options
         ``LBFGS_OPTIONS``); every field is documented in :class:`GramOptions`.
     d : int, optional
-        Embedding dimension; required for ``"factorized"`` (``>= min_embedding_dim`` when
+        Embedding dimension ``d >= 1``; required for ``"factorized"`` (``>= min_embedding_dim`` when
         ``reg = 0``); for the other methods ``d < rank`` raises.
-    bias : bool
+    bias : bool, default False
         Free (unpenalised) decoder bias ``b``; ``info["b"]`` holds its optimal value.
 
     Returns
@@ -241,9 +244,46 @@ def optimal_embedding_gram(
 
     Raises
     ------
-    ValueError, TypeError
-        Bad arguments (before any work), including a dense method above ``max_bytes``.
+    ValueError
+        Bad arguments (before any work): ``p_m = 0`` or ``a = 0``, ``reg < 0``, an unknown ``method`` or
+        ``solver``, ``reg > 0`` with a minimum-norm-only method, a missing or too small ``d``, a dense
+        method above ``max_bytes``.
+    TypeError
+        ``options`` neither None, a dict nor a :class:`GramOptions`, a field of the wrong type, or ``bias``
+        not a bool.
 
+    See Also
+    --------
+    closed_form_gram : The SPEC §4.1 D3 closed form alone (a :class:`BlockGram`).
+    embedding_from_gram : An embedding ``W^E`` with ``(W^E)^T W^E = G``.
+    min_embedding_dim : The smallest ``d`` that attains the minimum.
+    theorycheck.population.embedding_loss : The loss of an embedding ``W^E``.
+
+    References
+    ----------
+    SPEC §4.1 D1-D4 (all minimisers, the tied and minimum-norm optima, the bias), §11.5 (general
+    models); Li, Li and Risteski, *How Do Transformers Learn Topic Structure?*, ICML 2023,
+    arXiv:2303.04245, Theorem 1.
+
+    Examples
+    --------
+    The minimum is ``L* = 1 - 1/(tau v)``; the optimum's eigenvalues are ``1/a`` (topic contrasts)
+    and ``1/(a+r)`` (on ``1_W``), so its rank is ``T``:
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import optimal_embedding_gram
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> res = optimal_embedding_gram(tm, mk)
+    >>> res.status, round(res.fun, 12), res.rank
+    (0, 0.75, 3)
+    >>> round(res.eig_topic_contrast * mk.a, 12), round(res.eig_ones * (mk.a + mk.r), 12)
+    (1.0, 1.0)
+
+    The dense Schur-complement route (independent of the closed form) finds the same matrix:
+
+    >>> schur = optimal_embedding_gram(tm, mk, method="schur")
+    >>> schur.status, bool(np.allclose(schur.x, res.x.toarray(), atol=1e-12))
+    (0, True)
     """
     check_models(tm, mk, general=True)
     return _optimal_embedding_gram(tm, mk, method, reg, tol, solver, coerce_options(GramOptions, options), d, bias)

@@ -37,11 +37,50 @@ _DENSE_ALTERNATIVE = "W @ x or the block entries A, B0, gamma (BlockValueMatrix,
 
 @dataclass(frozen=True)
 class BlockValueMatrix(TokenMatrixShape):
-    """A block-constant ``V1 x V1`` value matrix stored by its three entries.
+    """A block-constant ``V1 x V1`` value matrix stored by its three entries (SPEC §4.2).
 
     ``W[0, :] = 0``; for words ``w, w'``: ``W[w, w'] = A`` if ``t(w) = t(w')`` else ``B0``;
     ``W[w, 0] = gamma``. Supports ``W @ x`` for ``x`` of shape ``(V1,)`` or ``(V1, k)`` in
-    ``O(V1 k)``, :meth:`toarray` (guarded) and :attr:`fro_norm`.
+    ``O(V1 k)``, :meth:`toarray` (guarded) and :attr:`fro_norm`
+    ``= sqrt(T v [v A^2 + (T-1) v B0^2 + gamma^2])``.
+
+    Parameters
+    ----------
+    A : float
+        Same-topic word-word entry.
+    B0 : float
+        Different-topic word-word entry.
+    gamma : float
+        Word rows' entry in the mask column 0.
+    T : int, T >= 1
+        Number of topics.
+    v : int, v >= 1
+        Words per topic (``V1 = T v + 1``).
+
+    See Also
+    --------
+    optimal_value_matrix : Returns one with ``options={"dense": False}``.
+    value_block_constants : The optimal ``(A, B0, gamma)``.
+    LowRankMatrix : The structured optimum of a general topic model.
+
+    References
+    ----------
+    SPEC §4.2 (the block form of the stage-1 optimum).
+
+    Examples
+    --------
+    >>> from theorycheck.solvers import BlockValueMatrix
+    >>> W = BlockValueMatrix(A=1.0, B0=0.0, gamma=0.5, T=2, v=2)
+    >>> W
+    BlockValueMatrix(A=1, B0=0, gamma=0.5, T=2, v=2, shape=(5, 5))
+    >>> W.toarray()
+    array([[0. , 0. , 0. , 0. , 0. ],
+           [0.5, 1. , 1. , 0. , 0. ],
+           [0.5, 1. , 1. , 0. , 0. ],
+           [0.5, 0. , 0. , 1. , 1. ],
+           [0.5, 0. , 0. , 1. , 1. ]])
+    >>> W @ np.ones(5), W.fro_norm  # O(V1) product; ||W||_F = sqrt(4 (2 + 0.25))
+    (array([0. , 2.5, 2.5, 2.5, 2.5]), 3.0)
     """
 
     A: float
@@ -116,6 +155,59 @@ def value_block_constants(tm: TopicModel, mk: Masking, reg: float = 0.0) -> tupl
     ``case`` is ``"informative"`` or ``"constant-context"``. ``reg > 0``: the exact minimiser of the
     reduced ridge quadratic (``_ridge_constants``), ``case = "ridge"``.
     With ``T = 1`` there are no cross-topic entries and ``B0`` is reported as 0.
+
+    Parameters
+    ----------
+    tm : TopicModel
+        The paper's topic model (a :class:`~theorycheck.GeneralTopicModel` is refused: use
+        :func:`optimal_value_matrix`).
+    mk : Masking
+        Masking probabilities, ``mk.p_m > 0``.
+    reg : float, default 0.0
+        Ridge weight ``lambda >= 0``.
+
+    Returns
+    -------
+    A, B0, gamma : float
+        Same-topic, different-topic and mask-column entries. Informative case (``reg = 0``):
+        ``B0 = -[r (a+r) + T v q^2] / (a v T [(a+r)^2 + T v q^2])``, ``A = B0 + 1/(a v)``,
+        ``gamma = q (T v B0 + 1/a) / (a + r)``; constant context: ``A = B0 = (a+r)/((T v)^2 ||mu||^2)``,
+        ``gamma = q/(T v ||mu||^2)``.
+    case : {"informative", "constant-context", "ridge"}
+        Which formula applies.
+
+    Raises
+    ------
+    ValueError
+        ``reg < 0``, ``mk.p_m = 0``, or ``tm`` not the paper's symmetric model.
+
+    See Also
+    --------
+    optimal_value_matrix : The whole certified solve (the matrix, residuals, status).
+    BlockValueMatrix : The matrix these constants define.
+    theorycheck.population.stage1_block_constants : The single home of the ``reg = 0`` formulas.
+
+    References
+    ----------
+    SPEC §4.2 (minimum-norm minimiser, degenerate cases, ridge); Li, Li and Risteski, *How Do
+    Transformers Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 2.
+
+    Examples
+    --------
+    The SPEC §4.2 table (``T = 5``, ``v = 3``, ``tau = 2``) and its ridge example (``lambda = 0.1``):
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import value_block_constants
+    >>> tm, mk = TopicModel(T=5, v=3, tau=2), Masking()
+    >>> A, B0, gamma, case = value_block_constants(tm, mk)
+    >>> round(A, 6), round(B0, 6), round(gamma, 6), case
+    (0.36752, -0.017836, 0.121163, 'informative')
+    >>> round(A - B0, 12) == round(1 / (mk.a * tm.v), 12)
+    True
+    >>> [round(c, 6) for c in value_block_constants(tm, mk, reg=0.1)[:3]]
+    [0.072137, 0.011412, 0.048185]
+    >>> value_block_constants(TopicModel(T=5, v=3, tau=5), mk)[3]  # tau = T: no topic information
+    'constant-context'
     """
     require_symmetric(
         tm,

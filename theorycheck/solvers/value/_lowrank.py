@@ -53,7 +53,50 @@ DEFAULT_TOL = 1e-6
 
 @dataclass(frozen=True, eq=False)
 class LowRankMatrix:
-    """``left @ right.T``, a ``(V1, V1)`` matrix of rank ``<= k`` stored by two ``(V1, k)`` factors."""
+    """``left @ right.T``, a ``(V1, V1)`` matrix of rank ``<= k`` stored by two ``(V1, k)`` factors.
+
+    The structured stage-1 optimum of a general topic model (SPEC §11.3):
+    ``W = Y V diag(s / (s^2 + reg)) U^T`` with rank ``<= T``. Supports ``W @ x`` in ``O(V1 k)``,
+    :meth:`toarray` (guarded by a memory limit), ``shape``, ``rank`` and
+    ``fro_norm = sqrt(sum((L^T L) * (R^T R)))``.
+
+    Parameters
+    ----------
+    left : ndarray of shape (V1, k)
+        Left factor ``L``.
+    right : ndarray of shape (V1, k)
+        Right factor ``R``.
+
+    See Also
+    --------
+    optimal_value_matrix : Returns one for a general model with ``options={"dense": False}``.
+    BlockValueMatrix : The paper's model's structured optimum.
+
+    References
+    ----------
+    SPEC §11.3, §11.5 (the factored stage-1 optimum).
+
+    Examples
+    --------
+    >>> from theorycheck.solvers import LowRankMatrix
+    >>> W = LowRankMatrix(np.array([[1.0], [2.0], [0.0]]), np.array([[1.0], [0.0], [1.0]]))
+    >>> W, W.fro_norm ** 2  # ||L R^T||_F^2 = ||L||^2 ||R||^2 at rank 1
+    (LowRankMatrix(shape=(3, 3), rank=1), 10.0)
+    >>> W.toarray()
+    array([[1., 0., 1.],
+           [2., 0., 2.],
+           [0., 0., 0.]])
+    >>> W @ np.ones(3)
+    array([2., 4., 0.])
+
+    The stage-1 optimum of an overlapping-topic model has rank ``T``:
+
+    >>> from theorycheck import GeneralTopicModel, Masking
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> g = GeneralTopicModel.overlapping(T=3, v=2, eps=0.2, tau=2)
+    >>> optimal_value_matrix(g, Masking(), options={"dense": False}).x
+    LowRankMatrix(shape=(7, 7), rank=3)
+    """
 
     left: np.ndarray
     right: np.ndarray

@@ -100,12 +100,30 @@ def value_checks(residuals: dict) -> dict:
 class MinimiserViolation(NamedTuple):
     """Distance of ``(W, b)`` from the affine set of minimisers (see :func:`minimiser_violation`).
 
-    Attributes
+    Parameters
     ----------
     norm : float
         Euclidean norm of the violated linear conditions (0 iff ``(W, b)`` is a minimiser).
     g : ndarray of shape (V1,) or None
         Least-squares fitted ``g`` (``None`` in the constant-context case, where no ``g`` appears).
+
+    See Also
+    --------
+    minimiser_violation : Computes it.
+    optimal_value_matrix : The minimum-norm minimiser, whose violation is 0.
+
+    References
+    ----------
+    SPEC §4.2 (the affine set of all minimisers).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import minimiser_violation
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> mv = minimiser_violation(np.zeros((tm.V1, tm.V1)), tm, Masking())
+    >>> mv.norm > 1, mv.g.shape  # W = 0 is far from every minimiser
+    (True, (7,))
     """
 
     norm: float
@@ -135,11 +153,57 @@ def minimiser_violation(
 
     Parameters
     ----------
-    W : array_like (V1, V1) or BlockValueMatrix
-    b : array_like (V1,), optional
+    W : array_like of shape (V1, V1) or BlockValueMatrix
+        The candidate value matrix.
+    tm : TopicModel
+        The paper's topic model (a :class:`~theorycheck.GeneralTopicModel` is refused).
+    mk : Masking
+        Masking probabilities, ``mk.p_m > 0``.
+    b : array_like of shape (V1,), optional
         Output bias (``0`` if omitted).
     max_bytes : int, optional
         Memory limit for the ``(V1, T)`` block-sum arrays of a :class:`BlockValueMatrix`.
+
+    Returns
+    -------
+    MinimiserViolation
+        ``(norm, g)``: the residual norm (0 iff ``(W, b)`` minimises the loss) and the fitted ``g``.
+
+    Raises
+    ------
+    ValueError
+        ``W`` or ``b`` of the wrong shape or not finite, a :class:`BlockValueMatrix` of another
+        ``(T, v)``, ``mk.p_m = 0``, a general model, or block sums above ``max_bytes``.
+
+    See Also
+    --------
+    optimal_value_matrix : The minimum-norm minimiser (one point of this set).
+    MinimiserViolation : The returned pair.
+    theorycheck.population.value_loss : The loss, equal to its minimum on the whole set.
+
+    References
+    ----------
+    SPEC §4.0 (the reduction), §4.2 (all minimisers, degenerate cases).
+
+    Examples
+    --------
+    The optimum has violation 0 and ``g = B0`` on the word rows; a within-block zero-mean column
+    perturbation is another (non-block) minimiser with the same loss:
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import minimiser_violation, optimal_value_matrix
+    >>> from theorycheck.population import value_loss
+    >>> tm, mk = TopicModel(T=5, v=3, tau=2), Masking()
+    >>> res = optimal_value_matrix(tm, mk)
+    >>> mv = minimiser_violation(res.x, tm, mk)
+    >>> mv.norm < 1e-12, round(float(mv.g[1]), 6), round(res.B0, 6)
+    (True, -0.017836, -0.017836)
+    >>> P = np.zeros((tm.V1, tm.V1))
+    >>> P[1, 1], P[1, 2] = 0.3, -0.3
+    >>> minimiser_violation(res.x + P, tm, mk).norm < 1e-12
+    True
+    >>> round(value_loss(res.x + P, tm, mk), 12), round(1 - 1 / (tm.tau * tm.v), 12)
+    (0.833333333333, 0.833333333333)
     """
     require_symmetric(
         tm,

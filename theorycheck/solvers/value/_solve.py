@@ -256,19 +256,23 @@ def optimal_value_matrix(
 
     Parameters
     ----------
-    tm, mk : GeneralTopicModel (or the paper's TopicModel), Masking
-        ``mk.p_m > 0``. Any prior; degenerate cases (``tau = T``, ``T = 1``, ``a = 0``,
+    tm : GeneralTopicModel or TopicModel
+        The topic model (the paper's :class:`~theorycheck.TopicModel` or any
+        :class:`~theorycheck.GeneralTopicModel`).
+    mk : Masking
+        The masking probabilities, ``mk.p_m > 0``. Any prior; degenerate cases (``tau = T``, ``T = 1``, ``a = 0``,
         ``q = 0``, ``v = 1``) are handled exactly (module docstring). The route is chosen by the
         model type: the block closed form for the paper's model, the low-rank formulas of SPEC
         §11.3 (methods ``"closed-form"``, ``"lstsq"``, ``"cvxpy"``; ``._lowrank``) for any other.
-    method : {"closed-form", "cvxpy", "lstsq", "rational"}
-        ``"rational"``: exact rational arithmetic (small sizes, ``reg = 0``; masking probabilities read
+    method : {"closed-form", "cvxpy", "lstsq", "rational"}, default "closed-form"
+        The route (module docstring). ``"rational"``: exact rational arithmetic (small sizes,
+        ``reg = 0``; masking probabilities read
         as exact decimals): ``W = C Sigma^+`` with ``W Sigma = C`` and ``W (I - Sigma Sigma^+) = 0``
         verified exactly; ``info["x_exact"]`` and ``info["loss_exact"]`` hold the exact values
         (``theorycheck.solvers._rational``).
-    reg : float
-        ``lambda >= 0``.
-    tol : float
+    reg : float, default 0.0
+        Ridge weight ``lambda >= 0``.
+    tol : float, default 1e-6
         Acceptance threshold on the relative residuals (``theorycheck.solvers._certify``):
         ``||W(Sigma + reg I) - C||_F / ||C||_F`` and, for ``reg = 0``, ``|L(W) - L*|`` (scale 1, the
         loss of ``W = 0``) and the out-of-range norm ``||W - W P||_F / ||W||_F``.
@@ -290,13 +294,53 @@ def optimal_value_matrix(
 
     Raises
     ------
-    ValueError, TypeError
-        Bad arguments (before any work), including a dense array above ``max_bytes``.
+    ValueError
+        Bad arguments (before any work): ``mk.p_m = 0``, ``reg < 0``, an unknown ``method``, ``reg > 0``
+        with ``method="rational"``, ``options.dense=False`` with a dense method, a dense array above
+        ``max_bytes``, ``V1 > 20001`` for ``"lstsq"``/``"cvxpy"``, a cvxpy solver that is not installed.
+    TypeError
+        ``options`` neither None, a dict nor a :class:`ValueOptions`, or a field of the wrong type.
 
+    See Also
+    --------
+    BlockValueMatrix : The structured ``x`` of the paper's model (``options={"dense": False}``).
+    value_block_constants : The constants ``(A, B0, gamma)`` alone, for any ``reg >= 0``.
+    minimiser_violation : Distance of any candidate from the whole set of minimisers.
+    theorycheck.population.value_loss : The objective ``L(W)`` itself.
+
+    Notes
+    -----
     Cost: closed form O(1) (plus O(V1^2) to fill a dense array); lstsq O(V1^3); cvxpy grows faster
     (see ``benchmarks/bench_stage1.py``). For tiny ``reg > 0`` the dense methods lose accuracy along
     ``null(Sigma)`` (round-off divided by ``reg``) while the stationarity residual cannot see it; the
     ``error_bound`` says how much is certified. The closed form stays accurate for every ``reg >= 0``.
+
+    References
+    ----------
+    SPEC §4.0 (the loss), §4.2 (the block closed form), §11.3 (general topic-word matrices); Li, Li and
+    Risteski, *How Do Transformers Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 2.
+
+    Examples
+    --------
+    The minimum of the loss is ``1 - E||p||^2 = 1 - 1/(tau v)``, and ``A - B0 = 1/(a v)``:
+
+    >>> from theorycheck import TopicModel, Masking
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> tm, mk = TopicModel(T=3, v=4, tau=2), Masking()
+    >>> res = optimal_value_matrix(tm, mk)
+    >>> res.status, res.x.shape, round(res.fun, 12), round(1 - 1 / (tm.tau * tm.v), 12)
+    (0, (13, 13), 0.875, 0.875)
+    >>> round(res.A - res.B0, 12) == round(1 / (mk.a * tm.v), 12)
+    True
+
+    The dense least-squares route ``C Sigma^+`` agrees with the closed form, and ridge is certified:
+
+    >>> lsq = optimal_value_matrix(tm, mk, method="lstsq")
+    >>> bool(np.allclose(lsq.x, res.x, atol=1e-12))
+    True
+    >>> ridge = optimal_value_matrix(tm, mk, reg=0.1)
+    >>> ridge.success, ridge.certificate["error_bound"] < 1e-12
+    (True, True)
     """
     check_models(tm, mk, general=True)
     return _optimal_value_matrix(tm, mk, method, reg, tol, solver, coerce_options(ValueOptions, options))
