@@ -26,7 +26,9 @@ check: the certified enclosure of beta*(T) lies at or below ``BETA_ZERO`` = 1e-9
 otherwise): ``BETA_ZERO`` is the threshold the method resolves (a thousand times the enclosure's width; the
 first form used 1e-12, below the float solver's accuracy of ~5e-7 in beta). ``p_c > 0`` is needed: with only
 [MASK] queries (p_c = p_r = 0) the scores never matter. With p_r = 0 the infimum is the limit alpha -> +inf, where
-beta has no effect (beta* = -inf by convention, T0 = tau). e^alpha* > v held at every point tried.
+beta has no effect (beta* = -inf by convention, T0 = tau). e^alpha* > v held at every point tried. The scan's
+edge (issue 36, mutation ``identity-edge``): the same scan stopped at ``T_max = T0 - 1`` finds no sign change and
+must report ``T_max + 1`` (= ``T0``, the full scan's value), not ``T_max`` (within half a step; where ``T0 > tau``).
 
 Solver status (the float solver, whose alpha* and loss the SPEC values are compared with): only status 0 is a
 certified optimum. Status 3 is accepted only with ``beta_to_minus_inf`` (the infimum is the limit
@@ -98,7 +100,8 @@ def check(params, inject=None):
                 label="closed form = symmetric route at the optimum",
             )
         )
-    res = compare_all(subs)
+    edge = _scan_edge(tm, mk, inject) if bs is not None else None
+    res = compare_all(subs + ([edge] if edge is not None else []))
     if "alpha_first_form" in params:
         a0 = params["alpha_first_form"]
         res.details["finding[alpha*]"] = dict(
@@ -148,6 +151,23 @@ def _region(tm, mk, bs, inject):
     return compare_greater(m, 0.0, details=details, label=label)
 
 
+def _scan_edge(tm, mk, inject):
+    """Sub-check: the scan stopped one short of ``T0`` (``T_max = T0 - 1``, ``T0`` from the full scan of
+    :func:`_region`) finds no sign change and must report ``T_max + 1 = T0``, the documented value of "none within
+    the scan" (reporting ``T_max`` would put the boundary inside the scanned range, at a ``T`` whose certified
+    ``beta*`` is positive). ``None`` when ``T0 = tau`` (no shorter scan) or the full scan failed (:func:`_region`
+    reports that). Each ``T`` of the shorter scan is one the full scan solved (cached), so it costs nothing."""
+    try:
+        T0 = beta_boundary(tm.v, tm.tau, mk, T_max=tm.T + CONFIRM, confirm=CONFIRM)
+    except ArithmeticError:
+        return None
+    if T0 <= tm.tau:
+        return None
+    reported = beta_boundary(tm.v, tm.tau, mk, T_max=T0 - 1, confirm=CONFIRM) + inject.get("edge_shift", 0)
+    label = f"scan over T = {tm.tau}..{T0 - 1} (no sign change) reports T_max + 1 = {T0}"
+    return compare_close(reported, T0, 0.5, details={"scan_T_max": T0 - 1, "scan_reported": reported}, label=label)
+
+
 def plot(results):
     from theorycheck.report.plots import attention_landscape
 
@@ -173,7 +193,9 @@ def falsify(params):
     route (beta* finite inside the region), shift it by 3e-10 (3 x ROUTE_TOL); at T = 100 (inside the region, the
     limit beta* -> -inf) put beta* at 3e-9, 3 x BETA_ZERO above 0; outside the region (beta* = +7.2e-4) put it at
     BETA_ZERO / 3, a positive value the threshold does not resolve. (``{"flip_region": True}``, ``{"value":
-    "block"}`` and ``{"alpha_shift": -4.5}`` at T = 100 break the region and e^alpha* > v by far.)"""
+    "block"}`` and ``{"alpha_shift": -4.5}`` at T = 100 break the region and e^alpha* > v by far.) The scan's edge
+    (:func:`_scan_edge`) has its own sized injection, ``{"edge_shift": -1}``: the shorter scan reporting ``T_max``
+    instead of ``T_max + 1``, off by 2 x its tolerance of half a step (``tests/test_claims_strengthened.py``)."""
     if "alpha_spec" in params:
         return {"route_shift": 3e-10}
     return {"beta_value": 3e-9} if params["T"] >= 100 else {"beta_value": 1e-9 / 3}

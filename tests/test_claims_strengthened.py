@@ -1,5 +1,7 @@
 """Issue 36 items 6-9: the restated EMPIRICAL claims against independent routes, and the former, weaker readings
-fail them (each restated claim's falsifier is sized in ``tests/test_claims.py``)."""
+fail them (each restated claim's falsifier is sized in ``tests/test_claims.py``); and the sub-checks added for the
+mutants ``verify`` missed (``kernel-blocks``, ``cotopic-discard``, ``identity-edge``), each failing under its
+injection."""
 
 from __future__ import annotations
 
@@ -7,8 +9,10 @@ import numpy as np
 import pytest
 
 import theorycheck as tc
+from proofs_numeric import CLAIMS, general_overlap_attention, general_zipf_attention, train_compensation
 from proofs_numeric import _general_common as gc
-from proofs_numeric import general_overlap_attention, general_zipf_attention, train_compensation
+from proofs_numeric import certificate_cotopic as cotopic
+from proofs_numeric import certificate_label_kernel as label_kernel
 from proofs_numeric import train_stage2_attention as same_topic
 from proofs_numeric import train_stage2_kstar as kstar
 from theorycheck.analysis.phase import phase_model
@@ -19,6 +23,8 @@ from theorycheck.population import alpha_beta_loss, attention_loss
 from theorycheck.sampling import sample_documents
 from theorycheck.solvers import optimal_attention, stage1_value_matrix
 from theorycheck.solvers.attention._family import cotopic_matrix
+from theorycheck.solvers.attention._interval_cotopic import CotopicLoss
+from theorycheck.solvers.attention._interval_vec import IVec
 
 MK = tc.Masking(0.15, 0.1, 0.1)
 
@@ -146,3 +152,53 @@ def test_same_topic_threshold_catches_a_ratio_four_percent_low():
     p = same_topic.DEFAULT
     assert same_topic.CLAIM.run(p, {"same_topic_scale": 0.25}).measured > 1.0
     assert not same_topic.CLAIM.run(p, {"same_topic_scale": 0.96}).passed
+
+
+# ----------------------------------------------------------------------------- issue 36: the verify survivors
+def test_identity_scan_edge_injection_fails_by_twice_its_tolerance():
+    """The scan's edge (a scan stopped at T0 - 1 reports T_max + 1): reporting T_max instead (``edge_shift = -1``)
+    fails the sub-check by 2 x its tolerance of half a step, on the configuration outside the region (T0 = 11)."""
+    claim = next(c for c in CLAIMS if c.id == "attention.identity-optimum")
+    p = claim.default_params[2]
+    reported = [v for k, v in claim.run(p).details.items() if k.endswith(".scan_reported")]
+    assert reported == [11]
+    res = claim.run(p, {"edge_shift": -1})
+    assert not res.passed and "reports T_max + 1" in res.label
+    assert (res.tolerance - res.margin) / res.tolerance == pytest.approx(2.0)
+
+
+def test_label_kernel_blocks_need_the_outward_combination():
+    """The block check's exact sum is 1 + 63 x 0.7 x 2^-52 (inexact in floats); the kernel's enclosure holds it and
+    the midpoint misses it by a few units of 2^-52 (the rounding of the blocks' combination matters at this size);
+    the same 64 sums added in round-to-nearest (the mutant ``kernel-blocks``) end above it."""
+    from fractions import Fraction
+
+    r = label_kernel.blocks_check({})
+    assert r["miss"] == 0.0 and 0 < r["width"] < label_kernel.WIDTH_TOL
+    assert r["exact sum - 1"] == pytest.approx(63 * label_kernel.BLOCK_STEP, rel=1e-12)
+    assert 1 < label_kernel.blocks_check({"narrow": True})["miss"] / 2.0**-52 <= 10
+    s = 1.0  # round to nearest: each step adds a whole unit 2^-52 instead of 0.7 of it
+    for _ in range(63):
+        s += label_kernel.BLOCK_STEP
+    assert s == 1.0 + 63 * 2.0**-52 and Fraction(s) > 1 + 63 * Fraction(label_kernel.BLOCK_STEP)
+
+
+def test_cotopic_certificate_claim_catches_a_discarded_straddling_box(monkeypatch):
+    """The discard rule: a box of (u, beta) only partly outside the search box's image discarded (value +inf, as the
+    mutant ``cotopic-discard`` does) fails the straddling-box sub-check; the falsifier fails item 1 by 3 x."""
+    claim = cotopic.CLAIM
+    res = claim.run({}, claim.falsify({}))
+    assert not res.passed and (res.tolerance - res.margin) / res.tolerance == pytest.approx(3.0, rel=0.01)
+    orig = CotopicLoss.original
+
+    def discard_partly_outside(self, xs):
+        out = orig(self, xs)
+        if self.alpha_range is None or not isinstance(xs[0], IVec) or xs[0].lo[0] == xs[0].hi[0]:
+            return out  # the straddling boxes of the claim's item 3 (order 0, one box each)
+        a_lo, a_hi = xs[0].lo[0] - xs[1].hi[0], xs[0].hi[0] - xs[1].lo[0]
+        partly = a_lo < self.alpha_range[0] or a_hi > self.alpha_range[1]
+        return IVec(np.full(1, np.inf), np.full(1, np.inf)) if partly else out
+
+    monkeypatch.setattr(CotopicLoss, "original", discard_partly_outside)
+    res = cotopic.check({})
+    assert not res.passed
