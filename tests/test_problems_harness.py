@@ -300,3 +300,59 @@ def test_size_text_reads_every_stored_form_of_a_size():
     assert size_text(str(d)) == want
     assert size_text("ladder 2") == "ladder 2"
     assert "{" not in size_text(json.dumps({"V1": 101})) and size_text(json.dumps({"V1": 101})) == "V1 = 101"
+
+
+# ----------------------------------------------------------------------------- record fields, unit by unit
+def test_thinning_keeps_the_first_point_and_every_multiple_of_the_stride():
+    """Ticked at every evaluation (as if each were kept), the meter keeps exactly ``{1}`` and the multiples of its
+    final stride: brute force from the rule, so the start's value (evaluation 1) survives every thinning."""
+    from theorycheck.problems._oracle import Meter
+
+    m = Meter(max_seconds=1e9, max_evals=10**9, n=3)
+    n_ticks = 9 * m.keep + 5
+    for k in range(1, n_ticks + 1):
+        m.tick(k, "f", float(k), np.zeros(3))
+    kept = [p[0] for p in m.points]
+    assert m.stride > 1
+    assert kept == [1] + [k for k in range(m.stride, n_ticks + 1, m.stride)], (m.stride, kept[:5])
+    assert len(kept) < 2 * m.keep + 1
+
+
+def test_cell_key_changes_with_every_setting_of_the_run():
+    """A resumed benchmark must not reuse a record made under another time budget, evaluation budget, repeat or code."""
+    from theorycheck.problems._harness import cell_key
+
+    cell = Cell("stage1-value/block", {"T": 3, "v": 2, "tau": 1}, "gd", 0)
+    base = cell_key(cell, 1.0, 1000, "s", "p")
+    variants = [
+        cell_key(cell, 2.0, 1000, "s", "p"),
+        cell_key(cell, 1.0, 999, "s", "p"),
+        cell_key(Cell("stage1-value/block", {"T": 3, "v": 2, "tau": 1}, "gd", 1), 1.0, 1000, "s", "p"),
+        cell_key(cell, 1.0, 1000, "s2", "p"),
+        cell_key(cell, 1.0, 1000, "s", "p2"),
+    ]
+    assert len({base, *variants}) == 6
+
+
+def _head(f_star=0.5):
+    return {"problem": "stage1-value/block", "size": "{}", "solver": "gd", "repeat": 0, "f_star": f_star,
+            "f_star_lower": f_star - 1e-12, "cert_kind": "certified", "cert_gap": 1e-12}  # fmt: skip
+
+
+def _outcome(f, *, nfev=3, ngev=4, nhev=2):
+    return {"status": "ok", "message": "", "wall": 0.25, "nfev": nfev, "ngev": ngev, "nhev": nhev,
+            "evals": nfev + ngev + nhev, "callbacks": 0, "output": "", "f0": 2.0, "trace": [],
+            "answer": np.zeros(2), "answer_source": "return", "f": f, "violation": 0.0}  # fmt: skip
+
+
+def test_the_answer_is_credited_at_all_evaluations_and_suboptimality_is_relative_to_f_star():
+    """``answer_evals`` counts f, gradient and Hessian-vector evaluations (3 + 4 + 2 here), and the relative
+    suboptimality is ``(f - f*) / |f*|``: with f* = 0.5 and f = 1 it is 1 (relative to f it would read 0.5)."""
+    from theorycheck.problems._harness import finish_record
+
+    rec = finish_record(_head(0.5), _outcome(1.0))
+    assert rec["answer_evals"] == 9
+    assert rec["subopt_rel"] == pytest.approx(1.0, rel=1e-15)
+    assert rec["subopt_abs"] == pytest.approx(0.5, rel=1e-15)
+    hit = finish_record(_head(0.5), _outcome(0.5 + 0.5e-8))  # within 1e-8 relative of f*: credited at 9 evaluations
+    assert hit["evals_to_1e-08"] == 9 and hit["time_to_1e-08"] == pytest.approx(0.25)
