@@ -29,6 +29,7 @@ Falsifier: ``lower`` raised by 6e-9 (3 x :data:`GAP_TOL`): item 1 fails by 3 x i
 from __future__ import annotations
 
 import numpy as np
+from hypothesis import strategies as st
 
 from theorycheck import GeneralTopicModel, Masking
 from theorycheck.population import attention_loss
@@ -79,11 +80,12 @@ def check(params: dict, inject: dict | None = None):
     # the discard rule: boxes of (u, beta) straddling each alpha edge, an inside point of each
     CL.alpha_range = (a0, a1)
     miss, straddle = 0.0, []
-    for edge, inward in ((a0, INSIDE), (a1, -INSIDE)):
-        lo = np.array([[edge + BETA_C - HALF_U, BETA_C - HALF_B]])
-        hi = np.array([[edge + BETA_C + HALF_U, BETA_C + HALF_B]])
+    beta_c, inside = float(params.get("beta_c", BETA_C)), float(params.get("inside", INSIDE))
+    for edge, inward in ((a0, inside), (a1, -inside)):
+        lo = np.array([[edge + beta_c - HALF_U, beta_c - HALF_B]])
+        hi = np.array([[edge + beta_c + HALF_U, beta_c + HALF_B]])
         e = evaluate(lo, hi, None, None, CL.original, order=0)
-        d = dense(edge + inward, BETA_C)
+        d = dense(edge + inward, beta_c)
         miss = max(miss, float(e.lo[0]) - d, d - float(e.hi[0]), 0.0)
         straddle.append({"alpha_edge": edge, "enclosure": [float(e.lo[0]), float(e.hi[0])], "dense_inside": d})
     details = {"lower": lower, "upper": c.upper, "n_boxes": c.n_boxes, "argmin": c.info["argmin_original"],
@@ -106,6 +108,15 @@ def check(params: dict, inject: dict | None = None):
     )
 
 
+def domain():
+    """The straddling boxes of item 3: ``beta_c`` in [-1.7, 1.7] (their centre's ``beta``; the box's ``beta`` range
+    stays inside ``[-2, 2]``) and ``inside`` in [0.05, 0.45] (the inside point's distance from the edge; within the
+    box's half-width 0.5 in ``u``). Defaults 0.3 and 0.2; the model and the search box are fixed."""
+    return st.fixed_dictionaries(
+        {"beta_c": st.floats(-1.7, 1.7, allow_nan=False), "inside": st.floats(0.05, 0.45, allow_nan=False)}
+    )
+
+
 def falsify(params: dict) -> dict:
     """``lower`` raised by 3 x :data:`GAP_TOL` (a certificate claiming more than it proved)."""
     return {"lower_shift": 6e-9}
@@ -124,4 +135,5 @@ CLAIM = Claim(
     default_params=(dict(),),
     falsify=falsify,
     cost=3.0,
+    domain=domain,
 )

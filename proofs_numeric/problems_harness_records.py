@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from hypothesis import strategies as st
 
 from theorycheck.problems import get
 from theorycheck.problems._execute import evaluate, execute
@@ -148,6 +149,12 @@ def check(params: dict, inject: dict | None = None):
     )  # fmt: skip
 
 
+def domain():
+    """``m`` in [1, STEPS - 2] = [1, 398]: the evaluation budget ``2 m + 1`` checked exactly at its limit (the run
+    stops after ``m + 1`` values and ``m`` gradients, its answer the ``m``-th iterate). Default 37."""
+    return st.fixed_dictionaries({"m": st.integers(1, STEPS - 2)})
+
+
 def falsify(params: dict) -> dict:
     """The record's ``f`` values shifted by 3e-14 relative (3 x TOL; a loosened TOL lets it pass)."""
     return {"f_shift": 3e-14}
@@ -165,4 +172,5 @@ CLAIM = Claim(
     default_params=(dict(m=37),),
     falsify=falsify,
     cost=1.0,
+    domain=domain,
 )

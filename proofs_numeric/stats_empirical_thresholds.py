@@ -26,6 +26,7 @@ import math
 from fractions import Fraction
 
 import mpmath
+from hypothesis import strategies as st
 
 from proofs_numeric import _empirical as E
 from proofs_numeric import train_compensation, train_stage2_kstar
@@ -168,6 +169,12 @@ def check(params: dict, inject: dict | None = None):
     return res
 
 
+def domain():
+    """``ns``: 1 to 5 sample sizes ``n`` in [2, 1000] for the prediction factor ``k(n)`` (``n - 1`` degrees of
+    freedom, so ``n >= 2``); the calibration sets, k-of-n rules and Clopper-Pearson cases are fixed."""
+    return st.fixed_dictionaries({"ns": st.lists(st.integers(2, 1000), min_size=1, max_size=5).map(tuple)})
+
+
 def falsify(params: dict) -> dict:
     """Every value of the module shifted by 3e-10 (3 x TOL; a loosened TOL lets it pass)."""
     return {"shift": 3e-10}
@@ -188,4 +195,5 @@ CLAIM = Claim(
     default_params=(DEFAULT,),
     falsify=falsify,
     cost=0.5,
+    domain=domain,
 )

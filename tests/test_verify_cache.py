@@ -243,7 +243,8 @@ def test_an_entry_copied_from_another_user_is_not_reused(user_claim, tmp_path, m
     assert run_claims([mod.CLAIM], progress=False, cache=cache)[0].cached is None
 
 
-def test_verify_says_what_it_reused_and_how_to_recompute(tmp_path, capsys):
+def test_verify_says_what_it_reused_and_how_to_recompute(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv(cache_module.ENV_VAR, str(tmp_path / "cache"))  # empty: another test may have run the claim
     argv = ["verify", "--only", "data.moments", "--quiet", "--no-figures", "--out"]
     assert main([*argv, str(tmp_path / "r1")]) == 0
     first = capsys.readouterr().out
