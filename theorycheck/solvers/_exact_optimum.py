@@ -36,6 +36,7 @@ tr(E^T F E E[theta theta^T])`` exactly: the upper bound, and ``rank G = rank(K F
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
@@ -130,9 +131,19 @@ def exact_stage1_value(tm: GeneralTopicModel, mk: Masking, reg: float = 0.0) -> 
     lam = _dec(reg)
     if lam < 0:
         raise ValueError(f"reg must be >= 0, got {reg!r}")
-    if isinstance(tm, TopicModel) and tm.T >= 2:
-        return _block_value(tm, e, lam)
+    return _stage1_route(tm, e, lam)
+
+
+@functools.singledispatch
+def _stage1_route(tm: GeneralTopicModel, e, lam) -> Fraction:
+    """The route by model type (as :func:`~theorycheck.solvers.optimal_value_matrix`): any topic-word matrix."""
     return _generic_value(tm, e, lam)
+
+
+@_stage1_route.register
+def _(tm: TopicModel, e, lam) -> Fraction:
+    """The paper model with ``T >= 2``: the block form (SPEC §4.2); ``T = 1`` has no off-diagonal block."""
+    return _block_value(tm, e, lam) if tm.T >= 2 else _generic_value(tm, e, lam)
 
 
 def _block_value(tm: TopicModel, e: dict, lam: Fraction) -> Fraction:
@@ -151,12 +162,21 @@ def _block_value(tm: TopicModel, e: dict, lam: Fraction) -> Fraction:
     return 1 - sum((b[i] * Qp[i][j] * b[j] for i in range(3) for j in range(3)), Fraction(0))
 
 
+@functools.singledispatch
+def _exact_phi_gram(tm: GeneralTopicModel):
+    """``(Phi Phi^T, Phi 1)`` in rationals (:func:`_phi_gram`: ``phi`` read exactly from its floats)."""
+    return _phi_gram(tm)
+
+
+@_exact_phi_gram.register
+def _(tm: TopicModel):
+    """The paper model: ``Phi Phi^T = I / v`` and row sums 1, exactly (``phi = 1/v`` on a topic's words)."""
+    return [[Fraction(int(i == j), tm.v) for j in range(tm.T)] for i in range(tm.T)], [Fraction(1)] * tm.T
+
+
 def _basis(tm: GeneralTopicModel, e: dict):
     """``(G, M, N)`` of the module docstring over ``B = [Phi, u, e_0]`` and ``(F, s, E theta theta^T)``."""
-    if isinstance(tm, TopicModel):  # T = 1 here (the block form covers T >= 2): phi = 1/v exactly
-        F, s = [[Fraction(1, tm.v)]], [Fraction(1)]
-    else:
-        F, s = _phi_gram(tm)
+    F, s = _exact_phi_gram(tm)  # the paper model arrives here with T = 1 (the block form covers T >= 2)
     T, n = tm.T, tm.n_words
     Eth, Mth = _theta_moments(tm)
     a, r, q = e["a"], e["r"], e["q"]
@@ -213,10 +233,7 @@ def exact_gram_bounds(tm: GeneralTopicModel, mk: Masking) -> GramBounds:
     lower = exact_stage1_value(tm, mk, 0.0)
     if _single_law(tm):
         return GramBounds(lower, lower, 1)
-    if isinstance(tm, TopicModel):
-        F, s = [[Fraction(int(i == j), tm.v) for j in range(tm.T)] for i in range(tm.T)], [Fraction(1)] * tm.T
-    else:
-        F, s = _phi_gram(tm)
+    F, s = _exact_phi_gram(tm)
     T, n, a, r = tm.T, tm.n_words, e["a"], e["r"]
     _, Mth = _theta_moments(tm)
     K = _pinv([[a * F[i][j] + r / n for j in range(T)] for i in range(T)])
