@@ -82,8 +82,8 @@ def section(number: str) -> str:
 
 
 def _closest(key: str, rows) -> list[str]:
-    """Up to three section numbers nearest ``key``: the longest common prefix first, then the nearest number
-    (``4.9`` -> ``§4.5``), then string similarity."""
+    """Up to three section numbers nearest ``key``, one per number first: the longest common prefix first, then the
+    nearest number (``4.9`` -> ``§4.6, §4.5, §4.4``), then string similarity."""
     target = _leading_number(key)
 
     def score(num: str):
@@ -94,7 +94,11 @@ def _closest(key: str, rows) -> list[str]:
         return (prefix, -distance, difflib.SequenceMatcher(None, k, key).ratio())
 
     ranked = sorted((num for num, *_ in rows), key=score, reverse=True)
-    return [f"§{n}" for n in ranked[:3]]
+    # one per section number first (``§4.6`` rather than ``§4.6(a)`` and ``§4.6(b)`` too), then the rest
+    seen: set = set()
+    distinct = [n for n in ranked if not (_leading_number(_key(n)) in seen or seen.add(_leading_number(_key(n))))]
+    picked = (distinct + [n for n in ranked if n not in distinct])[:3]
+    return [f"§{n}" for n in picked]
 
 
 def _leading_number(key: str) -> float | None:
