@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -21,9 +22,11 @@ import theorycheck.nn
 HEAVY = ("numba", "scipy", "cvxpy", "matplotlib", "sklearn", "llvmlite", "hypothesis", "distributed")
 
 
-def _child(code: str) -> dict:
+def _child(code: str, env: dict | None = None) -> dict:
     """Run ``code`` in a fresh interpreter; it prints one JSON object as its last line."""
-    res = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+    res = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=300, env=env
+    )
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -60,7 +63,10 @@ def test_help_version_and_spec_import_no_heavy_library():
         impls = sorted(m for m in sys.modules if m.startswith("theorycheck.cli.") and ".parsers" not in m)
         after["implementations"] = impls
         print(json.dumps(after))
-        """.replace("\n        ", "\n")
+        """.replace("\n        ", "\n"),
+        # a thread count in the environment (a user's, or exported by an earlier command of the test session)
+        # must not make the parsers or ``spec`` import Numba to apply it
+        env={**os.environ, "THEORYCHECK_THREADS": "2"},
     )
     assert out.pop("spec output") == [0, True]
     assert out.pop("implementations") == ["theorycheck.cli.common", "theorycheck.cli.spec"]

@@ -21,6 +21,7 @@ on a shared machine several BLAS pools oversubscribe the cores. Hence:
 from __future__ import annotations
 
 import os
+import sys
 from contextlib import contextmanager
 
 from ._validate import check_int
@@ -82,11 +83,14 @@ def configure(threads: int | None = None) -> int | None:
     n = check_int("threads", threads, low=1) if threads is not None else _parse_env()
     if n is None:
         return None
-    import numba
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=n)  # not used as a context manager: stays in force
-    numba.set_num_threads(min(n, _max_numba()))
+    if "numba" in sys.modules:
+        sys.modules["numba"].set_num_threads(min(n, _max_numba()))
+    else:  # not imported yet (``theorycheck spec`` never imports it): its pool is sized from the variable at import
+        pool = int(os.environ.get("NUMBA_NUM_THREADS") or os.cpu_count() or 1)
+        os.environ["NUMBA_NUM_THREADS"] = str(min(n, pool))
     os.environ[ENV_VAR] = str(n)
     for var in _CHILD_VARS:
         os.environ[var] = str(n)
