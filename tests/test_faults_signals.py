@@ -354,3 +354,29 @@ def test_dynamics_jobs_2_stops_its_workers_on_a_signal(tmp_path, signum, group):
     assert took < 60
     assert left == {}, left
     assert not out.exists() or not any(out.iterdir())
+
+
+def test_a_swallowed_sigterm_is_still_delivered_when_no_thread_can_start(monkeypatch, capsys):
+    """The redelivery normally uses a timer thread; a process at its thread limit (``RuntimeError: can't start new
+    thread``, seen once in CI) flags the signal in the main thread instead: still one line and exit 143."""
+    libc = ctypes.CDLL(None)
+    compare = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_int), ctypes.POINTER(ctypes.c_int))
+
+    def cmp(a, b):
+        os.kill(os.getpid(), signal.SIGTERM)
+        return 0
+
+    def command(args):
+        arr = (ctypes.c_int * 3)(3, 1, 2)
+        libc.qsort(arr, 3, ctypes.sizeof(ctypes.c_int), compare(cmp))
+        for _ in range(10_000):
+            time.sleep(0.001)
+        raise AssertionError("the SIGTERM was lost in the callback")
+
+    def no_thread(self):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Timer, "start", no_thread)
+    monkeypatch.setattr(_spec(), "run", command)
+    assert cli.main(["spec"]) == 143
+    assert capsys.readouterr().err == "theorycheck spec: interrupted (SIGTERM)\n"

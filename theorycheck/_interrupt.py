@@ -157,6 +157,19 @@ def pool_stopped_on_interrupt(pool):
     stop_pool(pool, interrupted=False)
 
 
+def _deliver_by_alarm(signum: int) -> None:
+    """Raise ``signum`` in 10 ms from a one-shot ``SIGALRM`` (main thread only; the previous ``SIGALRM`` handler is
+    put back when it fires): the redelivery of :func:`redeliver_swallowed_ctrl_c` when no timer thread can start."""
+    previous = signal.getsignal(signal.SIGALRM)
+
+    def on_alarm(_signum, _frame):
+        signal.signal(signal.SIGALRM, previous)
+        signal.raise_signal(signum)
+
+    signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, 0.01)
+
+
 @contextmanager
 def redeliver_swallowed_ctrl_c():
     """Within ``with``: a ``KeyboardInterrupt`` that a C callback's caller would print and drop
@@ -177,7 +190,11 @@ def redeliver_swallowed_ctrl_c():
             if not pending:
                 signum = signal.SIGTERM if isinstance(unraisable.exc_value, Terminated) else signal.SIGINT
                 pending.append(threading.Timer(0.01, deliver, (signum,)))
-                pending[0].start()
+                try:
+                    pending[0].start()
+                except RuntimeError:  # no thread to spare (a process at its thread limit): a 10 ms alarm instead
+                    pending.clear()
+                    _deliver_by_alarm(signum)
             return
         previous(unraisable)
 
