@@ -199,3 +199,12 @@ def test_built_performance_page():
     for path in FILES:  # every summary link resolves to a section of the page
         anchor = "perf-" + re.sub(r"[^a-z0-9]+", "-", path.stem.lower()).strip("-")
         assert f'href="#{anchor}"' in html and f'id="{anchor}"' in html, anchor
+
+
+def test_no_number_typed_by_hand_in_the_generated_text():
+    """Headlines, facts, figure labels and topic introductions hold numbers only as paths into the files."""
+    perf = _perf()
+    texts = [t for b in perf.BENCHMARKS.values() for t in (b.headline, *b.facts)]
+    texts += [label for label, _, _ in perf.SPEEDUPS] + [intro for _, intro in perf.TOPICS.values()]
+    for text in texts:
+        assert not re.search(r"\d", re.sub(r"\{[^{}]+\}", "", text)), text

@@ -35,6 +35,8 @@ _PLACEHOLDER = re.compile(r"\{([^{}:]+)(?::(\w+))?\}")
 _UNITS = {"": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9, "pct": 100.0}
 #: Characters of a text from a results file that Markdown (MyST, with dollar math) would read as markup.
 _MARKUP = re.compile(r"([\\`*_\[\]<>|$])")
+#: A command-line flag in a text (set as code, else the typography turns "--" into a dash).
+_FLAG = re.compile(r"(?<![\w`-])(--[\w\\-]+)")
 _ISSUE = [
     re.compile(r"\s*\((?:before |after |see )?issue[ -]?#?\d+[^)]*\)", re.I),  # "(issue 25 item 4)"
     re.compile(r"\bissue[ -]?#?\d+(?: items?(?: \d+(?:-\d+)?,?(?: and)?)+)?[,:;]?\s*", re.I),  # "Issue 25 item 6, "
@@ -45,7 +47,8 @@ _ISSUE = [
 # ------------------------------------------------------------------------------------------------ formatting
 def fmt_number(x, digits: int = 3) -> str:
     """A number for a reader: integers with thousands separators, floats to ``digits`` significant digits
-    (``60.35`` -> ``60.3``; ``9390.7`` -> ``9,391``; ``5.65e-14`` -> ``5.65 × 10⁻¹⁴``), booleans as yes/no."""
+    (``60.35`` -> ``60.3``), whole below a million (``9390.7`` -> ``9,391``), with a power of ten outside
+    [0.001, 10^6) (``8.9e8`` -> ``8.9 × 10⁸``, ``5.65e-14`` -> ``5.65 × 10⁻¹⁴``); booleans as yes/no."""
     if x is None:
         return "–"
     if isinstance(x, bool):
@@ -56,13 +59,13 @@ def fmt_number(x, digits: int = 3) -> str:
         return str(x)
     if x == 0:
         return "0"
-    if 1000 <= abs(x) < 1e9:  # a whole number: its units digit is as precise as the 3 significant digits
+    if 1000 <= abs(x) < 1e6:  # a whole number: its units digit is about as precise as the significant digits
         return f"{round(x):,}"
     rounded = float(f"{x:.{digits}g}")
-    if abs(rounded) >= 10 ** (digits - 1) and abs(rounded) < 1e9:  # no digits after the point
-        return f"{round(rounded):,}"
-    if abs(rounded) >= 1e9:
+    if abs(rounded) >= 1e6:
         return _power(rounded, digits)
+    if abs(rounded) >= 10 ** (digits - 1):  # no digits after the point
+        return f"{round(rounded):,}"
     if abs(rounded) < 1e-3:
         return _power(rounded, digits)
     return f"{rounded:.{digits}g}"
@@ -83,7 +86,8 @@ def _cell(x, digits: int = 4) -> str:
     if isinstance(x, dict):
         return f"({len(x)} entries)"
     if isinstance(x, str):
-        return _MARKUP.sub(r"\\\1", " ".join(scrub(x).split()))
+        text = _MARKUP.sub(r"\\\1", " ".join(scrub(x).split()))
+        return _FLAG.sub(lambda m: "`" + m[1].replace("\\", "") + "`", text)  # "--preset" stays two hyphens
     return fmt_number(x, digits)
 
 
@@ -142,6 +146,16 @@ HUMAN = {
     "cpu_seconds_tree": "CPU, all processes (s)",
     "n_passed": "seeds passed",
     "power_at_30pct_seed_failure": "power at 30% seed failure",
+    "runs/0/cpu_seconds_tree": "CPU, all processes (s)",
+    "runs/0/wall_seconds": "wall (s)",
+    "runs/0/cpu_seconds_by_process/command/0": "command's own CPU (s)",
+    "runs/0/load_before/0": "1-min load",
+    "label": "run",
+    "flops_per_cpu_s": "flop per CPU second",
+    "bytes_per_cpu_s": "bytes per CPU second",
+    "ns_per_pair_cpu": "ns CPU per pair",
+    "n_boxes": "boxes",
+    "regions_cpu": "CPU over the regions (s)",
 }
 _SUFFIXES = [("_cpu_s", " CPU (s)"), ("_wall_s", " wall (s)"), ("_cpu", " CPU (s)"), ("_wall", " wall (s)")]
 
@@ -237,14 +251,16 @@ TOPICS = {
     ),
     "corpus": (
         "Corpus scale",
-        "The paper's models at the size of a real vocabulary: 20 topics over 13,586 words (15.5 M word pairs).",
+        "The paper's models at the size of the vocabulary of a real corpus (a Wikipedia fragment's content words).",
     ),
     "other": ("Other results", "Results files the page's generator has no description for."),
 }
 
 _INTERVAL_COLUMNS = ("value", "engine", "lower", "upper", "gap", "boxes", "seconds")
 _DYNAMICS_COLUMNS = ("what", "old_cpu_s", "fused_cpu_s", "cpu_ratio", "old_wall_s", "fused_wall_s", "wall_ratio")
+_COMMAND, _LOAD = "runs/0/cpu_seconds_by_process/command/0", "runs/0/load_before/0"
 _CERT_COLUMNS = ("T", "words", "tau", "float_cpu", "cert_cpu", "ratio", "gap")
+_CORPUS_COLUMNS = ("T", "words", "tau", "radius", "kind", "fun", "lower", "upper", "gap", "n_boxes", "regions_cpu")
 
 BENCHMARKS: dict[str, Benchmark] = {
     "value_loss.json": Benchmark(
@@ -301,7 +317,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         "{rows/0/ratio}x the float solve at {rows/0/T} x {rows/0/words}, {rows/-1/ratio}x at {rows/-1/T} x "
         "{rows/-1/words} ({rows/-1/cert_cpu} s CPU)",
         load=("load_average_start/0",),
-        tables=(Table("rows", "CPU seconds; gap: upper minus lower bound.", (*_CERT_COLUMNS, "boxes")),),
+        tables=(Table("rows", "CPU seconds; gap: upper minus lower bound.", _CERT_COLUMNS),),
     ),
     "interval_label.json": Benchmark(
         "Label-family certificate",
@@ -314,10 +330,12 @@ BENCHMARKS: dict[str, Benchmark] = {
             "At {corpus/T} x {corpus/words} ({big/pairs} word pairs): the float solve takes {big/float_cpu} s "
             "CPU; the certificate covers {corpus/n_boxes} boxes over the search region in {corpus/regions_cpu} s "
             "CPU ({corpus/regions_wall} s wall), gap {corpus/gap}.",
+            "The route by charts takes {rows/0/chart_over_split}x (at {rows/0/T} x {rows/0/words}) to "
+            "{rows/-1/chart_over_split}x (at {rows/-1/T} x {rows/-1/words}) the CPU of the route by splits.",
         ),
         tables=(
-            Table("rows", "Small sizes (CPU seconds).", (*_CERT_COLUMNS, "chart_over_split")),
-            Table("corpus", "Corpus size.", index="quantity"),
+            Table("rows", "Small sizes (CPU seconds).", _CERT_COLUMNS),
+            Table("corpus", "Corpus size.", _CORPUS_COLUMNS, index="quantity"),
         ),
     ),
     "interval_scores.json": Benchmark(
@@ -371,6 +389,13 @@ BENCHMARKS: dict[str, Benchmark] = {
         "{records/-1/runs/0/cpu_seconds_by_process/command/0} s after",
         load=("records/-1/runs/0/load_before/0", "records/-1/runs/0/load_after/0"),
         date="records/-1/date",
+        tables=(
+            Table(
+                "records",
+                "Each run, oldest first (the command's own CPU: the main process, without the workers).",
+                ("date", "label", *(f"runs/0/{k}" for k in ("cpu_seconds_tree", "wall_seconds")), _COMMAND, _LOAD),
+            ),
+        ),
     ),
     "verify_full.json": Benchmark(
         "Full verification tier",
@@ -521,24 +546,26 @@ def summary_table(rows: list[Row]) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------------ tables
-def _records(data, table: Table) -> list[dict]:
+def _records(data, table: Table) -> tuple[list[dict], tuple[str, ...]]:
+    """The records of ``table`` in ``data`` and the columns to show."""
     if table.path == "":
         headers, rows = data.get("headers"), data.get("rows")
         if isinstance(headers, list) and isinstance(rows, list):
-            return [dict(zip(headers, r)) for r in rows if isinstance(r, list)]
-        return []
+            return [dict(zip(headers, r)) for r in rows if isinstance(r, list)], table.columns
+        return [], ()
     try:
         value = resolve(data, table.path)
     except KeyError:
-        return []
+        return [], ()
     if isinstance(value, list) and all(isinstance(r, dict) for r in value):
-        return value
+        return value, table.columns
     if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values()):
-        return [{table.index or "": k, **r} for k, r in value.items()]
-    if isinstance(value, dict):  # a section of scalars: one row per quantity
+        return [{table.index or "": k, **r} for k, r in value.items()], table.columns
+    if isinstance(value, dict):  # a section of scalars: one row per quantity (those of ``columns`` if given)
         name = table.index or "quantity"
-        return [{name: human(k), "value": v} for k, v in value.items() if not isinstance(v, (dict, list))]
-    return []
+        keys = table.columns or [k for k, v in value.items() if not isinstance(v, (dict, list))]
+        return [{name: human(k), "value": value[k]} for k in keys if k in value], (name, "value")
+    return [], ()
 
 
 def _scalar(v) -> bool:
@@ -552,13 +579,15 @@ def markdown_table(records: list[dict], columns: tuple[str, ...] = (), index: st
     table of few rows is transposed, one of many rows is split (the first column repeated in each part)."""
     if not records:
         return []
+    records = [{k: _get(r, k) for k in columns} | r for r in records] if columns else records
     keys = list(columns)
     if index and index not in keys:
         keys.insert(0, index)
     if not columns:
         for r in records:
             keys += [k for k, v in r.items() if k not in keys and _scalar(v)]
-    keys = [k for k in keys if any(k in r for r in records)]
+    keys = [k for k in keys if any(r.get(k) is not None for r in records)]
+    records = [r for r in records if any(r.get(k) is not None for k in keys[1:])]  # not a row of dashes
     if len(keys) > MAX_COLUMNS and len(records) < MAX_COLUMNS:
         heads = [_cell(r.get(keys[0])) for r in records]
         rows = [[human(k), *(_cell(r.get(k)) for r in records)] for k in keys[1:]]
@@ -569,6 +598,16 @@ def markdown_table(records: list[dict], columns: tuple[str, ...] = (), index: st
         part = [keys[0], *keys[start : start + step]]
         out += _md([human(k) for k in part], [[_cell(r.get(k)) for k in part] for r in records])
     return out
+
+
+def _get(record: dict, key: str):
+    """``record[key]``, or the value at the path ``key`` (``runs/0/wall_seconds``), or ``None``."""
+    if key in record:
+        return record[key]
+    try:
+        return resolve(record, key)
+    except KeyError:
+        return None
 
 
 def _md(headers: list[str], rows: list[list[str]]) -> list[str]:
@@ -599,7 +638,8 @@ def section(path: Path, data, depth: int = 3, anchor: bool = True) -> list[str]:
     out += [f"- {f}" for f in facts] + ([""] if facts else [])
     tables = bench.tables or ((Table("", ""),) if "headers" in data else ())
     for table in tables:
-        md = markdown_table(_records(data, table), table.columns, table.index)
+        records, columns = _records(data, table)
+        md = markdown_table(records, columns, table.index)
         if md:
             out += ([table.caption, ""] if table.caption else []) + md
     out += raw_record(path, data)
@@ -633,14 +673,22 @@ def scrub_json(data):
 # ------------------------------------------------------------------------------------------------ figure
 _SMALL_CERT = "small/certificate/ratio_numpy_over_numba"
 #: Speed-ups measured side by side in one run: (label, results file, path of the ratio).
-SPEEDUPS = [
-    ("value loss, kernel vs NumPy reference (V₁ = 2,001; wall)", "value_loss.json", "rows/2/4"),
+SPEEDUPS = [  # the labels are templates filled from the same file (no number typed by hand)
+    ("value loss, kernel vs NumPy reference (V₁ = {rows/2/0}; wall)", "value_loss.json", "rows/2/4"),
     ("training step, fused vs before (CPU)", "dynamics.json", "rows/0/6"),
     ("train --preset two-stage, whole command (CPU)", "dynamics.json", "rows/3/6"),
-    ("co-topic optimum, profile search vs before (20 x 500; CPU)", "cotopic_corpus.json", "compare/old_over_new_cpu"),
-    ("interval score bounds, Numba vs NumPy (20 x 13,586; CPU)", "interval_scores.json", "big/ratio_numpy_over_numba"),
     (
-        "label certificate, Numba vs NumPy (6 x 100; CPU)",
+        "co-topic optimum, profile search vs before ({optimum/T} x {compare/words}; CPU)",
+        "cotopic_corpus.json",
+        "compare/old_over_new_cpu",
+    ),
+    (
+        "interval score bounds, Numba vs NumPy ({big/T} x {big/words}; CPU)",
+        "interval_scores.json",
+        "big/ratio_numpy_over_numba",
+    ),
+    (
+        "label certificate, Numba vs NumPy ({small/T} x {small/words}; CPU)",
         "interval_scores.json",
         "small/certificate/ratio_numpy_over_numba",
     ),
@@ -661,7 +709,7 @@ def ratio_figure(folder: Path, out: Path) -> bool:
     for label, name, p in SPEEDUPS:
         data = _read(folder, name)
         try:
-            bars.append((label.replace("`", ""), float(resolve(data, p))))
+            bars.append((fill(label, data), float(resolve(data, p))))
         except (KeyError, TypeError):
             continue
     lines = []
