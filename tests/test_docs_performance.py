@@ -22,7 +22,7 @@ FILES = sorted(RESULTS.glob("*.json"))
 #: A reference to the issue tracker: "issue 25", "Issue #37", "issue-25", "#37".
 TRACKER = re.compile(r"(?i)\bissue[ _#-]*\d+|#\d+")
 _SUPERSCRIPT = str.maketrans("⁻⁰¹²³⁴⁵⁶⁷⁸⁹", "-0123456789")
-_SCALE = {"": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9, "pct": 100.0}
+_SCALE = {"": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9, "pct": 100.0, "gb": 1e-9}
 
 
 def _perf():

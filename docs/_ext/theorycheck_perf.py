@@ -30,9 +30,10 @@ MAX_COLUMNS = 7
 FIGURE = "performance_ratios.png"
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-#: A placeholder of a template: ``{path}`` or ``{path:unit}`` (unit: ``ms``, ``us``, ``ns``, ``pct``).
+#: A placeholder of a template: ``{path}`` or ``{path:unit}``; a unit scales the value (``ms``: x 10^3, ``us``:
+#: x 10^6, ``ns``: x 10^9, ``pct``: x 100, ``gb``: x 10^-9).
 _PLACEHOLDER = re.compile(r"\{([^{}:]+)(?::(\w+))?\}")
-_UNITS = {"": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9, "pct": 100.0}
+_UNITS = {"": 1.0, "ms": 1e3, "us": 1e6, "ns": 1e9, "pct": 100.0, "gb": 1e-9}
 #: Characters of a text from a results file that Markdown (MyST, with dollar math) would read as markup.
 _MARKUP = re.compile(r"([\\`*_\[\]<>|$])")
 #: A command-line flag in a text (set as code, else the typography turns "--" into a dash).
@@ -155,6 +156,11 @@ HUMAN = {
     "bytes_per_cpu_s": "bytes per CPU second",
     "ns_per_pair_cpu": "ns CPU per pair",
     "n_boxes": "boxes",
+    "ns_per_box_pair_cpu": "ns CPU per pair",
+    "over_stream_cpu": "over one streamed pass",
+    "kernel_1_box_order1": "first order, one box",
+    "kernel_1_box_order2": "second order, one box",
+    "kernel_4_box_order2": "second order, four boxes",
     "regions_cpu": "CPU over the regions (s)",
 }
 _SUFFIXES = [("_cpu_s", " CPU (s)"), ("_wall_s", " wall (s)"), ("_cpu", " CPU (s)"), ("_wall", " wall (s)")]
@@ -212,13 +218,15 @@ def placeholders(template: str) -> list[tuple[str, str]]:
 @dataclass(frozen=True)
 class Table:
     """A table of a results file: ``path`` to a list of records, to a mapping of records (its keys become the
-    first column, named ``index``) or ``""`` for the file's ``headers``/``rows``; ``columns`` to show (all
-    scalar columns when empty)."""
+    first column, named ``index``; only the entries that are records when ``index`` is given) or ``""`` for the
+    file's ``headers``/``rows``; ``columns`` to show (all scalar columns when empty). With ``scalars``, the
+    scalar entries of a mapping, one row each (those named in ``columns``)."""
 
     path: str
     caption: str
     columns: tuple[str, ...] = ()
     index: str = ""
+    scalars: bool = False
 
 
 @dataclass(frozen=True)
@@ -335,7 +343,7 @@ BENCHMARKS: dict[str, Benchmark] = {
         ),
         tables=(
             Table("rows", "Small sizes (CPU seconds).", _CERT_COLUMNS),
-            Table("corpus", "Corpus size.", _CORPUS_COLUMNS, index="quantity"),
+            Table("corpus", "Corpus size.", _CORPUS_COLUMNS, index="quantity", scalars=True),
         ),
     ),
     "interval_scores.json": Benchmark(
@@ -455,6 +463,18 @@ BENCHMARKS: dict[str, Benchmark] = {
         "second-order box: {corpus/kernel_1_box_order2/ns_per_box_pair_cpu} ns CPU per pair, "
         "{corpus/kernel_1_box_order2/over_stream_cpu}x one streamed pass over {corpus/pairs} pairs",
         load=("load_start/0", "load_end/0"),
+        facts=(
+            "Packing the pairs once: {corpus/pack_cpu} s CPU ({corpus/packed_bytes:gb} GB); one streamed pass "
+            "over them: {corpus/stream_cpu} s CPU.",
+        ),
+        tables=(
+            Table(
+                "corpus",
+                "Each kernel on one box (or four), against one streamed pass over the packed pairs.",
+                ("cpu", "wall", "ns_per_box_pair_cpu", "over_stream_cpu"),
+                index="kernel",
+            ),
+        ),
     ),
 }
 
@@ -559,9 +579,13 @@ def _records(data, table: Table) -> tuple[list[dict], tuple[str, ...]]:
         return [], ()
     if isinstance(value, list) and all(isinstance(r, dict) for r in value):
         return value, table.columns
+    if isinstance(value, dict) and table.index and any(isinstance(r, dict) for r in value.values()):
+        return [{table.index: human(k), **r} for k, r in value.items() if isinstance(r, dict)], table.columns
     if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values()):
-        return [{table.index or "": k, **r} for k, r in value.items()], table.columns
-    if isinstance(value, dict):  # a section of scalars: one row per quantity (those of ``columns`` if given)
+        return [{"": k, **r} for k, r in value.items()], table.columns
+    if (
+        isinstance(value, dict) and table.scalars
+    ):  # a section of scalars: one row per quantity (those of ``columns`` if given)
         name = table.index or "quantity"
         keys = table.columns or [k for k, v in value.items() if not isinstance(v, (dict, list))]
         return [{name: human(k), "value": value[k]} for k in keys if k in value], (name, "value")
@@ -623,7 +647,7 @@ def section(path: Path, data, depth: int = 3, anchor: bool = True) -> list[str]:
     out = [f"({_anchor(path.name)})="] if anchor else []
     out += [f"{'#' * depth} {bench.title}", "", bench.what, ""]
     machine = data.get("machine") if isinstance(data.get("machine"), dict) else {}
-    run = [f"Run: {row.date}"]
+    run = [f"Run {row.date}" if row.date[:1].isdigit() else f"Results {row.date}"]
     if machine.get("cpus"):
         run.append(f"{machine['cpus']} CPUs")
     if row.load != "–":
@@ -772,7 +796,7 @@ def performance_page(folder: Path) -> str:
         "Each row is one results file; its section below has the tables and the raw record. Load is the "
         "machine's 1-minute load average at the start and end of the run where the file records it (the "
         "machine is shared: a load above its core count slows wall-clock times, which is why the figures are "
-        "CPU seconds and ratios).",
+        "CPU seconds and ratios). A file that records no date shows the date of its last commit.",
         "",
     ]
     line = machine_line(data.values())
