@@ -29,7 +29,7 @@ tolerance) cannot be caught by ``verify``, which neither runs falsifiers nor rea
 ``--no-cache``; the tests catch them. The goal for every other mutant is that ``verify`` catches it
 whenever the tests do. ``--tests`` runs, instead of ``verify``, ``pytest -x`` on the test files of the
 mutant's area (:data:`AREA_TESTS`; :data:`CLAIM_TESTS` selects the mutated claim's cases of
-``tests/test_claims.py``) in a temporary copy of the whole checkout. ``benchmarks/results/mutation_issue25.json``
+``tests/test_claims.py``) in a temporary copy of the whole checkout. ``benchmarks/results/mutation.json``
 records the issue-25 mutants: ``verify`` restricted to the claims of the mutated area (a lower bound on
 what the full default set catches) and the tests of that area.
 """

@@ -110,26 +110,13 @@ def test_spec_page_labels_every_numbered_section():
         assert f"({label})=" in page
 
 
-def test_performance_tables_render_every_result_file(tmp_path):
-    ext = _ext()
-    (tmp_path / "a.json").write_text(
-        '{"machine": {"cpus": 2}, "headers": ["case", "ratio"], "rows": [["x", 1.23456]],'
-        ' "cases": [{"case": "y", "a_s": 0.5, "ratio": 2.0}]}'
-    )
-    md = ext.performance_tables(tmp_path)
-    assert "## `a.json`" in md and "Machine: cpus 2." in md
-    assert "| x | 1.235 |" in md, "headers/rows table"
-    assert "| y | 0.5 | 2 |" in md, "list of records as a table"
-    (tmp_path / "c.json").write_text('{"corpus": {"status": 0, "gap": 1.23456e-13, "boxes": [5, 7], "x": null}}')
-    md = ext.performance_tables(tmp_path)
-    assert "### corpus\n\n- status: 0\n- gap: 1.235e-13\n- boxes: 5, 7\n- x: –\n" in md, "a section of scalars"
-
-
 def test_measured_marker_renders_one_result_file(tmp_path):
     ext = _ext()
-    (tmp_path / "b.json").write_text('{"machine": {"cpus": 2}, "headers": ["case", "ratio"], "rows": [["y", 3.5]]}')
-    md = ext.insert_measured("Intro.\n\n% measured: b.json\n\nAfter.\n", tmp_path)
-    assert "### `b.json`" in md and "| y | 3.5 |" in md and "% measured" not in md
+    (tmp_path / "b_c.json").write_text('{"machine": {"cpus": 2}, "headers": ["case", "ratio"], "rows": [["y", 3.5]]}')
+    md = ext.insert_measured("Intro.\n\n% measured: b_c.json\n\nAfter.\n", tmp_path)
+    assert "### B c\n" in md and "| y | 3.5 |" in md and "% measured" not in md
+    assert "<summary>Raw record: <code>benchmarks/results/b_c.json</code></summary>" in md
+    assert ")=" not in md, "no label: the performance page holds the labels of the results files"
     assert md.startswith("Intro.") and md.rstrip().endswith("After.")
     with pytest.raises(FileNotFoundError, match="missing.json"):
         ext.insert_measured("% measured: missing.json\n", tmp_path)

@@ -8,9 +8,10 @@
   and headings are left alone.
 - **API reference.** ``api/<facade>.rst`` is generated from each facade's ``__all__``: an autosummary table
   (one page per public name) of the names whose home is that facade, links for the names it re-exports.
-- **Measured figures.** The page ``performance`` gets the tables of every ``benchmarks/results/*.json``
-  appended, rendered from the JSON at build time (no hand-typed numbers); a line ``% measured: NAME.json`` in
-  any page (a MyST comment) is replaced by the tables of that one file.
+- **Measured figures.** The page ``performance`` gets a summary, tables, a figure and the raw records of every
+  ``benchmarks/results/*.json`` appended, rendered from the JSON at build time (no hand-typed numbers; see
+  ``theorycheck_perf``); a line ``% measured: NAME.json`` in any page (a MyST comment) is replaced by the
+  section of that one file.
 - **Cross-references.** A Python reference to an object documented under another path (a function re-exported
   by a facade, a member of such a class, a constant) resolves to its documented page; a class page lists public
   bases only.
@@ -32,6 +33,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import PycodeError
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
+from theorycheck_perf import FIGURE, performance_page, ratio_figure, section
 
 from theorycheck import spec as _spec
 
@@ -224,7 +226,7 @@ def _on_source_read(app, docname: str, source: list[str]) -> None:
         source[0] = link_citations_md(spec_page(), app.env.theorycheck_spec_labels)
         return
     if docname == "performance":
-        source[0] = source[0].rstrip() + "\n\n" + performance_tables(RESULTS)
+        source[0] = source[0].rstrip() + "\n\n" + performance_page(RESULTS)
     source[0] = insert_measured(source[0], RESULTS)
     if app.env.doc2path(docname).suffix == ".md":
         source[0] = link_citations_md(source[0], app.env.theorycheck_spec_labels)
@@ -330,106 +332,18 @@ def write_api_pages(app: Sphinx) -> None:
 # Measured figures from benchmarks/results/*.json
 
 
-def _fmt(x) -> str:
-    if x is None:
-        return "–"
-    if isinstance(x, bool):
-        return "yes" if x else "no"
-    if isinstance(x, float):
-        return f"{x:.4g}"
-    if isinstance(x, int):
-        return str(x)
-    if isinstance(x, list):
-        if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x) and len(x) <= 6:
-            return ", ".join(_fmt(v) for v in x)
-        return f"({len(x)} values)"
-    if isinstance(x, dict):
-        return ", ".join(f"{k}={_fmt(v)}" for k, v in x.items() if not isinstance(v, (dict, list)))
-    return str(x).replace("|", "\\|").replace("\n", " ")
-
-
-def _table(headers: list[str], rows: list[list]) -> list[str]:
-    out = ["| " + " | ".join(str(h) for h in headers) + " |", "|" + "---|" * len(headers)]
-    out += ["| " + " | ".join(_fmt(c) for c in row) + " |" for row in rows]
-    return out + [""]
-
-
-def _records_table(records: list[dict]) -> list[str]:
-    keys: list[str] = []
-    for r in records:
-        keys += [k for k, v in r.items() if k not in keys and (not isinstance(v, (dict, list)) or k == "params")]
-    return _table(keys, [[r.get(k) for k in keys] for r in records])
-
-
-def _fmt_item(x) -> str:
-    """:func:`_fmt`, and a list of up to 12 numbers in full (a list item has room a table cell has not)."""
-    if isinstance(x, list) and len(x) <= 12 and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x):
-        return ", ".join(_fmt(v) for v in x)
-    return _fmt(x)
-
-
-def _render(key: str, value, depth: int) -> list[str]:
-    heading = "#" * min(depth, 6)
-    if isinstance(value, list) and value and all(isinstance(r, dict) for r in value):
-        return [f"{heading} {key}", "", *_records_table(value)]
-    if isinstance(value, dict) and value and all(isinstance(r, dict) for r in value.values()):
-        records = [{"": k, **r} for k, r in value.items()]
-        out = [f"{heading} {key}", "", *_records_table(records)]
-        for k, r in value.items():  # nested lists of records (e.g. per-threshold rows) as their own tables
-            for sub, rows in r.items():
-                if isinstance(rows, list) and rows and all(isinstance(x, dict) for x in rows):
-                    out += [f"{'#' * min(depth + 1, 6)} {k}: {sub}", "", *_records_table(rows)]
-        return out
-    if isinstance(value, dict) and value and not any(isinstance(r, dict) for r in value.values()):
-        return [f"{heading} {key}", "", *(f"- {k}: {_fmt_item(v)}" for k, v in value.items()), ""]
-    return []
-
-
-def result_tables(path: Path, depth: int = 2) -> list[str]:
-    """Markdown of one results file: its name as a heading of level ``depth``, its machine, its scalars, each
-    list of records as a table, and each section of scalars as a list."""
-    data = json.loads(path.read_text())
-    out = [f"{'#' * depth} `{path.name}`", ""]
-    machine = data.get("machine")
-    if isinstance(machine, dict):
-        out += ["Machine: " + ", ".join(f"{k} {_fmt(v)}" for k, v in machine.items()) + ".", ""]
-    scalars = {k: v for k, v in data.items() if k != "machine" and not isinstance(v, (dict, list))}
-    scalars.update({k: v for k, v in data.items() if isinstance(v, list) and v and not isinstance(v[0], (dict, list))})
-    if scalars:
-        out += [f"- {k}: {_fmt(v)}" for k, v in scalars.items()] + [""]
-    if isinstance(data.get("headers"), list) and isinstance(data.get("rows"), list) and data["rows"]:
-        if all(isinstance(r, list) for r in data["rows"]):
-            out += _table(data["headers"], data["rows"])
-    for key, value in data.items():
-        if key in ("machine", "headers") or (key == "rows" and "headers" in data):
-            continue
-        out += _render(key, value, depth + 1)
-    return out
-
-
-def performance_tables(folder: Path) -> str:
-    """Markdown for every ``*.json`` in ``folder`` (:func:`result_tables`), timings first."""
-    files = sorted(folder.glob("*.json"), key=lambda p: (p.name == "calibration.json", p.name))
-    if not files:
-        return "No benchmark results in `benchmarks/results/` at build time.\n"
-    out = []
-    for path in files:
-        out += result_tables(path)
-    return "\n".join(out) + "\n"
-
-
 _MEASURED = re.compile(r"^% measured: (\S+\.json)\s*$", re.M)
 
 
 def insert_measured(text: str, folder: Path) -> str:
     """Every line ``% measured: NAME.json`` of a Markdown page (a MyST comment, invisible without this extension)
-    replaced by the tables of ``folder/NAME.json`` (:func:`result_tables`, one heading level below ``##``)."""
+    replaced by the section of ``folder/NAME.json`` (:func:`theorycheck_perf.section`, a ``###`` heading)."""
 
     def sub(m: re.Match) -> str:
         path = folder / m[1]
         if not path.is_file():
             raise FileNotFoundError(f"{m[0].strip()!r}: no {path}")
-        return "\n".join(result_tables(path, depth=3))
+        return "\n".join(section(path, json.loads(path.read_text()), depth=3, anchor=False))
 
     return _MEASURED.sub(sub, text)
 
@@ -458,9 +372,13 @@ def _on_builder_inited(app: Sphinx) -> None:
 
 
 def _on_build_finished(app: Sphinx, exc) -> None:
-    """Copy MathJax (the script and its fonts) into ``_static/mathjax`` so that the site renders math offline."""
+    """Copy MathJax (the script and its fonts) into ``_static/mathjax`` so that the site renders math offline;
+    draw the performance page's figure into ``_static`` (:func:`theorycheck_perf.ratio_figure`)."""
+    if exc is not None or app.builder.format != "html":
+        return
+    ratio_figure(RESULTS, Path(app.outdir) / "_static" / FIGURE)
     es5 = _local_mathjax()
-    if exc is not None or es5 is None or app.builder.format != "html":
+    if es5 is None:
         return
     dest = Path(app.outdir) / "_static" / "mathjax"
     dest.mkdir(parents=True, exist_ok=True)
