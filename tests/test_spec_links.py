@@ -20,9 +20,14 @@ import inspect
 import re
 from pathlib import Path
 
+import pytest
+
 from theorycheck import spec
 
 ROOT = Path(__file__).resolve().parent.parent
+DOCS = ROOT / "docs"
+#: The how-to pages and the tutorials (their index pages are tables of contents).
+PAGES = sorted(p for folder in ("guide", "tutorials") for p in (DOCS / folder).glob("*.md") if p.stem != "index")
 
 from test_docstrings import public_objects  # noqa: E402  (the public objects, as the numpydoc test walks them)
 
@@ -265,3 +270,114 @@ def test_cited_reads_ranges_and_literal_free_text():
     doc = "Summary (SPEC §4.2).\n\nSee Also\n--------\nf : g (SPEC §1.1).\n\nExamples\n--------\n>>> x  # §2.1\n"
     assert cited(own_text(doc)) == ["4.2"]
     assert cited(own_text('Text ``"SPEC §6 item 5"``; §4.3.')) == ["4.3"]
+
+
+# -- the guides and tutorials link to the API ---------------------------------------------------------------------
+
+_ROLE = re.compile(r"\{py:(?:func|class|meth|mod|obj|data|attr)\}`([^`]+)`")
+
+
+def _prose_and_code(text: str) -> tuple[str, str]:
+    """A MyST page split into its prose and its fenced blocks (code cells, shell sessions, outputs)."""
+    prose, code, fence = [], [], None
+    for line in text.splitlines():
+        marker = re.match(r"\s*(`{3,}|~{3,})", line)
+        if fence is None and marker:
+            fence = marker[1]
+            code.append(line)
+        elif fence is not None:
+            code.append(line)
+            if line.strip() == fence:
+                fence = None
+        else:
+            prose.append(line)
+    return "\n".join(prose), "\n".join(code)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_page_links_to_the_api(page):
+    prose, code = _prose_and_code(page.read_text(encoding="utf-8"))
+    assert _ROLE.search(prose), f"{page.relative_to(ROOT)}: no cross-reference to the API in its prose"
+    assert not _ROLE.search(code), f"{page.relative_to(ROOT)}: a cross-reference role inside a code block"
+
+
+def test_the_pages_link_public_objects():
+    """Every target of a role on these pages is a public object, a member of one, or a public module (the
+    nitpicky docs build resolves them; this says so without a build)."""
+    public = {p for p, _ in api_objects()}
+    bad = []
+    for page in PAGES:
+        for m in _ROLE.finditer(_prose_and_code(page.read_text(encoding="utf-8"))[0]):
+            target = m[1].split("<")[-1].rstrip(">").lstrip("~").strip()
+            module, _, name = target.rpartition(".")
+            try:
+                importlib.import_module(target)
+                continue  # a module
+            except ImportError:
+                pass
+            parent = importlib.import_module(module) if _importable(module) else None
+            if parent is not None and name in getattr(parent, "__all__", ()):
+                continue  # a name a facade exports
+            if module in public and hasattr(_resolve(module), name):
+                continue  # a member of a public class
+            bad.append(f"{page.relative_to(ROOT)}: {target}")
+    assert not bad, "\n".join(bad)
+
+
+def _importable(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+def _resolve(path: str):
+    module, _, name = path.rpartition(".")
+    return getattr(importlib.import_module(module), name)
+
+
+# -- the docs extension turns the SPEC's names into links ---------------------------------------------------------
+
+
+def _ext():
+    pytest.importorskip("sphinx")
+    import sys
+
+    sys.path.insert(0, str(DOCS / "_ext"))
+    try:
+        import theorycheck_docs
+    finally:
+        sys.path.pop(0)
+    return theorycheck_docs
+
+
+def test_implemented_by_names_become_references():
+    ext = _ext()
+    text = (
+        "See `theorycheck.population.moments` here.\n\n"
+        "Implemented by: `theorycheck.population.alpha_beta_loss`,\n`theorycheck.solvers.optimal_attention`. "
+        "Checked by: `attention.kstar`.\n\n```\n`theorycheck.x`\n```\n"
+    )
+    out = ext.link_implemented_by(text)
+    assert "{py:obj}`theorycheck.population.alpha_beta_loss`" in out
+    assert "{py:obj}`theorycheck.solvers.optimal_attention`" in out
+    assert "See `theorycheck.population.moments` here." in out, "only the 'Implemented by' paragraph is linked"
+    assert "`attention.kstar`" in out and "{py:obj}`attention" not in out, "claim ids are not API objects"
+    assert "```\n`theorycheck.x`\n```" in out
+    page = ext.link_implemented_by(ext.spec_page())
+    listed = sum(len(objects) for objects, _ in implemented_by().values())
+    assert page.count("{py:obj}`theorycheck.") == listed
+
+
+HTML = DOCS / "_build" / "html"
+
+
+@pytest.mark.skipif(not (HTML / "spec.html").is_file(), reason="docs not built (bash docs/build.sh)")
+def test_the_built_spec_links_to_the_api():
+    html = (HTML / "spec.html").read_text(encoding="utf-8")
+    targets = set(re.findall(r'href="api/generated/([\w.]+)\.html#([\w.]+)"', html))
+    listed = {p for objects, _ in implemented_by().values() for p in objects}
+    assert len(targets) >= len(listed), f"{len(targets)} objects linked from the math reference, {len(listed)} listed"
+    missing = [page for page, _ in targets if not (HTML / "api" / "generated" / f"{page}.html").is_file()]
+    assert not missing, missing
