@@ -3,6 +3,8 @@
 - **Math reference.** The page ``spec`` is ``theorycheck/SPEC.md`` (the package data, read at build time), each
   numbered section preceded by a stable label: ``§4.3`` -> ``spec-4-3``, ``§4.3(a)`` -> ``spec-4-3a``,
   ``§4.1 D1`` -> ``spec-4-1-d1``.
+- **Links to the API.** A backticked public path on an "Implemented by:" paragraph of SPEC.md becomes a Python
+  cross-reference (:func:`link_implemented_by`).
 - **Citations as links.** Every ``§x.y`` naming a SPEC section in a docstring (``autodoc-process-docstring``) or
   in a Markdown page of the site (``source-read``) becomes a link to its label; code (backticks, fenced blocks)
   and headings are left alone.
@@ -200,6 +202,22 @@ def heading_math(line: str) -> str:
     return "".join(p if i % 2 else _HEADING_SUPER.sub(r"$\1$", p) for i, p in enumerate(parts))
 
 
+_IMPLEMENTED = re.compile(r"^(?:Implemented by|Checked by):.*?(?=\n[ \t]*\n|\Z)", re.M | re.S)
+_PUBLIC_PATH = re.compile(r"(?<![\w`])`(theorycheck(?:\.\w+)+)`(?!`)")
+
+
+def link_implemented_by(text: str) -> str:
+    """Each backticked public path (```theorycheck.population.alpha_beta_loss```) on an "Implemented by:"
+    paragraph of SPEC.md as a ``{py:obj}`` cross-reference, so that the math reference links to the API
+    (SPEC.md keeps plain backticks: ``theorycheck spec`` prints it in a terminal). Claim ids ("Checked by:")
+    and every other line are left as they are."""
+
+    def paragraph(m: re.Match) -> str:
+        return _PUBLIC_PATH.sub(lambda p: f"{{py:obj}}`{p[1]}`", m[0])
+
+    return _IMPLEMENTED.sub(paragraph, text)
+
+
 def _data_doc(name: str, obj) -> list[str] | None:
     """The ``#:`` comment of a constant re-exported by a facade, read from the module that defines it."""
     short = name.rsplit(".", 1)[-1]
@@ -223,7 +241,7 @@ def _on_docstring(app, what, name, obj, options, lines: list[str]) -> None:
 
 def _on_source_read(app, docname: str, source: list[str]) -> None:
     if docname == "spec":  # SPEC's own cross-references ("see §2.1") become links too
-        source[0] = link_citations_md(spec_page(), app.env.theorycheck_spec_labels)
+        source[0] = link_citations_md(link_implemented_by(spec_page()), app.env.theorycheck_spec_labels)
         return
     if docname == "performance":
         source[0] = source[0].rstrip() + "\n\n" + performance_page(RESULTS)
