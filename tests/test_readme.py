@@ -133,8 +133,21 @@ def test_code_lines_fit_the_page():
 
 def test_the_line_finder_sees_code_and_not_prose(tmp_path):
     page = tmp_path / "p.md"
-    page.write_text("text\n```python\nx = 1\n```\n```{note}\nprose\n```\n````{code-cell} ipython3\n:tags: [x]\ny\n````\n")
+    page.write_text(
+        "text\n```python\nx = 1\n```\n```{note}\nprose\n```\n" + "````{code-cell} ipython3\n:tags: [x]\ny\n````\n"
+    )
     assert list(_code_lines(page)) == [(3, "x = 1"), (10, "y")]
+
+
+def test_each_guide_page_has_one_title():
+    """One H1 per guide page (its title), and no section heading that repeats it."""
+    for page in sorted((ROOT / "docs" / "guide").glob("*.md")):
+        prose = re.sub(r"^(`{3,}).*?^\1[ \t]*$", "", page.read_text(encoding="utf-8"), flags=re.S | re.M)
+        titles = re.findall(r"^# (.+)$", prose, re.M)
+        assert len(titles) == 1, f"{page.name}: {len(titles)} H1 headings {titles}"
+        words = set(re.findall(r"\w+", titles[0].lower()))
+        for heading in re.findall(r"^#{2,} (.+)$", prose, re.M):
+            assert not words <= set(re.findall(r"\w+", heading.lower())), f"{page.name}: {heading!r} repeats the title"
 
 
 def test_relative_links_resolve():
