@@ -284,7 +284,13 @@ def test_scaling_uses_V1_where_the_number_of_variables_is_fixed():
                          "n": 3, "V1": V1, "solver": "s", "repeat": rep, "status": "ok", "credited": True,
                          "subopt_rel": 0.0, "violation": 0.0, "answer_t": t, "answer_evals": 5,
                          "trace": []})  # fmt: skip
+    plt = mpl("matplotlib.pyplot")
+    before = {k: plt.rcParams[k] for k in _figures._RC}
     fig, fits = _figures.scaling(recs, "stage1-value/block", {"s": "s"}, _figures.styles(["s"]))
+    # the figure has the report's style, and the caller's matplotlib settings are untouched (a global update once
+    # changed every later figure of the process: a verify report drawn after a benchmark differed by jobs)
+    assert fig.axes[0].xaxis.get_label().get_fontsize() == _figures._RC["font.size"]
+    assert {k: plt.rcParams[k] for k in _figures._RC} == before != _figures._RC
     assert "V1" in fig.axes[0].get_xlabel() and fits["s"].low <= 0.5 <= fits["s"].high
     assert abs(fits["s"].slope - 0.5) < 1e-3
     mpl("matplotlib.pyplot").close(fig)

@@ -16,6 +16,7 @@ through :mod:`theorycheck._mpl` only.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import defaultdict
 
@@ -43,10 +44,24 @@ def styles(solvers) -> dict[str, dict]:
     }
 
 
+#: The report's figure style, applied inside each figure function only (never to the caller's matplotlib state:
+#: a global update changed every later figure of the process, e.g. a verify report drawn after a benchmark).
+_RC = {"font.size": 10, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8}
+
+
+def _styled(fn):
+    """Run a figure function under :data:`_RC` (``matplotlib.rc_context``)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with mpl("matplotlib.pyplot").rc_context(_RC):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _setup():
-    plt = mpl("matplotlib.pyplot")
-    plt.rcParams.update({"font.size": 10, "axes.grid": True, "grid.alpha": 0.3, "legend.fontsize": 8})
-    return plt
+    return mpl("matplotlib.pyplot")
 
 
 def _log_axes(plt, ax, xbase: float = 10.0) -> None:
@@ -68,6 +83,7 @@ def _legend(ax) -> None:
     ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0)
 
 
+@_styled
 def convergence(records, title: str, names: dict, style: dict, tols=(1e-4, 1e-8)):
     """Median (and 25-75% band over repeats) of the credited level against evaluations and seconds."""
     plt = _setup()
@@ -133,6 +149,7 @@ def _profile_axes(plt, ax, prof, names, style, xlabel, title, base):
     ax.set_title(title, fontsize=10)
 
 
+@_styled
 def profiles(records, names: dict, style: dict, tols=(1e-4, 1e-8)):
     """Dolan-More (seconds) and More-Wild (evaluations / (n + 1)) profiles at each target, one figure."""
     plt = _setup()
@@ -151,6 +168,7 @@ def profiles(records, names: dict, style: dict, tols=(1e-4, 1e-8)):
     return fig
 
 
+@_styled
 def ecdfs(records, names: dict, style: dict):
     """COCO runtime ECDFs over the 51 relative targets 1e2 .. 1e-8: evaluations / n and seconds."""
     plt = _setup()
@@ -177,6 +195,7 @@ def ecdfs(records, names: dict, style: dict):
     return fig
 
 
+@_styled
 def scaling(records, family: str, names: dict, style: dict, tol: float = 1e-8):
     """Median seconds to ``tol`` against ``n`` per solver, with the fitted exponent; ``(figure or None, fits)``."""
     mine = [r for r in records if r["family"] == family]
