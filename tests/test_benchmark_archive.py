@@ -106,3 +106,24 @@ def test_the_shipped_archive_covers_the_default_set_with_the_current_builtins():
     stale = [s for s, fp in doc["solvers"].items() if fp != solver_fingerprint(s)]
     assert not stale, f"built-in solvers changed since the archive was made: {stale}; remake it (guide)"
     assert S.summary_table(doc["records"], 1e-8)  # records the statistics accept
+
+
+def test_fingerprints_follow_the_code_not_its_docstrings(tmp_path):
+    """A documentation edit keeps a module's digest (so the shipped archive and resumed records stay valid); a
+    change to what runs (a constant, an operator) changes it."""
+    from theorycheck.problems._solvers import code_digest
+
+    base = '"""Module doc."""\n\n\ndef f(x):\n    """Doc."""\n    return x + 1  # comment\n'
+    variants = {
+        "docs": '"""Other doc."""\n\n\ndef f(x):\n    """Reworded, longer\n    doc."""\n    return x + 1\n',
+        "constant": base.replace("x + 1", "x + 2"),
+        "operator": base.replace("x + 1", "x - 1"),
+        "no docstring": "def f(x):\n    return x + 1\n",
+    }
+    digests = {}
+    for name, text in {"base": base, **variants}.items():
+        p = tmp_path / f"{name.replace(' ', '_')}.py"
+        p.write_text(text)
+        digests[name] = code_digest(p)
+    assert digests["docs"] == digests["base"] == digests["no docstring"]
+    assert len({digests["base"], digests["constant"], digests["operator"]}) == 3

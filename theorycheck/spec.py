@@ -96,7 +96,12 @@ def _closest(key: str, rows) -> list[str]:
     ranked = sorted((num for num, *_ in rows), key=score, reverse=True)
     # one per section number first (``§4.6`` rather than ``§4.6(a)`` and ``§4.6(b)`` too), then the rest
     seen: set = set()
-    distinct = [n for n in ranked if not (_leading_number(_key(n)) in seen or seen.add(_leading_number(_key(n))))]
+    distinct = []
+    for n in ranked:
+        number = _leading_number(_key(n))
+        if number not in seen:
+            seen.add(number)
+            distinct.append(n)
     picked = (distinct + [n for n in ranked if n not in distinct])[:3]
     return [f"§{n}" for n in picked]
 

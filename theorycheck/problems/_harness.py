@@ -28,14 +28,13 @@ import hashlib
 import json
 import math
 import sys
-from pathlib import Path
 
 from .._io import atomic_write_text, dumps_json, read_marker, remove_file, write_marker
 from .._version import __version__
 from ._execute import CREDITED, FAILURES, STATUSES, evaluate, execute
 from ._oracle import ProblemInfo
 from ._registry import get
-from ._solvers import display_name, load_solver
+from ._solvers import code_digest, display_name, load_solver
 from ._stats import hitting_time
 
 __all__ = ["Cell", "run_cell", "cell_key", "problem_fingerprint", "header", "finish_record", "failure_record",
@@ -60,7 +59,8 @@ class Cell(tuple):
 
 
 def problem_fingerprint(problem) -> str:
-    """The problem's full specification as a hash: name, size, masking, package version, module source."""
+    """The problem's full specification as a hash: name, size, masking, package version, module code
+    (:func:`~._solvers.code_digest`)."""
     mk = problem.mk
     spec = [problem.name, sorted(problem.size.items()), [mk.p_m, mk.p_c, mk.p_r], __version__]
     h = hashlib.sha256(json.dumps(spec, default=str).encode())
@@ -68,7 +68,7 @@ def problem_fingerprint(problem) -> str:
         mod = sys.modules.get(cls.__module__)
         path = getattr(mod, "__file__", None)
         if path and cls.__module__.startswith("theorycheck"):
-            h.update(Path(path).read_bytes())
+            h.update(code_digest(path))  # the code, not its docstrings
     return h.hexdigest()[:16]
 
 

@@ -48,7 +48,7 @@ from ._registry import get
 from ._value import dense
 
 __all__ = ["Budget", "BudgetExhausted", "SOLVERS", "load_solver", "solver_names", "ENTRY_POINT_GROUP",
-           "check_solver", "solver_fingerprint", "display_name"]  # fmt: skip
+           "check_solver", "solver_fingerprint", "display_name", "code_digest"]  # fmt: skip
 
 ENTRY_POINT_GROUP = "theorycheck.solvers"
 #: largest V1 given to cvxpy: the QP in W (V1^2 variables) and the dense PSD cone (V1 (V1+1)/2)
@@ -443,15 +443,37 @@ def check_solver(spec: str) -> None:
         raise ValueError(f"--solver {spec!r}: {path!r} defines no {func!r} at top level; closest: {close}")
 
 
+def code_digest(path: str | Path) -> bytes:
+    """The code of a theorycheck module as bytes to hash: its syntax tree without docstrings, comments or layout, so
+    that documentation edits keep the shipped archive's and a resumed benchmark's records, and any change to what
+    runs does not (a file that does not parse: its bytes)."""
+    data = Path(path).read_bytes()
+    try:
+        tree = ast.parse(data)
+    except SyntaxError:
+        return data
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (
+            isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef)
+            and body
+            and isinstance(body[0], ast.Expr)
+            and isinstance(body[0].value, ast.Constant)
+            and isinstance(body[0].value.value, str)
+        ):
+            node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, annotate_fields=False, include_attributes=False).encode()
+
+
 def solver_fingerprint(spec: str) -> str:
     """A hash that changes whenever the solver's code may have: a file solver's bytes (and its function name);
     an entry point's distribution and version (and its module file's bytes where it can be found without
-    importing it); a built-in's module source and the package version. Part of every benchmark cell's key,
-    so that a resumed benchmark never serves a record of other code."""
+    importing it); a built-in's module code (:func:`code_digest`: docstrings left out) and the package version.
+    Part of every benchmark cell's key, so that a resumed benchmark never serves a record of other code."""
     h = hashlib.sha256()
     if spec in SOLVERS:
         h.update(f"builtin:{spec}:{__version__}:".encode())
-        h.update(Path(__file__).read_bytes())
+        h.update(code_digest(__file__))  # the code, not its docstrings
     elif _is_file_spec(spec):
         path, _, func = spec.rpartition(":")
         h.update(f"file:{func}:".encode())
