@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _loopback import allow_loopback_only
 
 import theorycheck as tc
 from theorycheck import _dask
@@ -31,30 +32,10 @@ WAIT = 120.0  # generous bound for any start-up on a loaded 2-core machine
 ENV = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", NUMBA_NUM_THREADS="1")
 
 
-_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
-
-
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
     """Overrides conftest's: connections to loopback only (the clusters here), anything else raises."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    connect, create = socket.socket.connect, socket.create_connection
-
-    def _check(address):
-        if not (isinstance(address, tuple) and address[0] in _LOOPBACK):
-            raise RuntimeError(f"network access attempted in an offline test: {address!r}")
-
-    def guarded_connect(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            _check(address)
-        return connect(self, address)
-
-    def guarded_create(address, *a, **k):
-        _check(address)
-        return create(address, *a, **k)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    monkeypatch.setattr(socket, "create_connection", guarded_create)
+    allow_loopback_only(monkeypatch)
 
 
 def test_offline_guard_refuses_non_loopback():

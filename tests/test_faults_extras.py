@@ -17,6 +17,7 @@ import sys
 import threading
 
 import pytest
+from _loopback import allow_loopback_only
 
 from theorycheck import _dask
 from theorycheck._validate import MissingExtra
@@ -41,30 +42,10 @@ ARGV = {
 }
 
 
-_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
-
-
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
     """Overrides conftest's: connections to loopback only (the local services here), anything else raises."""
-    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    connect, create = socket.socket.connect, socket.create_connection
-
-    def _check(address):
-        if not (isinstance(address, tuple) and address[0] in _LOOPBACK):
-            raise RuntimeError(f"network access attempted in an offline test: {address!r}")
-
-    def guarded_connect(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            _check(address)
-        return connect(self, address)
-
-    def guarded_create(address, *a, **k):
-        _check(address)
-        return create(address, *a, **k)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    monkeypatch.setattr(socket, "create_connection", guarded_create)
+    allow_loopback_only(monkeypatch)
 
 
 def test_the_table_covers_every_command_with_a_scheduler():
