@@ -146,15 +146,12 @@ def _check_executor(value):
     (run through :func:`theorycheck._dask.resolve_executor`)."""
     if value is None or isinstance(value, cf.Executor) or is_client(value):
         return value
+    hint = (
+        " (for a scheduler address use theorycheck._dask.scheduler_executor(ADDRESS))" if isinstance(value, str) else ""
+    )
     raise ValueError(
         "certify_options['executor'] must be None, a concurrent.futures.Executor or a distributed.Client, got "
-        f"{value!r}"
-        + (
-            " (for a scheduler address connect a distributed.Client, or use theorycheck._dask."
-            "scheduler_executor(ADDRESS))"
-            if isinstance(value, str)
-            else ""
-        )  # fmt: skip
+        f"{value!r}{hint}"
     )
 
 
@@ -335,9 +332,9 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoin
     (``info["argmin_original"]``; infinite where an unbounded box stays live). ``checkpoint``: ``None`` or a file
     path; each finished region is recorded there and replayed by a later call on the same problem
     (:mod:`._interval_checkpoint`). ``executor``: ``None`` (the regions in turn, in this process) or a
-    :class:`concurrent.futures.Executor` running them as tasks, with the same result bit for bit
-    (:mod:`._interval_regions`; ``spec = (g, mk, U, V, mask_keys)``, the inputs of ``LL``, is what the tasks
-    receive, else ``LL``'s tables)."""
+    :class:`concurrent.futures.Executor` (or a ``distributed.Client``) running them as tasks, with the same result
+    bit for bit (:mod:`._interval_regions`; ``spec = (g, mk, U, V, mask_keys)``, the inputs of ``LL``, is what the
+    tasks receive, else ``LL``'s tables)."""
     xs = np.array(to_scores(*x0))
     depth = max(radius, DEPTH)
     q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
@@ -355,8 +352,9 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoin
     ckpt = open_checkpoint(checkpoint, LL, xs.tolist(), tol, radius, max_boxes, DEPTH, EXCLUSION_RADII)
     regions = inner + outer
     x0s = [xs if excl is None and k == 0 else None for k in range(len(regions))]  # the whole score box: expand at x0
-    done = run_regions(LL, regions, x0s, tol=tol, max_boxes=max_boxes, n0=n, upper0=upper, ckpt=ckpt,
-                       executor=executor, spec=spec, stats=stats)  # fmt: skip
+    with resolve_executor(executor) as ex:  # a distributed.Client: its futures as concurrent.futures ones
+        done = run_regions(LL, regions, x0s, tol=tol, max_boxes=max_boxes, n0=n, upper0=upper, ckpt=ckpt,
+                           executor=ex, spec=spec, stats=stats)  # fmt: skip
     timings = []
     for (frame, _), (out, timing) in zip(regions, done):
         lo_r, up_r, xb_r, n_r, (rlo, rhi) = out
@@ -587,9 +585,8 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", bo
                               stacklevel=2)  # fmt: skip
         gc = label_line_certificate(LL, copts["tol"], copts["max_boxes"], x)
     else:
-        with resolve_executor(copts["executor"]) as ex:
-            gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"], copts["checkpoint"],
-                                         ex, (g, mk, U, V, bool(mask_keys)))  # fmt: skip
+        gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"], copts["checkpoint"],
+                                     copts["executor"], (g, mk, U, V, bool(mask_keys)))  # fmt: skip
     moved = _move_if_better(res, gc, local, ev)
     _check_point(LL.original, (float(res.x[0]), float(res.x[1])), res.fun, gc.lower)
     lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)

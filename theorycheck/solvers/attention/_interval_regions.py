@@ -20,16 +20,16 @@ results, region by region, bit for bit, whatever runs them:
   upper bound is never beaten outside the exclusion box, a few hundred boxes of a budget of 20,000) every guess
   holds and all regions run at once.
 
-**What a task ships.** A task gets a :class:`LossSource`: the inputs of :class:`._interval_label.LabelLoss`
-(``(g, mk, U, V, mask_keys)``: ``phi`` of ``T x n`` floats, the masking and the ``W^V`` factors of ``V1 x k``
-floats each, about ``8 (T n + 2 V1 k)`` bytes: 6.5 MB at 20 topics x 13,586 words with ``k = 20``) and the SHA-256
-of the loss's tables (:func:`._interval_checkpoint.fingerprint`). The worker builds the loss once per process
-(memoised by that hash: the tables are about ``16 (7 n T + 3 L T^2 + L V1)`` bytes, 35 MB at that size, and the
-per-pair coefficients the kernel packs, ``304 C(T, tau) n`` bytes, are built in the worker on its first evaluation
-and never shipped) and checks the hash: a worker whose numpy or BLAS rounds the tables differently would give
-other (still rigorous) bounds, so then the task reports the mismatch and the region is sent again with the tables
-themselves (the loss without its coefficient cache). A :class:`LabelLoss` given without its inputs is shipped as
-tables.
+**What a task ships.** A task gets a :class:`LossSource`: the inputs of :class:`._interval_label.LabelLoss` (``(g,
+mk, U, V, mask_keys)``: ``phi`` of ``T x n`` floats, the masking and the ``W^V`` factors of ``V1 x k`` floats each,
+about ``8 (T n + 2 V1 k)`` bytes: 6.5 MB pickled at 20 topics x 13,586 words, ``k = 20``) and the SHA-256 of the
+loss's tables (:func:`._interval_checkpoint.fingerprint`). The worker builds the loss once per process (memoised by
+that hash, with BLAS on the client's thread count: the tables pickle to 27 MB at that size, and the per-pair
+coefficients the kernel packs, ``304 C(T, tau) n`` bytes, are built in the worker on its first evaluation and never
+shipped) and checks the hash: a worker whose numpy or BLAS rounds the tables differently would give other (still
+rigorous) bounds, so then the task reports the mismatch (at once for the later tasks of that worker) and the region
+is sent again with the tables themselves (the loss without its coefficient cache). A :class:`LabelLoss` given
+without its inputs is shipped as tables.
 
 Each finished task is appended to the checkpoint at once (any order, with the inputs it ran with), and a resumed
 run, serial or not, replays the records that are the serial run's results.
@@ -38,6 +38,7 @@ run, serial or not, replays the records that are the serial run's results.
 from __future__ import annotations
 
 import concurrent.futures as cf
+import contextlib
 import copy
 import functools
 import os
@@ -46,6 +47,7 @@ import threading
 import time
 from dataclasses import dataclass
 
+from ..._threads import blas_threads, thread_info
 from . import _interval_vec as vec
 from ._interval_checkpoint import fingerprint, region_record, reusable
 from ._interval_label import LabelLoss
@@ -55,6 +57,8 @@ __all__ = ["LossSource", "TablesMismatch", "loss_source", "next_incumbent", "run
 
 #: The losses built in this worker process, by the hash of their tables (one kept: a worker serves one problem).
 _MEMO: dict[str, LabelLoss] = {}
+#: The hashes whose loss this process built differently (its tasks then get the tables at once).
+_MISMATCH: set[str] = set()
 _LOCK = threading.Lock()
 
 
@@ -70,17 +74,23 @@ class LossSource:
     key: str
     spec: tuple | None = None
     tables: LabelLoss | None = None
+    blas: int | None = None
 
     def loss(self) -> LabelLoss:
-        """The loss: the tables shipped, or built here from ``spec`` once per process (checked against ``key``)."""
+        """The loss: the tables shipped, or built here from ``spec`` once per process (checked against ``key``),
+        with BLAS on the client's thread count (``blas``: a BLAS product's rounding can depend on it)."""
         if self.tables is not None:
             return self.tables
         with _LOCK:
+            if self.key in _MISMATCH:
+                raise TablesMismatch(f"worker {_worker()}: the label loss built here differs from the client's")
             LL = _MEMO.get(self.key)
             if LL is None:
                 assert self.spec is not None
-                LL = LabelLoss(*self.spec)
+                with blas_threads(self.blas) if self.blas else contextlib.nullcontext():
+                    LL = LabelLoss(*self.spec)
                 if fingerprint(LL) != self.key:
+                    _MISMATCH.add(self.key)
                     raise TablesMismatch(f"worker {_worker()}: the label loss built here differs from the client's")
                 _MEMO.clear()
                 _MEMO[self.key] = LL
@@ -88,8 +98,12 @@ class LossSource:
 
 
 def loss_source(LL: LabelLoss, spec: tuple | None) -> LossSource:
-    """The :class:`LossSource` of ``LL``: its inputs ``spec`` when given, else its tables."""
-    return LossSource(fingerprint(LL), spec=spec) if spec is not None else _tables(LL, fingerprint(LL))
+    """The :class:`LossSource` of ``LL``: its inputs ``spec`` when given (with this process's BLAS thread count),
+    else its tables."""
+    if spec is None:
+        return _tables(LL, fingerprint(LL))
+    blas = [b["threads"] for b in thread_info()["blas"] if isinstance(b.get("threads"), int)]
+    return LossSource(fingerprint(LL), spec=spec, blas=max(blas) if blas else None)
 
 
 def _tables(LL: LabelLoss, key: str) -> LossSource:
