@@ -10,7 +10,9 @@ of 20-60 s CPU), the stage-1 ``W^V``, the float optimum as the expansion point. 
 - ``pool1``, ``pool2``: a ``forkserver`` ``ProcessPoolExecutor`` of 1 and 2 workers (started and warmed up before
   the clock: the start-up is reported apart);
 - ``cluster2``: a ``distributed.LocalCluster`` of 2 worker processes, 1 thread each (if ``distributed`` is
-  installed).
+  installed);
+- ``pool2-t1``, ``cluster2-t1``: the same with each worker's kernels on one thread (``THEORYCHECK_THREADS=1``), so
+  2 workers use 2 threads in all, as the serial run does.
 
 Every run's bounds, box counts per region and argmin must equal the serial run's (checked; the script fails
 otherwise). Times: wall (``time.time``), CPU of this process (``time.process_time``) and CPU of the tasks (each
@@ -57,6 +59,11 @@ MK = tc.Masking()
 
 def _warm(_):
     return os.getpid()
+
+
+def _one_thread():
+    """Pool initializer: this worker's kernels on one thread (``THEORYCHECK_THREADS=1``, read at every call)."""
+    os.environ["THEORYCHECK_THREADS"] = "1"
 
 
 def _same(a, b) -> bool:
@@ -111,18 +118,22 @@ def main():
         import distributed
     except ImportError:
         distributed = None
+    executors.append(("pool2-t1", 2))
     if distributed is not None:
-        executors.append(("cluster2", 2))
+        executors += [("cluster2", 2), ("cluster2-t1", 2)]
     for name, P in executors:
         w0 = time.time()
+        one = name.endswith("-t1")  # each worker's kernels on one thread: P workers x 1 thread on the cores
         if name.startswith("pool"):
-            ex = cf.ProcessPoolExecutor(P, mp_context=multiprocessing.get_context("forkserver"))
+            ctx = multiprocessing.get_context("forkserver")
+            ex = cf.ProcessPoolExecutor(P, mp_context=ctx, initializer=_one_thread if one else None)
             list(ex.map(_warm, range(4 * P)))
             closer = ex.shutdown
             run_ex = ex
         else:
             cluster = distributed.LocalCluster(n_workers=P, threads_per_worker=1, processes=True,
-                                               dashboard_address=None, host="127.0.0.1")  # fmt: skip
+                                               dashboard_address=None, host="127.0.0.1",
+                                               env={"THEORYCHECK_THREADS": "1"} if one else None)  # fmt: skip
             client = distributed.Client(cluster)
             client.wait_for_workers(P)
             run_ex = client
