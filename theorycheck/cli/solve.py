@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from .. import solvers
+from .._dask import scheduler_executor
 from .._io import atomic_directory, atomic_write_bytes, prepare_output_dir, write_json
 from .._memory import check_grid
 from .._validate import check_loss
@@ -281,7 +282,7 @@ def _attention_options(args) -> dict | None:
 
 def _flag_names(message: str) -> str:
     """A solver's message with its ``certify_options[...]`` keys named by the flags that set them."""
-    for flag, key in _CERTIFY_FLAGS.items():
+    for flag, key in (*_CERTIFY_FLAGS.items(), ("--scheduler", "executor")):
         message = message.replace(f"certify_options[{key!r}]", flag)
     return message
 
@@ -322,10 +323,17 @@ def run(args) -> int:
     npz_path = None
     if args.npz is not None:
         npz_path = prepare_output_dir(args.npz, kind="file", suffix=".npz", force=args.force, flag="--npz")
-    try:
-        res = run_solve(args.problem, tm, mk, given)
-    except ValueError as exc:  # the solver's refusal, in the command's words (its options are flags here)
-        raise ValueError(_flag_names(str(exc))) from None
+    scheduler = getattr(args, "scheduler", None)
+    if scheduler is not None and getattr(args, "certify", None) is None:
+        raise ValueError("solve attention: --scheduler needs --certify interval (it runs the certificate's regions)")
+    with scheduler_executor(scheduler) as executor:  # a bad or unreachable --scheduler fails first, in seconds
+        if executor is not None:
+            opts = given["--n-grid"][1]
+            opts["certify_options"] = {**(opts["certify_options"] or {}), "executor": executor}
+        try:
+            res = run_solve(args.problem, tm, mk, given)
+        except ValueError as exc:  # the solver's refusal, in the command's words (its options are flags here)
+            raise ValueError(_flag_names(str(exc))) from None
     summary = solve_summary(args.problem, res, tm, mk, bias=bool(getattr(args, "bias", False)))
     print(format_summary(summary))
     payload = npz_payload(args.problem, res, tm, summary) if out is not None or npz_path is not None else b""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..common import add_json_flag, add_model_flags, add_out_flags
+from ..common import add_json_flag, add_model_flags, add_out_flags, add_scheduler_flag
 
 #: The module with ``run(args)``, imported when the command runs.
 IMPLEMENTATION = "theorycheck.cli.solve"
@@ -45,6 +45,7 @@ def add_solve_flags(p, problem: str) -> None:
                        help="--family label, global: most (set, word) pairs (default 2,000,000)")  # fmt: skip
         c.add_argument("--checkpoint", default=None, metavar="FILE",
                        help="--family label, global: record finished regions in FILE and resume from it")  # fmt: skip
+        add_scheduler_flag(c, "the regions of the --family label global certificate (--certify interval)")
     add_out_flags(p, None, "output folder for summary.json and optimum.npz")
     add_json_flag(p, "the summary (same keys for every problem)")
     p.add_argument(

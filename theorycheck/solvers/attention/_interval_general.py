@@ -39,21 +39,23 @@ lies in ``B`` and beats the solver's (float loss) it replaces it.
 
 from __future__ import annotations
 
+import concurrent.futures as cf
 import functools
 import math
-import time
 import warnings
 
 import numpy as np
 
+from ..._dask import is_client, resolve_executor
 from ..._progress import bar as progress_bar
 from ..._validate import TheorycheckWarning, check_choice, check_int, check_real
 from .._certify import NOT_CERTIFIED, ON_BOUNDARY, STATUS_MESSAGES, SUCCESS
 from . import _interval_vec as vec
 from ._interval import make_certificate
-from ._interval_checkpoint import check_checkpoint, open_checkpoint, region_record, region_result
+from ._interval_checkpoint import check_checkpoint, open_checkpoint
 from ._interval_cotopic import CotopicLoss, check_cotopic_size
 from ._interval_label import LabelLoss
+from ._interval_regions import run_regions
 from ._interval_scores import score_loss, to_scores
 from ._interval_vec import IVec
 
@@ -71,6 +73,7 @@ __all__ = [
 #: the scope's default of :data:`SCOPE_DEFAULTS`; ``max_boxes``: the whole-domain branch and bound's budget).
 GENERAL_CERTIFY_OPTIONS = {
     "tol": 1e-9, "max_boxes": 20_000, "scope": "global", "radius": None, "max_pairs": 2_000_000, "checkpoint": None,
+    "executor": None,
 }  # fmt: skip
 #: Per scope, the half-width of the score box around the float optimum: the inner region of
 #: :func:`label_split_certificate` (global); ``None`` for the local scope: the radii :data:`LOCAL_RADII` in turn.
@@ -120,6 +123,10 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
     if out["checkpoint"] is not None and (fam != "label" or scope != "global"):
         raise ValueError(f"{where}: certify_options['checkpoint'] records the regions of the label family's "
                          "whole-domain certificate (scope='global'); the others run in one piece")  # fmt: skip
+    out["executor"] = _check_executor(out["executor"])
+    if out["executor"] is not None and (fam != "label" or scope != "global"):
+        raise ValueError(f"{where}: certify_options['executor'] runs the regions of the label family's "
+                         "whole-domain certificate (scope='global') as tasks; the others run in one piece")  # fmt: skip
     pairs = math.comb(g.T, g.tau) * (g.V1 - 1)
     if fam == "co-topic" and scope == "local":
         raise ValueError(f"{where}: certify_options['scope']='local' is for the label family (its score-coordinate "
@@ -132,6 +139,20 @@ def check_general_certify(g, opts, method, fam, value, loss) -> dict:
             "raise 'max_pairs'"
         )
     return out
+
+
+def _check_executor(value):
+    """``certify_options['executor']``: ``None``, a :class:`concurrent.futures.Executor` or a ``distributed.Client``
+    (run through :func:`theorycheck._dask.resolve_executor`)."""
+    if value is None or isinstance(value, cf.Executor) or is_client(value):
+        return value
+    hint = (
+        " (for a scheduler address use theorycheck._dask.scheduler_executor(ADDRESS))" if isinstance(value, str) else ""
+    )
+    raise ValueError(
+        "certify_options['executor'] must be None, a concurrent.futures.Executor or a distributed.Client, got "
+        f"{value!r}{hint}"
+    )
 
 
 def _argmin(lo, hi, box):
@@ -297,24 +318,7 @@ def ring(q, b):
     return [((s0, a0), (b0, b1)), ((a1, s1), (b0, b1)), ((a0, a1), (b0, c0)), ((a0, a1), (c1, b1))]
 
 
-def _region(run, k, ckpt, stats):
-    """Region ``k``'s branch and bound ``run(stats=...)``, or its result replayed from the checkpoint ``ckpt``
-    (``None``: no checkpoint); a region computed here is appended to ``ckpt``."""
-    if ckpt is not None and k < len(ckpt.done):
-        out, n_mono = region_result(ckpt.done[k])
-        ckpt.replayed += 1
-        stats["n_monotone"] = stats.get("n_monotone", 0) + n_mono
-        return out
-    before, cpu, wall = stats.get("n_monotone", 0), time.process_time(), time.time()
-    out = run(stats=stats)
-    if ckpt is not None:
-        lower, upper, x_best, n, (lo, hi) = out
-        rec = region_record(k, lower, upper, x_best, n, lo, hi, stats.get("n_monotone", 0) - before)
-        ckpt.append({**rec, "cpu": time.process_time() - cpu, "wall": time.time() - wall})
-    return out
-
-
-def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoint=None):
+def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoint=None, executor=None, spec=None):
     """Rigorous ``lower <= inf_{R^2} L <= upper`` on a split domain (SPEC §7, §11.8).
 
     The score box ``Q`` of half-width ``radius`` around ``x0`` in ``(s, beta) = (alpha + beta, beta)``: its
@@ -327,7 +331,10 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoin
     ``argmin`` holds every global minimiser: the hull of the live boxes, in ``(alpha, beta)``
     (``info["argmin_original"]``; infinite where an unbounded box stays live). ``checkpoint``: ``None`` or a file
     path; each finished region is recorded there and replayed by a later call on the same problem
-    (:mod:`._interval_checkpoint`)."""
+    (:mod:`._interval_checkpoint`). ``executor``: ``None`` (the regions in turn, in this process) or a
+    :class:`concurrent.futures.Executor` (or a ``distributed.Client``) running them as tasks, with the same result
+    bit for bit (:mod:`._interval_regions`; ``spec = (g, mk, U, V, mask_keys)``, the inputs of ``LL``, is what the
+    tasks receive, else ``LL``'s tables)."""
     xs = np.array(to_scores(*x0))
     depth = max(radius, DEPTH)
     q = ((xs[0] - radius, xs[0] + radius), (xs[1] - radius, xs[1] + radius))
@@ -343,14 +350,15 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoin
     at_inf, per_region = False, [n]
     outer = outer_regions(q, xs[1] - depth)
     ckpt = open_checkpoint(checkpoint, LL, xs.tolist(), tol, radius, max_boxes, DEPTH, EXCLUSION_RADII)
-    for k, (frame, box) in enumerate(inner + outer):
-        first = excl is None and k == 0  # the whole score box: expand at x0 in the box holding it
-        run = functools.partial(
-            vec.branch_and_bound, box, None, None, functools.partial(score_loss, LL, frame=frame), offset=0.0,
-            tol=tol, max_boxes=max(1, max_boxes - n), x0=xs if first else None, upper=upper, one_point=True,
-            monotone=True, desc=f"interval certificate, region {k + 1}/{len(inner) + len(outer)}",
-        )  # fmt: skip
-        lo_r, up_r, xb_r, n_r, (rlo, rhi) = _region(run, k, ckpt, stats)
+    regions = inner + outer
+    x0s = [xs if excl is None and k == 0 else None for k in range(len(regions))]  # the whole score box: expand at x0
+    with resolve_executor(executor) as ex:  # a distributed.Client: its futures as concurrent.futures ones
+        done = run_regions(LL, regions, x0s, tol=tol, max_boxes=max_boxes, n0=n, upper0=upper, ckpt=ckpt,
+                           executor=ex, spec=spec, stats=stats)  # fmt: skip
+    timings = []
+    for (frame, _), (out, timing) in zip(regions, done):
+        lo_r, up_r, xb_r, n_r, (rlo, rhi) = out
+        timings.append(timing)
         n += n_r
         per_region.append(n_r)
         lower = min(lower, lo_r)
@@ -371,6 +379,7 @@ def label_split_certificate(LL: LabelLoss, tol, max_boxes, x0, radius, checkpoin
             "exclusion_box": None if excl is None else [list(b) for b in excl],
             "boxes_per_region": per_region,
             "checkpoint": None if ckpt is None else ckpt.summary(),
+            "tasks": None if executor is None else timings,
             "regions": [[fr, [list(b) for b in box]] for fr, box in inner + outer],
         },
         "n_monotone": stats.get("n_monotone", 0),
@@ -569,13 +578,15 @@ def attach_general_interval(res, g, mk, W, mask_keys, copts, ev, fam="label", bo
         radii = LOCAL_RADII if copts["radius"] is None else (copts["radius"],)
         gc = label_local_certificate(LL, copts["tol"], x, radii)
     elif LL.every_label_single:
-        if copts["checkpoint"] is not None:
-            warnings.warn("certify_options['checkpoint'] is not used: every label is a single word, so the "
-                          "certificate runs on the line of alpha + beta, in one piece", TheorycheckWarning,
-                          stacklevel=2)  # fmt: skip
+        for key in ("checkpoint", "executor"):
+            if copts[key] is not None:
+                warnings.warn(f"certify_options[{key!r}] is not used: every label is a single word, so the "
+                              "certificate runs on the line of alpha + beta, in one piece", TheorycheckWarning,
+                              stacklevel=2)  # fmt: skip
         gc = label_line_certificate(LL, copts["tol"], copts["max_boxes"], x)
     else:
-        gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"], copts["checkpoint"])
+        gc = label_split_certificate(LL, copts["tol"], copts["max_boxes"], x, copts["radius"], copts["checkpoint"],
+                                     copts["executor"], (g, mk, U, V, bool(mask_keys)))  # fmt: skip
     moved = _move_if_better(res, gc, local, ev)
     _check_point(LL.original, (float(res.x[0]), float(res.x[1])), res.fun, gc.lower)
     lower, upper = min(gc.lower, res.fun), max(gc.upper, res.fun)
