@@ -455,6 +455,34 @@ BENCHMARKS: dict[str, Benchmark] = {
             ),
         ),
     ),
+    "interval_distributed.json": Benchmark(
+        "Label certificate on workers",
+        "certificates",
+        "The whole-domain label certificate with its regions as tasks (a process pool and a Dask LocalCluster) "
+        "against the serial run; every run gives the same certificate, bit for bit.",
+        "at {T} topics x {words} words: serial {runs/serial/wall} s wall, two workers {runs/pool2/wall} s "
+        "(process pool) and {runs/cluster2/wall} s (LocalCluster); the regions cap the speed-up at "
+        "{cap_speedup}x",
+        load=("load_before/0", "load_after/0"),
+        facts=(
+            "Cost model (setup plus the regions each worker takes): one worker {model_wall/1} s, two "
+            "{model_wall/2} s, sixteen or more {model_wall/16} s.",
+        ),
+    ),
+    "interval_distributed_run2.json": Benchmark(
+        "Label certificate on workers, second run",
+        "certificates",
+        "The whole-domain label certificate with its regions as tasks (a process pool and a Dask LocalCluster) "
+        "against the serial run (a second run under another load); every run gives the same certificate, bit for bit.",
+        "at {T} topics x {words} words: serial {runs/serial/wall} s wall, two workers {runs/pool2/wall} s "
+        "(process pool) and {runs/cluster2/wall} s (LocalCluster); the regions cap the speed-up at "
+        "{cap_speedup}x",
+        load=("load_before/0", "load_after/0"),
+        facts=(
+            "Cost model (setup plus the regions each worker takes): one worker {model_wall/1} s, two "
+            "{model_wall/2} s, sixteen or more {model_wall/16} s.",
+        ),
+    ),
     "interval_label_profile.json": Benchmark(
         "One box of the label certificate",
         "corpus",
