@@ -26,6 +26,7 @@ traceback).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import sys
@@ -47,6 +48,8 @@ __all__ = [
 
 #: Seconds :func:`stop_pool` waits for a pool's manager thread after its workers were ended.
 POOL_JOIN_SECONDS = 10.0
+#: Seconds it waits before it kills the workers still alive (one blocked on a queue lock an ended worker held).
+POOL_STEP_SECONDS = 2.0
 
 
 class Terminated(KeyboardInterrupt):
@@ -141,7 +144,17 @@ def stop_pool(pool, interrupted: bool) -> None:
     end_workers(pool)
     pool.shutdown(wait=False)
     if thread is not None and thread is not threading.current_thread():
-        thread.join(POOL_JOIN_SECONDS)
+        thread.join(POOL_STEP_SECONDS)
+        if thread.is_alive():
+            # a worker that finished as the others were ended can wait forever on the result queue's lock, which an
+            # ended worker held; the manager thread joins it, and so would the interpreter's exit: kill what is left
+            # (seen in CI: ``dynamics --jobs 2`` with a diverging cell, SIGTERM two seconds in, hung)
+            for proc in [*(getattr(pool, "_processes", None) or {}).values(), *multiprocessing.active_children()]:
+                try:
+                    proc.kill()
+                except (OSError, ValueError, AttributeError):  # already gone, or closed
+                    pass
+            thread.join(POOL_JOIN_SECONDS)
 
 
 @contextmanager
