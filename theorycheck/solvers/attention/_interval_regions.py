@@ -146,6 +146,35 @@ def _record(r: dict) -> dict:
     return {**rec, "cpu": r["cpu"], "wall": r["wall"], "worker": r["worker"]}
 
 
+def _resubmit(pending, finished, ckpt, submit, K, guess, upper, after):
+    """Submit the regions after ``after`` with the incumbent ``upper`` (cancel the tasks started with another one),
+    unless a task, a finished result or a checkpoint record already has it."""
+    for fut, (k, u, _) in list(pending.items()):
+        if k > after and u != upper and fut.cancel():
+            del pending[fut]
+    for k in range(after + 1, K):
+        have = any(kk == k and u == upper for kk, u, _ in pending.values())
+        have = have or any(r["region"] == k and r["upper_in"] == upper for r in finished)
+        if not have and (ckpt is None or ckpt.find(k, upper, guess) is None):
+            submit(k, upper, guess)
+
+
+def _replayed(ckpt, k, upper, budget):
+    """``(out, n_monotone, timing)`` of region ``k`` from a checkpoint record made with these inputs, else ``None``."""
+    rec = None if ckpt is None else ckpt.find(k, upper, budget)
+    if rec is None:
+        return None
+    out, n_mono = ckpt.replay(k, rec)
+    return out, n_mono, {"cpu": rec.get("cpu"), "wall": rec.get("wall"), "worker": rec.get("worker"), "replayed": True}
+
+
+def _used(ckpt, k, hit):
+    """``(out, n_monotone, timing)`` of a task's result taken for region ``k`` (recorded as used in ``ckpt``)."""
+    if ckpt is not None:
+        ckpt.used[k] = _record(hit)
+    return hit["out"], hit["n_monotone"], {key: hit[key] for key in ("cpu", "wall", "worker")} | {"replayed": False}
+
+
 def run_regions(LL, regions, x0s, *, tol, max_boxes, n0, upper0, ckpt=None, executor=None, spec=None, stats=None):
     """The serial run's result of every region, in order (module docstring): a list of ``(out, timing)``, ``out`` as
     :func:`._interval_vec.branch_and_bound` returns it, ``timing`` ``{"cpu", "wall", "worker", "replayed"}``.
@@ -182,29 +211,16 @@ def run_regions(LL, regions, x0s, *, tol, max_boxes, n0, upper0, ckpt=None, exec
             if ckpt is not None:
                 ckpt.append(_record(r), used=False)
 
-    def resubmit(upper, after):
-        """Submit regions after ``after`` with the incumbent ``upper`` (cancel the tasks with another one)."""
-        for fut, (k, u, _) in list(pending.items()):
-            if k > after and u != upper and fut.cancel():
-                del pending[fut]
-        for k in range(after + 1, K):
-            have = any(kk == k and u == upper for kk, u, _ in pending.values())
-            have = have or any(r["region"] == k and r["upper_in"] == upper for r in finished)
-            if not have and (ckpt is None or ckpt.find(k, upper, guess) is None):
-                submit(k, upper, guess)
-
     upper, n, results = float(upper0), int(n0), []
     if executor is not None:
-        resubmit(upper, -1)
+        _resubmit(pending, finished, ckpt, submit, K, guess, upper, -1)
     try:
         for k in range(K):
             budget = max(1, max_boxes - n)
             while True:
-                rec = None if ckpt is None else ckpt.find(k, upper, budget)
-                if rec is not None:
-                    out, n_mono = ckpt.replay(k, rec)
-                    timing = {"cpu": rec.get("cpu"), "wall": rec.get("wall"), "worker": rec.get("worker"),
-                              "replayed": True}  # fmt: skip
+                got = _replayed(ckpt, k, upper, budget)
+                if got is not None:
+                    out, n_mono, timing = got
                     break
                 hit = next((r for r in finished if r["region"] == k and reusable(_record(r), upper, budget)), None)
                 if hit is None and executor is None:
@@ -212,10 +228,7 @@ def run_regions(LL, regions, x0s, *, tol, max_boxes, n0, upper0, ckpt=None, exec
                     if ckpt is not None:
                         ckpt.append(_record(hit), used=False)
                 if hit is not None:
-                    out, n_mono = hit["out"], hit["n_monotone"]
-                    timing = {key: hit[key] for key in ("cpu", "wall", "worker")} | {"replayed": False}
-                    if ckpt is not None:
-                        ckpt.used[k] = _record(hit)
+                    out, n_mono, timing = _used(ckpt, k, hit)
                     break
                 if not any(kk == k and u == upper for kk, u, _ in pending.values()):
                     submit(k, upper, budget)  # no task can give the serial result: run it with the exact inputs
@@ -225,7 +238,7 @@ def run_regions(LL, regions, x0s, *, tol, max_boxes, n0, upper0, ckpt=None, exec
             n += int(out[3])
             new = next_incumbent(upper, out)
             if executor is not None and new != upper:
-                resubmit(new, k)
+                _resubmit(pending, finished, ckpt, submit, K, guess, new, k)
             upper = new
     finally:
         for fut in pending:
