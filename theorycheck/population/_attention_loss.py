@@ -475,8 +475,7 @@ def attention_loss(
     Parameters
     ----------
     S : array_like, shape (V1, V1)
-        Scores; ``S[x, y]`` is the score of key token ``y`` for query token ``x`` (row 0: a
-        [MASK] query). Any finite values (log-sum-exp inside).
+        Scores: ``S[x, y]`` of key ``y`` for query ``x`` (row 0: [MASK]); any finite values (log-sum-exp).
     W : array_like, shape (V1, V1)
         Value matrix ``W^V`` (decoder ``W^dec = I``), finite.
     tm : GeneralTopicModel or TopicModel
@@ -486,22 +485,19 @@ def attention_loss(
     b : array_like, shape (V1,), optional
         Decoder bias.
     mask_keys : bool, default False
-        False (theory): the context is ``m_S = a p_S + r u + q e_0``. True (official code):
-        selected positions are hidden as keys, so the context is ``p_S``; queries still show
-        kept / random / [MASK] tokens.
+        False (theory): the context is ``m_S = a p_S + r u + q e_0``. True (official code): selected
+        positions are hidden as keys, the context is ``p_S``; queries still show kept / random / [MASK] tokens.
     n_sets : int, n_sets >= 2, optional
         Average over ``n_sets`` uniformly sampled topic sets instead of enumerating all
         ``C(T, tau)`` (required when that exceeds 200000).
     rng : numpy.random.Generator, optional
-        Randomness for ``n_sets`` or ``n_theta`` only; required (or ``seed``) whenever a general model's
-        document laws are sampled.
+        For ``n_sets`` or ``n_theta`` only; required (or ``seed``) when a general model's laws are sampled.
     seed : int or numpy.random.SeedSequence, optional
         Seed of a new generator, instead of ``rng``.
     loss : {"squared", "ce"}
         Squared loss ``||o - e_w||^2`` over all V1 outputs, or cross-entropy ``-log softmax(o)_w``.
     max_bytes : int, optional
-        Memory limit for the evaluator's own arrays (default ``$THEORYCHECK_MAX_BYTES`` or half the
-        available memory); above it a ``ValueError`` names the closed-form alternatives.
+        Memory limit of the evaluator's arrays (default ``$THEORYCHECK_MAX_BYTES`` or half the memory).
     n_theta : int, n_theta >= 2, optional
         :class:`~theorycheck.models.GeneralTopicModel` with the Dirichlet law only: number of
         sampled topic proportions (SPEC §11.4; :func:`attention_loss_estimate` gives the standard error).
@@ -510,8 +506,7 @@ def attention_loss(
     -------
     L : float or SetSampledLoss
         The exact loss; a :class:`SetSampledLoss` ``(mean, stderr, n_sets)`` when ``n_sets`` is given
-        (a general Dirichlet model: the estimate's value; :func:`attention_loss_estimate` gives its
-        standard error).
+        (a general Dirichlet model: the estimate, its error by :func:`attention_loss_estimate`).
 
     Raises
     ------
@@ -532,14 +527,12 @@ def attention_loss(
 
     Notes
     -----
-    Any model runs the generic route (SPEC §11.4: the same formula with ``p_S`` replaced by
-    ``p_theta = Phi^T theta``, the dense path over document laws); the paper's model its structured
-    route (SPEC §4.3), chosen by the dispatcher.
+    Any model runs the generic route (SPEC §11.4: ``p_S`` replaced by ``p_theta = Phi^T theta``, dense over
+    document laws); the paper's model its structured route (SPEC §4.3), chosen by the dispatcher.
 
-    The paper's model, squared loss: ``O(V1^3)`` dense products once, then ``O(V1 tau^2)`` per topic set (Numba); its
-    group tables hold ``V1 (T+1)^2`` entries, and above ``STRUCTURED_MAX_ENTRIES`` the dense
-    path is used instead. Cross-entropy needs every output coordinate: ``O(V1^3)`` per topic set
-    (stacked GEMMs).
+    The paper's model, squared loss: ``O(V1^3)`` dense products once, then ``O(V1 tau^2)`` per topic set (Numba);
+    above ``STRUCTURED_MAX_ENTRIES`` group-table entries (``V1 (T+1)^2``) the dense path is used. Cross-entropy
+    needs every output coordinate: ``O(V1^3)`` per topic set (stacked GEMMs).
 
     References
     ----------
@@ -599,12 +592,9 @@ def attention_loss_grad(
         \\partial_W L = \\sum G^T H,\\quad \\partial_b L = \\sum G,\\quad
         \\partial_{S[x,:]} L = \\sum_S h \\odot (W^T g - (h^T W^T g) 1),
 
-    averaged over topic sets (stacked GEMMs, ``O(V1^3)`` per set) or document laws (a general model).
-    With ``n_sets`` the returned loss is a :class:`SetSampledLoss` and the gradients are the unbiased
-    sample averages (sampled laws: the exact gradient of the sampled average, deterministic for a
-    fixed ``seed``).
-    ``dL/db`` is returned even when ``b is None`` (then at ``b = 0``). Arguments as in
-    :func:`attention_loss`.
+    averaged over topic sets (stacked GEMMs, ``O(V1^3)`` per set) or document laws (a general model). With
+    ``n_sets`` the loss is a :class:`SetSampledLoss` and the gradients the sampled averages' exact gradients
+    (deterministic for a fixed ``seed``). ``dL/db`` is returned even when ``b is None`` (at ``b = 0``).
 
     Parameters
     ----------
