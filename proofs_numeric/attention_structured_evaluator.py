@@ -100,7 +100,7 @@ DEFAULT = dict(p_m=0.15, p_c=0.1, p_r=0.1)
 
 
 def domain():
-    """Any masking on a 0.05 grid (the models and points fixed; ~0.5 s per draw)."""
+    """Any masking on a 0.05 grid (the models and points fixed)."""
     from theorycheck.strategies import masking_grid_params, params
 
     return params(masking_grid_params(step=0.05, min_p_m=0.05))

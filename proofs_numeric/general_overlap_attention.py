@@ -10,7 +10,7 @@ is indifferent (``K* = v``, preference 0), overlap makes it positive; at eps = 0
 preference equals the (alpha, beta) closed form of the optimum (an independent route); every optimum
 is a stationary point of the family on its search box (status 0: projected gradient below its tolerance, from
 the best point of a 7 x 7 grid). This is **not** a global certificate (issue 36 item 8): the co-topic family's
-interval certificate (on the search box) takes 18-44 s per point at T = 4, v = 3 and does not close at eps = 0.9
+interval certificate (on the search box) does not close at T = 4, v = 3, eps = 0.9
 within its 20,000 boxes, too slow for the tiers; the claim states what is checked, at the grid's eps (explore
 draws eps from (0, 1)). tau = T (one document law: the optimum is not identified) is left out. Needs p_c > 0
 (explore: with p_c = 0, T = 3, tau = 2, p_m = 0.05 the optimum's preference is -1.7e-9, i.e. it

@@ -92,7 +92,7 @@ DEFAULT = dict(p_m=0.3, p_c=0.1, p_r=0.2, seed=0)
 
 
 def domain():
-    """Any init seed and masking on a 0.05 grid (~0.3 s per draw)."""
+    """Any init seed and masking on a 0.05 grid."""
     from theorycheck.strategies import masking_grid_params, params, seeds
 
     return params(seeds(), masking_grid_params(step=0.05, min_p_m=0.05))

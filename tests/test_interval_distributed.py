@@ -18,6 +18,7 @@ import time
 
 import numpy as np
 import pytest
+from _loopback import allow_loopback_only
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from test_interval_label import _model
@@ -33,29 +34,12 @@ from theorycheck.solvers.attention._interval_label import LabelLoss
 from theorycheck.solvers.attention._interval_scores import score_loss, to_scores
 
 OPTS = {"family": "label", "certify": "interval"}
-_LOOPBACK = {"127.0.0.1", "::1", "localhost"}
 
 
 @pytest.fixture(autouse=True)
 def _offline(monkeypatch):
     """Overrides conftest's (as in test_dask): connections to loopback only (the clusters here)."""
-    connect, create = socket.socket.connect, socket.create_connection
-
-    def _check(address):
-        if not (isinstance(address, tuple) and address[0] in _LOOPBACK):
-            raise RuntimeError(f"network access attempted in an offline test: {address!r}")
-
-    def guarded_connect(self, address):
-        if self.family in (socket.AF_INET, socket.AF_INET6):
-            _check(address)
-        return connect(self, address)
-
-    def guarded_create(address, *a, **k):
-        _check(address)
-        return create(address, *a, **k)
-
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    monkeypatch.setattr(socket, "create_connection", guarded_create)
+    allow_loopback_only(monkeypatch)
 
 
 @pytest.fixture(scope="module")
