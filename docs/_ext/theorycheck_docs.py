@@ -35,7 +35,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import PycodeError
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
-from theorycheck_perf import FIGURE, performance_page, ratio_figure, section
+from theorycheck_perf import FIGURE, ROOFLINE_FIGURE, performance_page, ratio_figure, roofline_figure, section
 
 from theorycheck import spec as _spec
 
@@ -391,10 +391,12 @@ def _on_builder_inited(app: Sphinx) -> None:
 
 def _on_build_finished(app: Sphinx, exc) -> None:
     """Copy MathJax (the script and its fonts) into ``_static/mathjax`` so that the site renders math offline;
-    draw the performance page's figure into ``_static`` (:func:`theorycheck_perf.ratio_figure`)."""
+    draw the performance page's figures into ``_static`` (:func:`theorycheck_perf.ratio_figure`,
+    :func:`theorycheck_perf.roofline_figure`)."""
     if exc is not None or app.builder.format != "html":
         return
     ratio_figure(RESULTS, Path(app.outdir) / "_static" / FIGURE)
+    roofline_figure(RESULTS, Path(app.outdir) / "_static" / ROOFLINE_FIGURE)
     es5 = _local_mathjax()
     if es5 is None:
         return

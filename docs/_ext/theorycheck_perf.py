@@ -10,7 +10,8 @@
 - one **section per topic** with tables of human column names, numbers to 4 significant digits, no table wider
   than :data:`MAX_COLUMNS` columns (a wide table with few rows is transposed, one with many rows split);
 - a **figure** of the speed-ups measured side by side (:func:`ratio_figure`, written into the build's
-  ``_static`` folder when the build finishes);
+  ``_static`` folder when the build finishes), and the **roofline** of the hot kernels (:func:`roofline_figure`,
+  in the section of ``roofline.json``);
 - the **raw records**, each file in a collapsible ``<details>`` block.
 
 Internal tracker references ("issue 25", "#37") are removed from every text shown (:func:`scrub`).
@@ -19,6 +20,7 @@ Internal tracker references ("issue 25", "#37") are removed from every text show
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
 from dataclasses import dataclass, field
@@ -28,6 +30,8 @@ from pathlib import Path
 MAX_COLUMNS = 7
 #: The figure's file name under the build's ``_static`` folder.
 FIGURE = "performance_ratios.png"
+#: The roofline figure's file name under the build's ``_static`` folder (:func:`roofline_figure`).
+ROOFLINE_FIGURE = "performance_roofline.png"
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 #: A placeholder of a template: ``{path}`` or ``{path:unit}``; a unit scales the value (``ms``: x 10^3, ``us``:
@@ -162,6 +166,18 @@ HUMAN = {
     "kernel_1_box_order2": "second order, one box",
     "kernel_4_box_order2": "second order, four boxes",
     "regions_cpu": "CPU over the regions (s)",
+    "label_pass": "label family, per-law pass",
+    "cotopic_pass": "co-topic family, pass over the pairs",
+    "cotopic_tables": "co-topic tables (pair sums)",
+    "label_interval": "label certificate's interval loss",
+    "train_step": "training step (fused squared loss)",
+    "dgemm_flops_per_cpu_s_1t": "dgemm, 1 thread (flop/s)",
+    "dgemm_flops_per_cpu_s_2t": "dgemm, 2 threads (flop/s per CPU s)",
+    "triad_bytes_per_cpu_s": "stream triad, 1 thread (bytes/s)",
+    "sum_bytes_per_cpu_s": "stream sum, 1 thread (bytes/s)",
+    "triad_bytes_per_cpu_s_2t": "stream triad, 2 threads (bytes/s per CPU s)",
+    "np_exp_per_cpu_s": "np.exp (per s)",
+    "numba_exp_per_cpu_s": "compiled exp loop (per s)",
 }
 _SUFFIXES = [("_cpu_s", " CPU (s)"), ("_wall_s", " wall (s)"), ("_cpu", " CPU (s)"), ("_wall", " wall (s)")]
 
@@ -176,6 +192,9 @@ def human(key: str) -> str:
     if key in ("cpu", "wall"):
         return {"cpu": "CPU (s)", "wall": "wall (s)"}[key]
     return key.replace("_", " ")
+
+
+_human = human
 
 
 # ------------------------------------------------------------------------------------------------ templates
@@ -220,13 +239,15 @@ class Table:
     """A table of a results file: ``path`` to a list of records, to a mapping of records (its keys become the
     first column, named ``index``; only the entries that are records when ``index`` is given) or ``""`` for the
     file's ``headers``/``rows``; ``columns`` to show (all scalar columns when empty). With ``scalars``, the
-    scalar entries of a mapping, one row each (those named in ``columns``)."""
+    scalar entries of a mapping, one row each (those named in ``columns``). ``names``: column names of this table
+    that differ from :func:`human`'s, as ``(key, name)`` pairs."""
 
     path: str
     caption: str
     columns: tuple[str, ...] = ()
     index: str = ""
     scalars: bool = False
+    names: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -241,6 +262,7 @@ class Benchmark:
     date: str = ""
     facts: tuple[str, ...] = ()
     tables: tuple[Table, ...] = field(default_factory=tuple)
+    figure: tuple[str, ...] = ()  # (file under _static, alt text): shown before the raw record
 
 
 TOPICS = {
@@ -504,6 +526,70 @@ BENCHMARKS: dict[str, Benchmark] = {
             ),
         ),
     ),
+    "roofline.json": Benchmark(
+        "Roofline of the hot kernels",
+        "kernels",
+        "Each hot kernel's flop rate against the machine's roofline (dgemm peak, streaming bandwidth, exponentials "
+        "per second), all measured in the same run on one thread.",
+        "bound / achieved: co-topic tables {kernels/cotopic_tables/ratio}x, co-topic pass "
+        "{kernels/cotopic_pass/ratio}x, label pass {kernels/label_pass/ratio}x, training step "
+        "{kernels/train_step/ratio}x, label interval loss {kernels/label_interval/ratio}x; dgemm "
+        "{peaks/flops} flop/s, bandwidth {peaks/bandwidth:gb} GB/s per CPU second",
+        load=("load_before/0", "load_after/0"),
+        date="date",
+        facts=(
+            "The outward roundings (nextafter) take {kernels/label_interval/nextafter_fraction:pct} % of the label "
+            "interval loss's time (measured by replacing them with the identity).",
+            "Exponentials: np.exp {peaks/np_exp_per_cpu_s} and a compiled loop {peaks/numba_exp_per_cpu_s} per CPU "
+            "second; at that rate the co-topic tables' exponentials take {kernels/cotopic_tables/exp_share:pct} % of "
+            "their time, the training step's {kernels/train_step/exp_share:pct} %.",
+        ),
+        tables=(
+            Table(
+                "kernels",
+                "Each kernel on one thread (CPU seconds, best of several calls); flop rates per CPU second; bound: the "
+                "lowest ceiling at the kernel's arithmetic intensity.",
+                ("size_text", "time", "AI", "achieved", "bound", "ratio"),
+                index="kernel",
+                names=(
+                    ("size_text", "size"),
+                    ("time", "CPU (s)"),
+                    ("AI", "flop / byte"),
+                    ("achieved", "flop/s"),
+                    ("bound", "bound (flop/s)"),
+                    ("ratio", "bound / achieved"),
+                ),  # fmt: skip
+            ),
+            Table(
+                "kernels",
+                "The cost model of each call and the ceiling that binds.",
+                ("flops", "exps", "bytes", "achieved_bytes_per_s", "binding"),
+                index="kernel",
+                names=(("exps", "exponentials"), ("achieved_bytes_per_s", "bytes/s"), ("binding", "binding ceiling")),
+            ),
+            Table("kernels", "Kernels beyond ten times below their bound, and why.", ("reason",), index="kernel"),
+            Table(
+                "peaks",
+                "The machine's ceilings, measured at the start of the run (per CPU second unless wall).",
+                (
+                    "dgemm_flops_per_cpu_s_1t",
+                    "dgemm_flops_per_cpu_s_2t",
+                    "triad_bytes_per_cpu_s",
+                    "sum_bytes_per_cpu_s",
+                    "triad_bytes_per_cpu_s_2t",
+                    "np_exp_per_cpu_s",
+                    "numba_exp_per_cpu_s",
+                ),
+                index="ceiling",
+                scalars=True,
+            ),  # fmt: skip
+        ),
+        figure=(
+            ROOFLINE_FIGURE,
+            "Roofline: flop rate against arithmetic intensity on log scales, the dgemm and bandwidth ceilings as "
+            "lines and one point per kernel, joined to its bound.",
+        ),
+    ),
 }
 
 
@@ -626,11 +712,17 @@ def _scalar(v) -> bool:
     )
 
 
-def markdown_table(records: list[dict], columns: tuple[str, ...] = (), index: str = "") -> list[str]:
-    """Markdown of ``records`` (a list of dicts), human column names, at most :data:`MAX_COLUMNS` columns: a wide
-    table of few rows is transposed, one of many rows is split (the first column repeated in each part)."""
+def markdown_table(records: list[dict], columns: tuple[str, ...] = (), index: str = "", names=()) -> list[str]:
+    """Markdown of ``records`` (a list of dicts), human column names (``names``: ``(key, name)`` pairs first), at
+    most :data:`MAX_COLUMNS` columns: a wide table of few rows is transposed, one of many rows is split (the first
+    column repeated in each part)."""
     if not records:
         return []
+    rename = dict(names)
+
+    def human(key: str) -> str:
+        return rename.get(key) or _human(key)
+
     records = [{k: _get(r, k) for k in columns} | r for r in records] if columns else records
     keys = list(columns)
     if index and index not in keys:
@@ -691,9 +783,14 @@ def section(path: Path, data, depth: int = 3, anchor: bool = True) -> list[str]:
     tables = bench.tables or ((Table("", ""),) if "headers" in data else ())
     for table in tables:
         records, columns = _records(data, table)
-        md = markdown_table(records, columns, table.index)
+        md = markdown_table(records, columns, table.index, table.names)
         if md:
             out += ([table.caption, ""] if table.caption else []) + md
+    if bench.figure:
+        out += [
+            f'<img src="_static/{bench.figure[0]}" alt="{bench.figure[1]}" style="width: 100%; max-width: 760px">',
+            "",
+        ]
     out += raw_record(path, data)
     return out
 
@@ -805,6 +902,65 @@ def ratio_figure(folder: Path, out: Path) -> bool:
     b.margins(x=0.12, y=0.15)
     for ax in (a, b):
         ax.grid(True, which="major", alpha=0.3)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(out, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def roofline_figure(folder: Path, out: Path) -> bool:
+    """Write the roofline of ``roofline.json`` to ``out`` (PNG): flop/s against arithmetic intensity (flop per byte),
+    log-log, the dgemm ceiling and the bandwidth ceiling measured in the run, the exponential ceiling of each kernel
+    with exponentials where it lies on the chart, one point per kernel joined to its bound. ``False`` if no data."""
+    data = _read(folder, "roofline.json")
+    try:
+        P, B = float(resolve(data, "peaks/flops")), float(resolve(data, "peaks/bandwidth"))
+        kernels = resolve(data, "kernels")
+        points = [(HUMAN.get(k, k), float(r["AI"]), float(r["achieved"]), float(r["bound"]), float(r["ratio"]),
+                   r.get("ceilings", {}).get("exp")) for k, r in kernels.items()]  # fmt: skip
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return False
+    if not points:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ais = [p[1] for p in points]
+    lo_x, hi_x = min(min(ais) / 4, P / B / 8), max(max(ais) * 4, P / B * 8)
+    ys = [p[2] for p in points]
+    lo_y, hi_y = min(ys) / 4, P * 4
+    fig, ax = plt.subplots(figsize=(8, 6.2), layout="constrained")
+    x = [lo_x * (hi_x / lo_x) ** (i / 200) for i in range(201)]
+    ax.plot(x, [min(P, a * B) for a in x], "-", color="black", lw=2, label="roofline: min(dgemm peak, AI x bandwidth)")
+    target = float(data.get("target_ratio", 10.0))
+    ax.plot(x, [min(P, a * B) / target for a in x], "--", color="grey", lw=1,
+            label=f"{fmt_number(target)}x below the roofline (the target)")  # fmt: skip
+    ax.axhline(P, color="black", lw=0.6, ls=":")
+    ax.text(hi_x / 1.1, P * 1.12, f"dgemm {fmt_number(P)} flop/s", ha="right", fontsize=8)
+    colors = plt.get_cmap("tab10")
+    for i, (name, ai, got, bound, ratio, exp_ceiling) in enumerate(points):
+        c = colors(i)
+        ax.plot([ai, ai], [got, bound], "-", color=c, lw=1, alpha=0.6)
+        ax.plot(ai, got, "o", color=c, ms=8, label=f"{name}: {fmt_number(ratio)}x below its bound")
+        if exp_ceiling is not None and exp_ceiling < hi_y:
+            ax.plot([ai / 2.5, ai * 2.5], [exp_ceiling] * 2, "--", color=c, lw=1.2)
+            ax.text(ai * 2.7, exp_ceiling, "exp ceiling", color=c, fontsize=7, va="center")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo_x, hi_x)
+    ax.set_ylim(lo_y, hi_y)
+    a_mem = lo_x * 1.6
+    (x0, y0), (x1, y1) = ax.transData.transform([(a_mem, a_mem * B), (a_mem * 2, a_mem * 2 * B)])
+    angle = math.degrees(math.atan2(y1 - y0, x1 - x0))
+    ax.text(a_mem, a_mem * B * 1.3, f"bandwidth {fmt_number(B * 1e-9)} GB/s", rotation=angle, fontsize=8,
+            rotation_mode="anchor")  # fmt: skip
+    ax.set_xlabel("arithmetic intensity (flop per byte moved)")
+    ax.set_ylabel("flop per CPU second (one thread)")
+    ax.set_title("Roofline of the hot kernels (ceilings measured in the same run)", fontsize=11)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.13), ncol=2, frameon=False)
     out.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(out, dpi=110)
     plt.close(fig)
