@@ -19,6 +19,9 @@ This script, in one run and on ``--threads`` threads (default 2):
 - with ``--compare N`` (default 500; 0 skips) the route before (blocked tables, grid + L-BFGS-B from three starts)
   beside the new one on a 20 x N model of the same kind: the two losses and CPU times.
 
+The roofline of the table build and of the pass at this size (all ceilings measured in one run, one thread):
+``benchmarks/bench_roofline.py``.
+
 Writes ``results/cotopic_corpus.json``. Run: ``python benchmarks/bench_cotopic_corpus.py [--lda] [--compare N]
 [--threads 2] [--words 13586]``.
 """

@@ -26,6 +26,9 @@ Numba threads: the defaults (the layer-by-layer kernels on every core, the fused
 :func:`theorycheck.nn._factored_kernels.factored_loss_grad`); BLAS serial inside the steps (``Trainer.run``). The load
 average is recorded: on a shared 2-core machine wall times are noisy, CPU times less so.
 
+The cost model of the fused squared-loss kernel (flops and bytes, SPEC §3.2) and its roofline against the machine's
+measured peaks: ``benchmarks/bench_roofline.py``.
+
 Run: ``python benchmarks/bench_dynamics.py [--old-steps N] [--full-old]``.
 """
 

@@ -14,6 +14,9 @@ Fitted exponents: least squares of log(time per set) on log V1 (expected about 1
 seconds (``time.process_time``, one BLAS / Numba thread: the project default) with the load average beside
 them; wall seconds too. Writes ``results/structured_attention.json``.
 
+The cost model of the label family's pass over the laws (flops and bytes, SPEC §11.8) and its roofline against the
+machine's measured peaks: ``benchmarks/bench_roofline.py``.
+
 Run: ``python benchmarks/bench_structured_attention.py [--quick] [--budget 120]``.
 """
 
