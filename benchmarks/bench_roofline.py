@@ -37,9 +37,10 @@ STREAM triad ``a = b + s c`` (24 bytes per element, compiled loop) and numpy's s
   model :func:`theorycheck.population._cotopic_pairs.build_cost` plus the ``n^2`` products ``beta G`` it leaves
   out): ``2 n^2 T`` (the blocks of ``G``), ``n^2`` (``beta G``), ``4 n^2 q`` (the two products with ``F_2``),
   ``n^2`` (``G e^{beta G}``), the per-query contractions; ``n^2`` exponentials; bytes as ``build_cost``.
-- ``label_interval``: the label certificate's loss on ``N`` boxes at order 2 (value, gradient and Hessian
-  enclosures), ``LabelLoss(...).chart`` through :func:`theorycheck.solvers.attention._interval_vec.evaluate`, the
-  coefficients cached. Its flops are **counted** (:func:`count_interval_ops`): one evaluation on the same boxes
+- ``label_interval``: the label certificate's loss on 4 boxes at order 2 (value, gradient and Hessian
+  enclosures) at 10 topics x 1,000 words, tau = 3 (120,000 pairs; 100 words with ``--quick``),
+  ``LabelLoss(...).chart`` through :func:`theorycheck.solvers.attention._interval_vec.evaluate`, the coefficients
+  cached. Its flops are **counted** (:func:`count_interval_ops`): one evaluation on the same boxes
   with every interval operation of :class:`._interval_vec.IVec` tallied per element, weighted by its float
   operations (:data:`INTERVAL_FLOPS`: ``+``/``-`` 2, ``*`` 10 (four products, six min/max), ``1/x`` 4, ``x^2`` 5,
   ``exp`` 4 and 2 exponentials): about 2,800 flops per (box, pair). The outward roundings (``nextafter``, about
@@ -168,7 +169,7 @@ def _exp_loop(x, out):  # pragma: no cover - compiled
 def peaks(quick: bool) -> dict:
     """The machine's ceilings measured now (module docstring), per CPU second and per wall second."""
     rng = np.random.default_rng(0)
-    n = 800 if quick else 2000
+    n = 600 if quick else 2000
     A, B = rng.random((n, n)), rng.random((n, n))
     out: dict = {"dgemm_n": n}
     for nt in (1, 2):
@@ -339,7 +340,7 @@ def interval_flops(counts: dict) -> tuple[int, int]:
 
 def label_interval(quick: bool) -> dict:
     """The label certificate's loss at order 2 on ``N`` chart boxes (module docstring), coefficients cached."""
-    T, n, tau, N = 10, (300 if quick else 1000), 3, 4
+    T, n, tau, N = 10, (100 if quick else 1000), 3, 4
     g = dirichlet_model(T, n, tau, floor=1e-12)
     W = optimal_value_matrix(g, MK, options={"dense": False}).x
     LL = LabelLoss(g, MK, W.left, W.right)

@@ -5,6 +5,7 @@ operation tally against a hand count."""
 
 from __future__ import annotations
 
+import json
 import math
 import sys
 from pathlib import Path
@@ -106,3 +107,25 @@ def test_interval_tally_against_a_hand_count():
     assert flops == 5 * (10 + 2 + 4 + 2 + 4) and exps == 10
     a * b  # the instrumentation is gone after the block
     assert counts["mul"] == 5
+
+
+def test_quick_run_writes_a_consistent_record(tmp_path, monkeypatch):
+    """The script end to end (``--quick``): every kernel's record holds its roofline as :func:`roofline_point` defines
+    it from the record's own flops, bytes, exponentials and time and the run's peaks, and a reason exactly when it
+    is beyond the target (no timing is asserted)."""
+    monkeypatch.setenv("THEORYCHECK_BENCH_OUT", str(tmp_path))
+    assert br.main(["--quick"]) == 0
+    data = json.loads((tmp_path / "roofline.json").read_text())
+    pk = data["peaks"]
+    assert pk["flops"] == pk["dgemm_flops_per_cpu_s_1t"] > 0
+    assert pk["bandwidth"] == max(pk["triad_bytes_per_cpu_s"], pk["sum_bytes_per_cpu_s"]) > 0
+    assert pk["exp"] == max(pk["np_exp_per_cpu_s"], pk["numba_exp_per_cpu_s"]) > 0
+    assert set(data["kernels"]) == set(br.KERNELS)
+    for name, rec in data["kernels"].items():
+        again = br.roofline_point(rec["flops"], rec["bytes"], rec["time"], pk, rec["exps"])
+        assert all(math.isclose(rec[k], again[k], rel_tol=1e-12) for k in ("AI", "achieved", "bound", "ratio")), name
+        assert rec["binding"] == again["binding"] and rec["time"] == rec["cpu"] > 0
+        assert (rec["reason"] is None) == (rec["ratio"] <= data["target_ratio"]), name
+    li = data["kernels"]["label_interval"]
+    assert li["flops_source"] == "counted in this run" and li["nextafter"] > 0 and 0 <= li["nextafter_fraction"] < 1
+    assert li["flops"] == br.interval_flops(li["op_counts"])[0]
