@@ -1,7 +1,8 @@
 """``benchmarks/bench_roofline.py``: the roofline arithmetic (AI, ceilings, bound, ratio) against hand-made records,
 and the cost models against operations counted independently: the co-topic pair sums' flops and exponentials by
-counting every numpy operation of their reference (:func:`pair_sums_reference`) on a tiny model, the interval
-operation tally against a hand count."""
+counting every numpy operation of their reference (:func:`pair_sums_reference`) on a tiny model; the per-pair flops
+of the label pass and of the co-topic pass by running their Numba kernels' Python source on numbers that count
+every arithmetic operation; the interval operation tally against a hand count."""
 
 from __future__ import annotations
 
@@ -19,8 +20,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_roofline as br
 
 import theorycheck as tc
-from theorycheck.population._attention_structured import make_evaluator
-from theorycheck.population._cotopic_pairs import pair_sums_reference
+import theorycheck.population._set_laws as set_laws_module
+from theorycheck.population._attention_structured import _sq_kernel, make_evaluator
+from theorycheck.population._cotopic_pairs import build_cost, pair_sums_reference
+from theorycheck.population._set_laws import pass_cost
 from theorycheck.solvers import optimal_value_matrix
 from theorycheck.solvers.attention._interval_vec import IVec
 
@@ -89,9 +92,12 @@ def test_pair_sum_flops_match_the_counted_reference(T, n):
     assert all(np.array_equal(np.asarray(a), b) for a, b in zip(counted, plain))  # the same computation
     model = br.pair_sums_flops(n, T)
     assert _Counted.tally == {"flops": model["flops"], "exps": model["exps"]}
-    # the tables' model adds the contractions on top of the pair sums, never fewer operations
-    full = br.cotopic_tables_cost(n, T, W.rank)
-    assert full["flops"] > model["flops"] and full["exps"] == model["exps"]
+    # build_cost (SPEC §11.8(a)) is the pair sums plus the per-query contractions, as the SPEC writes them
+    k, p, q = W.rank, T + 1, (T + 1) * (T + 2) // 2
+    per_query = 2 * p * p * T + 2 * p * k * T + 2 * k * k * T + 6 * k * T
+    full = build_cost(n, T, k, True)
+    assert full["flops"] - model["flops"] == n * (2 * per_query + 4 * k * T * T + 6 * k * T * T)
+    assert full["exps"] == model["exps"] and full["gemm_flops"] == 4 * n * n * q
 
 
 def test_interval_tally_against_a_hand_count():
@@ -129,3 +135,109 @@ def test_quick_run_writes_a_consistent_record(tmp_path, monkeypatch):
     li = data["kernels"]["label_interval"]
     assert li["flops_source"] == "counted in this run" and li["nextafter"] > 0 and 0 <= li["nextafter_fraction"] < 1
     assert li["flops"] == br.interval_flops(li["op_counts"])[0]
+
+
+class _Num:
+    """A float that counts every arithmetic operation (``+ - * /``) it takes part in; ``abs`` and negation are free."""
+
+    __slots__ = ("v",)
+    ops = 0
+
+    def __init__(self, v):
+        self.v = float(v)
+
+    def __abs__(self):
+        return _Num(abs(self.v))
+
+    def __neg__(self):
+        return _Num(-self.v)
+
+
+def _counted_op(f, swap):
+    def op(a, b):
+        _Num.ops += 1
+        x, y = (b, a) if swap else (a, b)
+        return _Num(f(x.v if isinstance(x, _Num) else x, y.v if isinstance(y, _Num) else y))
+
+    return op
+
+
+for _name, _f in (
+    ("add", float.__add__),
+    ("sub", float.__sub__),
+    ("mul", float.__mul__),
+    ("truediv", float.__truediv__),
+):
+    setattr(_Num, f"__{_name}__", _counted_op(_f, False))
+    setattr(_Num, f"__r{_name}__", _counted_op(_f, True))
+
+
+def _nums(shape, rng):
+    a = np.empty(shape, dtype=object)
+    for idx in np.ndindex(shape):
+        a[idx] = _Num(rng.uniform(0.5, 1.5))
+    return a
+
+
+def _object_numpy():
+    """numpy with ``zeros``/``empty`` of floats made object arrays (the kernels' scratch arrays then hold counters)."""
+    ns = type(sys)("np_objects")
+    ns.__dict__.update({k: getattr(np, k) for k in dir(np) if not k.startswith("__")})
+
+    def alloc(shape, dtype=float):
+        if dtype is not float:
+            return np.zeros(shape, dtype=dtype)
+        a = np.empty(shape, dtype=object)
+        a[...] = 0.0
+        return a
+
+    ns.zeros = ns.empty = alloc
+    return ns
+
+
+@pytest.mark.parametrize("want_grad, per_pair", [(False, 46), (True, br.LABEL_PAIR_FLOPS)])
+def test_label_pass_flops_per_pair_counted_in_the_kernel_source(want_grad, per_pair):
+    """``_sq_kernel`` run as Python on counting numbers: the flops of one more word query are the model's."""
+    rng = np.random.default_rng(0)
+
+    def ops(n_words):
+        Dw, Dg, Dq = _nums((1, n_words, 7), rng), _nums((1, 1, 4), rng), _nums((1, 1, 4), rng)
+        out = np.empty((4, 1), dtype=object)
+        out[...] = 0.0
+        _Num.ops = 0
+        consts = np.array([1.3, 0.1, 1e-3, 0.5, 0.0])
+        grp = np.zeros(n_words, dtype=np.int64)
+        _sq_kernel.py_func(Dw, Dg, Dq, grp, _nums((6, n_words), rng), _nums((1,), rng), consts, want_grad, out)
+        return _Num.ops
+
+    assert ops(3) - ops(2) == ops(2) - ops(1) == per_pair
+
+
+@pytest.mark.parametrize("want_beta", [False, True])
+def test_cotopic_pass_flops_per_pair_counted_in_the_kernel_source(want_beta, monkeypatch):
+    """``_set_kernel`` run as Python on counting numbers: the flops of one more word query of a set that shares all
+    but its last member with the one before (a lexicographic enumeration) at one and at two ``alpha`` are
+    :func:`pass_cost`'s per pair."""
+    monkeypatch.setitem(set_laws_module._set_kernel.py_func.__globals__, "np", _object_numpy())
+    rng = np.random.default_rng(1)
+    T, tau = 5, 3
+
+    def ops(sets, xb, n_alpha):
+        sets = np.array(sets, dtype=np.int64)
+        lin, quad, scal = _nums((1, 11, T, xb), rng), _nums((1, 4, T, T, xb), rng), _nums((1, 6, xb), rng)
+        part = np.empty((1, n_alpha, 4, len(sets)), dtype=object)
+        part[...] = 0.0
+        _Num.ops = 0
+        set_laws_module._set_kernel.py_func(sets, lin, quad, scal, xb, np.full(n_alpha, 1.2), np.full(n_alpha, 1.1),
+                                            np.array([0.1, 1e-3]), _nums((len(sets),), rng), _Num(0.3), want_beta,
+                                            part)  # fmt: skip
+        return _Num.ops
+
+    for n_alpha in (1, 2):
+
+        def next_set(xb, n_alpha=n_alpha):  # the second set of a lexicographic pair: only its last member is read
+            return ops([[0, 1, 2], [0, 1, 3]], xb, n_alpha) - ops([[0, 1, 2]], xb, n_alpha)
+
+        per_query = next_set(2) - next_set(1)  # one more query in the block (the block's own sums cancel)
+        model = pass_cost(1, T, 1, tau, n_alpha, want_beta)
+        assert per_query == model["flops"], (n_alpha, per_query, model)

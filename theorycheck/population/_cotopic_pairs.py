@@ -100,17 +100,19 @@ def pair_basis(op: ValueOperator, st: Static, phi, mask_keys: bool, a: float, r:
 
 
 def build_cost(n: int, T: int, k: int, want_d: bool, rows: int | None = None) -> dict:
-    """The cost model of one table build (SPEC §11.8(a)): ``flops`` (of which ``gemm_flops`` in the pair-sum
-    products), ``exps`` (exponentials) and ``bytes`` moved through the caches (``F2`` and ``u`` read once per block of
-    ``rows`` queries, the ``G`` and ``E`` blocks written and read, the pair sums written), for ``n`` words, ``T``
-    topics and a rank-``k`` ``W``; ``p = T + 1`` features, ``q = p (p + 1) / 2`` pair columns."""
+    """The cost model of one table build (SPEC §11.8(a)): ``flops`` (the blocks of ``G``, ``beta G``, the pair-sum
+    products, of which ``gemm_flops``, and the per-query contractions), ``exps`` (exponentials) and ``bytes`` moved
+    through the caches (``F2`` and ``u`` read once per block of ``rows`` queries, the ``G`` and ``E`` blocks written
+    and read, the pair sums written), for ``n`` words, ``T`` topics and a rank-``k`` ``W``; ``p = T + 1`` features,
+    ``q = p (p + 1) / 2`` pair columns."""
     rows = _ROWS if rows is None else rows
     p = T + 1
     q = p * (p + 1) // 2
     nd = 2 if want_d else 1
     per_query = 2 * p * p * T + 2 * p * k * T + 2 * k * k * T + 6 * k * T  # B, K, KG and c, d, b . N per table
     gemm = 2 * n * n * q * nd
-    flops = 2 * n * n * T + gemm + n * (nd * per_query + 4 * k * T * T) + (n * n + n * 6 * k * T * T if want_d else 0)
+    flops = 2 * n * n * T + n * n + gemm + n * (nd * per_query + 4 * k * T * T)  # G, beta G, the products, contractions
+    flops += n * n + n * 6 * k * T * T if want_d else 0  # G o E and the derivative contractions
     blocks = -(-n // rows)
     moved = 8 * (blocks * n * (q + T) + (4 + 2 * (nd - 1)) * n * n + nd * n * q)
     return {"flops": flops, "gemm_flops": gemm, "exps": n * n, "bytes": moved}

@@ -39,13 +39,14 @@ _BLOCKS = 8
 
 def pass_cost(n: int, T: int, n_sets: int, tau: int, n_alpha: int, want_beta: bool) -> dict:
     """The cost model of one pass of :func:`set_laws` (SPEC §11.8(a)): ``pairs`` (query, set), ``flops`` (the member
-    sums of the set's last member, as in a lexicographic enumeration where the prefix sums carry over, plus about 80
-    flops per ``alpha`` and 45 more for ``dL/dbeta``), ``bytes`` read from memory (the tables once) and
-    ``cache_bytes`` (the table rows the member sums read, from the block resident in L2)."""
+    sums of the set's last member, as in a lexicographic enumeration where the prefix sums carry over, plus 96 flops
+    per ``alpha`` and 84 more for ``dL/dbeta``: the kernel's arithmetic per query, products of loop constants left
+    out), ``bytes`` read from memory (the tables once) and ``cache_bytes`` (the table rows the member sums read, from
+    the block resident in L2)."""
     n_lin, n_q = (11, 4) if want_beta else (7, 2)
     reads = n_lin + n_q * (2 * tau - 1)  # rows read per (query, set): the last member's
     pairs = n * n_sets
-    flops = pairs * (reads + n_alpha * (80 + (45 if want_beta else 0)))
+    flops = pairs * (reads + n_alpha * (96 + (84 if want_beta else 0)))
     return {"pairs": pairs, "flops": flops, "bytes": 8 * n * (11 * T + n_q * T * T + 6),
             "cache_bytes": 8 * pairs * reads}  # fmt: skip
 
