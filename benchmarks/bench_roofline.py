@@ -56,8 +56,13 @@ STREAM triad ``a = b + s c`` (24 bytes per element, compiled loop) and numpy's s
   target basis' nonzero columns) and ``V_1 |support|`` exponentials; bytes: every input, output and intermediate
   table moved once (intermediates twice: written and read).
 
+The flops per (law, word) of the label pass, per (query, set) of the co-topic pass, of the training kernel and of the
+pair sums are checked against counts of the kernels' own operations (``tests/test_bench_roofline.py``: the Numba
+kernels' Python source run on numbers that count each ``+ - * /``, matrix products as ``2 m k n``; the pair sums'
+numpy reference on arrays that count each ufunc). Products of loop constants (``2 p_c``) are not counted.
+
 The load average is recorded before and after. Writes ``results/roofline.json``. Run:
-``python benchmarks/bench_roofline.py [--quick]`` (about two minutes; ``--quick`` about fifteen seconds, smaller
+``python benchmarks/bench_roofline.py [--quick]`` (about two minutes; ``--quick`` about ten seconds, smaller
 sizes).
 """
 
@@ -377,6 +382,7 @@ def train_step_cost(V1, d, G, r, nnz, n_support, s, nx) -> dict:
     grid = 2 * G * V1 * (r + npr + r + s * r + s) + 25 * G * V1  # Z, uu, ub, Yu, Yb and the entry loop
     back = 2 * G * V1 * (2 * r + npr + s * r) + r * d * V1 + 2 * npr * V1 + 2 * r * r * d * V1 + 3 * nx * r * V1
     back += 2 * r * d * V1 + 4 * d * nnz * V1 + 4 * nnz * V1  # db, H . v and dL/dv, dL/dS
+    back += d * (3 * r + 5 + nnz)  # 2 b in H, b . b, dL/db's sums, dL/dv's accumulation
     inputs = V1 * V1 + nnz * d + 3 * G * V1 + 2 * G * npr + G * s * r + G * r + G * s + nx * V1
     outputs = V1 * V1 + V1 * d + d
     tables = n_support * V1 + nnz * V1 + r * d * V1 + r * V1 + npr * V1 + r * V1 + s * r * V1 + s * V1
@@ -469,7 +475,7 @@ KERNELS = ("label_pass", "cotopic_pass", "cotopic_tables", "label_interval", "tr
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="smaller sizes (about fifteen seconds)")
+    ap.add_argument("--quick", action="store_true", help="smaller sizes (about ten seconds)")
     args = ap.parse_args(argv)
     numba.set_num_threads(1)
     load_before = _load()

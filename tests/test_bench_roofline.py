@@ -1,14 +1,16 @@
 """``benchmarks/bench_roofline.py``: the roofline arithmetic (AI, ceilings, bound, ratio) against hand-made records,
 and the cost models against operations counted independently: the co-topic pair sums' flops and exponentials by
 counting every numpy operation of their reference (:func:`pair_sums_reference`) on a tiny model; the per-pair flops
-of the label pass and of the co-topic pass by running their Numba kernels' Python source on numbers that count
-every arithmetic operation; the interval operation tally against a hand count."""
+of the label pass, of the co-topic pass and of the fused training step by running their Numba kernels' Python source on
+numbers that count every arithmetic operation (matrix products by numpy, counted ``2 m k n``); the interval
+operation tally against a hand count."""
 
 from __future__ import annotations
 
 import json
 import math
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import bench_roofline as br
 
 import theorycheck as tc
+import theorycheck.nn._factored_squared as squared_module
 import theorycheck.population._set_laws as set_laws_module
+from theorycheck.nn import Trainer, preset
 from theorycheck.population._attention_structured import _sq_kernel, make_evaluator
 from theorycheck.population._cotopic_pairs import build_cost, pair_sums_reference
 from theorycheck.population._set_laws import pass_cost
@@ -152,6 +156,12 @@ class _Num:
     def __neg__(self):
         return _Num(-self.v)
 
+    def __lt__(self, o):
+        return self.v < (o.v if isinstance(o, _Num) else o)
+
+    def __gt__(self, o):
+        return self.v > (o.v if isinstance(o, _Num) else o)
+
 
 def _counted_op(f, swap):
     def op(a, b):
@@ -241,3 +251,66 @@ def test_cotopic_pass_flops_per_pair_counted_in_the_kernel_source(want_beta, mon
         per_query = next_set(2) - next_set(1)  # one more query in the block (the block's own sums cancel)
         model = pass_cost(1, T, 1, tau, n_alpha, want_beta)
         assert per_query == model["flops"], (n_alpha, per_query, model)
+
+
+def _counting_numpy(tally):
+    """:func:`_object_numpy` with ``full`` too, ``dot`` by numpy on the values (``2 m k n`` flops) and ``exp`` counted
+    apart (into ``tally["exps"]``)."""
+    ns = _object_numpy()
+
+    def full(shape, value, dtype=float):
+        a = np.empty(shape, dtype=object)
+        a[...] = _Num(value)
+        return a
+
+    def values(a):
+        return np.vectorize(lambda x: x.v if isinstance(x, _Num) else x, otypes=[float])(a)
+
+    def dot(a, b):
+        A, B = values(a), values(b)
+        _Num.ops += 2 * A.shape[0] * A.shape[-1] * (B.shape[1] if B.ndim == 2 else 1)
+        out = np.dot(A, B)
+        return _nums_of(out) if out.ndim else _Num(out)
+
+    def exp(x):
+        tally["exps"] += 1
+        return _Num(math.exp(x.v))
+
+    ns.full, ns.dot, ns.exp = full, dot, exp
+    return ns
+
+
+def _nums_of(a):
+    out = np.empty(np.shape(a), dtype=object)
+    for idx in np.ndindex(out.shape):
+        out[idx] = _Num(a[idx])
+    return out
+
+
+def test_train_step_flops_counted_in_the_kernel_source(monkeypatch):
+    """``_squared_step`` (with ``_forward_tables``) run as Python on counting numbers, on the ``two-stage`` preset's
+    population batch at 3 topics x 2 words: its flops and exponentials are :func:`train_step_cost`'s."""
+    cfg = preset("two-stage")
+    cfg = replace(cfg, data=replace(cfg.data, T=3, v=2, tau=2), model=replace(cfg.model, V1=7, d=7), steps=1)
+    fk = Trainer(cfg, progress=False).batch_at(0).key_factors()
+    g = fk.grid
+    rng = np.random.default_rng(2)
+    V1 = d = 7
+    tally = {"exps": 0}
+    fake = _counting_numpy(tally)
+    monkeypatch.setitem(squared_module._squared_step.py_func.__globals__, "np", fake)
+    monkeypatch.setitem(squared_module._squared_step.py_func.__globals__, "_forward_tables",
+                        squared_module._forward_tables.py_func)  # fmt: skip
+    outs = [_nums_of(np.zeros(shape)) for shape in ((V1, V1), (V1, d), (d,))]
+    VtT = rng.normal(size=(V1, d))
+    _Num.ops = 0
+    squared_module._squared_step.py_func(
+        _nums_of(rng.normal(size=(V1, V1))), _nums_of(VtT[fk.ridx]), _nums_of(rng.normal(size=d)), 0.7, fk.rptr,
+        fk.ridx, fk.rval, fk.support, g.xptr, g.xidx, _nums_of(g.BX), _nums_of(fk.U), _nums_of(g.UUw), _nums_of(g.UU),
+        g.pj, g.pk, _nums_of(g.TU), _nums_of(g.Theta), _nums_of(g.N), _nums_of(g.W), g.present, _Num(g.sumw),
+        _nums_of(g.db_targets), *outs,
+    )  # fmt: skip
+    G, r = fk.U.shape
+    model = br.train_step_cost(V1=V1, d=d, G=G, r=r, nnz=len(fk.ridx), n_support=len(fk.support),
+                               s=g.Theta.shape[1], nx=len(g.xidx))  # fmt: skip
+    assert (_Num.ops, tally["exps"]) == (model["flops"], model["exps"])
