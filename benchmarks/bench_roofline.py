@@ -15,7 +15,8 @@ is ``<= 10``) and, beyond 10, the measured reason.
 **Peaks** (:func:`peaks`): dgemm ``(n x n) @ (n x n)`` float64 by numpy (``2 n^3`` flops, ``n = 2000``); a
 STREAM triad ``a = b + s c`` (24 bytes per element, compiled loop) and numpy's sum (8 bytes per element) over arrays of
 ``2^24`` doubles (128 MiB each, four times the last-level cache): the bandwidth ``B`` is the larger of the two;
-``np.exp`` and a compiled ``exp`` loop on an array resident in L2 (exponentials per second; ``X`` the faster).
+``np.exp`` and a compiled ``exp`` loop on an array resident in L2 (exponentials per second; ``X`` the faster; the
+share of a kernel's time its exponentials take, ``exp_share``, at the rate of the one it calls).
 
 **Kernels and their cost models** (``n`` words, ``T`` topics, ``k = rank W^V``, ``p = T + 1``,
 ``q = p (p + 1) / 2``). The first three run at the corpus size of ``bench_cotopic_corpus.py``:
@@ -95,6 +96,8 @@ MK = tc.Masking()
 #: Flops per (law, word) of the label family's fused per-query loop with the gradient (46 for the value, 64 for the
 #: two derivatives; products of loop constants left out): counted from its source in ``tests/test_bench_roofline.py``.
 LABEL_PAIR_FLOPS = 110
+#: The exponential each kernel with exponentials calls: numpy's (vectorised) or a compiled loop's (Numba).
+EXP_ENGINE = {"cotopic_tables": "np", "train_step": "numba"}
 #: Above this ``bound / achieved`` a kernel needs a written reason.
 TARGET = 10.0
 #: Float operations per element of each interval operation of :class:`IVec` (min/max and comparisons counted).
@@ -497,8 +500,9 @@ def main(argv=None) -> int:
         rec = runs[name]
         point = roofline_point(rec["flops"], rec["bytes"], rec["cpu"], pk, rec["exps"])
         kernels[name] = {**rec, **point, "time": rec["cpu"], "size_text": size_text(name, rec["size"])}
-        if rec["exps"]:  # the share of the time the exponentials take at the measured exp throughput
-            kernels[name]["exp_share"] = rec["exps"] / pk["exp"] / rec["cpu"]
+        if rec["exps"]:  # the share of the time the exponentials take at the throughput of the exp the kernel calls
+            engine = EXP_ENGINE[name]
+            kernels[name].update(exp_engine=engine, exp_share=rec["exps"] / pk[f"{engine}_exp_per_cpu_s"] / rec["cpu"])
         kernels[name]["reason"] = reason(name, kernels[name], pk)
         print(
             f"{name:16s} {rec['cpu']:.3g} s  AI {point['AI']:.3g}  achieved {point['achieved']:.3g}"

@@ -136,6 +136,9 @@ def test_quick_run_writes_a_consistent_record(tmp_path, monkeypatch):
         assert all(math.isclose(rec[k], again[k], rel_tol=1e-12) for k in ("AI", "achieved", "bound", "ratio")), name
         assert rec["binding"] == again["binding"] and rec["time"] == rec["cpu"] > 0
         assert (rec["reason"] is None) == (rec["ratio"] <= data["target_ratio"]), name
+        if rec["exps"]:  # the exponentials' share of the time at the rate of the exp the kernel calls
+            rate = pk[f"{br.EXP_ENGINE[name]}_exp_per_cpu_s"]
+            assert math.isclose(rec["exp_share"], rec["exps"] / rate / rec["time"], rel_tol=1e-12), name
     li = data["kernels"]["label_interval"]
     assert li["flops_source"] == "counted in this run" and li["nextafter"] > 0 and 0 <= li["nextafter_fraction"] < 1
     assert li["flops"] == br.interval_flops(li["op_counts"])[0]

@@ -541,8 +541,9 @@ BENCHMARKS: dict[str, Benchmark] = {
             "The outward roundings (nextafter) take {kernels/label_interval/nextafter_fraction:pct} % of the label "
             "interval loss's time (measured by replacing them with the identity).",
             "Exponentials: np.exp {peaks/np_exp_per_cpu_s} and a compiled loop {peaks/numba_exp_per_cpu_s} per CPU "
-            "second; at that rate the co-topic tables' exponentials take {kernels/cotopic_tables/exp_share:pct} % of "
-            "their time, the training step's {kernels/train_step/exp_share:pct} %.",
+            "second; at those rates the co-topic tables' exponentials (numpy's) take "
+            "{kernels/cotopic_tables/exp_share:pct} % of their time, the training step's (compiled) "
+            "{kernels/train_step/exp_share:pct} %.",
         ),
         tables=(
             Table(
