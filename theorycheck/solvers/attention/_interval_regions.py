@@ -47,13 +47,22 @@ import threading
 import time
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..._threads import blas_threads, thread_info
 from . import _interval_vec as vec
 from ._interval_checkpoint import fingerprint, region_record, reusable
 from ._interval_label import LabelLoss
 from ._interval_scores import score_loss
 
-__all__ = ["LossSource", "TablesMismatch", "loss_source", "next_incumbent", "run_region", "run_regions"]
+__all__ = [
+    "SPLIT_AT", "LossSource", "TablesMismatch", "canonical", "combine", "loss_source", "next_incumbent", "run_region",
+    "run_regions",
+]  # fmt: skip
+
+#: With an executor, each region's search runs as pieces: its first rounds up to a frontier of this many boxes, then
+#: one task per frontier box (SPEC §7, "Sub-box tasks"; the result does not depend on it).
+SPLIT_AT = 16
 
 #: The losses built in this worker process, by the hash of their tables (one kept: a worker serves one problem).
 _MEMO: dict[str, LabelLoss] = {}
@@ -122,22 +131,35 @@ def next_incumbent(upper: float, out) -> float:
     return float(up_r) if xb_r is not None and up_r <= upper else upper
 
 
-def run_region(LL_or_source, k, frame, box, tol, budget, x0, upper, n_regions) -> dict:
+def canonical(out):
+    """``out`` (a :func:`._interval_vec.branch_and_bound` result) with its live boxes in lexicographic order of
+    ``(lo, hi)``: the order in which a search keeps them carries no information (the certificate uses their hull),
+    and a search run as sub-box tasks keeps them in another order (SPEC §7, "Sub-box tasks")."""
+    lower, upper, x_best, n, (lo, hi) = out
+    lo, hi = np.asarray(lo, float).reshape(-1, 2), np.asarray(hi, float).reshape(-1, 2)
+    order = np.lexsort((hi[:, 1], hi[:, 0], lo[:, 1], lo[:, 0]))
+    return lower, upper, x_best, n, (lo[order], hi[order])
+
+
+def run_region(LL_or_source, k, frame, box, tol, budget, x0, upper, n_regions, stop_at=None, start=None,
+               scale=None) -> dict:  # fmt: skip
     """Region ``k``'s branch and bound on ``box`` (``frame`` of :func:`._interval_scores.score_loss`) with the
     incumbent ``upper`` and the budget ``budget``: ``{"region", "out", "n_monotone", "upper_in", "budget", "cpu",
-    "wall", "worker"}`` (``out`` the result of :func:`._interval_vec.branch_and_bound`; CPU seconds of this process).
-    The task of :func:`run_regions`; ``LL_or_source`` a :class:`LabelLoss` or a :class:`LossSource`."""
+    "wall", "worker", "frontier", "scale"}`` (``out`` the result of :func:`._interval_vec.branch_and_bound`; CPU
+    seconds of this process). The task of :func:`run_regions`; ``LL_or_source`` a :class:`LabelLoss` or a
+    :class:`LossSource`. ``stop_at``, ``start``, ``scale``: a piece of the search (the first rounds up to a frontier
+    of ``stop_at`` boxes, or the search from the frontier boxes ``start``; :func:`._interval_vec.branch_and_bound`)."""
     cpu, wall = time.process_time(), time.time()
     LL = LL_or_source.loss() if isinstance(LL_or_source, LossSource) else LL_or_source
-    stats: dict[str, int] = {}
+    stats: dict = {}
     out = vec.branch_and_bound(
         box, None, None, functools.partial(score_loss, LL, frame=frame), offset=0.0, tol=tol, max_boxes=budget,
         x0=x0, upper=upper, one_point=True, monotone=True, stats=stats,
-        desc=f"interval certificate, region {k + 1}/{n_regions}",
+        desc=f"interval certificate, region {k + 1}/{n_regions}", stop_at=stop_at, start=start, scale=scale,
     )  # fmt: skip
     return {"region": k, "out": out, "n_monotone": stats.get("n_monotone", 0), "upper_in": float(upper),
             "budget": int(budget), "cpu": time.process_time() - cpu, "wall": time.time() - wall,
-            "worker": _worker()}  # fmt: skip
+            "worker": _worker(), "frontier": stats["frontier"], "scale": stats["scale"]}  # fmt: skip
 
 
 def _record(r: dict) -> dict:
@@ -146,17 +168,28 @@ def _record(r: dict) -> dict:
     return {**rec, "cpu": r["cpu"], "wall": r["wall"], "worker": r["worker"]}
 
 
-def _resubmit(pending, finished, ckpt, submit, K, guess, upper, after):
-    """Submit the regions after ``after`` with the incumbent ``upper`` (cancel the tasks started with another one),
-    unless a task, a finished result or a checkpoint record already has it."""
-    for fut, (k, u, _) in list(pending.items()):
-        if k > after and u != upper and fut.cancel():
-            del pending[fut]
-    for k in range(after + 1, K):
-        have = any(kk == k and u == upper for kk, u, _ in pending.values())
-        have = have or any(r["region"] == k and r["upper_in"] == upper for r in finished)
-        if not have and (ckpt is None or ckpt.find(k, upper, guess) is None):
-            submit(k, upper, guess)
+def combine(prefix: dict, subs: list[dict], guess: int) -> dict | None:
+    """The region result of a search run as pieces (SPEC §7, "Sub-box tasks"): ``prefix`` its first rounds (with
+    the incumbent ``U`` and budget ``guess``), ``subs`` the searches from its frontier boxes (each with the
+    incumbent the prefix ended with). ``None`` unless the pieces provably give the one search's result: no piece
+    cut by its budget (the prefix's boxes and frontier ``<= guess - 2``, each sub-search's boxes ``<= guess - 2``)
+    and no sub-search beating the incumbent (``x_best`` ``None``). Then the search of the whole region with ``U``
+    evaluates exactly the boxes of the pieces, for every budget ``>= n`` (its box count): the result is recorded
+    with ``budget = n + 2``, which :func:`._interval_checkpoint.reusable` takes for every budget ``>= n``."""
+    lo_p, up_p, xb_p, n_p, (plo, phi) = prefix["out"]
+    if n_p + len(prefix["frontier"][0]) > guess - 2:
+        return None
+    if any(s["out"][2] is not None or s["out"][3] > guess - 2 or s["upper_in"] != up_p for s in subs):
+        return None
+    n = n_p + sum(int(s["out"][3]) for s in subs)
+    lower = min([float(lo_p)] + [float(s["out"][0]) for s in subs])
+    live = (np.vstack([plo] + [s["out"][4][0] for s in subs]), np.vstack([phi] + [s["out"][4][1] for s in subs]))
+    pieces = [{key: r[key] for key in ("cpu", "wall", "worker")} | {"boxes": int(r["out"][3])}
+              for r in [prefix, *subs]]  # fmt: skip
+    return {"region": prefix["region"], "out": canonical((lower, up_p, xb_p, n, live)),
+            "n_monotone": prefix["n_monotone"] + sum(s["n_monotone"] for s in subs), "upper_in": prefix["upper_in"],
+            "budget": n + 2, "cpu": sum(p["cpu"] for p in pieces), "wall": sum(p["wall"] for p in pieces),
+            "worker": prefix["worker"], "pieces": pieces}  # fmt: skip
 
 
 def _replayed(ckpt, k, upper, budget):
@@ -165,82 +198,156 @@ def _replayed(ckpt, k, upper, budget):
     if rec is None:
         return None
     out, n_mono = ckpt.replay(k, rec)
-    return out, n_mono, {"cpu": rec.get("cpu"), "wall": rec.get("wall"), "worker": rec.get("worker"), "replayed": True}
+    timing = {"cpu": rec.get("cpu"), "wall": rec.get("wall"), "worker": rec.get("worker"), "replayed": True}
+    return canonical(out), n_mono, timing
 
 
 def _used(ckpt, k, hit):
     """``(out, n_monotone, timing)`` of a task's result taken for region ``k`` (recorded as used in ``ckpt``)."""
     if ckpt is not None:
         ckpt.used[k] = _record(hit)
-    return hit["out"], hit["n_monotone"], {key: hit[key] for key in ("cpu", "wall", "worker")} | {"replayed": False}
+    timing = {key: hit[key] for key in ("cpu", "wall", "worker")} | {"replayed": False}
+    if "pieces" in hit:
+        timing["pieces"] = hit["pieces"]
+    return canonical(hit["out"]), hit["n_monotone"], timing
+
+
+class _Tasks:
+    """The tasks of one distributed run (:func:`run_regions`): whole regions, or regions as pieces (the first rounds
+    up to a frontier of ``split_at`` boxes, then one task per frontier box; SPEC §7, "Sub-box tasks"), with their
+    futures and finished results. A pending task is ``(region, incumbent, budget, kind, box)``, ``kind`` one of
+    ``"whole"``, ``"prefix"``, ``"sub"`` (``box``: ``(j, lo, hi, scale, incumbent of the sub-search)``)."""
+
+    def __init__(self, LL, regions, x0s, executor, source, *, tol, guess, ckpt, split_at, upper):
+        self.LL, self.regions, self.x0s, self.ex, self.source = LL, regions, x0s, executor, source
+        self.tol, self.guess, self.ckpt, self.split_at, self.upper = tol, guess, ckpt, split_at, upper
+        self.pending: dict[cf.Future, tuple] = {}
+        self.finished: list[dict] = []
+        self.split: dict[tuple[int, float], dict] = {}  # (region, incumbent) -> a prefix and its sub-searches so far
+
+    def submit(self, k, upper, budget, kind="whole", box=None):
+        frame, region_box = self.regions[k]
+        args = [self.source, k, frame, region_box, self.tol, budget, self.x0s[k], upper, len(self.regions)]
+        if kind == "sub":
+            _, lo, hi, scale, args[7] = box
+            fut = self.ex.submit(run_region, *args, None, (lo, hi), scale)
+        else:
+            fut = self.ex.submit(run_region, *args, self.split_at if kind == "prefix" else None)
+        self.pending[fut] = (k, upper, budget, kind, box)
+
+    def in_flight(self, k, upper) -> bool:
+        return any(p[0] == k and p[1] == upper for p in self.pending.values())
+
+    def resubmit(self, upper, after):
+        """Guess the regions after ``after`` with the incumbent ``upper`` (cancel the tasks started with another
+        one), unless a task, a finished result or a checkpoint record already has it."""
+        self.upper = upper
+        for fut, p in list(self.pending.items()):
+            if p[0] > after and p[1] != upper and fut.cancel():
+                del self.pending[fut]
+        kind = "whole" if self.split_at is None else "prefix"
+        for k in range(after + 1, len(self.regions)):
+            have = self.in_flight(k, upper) or any(r["region"] == k and r["upper_in"] == upper for r in self.finished)
+            if not have and (self.ckpt is None or self.ckpt.find(k, upper, self.guess) is None):
+                self.submit(k, upper, self.guess, kind)
+
+    def harvest(self):
+        """Wait for a task and file its result: a region's, or a piece's (a prefix sends out its frontier)."""
+        done, _ = cf.wait(list(self.pending), return_when=cf.FIRST_COMPLETED)
+        for fut in done:
+            k, upper, budget, kind, box = self.pending.pop(fut)
+            try:
+                r = fut.result()
+            except TablesMismatch:
+                if self.source is not None and self.source.tables is None:
+                    self.source = _tables(self.LL, self.source.key)
+                self.submit(k, upper, budget, kind, box)
+                continue
+            if kind == "whole" or (kind == "prefix" and not len(r["frontier"][0])):
+                self._finish(r)  # a prefix that ended before its frontier grew is the whole search
+            elif kind == "prefix" and upper == self.upper:  # else stale: a new incumbent came meanwhile
+                self._send_frontier(k, upper, r)
+            elif kind == "sub":
+                self._sub_done(k, upper, box[0], r)
+
+    def _finish(self, r):
+        self.finished.append(r)
+        if self.ckpt is not None:
+            self.ckpt.append(_record(r), used=False)
+
+    def _send_frontier(self, k, upper, prefix):
+        lo, hi = prefix["frontier"]
+        self.split[(k, upper)] = {"prefix": prefix, "subs": {}}
+        for j in range(len(lo)):
+            self.submit(k, upper, prefix["budget"], "sub", (j, lo[j : j + 1], hi[j : j + 1], prefix["scale"],
+                                                            prefix["out"][1]))  # fmt: skip
+
+    def _sub_done(self, k, upper, j, r):
+        state = self.split.get((k, upper))
+        if state is None:
+            return
+        state["subs"][j] = r
+        if len(state["subs"]) == len(state["prefix"]["frontier"][0]):
+            del self.split[(k, upper)]
+            got = combine(state["prefix"], [state["subs"][i] for i in range(len(state["subs"]))], self.guess)
+            if got is not None:  # else nothing: the region then runs whole, with its exact inputs
+                self._finish(got)
+
+    def cancel_all(self):
+        for fut in self.pending:
+            fut.cancel()
+
+
+def _take(tasks, LL, regions, x0s, ckpt, k, upper, budget, tol):
+    """Region ``k``'s result with the serial inputs ``(upper, budget)``: replayed, a task's that is the serial one,
+    computed here (``tasks`` ``None``), or a task with these exact inputs waited for."""
+    while True:
+        got = _replayed(ckpt, k, upper, budget)
+        if got is not None:
+            return got
+        finished = [] if tasks is None else tasks.finished
+        hit = next((r for r in finished if r["region"] == k and reusable(_record(r), upper, budget)), None)
+        if hit is None and tasks is None:
+            hit = run_region(LL, k, regions[k][0], regions[k][1], tol, budget, x0s[k], upper, len(regions))
+            if ckpt is not None:
+                ckpt.append(_record(hit), used=False)
+        if hit is not None:
+            return _used(ckpt, k, hit)
+        assert tasks is not None
+        if not tasks.in_flight(k, upper):
+            tasks.submit(k, upper, budget)  # no task can give the serial result: run it whole with the exact inputs
+        tasks.harvest()
 
 
 def run_regions(LL, regions, x0s, *, tol, max_boxes, n0, upper0, ckpt=None, executor=None, spec=None, stats=None):
     """The serial run's result of every region, in order (module docstring): a list of ``(out, timing)``, ``out`` as
-    :func:`._interval_vec.branch_and_bound` returns it, ``timing`` ``{"cpu", "wall", "worker", "replayed"}``.
+    :func:`._interval_vec.branch_and_bound` returns it (its live boxes in :func:`canonical` order), ``timing``
+    ``{"cpu", "wall", "worker", "replayed"}`` (and ``"pieces"``, per task, for a region run as pieces).
 
     ``regions``: ``(frame, box)`` pairs; ``x0s``: per region the expansion point or ``None``; ``n0``, ``upper0``:
     the boxes used and the incumbent before the first region; ``ckpt``: a
     :class:`._interval_checkpoint.RegionCheckpoint` or ``None``; ``executor``: ``None`` (this process, in turn) or a
     :class:`concurrent.futures.Executor`; ``spec``: the inputs of ``LL`` shipped to the tasks (else its tables);
-    ``stats["n_monotone"]`` receives the monotonicity discards."""
+    ``stats["n_monotone"]`` receives the monotonicity discards; with an executor each region's search runs as pieces cut
+    at a frontier of :data:`SPLIT_AT` boxes (``None``: whole regions; the result is the same)."""
     stats = {} if stats is None else stats
-    K = len(regions)
-    guess = max(1, max_boxes - n0)
-    pending: dict[cf.Future, tuple[int, float, int]] = {}
-    finished: list[dict] = []
-    source = None if executor is None else loss_source(LL, spec)
-
-    def submit(k, upper, budget):
-        frame, box = regions[k]
-        pending[executor.submit(run_region, source, k, frame, box, tol, budget, x0s[k], upper, K)] = (k, upper, budget)
-
-    def harvest():
-        nonlocal source
-        done, _ = cf.wait(list(pending), return_when=cf.FIRST_COMPLETED)
-        for fut in done:
-            k, upper, budget = pending.pop(fut)
-            try:
-                r = fut.result()
-            except TablesMismatch:
-                if source is not None and source.tables is None:
-                    source = _tables(LL, source.key)
-                submit(k, upper, budget)
-                continue
-            finished.append(r)
-            if ckpt is not None:
-                ckpt.append(_record(r), used=False)
-
     upper, n, results = float(upper0), int(n0), []
+    tasks = None
     if executor is not None:
-        _resubmit(pending, finished, ckpt, submit, K, guess, upper, -1)
+        tasks = _Tasks(LL, regions, x0s, executor, loss_source(LL, spec), tol=tol, guess=max(1, max_boxes - n0),
+                       ckpt=ckpt, split_at=SPLIT_AT, upper=upper)  # fmt: skip
+        tasks.resubmit(upper, -1)
     try:
-        for k in range(K):
-            budget = max(1, max_boxes - n)
-            while True:
-                got = _replayed(ckpt, k, upper, budget)
-                if got is not None:
-                    out, n_mono, timing = got
-                    break
-                hit = next((r for r in finished if r["region"] == k and reusable(_record(r), upper, budget)), None)
-                if hit is None and executor is None:
-                    hit = run_region(LL, k, regions[k][0], regions[k][1], tol, budget, x0s[k], upper, K)
-                    if ckpt is not None:
-                        ckpt.append(_record(hit), used=False)
-                if hit is not None:
-                    out, n_mono, timing = _used(ckpt, k, hit)
-                    break
-                if not any(kk == k and u == upper for kk, u, _ in pending.values()):
-                    submit(k, upper, budget)  # no task can give the serial result: run it with the exact inputs
-                harvest()
+        for k in range(len(regions)):
+            out, n_mono, timing = _take(tasks, LL, regions, x0s, ckpt, k, upper, max(1, max_boxes - n), tol)
             stats["n_monotone"] = stats.get("n_monotone", 0) + n_mono
             results.append((out, timing))
             n += int(out[3])
             new = next_incumbent(upper, out)
-            if executor is not None and new != upper:
-                _resubmit(pending, finished, ckpt, submit, K, guess, new, k)
+            if tasks is not None and new != upper:
+                tasks.resubmit(new, k)
             upper = new
     finally:
-        for fut in pending:
-            fut.cancel()
+        if tasks is not None:
+            tasks.cancel_all()
     return results
