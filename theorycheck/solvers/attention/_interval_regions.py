@@ -20,6 +20,16 @@ results, region by region, bit for bit, whatever runs them:
   upper bound is never beaten outside the exclusion box, a few hundred boxes of a budget of 20,000) every guess
   holds and all regions run at once.
 
+**Sub-box tasks.** With an executor each region's search also runs in pieces (:class:`_Tasks`): a task runs its
+first rounds until the next round would bound :data:`SPLIT_AT` boxes or more (the frontier; :func:`run_region` with
+``stop_at``), then one task per frontier box runs the search from that box (``start``, with the region's settling
+width ``scale`` and the incumbent the first rounds ended with). :func:`combine` joins them into the region's result
+only when no piece was cut by its budget and no sub-search beat the incumbent: then the pieces evaluate exactly the
+boxes of the region's one search (each box is bounded as if alone, and with a fixed incumbent and no cut a box's
+fate depends on the box only), for every budget at least its box count (SPEC §7, "Sub-box tasks", has the proof);
+otherwise the region runs whole with its exact inputs. A region's live boxes are kept in lexicographic order
+(:func:`canonical`), in the serial run too: the pieces keep them in another order, and only their hull is used.
+
 **What a task ships.** A task gets a :class:`LossSource`: the inputs of :class:`._interval_label.LabelLoss` (``(g,
 mk, U, V, mask_keys)``: ``phi`` of ``T x n`` floats, the masking and the ``W^V`` factors of ``V1 x k`` floats each,
 about ``8 (T n + 2 V1 k)`` bytes: 6.5 MB pickled at 20 topics x 13,586 words, ``k = 20``) and the SHA-256 of the
@@ -31,8 +41,9 @@ rigorous) bounds, so then the task reports the mismatch (at once for the later t
 is sent again with the tables themselves (the loss without its coefficient cache). A :class:`LabelLoss` given
 without its inputs is shipped as tables.
 
-Each finished task is appended to the checkpoint at once (any order, with the inputs it ran with), and a resumed
-run, serial or not, replays the records that are the serial run's results.
+Each finished region (a whole task, or pieces once combined) is appended to the checkpoint at once (any order, with
+the inputs it ran with; a combined region with the budget ``n + 2``), and a resumed run, serial or not, replays the
+records that are the serial run's results.
 """
 
 from __future__ import annotations
@@ -145,10 +156,11 @@ def run_region(LL_or_source, k, frame, box, tol, budget, x0, upper, n_regions, s
                scale=None) -> dict:  # fmt: skip
     """Region ``k``'s branch and bound on ``box`` (``frame`` of :func:`._interval_scores.score_loss`) with the
     incumbent ``upper`` and the budget ``budget``: ``{"region", "out", "n_monotone", "upper_in", "budget", "cpu",
-    "wall", "worker", "frontier", "scale"}`` (``out`` the result of :func:`._interval_vec.branch_and_bound`; CPU
-    seconds of this process). The task of :func:`run_regions`; ``LL_or_source`` a :class:`LabelLoss` or a
-    :class:`LossSource`. ``stop_at``, ``start``, ``scale``: a piece of the search (the first rounds up to a frontier
-    of ``stop_at`` boxes, or the search from the frontier boxes ``start``; :func:`._interval_vec.branch_and_bound`)."""
+    "wall", "worker", "start", "frontier", "scale"}`` (``out`` the result of :func:`._interval_vec.branch_and_bound`;
+    CPU seconds of this process, ``start`` its ``time.time()`` at the start). The task of :func:`run_regions`;
+    ``LL_or_source`` a :class:`LabelLoss` or a :class:`LossSource`. ``stop_at``, ``start``, ``scale``: a piece of the
+    search (the first rounds up to a frontier of ``stop_at`` boxes, or the search from the frontier boxes ``start``;
+    :func:`._interval_vec.branch_and_bound`)."""
     cpu, wall = time.process_time(), time.time()
     LL = LL_or_source.loss() if isinstance(LL_or_source, LossSource) else LL_or_source
     stats: dict = {}
@@ -159,7 +171,7 @@ def run_region(LL_or_source, k, frame, box, tol, budget, x0, upper, n_regions, s
     )  # fmt: skip
     return {"region": k, "out": out, "n_monotone": stats.get("n_monotone", 0), "upper_in": float(upper),
             "budget": int(budget), "cpu": time.process_time() - cpu, "wall": time.time() - wall,
-            "worker": _worker(), "frontier": stats["frontier"], "scale": stats["scale"]}  # fmt: skip
+            "worker": _worker(), "start": wall, "frontier": stats["frontier"], "scale": stats["scale"]}  # fmt: skip
 
 
 def _record(r: dict) -> dict:
@@ -184,12 +196,12 @@ def combine(prefix: dict, subs: list[dict], guess: int) -> dict | None:
     n = n_p + sum(int(s["out"][3]) for s in subs)
     lower = min([float(lo_p)] + [float(s["out"][0]) for s in subs])
     live = (np.vstack([plo] + [s["out"][4][0] for s in subs]), np.vstack([phi] + [s["out"][4][1] for s in subs]))
-    pieces = [{key: r[key] for key in ("cpu", "wall", "worker")} | {"boxes": int(r["out"][3])}
+    pieces = [{key: r[key] for key in ("cpu", "wall", "worker", "start")} | {"boxes": int(r["out"][3])}
               for r in [prefix, *subs]]  # fmt: skip
     return {"region": prefix["region"], "out": canonical((lower, up_p, xb_p, n, live)),
             "n_monotone": prefix["n_monotone"] + sum(s["n_monotone"] for s in subs), "upper_in": prefix["upper_in"],
             "budget": n + 2, "cpu": sum(p["cpu"] for p in pieces), "wall": sum(p["wall"] for p in pieces),
-            "worker": prefix["worker"], "pieces": pieces}  # fmt: skip
+            "worker": prefix["worker"], "start": prefix["start"], "pieces": pieces}  # fmt: skip
 
 
 def _replayed(ckpt, k, upper, budget):
@@ -206,7 +218,7 @@ def _used(ckpt, k, hit):
     """``(out, n_monotone, timing)`` of a task's result taken for region ``k`` (recorded as used in ``ckpt``)."""
     if ckpt is not None:
         ckpt.used[k] = _record(hit)
-    timing = {key: hit[key] for key in ("cpu", "wall", "worker")} | {"replayed": False}
+    timing = {key: hit[key] for key in ("cpu", "wall", "worker", "start")} | {"replayed": False}
     if "pieces" in hit:
         timing["pieces"] = hit["pieces"]
     return canonical(hit["out"]), hit["n_monotone"], timing
