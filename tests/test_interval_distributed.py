@@ -392,7 +392,7 @@ def test_sub_box_tasks_give_the_serial_result(monkeypatch, pool):
     guesses fail (regions beat the incumbent) and with budgets that bite: always the serial result."""
     g = _model()
     serial = _run(g)
-    for split_at in (4, 16):
+    for split_at in (2, 16):  # every box a task (pieces of pieces), or a few
         monkeypatch.setattr(regions_mod, "SPLIT_AT", split_at)
         ex = Inline()
         dist = _run(g, executor=ex)
@@ -401,7 +401,7 @@ def test_sub_box_tasks_give_the_serial_result(monkeypatch, pool):
         tasks = dist.certificate["global"]["split"]["tasks"]
         assert sum(len(t.get("pieces", [])) for t in tasks) > 9
         assert _exact(_run(g, executor=pool)) == _exact(serial)
-    monkeypatch.setattr(regions_mod, "SPLIT_AT", 4)
+    monkeypatch.setattr(regions_mod, "SPLIT_AT", 3)
     LL, spec, x0 = _far_start()
     far = label_split_certificate(LL, 1e-9, 20_000, x0, 2.0)
     dist = label_split_certificate(LL, 1e-9, 20_000, x0, 2.0, executor=Inline(), spec=spec)

@@ -71,9 +71,10 @@ __all__ = [
     "run_regions",
 ]  # fmt: skip
 
-#: With an executor, each region's search runs as pieces: its first rounds up to a frontier of this many boxes, then
-#: one task per frontier box (SPEC §7, "Sub-box tasks"; the result does not depend on it).
-SPLIT_AT = 16
+#: With an executor, each region's search runs as pieces: a piece's search stops when the next round would bound this
+#: many boxes or more, and each of those boxes becomes a piece (SPEC §7, "Sub-box tasks"; the result does not depend
+#: on it).
+SPLIT_AT = 4
 
 #: The losses built in this worker process, by the hash of their tables (one kept: a worker serves one problem).
 _MEMO: dict[str, LabelLoss] = {}
@@ -180,14 +181,23 @@ def _record(r: dict) -> dict:
     return {**rec, "cpu": r["cpu"], "wall": r["wall"], "worker": r["worker"]}
 
 
+def _piece(r: dict) -> list[dict]:
+    """The tasks behind a result: its ``"pieces"``, or the task itself (seconds, worker, start, boxes, path)."""
+    if "pieces" in r:
+        return r["pieces"]
+    info = {key: r[key] for key in ("cpu", "wall", "worker", "start")}
+    return [info | {"boxes": int(r["out"][3]), "path": list(r.get("path", ()))}]
+
+
 def combine(prefix: dict, subs: list[dict], guess: int) -> dict | None:
-    """The region result of a search run as pieces (SPEC §7, "Sub-box tasks"): ``prefix`` its first rounds (with
-    the incumbent ``U`` and budget ``guess``), ``subs`` the searches from its frontier boxes (each with the
-    incumbent the prefix ended with). ``None`` unless the pieces provably give the one search's result: no piece
-    cut by its budget (the prefix's boxes and frontier ``<= guess - 2``, each sub-search's boxes ``<= guess - 2``)
-    and no sub-search beating the incumbent (``x_best`` ``None``). Then the search of the whole region with ``U``
-    evaluates exactly the boxes of the pieces, for every budget ``>= n`` (its box count): the result is recorded
-    with ``budget = n + 2``, which :func:`._interval_checkpoint.reusable` takes for every budget ``>= n``."""
+    """The result of a search run as pieces (SPEC §7, "Sub-box tasks"): ``prefix`` its first rounds (with the
+    incumbent ``U`` and budget ``guess``), ``subs`` the searches from its frontier boxes (each with the incumbent the
+    prefix ended with; each a task's result or itself combined from pieces). ``None`` unless the pieces provably give
+    the one search's result: no piece cut by its budget (the prefix's boxes and frontier ``<= guess - 2``, each
+    sub-search's boxes ``<= guess - 2``; a combined one was checked piece by piece) and no sub-search beating the
+    incumbent (``x_best`` ``None``). Then the search from the prefix's boxes with ``U`` evaluates exactly the boxes
+    of the pieces, for every budget ``>= n`` (its box count): the result is recorded with ``budget = n + 2``, which
+    :func:`._interval_checkpoint.reusable` takes for every budget ``>= n``."""
     lo_p, up_p, xb_p, n_p, (plo, phi) = prefix["out"]
     if n_p + len(prefix["frontier"][0]) > guess - 2:
         return None
@@ -196,8 +206,7 @@ def combine(prefix: dict, subs: list[dict], guess: int) -> dict | None:
     n = n_p + sum(int(s["out"][3]) for s in subs)
     lower = min([float(lo_p)] + [float(s["out"][0]) for s in subs])
     live = (np.vstack([plo] + [s["out"][4][0] for s in subs]), np.vstack([phi] + [s["out"][4][1] for s in subs]))
-    pieces = [{key: r[key] for key in ("cpu", "wall", "worker", "start")} | {"boxes": int(r["out"][3])}
-              for r in [prefix, *subs]]  # fmt: skip
+    pieces = [p for r in [prefix, *subs] for p in _piece(r)]
     return {"region": prefix["region"], "out": canonical((lower, up_p, xb_p, n, live)),
             "n_monotone": prefix["n_monotone"] + sum(s["n_monotone"] for s in subs), "upper_in": prefix["upper_in"],
             "budget": n + 2, "cpu": sum(p["cpu"] for p in pieces), "wall": sum(p["wall"] for p in pieces),
@@ -225,26 +234,36 @@ def _used(ckpt, k, hit):
 
 
 class _Tasks:
-    """The tasks of one distributed run (:func:`run_regions`): whole regions, or regions as pieces (the first rounds
-    up to a frontier of ``split_at`` boxes, then one task per frontier box; SPEC §7, "Sub-box tasks"), with their
-    futures and finished results. A pending task is ``(region, incumbent, budget, kind, box)``, ``kind`` one of
-    ``"whole"``, ``"prefix"``, ``"sub"`` (``box``: ``(j, lo, hi, scale, incumbent of the sub-search)``)."""
+    """The tasks of one distributed run (:func:`run_regions`): whole regions, or regions as pieces (each piece's
+    search stops at a frontier of ``split_at`` boxes or more, and each frontier box becomes a piece of its own, down
+    the search tree; SPEC §7, "Sub-box tasks"), with their futures and finished results. A pending task is
+    ``(region, incumbent, budget, kind, box)``, ``kind`` ``"whole"`` or ``"piece"``, ``box`` ``None`` for a
+    region's first piece, else ``(path, lo, hi, scale, incumbent of the piece)`` (``path``: the frontier indices
+    from the region's first piece down)."""
 
     def __init__(self, LL, regions, x0s, executor, source, *, tol, guess, ckpt, split_at, upper):
         self.LL, self.regions, self.x0s, self.ex, self.source = LL, regions, x0s, executor, source
         self.tol, self.guess, self.ckpt, self.split_at, self.upper = tol, guess, ckpt, split_at, upper
         self.pending: dict[cf.Future, tuple] = {}
         self.finished: list[dict] = []
-        self.split: dict[tuple[int, float], dict] = {}  # (region, incumbent) -> a prefix and its sub-searches so far
+        self.nodes: dict[tuple, dict] = {}  # (region, incumbent, path) -> a piece with a frontier, its children so far
+        self.shipped = self._ship(source)
+
+    def _ship(self, source):
+        """What the tasks get for the loss: on a Dask cluster the source scattered once to every worker (a future:
+        not pickled again with each of the many sub-box tasks), else the source itself."""
+        client = getattr(self.ex, "_client", None)
+        return source if client is None or source is None else client.scatter(source, broadcast=True, hash=False)
 
     def submit(self, k, upper, budget, kind="whole", box=None):
         frame, region_box = self.regions[k]
-        args = [self.source, k, frame, region_box, self.tol, budget, self.x0s[k], upper, len(self.regions)]
-        if kind == "sub":
+        args = [self.shipped, k, frame, region_box, self.tol, budget, self.x0s[k], upper, len(self.regions)]
+        stop = self.split_at if kind == "piece" else None
+        if box is not None:
             _, lo, hi, scale, args[7] = box
-            fut = self.ex.submit(run_region, *args, None, (lo, hi), scale)
+            fut = self.ex.submit(run_region, *args, stop, (lo, hi), scale)
         else:
-            fut = self.ex.submit(run_region, *args, self.split_at if kind == "prefix" else None)
+            fut = self.ex.submit(run_region, *args, stop)
         self.pending[fut] = (k, upper, budget, kind, box)
 
     def in_flight(self, k, upper) -> bool:
@@ -257,14 +276,14 @@ class _Tasks:
         for fut, p in list(self.pending.items()):
             if p[0] > after and p[1] != upper and fut.cancel():
                 del self.pending[fut]
-        kind = "whole" if self.split_at is None else "prefix"
+        kind = "whole" if self.split_at is None else "piece"
         for k in range(after + 1, len(self.regions)):
             have = self.in_flight(k, upper) or any(r["region"] == k and r["upper_in"] == upper for r in self.finished)
             if not have and (self.ckpt is None or self.ckpt.find(k, upper, self.guess) is None):
                 self.submit(k, upper, self.guess, kind)
 
     def harvest(self):
-        """Wait for a task and file its result: a region's, or a piece's (a prefix sends out its frontier)."""
+        """Wait for a task and file its result: a region's, or a piece's (whose frontier boxes become pieces)."""
         done, _ = cf.wait(list(self.pending), return_when=cf.FIRST_COMPLETED)
         for fut in done:
             k, upper, budget, kind, box = self.pending.pop(fut)
@@ -273,37 +292,45 @@ class _Tasks:
             except TablesMismatch:
                 if self.source is not None and self.source.tables is None:
                     self.source = _tables(self.LL, self.source.key)
+                    self.shipped = self._ship(self.source)
                 self.submit(k, upper, budget, kind, box)
                 continue
-            if kind == "whole" or (kind == "prefix" and not len(r["frontier"][0])):
-                self._finish(r)  # a prefix that ended before its frontier grew is the whole search
-            elif kind == "prefix" and upper == self.upper:  # else stale: a new incumbent came meanwhile
-                self._send_frontier(k, upper, r)
-            elif kind == "sub":
-                self._sub_done(k, upper, box[0], r)
+            if kind == "whole":
+                self._finish(r)
+            elif upper == self.upper:  # else stale: a region's pieces with an incumbent that has since changed
+                self._piece_done(k, upper, () if box is None else box[0], r)
 
     def _finish(self, r):
         self.finished.append(r)
         if self.ckpt is not None:
             self.ckpt.append(_record(r), used=False)
 
-    def _send_frontier(self, k, upper, prefix):
-        lo, hi = prefix["frontier"]
-        self.split[(k, upper)] = {"prefix": prefix, "subs": {}}
-        for j in range(len(lo)):
-            self.submit(k, upper, prefix["budget"], "sub", (j, lo[j : j + 1], hi[j : j + 1], prefix["scale"],
-                                                            prefix["out"][1]))  # fmt: skip
-
-    def _sub_done(self, k, upper, j, r):
-        state = self.split.get((k, upper))
-        if state is None:
+    def _piece_done(self, k, upper, path, r):
+        r["path"] = path
+        lo, hi = r["frontier"]
+        if not len(lo):
+            self._complete(k, upper, path, r)
             return
-        state["subs"][j] = r
-        if len(state["subs"]) == len(state["prefix"]["frontier"][0]):
-            del self.split[(k, upper)]
-            got = combine(state["prefix"], [state["subs"][i] for i in range(len(state["subs"]))], self.guess)
+        self.nodes[(k, upper, path)] = {"piece": r, "children": {}}
+        for j in range(len(lo)):
+            box = (path + (j,), lo[j : j + 1], hi[j : j + 1], r["scale"], r["out"][1])
+            self.submit(k, upper, r["budget"], "piece", box)
+
+    def _complete(self, k, upper, path, got):
+        """The search from a piece's boxes is complete (``got``: the piece's, or combined): hand it to the piece
+        above, or finish the region."""
+        if path == ():
+            self._finish(got)
+            return
+        node = self.nodes.get((k, upper, path[:-1]))
+        if node is None:
+            return
+        node["children"][path[-1]] = got
+        if len(node["children"]) == len(node["piece"]["frontier"][0]):
+            del self.nodes[(k, upper, path[:-1])]
+            got = combine(node["piece"], [node["children"][i] for i in range(len(node["children"]))], self.guess)
             if got is not None:  # else nothing: the region then runs whole, with its exact inputs
-                self._finish(got)
+                self._complete(k, upper, path[:-1], got)
 
     def cancel_all(self):
         for fut in self.pending:
