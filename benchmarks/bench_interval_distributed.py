@@ -10,9 +10,9 @@ of 30-60 s CPU), the stage-1 ``W^V``, the float optimum as the expansion point. 
   seconds; its kernel uses both cores (the default);
 - ``sep1``, ``sep2``: ``python -m distributed.cli.dask_scheduler`` and 1 or 2 ``dask_worker`` processes
   (``--nthreads 1``, each worker's kernel on one thread, ``THEORYCHECK_THREADS=1``) on 127.0.0.1, a
-  ``distributed.Client`` to it; the regions as sub-box tasks (each region's first rounds up to a frontier of
-  :data:`SPLIT_AT` boxes, then one task per frontier box). The processes are started, and each worker has loaded
-  the kernel, before the clock (the start-up is reported apart);
+  ``distributed.Client`` to it; the regions as sub-box tasks (each piece of a region's search stops when its next
+  round would bound :data:`SPLIT_AT` boxes or more, and each of those boxes becomes a piece). The processes are
+  started, and each worker has loaded the kernel, before the clock (the start-up is reported apart);
 - ``sep2-regions``: the same 2 workers with whole regions as tasks (the 9 tasks of the route before).
 
 Every run's bounds, box counts per region and argmin must equal the serial run's (checked; the script fails
@@ -22,11 +22,12 @@ otherwise). Times: wall (``time.time``), CPU of this process (``time.process_tim
 **The speed model.** The client builds the loss and bounds the exclusion box (``c``: measured here as the setup
 below), then submits the tasks; a worker builds the loss and its per-pair coefficients on its first task (``s``,
 the setup: measured here in this process, and taken out of each worker's first task time). Tasks are handed out in
-submission order to the worker free first: the regions' first-round tasks at once, in region order, and each
-region's frontier tasks when its first rounds end (a list schedule with release times, simulated event by event
-on the measured task times, :func:`schedule`). The predicted wall on ``P`` workers is the last task's end. With whole
-regions the speed-up is capped at ``sum t_k / max t_k`` (the largest region); with sub-box tasks the cap is the
-longest chain, ``max_k (first rounds of k + its largest frontier task)``. The model is checked on the 1- and
+release order to the worker free first: whole regions and the regions' first pieces at once, in region order, and
+each piece's frontier pieces when it ends (a list schedule with release times, simulated event by event on the
+measured task times, :func:`schedule`). The predicted wall on ``P`` workers is the last task's end, plus nothing for
+the scheduler (the dispatch latency of a task, measured apart on each cluster, is added in a second variant). With
+whole regions the speed-up is capped at ``sum t_k / max t_k`` (the largest region); with sub-box tasks by the
+longest chain of pieces, one below the other (:func:`longest_chain`). The model is checked on the 1- and
 2-worker runs: from each run's own task times, and the 2-worker run predicted from the 1-worker run's task times
 (both with one kernel thread per worker); 16 and 64 workers are projected from the 1-worker run's task times (one
 core per worker, no contention: the tasks as they would run on a cluster of one-thread workers).
@@ -85,52 +86,83 @@ def _run(spec, x0, executor=None, checkpoint=None):
 
 
 def _tasks(gc) -> list[dict]:
-    """Every task of a distributed run: ``{"region", "kind", "wall", "cpu", "worker", "start", "boxes"}`` (``kind``
-    ``"whole"``, ``"first"`` (a region's first rounds) or ``"frontier"``)."""
+    """Every task of a distributed run: ``{"region", "path", "wall", "cpu", "worker", "start", "boxes"}`` (``path``
+    ``None`` for a whole region, ``[]`` for a region's first piece, ``[j, ...]`` the frontier boxes below it)."""
     out = []
     for k, (t, n) in enumerate(zip(gc.info["split"]["tasks"], gc.info["split"]["boxes_per_region"][1:])):
-        pieces = t.get("pieces")
-        if not pieces:
-            out.append(dict(region=k, kind="whole", boxes=n, **{key: t[key] for key in ("wall", "cpu", "worker",
-                                                                                       "start")}))  # fmt: skip
-            continue
-        for j, p in enumerate(pieces):
-            out.append(dict(region=k, kind="first" if j == 0 else "frontier", **p))
+        for p in t.get("pieces") or [dict(t, boxes=n, path=None)]:
+            out.append(dict(region=k, **{key: p[key] for key in ("path", "wall", "cpu", "worker", "start", "boxes")}))
     return out
 
 
-def _setup_free(tasks, setup) -> list[float]:
-    """Task walls with each worker's setup (its first task's loss and coefficients) taken out of its first task."""
+def _setup_free(tasks, setup, key="wall") -> list[float]:
+    """Task walls (``key="cpu"``: CPU seconds) with each worker's setup (its first task's loss and coefficients)
+    taken out of its first task."""
     first = {}
     for i, t in sorted(enumerate(tasks), key=lambda it: it[1]["start"]):
         first.setdefault(t["worker"], i)
-    return [max(0.0, t["wall"] - setup) if i in first.values() else t["wall"] for i, t in enumerate(tasks)]
+    return [max(0.0, t[key] - setup) if i in first.values() else t[key] for i, t in enumerate(tasks)]
+
+
+def projections(base, regions, setup_wall, setup_cpu) -> dict:
+    """The model's wall at 1, 2, 16 and 64 workers: from the tasks' wall times (as measured, contention included)
+    and from their CPU times (each worker on a core of its own), with sub-box tasks (``base``, a run's tasks) and
+    with whole regions (``regions``, the serial run's region times); and the longest chain of tasks."""
+    out: dict = {}
+    for key, setup in (("wall", setup_wall), ("cpu", setup_cpu)):
+        walls = _setup_free(base, setup, key)
+        reg = [t[key] for t in regions]
+        sfx = "" if key == "wall" else "_cpu"
+        out[f"projection{sfx}"] = {
+            "sub_box_tasks": {str(P): schedule(base, walls, P, setup, setup) for P in (1, 2, 16, 64)},
+            "whole_regions": {str(P): schedule(regions, reg, P, setup, setup) for P in (1, 2, 16, 64)},
+        }
+        out[f"longest_chain{sfx}"] = longest_chain(base, walls)
+    return out
+
+
+def _children(tasks) -> dict[int, list[int]]:
+    """Per task, the tasks of the boxes of its frontier (released when it ends)."""
+    index = {(t["region"], tuple(t["path"])): i for i, t in enumerate(tasks) if t["path"] is not None}
+    kids: dict[int, list[int]] = {}
+    for i, t in enumerate(tasks):
+        if t["path"]:
+            kids.setdefault(index[(t["region"], tuple(t["path"][:-1]))], []).append(i)
+    return kids
 
 
 def schedule(tasks, walls, P, client, setup) -> float:
     """The speed model (module docstring): the wall of ``tasks`` (their walls ``walls``, setup excluded) on ``P``
-    workers, each paying ``setup`` before its first task, after the client's ``client`` seconds. First-round and
-    whole tasks are released at ``client`` in region order; a region's frontier tasks when its first rounds end."""
+    workers, each paying ``setup`` before its first task, after the client's ``client`` seconds. Whole regions and
+    the regions' first pieces are released at ``client`` in region order; a piece's frontier pieces when it ends."""
     free = [(client + setup, w) for w in range(P)]
     heapq.heapify(free)
-    ready = [(client, i, i) for i, t in enumerate(tasks) if t["kind"] != "frontier"]  # (release, order, task)
+    ready = [(client, i, i) for i, t in enumerate(tasks) if not t["path"]]  # (release, order, task)
     heapq.heapify(ready)
-    frontier = {}
-    for i, t in enumerate(tasks):
-        if t["kind"] == "frontier":
-            frontier.setdefault(t["region"], []).append(i)
-    end, seq = client, len(tasks)
+    kids, end, seq = _children(tasks), client, len(tasks)
     while ready:
         t_free, w = heapq.heappop(free)
         release, _, i = heapq.heappop(ready)
         done = max(t_free, release) + walls[i]
         end = max(end, done)
         heapq.heappush(free, (done, w))
-        if tasks[i]["kind"] == "first":
-            for j in frontier.get(tasks[i]["region"], []):
-                heapq.heappush(ready, (done, seq, j))
-                seq += 1
+        for j in kids.get(i, []):
+            heapq.heappush(ready, (done, seq, j))
+            seq += 1
     return end
+
+
+def longest_chain(tasks, walls) -> float:
+    """The wall of the longest chain of tasks (a piece after the pieces above it): the model's limit for any number
+    of workers, besides the setups."""
+    kids, memo = _children(tasks), {}
+
+    def chain(i):
+        if i not in memo:
+            memo[i] = walls[i] + max((chain(j) for j in kids.get(i, [])), default=0.0)
+        return memo[i]
+
+    return max(chain(i) for i, t in enumerate(tasks) if not t["path"])
 
 
 def _uptime() -> str:
@@ -222,18 +254,12 @@ def main():
             r["model_from_sep1"] = schedule(base, base_walls, r["workers"], setup_wall, setup_wall)
             lat = [t + r["latency"] for t in base_walls]
             r["model_from_sep1_latency"] = schedule(base, lat, r["workers"], setup_wall, setup_wall)
-    regions = [dict(region=k, kind="whole", wall=t["wall"]) for k, t in enumerate(recs)]
+            cpu = _setup_free(base, setup_cpu, "cpu")  # each worker on a core of its own
+            r["model_from_sep1_cpu"] = schedule(base, cpu, r["workers"], setup_cpu, setup_cpu)
+    regions = [dict(region=k, path=None, wall=t["wall"], cpu=t["cpu"]) for k, t in enumerate(recs)]
     t_reg = [t["wall"] for t in regions]
-    projection = {
-        "sub_box_tasks": {str(P): schedule(base, base_walls, P, setup_wall, setup_wall) for P in (1, 2, 16, 64)},
-        "whole_regions": {str(P): schedule(regions, t_reg, P, setup_wall, setup_wall) for P in (1, 2, 16, 64)},
-    }
-    chain = {}
-    for t, wt in zip(base, base_walls):
-        k = t["region"]
-        first, longest = chain.get(k, (0.0, 0.0))
-        chain[k] = (first + wt, longest) if t["kind"] != "frontier" else (first, max(longest, wt))
-    longest_chain = max(a + b for a, b in chain.values())
+    proj = projections(base, regions, setup_wall, setup_cpu)
+    projection, chain = proj["projection"], proj["longest_chain"]
     for name, r in runs.items():
         speed = runs["serial"]["wall"] / r["wall"]
         rows.append([name, f"{r['wall']:.1f}", f"{r['cpu'] + r['tasks_cpu']:.1f}", r["n_tasks"],
@@ -244,14 +270,15 @@ def main():
     print_table(["run", "wall s", "CPU s (all)", "tasks", "start-up s", "latency ms", "model (own) s",
                  "+latency s", "model (sep1) s", "+latency s", "speed-up"], rows)  # fmt: skip
     print(f"region wall s (serial): {[round(t, 2) for t in t_reg]}; setup {setup_wall:.2f} s")
-    print(f"projection (sub-box tasks, from sep1): {projection['sub_box_tasks']}; longest chain {longest_chain:.2f} s")
+    print(f"projection (sub-box tasks, from sep1): {projection['sub_box_tasks']}; longest chain {chain:.2f} s")
     print(f"projection (whole regions, serial region times): {projection['whole_regions']}")
+    print(f"on CPU times: {proj['projection_cpu']}; longest chain {proj['longest_chain_cpu']:.2f} s")
     payload = dict(
         load_before=load0, load_after=os.getloadavg(), uptime_before=up0, uptime_after=_uptime(), T=args.T,
         words=args.words, tau=args.tau, pairs=LL.pairs, n_boxes=serial.n_boxes, split_at=SPLIT_AT,
         boxes_per_region=serial.info["split"]["boxes_per_region"], lower=serial.lower, upper=serial.upper,
         setup_wall=setup_wall, setup_cpu=setup_cpu, region_wall=t_reg, region_cpu=[r["cpu"] for r in recs],
-        runs=runs, projection=projection, longest_chain=longest_chain,
+        runs=runs, **proj,
         cap_speedup_regions=sum(t_reg) / max(t_reg), speedup_2_workers=runs["serial"]["wall"] / runs["sep2"]["wall"],
         identical=True, earlier=earlier,
     )  # fmt: skip
