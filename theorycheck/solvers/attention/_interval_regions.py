@@ -20,15 +20,17 @@ results, region by region, bit for bit, whatever runs them:
   upper bound is never beaten outside the exclusion box, a few hundred boxes of a budget of 20,000) every guess
   holds and all regions run at once.
 
-**Sub-box tasks.** With an executor each region's search also runs in pieces (:class:`_Tasks`): a task runs its
-first rounds until the next round would bound :data:`SPLIT_AT` boxes or more (the frontier; :func:`run_region` with
-``stop_at``), then one task per frontier box runs the search from that box (``start``, with the region's settling
-width ``scale`` and the incumbent the first rounds ended with). :func:`combine` joins them into the region's result
-only when no piece was cut by its budget and no sub-search beat the incumbent: then the pieces evaluate exactly the
-boxes of the region's one search (each box is bounded as if alone, and with a fixed incumbent and no cut a box's
-fate depends on the box only), for every budget at least its box count (SPEC §7, "Sub-box tasks", has the proof);
-otherwise the region runs whole with its exact inputs. A region's live boxes are kept in lexicographic order
-(:func:`canonical`), in the serial run too: the pieces keep them in another order, and only their hull is used.
+**Sub-box tasks.** With an executor each region's search also runs in pieces (:class:`_Tasks`): a piece's search
+stops when its next round would bound :data:`SPLIT_AT` boxes or more (its frontier; :func:`run_region` with
+``stop_at``), and each frontier box becomes a piece of its own (``start``, with the region's settling width ``scale``
+and the incumbent its parent ended with), down the search tree. :func:`combine` joins a piece and the searches
+below it, bottom up, only when no piece was cut by its budget and none below beat the incumbent: then they evaluate
+exactly the boxes of the one search from the piece's boxes (each box is bounded as if alone, and with a fixed
+incumbent and no cut a box's fate depends on the box only), for every budget at least their box count (SPEC §7,
+"Sub-box tasks", has the proof); otherwise the region runs whole with its exact inputs. A region's live boxes are
+kept in lexicographic order (:func:`canonical`), in the serial run too: the pieces keep them in another order, and
+only their hull is used. On a Dask cluster the :class:`LossSource` is scattered to the workers once (the tasks get
+a future), not pickled with each of the hundreds of tasks.
 
 **What a task ships.** A task gets a :class:`LossSource`: the inputs of :class:`._interval_label.LabelLoss` (``(g,
 mk, U, V, mask_keys)``: ``phi`` of ``T x n`` floats, the masking and the ``W^V`` factors of ``V1 x k`` floats each,
