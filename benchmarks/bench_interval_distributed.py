@@ -95,6 +95,25 @@ def _tasks(gc) -> list[dict]:
     return out
 
 
+def _compact(tasks) -> list[dict]:
+    """The tasks as recorded: seconds to 0.1 ms, ``start`` from the run's first task, workers by their order, the
+    path as a string (``"0.2"``; ``""`` a region's first piece, ``None`` a whole region)."""
+    t0 = min(t["start"] for t in tasks)
+    names = sorted({t["worker"] for t in tasks})
+    return [t | {"wall": round(t["wall"], 4), "cpu": round(t["cpu"], 4), "start": round(t["start"] - t0, 4),
+                 "worker": names.index(t["worker"]), "path": _path_text(t["path"])} for t in tasks]  # fmt: skip
+
+
+def _path_text(path):
+    return path if path is None or isinstance(path, str) else ".".join(map(str, path))
+
+
+def _path(t) -> list[int] | None:
+    """A task's path as a list (:func:`_compact` writes it as text)."""
+    p = t["path"]
+    return p if p is None or isinstance(p, list) else [int(x) for x in p.split(".")] if p else []
+
+
 def _setup_free(tasks, setup, key="wall") -> list[float]:
     """Task walls (``key="cpu"``: CPU seconds) with each worker's setup (its first task's loss and coefficients)
     taken out of its first task."""
@@ -123,11 +142,12 @@ def projections(base, regions, setup_wall, setup_cpu) -> dict:
 
 def _children(tasks) -> dict[int, list[int]]:
     """Per task, the tasks of the boxes of its frontier (released when it ends)."""
-    index = {(t["region"], tuple(t["path"])): i for i, t in enumerate(tasks) if t["path"] is not None}
+    paths = [_path(t) for t in tasks]
+    index = {(t["region"], tuple(p)): i for i, (t, p) in enumerate(zip(tasks, paths)) if p is not None}
     kids: dict[int, list[int]] = {}
-    for i, t in enumerate(tasks):
-        if t["path"]:
-            kids.setdefault(index[(t["region"], tuple(t["path"][:-1]))], []).append(i)
+    for i, (t, p) in enumerate(zip(tasks, paths)):
+        if p:
+            kids.setdefault(index[(t["region"], tuple(p[:-1]))], []).append(i)
     return kids
 
 
@@ -137,7 +157,7 @@ def schedule(tasks, walls, P, client, setup) -> float:
     the regions' first pieces are released at ``client`` in region order; a piece's frontier pieces when it ends."""
     free = [(client + setup, w) for w in range(P)]
     heapq.heapify(free)
-    ready = [(client, i, i) for i, t in enumerate(tasks) if not t["path"]]  # (release, order, task)
+    ready = [(client, i, i) for i, t in enumerate(tasks) if not _path(t)]  # (release, order, task)
     heapq.heapify(ready)
     kids, end, seq = _children(tasks), client, len(tasks)
     while ready:
@@ -162,7 +182,7 @@ def longest_chain(tasks, walls) -> float:
             memo[i] = walls[i] + max((chain(j) for j in kids.get(i, [])), default=0.0)
         return memo[i]
 
-    return max(chain(i) for i, t in enumerate(tasks) if not t["path"])
+    return max(chain(i) for i, t in enumerate(tasks) if not _path(t))
 
 
 def _uptime() -> str:
@@ -192,7 +212,7 @@ def _distributed(name, P, split_at, spec, x0, tmp):
             finally:
                 _interval_regions.SPLIT_AT = SPLIT_AT
         assert sorted(pids.values()) == sorted(p.pid for p in procs[1:])
-    tasks = _tasks(gc)
+    tasks = _compact(_tasks(gc))
     run = dict(wall=wall, cpu=cpu, tasks_cpu=sum(t["cpu"] for t in tasks), workers=P, startup=startup, latency=latency,
                split_at=split_at, kernel_threads=1, n_tasks=len(tasks), tasks=tasks)  # fmt: skip
     return gc, run
