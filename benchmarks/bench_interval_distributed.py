@@ -219,18 +219,10 @@ def _distributed(name, P, split_at, spec, x0, tmp):
 
 
 def _earlier() -> list[dict]:
-    """The process-pool and LocalCluster measurements of the route before (whole regions), kept."""
-    out = []
-    for name in ("interval_distributed.json", "interval_distributed_run2.json"):
-        path = RESULTS / name
-        if path.exists():
-            d = json.loads(path.read_text())
-            if "earlier" in d:
-                return d["earlier"]
-            keep = ("load_before", "load_after", "setup_wall", "region_wall", "region_cpu", "model_wall", "cap_speedup")
-            runs = {k: {f: v for f, v in r.items() if not f.startswith("task_")} for k, r in d["runs"].items()}
-            out.append({key: d[key] for key in keep} | {"runs": runs})
-    return out
+    """The process-pool and LocalCluster measurements of the route before (whole regions), kept from the results
+    file."""
+    path = RESULTS / "interval_distributed.json"
+    return json.loads(path.read_text()).get("earlier", []) if path.exists() else []
 
 
 def main():

@@ -1,10 +1,12 @@
 """The whole-domain label certificate's regions as tasks on an executor (``certify_options={"executor": ...}``,
-``solve attention --scheduler``; SPEC §7 "Distributed run"): the run on a process pool and on a Dask LocalCluster
-equals the serial run bit for bit (bounds, points, boxes per region, argmin); a guessed incumbent that an earlier
-region beats is rerun; the budget rule that lets a task run with the largest budget is checked against the branch
-and bound itself; a checkpoint written by a distributed run (regions in any order) resumes serially to the same
-result; a worker whose rebuilt loss differs gets the tables; bad executors and scheduler addresses are refused in
-one line before any work."""
+``solve attention --scheduler``; SPEC §7 "Distributed run", "Sub-box tasks"): the run on a process pool, on a Dask
+LocalCluster and on a scheduler and workers started as separate processes (the API and the CLI) equals the serial
+run bit for bit (bounds, points, boxes per region, argmin); regions cut into sub-box tasks (down to every box a task)
+too, with the lemma it rests on (a box is bounded as if alone) and each region searched in pieces against its whole
+search; a guessed incumbent that an earlier region beats is rerun; the budget rule that lets a task run with the
+largest budget is checked against the branch and bound itself; a checkpoint written by a distributed run (regions in
+any order) resumes serially to the same result; a worker whose rebuilt loss differs gets the tables; bad executors
+and scheduler addresses are refused in one line before any work."""
 
 from __future__ import annotations
 
