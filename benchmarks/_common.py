@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -85,3 +89,47 @@ def print_table(headers, rows) -> None:
         print("  ".join(c.rjust(widths[i]) for i, c in enumerate(r)))
         if k == 0:
             print("  ".join("-" * w for w in widths))
+
+
+@contextlib.contextmanager
+def separate_cluster(folder, n_workers: int, *, nthreads: int = 1, env: dict | None = None, wait: float = 120.0):
+    """``with separate_cluster(folder, 2) as (address, procs):`` a ``dask scheduler`` and ``n_workers`` ``dask
+    worker`` processes (``--nthreads nthreads``, no nanny, no dashboard), started with ``python -m distributed.cli...``
+    on 127.0.0.1 with a free port (the scheduler picks it and writes it to its scheduler file), logs in ``folder``;
+    every process is terminated (then killed) on exit, whatever happens. ``env``: extra environment variables of
+    the workers (e.g. ``THEORYCHECK_THREADS``). ``procs``: the scheduler's and the workers' ``Popen``."""
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    sfile, procs = folder / "scheduler.json", []
+    base = dict(os.environ, **(env or {}))
+
+    def start(cmd, log):
+        procs.append(subprocess.Popen(cmd, stdout=(folder / log).open("wb"), stderr=subprocess.STDOUT, env=base,
+                                      cwd=folder))  # fmt: skip
+
+    try:
+        start([sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "127.0.0.1", "--port", "0",
+               "--no-dashboard", "--scheduler-file", str(sfile)], "scheduler.log")  # fmt: skip
+        deadline = time.monotonic() + wait
+        address = None
+        while address is None and time.monotonic() < deadline and procs[0].poll() is None:
+            time.sleep(0.2)
+            with contextlib.suppress(OSError, ValueError, KeyError):
+                address = json.loads(sfile.read_text())["address"]
+        if address is None:
+            raise RuntimeError(f"the scheduler did not start: {(folder / 'scheduler.log').read_text()[-2000:]}")
+        for i in range(n_workers):
+            start([sys.executable, "-m", "distributed.cli.dask_worker", address, "--nthreads", str(nthreads),
+                   "--no-nanny", "--no-dashboard", "--host", "127.0.0.1", "--local-directory", str(folder / f"w{i}")],
+                  f"worker{i}.log")  # fmt: skip
+        yield address, procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.terminate()
+        for p in procs:
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(timeout=20)

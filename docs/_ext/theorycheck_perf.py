@@ -480,29 +480,31 @@ BENCHMARKS: dict[str, Benchmark] = {
     "interval_distributed.json": Benchmark(
         "Label certificate on workers",
         "certificates",
-        "The whole-domain label certificate with its regions as tasks (a process pool and a Dask LocalCluster) "
-        "against the serial run; every run gives the same certificate, bit for bit.",
-        "at {T} topics x {words} words: serial {runs/serial/wall} s wall, two workers {runs/pool2/wall} s "
-        "(process pool) and {runs/cluster2/wall} s (LocalCluster); the regions cap the speed-up at "
-        "{cap_speedup}x",
+        "The whole-domain label certificate on a Dask scheduler and workers started as separate processes, its "
+        "regions and their sub-boxes as tasks, against the serial run; every run gives the same certificate, bit "
+        "for bit.",
+        "at {T} topics x {words} words: serial {runs/serial/wall} s wall, one worker {runs/sep1/wall} s, two workers "
+        "{runs/sep2/wall} s ({runs/sep2/n_tasks} tasks; {runs/sep2-regions/wall} s with the "
+        "{runs/sep2-regions/n_tasks} regions as tasks)",
         load=("load_before/0", "load_after/0"),
         facts=(
-            "Cost model (setup plus the regions each worker takes): one worker {model_wall/1} s, two "
-            "{model_wall/2} s, sixteen or more {model_wall/16} s.",
+            "Speed model (a list schedule on the measured task times): two workers predicted "
+            "{runs/sep2/model_from_sep1} s from the one-worker run's tasks, {runs/sep2/model_own_tasks} s from its "
+            "own (measured {runs/sep2/wall} s).",
+            "Projected from the one-worker run's task times: sixteen workers {projection/sub_box_tasks/16} s and "
+            "sixty-four {projection/sub_box_tasks/64} s with sub-box tasks (longest chain of tasks {longest_chain} s), "
+            "against {projection/whole_regions/16} s with whole regions; on the tasks' CPU times (a core per "
+            "worker) {projection_cpu/sub_box_tasks/16} s and {projection_cpu/sub_box_tasks/64} s, against "
+            "{projection_cpu/whole_regions/16} s.",
         ),
-    ),
-    "interval_distributed_run2.json": Benchmark(
-        "Label certificate on workers, second run",
-        "certificates",
-        "The whole-domain label certificate with its regions as tasks (a process pool and a Dask LocalCluster) "
-        "against the serial run (a second run under another load); every run gives the same certificate, bit for bit.",
-        "at {T} topics x {words} words: serial {runs/serial/wall} s wall, two workers {runs/pool2/wall} s "
-        "(process pool) and {runs/cluster2/wall} s (LocalCluster); the regions cap the speed-up at "
-        "{cap_speedup}x",
-        load=("load_before/0", "load_after/0"),
-        facts=(
-            "Cost model (setup plus the regions each worker takes): one worker {model_wall/1} s, two "
-            "{model_wall/2} s, sixteen or more {model_wall/16} s.",
+        tables=(
+            Table(
+                "runs",
+                "Each run: wall and CPU seconds (this process, and its tasks in the workers), the tasks, the start-up "
+                "of the processes before the clock, and the model's wall from the run's own task times.",
+                ("wall", "cpu", "tasks_cpu", "n_tasks", "startup", "model_own_tasks"),
+                index="run",
+            ),
         ),
     ),
     "interval_label_profile.json": Benchmark(

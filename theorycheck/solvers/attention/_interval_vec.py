@@ -513,10 +513,17 @@ def _bisect(lo, hi, smear, widest_if_unbounded=False):
     return np.vstack([lo, lo_right]), np.vstack([hi_left, hi])
 
 
+def tiny_scale(lo, hi) -> float:
+    """Width below which :func:`branch_and_bound` settles a box: ``1e-14 max(1, max |finite end|)`` over the boxes
+    ``[lo, hi]`` it starts from."""
+    finite = np.where(np.isfinite(lo), np.abs(lo), 0.0) + np.where(np.isfinite(hi), np.abs(hi), 0.0)
+    return 1e-14 * max(1.0, float(np.max(finite)))
+
+
 @_quiet
 def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=0.01, widest_if_unbounded=False,
                      upper=np.inf, one_point=False, monotone=False, stats=None,
-                     desc="interval branch and bound"):  # fmt: skip
+                     desc="interval branch and bound", start=None, scale=None, stop_at=None):  # fmt: skip
     """Rigorous ``(lower, upper, x_best, n_boxes, live)`` for ``min L`` over ``box`` (module docstring).
 
     ``live``: ``(lo, hi)`` arrays of the boxes with ``lower <= upper`` when the search stopped (their
@@ -530,11 +537,19 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
     no critical point, so no global minimiser when the infimum is attained (a minimiser of ``L`` over ``R^n`` is a
     critical point); when the infimum is a limit at infinity it is approached in the unbounded boxes, which the
     test never discards. Either way the kept boxes still bound ``inf L`` from below. ``stats``: a dict that receives
-    ``n_monotone``, the boxes so discarded. ``desc``: the progress bar's label (boxes done, and after each round the
-    boxes still to split and the gap ``upper - lower`` so far).
+    ``n_monotone``, the boxes so discarded, ``scale`` (:func:`tiny_scale`) and ``frontier``. ``desc``: the progress
+    bar's label (boxes done, and after each round the boxes still to split and the gap ``upper - lower`` so far).
+
+    Pieces of one search (SPEC §7, "Sub-box tasks"): ``stop_at``: stop as soon as the next round would bound
+    ``stop_at`` boxes or more; those boxes (not bounded, not counted) go to ``stats["frontier"]`` (``(lo, hi)``,
+    empty when the search finished) and the result covers the rest. ``start``: ``(lo, hi)`` arrays ``(N, n)`` of
+    the boxes to start from instead of ``box`` (a frontier); ``scale``: the settling width of the search they came
+    from (default :func:`tiny_scale` of the start).
     """
-    lo = np.array([[b[0] for b in box]], float)
-    hi = np.array([[b[1] for b in box]], float)
+    if start is None:
+        lo, hi = np.array([[b[0] for b in box]], float), np.array([[b[1] for b in box]], float)
+    else:
+        lo, hi = (np.array(a, float).reshape(-1, len(box)) for a in start)
     x0 = None if x0 is None else np.asarray(x0, float)
     upper, x_best = float(upper), None
     if x0 is not None:
@@ -542,8 +557,8 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
         if u0 < upper:
             upper, x_best = u0, x0
     kept_lower, kept_lo, kept_hi = [], [], []
-    finite = np.where(np.isfinite(lo), np.abs(lo), 0.0) + np.where(np.isfinite(hi), np.abs(hi), 0.0)
-    n_boxes, n_mono, scale = 0, 0, 1e-14 * max(1.0, float(np.max(finite)))
+    scale = tiny_scale(lo, hi) if scale is None else float(scale)
+    n_boxes, n_mono, frontier = 0, 0, (lo[:0], hi[:0])
     pbar = progress_bar(desc=desc, unit="box", leave=False, delay=2.0)  # no total: max_boxes is a cap, not a forecast
     settled = np.inf  # least lower bound of the boxes settled so far
     while len(lo):  # the budget below keeps n_boxes <= max_boxes; every child is evaluated
@@ -573,9 +588,13 @@ def branch_and_bound(box, tm, cst, value, *, offset, tol, max_boxes, x0, settle=
         if len(split) == 0:
             break
         lo, hi = _bisect(lo[split], hi[split], smear[split], widest_if_unbounded)
+        if stop_at is not None and len(lo) >= stop_at:
+            frontier = (lo, hi)
+            break
     pbar.close()
     if stats is not None:
         stats["n_monotone"] = stats.get("n_monotone", 0) + n_mono
+        stats["scale"], stats["frontier"] = scale, frontier
     lows = np.concatenate(kept_lower) if kept_lower else np.zeros(0)
     lower = float(min(np.min(lows, initial=np.inf), upper))
     los, his = np.vstack(kept_lo) if kept_lo else lo, np.vstack(kept_hi) if kept_hi else hi
