@@ -36,6 +36,7 @@ from sphinx.application import Sphinx
 from sphinx.errors import PycodeError
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
+from theorycheck_api import FACADES
 from theorycheck_perf import FIGURE, performance_page, ratio_figure, section
 
 from theorycheck import spec as _spec
@@ -45,43 +46,6 @@ logger = logging.getLogger(__name__)
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
 RESULTS = ROOT / "benchmarks" / "results"
-
-#: The facades whose ``__all__`` the API reference documents. A name's home page is the first facade
-#: in this order that exports it; the others link there (so every object is documented once).
-FACADES = [
-    "theorycheck.models",
-    "theorycheck.population",
-    "theorycheck.sampling",
-    "theorycheck.solvers",
-    "theorycheck.problems",
-    "theorycheck.analysis.topic_structure",
-    "theorycheck.analysis.stats",
-    "theorycheck.analysis.dynamics",
-    "theorycheck.analysis.landscape",
-    "theorycheck.analysis.phase",
-    "theorycheck.analysis",
-    "theorycheck.strategies",
-    "theorycheck.diagnostics",
-    "theorycheck.spec",
-    "theorycheck.nn",
-    "theorycheck.report",
-    "theorycheck.report.explore",
-    "theorycheck.realdata",
-    "theorycheck.realdata.corpus",
-    "theorycheck.realdata.tokenizer",
-    "theorycheck.realdata.encoder",
-    "theorycheck.realdata.mapping",
-    "theorycheck.realdata.topics",
-    "theorycheck.realdata.stats",
-    "theorycheck.realdata.theory",
-    "theorycheck.realdata.attention_theory",
-    "theorycheck.realdata.lifts",
-    "theorycheck.realdata.theory_lifts",
-    "theorycheck.realdata.output",
-    "theorycheck.realdata.plots",
-    "theorycheck.realdata.pipeline",
-    "theorycheck",
-]
 
 
 # ----------------------------------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Sphinx extension: the site's examples run, and the outputs they show are checked, when the site is built.
 
-- **Docstring examples.** Every ``>>>`` example of every public object (the facade's and each subpackage's
-  ``__all__``: the objects the API reference documents) runs as a doctest, each object's examples in a fresh
+- **Docstring examples.** Every ``>>>`` example of every object the API reference documents
+  (:func:`theorycheck_api.documented_objects`) runs as a doctest, each object's examples in a fresh
   temporary folder with ``np`` (numpy) imported.
 - **Guide examples.** The ``python`` code blocks of each page of the site run in order in one namespace, in a fresh
   temporary folder. A block followed (after at most one blank line) by a ``text`` code block captioned "Output"
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import contextlib
 import doctest
-import importlib
 import io
 import json
 import os
@@ -38,6 +37,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+from theorycheck_api import documented_objects
 
 try:  # Sphinx only at build time: the tests import this module without it
     from sphinx.util import logging as _sphinx_logging
@@ -47,20 +47,6 @@ except ImportError:  # pragma: no cover - the docs extra is not installed
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
 
-#: The packages whose ``__all__`` make the public objects (the API reference documents the same set).
-PACKAGES = (
-    "theorycheck",
-    "theorycheck.models",
-    "theorycheck.sampling",
-    "theorycheck.population",
-    "theorycheck.solvers",
-    "theorycheck.problems",
-    "theorycheck.nn",
-    "theorycheck.analysis",
-    "theorycheck.report",
-    "theorycheck.realdata",
-)
-
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 _EXAMPLE = re.compile(
     r"^```python\n(?P<code>.*?)^```[ \t]*\n"
@@ -69,20 +55,6 @@ _EXAMPLE = re.compile(
 )
 #: Flags of every comparison (docstrings and pages).
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-
-
-def public_objects() -> list[tuple[str, object]]:
-    """(qualified name, object) of every callable in a public ``__all__``, first occurrence only."""
-    seen, out = set(), []
-    for pkg in PACKAGES:
-        mod = importlib.import_module(pkg)
-        for name in mod.__all__:
-            obj = getattr(mod, name)
-            if not callable(obj) or id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            out.append((f"{pkg}.{name}", obj))
-    return out
 
 
 class FloatChecker(doctest.OutputChecker):
@@ -114,7 +86,7 @@ def docstring_tests(skip: frozenset[str] = frozenset()) -> list[tuple[str, docte
     """(qualified name, doctest) of every public object with ``>>>`` examples, except the names in ``skip``."""
     finder = doctest.DocTestFinder(recurse=False)
     out = []
-    for qualname, obj in public_objects():
+    for qualname, obj in documented_objects():
         for test in finder.find(obj, qualname, globs={}):
             if test.examples and qualname not in skip:
                 out.append((qualname, test))

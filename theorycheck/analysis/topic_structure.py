@@ -68,7 +68,7 @@ FLAT_RTOL = 1e-10
 MAX_SETS = 20_000
 
 
-class SupportsToArray(Protocol):  # numpydoc ignore=PR01 (a Protocol: no constructor, nothing to document)
+class SupportsToArray(Protocol):  # a Protocol has no constructor to document: numpydoc ignore=PR01
     """A structured token matrix that densifies: any object with a ``toarray()`` method.
 
     The matrices :func:`matrix_topic_stats` and :func:`topic_gap` accept besides arrays: the solvers'
