@@ -74,6 +74,22 @@ def _pages() -> list[Path]:
 # -- the extension's helpers (no build needed) --------------------------------------------------------------------
 
 
+def test_type_aliases_are_written_as_their_target():
+    """Sphinx 9 writes an ``autodoc_type_aliases`` alias inside a union as a repr and inside ``Callable[...]`` as
+    the bare name: both become the alias' target; a qualified or quoted name is left alone."""
+    ext = _ext()
+    aliases = {"ArrayLike": "~numpy.typing.ArrayLike"}
+    sig = (
+        "(x: TypeAliasForwardRef('~numpy.typing.ArrayLike') | None, "
+        "f: Callable[[int], ArrayLike], s: str = 'ArrayLike')"
+    )
+    assert ext.alias_names(sig, aliases) == (
+        "(x: ~numpy.typing.ArrayLike | None, f: Callable[[int], ~numpy.typing.ArrayLike], s: str = 'ArrayLike')"
+    )
+    assert ext.alias_names("(y: ~numpy.typing.ArrayLike)", aliases) == "(y: ~numpy.typing.ArrayLike)"
+    assert ext.alias_names(None, aliases) is None
+
+
 def test_spec_labels_are_stable():
     ext = _ext()
     assert ext.spec_label("4.3") == "spec-4-3"
