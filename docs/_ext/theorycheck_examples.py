@@ -184,50 +184,51 @@ def check_all() -> dict:
     }
 
 
-def main() -> None:
-    """The child process: the report as JSON on stdout (the examples' own printing goes to stderr)."""
-    real_stdout = sys.stdout
-    with contextlib.redirect_stdout(sys.stderr):
-        report = check_all()
-    real_stdout.write(json.dumps(report))
+def main(argv: list[str]) -> None:
+    """The child process: ``python theorycheck_examples.py REPORT.json`` writes the report (JSON) to that file."""
+    (target,) = argv
+    Path(target).write_text(json.dumps(check_all()), encoding="utf-8")
 
 
 # ------------------------------------------------------------------------------------------------ Sphinx
-#: The running check of this build (the child process and the file its stderr goes to); not in ``app.env``,
-#: which Sphinx pickles.
-_CHILD: dict[int, tuple[subprocess.Popen, tempfile._TemporaryFileWrapper]] = {}
+#: The running check of this build (the child process, its temporary folder: the report and its output); not in
+#: ``app.env``, which Sphinx pickles.
+_CHILD: dict[int, tuple[subprocess.Popen, tempfile.TemporaryDirectory]] = {}
 
 
 def _start(app) -> None:
     if not app.config.theorycheck_check_examples or app.builder.format != "html":
         return
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
-    errors = tempfile.NamedTemporaryFile("w+", prefix="tc-examples-", suffix=".log")  # closed in _finish
-    command = [sys.executable, str(Path(__file__).resolve())]
-    child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=errors, text=True)
-    _CHILD[id(app)] = (child, errors)
+    path = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]  # the checkout first
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(path))
+    folder = tempfile.TemporaryDirectory(prefix="tc-examples-")  # removed in _finish
+    command = [sys.executable, str(Path(__file__).resolve()), str(Path(folder.name) / "report.json")]
+    with open(Path(folder.name) / "output.log", "w") as log:  # the examples' own printing, shown if the check fails
+        child = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    _CHILD[id(app)] = (child, folder)
 
 
 def _finish(app, exc) -> None:
     """Await the child; each failure is a warning at its file and line (``-W``: the build fails)."""
     if id(app) not in _CHILD:
         return
-    child, errors = _CHILD.pop(id(app))
-    if exc is not None:
-        child.kill()
+    child, folder = _CHILD.pop(id(app))
+    with folder:
+        if exc is not None:
+            child.kill()
+            child.wait()
+            return
         child.wait()
-        errors.close()
-        return
-    stdout, _ = child.communicate()
-    errors.seek(0)
-    stderr = errors.read()
-    errors.close()
-    logger = _sphinx_logging.getLogger(__name__)
-    if child.returncode != 0:
-        tail = "\n".join(stderr.strip().splitlines()[-20:])
-        logger.warning("the examples' check failed to run (exit %s):\n%s", child.returncode, tail, type="theorycheck")
-        return
-    report = json.loads(stdout)
+        logger = _sphinx_logging.getLogger(__name__)
+        report_path = Path(folder.name) / "report.json"
+        if child.returncode != 0 or not report_path.is_file():
+            output = (Path(folder.name) / "output.log").read_text(encoding="utf-8", errors="replace")
+            tail = "\n".join(output.strip().splitlines()[-20:])
+            logger.warning(
+                "the examples' check failed to run (exit %s):\n%s", child.returncode, tail, type="theorycheck"
+            )
+            return
+        report = json.loads(report_path.read_text(encoding="utf-8"))
     for failure in report["failures"]:
         logger.warning(failure["message"], location=failure["location"], type="theorycheck", subtype="example")
     logger.info(
@@ -248,4 +249,4 @@ def setup(app) -> dict:
 
 
 if __name__ == "__main__":
-    main()
+    main(sys.argv[1:])
