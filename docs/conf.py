@@ -24,6 +24,7 @@ extensions = [
     "sphinx_copybutton",
     "theorycheck_docs",  # docs/_ext: SPEC page and its labels, citation links, API pages, measured figures
     "theorycheck_pages",  # docs/_ext: the command-line reference (from the parsers) and the BibTeX (CITATION.cff)
+    "theorycheck_examples",  # docs/_ext: every docstring example and guide example run, their outputs checked
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "myst-nb"}
@@ -47,7 +48,15 @@ nb_merge_streams = True
 autosummary_generate = True
 autosummary_imported_members = True
 autodoc_default_options = {"member-order": "bysource"}
-autodoc_typehints = "none"  # numpydoc's Parameters sections state the types; signatures stay readable
+# Types in the signatures (from the annotations), short names (``ArrayLike``, not ``numpy.typing.ArrayLike``), one
+# parameter a line when a signature is long. numpydoc's Parameters sections state the same types in words, with
+# their ranges (tests/test_docstrings.py checks that the two agree). ``ArrayLike`` stays one name instead of the
+# union numpy defines it as (every module annotating with it has ``from __future__ import annotations``).
+autodoc_typehints = "signature"
+autodoc_typehints_format = "short"
+autodoc_type_aliases = {"ArrayLike": "~numpy.typing.ArrayLike"}  # "~": shown as ``ArrayLike``
+python_use_unqualified_type_names = True
+python_maximum_signature_line_length = 80
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 numpydoc_xref_param_type = False
@@ -56,6 +65,9 @@ html_theme = "furo"
 html_title = f"theorycheck {release}"
 html_copy_source = False
 html_show_sourcelink = False
+# Search results quote the matching passage: searchtools.js fetches each result's page and reads its main content
+# (furo's ``<article role="main">``), so snippets need no copied sources (tests/test_docs.py checks the build).
+html_show_search_summary = True
 html_static_path = ["_static"]
 nb_execution_in_temp = True  # tutorials write their files (reports, claims) into a temporary folder
 
@@ -63,7 +75,38 @@ nb_execution_in_temp = True  # tutorials write their files (reports, claims) int
 # other projects only, each with its reason. The build is offline (no intersphinx inventories), so the standard
 # library's classes have no page to link to.
 nitpick_ignore = [
-    ("py:class", "concurrent.futures.Executor"),  # standard library; no intersphinx (offline build)
+    # The standard library's types named by annotations: no inventory to link to offline.
+    *(
+        ("py:class", name)
+        for name in (
+            "collections.abc.Callable",
+            "collections.abc.Iterable",
+            "collections.abc.Sequence",
+            "concurrent.futures.Executor",
+            "concurrent.futures._base.Executor",
+            "os.PathLike",
+            "pathlib.Path",
+            "Path",
+        )
+    ),
+    # numpy's types named by annotations (numpy's inventory is online only). ``ArrayLike`` is a type alias
+    # (autodoc_type_aliases above); the random generators are named at their defining module.
+    *(
+        ("py:class", name)
+        for name in (
+            "numpy.ndarray",
+            "np.ndarray",
+            "numpy.dtype",
+            "numpy.typing.ArrayLike",
+            "ArrayLike",  # the same, in the signatures of @overload variants (autodoc writes them as in the source)
+            "numpy.random.Generator",
+            "numpy.random._generator.Generator",
+            "numpy.random.SeedSequence",
+            "numpy.random.bit_generator.SeedSequence",
+        )
+    ),
+    # hypothesis (the ``test`` extra): the strategies of theorycheck.strategies return its SearchStrategy.
+    ("py:class", "hypothesis.strategies.SearchStrategy"),
     # the private base of realdata.MissingExtraError (theorycheck._validate), named by show-inheritance
     ("py:class", "MissingExtra"),
 ]

@@ -5,6 +5,7 @@ The HTML is checked, not rebuilt (a build takes minutes): the tests skip when th
 helpers of the docs extension are tested whenever Sphinx is installed.
 """
 
+import html
 import re
 import sys
 from html.parser import HTMLParser
@@ -71,6 +72,22 @@ def _pages() -> list[Path]:
 
 
 # -- the extension's helpers (no build needed) --------------------------------------------------------------------
+
+
+def test_type_aliases_are_written_as_their_target():
+    """Sphinx 9 writes an ``autodoc_type_aliases`` alias inside a union as a repr and inside ``Callable[...]`` as
+    the bare name: both become the alias' target; a qualified or quoted name is left alone."""
+    ext = _ext()
+    aliases = {"ArrayLike": "~numpy.typing.ArrayLike"}
+    sig = (
+        "(x: TypeAliasForwardRef('~numpy.typing.ArrayLike') | None, "
+        "f: Callable[[int], ArrayLike], s: str = 'ArrayLike')"
+    )
+    assert ext.alias_names(sig, aliases) == (
+        "(x: ~numpy.typing.ArrayLike | None, f: Callable[[int], ~numpy.typing.ArrayLike], s: str = 'ArrayLike')"
+    )
+    assert ext.alias_names("(y: ~numpy.typing.ArrayLike)", aliases) == "(y: ~numpy.typing.ArrayLike)"
+    assert ext.alias_names(None, aliases) is None
 
 
 def test_spec_labels_are_stable():
@@ -347,3 +364,33 @@ def test_text_sources_hold_no_control_characters():
         if re.search(r"[\x00-\x09\x0b-\x1f\x7f]", line)
     ]
     assert not bad, bad
+
+
+@built
+def test_search_shows_snippets():
+    """Search results quote the page: the summary is on, and every page has the main-content element that
+    Sphinx's searchtools.js quotes the snippet from (``[role="main"]``)."""
+    options = (HTML / "_static" / "documentation_options.js").read_text(encoding="utf-8")
+    assert re.search(r"SHOW_SEARCH_SUMMARY:\s*true", options), "html_show_search_summary is off"
+    assert (HTML / "searchindex.js").is_file() and (HTML / "search.html").is_file()
+    searchtools = (HTML / "_static" / "searchtools.js").read_text(encoding="utf-8")
+    assert '[role="main"]' in searchtools, "Sphinx's search no longer reads [role=main]: check the snippets"
+    missing = [
+        str(p.relative_to(HTML))
+        for p in _pages()
+        if p.name not in {"search.html", "genindex.html", "py-modindex.html"}
+        and 'role="main"' not in p.read_text(encoding="utf-8")
+    ]
+    assert not missing, f"pages without a main-content element (no search snippet): {missing[:5]}"
+
+
+@built
+def test_signatures_show_types():
+    """The reference shows the annotations: phase_diagram's parameters with their types and its return type,
+    an ``ArrayLike`` parameter as that one name (not numpy's union)."""
+    page = (HTML / "api" / "generated" / "theorycheck.analysis.phase.phase_diagram.html").read_text(encoding="utf-8")
+    sig = re.sub(r"<[^>]+>", "", page[page.index('<dt class="sig') : page.index("</dt>", page.index('<dt class="sig'))])
+    sig = " ".join(html.unescape(sig).split())
+    for shown in ("kind: str", "values: ArrayLike", "T: int = 4", "taus: ArrayLike | None = None", "→ PhaseDiagram"):
+        assert shown in sig, (shown, sig)
+    assert "_SupportsArray" not in page and "TypeAliasForwardRef" not in page

@@ -4,31 +4,26 @@ The public objects are the facade's and each subpackage's ``__all__`` (the API r
 same set). :data:`IGNORED` lists the validator codes not enforced, each with its reason; :data:`PENDING` lists
 the objects whose docstrings are not yet complete (a ratchet: an object in it that now validates fails the
 test until it is removed, so the list only shrinks). Examples run with ``doctest`` under
-``NORMALIZE_WHITESPACE | ELLIPSIS`` and a float tolerance (:class:`_FloatChecker`: numbers in the output
+``NORMALIZE_WHITESPACE | ELLIPSIS`` and a float tolerance (``FloatChecker``: numbers in the output
 equal to the expected ones within ``1e-9`` relative, ``1e-12`` absolute), so a value that drifts fails.
+
+The examples' runner is ``docs/_ext/theorycheck_examples.py``: the docs build runs every example with it too (a
+failure is a build error); here they run one test per object, the quick check while editing.
 """
 
 from __future__ import annotations
 
-import doctest
 import importlib
+import inspect
 import re
+import sys
+from pathlib import Path
 
-import numpy as np
 import pytest
 
-PACKAGES = (
-    "theorycheck",
-    "theorycheck.models",
-    "theorycheck.sampling",
-    "theorycheck.population",
-    "theorycheck.solvers",
-    "theorycheck.problems",
-    "theorycheck.nn",
-    "theorycheck.analysis",
-    "theorycheck.report",
-    "theorycheck.realdata",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "docs" / "_ext"))
+import theorycheck_examples as examples  # the checks the docs build runs: one copy
+from theorycheck_api import PACKAGES, documented_objects, public_objects  # test_spec_links imports public_objects
 
 #: numpydoc validator codes not enforced, with the reason.
 IGNORED = {
@@ -44,22 +39,73 @@ IGNORED = {
 }
 
 
-def public_objects():
-    """(qualified name, object) of every callable in a public ``__all__``, first occurrence only."""
-    seen, out = set(), []
-    for pkg in PACKAGES:
-        mod = importlib.import_module(pkg)
-        for name in mod.__all__:
-            obj = getattr(mod, name)
-            if not callable(obj) or id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            out.append((f"{pkg}.{name}", obj))
-    return out
-
-
-#: Objects whose docstrings are not complete yet (numpydoc errors outside IGNORED). Only shrinks.
-PENDING: set[str] = set()
+#: Objects whose docstrings are not complete yet (numpydoc errors outside IGNORED), by the module exporting them:
+#: the public modules documented beside the packages (``theorycheck.analysis.landscape``, ``theorycheck.strategies``,
+#: ``theorycheck.realdata.pipeline``, ...). A ratchet: an object that validates must leave the list (it only shrinks).
+_PENDING_BY_MODULE = {
+    "theorycheck.analysis.topic_structure": (
+        "attention_preference_terms block_contrast "
+        "block_score effective_K token_labels topic_attention_ratio "
+        "word_topics"
+    ),
+    "theorycheck.analysis.stats": (
+        "EmbeddingTopicStats PowerLawFit StageBoundaries attention_class_averages "
+        "detect_stages embedding_topic_stats own_minus_other_block_sums "
+        "power_law_fit relative_distance topic_block_sums"
+    ),
+    "theorycheck.analysis.dynamics": "Stage2Onset stage2_onset topic_contrast_basis",
+    "theorycheck.analysis.landscape": (
+        "K_curve LandscapeGrid alpha_beta_grid asymptotic_sweep family_scores "
+        "finite_n_gap growth_configs landscape_data"
+    ),
+    "theorycheck.analysis.phase": "phase_model phase_point",
+    "theorycheck.strategies": (
+        "choices decoder_biases masking_grid_params masking_params maskings matrices "
+        "model_params p_c_positive params score_matrices seeds tau_below_T topic_models "
+        "value_matrices"
+    ),
+    "theorycheck.diagnostics": "GradientCheck check_gradient",
+    "theorycheck.spec": "section sections spec_text",
+    "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
+    "theorycheck.realdata.corpus": (
+        "Corpus content_words read_text_folder stop_words wikipedia_fragment wikipedia_fragment_path words"
+    ),
+    "theorycheck.realdata.tokenizer": "TokenizedText WordPieceTokenizer",
+    "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
+    "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
+    "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
+    "theorycheck.realdata.stats": (
+        "AttentionAccumulator AttentionStats PairStats bootstrap_weights "
+        "cooccurrence_lift cooccurrence_matrix embedding_pair_stats pair_classes "
+        "pair_similarity percentile_ci top_cooccurring_pairs"
+    ),
+    "theorycheck.realdata.theory": (
+        "TheoryComparison compare_embeddings format_theory_table label_membership "
+        "optimal_word_embeddings pipeline_alpha theory_comparison theory_model "
+        "vocabulary_rows"
+    ),
+    "theorycheck.realdata.attention_theory": (
+        "AttentionTheory attention_theory format_attention_table "
+        "format_comparison_table label_optimum lift_comparison "
+        "lift_heads lift_terms minilm_heads predicted_lifts sensitivity"
+    ),
+    "theorycheck.realdata.lifts": ("LiftAccumulator LiftStats cross_pair_classes mask_positions window_lift_sums"),
+    "theorycheck.realdata.theory_lifts": (
+        "dense_lift_terms dense_predicted_lifts own_word_terms sampled_window_lifts sub_model"
+    ),
+    "theorycheck.realdata.output": "write_realdata",
+    "theorycheck.realdata.plots": (
+        "attention_class_lines attention_gap_heatmap attention_theory_heads "
+        "similarity_distributions specificity_gap theory_similarity"
+    ),
+    "theorycheck.realdata.pipeline": (
+        "Prepared RealDataConfig RealDataResult Window attention_statistics "
+        "content_token_mask cooccurrence_statistics embedding_statistics "
+        "encode_windows make_windows masked_lift_statistics prepare run_realdata "
+        "select_windows specificity_sweep synthetic_signal"
+    ),
+}
+PENDING: set[str] = {f"{module}.{name}" for module, names in _PENDING_BY_MODULE.items() for name in names.split()}
 
 
 def _errors(qualname, obj):
@@ -75,7 +121,7 @@ def test_numpydoc_validation_of_every_public_object():
     """Each public object validates (codes outside IGNORED) unless PENDING; a PENDING object that validates
     must leave the list."""
     bad, done = {}, []
-    for qualname, obj in public_objects():
+    for qualname, obj in documented_objects():
         errs = _errors(qualname, obj)
         if errs and qualname not in PENDING:
             bad[qualname] = errs
@@ -83,46 +129,132 @@ def test_numpydoc_validation_of_every_public_object():
             done.append(qualname)
     assert not bad, f"numpydoc errors (not in PENDING): {bad}"
     assert not done, f"remove from PENDING (they validate now): {done}"
-    names = {q for q, _ in public_objects()}
+    names = {q for q, _ in documented_objects()}
     assert PENDING <= names, f"PENDING names no public object: {sorted(PENDING - names)}"
 
 
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
-
-
-class _FloatChecker(doctest.OutputChecker):
-    """Doctest output equal up to floats: every number equal within rtol 1e-9, atol 1e-12, the rest exact."""
-
-    def check_output(self, want, got, optionflags):
-        if super().check_output(want, got, optionflags):
-            return True
-        w, g = _NUMBER.findall(want), _NUMBER.findall(got)
-        if len(w) != len(g) or not super().check_output(_NUMBER.sub("0", want), _NUMBER.sub("0", got), optionflags):
-            return False
-        return bool(np.allclose(np.array(w, float), np.array(g, float), rtol=1e-9, atol=1e-12))
-
-
 def _doctests():
-    finder = doctest.DocTestFinder(recurse=False)
-    out = []
-    for qualname, obj in public_objects():
-        for t in finder.find(obj, qualname, globs={}):
-            if t.examples and qualname not in PENDING:  # PENDING objects' examples are checked when they leave it
-                out.append(pytest.param(t, id=qualname))
-    return out
+    return [pytest.param(t, id=q) for q, t in examples.docstring_tests()]
 
 
 @pytest.mark.parametrize("test", _doctests())
-def test_docstring_examples_run(test, tmp_path, monkeypatch):
-    """The object's ``>>>`` examples run and print what the docstring says (floats within 1e-9 relative)."""
-    monkeypatch.chdir(tmp_path)  # an example that writes files writes them here
-    runner = doctest.DocTestRunner(checker=_FloatChecker(), optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
-    test.globs = {"np": np}  # as in numpy's and scipy's docs; everything else is imported by the example
-    result = runner.run(test, out=lambda s: pytest.fail(s, pytrace=False))
-    assert result.failed == 0
+def test_docstring_examples_run(test):
+    """The object's ``>>>`` examples run and print what the docstring says (floats within 1e-9 relative); a
+    PENDING object's examples too."""
+    report = examples.run_docstring(test)
+    assert not report, "".join(report)
 
 
 def test_examples_are_not_skipped():
     """An example marked ``+SKIP`` is not checked: public docstrings (outside PENDING) have none."""
-    skipped = [q for q, o in public_objects() if q not in PENDING and "doctest: +SKIP" in (o.__doc__ or "")]
+    skipped = [q for q, o in documented_objects() if q not in PENDING and "doctest: +SKIP" in (o.__doc__ or "")]
     assert not skipped, skipped
+
+
+# -- the documented types and the annotations (the reference shows both: the signature and the Parameters) -------
+
+#: A word of a numpydoc type -> the annotation names that agree with it (a class name must match itself or a base).
+_AGREES = {
+    "int": {"int"},
+    "float": {"float", "ArrayLike"},  # a float is array-like
+    "bool": {"bool"},
+    "str": {"str", "Literal"},
+    "{": {"str", "Literal", "int"},  # a set of allowed values
+    "array_like": {"ArrayLike", "ndarray", "Sequence", "Iterable"},
+    "ndarray": {"ndarray", "ArrayLike"},
+    "sequence": {"Sequence", "ArrayLike", "Iterable", "list", "tuple"},
+    "callable": {"Callable"},
+    "dict": {"dict", "Mapping"},
+}
+#: (object, parameter): why its documented type is wider than its annotation.
+TYPE_EXCEPTIONS = {
+    ("theorycheck.nn.TrainConfig", name): "a dict is converted in __post_init__; the annotation is the field's type "
+    "after the conversion (what the attribute holds)"
+    for name in ("data", "model", "optim")
+}
+
+
+def _doc_words(doc_type: str) -> list[str]:
+    """The type words of a numpydoc type (``"float or array_like, shape (n,)"`` -> ``["float", "array_like"]``;
+    ``{"a", "b"}`` -> ``"{"``): the part before the first comma outside braces, split on "or"."""
+    head = re.split(r",(?![^{]*})", doc_type)[0]
+    words = []
+    for alt in re.split(r"\s+or\s+", head.strip()):
+        word = "{" if alt.startswith("{") else re.split(r"\s+of\s+|\s|\(", alt.strip())[0].strip("`~")
+        words.append(word.rsplit(".", 1)[-1])
+    return words
+
+
+def _agrees(word: str, annotation: str, module) -> bool:
+    names = {n.rsplit(".", 1)[-1] for n in re.findall(r"[A-Za-z_][\w.]*", annotation)}
+    if word.lower() in _AGREES:
+        return bool(_AGREES[word.lower()] & names)
+    if not word[:1].isupper() or word in names:
+        return not word[:1].isupper() or word in names  # a lower-case word we do not know: not checked
+    documented = _class(word, module)
+    return documented is not None and any(
+        (base := _class(n, module)) is not None and issubclass(documented, base) for n in names
+    )
+
+
+def _class(name: str, module) -> type | None:
+    """The class a type word names: in the object's module, else in a public facade."""
+    for where in (module, *(importlib.import_module(p) for p in PACKAGES)):
+        obj = getattr(where, name, None)
+        if isinstance(obj, type):
+            return obj
+    return None
+
+
+def _parameter_types(obj):
+    """(parameter, documented type, annotation string) of the documented, annotated parameters of ``obj``; the
+    names of a shared entry (``tm, mk : TopicModel, Masking``) paired with the types in order."""
+    from numpydoc.docscrape import NumpyDocString
+
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return []
+    out = []
+    for entry in NumpyDocString(inspect.getdoc(obj) or "")["Parameters"]:
+        names = [n.strip().lstrip("*") for n in entry.name.split(",")]
+        types = [entry.type] * len(names)
+        parts = [t.strip() for t in re.split(r",(?![^{(]*[})])", entry.type)]
+        if (
+            len(names) > 1
+            and len(parts) == len(names)
+            and not any(re.match(r"shape|default|optional", t) for t in parts)
+        ):
+            types = parts  # one type each, in order
+        for name, doc_type in zip(names, types):
+            p = sig.parameters.get(name)
+            if p is not None and p.annotation is not inspect.Parameter.empty:
+                ann = p.annotation if isinstance(p.annotation, str) else inspect.formatannotation(p.annotation)
+                out.append((name, doc_type, ann))
+    return out
+
+
+def test_documented_types_agree_with_the_annotations():
+    """Each type word of a Parameters entry (``int``, ``array_like``, a class, ...) agrees with the parameter's
+    annotation (shown in the signature): the reference never states two types. Annotations ``Any``/``object``
+    say nothing to disagree with."""
+    pytest.importorskip("numpydoc")
+    bad = []
+    for qualname, obj in public_objects():
+        module = sys.modules[obj.__module__]
+        for name, doc_type, ann in _parameter_types(obj):
+            if (qualname, name) in TYPE_EXCEPTIONS or re.fullmatch(r"(Any|object)( \| None)?", ann):
+                continue
+            wrong = [w for w in _doc_words(doc_type) if w != "None" and not _agrees(w, ann, module)]
+            if wrong:
+                bad.append(f"{qualname}({name}): documented {doc_type!r}, annotated {ann!r}")
+    assert not bad, "\n".join(bad)
+
+
+def test_the_type_comparison_sees_a_disagreement():
+    module = sys.modules["theorycheck"]
+    assert _doc_words("float or array_like, shape (n,)") == ["float", "array_like"]
+    assert _doc_words('{"a", "b"}, default "a"') == ["{"]
+    assert _agrees("float", "ArrayLike | None", module) and _agrees("TopicModel", "GeneralTopicModel", module)
+    assert not _agrees("int", "float", module) and not _agrees("GeneralTopicModel", "TopicModel", module)
+    assert not _agrees("bool", "str", module) and not _agrees("array_like", "int", module)

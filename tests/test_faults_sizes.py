@@ -72,7 +72,7 @@ EXEMPT = {
             "nn.CountBatch", "nn.PositionBatch", "nn.TrainResult", "nn.TrainingInterrupted", "nn.TrainingDiverged",
             "nn.ProbeContext", "nn.Checkpoint", "analysis.PhaseDiagram", "analysis.TopicStructure",
             "problems.Certificate", "problems.Budget", "problems.BudgetExhausted", "diagnostics.GradientCheck",
-            "problems.Oracle", "problems.ProblemInfo",
+            "problems.Oracle", "problems.ProblemInfo", "nn.Groups",
         ],
         _TYPE,
     ),
@@ -90,6 +90,8 @@ EXEMPT = {
     "its tables are estimated before any work (make_evaluator: check_structured, check_work)",
     "nn.make_batch": "one of count_batch / merged_batch / position_batch (each in the table)",
     "nn.train": "a Trainer (in the table) run",
+    "nn.References": "built by a Trainer (in the table) after its memory check: W_V is V1 x V1, as the model's own "
+    "matrices; K_star and gram are the paper's model's closed forms (O(1) storage)",
     "nn.run_preset": "the presets' own sizes; --steps and --seeds capped (test_cli_flags_bounded)",
     "nn.stage_grid": "MAX_CELLS cells of the two-stage preset, MAX_GRID_STEPS steps each (checked before work)",
     "nn.load_checkpoint": "builds the Transformer of a TrainConfig (in the table) and reads the user's file",

@@ -13,55 +13,37 @@ and the block's stdout must equal it, numbers within 1e-9 relative / 1e-12 absol
 ``tests/test_docstrings.py``), ``...`` matching anything and runs of whitespace equal: a stated value that drifts
 fails. Code lines on the guide and tutorial pages fit the page: at most 88 characters (furo's content column shows
 about 90 characters of code without scrolling).
+
+The runner is ``docs/_ext/theorycheck_examples.py``: the docs build checks the site's pages with it too (a drifting
+value is a build error); here each page is one test (the quick check while editing), the README included.
 """
 
-import contextlib
-import doctest
-import io
 import re
+import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+import theorycheck_examples as examples  # noqa: E402  (the checks the docs build runs: one copy)
+
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 PAGES = [p for p in PAGES if "_build" not in p.parts]
 
 #: pages whose examples run but whose printed output is not shown on the page, with the reason.
 OUTPUT_NOT_SHOWN = {"README.md": "the README is a short tour on GitHub; the site's guide pages show the outputs"}
 
-_EXAMPLE = re.compile(
-    r"^```python\n(?P<code>.*?)^```[ \t]*\n"
-    r"(?:\n?```\{code-block\} text\n:caption: Output\n\n(?P<want>.*?)^```[ \t]*$)?",
-    re.S | re.M,
-)
-_NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?")
 MAX_CODE_LINE = 88
 
 
 def _examples(page: Path) -> list[tuple[str, str | None]]:
     """(code, shown output or None) of each ``python`` block of the page, in order."""
-    return [(m["code"], m["want"]) for m in _EXAMPLE.finditer(page.read_text(encoding="utf-8"))]
+    return [(ex.code, ex.want) for ex in examples.page_examples(page)]
 
 
 def _blocks(page: Path) -> list[str]:
     return [code for code, _ in _examples(page)]
-
-
-class _FloatChecker(doctest.OutputChecker):
-    """Output equal up to floats: every number within rtol 1e-9, atol 1e-12, the rest exact (as in
-    ``tests/test_docstrings.py``), under ``ELLIPSIS`` and ``NORMALIZE_WHITESPACE``."""
-
-    FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
-
-    def check_output(self, want, got, optionflags=FLAGS):
-        if super().check_output(want, got, optionflags):
-            return True
-        w, g = _NUMBER.findall(want), _NUMBER.findall(got)
-        if len(w) != len(g) or not super().check_output(_NUMBER.sub("0", want), _NUMBER.sub("0", got), optionflags):
-            return False
-        return bool(np.allclose(np.array(w, float), np.array(g, float), rtol=1e-9, atol=1e-12))
 
 
 def test_the_examples_are_still_there():
@@ -73,7 +55,7 @@ def test_the_examples_are_still_there():
 
 def test_the_output_checker_fails_a_drifted_value():
     """The comparison the pages are held to: a last-digit change within 1e-9 passes, a drift fails."""
-    check = _FloatChecker().check_output
+    check = examples.FloatChecker().check_output
     assert check("L* = 0.961770246 K 70.05\n", "L* = 0.9617702460000001 K 70.05\n")
     assert check("[0.1  0.2]\n", "[0.1 0.2]\n") and check("a ... b\n", "a long text b\n")
     assert not check("L* = 0.961770246\n", "L* = 0.961770247\n"), "a drift in the 9th digit"
@@ -81,26 +63,21 @@ def test_the_output_checker_fails_a_drifted_value():
 
 
 @pytest.mark.parametrize("page", [p for p in PAGES if _blocks(p)], ids=lambda p: str(p.relative_to(ROOT)))
-def test_python_blocks_run_and_print_what_the_page_shows(page, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
-    ns: dict = {}
+def test_python_blocks_run_and_print_what_the_page_shows(page):
     name = str(page.relative_to(ROOT))
-    checker = _FloatChecker()
-    for i, (code, want) in enumerate(_examples(page)):
-        out = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(out):
-                exec(compile(code, f"{page.name} python block {i}", "exec"), ns)
-        except Exception as exc:  # pragma: no cover - the message names the block
-            raise AssertionError(f"{name} python block {i} failed: {exc!r}\n{code}") from exc
-        got = out.getvalue()
-        if want is None:
-            assert not got or name in OUTPUT_NOT_SHOWN, (
-                f"{name} python block {i} prints but shows no output block; it printed:\n{got}"
-            )
-            continue
-        assert got, f"{name} python block {i} has an output block but prints nothing"
-        assert checker.check_output(want, got), f"{name} python block {i} printed\n{got}\nthe page shows\n{want}"
+    failures = examples.run_page(page, outputs_shown=name not in OUTPUT_NOT_SHOWN)
+    assert not failures, "\n".join(f"{name}:{line}: {message}" for line, message in failures)
+
+
+def test_a_drifted_output_fails_its_page(tmp_path):
+    """The page check itself: the stated output of a block changed in its last digit fails, the true one passes."""
+    page = tmp_path / "p.md"
+    block = "```python\nprint(round(1 / 3, 9))\n```\n\n```{code-block} text\n:caption: Output\n\n%s\n```\n"
+    page.write_text(block % "0.333333333")
+    assert examples.run_page(page) == []
+    page.write_text(block % "0.333333334")
+    [(line, message)] = examples.run_page(page)
+    assert line == 2 and "printed\n0.333333333\nthe page shows\n0.333333334" in message
 
 
 def _code_lines(page: Path):

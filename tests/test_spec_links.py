@@ -81,6 +81,12 @@ EXCLUDED: dict[tuple[str, str], str] = {
     ("theorycheck.realdata.theory.theory_comparison", "2.1"): "uses the masking of §2.1 as its default",
     ("theorycheck.realdata.pipeline.synthetic_signal", "1.2"): "samples the documents of §1.2 with "
     "sample_documents (listed there); it is listed in §5.5",
+    **_excluded(
+        "theorycheck.nn.References",
+        "4.1,4.2,4.3,11.3",
+        "holds the exact optima a training run is compared with (computed by the functions listed there); it is "
+        "listed in §5",
+    ),
     ("theorycheck.realdata.attention_theory.label_optimum", "11.5"): "freezes the stage-1 matrix of §11.5 "
     "(computed by the functions listed there); it is listed in §11.8",
 }

@@ -94,6 +94,7 @@ def check_gradient(
     --------
     >>> import numpy as np
     >>> A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    >>> from theorycheck.diagnostics import check_gradient
     >>> res = check_gradient(lambda x: x @ A @ x, np.ones(2), 2 * A @ np.ones(2))
     >>> res.passed
     True

@@ -31,10 +31,12 @@ import sys
 import types
 from pathlib import Path
 
+from sphinx import addnodes
 from sphinx.application import Sphinx
 from sphinx.errors import PycodeError
 from sphinx.pycode import ModuleAnalyzer
 from sphinx.util import logging
+from theorycheck_api import FACADES
 from theorycheck_perf import FIGURE, ROOFLINE_FIGURE, performance_page, ratio_figure, roofline_figure, section
 
 from theorycheck import spec as _spec
@@ -44,43 +46,6 @@ logger = logging.getLogger(__name__)
 DOCS = Path(__file__).resolve().parent.parent
 ROOT = DOCS.parent
 RESULTS = ROOT / "benchmarks" / "results"
-
-#: The facades whose ``__all__`` the API reference documents. A name's home page is the first facade
-#: in this order that exports it; the others link there (so every object is documented once).
-FACADES = [
-    "theorycheck.models",
-    "theorycheck.population",
-    "theorycheck.sampling",
-    "theorycheck.solvers",
-    "theorycheck.problems",
-    "theorycheck.analysis.topic_structure",
-    "theorycheck.analysis.stats",
-    "theorycheck.analysis.dynamics",
-    "theorycheck.analysis.landscape",
-    "theorycheck.analysis.phase",
-    "theorycheck.analysis",
-    "theorycheck.strategies",
-    "theorycheck.diagnostics",
-    "theorycheck.spec",
-    "theorycheck.nn",
-    "theorycheck.report",
-    "theorycheck.report.explore",
-    "theorycheck.realdata",
-    "theorycheck.realdata.corpus",
-    "theorycheck.realdata.tokenizer",
-    "theorycheck.realdata.encoder",
-    "theorycheck.realdata.mapping",
-    "theorycheck.realdata.topics",
-    "theorycheck.realdata.stats",
-    "theorycheck.realdata.theory",
-    "theorycheck.realdata.attention_theory",
-    "theorycheck.realdata.lifts",
-    "theorycheck.realdata.theory_lifts",
-    "theorycheck.realdata.output",
-    "theorycheck.realdata.plots",
-    "theorycheck.realdata.pipeline",
-    "theorycheck",
-]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -459,10 +424,16 @@ def documented_name(path: str, homes: dict[int, tuple[str, str]]) -> str | None:
 
 
 def _on_missing_reference(app, env, node, contnode):
-    """Resolve a Python reference to an object documented under another path (see :func:`documented_name`)."""
+    """Resolve a Python reference to an object documented under another path (see :func:`documented_name`); a
+    signature's annotation naming a private class of the package (:func:`_private`, the same rule as for the
+    bases of a class) is shown as its name, unlinked: the site has no page for it."""
     if node.get("refdomain") != "py":
         return None
     target = node["reftarget"].lstrip("~.")
+    if _in_signature(node):
+        obj = _import_path(target)
+        if isinstance(obj, type) and _private(obj):
+            return contnode
     modname = node.get("py:module") or ""
     prefixes = [modname.rsplit(".", k)[0] for k in range(modname.count(".") + 1)] if modname else []
     pagename = node["refdoc"].rsplit("/", 1)[-1]  # an API page is named after the object it documents
@@ -480,6 +451,35 @@ def _on_missing_reference(app, env, node, contnode):
         if found is not None:
             return found
     return None
+
+
+def _in_signature(node) -> bool:
+    """Whether ``node`` is part of an object's signature (an annotation), not of its description."""
+    while node is not None:
+        if isinstance(node, addnodes.desc_signature):
+            return True
+        node = node.parent
+    return False
+
+
+_ALIAS_REPR = re.compile(r"TypeAliasForwardRef\('([^']*)'\)")
+
+
+def alias_names(text: str | None, aliases: dict[str, str]) -> str | None:
+    """A signature with each type alias of ``autodoc_type_aliases`` written as its target: Sphinx 9 writes an
+    alias inside a union (``ArrayLike | None``) as the repr ``TypeAliasForwardRef('~numpy.typing.ArrayLike')``
+    and inside ``Callable[[int], ArrayLike]`` as the bare name."""
+    if text is None:
+        return None
+    text = _ALIAS_REPR.sub(r"\1", text)
+    for name, target in aliases.items():
+        text = re.sub(rf"(?<![\w.~']){re.escape(name)}\b", target, text)
+    return text
+
+
+def _on_signature(app, what, name, obj, options, signature, return_annotation):
+    aliases = app.config.autodoc_type_aliases
+    return alias_names(signature, aliases), alias_names(return_annotation, aliases)
 
 
 def _private(cls: type) -> bool:
@@ -525,5 +525,6 @@ def setup(app: Sphinx) -> dict:
     app.connect("source-read", _on_source_read)
     app.connect("missing-reference", _on_missing_reference)
     app.connect("autodoc-process-bases", _drop_private_bases)
+    app.connect("autodoc-process-signature", _on_signature)
     app.connect("autodoc-process-docstring", _on_docstring, priority=600)  # after numpydoc's own (500)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}

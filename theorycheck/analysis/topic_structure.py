@@ -44,6 +44,7 @@ from .._validate import check_array, check_int
 from ..models import GeneralTopicModel, Masking, check_models, token_topic
 
 __all__ = [
+    "SupportsToArray",
     "TopicStructure",
     "word_topics",
     "token_labels",
@@ -67,8 +68,33 @@ FLAT_RTOL = 1e-10
 MAX_SETS = 20_000
 
 
-class SupportsToArray(Protocol):
-    """A structured token matrix that densifies (``LowRankMatrix``, ``BlockGram``, ``BlockValueMatrix``)."""
+class SupportsToArray(Protocol):  # a Protocol has no constructor to document: numpydoc ignore=PR01
+    """A structured token matrix that densifies: any object with a ``toarray()`` method.
+
+    The matrices :func:`matrix_topic_stats` and :func:`topic_gap` accept besides arrays: the solvers'
+    :class:`~theorycheck.solvers.LowRankMatrix`, :class:`~theorycheck.solvers.BlockGram` and
+    :class:`~theorycheck.solvers.BlockValueMatrix`, or a ``scipy.sparse`` matrix. A structural type
+    (:class:`typing.Protocol`): nothing to subclass.
+
+    See Also
+    --------
+    matrix_topic_stats : Accepts it.
+    topic_gap : Accepts it.
+
+    References
+    ----------
+    SPEC §11.6 (the topic-structure statistics).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.analysis import topic_gap
+    >>> from theorycheck.solvers import closed_form_gram
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> G = closed_form_gram(tm, Masking())  # a BlockGram: O(1) storage, densified by toarray()
+    >>> G.toarray().shape, round(topic_gap(G, tm), 12) == round(topic_gap(G.toarray(), tm), 12)
+    ((7, 7), True)
+    """
 
     def toarray(self) -> np.ndarray: ...
 

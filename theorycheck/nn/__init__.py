@@ -4,10 +4,11 @@
 SPEC section                  name
 ============================  =====================================================
 §3.1 (model, column form)     :class:`Transformer`, :class:`ModelConfig`
-§2.1, §2.2 (masked batches)   :func:`make_batch`, :func:`count_batch`, :func:`position_batch`
+§2.1, §2.2 (masked batches)   :func:`make_batch`, :func:`count_batch`, :func:`position_batch`, :class:`Groups`
 §4.0 (N -> inf batch)         :func:`population_batch`
 §5.1, §5.2 (training)         :class:`TrainConfig`, :class:`Trainer`, :func:`train`, :func:`preset`
-§5 (probes, resume)           :data:`DEFAULT_PROBES`, :class:`ProbeContext`, :func:`load_checkpoint`
+§5 (probes, resume)           :data:`DEFAULT_PROBES`, :class:`ProbeContext`, :class:`References`,
+                              :func:`load_checkpoint`
 §4.5, §5.2 (stage grid)       :func:`stage_grid`, :func:`run_stages`
 ============================  =====================================================
 
@@ -33,10 +34,11 @@ if TYPE_CHECKING:  # the names below, for type checkers and IDEs (not executed)
     from .checkpoint import Checkpoint, load_checkpoint, save_checkpoint
     from .config import PARAM_NAMES, DataConfig, ModelConfig, OptimConfig, TrainConfig, config_diff, config_hash
     from .data import DataStream
+    from .layers import Groups
     from .model import Transformer
     from .optim import SGD, Adam, make_optimizer
     from .presets import PRESETS, preset, run_preset
-    from .probes import DEFAULT_PROBES, ProbeContext, stage1_reference
+    from .probes import DEFAULT_PROBES, ProbeContext, References, stage1_reference
     from .stage_grid import stage_grid
     from .trainer import (
         Trainer,
@@ -82,6 +84,8 @@ __all__ = [
     "DataStream",
     "DEFAULT_PROBES",
     "ProbeContext",
+    "References",
+    "Groups",
     "Checkpoint",
     "load_checkpoint",
     "save_checkpoint",
@@ -123,6 +127,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "DataStream": (".data", "DataStream"),
     "DEFAULT_PROBES": (".probes", "DEFAULT_PROBES"),
     "ProbeContext": (".probes", "ProbeContext"),
+    "References": (".probes", "References"),
+    "Groups": (".layers", "Groups"),
     "Checkpoint": (".checkpoint", "Checkpoint"),
     "load_checkpoint": (".checkpoint", "load_checkpoint"),
     "save_checkpoint": (".checkpoint", "save_checkpoint"),

@@ -368,11 +368,11 @@ def count_batch(
 
     Parameters
     ----------
-    inputs : int array (B, N)
+    inputs : ndarray of int, shape (B, N)
         Masked input tokens (0 = [MASK]), ``-1`` padding.
-    selected : bool array (B, N)
+    selected : ndarray of bool, shape (B, N)
         Positions in the loss.
-    targets : int array (B, N)
+    targets : ndarray of int, shape (B, N)
         Original tokens (used at selected positions).
     V1 : int
         Vocabulary size ``T v + 1``, ``V1 >= 2`` (token 0 is [MASK]).

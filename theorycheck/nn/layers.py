@@ -70,7 +70,41 @@ __all__ = [
 @dataclass(frozen=True)
 class Groups:
     """Query groups of the count path: ``qtok``, ``ctx`` (E,) and the sparse ``(V1, E)`` scatter
-    matrix ``P_q`` with ``P_q[qtok[e], e] = 1`` (sums a per-group array over query tokens)."""
+    matrix ``P_q`` with ``P_q[qtok[e], e] = 1`` (sums a per-group array over query tokens).
+
+    A :class:`CountBatch` gives its groups as :attr:`CountBatch.groups`; the count path of
+    ``theorycheck.nn.layers.attention_forward`` reads them (SPEC §11.5).
+
+    Parameters
+    ----------
+    qtok : numpy.ndarray of int, shape (E,)
+        The query token of each group.
+    ctx : numpy.ndarray of int, shape (E,)
+        The context (document) of each group.
+    P_q : scipy.sparse matrix, shape (V1, E)
+        ``P_q[qtok[e], e] = 1``, zero elsewhere.
+
+    See Also
+    --------
+    CountBatch : The batch the groups belong to.
+    count_batch : Builds a count batch.
+
+    References
+    ----------
+    SPEC §11.5 (the population and its factors).
+
+    Examples
+    --------
+    >>> from theorycheck.nn import count_batch
+    >>> inputs = np.array([[1, 0, 2, 1], [3, 4, 3, -1]])  # V1 = 7: [MASK] = 0, words 1..6; -1 pads
+    >>> selected = np.array([[False, True, False, True], [True, False, False, False]])
+    >>> targets = np.array([[1, 2, 2, 1], [3, 4, 3, -1]])
+    >>> g = count_batch(inputs, selected, targets, V1=7).groups
+    >>> g.ctx, g.qtok  # groups (document 0, [MASK]), (document 0, word 1), (document 1, word 3)
+    (array([0, 0, 1]), array([0, 1, 3]))
+    >>> g.P_q @ np.array([10.0, 20.0, 30.0])  # a per-group array summed per query token
+    array([10., 20.,  0., 30.,  0.,  0.,  0.])
+    """
 
     qtok: np.ndarray
     ctx: np.ndarray

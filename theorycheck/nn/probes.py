@@ -148,11 +148,49 @@ def _(tm: TopicModel, mk: Masking) -> np.ndarray | None:
 class References:
     """Exact optima a run is compared with, computed once and only where they apply.
 
-    ``W_V``: ``C Sigma^+`` (:func:`stage1_reference`, SPEC §4.2 / §11.3) for stage-1 models with the
+    ``W_V``: ``C Sigma^+`` (:func:`stage1_reference`, SPEC §4.2 and §11.3) for stage-1 models with the
     uniform-tau prior or ``init_W_V="stage1-optimum"``; :meth:`K_star`: ``optimal_attention(...).K``
     (SPEC §4.3) when W^V is frozen at that optimum; :meth:`gram`: ``optimal_embedding_gram`` (SPEC
     §4.1) for the tied embedding setting. ``K_star`` and ``gram`` exist for the paper's model only
-    (``None`` for a general model)."""
+    (``None`` for a general model). A probe reads them as ``ctx.refs`` (:class:`ProbeContext`).
+
+    Parameters
+    ----------
+    cfg : TrainConfig
+        The run's configuration (which references apply).
+    tm : GeneralTopicModel
+        The run's topic model.
+    mk : Masking
+        The run's masking.
+
+    See Also
+    --------
+    stage1_reference : ``W_V``.
+    ProbeContext : Carries them to the probes.
+    theorycheck.solvers.optimal_attention : ``K_star``.
+    theorycheck.solvers.optimal_embedding_gram : ``gram``.
+
+    References
+    ----------
+    SPEC §4.1, §4.2, §4.3, §11.3.
+
+    Examples
+    --------
+    >>> from theorycheck.nn import DataConfig, DataStream, ModelConfig, References, TrainConfig
+    >>> cfg = TrainConfig(data=DataConfig(T=3, v=2, tau=2, source="population"), init_W_V="stage1-optimum",
+    ...                   model=ModelConfig(V1=7, d=7, d_a=7, train=("W_K", "W_Q")))
+    >>> data = DataStream(cfg)
+    >>> refs = References(cfg, data.tm, data.mk)
+    >>> refs.W_V[1:, 1:].round(3)  # block-wise: one value on the same-topic blocks, one off them
+    array([[ 0.556,  0.556, -0.022, -0.022, -0.022, -0.022],
+           [ 0.556,  0.556, -0.022, -0.022, -0.022, -0.022],
+           [-0.022, -0.022,  0.556,  0.556, -0.022, -0.022],
+           [-0.022, -0.022,  0.556,  0.556, -0.022, -0.022],
+           [-0.022, -0.022, -0.022, -0.022,  0.556,  0.556],
+           [-0.022, -0.022, -0.022, -0.022,  0.556,  0.556]])
+    >>> round(refs.K_star(), 9), refs.gram()  # W^V frozen at its optimum: K*; no tied embedding: no gram
+    (6.862533295, None)
+    """
 
     def __init__(self, cfg: TrainConfig, tm: GeneralTopicModel, mk: Masking):
         self.cfg, self.tm, self.mk = cfg, tm, mk
@@ -164,6 +202,8 @@ class References:
         self._done: set[str] = set()  # the lazy references already computed
 
     def K_star(self) -> float | None:
+        """``optimal_attention(tm, mk).K`` (SPEC §4.3) when ``W^V`` is frozen at its stage-1 optimum in the
+        paper's setting (one layer and head, squared loss, uniform-tau prior), else ``None``; computed once."""
         if "K_star" not in self._done:
             self._done.add("K_star")
             mc = self.cfg.model
@@ -180,6 +220,8 @@ class References:
         return self._K_star
 
     def gram(self) -> np.ndarray | None:
+        """``optimal_embedding_gram(tm, mk)`` (SPEC §4.1) in the tied-embedding setting (tied decoder,
+        uniform attention, squared loss, uniform-tau prior, ``b_dec`` frozen), else ``None``; computed once."""
         if "gram" not in self._done:
             self._done.add("gram")
             mc = self.cfg.model

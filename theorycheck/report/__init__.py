@@ -12,7 +12,7 @@
 from ._writer import format_table, select_claims, tier_summary, write_report
 from .cache import CacheWarning, ResultCache, cache_dir
 from .claims import SOURCES, TIERS, Claim, ClaimResult, compare_all, compare_close, compare_greater, over_seeds
-from .discovery import ENTRY_POINT_GROUP, ClaimLoadError, collect, load_path
+from .discovery import ENTRY_POINT_GROUP, ClaimLoadError, Registry, collect, load_path
 from .runner import ReportRow, decided_by, default_jobs, run_claims
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "ReportRow",
     "decided_by",
     "ClaimLoadError",
+    "Registry",
     "ENTRY_POINT_GROUP",
     "collect",
     "load_path",

@@ -95,7 +95,38 @@ class ClaimLoadError(ValueError):
 @dataclass
 class Registry:
     """The claims to run (sorted by id), the built-in registry's skip reasons, each claim's origin, and the
-    ids of the claims that are not built in (users' files and plugins)."""
+    ids of the claims that are not built in (users' files and plugins); returned by :func:`collect`.
+
+    Parameters
+    ----------
+    claims : list of Claim
+        The claims, sorted by id.
+    skipped : list of str
+        The built-in registry's one-line reasons for the claims it could not register (e.g. a missing
+        extra), each once.
+    origins : dict of str to str
+        Claim id -> where it was defined (a module of ``proofs_numeric``, a user's file, a plugin).
+    external : frozenset of str, default frozenset()
+        The ids of the claims that are not built in.
+
+    See Also
+    --------
+    collect : Builds it.
+    run_claims : Runs ``claims``.
+
+    References
+    ----------
+    SPEC §6 (the built-in checkable claims).
+
+    Examples
+    --------
+    >>> from theorycheck.report import collect
+    >>> reg = collect(entry_points=False)
+    >>> reg.claims == sorted(reg.claims, key=lambda c: c.id), set(reg.origins) == {c.id for c in reg.claims}
+    (True, True)
+    >>> reg.origins["stage1.min-loss"], reg.external
+    ('proofs_numeric.stage1_min_loss', frozenset())
+    """
 
     claims: list
     skipped: list

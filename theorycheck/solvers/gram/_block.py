@@ -394,7 +394,7 @@ def _check_rank(rank, d):
         )
 
 
-def min_embedding_dim(tm: TopicModel, mk: Masking, *, bias: bool = False) -> int:
+def min_embedding_dim(tm: GeneralTopicModel, mk: Masking, *, bias: bool = False) -> int:
     """Smallest embedding dimension ``d`` for which the tied model attains ``L* = 1 - E||p||^2``.
 
     Equals ``rank`` of the min-norm Gram (:func:`closed_form_gram`): ``T`` in the generic case
