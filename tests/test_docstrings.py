@@ -94,10 +94,6 @@ _PENDING_BY_MODULE = {
         "dense_lift_terms dense_predicted_lifts own_word_terms sampled_window_lifts sub_model"
     ),
     "theorycheck.realdata.output": "write_realdata",
-    "theorycheck.realdata.plots": (
-        "attention_class_lines attention_gap_heatmap attention_theory_heads "
-        "similarity_distributions specificity_gap theory_similarity"
-    ),
 }
 PENDING: set[str] = {f"{module}.{name}" for module, names in _PENDING_BY_MODULE.items() for name in names.split()}
 
