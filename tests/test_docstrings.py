@@ -93,7 +93,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.realdata.theory_lifts": (
         "dense_lift_terms dense_predicted_lifts own_word_terms sampled_window_lifts sub_model"
     ),
-    "theorycheck.realdata.output": "write_realdata",
 }
 PENDING: set[str] = {f"{module}.{name}" for module, names in _PENDING_BY_MODULE.items() for name in names.split()}
 
