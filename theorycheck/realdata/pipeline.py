@@ -102,19 +102,15 @@ class RealDataResult:
     Examples
     --------
     >>> from theorycheck.realdata.corpus import Corpus
-    >>> from theorycheck.realdata.pipeline import RealDataConfig, prepare
+    >>> from theorycheck.realdata.pipeline import RealDataConfig, run_realdata
     >>> rng = np.random.default_rng(0)
     >>> planted = [["cat", "dog", "cow", "pig"], ["car", "bus", "van", "ship"], ["piano", "drum", "song", "band"]]
     >>> texts = tuple(" ".join(rng.choice(planted[d % 3], 40)) for d in range(9))
     >>> corpus = Corpus(tuple(f"doc{d}" for d in range(9)), texts, "planted")
-    >>> cfg = RealDataConfig(corpus="planted", n_topics=3, top_fraction=0.3, window=16, max_tokens=64,
-    ...                      n_boot=10, seed=1)
-    >>> prep = prepare(cfg, corpus=corpus)
-    >>> from theorycheck.realdata.pipeline import run_realdata
-    >>> from dataclasses import replace
-    >>> tiny = replace(cfg, specificity_fractions=(), attention_laws=0, masked_fraction=0, sensitivity_laws=0)
-    >>> res = run_realdata(tiny, corpus=corpus, model=prep.model, tokenizer=prep.tokenizer, progress=False)
-    >>> res.config is tiny, res.attention.mean_lift.shape, sorted(res.values)
+    >>> cfg = RealDataConfig(corpus="planted", n_topics=3, top_fraction=0.3, window=16, max_tokens=64, n_boot=10,
+    ...                      seed=1, specificity_fractions=(), attention_laws=0, masked_fraction=0, sensitivity_laws=0)
+    >>> res = run_realdata(cfg, corpus=corpus, progress=False)
+    >>> res.config is cfg, res.attention.mean_lift.shape, sorted(res.values)  # 6 layers, 12 heads, 5 classes
     (True, (6, 12, 5), ['embedding', 'theory'])
     >>> res.summary["corpus"]
     {'source': 'planted', 'documents': 9, 'words': 360, 'windows': 27}
@@ -161,7 +157,8 @@ def run_realdata(
     tokenizer : WordPieceTokenizer, optional
         A loaded tokenizer to reuse (default: the bundled one).
     progress : bool, default True
-        Show progress bars of the encoder passes.
+        Show progress bars of the encoder passes (the library's other bars, e.g. the theory's attention grid
+        search, follow the ``THEORYCHECK_QUIET`` switch, ``--quiet`` on the command line).
 
     Returns
     -------
