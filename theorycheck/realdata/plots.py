@@ -28,7 +28,8 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
     Parameters
     ----------
     gap : array_like, shape (L, H)
-        ``lift(same_topic) - lift(different_topic)`` per head (:attr:`.stats.AttentionStats.gap`); NaN allowed.
+        ``lift(same_topic) - lift(different_topic)`` per head
+        (:attr:`~theorycheck.realdata.stats.AttentionStats.gap`); NaN allowed.
     gap_ci : array_like, shape (L, H, 2), optional
         Lower and upper bootstrap bounds of the gap; no marks without it.
     title : str, default "attention lift: same topic - different topic"
@@ -83,8 +84,8 @@ def attention_class_lines(mean_lift, classes):
     Parameters
     ----------
     mean_lift : array_like, shape (L, H, C)
-        Mean lift per layer, head and class (:attr:`.stats.AttentionStats.mean_lift`); a class that is NaN
-        everywhere (empty) is left out.
+        Mean lift per layer, head and class (:attr:`~theorycheck.realdata.stats.AttentionStats.mean_lift`); a
+        class that is NaN everywhere (empty) is left out.
     classes : sequence of str, length C
         Class names, the legend labels.
 
