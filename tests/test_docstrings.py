@@ -93,17 +93,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.realdata.theory_lifts": (
         "dense_lift_terms dense_predicted_lifts own_word_terms sampled_window_lifts sub_model"
     ),
-    "theorycheck.realdata.output": "write_realdata",
-    "theorycheck.realdata.plots": (
-        "attention_class_lines attention_gap_heatmap attention_theory_heads "
-        "similarity_distributions specificity_gap theory_similarity"
-    ),
-    "theorycheck.realdata.pipeline": (
-        "Prepared RealDataConfig RealDataResult Window attention_statistics "
-        "content_token_mask cooccurrence_statistics embedding_statistics "
-        "encode_windows make_windows masked_lift_statistics prepare run_realdata "
-        "select_windows specificity_sweep synthetic_signal"
-    ),
 }
 PENDING: set[str] = {f"{module}.{name}" for module, names in _PENDING_BY_MODULE.items() for name in names.split()}
 

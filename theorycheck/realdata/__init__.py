@@ -13,7 +13,8 @@ word-topic rules), :mod:`.tokenizer` and :mod:`.mapping` (WordPiece, word -> tok
 :mod:`.encoder` (numpy BERT), :mod:`.stats` (pair-class statistics, attention, co-occurrence),
 :mod:`.lifts` and :mod:`.theory_lifts` (attention lifts under the comparison's definitions, measured and
 predicted), :mod:`.theory` and :mod:`.attention_theory` (the theory at the fitted topics),
-:mod:`.pipeline` (the whole experiment and its atomic writer), :mod:`.plots`.
+:mod:`.pipeline` (the whole experiment and its atomic writer; its steps in :mod:`.windows` and
+:mod:`.measures`), :mod:`.plots`.
 """
 
 from ._deps import INSTALL_HINT, MissingExtraError, available, missing, require

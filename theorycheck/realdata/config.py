@@ -25,43 +25,100 @@ N_LAWS = 2048
 
 @dataclass(frozen=True)
 class RealDataConfig:
-    """Settings of :func:`run_realdata` (validated at construction).
+    """Settings of :func:`~theorycheck.realdata.pipeline.run_realdata` (SPEC §5.4), validated at construction.
 
-    Attributes
+    Parameters
     ----------
-    corpus : str
-        ``"wikipedia"`` (gensim's bundled fragment) or a folder of ``*.txt`` files.
-    n_topics, lda_backend, lda_max_iter : LDA settings (:func:`fit_lda`).
-    assign, top_fraction, threshold, topics_per_word : word-topic rule (:func:`assign_topics`).
-    window : int
-        Encoder window in WordPiece tokens, [CLS] and [SEP] included (``<= 512``).
-    max_tokens : int
+    corpus : str, default "wikipedia"
+        ``"wikipedia"`` (gensim's bundled fragment) or a folder of ``*.txt`` files; only a label when
+        :func:`~theorycheck.realdata.pipeline.run_realdata` is given a ``corpus`` object.
+    n_topics : int, n_topics >= 2, default 20
+        LDA topics ``K`` (:func:`~theorycheck.realdata.topics.fit_lda`).
+    lda_backend : {"sklearn", "gensim"}, default "sklearn"
+        LDA library.
+    lda_max_iter : int, >= 1, default 30
+        LDA iterations (sklearn's ``max_iter``).
+    assign : {"top_fraction", "threshold"}, default "top_fraction"
+        Word-topic rule of :func:`~theorycheck.realdata.topics.assign_topics`.
+    top_fraction : float, 0 < top_fraction <= 1, default 0.01
+        ``"top_fraction"`` rule: each topic keeps its ``ceil(top_fraction V')`` most probable words.
+    threshold : float, 0 < threshold <= 1, default 0.5
+        ``"threshold"`` rule: minimum normalised topic weight of a word.
+    topics_per_word : int, >= 1, default 1
+        ``"threshold"`` rule: at most this many topics per word.
+    window : int, 8 <= window <= 512, default 128
+        Encoder window in WordPiece tokens, [CLS] and [SEP] included.
+    max_tokens : int, max_tokens >= window, default 32768
         Token budget of the attention pass (windows are drawn in a seeded random order).
-    n_no_topic : int
+    n_no_topic : int, >= 0, default 1000
         No-topic content tokens added to the embedding pool.
-    n_cooccur : int
-        Size ``N`` of the most-co-occurring pair set.
-    n_boot : int
+    n_cooccur : int, >= 1, default 200
+        Size ``N`` of the most-co-occurring pair set (the co-occurrence comparison).
+    n_boot : int, >= 10, default 200
         Bootstrap replicates.
-    seed : int
-    synth_T, synth_v, synth_alpha, synth_docs : planted synthetic LDA corpus (N uniform in [100, 150]).
-    blas_threads : int or None
+    seed : int, >= 0, default 0
+        Seed of the LDA fit and of every random stream of the run.
+    synth_T : int, >= 2, default 10
+        Topics of the planted synthetic LDA corpus (:func:`~theorycheck.realdata.pipeline.synthetic_signal`).
+    synth_v : int, >= 1, default 10
+        Words per topic of the planted corpus.
+    synth_alpha : float, > 0, default 0.1
+        Dirichlet parameter of the planted corpus (documents of ``N`` uniform in [100, 150] words).
+    synth_docs : int, >= 2, default 400
+        Documents of the planted corpus.
+    blas_threads : int or None, >= 1, default 1
         BLAS threads during the run (``threadpoolctl``); ``None`` leaves the library default.
         Default 1: on a shared 2-core machine, multi-threaded OpenBLAS under contention was
         measured 15x slower than one thread.
-    specificity_fractions : tuple of float
-        ``top_fraction`` values of the topic-specificity sweep (:func:`specificity_sweep`; smaller =
-        only the most topic-specific words get a topic). Empty to skip.
-    attention_laws : int
+    specificity_fractions : tuple of float, each in (0, 1], default (0.0025, 0.005, 0.01, 0.02, 0.05)
+        ``top_fraction`` values of the topic-specificity sweep
+        (:func:`~theorycheck.realdata.pipeline.specificity_sweep`; smaller = only the most topic-specific words
+        get a topic). Empty to skip. Stored as a tuple.
+    attention_laws : int, 0 or >= 2, default 2048
         Sampled document laws of the theory's optimal attention at the fitted topics, compared with
         MiniLM's heads (:mod:`.attention_theory`, SPEC §11.9); 0 skips that comparison.
-    masked_fraction : float
+    masked_fraction : float, 0 or in (0, 1], default 0.15
         Fraction of each window's valid positions shown as [MASK] in a second encoder pass, whose masked
         positions are the queries of the masked-query lifts (:mod:`.lifts`, SPEC §11.9); 0 skips that pass.
-    sensitivity_laws : int
+    sensitivity_laws : int, 0 or >= 2, default 256
         Sampled laws of each optimum of the sensitivity of the theory's lift to ``W^V`` and the score family
         (:func:`.attention_theory.sensitivity`: about 110 s CPU and a dense ``V1 x V1`` identity ``W^V`` at the
         default corpus); 0 skips it.
+
+    Raises
+    ------
+    ValueError
+        A setting outside its range above (the message names it, its value and the range), a ``lda_backend`` or
+        ``assign`` not in its choices, or ``attention_laws`` / ``sensitivity_laws`` equal to 1.
+    TypeError
+        ``corpus`` not a non-empty str, or an integer setting given as a non-integer.
+
+    See Also
+    --------
+    theorycheck.realdata.pipeline.run_realdata : Runs the experiment these settings describe.
+    theorycheck.realdata.pipeline.prepare : Uses the corpus, LDA, word-topic and window settings.
+    theorycheck.realdata.topics.fit_lda : The LDA fit of ``n_topics``, ``lda_backend``, ``lda_max_iter``.
+
+    References
+    ----------
+    SPEC §5.4 (the offline analog of the paper's Wikipedia experiment: its defaults), §11.9 (the theory's
+    attention lift, the masked pass). Li, Li and Risteski, *How Do Transformers Learn Topic
+    Structure?*, ICML 2023, arXiv:2303.04245, Section 5.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.config import RealDataConfig
+    >>> cfg = RealDataConfig(n_topics=5, window=16, max_tokens=64, specificity_fractions=[0.1, 0.2])
+    >>> cfg.n_topics, cfg.window, cfg.specificity_fractions, cfg.seed
+    (5, 16, (0.1, 0.2), 0)
+    >>> RealDataConfig(window=16, max_tokens=8)
+    Traceback (most recent call last):
+    ...
+    ValueError: max_tokens must lie in [16, inf], got 8
+    >>> RealDataConfig(attention_laws=1)
+    Traceback (most recent call last):
+    ...
+    ValueError: attention_laws must be 0 (skip) or at least 2, got 1
     """
 
     corpus: str = "wikipedia"

@@ -7,6 +7,9 @@ comparison) + the same co-occurrence topic signal on a synthetic LDA corpus with
 + the theory's optimal attention there and the lifts it predicts beside MiniLM's heads, the same statistic on
 both sides: every key, own position and own word excluded, masked queries (a second encoder pass)
 (:mod:`.lifts`, :mod:`.theory_lifts`, :mod:`.attention_theory`, SPEC §11.9).
+
+The steps live in :mod:`.windows` (encoder windows and passes) and :mod:`.measures` (the statistics); this module
+re-exports them, prepares the inputs and runs the whole.
 """
 
 from __future__ import annotations
@@ -14,25 +17,36 @@ from __future__ import annotations
 import copy
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any
 
 import numpy as np
-from tqdm.auto import tqdm
 
 from .._threads import blas_threads
-from .._validate import check_int
-from ..models import TopicModel
-from ..sampling import sample_documents
 from . import stats as S
 from .config import RealDataConfig
 from .corpus import Corpus, content_words, read_text_folder, stop_words, wikipedia_fragment
 from .encoder import NumpyBert
-from .lifts import LiftAccumulator, LiftStats, mask_positions
-from .mapping import TokenTopics, map_to_tokens
+from .lifts import LiftAccumulator
+from .mapping import map_to_tokens
+from .measures import (
+    Prepared,
+    attention_statistics,
+    cooccurrence_statistics,
+    embedding_statistics,
+    specificity_sweep,
+    synthetic_signal,
+)
 from .output import write_realdata
 from .theory import label_membership, theory_comparison
 from .tokenizer import WordPieceTokenizer
-from .topics import TopicFit, WordTopics, assign_topics, fit_lda
+from .topics import assign_topics, fit_lda
+from .windows import (
+    Window,
+    content_token_mask,
+    encode_windows,
+    make_windows,
+    masked_lift_statistics,
+    select_windows,
+)
 
 __all__ = [
     "RealDataConfig",
@@ -56,67 +70,50 @@ __all__ = [
 
 
 @dataclass
-class Window:
-    """One encoder input: ``ids`` with [CLS]/[SEP], ``valid`` content positions, source document."""
-
-    ids: np.ndarray
-    valid: np.ndarray
-    doc: int
-
-
-def content_token_mask(tokenizer, stop, *, min_len: int = 3) -> np.ndarray:
-    """Bool ``(vocab_size,)``: the token is a lower-case alphabetic word of ``>= min_len`` letters,
-    not a stop word (so no special token, no ``##`` piece, no punctuation or number)."""
-    out = np.zeros(tokenizer.vocab_size, dtype=bool)
-    for i, t in enumerate(tokenizer.vocab):
-        out[i] = len(t) >= min_len and t.isascii() and t.isalpha() and t.islower() and t not in stop
-    return out
-
-
-def make_windows(corpus: Corpus, tokenizer, content_mask, *, window: int = 128) -> list[Window]:
-    """Tokenise every document and cut it into windows of ``window - 2`` tokens + [CLS], [SEP].
-
-    A position is *valid* iff its token is a whole word (not a sub-word piece, SPEC §5.4)
-    and a content token (``content_mask``). Validity is decided on the whole document, so a
-    word cut by a window boundary is still recognised as split.
-    """
-    window = check_int("window", window, low=3)
-    body = window - 2
-    out = []
-    for d, text in enumerate(corpus.texts):
-        enc = tokenizer.encode(text)
-        valid = enc.whole_word & content_mask[enc.ids]
-        for s in range(0, enc.ids.size, body):
-            ids = np.concatenate([[tokenizer.cls_id], enc.ids[s : s + body], [tokenizer.sep_id]]).astype(np.int64)
-            ok = np.concatenate([[False], valid[s : s + body], [False]])
-            out.append(Window(ids, ok, d))
-    return out
-
-
-def synthetic_signal(T: int, v: int, alpha: float, n_docs: int, *, seed: int = 0) -> dict:
-    """Co-occurrence topic signal (:func:`stats.cooccurrence_lift`) of a planted LDA corpus.
-
-    Documents from :func:`theorycheck.sampling.sample_documents` (Dirichlet(alpha) prior,
-    N uniform in [100, 150], SPEC §1.2); word ``w`` belongs to topic ``(w - 1) // v``.
-    """
-    tm = TopicModel(T=T, v=v, prior="dirichlet", alpha=alpha)
-    docs = sample_documents(tm, n_docs, (100, 150), seed=seed)
-    seqs = [docs.tokens[i, : docs.lengths[i]] for i in range(n_docs)]
-    valid = [np.ones(s.size, dtype=bool) for s in seqs]
-    M = np.zeros((tm.V1, T), dtype=bool)
-    w = np.arange(1, tm.V1)
-    M[w, tm.topic_of(w)] = True
-    X, counts, pp = S.cooccurrence_matrix(seqs, valid, tm.V1)
-    out = S.cooccurrence_lift(X, counts, pp, M)
-    out.update(T=T, v=v, alpha=alpha, n_docs=n_docs, seed=seed)
-    return out
-
-
-@dataclass
 class RealDataResult:
     """Everything :func:`run_realdata` measured.
 
     ``summary`` is JSON-serialisable; ``attention`` and ``values`` hold arrays for figures.
+
+    Parameters
+    ----------
+    config : RealDataConfig
+        The settings of the run.
+    summary : dict
+        The JSON summary (``results.json`` of :func:`write_realdata`): ``corpus``, ``topics``, ``embedding``,
+        ``embedding_pool``, ``attention``, ``attention_lifts``, ``cooccurrence``, ``specificity``, ``timing``,
+        ``config``, ``theory``.
+    attention : AttentionStats
+        Attention lift ``n A[i, j]`` per layer, head and pair class (:func:`attention_statistics`).
+    values : dict, optional
+        Arrays for the figures: ``"embedding"`` (class values of :func:`embedding_statistics`) and ``"theory"``
+        (the similarity matrices of :func:`theorycheck.realdata.theory.theory_comparison`).
+
+    See Also
+    --------
+    run_realdata : Returns it.
+    write_realdata : Writes it to a folder.
+    theorycheck.realdata.stats.AttentionStats : The type of ``attention``.
+
+    References
+    ----------
+    SPEC §5.4 (the quantities of the summary; its ``theory`` part: :mod:`.theory`, :mod:`.attention_theory`).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.corpus import Corpus
+    >>> from theorycheck.realdata.pipeline import RealDataConfig, run_realdata
+    >>> rng = np.random.default_rng(0)
+    >>> planted = [["cat", "dog", "cow", "pig"], ["car", "bus", "van", "ship"], ["piano", "drum", "song", "band"]]
+    >>> texts = tuple(" ".join(rng.choice(planted[d % 3], 40)) for d in range(9))
+    >>> corpus = Corpus(tuple(f"doc{d}" for d in range(9)), texts, "planted")
+    >>> cfg = RealDataConfig(corpus="planted", n_topics=3, top_fraction=0.3, window=16, max_tokens=64, n_boot=10,
+    ...                      seed=1, specificity_fractions=(), attention_laws=0, masked_fraction=0, sensitivity_laws=0)
+    >>> res = run_realdata(cfg, corpus=corpus, progress=False)
+    >>> res.config is cfg, res.attention.mean_lift.shape, sorted(res.values)  # 6 layers, 12 heads, 5 classes
+    (True, (6, 12, 5), ['embedding', 'theory'])
+    >>> res.summary["corpus"]
+    {'source': 'planted', 'documents': 9, 'words': 360, 'windows': 27}
     """
 
     config: RealDataConfig
@@ -147,10 +144,65 @@ def run_realdata(
     tokenizer: WordPieceTokenizer | None = None,
     progress: bool = True,
 ) -> RealDataResult:
-    """Run the whole experiment (see module docstring); no file is written.
+    """Run the whole experiment (see the module docstring); no file is written.
 
-    ``corpus``, ``model``, ``tokenizer`` may be passed to reuse loaded objects (the corpus then
-    overrides ``config.corpus``).
+    Parameters
+    ----------
+    config : RealDataConfig, optional
+        Settings (default ``RealDataConfig()``: the Wikipedia fragment, 20 topics).
+    corpus : Corpus, optional
+        Documents to use; then overrides ``config.corpus``.
+    model : NumpyBert, optional
+        A loaded encoder to reuse (default: the bundled MiniLM).
+    tokenizer : WordPieceTokenizer, optional
+        A loaded tokenizer to reuse (default: the bundled one).
+    progress : bool, default True
+        Show progress bars of the encoder passes (the library's other bars, e.g. the theory's attention grid
+        search, follow the ``THEORYCHECK_QUIET`` switch, ``--quiet`` on the command line).
+
+    Returns
+    -------
+    RealDataResult
+        The JSON ``summary`` of every statistic, the attention statistics and the arrays of the figures.
+
+    Raises
+    ------
+    TypeError
+        If ``config`` is not a :class:`RealDataConfig`.
+    RuntimeError
+        If fewer than 2 topic words are single tokens of the model's vocabulary (:func:`prepare`).
+    MissingExtraError
+        If the ``nlp`` extra is not installed.
+
+    See Also
+    --------
+    prepare : Its first step.
+    write_realdata : Writes the result (``results.json``, figures).
+    RealDataConfig : The settings.
+
+    References
+    ----------
+    SPEC §5.4 (the experiment; the co-occurrence comparison is :func:`cooccurrence_statistics`, the theory at the
+    fitted topics :mod:`.theory` and :mod:`.attention_theory`).
+
+    Examples
+    --------
+    A tiny planted corpus, the theory's attention solve and the masked pass skipped:
+
+    >>> import os
+    >>> from theorycheck.realdata.corpus import Corpus
+    >>> from theorycheck.realdata.pipeline import RealDataConfig, run_realdata
+    >>> rng = np.random.default_rng(0)
+    >>> planted = [["cat", "dog", "cow", "pig"], ["car", "bus", "van", "ship"], ["piano", "drum", "song", "band"]]
+    >>> texts = tuple(" ".join(rng.choice(planted[d % 3], 40)) for d in range(9))
+    >>> corpus = Corpus(tuple(f"doc{d}" for d in range(9)), texts, "planted")
+    >>> cfg = RealDataConfig(corpus="planted", n_topics=3, top_fraction=0.3, window=16, max_tokens=64, n_boot=10,
+    ...                      seed=1, specificity_fractions=(), attention_laws=0, masked_fraction=0, sensitivity_laws=0)
+    >>> res = run_realdata(cfg, corpus=corpus, progress=False)
+    >>> res.summary["topics"]["topic_tokens"], res.summary["cooccurrence"]["fraction_same_topic"]
+    (12, 1.0)
+    >>> res.summary["embedding"]["gap"]["cosine"]["mean"] > 0, os.listdir(".")
+    (True, [])
     """
     cfg = config or RealDataConfig()
     if not isinstance(cfg, RealDataConfig):
@@ -161,23 +213,6 @@ def run_realdata(
         return _run(cfg, corpus, model, tokenizer, progress)
 
 
-@dataclass
-class Prepared:
-    """Loaded and fitted inputs shared by the statistics (see :func:`prepare`)."""
-
-    corpus: Corpus
-    docs_words: list
-    stop: frozenset
-    fit: TopicFit
-    word_topics: WordTopics
-    token_topics: TokenTopics
-    tokenizer: WordPieceTokenizer
-    model: NumpyBert
-    content_mask: np.ndarray
-    windows: list
-    timing: dict
-
-
 def prepare(
     cfg: RealDataConfig,
     *,
@@ -185,7 +220,62 @@ def prepare(
     model: NumpyBert | None = None,
     tokenizer: WordPieceTokenizer | None = None,
 ) -> Prepared:
-    """Load the corpus, fit LDA, assign topics, map them to token ids, cut encoder windows."""
+    """Load the corpus, fit LDA, assign topics, map them to token ids, cut encoder windows.
+
+    Parameters
+    ----------
+    cfg : RealDataConfig
+        Settings: ``corpus``, ``n_topics``, ``seed``, ``lda_backend``, ``lda_max_iter``, the word-topic rule
+        (``assign``, ``top_fraction``, ``threshold``, ``topics_per_word``) and ``window``.
+    corpus : Corpus, optional
+        Documents to use instead of loading ``cfg.corpus``.
+    model : NumpyBert, optional
+        Encoder (default: the bundled MiniLM, :meth:`NumpyBert.from_pretrained`).
+    tokenizer : WordPieceTokenizer, optional
+        Tokenizer (default: the bundled one).
+
+    Returns
+    -------
+    Prepared
+        The corpus, its content words, the stop words, the LDA fit, word and token topics, tokenizer,
+        model, content mask, windows and the timing of each step.
+
+    Raises
+    ------
+    RuntimeError
+        If fewer than 2 topic words are single tokens of the model's vocabulary.
+    ValueError
+        From the LDA fit, e.g. fewer words pass its document-frequency filter than ``n_topics``.
+
+    See Also
+    --------
+    Prepared : The result.
+    run_realdata : Calls it, then computes every statistic.
+    theorycheck.realdata.topics.fit_lda : The seeded LDA fit.
+    theorycheck.realdata.mapping.map_to_tokens : Words to token ids.
+
+    References
+    ----------
+    SPEC §5.4 (data, topics, word-topic rule (a), token mapping of the offline analog).
+
+    Examples
+    --------
+    A planted corpus: each document uses the words of one of three topics; the LDA fit recovers them:
+
+    >>> from theorycheck.realdata.corpus import Corpus
+    >>> from theorycheck.realdata.pipeline import RealDataConfig, prepare
+    >>> rng = np.random.default_rng(0)
+    >>> planted = [["cat", "dog", "cow", "pig"], ["car", "bus", "van", "ship"], ["piano", "drum", "song", "band"]]
+    >>> texts = tuple(" ".join(rng.choice(planted[d % 3], 40)) for d in range(9))
+    >>> corpus = Corpus(tuple(f"doc{d}" for d in range(9)), texts, "planted")
+    >>> cfg = RealDataConfig(corpus="planted", n_topics=3, top_fraction=0.3, window=16, max_tokens=64,
+    ...                      n_boot=10, seed=1)
+    >>> prep = prepare(cfg, corpus=corpus)
+    >>> sorted(sorted(prep.fit.top_words(t, 4)) for t in range(3))
+    [['band', 'drum', 'piano', 'song'], ['bus', 'car', 'ship', 'van'], ['cat', 'cow', 'dog', 'pig']]
+    >>> prep.token_topics.vocab_membership.sum(axis=0)  # 4 topic tokens per topic
+    array([4, 4, 4])
+    """
     timing = {}
     t = time.perf_counter()
     corpus = corpus if corpus is not None else _load_corpus(cfg.corpus)
@@ -216,153 +306,6 @@ def prepare(
     windows = make_windows(corpus, tokenizer, cmask, window=cfg.window)
     timing["tokenize_s"] = time.perf_counter() - t
     return Prepared(corpus, docs_words, stop, fit, wt, tt, tokenizer, model, cmask, windows, timing)
-
-
-def embedding_statistics(prep: Prepared, membership, *, n_no_topic: int, n_boot: int, rng, n_values: int = 20000):
-    """Pair-class statistics of the input embeddings over topic tokens + ``n_no_topic`` sampled
-    no-topic content tokens; also returns up to ``n_values`` class values per metric for figures."""
-    has = membership.any(axis=1)
-    topic_ids = np.flatnonzero(has)
-    no_topic = np.flatnonzero(prep.content_mask & ~has)
-    pick = rng.choice(no_topic, size=min(n_no_topic, no_topic.size), replace=False) if no_topic.size else no_topic
-    pool = np.concatenate([topic_ids, np.sort(pick)])
-    E = prep.model.word_embeddings.astype(np.float64)
-    emb = S.embedding_pair_stats(E, membership, pool, n_boot=n_boot, rng=rng)
-    X = E[pool]
-    G = X @ X.T
-    nrm = np.sqrt(np.diag(G))
-    cos = G / np.outer(nrm, nrm)
-    cls = S.pair_classes(pool, membership)
-    np.fill_diagonal(cls, -1)
-    values: dict[str, dict[str, np.ndarray]] = {"cosine": {}, "dot": {}}
-    for c, name in enumerate(S.CLASSES):
-        sel = np.argwhere(cls == c) if name != "same_token" else np.stack([np.arange(pool.size)] * 2, 1)
-        if len(sel) > n_values:
-            sel = sel[rng.choice(len(sel), n_values, replace=False)]
-        values["cosine"][name] = cos[sel[:, 0], sel[:, 1]]
-        values["dot"][name] = G[sel[:, 0], sel[:, 1]]
-    return emb, values, int(pick.size)
-
-
-def specificity_sweep(prep: Prepared, fractions, *, n_boot: int, rng, max_pool: int = 2000) -> list[dict]:
-    """Embedding same-minus-different-topic gap when only each topic's ``top_fraction`` most probable
-    words get a topic (``"top_fraction"`` rule), for every fraction: is the effect stronger for
-    topic-specific words (SPEC §5.4)? Pool = the topic tokens only, a seeded random subset of
-    ``max_pool`` of them when there are more (memory is quadratic in the pool)."""
-    E = prep.model.word_embeddings.astype(np.float64)
-    out = []
-    for f in fractions:
-        wt = assign_topics(prep.fit, method="top_fraction", top_fraction=f, stop=prep.stop)
-        tt = map_to_tokens(wt, prep.tokenizer)
-        row: dict[str, Any] = {"top_fraction": float(f), "topic_tokens": int(tt.token_ids.size)}
-        if tt.token_ids.size >= 2:
-            pool = tt.token_ids
-            if pool.size > max_pool:
-                pool = np.sort(rng.choice(pool, size=max_pool, replace=False))
-                row["pool_subsampled_to"] = int(max_pool)
-            emb = S.embedding_pair_stats(E, tt.vocab_membership, pool, n_boot=n_boot, rng=rng)
-            for m in ("dot", "cosine"):
-                g = emb["gap"][m]
-                row[m] = {
-                    "gap": g.mean,
-                    "ci_low": g.ci_low,
-                    "ci_high": g.ci_high,
-                    "same_topic": emb[m]["same_topic"].mean,
-                    "different_topic": emb[m]["different_topic"].mean,
-                }
-        out.append(row)
-    return out
-
-
-def cooccurrence_statistics(prep: Prepared, membership, *, n_cooccur: int):
-    """Co-occurrence counts over all windows, the ``n_cooccur`` top topic-token pairs, the fraction
-    of them that share a topic, and the co-occurrence topic signal (:func:`stats.cooccurrence_lift`)."""
-    W = prep.windows
-    X, counts, pp = S.cooccurrence_matrix(
-        [w.ids for w in W], [w.valid for w in W], prep.tokenizer.vocab_size, keep=membership.any(axis=1)
-    )
-    pairs, pair_counts = S.top_cooccurring_pairs(X, membership.any(axis=1), n_cooccur)
-    if len(pairs):
-        shared = (membership[pairs[:, 0]] & membership[pairs[:, 1]]).any(axis=1)
-        frac_same = float(shared.mean())
-    else:
-        frac_same = float("nan")
-    return pairs, {
-        "n_pairs": int(len(pairs)),
-        "min_count": float(pair_counts.min()) if len(pairs) else float("nan"),
-        "fraction_same_topic": frac_same,
-        "lift_real": S.cooccurrence_lift(X, counts, pp, membership),
-    }
-
-
-def select_windows(windows: list, max_tokens: int, rng) -> list:
-    """Windows in a seeded random order until ``max_tokens`` tokens are reached."""
-    chosen, budget = [], 0
-    for k in rng.permutation(len(windows)):
-        if budget >= max_tokens:
-            break
-        chosen.append(windows[k])
-        budget += windows[k].ids.size
-    return chosen
-
-
-def encode_windows(
-    model: NumpyBert, windows: list, *, batch: int = 8, progress: bool = False, timing: dict | None = None
-):
-    """Yield ``(window, attentions (L, H, n, n))``; equal-length windows are batched together."""
-    by_len: dict[int, list] = {}
-    for w in windows:
-        by_len.setdefault(w.ids.size, []).append(w)
-    jobs = [grp[i : i + batch] for _, grp in sorted(by_len.items()) for i in range(0, len(grp), batch)]
-    n_tok, t_enc = 0, 0.0
-    for grp in tqdm(jobs, desc="encoder", unit="batch", disable=not progress):
-        te = time.perf_counter()
-        out = model.forward(np.stack([w.ids for w in grp]), keep_hidden=False)
-        t_enc += time.perf_counter() - te
-        n_tok += sum(w.ids.size for w in grp)
-        if timing is not None:
-            timing["encoder_tokens"] = n_tok
-            timing["encoder_tokens_per_s"] = n_tok / t_enc if t_enc > 0 else float("nan")
-        for b, w in enumerate(grp):
-            yield w, out.attentions[:, b]
-
-
-def attention_statistics(
-    encoded, membership, pairs, *, n_layers: int, n_heads: int, n_boot: int, rng, lifts: LiftAccumulator | None = None
-) -> S.AttentionStats:
-    """Accumulate :class:`stats.AttentionAccumulator` over ``(window, attentions)`` pairs (and, given, the
-    text-pass lifts of ``lifts``, :mod:`.lifts`)."""
-    acc = S.AttentionAccumulator(n_layers, n_heads, membership, pairs)
-    for w, a in encoded:
-        acc.add(a, w.ids, w.valid)
-        if lifts is not None:
-            lifts.add(a, w.ids, w.valid)
-    return acc.result(n_boot=n_boot, rng=rng)
-
-
-#: Offset of the masked pass's random streams: masks ``[seed, MASK_STREAM, 0]``, bootstrap ``[seed, MASK_STREAM, 1]``.
-MASK_STREAM = 36
-
-
-def masked_lift_statistics(
-    model: NumpyBert, windows: list, memberships: dict, *, mask_id: int, fraction: float, n_boot: int, seed: int,
-    progress: bool = False,
-) -> LiftStats:  # fmt: skip
-    """The masked-query lifts (:mod:`.lifts`): each window with a seeded ``fraction`` of its valid positions shown as
-    ``mask_id`` (:func:`.lifts.mask_positions`, stream ``[seed, MASK_STREAM, 0]``), encoded, its masked positions
-    the queries (classes from the hidden words); window bootstrap from ``[seed, MASK_STREAM, 1]``."""
-    rng = np.random.default_rng([seed, MASK_STREAM, 0])
-    masked = []
-    for w in windows:
-        m = mask_positions(w.valid, fraction, rng)
-        masked.append((Window(np.where(m, mask_id, w.ids), w.valid, w.doc), m, w.ids))
-    c = model.config
-    acc = LiftAccumulator(c.num_hidden_layers, c.num_attention_heads, memberships)
-    hidden = {id(mw): (m, ids) for mw, m, ids in masked}
-    for mw, a in encode_windows(model, [mw for mw, _, _ in masked], progress=progress):
-        m, ids = hidden[id(mw)]
-        acc.add(a, mw.ids, mw.valid, masked=m, hidden_ids=ids)
-    return acc.result(n_boot=n_boot, rng=np.random.default_rng([seed, MASK_STREAM, 1]))
 
 
 def attention_summary(att: S.AttentionStats) -> dict:

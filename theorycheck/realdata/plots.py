@@ -20,9 +20,42 @@ __all__ = [
 
 
 def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: same topic - different topic"):
-    """Per-layer, per-head heatmap of the same-minus-different attention gap ``(L, H)``.
+    """Per-layer, per-head heatmap of the same-minus-different-topic attention gap ``(L, H)``.
 
-    Heads whose bootstrap CI (``gap_ci``, shape ``(L, H, 2)``) excludes 0 are marked ``+``/``-``.
+    Heads whose bootstrap CI (``gap_ci``) excludes 0 are marked ``+`` (CI above 0) or ``-`` (below). The colour
+    scale is symmetric, ``[-v, v]`` with ``v`` the largest finite ``|gap|`` (1 if there is none).
+
+    Parameters
+    ----------
+    gap : array_like, shape (L, H)
+        ``lift(same_topic) - lift(different_topic)`` per head
+        (:attr:`~theorycheck.realdata.stats.AttentionStats.gap`); NaN allowed.
+    gap_ci : array_like, shape (L, H, 2), optional
+        Lower and upper bootstrap bounds of the gap; no marks without it.
+    title : str, default "attention lift: same topic - different topic"
+        Axes title (a line on the marks is added under it).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One heatmap axes and its colourbar; not saved (the caller's job).
+
+    See Also
+    --------
+    theorycheck.realdata.pipeline.attention_statistics : Computes ``gap`` and ``gap_ci``.
+    attention_class_lines : The class lifts against the layer.
+    attention_theory_heads : Each head's gap beside the theory's.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.plots import attention_gap_heatmap
+    >>> gap = np.array([[0.5, -0.2, 0.0], [0.1, 0.3, -0.4]])
+    >>> fig = attention_gap_heatmap(gap, np.stack([gap - 0.1, gap + 0.1], axis=-1))
+    >>> ax = fig.axes[0]
+    >>> len(fig.axes), ax.get_xlabel(), ax.get_ylabel(), ax.images[0].get_clim()
+    (2, 'head', 'layer', (-0.5, 0.5))
+    >>> sorted(t.get_text() for t in ax.texts if t.get_text())  # CIs excluding 0: two above, two below
+    ['+', '+', '-', '-']
     """
     gap = np.asarray(gap, dtype=float)
     fig = figure(2.2 + 0.5 * gap.shape[1], 1.6 + 0.45 * gap.shape[0])
@@ -46,7 +79,39 @@ def attention_gap_heatmap(gap, gap_ci=None, *, title: str = "attention lift: sam
 
 
 def attention_class_lines(mean_lift, classes):
-    """Head-averaged attention lift ``n A`` per class against the layer (``mean_lift`` (L, H, C))."""
+    """Head-averaged attention lift ``n A[i, j]`` per pair class against the layer (log scale, 1 = uniform).
+
+    Parameters
+    ----------
+    mean_lift : array_like, shape (L, H, C)
+        Mean lift per layer, head and class (:attr:`~theorycheck.realdata.stats.AttentionStats.mean_lift`); a
+        class that is NaN everywhere (empty) is left out.
+    classes : sequence of str, length C
+        Class names, the legend labels.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes: a line per non-empty class (the mean over heads of each layer) and the uniform level 1.
+
+    See Also
+    --------
+    theorycheck.realdata.pipeline.attention_statistics : Computes ``mean_lift``.
+    attention_gap_heatmap : The same-minus-different gap per head.
+    theorycheck.realdata.stats.ATTN_CLASSES : The classes of the pipeline.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.plots import attention_class_lines
+    >>> classes = ("same_token", "same_topic", "different_topic", "no_topic", "top_cooccurring")
+    >>> mean_lift = np.ones((3, 2, 5))
+    >>> mean_lift[..., 1], mean_lift[..., 3] = 2.0, np.nan  # no_topic empty: left out
+    >>> ax = attention_class_lines(mean_lift, classes).axes[0]
+    >>> [line.get_label() for line in ax.get_lines()], ax.get_yscale()
+    (['same_token', 'same_topic', 'different_topic', 'top_cooccurring', 'uniform'], 'log')
+    >>> ax.get_lines()[1].get_ydata()  # same_topic: the head mean of each layer
+    array([2., 2., 2.])
+    """
     m = np.asarray(mean_lift, dtype=float)
     fig = figure(5.8, 4.0)
     ax = fig.add_subplot(1, 1, 1)
@@ -63,9 +128,41 @@ def attention_class_lines(mean_lift, classes):
 
 
 def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int = 60, exclude=()):
-    """Histograms (densities) of a similarity per pair class; ``values`` maps class -> 1-d array.
+    """Histograms (densities) of an embedding similarity per pair class, on common bin edges.
 
-    ``exclude`` names classes to leave out (e.g. ``same_token`` for cosine, identically 1).
+    Parameters
+    ----------
+    values : dict
+        Class name -> 1-d array of the similarities of its pairs (empty arrays are skipped).
+    metric : str, default "cosine"
+        Name of the similarity, for the labels.
+    bins : int, default 60
+        Number of bins between the smallest and the largest value over all classes.
+    exclude : collection of str, default ()
+        Classes to leave out (e.g. ``same_token`` for cosine, identically 1).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes, a step histogram per class labelled with the class mean.
+
+    See Also
+    --------
+    theorycheck.realdata.pipeline.embedding_statistics : Returns the ``values`` of each metric.
+    theory_similarity : The cosine matrices of the theory and the model.
+    specificity_gap : The gap of the class means against the kept fraction of topic words.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.plots import similarity_distributions
+    >>> rng = np.random.default_rng(0)
+    >>> values = {"same_token": np.ones(5), "same_topic": rng.normal(0.4, 0.1, 200),
+    ...           "different_topic": rng.normal(0.2, 0.1, 300)}
+    >>> ax = similarity_distributions(values, exclude=("same_token",), bins=20).axes[0]
+    >>> [t.get_text() for t in ax.get_legend().get_texts()]
+    ['same_topic (mean 0.402)', 'different_topic (mean 0.195)']
+    >>> ax.get_xlabel()
+    "cosine similarity of a word pair's embeddings"
     """
     values = {k: v for k, v in values.items() if k not in exclude}
     fig = figure(5.8, 4.0)
@@ -87,8 +184,34 @@ def similarity_distributions(values: dict, *, metric: str = "cosine", bins: int 
 
 
 def specificity_gap(rows: list):
-    """Embedding same-minus-different-topic gap (with CI) against the kept fraction of each topic's
-    words (``rows`` from :func:`theorycheck.realdata.pipeline.specificity_sweep`)."""
+    """Embedding same-minus-different-topic gap (with its CI) against the kept fraction of each topic's words.
+
+    Parameters
+    ----------
+    rows : list of dict
+        Rows of :func:`theorycheck.realdata.pipeline.specificity_sweep`: ``top_fraction`` and, when measured,
+        ``cosine`` and ``dot`` with ``gap``, ``ci_low``, ``ci_high``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One axes (log ``x``): the cosine and dot gaps with error bars, and the level 0.
+
+    See Also
+    --------
+    theorycheck.realdata.pipeline.specificity_sweep : Computes the rows.
+    similarity_distributions : The class distributions at one fraction.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.plots import specificity_gap
+    >>> rows = [{"top_fraction": f, "cosine": {"gap": g, "ci_low": g - 0.02, "ci_high": g + 0.02},
+    ...          "dot": {"gap": 2 * g, "ci_low": 2 * g - 0.05, "ci_high": 2 * g + 0.05}}
+    ...         for f, g in [(0.01, 0.2), (0.05, 0.1)]]
+    >>> ax = specificity_gap(rows).axes[0]
+    >>> [t.get_text() for t in ax.get_legend().get_texts()], ax.get_xscale()
+    (['cosine gap', 'dot gap'], 'log')
+    """
     fig = figure(5.8, 3.8)
     ax = fig.add_subplot(1, 1, 1)
     for m, mk in (("cosine", "o"), ("dot", "s")):
@@ -109,10 +232,46 @@ def specificity_gap(rows: list):
 
 
 def theory_similarity(data: dict, table: list):
-    """Cosine similarity of topic tokens sorted by topic: the exact optimum of the tied embedding model at
-    the fitted topics (left) and the pretrained embeddings (middle), topic boundaries drawn; right: the
-    same-minus-different-topic cosine gap with its bootstrap CI for each source (``data`` and ``table``
-    from :func:`theorycheck.realdata.theory.theory_comparison`)."""
+    """Cosine similarity of topic tokens sorted by topic, theory beside the pretrained model, and their gaps.
+
+    Left panels: the exact optimum of the tied embedding model at the fitted topics and the pretrained
+    embeddings (one panel per source, topic boundaries drawn, colours clipped to the 1-99% quantiles of the
+    off-diagonal entries); right: the same-minus-different-topic cosine gap with its bootstrap CI for each source.
+
+    Parameters
+    ----------
+    data : dict
+        ``cosine`` (source name -> ``(n, n)`` cosine matrix), ``n_words`` (``n``) and ``boundaries`` (indices
+        where a new topic starts), as in :func:`theorycheck.realdata.theory.theory_comparison`'s ``figure``.
+    table : list of dict
+        One row per source: ``source`` and ``cosine`` with ``gap``, ``ci_low``, ``ci_high`` (its summary's
+        ``table``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        One heatmap axes per source, the gap axes, and a colourbar per heatmap.
+
+    See Also
+    --------
+    theorycheck.realdata.theory.theory_comparison : Computes ``data`` and ``table``.
+    theorycheck.realdata.theory.format_theory_table : The same table as text.
+    similarity_distributions : The distributions of the model's similarities by class.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.plots import theory_similarity
+    >>> z = np.repeat([0, 1], 3)  # 6 tokens, 2 topics
+    >>> same = (z[:, None] == z[None, :]).astype(float)
+    >>> data = {"n_words": 6, "boundaries": [3], "cosine": {"theory": 0.9 * same + 0.1, "MiniLM": 0.3 * same + 0.2}}
+    >>> table = [{"source": "theory", "cosine": {"gap": 0.9, "ci_low": 0.85, "ci_high": 0.95}},
+    ...          {"source": "MiniLM", "cosine": {"gap": 0.3, "ci_low": 0.2, "ci_high": 0.4}}]
+    >>> fig = theory_similarity(data, table)
+    >>> len(fig.axes), [t.get_text() for t in fig.axes[2].get_xticklabels()]
+    (5, ['theory', 'MiniLM'])
+    >>> fig.axes[0].get_title()
+    'theory: 6 topic tokens sorted by topic'
+    """
     names = list(data["cosine"])
     fig = figure(4.0 * len(names) + 3.0, 4.2)
     axes = fig.subplots(1, len(names) + 1, width_ratios=[4.0] * len(names) + [2.2])
@@ -142,9 +301,47 @@ def theory_similarity(data: dict, table: list):
 
 
 def attention_theory_heads(summary: dict):
-    """Measured attention lift per MiniLM head (points, 95% window-bootstrap CI) against the theory's prediction
-    (line, 95% band); top: gap same - different topic, bottom: ratio same / different topic. ``summary`` is
-    :func:`theorycheck.realdata.attention_theory.attention_theory`'s (heads ordered by layer, then head)."""
+    """Measured attention lift per head (points, 95% window-bootstrap CI) against the theory's prediction (band).
+
+    Top: the gap same - different topic; bottom: the ratio same / different topic; heads grouped by layer, one
+    colour per layer; the theory's value is a horizontal line with its 95% band.
+
+    Parameters
+    ----------
+    summary : dict
+        :func:`theorycheck.realdata.attention_theory.attention_theory`'s summary: ``heads`` (dicts with
+        ``layer``, ``head``, ``gap``, ``gap_ci``, ``ratio``, ``ratio_ci``, ordered by layer, then head),
+        ``theory`` (``gap``, ``gap_ci``, ``ratio``, ``ratio_ci``), ``optimum`` (``alpha``, ``beta``) and
+        optionally ``heads_definition`` (``"all_keys"``, the default, or an own-word-excluded definition).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Two axes sharing ``x`` and one legend below them.
+
+    See Also
+    --------
+    theorycheck.realdata.attention_theory.attention_theory : Computes ``summary``.
+    attention_gap_heatmap : The measured gap per head as a heatmap.
+    theorycheck.realdata.attention_theory.format_attention_table : The same comparison as text.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.plots import attention_theory_heads
+    >>> heads = [{"layer": l, "head": h, "gap": 0.1 * h, "gap_ci": [0.1 * h - 0.05, 0.1 * h + 0.05],
+    ...           "ratio": 1 + 0.1 * h, "ratio_ci": [0.95 + 0.1 * h, 1.05 + 0.1 * h]}
+    ...          for l in range(2) for h in range(3)]
+    >>> theory = {"gap": 0.05, "gap_ci": [0.04, 0.06], "ratio": 1.05, "ratio_ci": [1.04, 1.06]}
+    >>> fig = attention_theory_heads({"heads": heads, "theory": theory, "optimum": {"alpha": 8.7, "beta": 0.015}})
+    >>> len(fig.axes), [t.get_text() for t in fig.axes[1].get_xticklabels()]
+    (2, ['layer 0', 'layer 1'])
+    >>> for t in fig.legends[0].get_texts():
+    ...     print(t.get_text())
+    theory gap 0.05 [0.04, 0.06] (95% band)
+    MiniLM layer 0
+    MiniLM layer 1
+    theory ratio 1.05 [1.04, 1.06] (95% band)
+    """
     heads, th = summary["heads"], summary["theory"]
     n_layers = 1 + max(h["layer"] for h in heads)
     n_heads = 1 + max(h["head"] for h in heads)
