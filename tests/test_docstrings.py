@@ -74,11 +74,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
     "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
     "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
-    "theorycheck.realdata.stats": (
-        "AttentionAccumulator AttentionStats PairStats bootstrap_weights "
-        "cooccurrence_lift cooccurrence_matrix embedding_pair_stats pair_classes "
-        "pair_similarity percentile_ci top_cooccurring_pairs"
-    ),
     "theorycheck.realdata.theory": (
         "TheoryComparison compare_embeddings format_theory_table label_membership "
         "optimal_word_embeddings pipeline_alpha theory_comparison theory_model "
