@@ -74,11 +74,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
     "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
     "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
-    "theorycheck.realdata.theory": (
-        "TheoryComparison compare_embeddings format_theory_table label_membership "
-        "optimal_word_embeddings pipeline_alpha theory_comparison theory_model "
-        "vocabulary_rows"
-    ),
     "theorycheck.realdata.attention_theory": (
         "AttentionTheory attention_theory format_attention_table "
         "format_comparison_table label_optimum lift_comparison "
