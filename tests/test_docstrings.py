@@ -79,7 +79,6 @@ _PENDING_BY_MODULE = {
         "format_comparison_table label_optimum lift_comparison "
         "lift_heads lift_terms minilm_heads predicted_lifts sensitivity"
     ),
-    "theorycheck.realdata.lifts": ("LiftAccumulator LiftStats cross_pair_classes mask_positions window_lift_sums"),
     "theorycheck.realdata.theory_lifts": (
         "dense_lift_terms dense_predicted_lifts own_word_terms sampled_window_lifts sub_model"
     ),
