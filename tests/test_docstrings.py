@@ -77,10 +77,7 @@ _PENDING_BY_MODULE = {
     "theorycheck.realdata.attention_theory": (
         "AttentionTheory attention_theory format_attention_table "
         "format_comparison_table label_optimum lift_comparison "
-        "lift_heads lift_terms minilm_heads predicted_lifts sensitivity"
-    ),
-    "theorycheck.realdata.theory_lifts": (
-        "dense_lift_terms dense_predicted_lifts own_word_terms sampled_window_lifts sub_model"
+        "lift_heads minilm_heads sensitivity"
     ),
     "theorycheck.realdata.output": "write_realdata",
     "theorycheck.realdata.plots": (
