@@ -74,11 +74,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
     "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
     "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
-    "theorycheck.realdata.attention_theory": (
-        "AttentionTheory attention_theory format_attention_table "
-        "format_comparison_table label_optimum lift_comparison "
-        "lift_heads minilm_heads sensitivity"
-    ),
     "theorycheck.realdata.output": "write_realdata",
     "theorycheck.realdata.plots": (
         "attention_class_lines attention_gap_heatmap attention_theory_heads "
