@@ -337,10 +337,9 @@ def sensitivity(g: GeneralTopicModel, mk: Masking, rows, membership, theta, *, m
                 seed: int = 0) -> list[dict]:  # fmt: skip
     """The theory's lift ratio for other frozen ``W^V`` and score families (SPEC §11.9, sensitivity).
 
-    At the full vocabulary: the label family with the stage-1 ``W^V`` (``main``, a solved optimum, or solved here)
-    and with the identity ``W^V`` (``full_identity``; skipped with a ``skipped`` row above the memory limit); on
-    :func:`~theorycheck.realdata.theory_lifts.sub_model` (``per_topic`` words per topic) the label and co-topic
-    families with each ``W^V`` (lifts by direct enumeration). Optima on ``n_laws`` laws of stream
+    Full vocabulary: the label family with the stage-1 ``W^V`` (``main``, or solved here) and the identity ``W^V``
+    (``full_identity``; a ``skipped`` row above the memory limit); on :func:`~.theory_lifts.sub_model` the label and
+    co-topic families with each ``W^V`` (lifts by enumeration). Optima on ``n_laws`` laws of stream
     ``[seed, SEED_STREAM, 5]``; lifts under ``all_keys`` and ``excl_own`` in the topic-set classes.
 
     Parameters
@@ -392,12 +391,13 @@ def sensitivity(g: GeneralTopicModel, mk: Masking, rows, membership, theta, *, m
     Examples
     --------
     >>> from theorycheck import GeneralTopicModel, Masking
-    >>> from theorycheck.realdata.attention_theory import label_optimum, sensitivity
+    >>> from theorycheck.realdata.attention_theory import sensitivity
+    >>> from theorycheck.solvers import SolveResult
     >>> phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
     >>> g, mk = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5), Masking()
     >>> rows, M = np.array([0, 1, 4, 5]), np.eye(2, dtype=bool)[[0, 0, 1, 1]]
     >>> theta = np.random.default_rng(0).dirichlet(g.concentration, size=40)
-    >>> _, main = label_optimum(g, mk, n_pilot=8, n_laws=16)
+    >>> main = SolveResult(np.array([1.7984, 0.0136]), 0.7915, 0, "label_optimum")  # its optimum at n_laws=16
     >>> out = sensitivity(g, mk, rows, M, theta, main=main, n_laws=8, per_topic=2, full_identity=False, n_boot=10)
     >>> [(r["n_words"], r["family"], r["value"], r["status"]) for r in out]
     [(6, 'label', 'stage1', 0), (4, 'label', 'stage1', 0), (4, 'label', 'identity', 0),
