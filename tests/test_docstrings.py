@@ -74,25 +74,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
     "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
     "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
-    "theorycheck.realdata.stats": (
-        "AttentionAccumulator AttentionStats PairStats bootstrap_weights "
-        "cooccurrence_lift cooccurrence_matrix embedding_pair_stats pair_classes "
-        "pair_similarity percentile_ci top_cooccurring_pairs"
-    ),
-    "theorycheck.realdata.theory": (
-        "TheoryComparison compare_embeddings format_theory_table label_membership "
-        "optimal_word_embeddings pipeline_alpha theory_comparison theory_model "
-        "vocabulary_rows"
-    ),
-    "theorycheck.realdata.attention_theory": (
-        "AttentionTheory attention_theory format_attention_table "
-        "format_comparison_table label_optimum lift_comparison "
-        "lift_heads lift_terms minilm_heads predicted_lifts sensitivity"
-    ),
-    "theorycheck.realdata.lifts": ("LiftAccumulator LiftStats cross_pair_classes mask_positions window_lift_sums"),
-    "theorycheck.realdata.theory_lifts": (
-        "dense_lift_terms dense_predicted_lifts own_word_terms sampled_window_lifts sub_model"
-    ),
 }
 PENDING: set[str] = {f"{module}.{name}" for module, names in _PENDING_BY_MODULE.items() for name in names.split()}
 

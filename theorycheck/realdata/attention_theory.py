@@ -86,12 +86,58 @@ def _law_seed(seed: int, k: int) -> np.random.SeedSequence:
 
 def label_optimum(g: GeneralTopicModel, mk: Masking, *, n_pilot: int = N_PILOT, n_laws: int = N_LAWS,
                   seed: int = 0):  # fmt: skip
-    """``(pilot, main)``: the optimal label-family scores on ``n_pilot`` laws (grid + L-BFGS-B) and on ``n_laws``
-    independent laws started at the pilot's optimum (:class:`~theorycheck.solvers.SolveResult` each; ``main.info``
-    has ``x_stderr`` and ``x_cov``, the optimum's sampling covariance, SPEC §11.8).
+    """The optimal label-family scores ``S = alpha I_w + beta Z`` on a pilot set of laws and on a main set.
 
-    The laws are ``Dirichlet(g.alpha)`` samples of the streams ``[seed, SEED_STREAM, 2]`` (pilot) and
-    ``[seed, SEED_STREAM, 3]`` (main); the frozen ``W^V`` is the minimum-norm stage-1 matrix (SPEC §11.5).
+    The pilot solves on ``n_pilot`` laws (a :data:`PILOT_GRID` x :data:`PILOT_GRID` grid + L-BFGS-B); the main
+    solve uses ``n_laws`` independent laws started at the pilot's optimum. The laws are ``Dirichlet(g.alpha)``
+    samples of the streams ``[seed, SEED_STREAM, 2]`` (pilot) and ``[seed, SEED_STREAM, 3]`` (main); the frozen
+    ``W^V`` is the minimum-norm stage-1 matrix (SPEC §11.5); the loss is the exact population loss (SPEC §11.8).
+
+    Parameters
+    ----------
+    g : GeneralTopicModel
+        The topic model (Dirichlet law).
+    mk : Masking
+        The masking of the MLM objective.
+    n_pilot : int, >= 2, default N_PILOT
+        Laws of the pilot solve.
+    n_laws : int, >= 2, default N_LAWS
+        Laws of the main solve.
+    seed : int, default 0
+        Seed of the law streams.
+
+    Returns
+    -------
+    pilot, main : SolveResult
+        The two optima (``x = (alpha, beta)``); ``main.info`` has ``x_stderr`` and ``x_cov`` (the optimum's
+        sampling covariance), ``loss_stderr`` and ``loss_uniform``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_pilot < 2`` or ``n_laws < 2``.
+
+    See Also
+    --------
+    theorycheck.solvers.optimal_attention : The solver (``options.family="label"``).
+    attention_theory : Uses the main optimum.
+
+    References
+    ----------
+    SPEC §11.8 (the structured exact loss), §11.6 (the label family); Li, Li and Risteski, *How Do Transformers
+    Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 3.
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking
+    >>> from theorycheck.realdata.attention_theory import label_optimum
+    >>> phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    >>> g = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5)
+    >>> pilot, main = label_optimum(g, Masking(), n_pilot=8, n_laws=16, seed=0)
+    >>> main.status, bool(main.fun < main.info["loss_uniform"])  # the optimum beats uniform attention
+    (0, True)
+    >>> bool(main.x[0] > 0), main.info["x_cov"].shape  # a positive own-word score
+    (True, (2, 2))
     """
     n_pilot = check_int("n_pilot", n_pilot, low=2)
     n_laws = check_int("n_laws", n_laws, low=2)
@@ -103,8 +149,36 @@ def label_optimum(g: GeneralTopicModel, mk: Masking, *, n_pilot: int = N_PILOT, 
 
 
 def minilm_heads(att: S.AttentionStats) -> list[dict]:
-    """One row per layer and head of the measured lifts: ``layer``, ``head``, ``same_topic``,
-    ``different_topic``, ``gap``, ``gap_ci``, ``ratio``, ``ratio_ci`` (window bootstrap)."""
+    """One row per layer and head of the measured lifts (``all_keys`` definition).
+
+    Parameters
+    ----------
+    att : AttentionStats
+        The measured attention (:meth:`theorycheck.realdata.stats.AttentionAccumulator.result`).
+
+    Returns
+    -------
+    list of dict
+        Rows with ``layer``, ``head``, ``same_topic``, ``different_topic``, ``gap``, ``gap_ci``, ``ratio``,
+        ``ratio_ci`` (window bootstrap; NaN ratio intervals if ``att.ratio_ci`` is None), layer-major.
+
+    See Also
+    --------
+    lift_heads : The same rows from a LiftStats.
+    attention_theory : Sets these rows beside the theory's lift.
+
+    Examples
+    --------
+    Uniform attention: lift 1 in both classes.
+
+    >>> from theorycheck.realdata.attention_theory import minilm_heads
+    >>> from theorycheck.realdata.stats import AttentionAccumulator
+    >>> acc = AttentionAccumulator(n_layers=1, n_heads=1, membership=np.eye(2, dtype=bool)[[0, 0, 1, 1]])
+    >>> acc.add(np.full((1, 1, 4, 4), 0.25), np.arange(4), np.ones(4, dtype=bool))
+    >>> minilm_heads(acc.result(n_boot=10, seed=0))
+    [{'layer': 0, 'head': 0, 'same_topic': 1.0, 'different_topic': 1.0, 'gap': 0.0, 'gap_ci': [0.0, 0.0],
+      'ratio': 1.0, 'ratio_ci': [1.0, 1.0]}]
+    """
     i, j = att.classes.index("same_topic"), att.classes.index("different_topic")
     ratio, rci = att.ratio, att.ratio_ci
     rows = []
@@ -120,8 +194,40 @@ def minilm_heads(att: S.AttentionStats) -> list[dict]:
 
 
 def lift_heads(ls: LiftStats, class_set: str = "topic_sets", norm: str = "excl_own") -> list[dict]:
-    """:func:`minilm_heads` rows from a :class:`~theorycheck.realdata.lifts.LiftStats` (one class set and
-    normalisation)."""
+    """:func:`minilm_heads` rows from a :class:`~theorycheck.realdata.lifts.LiftStats` (one class set, one norm).
+
+    Parameters
+    ----------
+    ls : LiftStats
+        The measured lifts (:meth:`theorycheck.realdata.lifts.LiftAccumulator.result`).
+    class_set : str, default "topic_sets"
+        A key of ``ls.lifts``.
+    norm : {"all_keys", "excl_own"}, default "excl_own"
+        The normalisation.
+
+    Returns
+    -------
+    list of dict
+        Rows with ``layer``, ``head``, ``same_topic``, ``different_topic``, ``gap``, ``gap_ci``, ``ratio``,
+        ``ratio_ci``, layer-major.
+
+    See Also
+    --------
+    minilm_heads : The same rows from an AttentionStats.
+    lift_comparison : The head means beside the theory.
+
+    Examples
+    --------
+    Attention half on the own position, half uniform: ``all_keys`` lift 0.5, ``excl_own`` 1.
+
+    >>> from theorycheck.realdata.attention_theory import lift_heads
+    >>> from theorycheck.realdata.lifts import LiftAccumulator
+    >>> acc = LiftAccumulator(n_layers=1, n_heads=1, memberships={"topic_sets": np.eye(2, dtype=bool)[[0, 0, 1, 1]]})
+    >>> acc.add((0.5 * np.eye(4) + 0.125)[None, None], np.arange(4), np.ones(4, dtype=bool))
+    >>> ls = acc.result(n_boot=10, seed=0)
+    >>> [(r["same_topic"], r["ratio"]) for r in lift_heads(ls, norm="all_keys") + lift_heads(ls)]
+    [(0.5, 1.0), (1.0, 1.0)]
+    """
     d = ls.lifts[class_set][norm]
     rows = []
     for (layer, head), gap in np.ndenumerate(d["gap"]):
@@ -141,15 +247,66 @@ _THEORY_KEYS = ("same_topic", "different_topic", "gap", "gap_ci", "ratio", "rati
 
 def lift_comparison(g: GeneralTopicModel, alpha: float, beta: float, rows, memberships: dict, theta,
                     lifts: dict | None, *, n_boot: int = 200, seed: int = 0, cov=None) -> list[dict]:  # fmt: skip
-    """One row per definition (:data:`theorycheck.realdata.theory_lifts.DEFINITIONS`) and class set: the theory's
-    lift at ``(alpha, beta)`` and MiniLM's measured one, the same quantity on both sides (SPEC §11.9).
+    """The theory's lift at ``(alpha, beta)`` beside MiniLM's, per definition and class set (SPEC §11.9).
 
-    ``memberships``: class set name -> ``(n_tok, K)`` bool over the topic tokens ``rows``; ``lifts``: ``"text"``
-    (and optionally ``"masked"``) :class:`~theorycheck.realdata.lifts.LiftStats` with the same class-set names.
-    ``all_keys`` and ``excl_own`` compare with the text pass's normalisations, ``masked`` with the masked pass's
-    ``excl_own``. Each row: ``definition``, ``class_set``, ``theory`` (lifts, gap, ratio with 95% intervals,
-    ``own_word``) and ``minilm`` (head-mean gap and ratio with window-bootstrap intervals, heads whose gap interval
-    lies above / below 0, ``own_word`` and ``own_position`` head mean and maximum), or ``minilm: None``.
+    One row per definition (:data:`theorycheck.realdata.theory_lifts.DEFINITIONS`) and class set: the same
+    quantity on both sides. ``all_keys`` and ``excl_own`` compare with the text pass's normalisations, ``masked``
+    with the masked pass's ``excl_own``.
+
+    Parameters
+    ----------
+    g : GeneralTopicModel
+        The topic model.
+    alpha, beta : float
+        The label family's scores (an optimum, :func:`label_optimum`).
+    rows : array_like of int, shape (n_tok,)
+        LDA word index of each topic token.
+    memberships : dict of str to ndarray
+        Class-set name -> ``(n_tok, K)`` bool topic sets of the tokens ``rows``.
+    theta : array_like, shape (n_laws, T)
+        Document laws of the theory's lifts.
+    lifts : dict of str to LiftStats or None
+        MiniLM's ``"text"`` (and optionally ``"masked"``) lifts, with the same class-set names.
+    n_boot : int, >= 10, default 200
+        Bootstrap replicates of the theory's lifts.
+    seed : int, default 0
+        Seed of the bootstrap streams ``[seed, SEED_STREAM, 10 + k]``.
+    cov : array_like, shape (2, 2), optional
+        The optimum's sampling covariance (widens the theory's intervals).
+
+    Returns
+    -------
+    list of dict
+        Rows with ``definition``, ``class_set``, ``theory`` (lifts, gap, ratio with 95% intervals, ``own_word``) and
+        ``minilm`` (head-mean gap and ratio with window-bootstrap intervals, heads whose gap interval lies above /
+        below 0, ``own_word`` and ``own_position`` head mean and maximum, ``n_queries``), or ``minilm: None``.
+
+    See Also
+    --------
+    theorycheck.realdata.theory_lifts.predicted_lifts : The theory side.
+    theorycheck.realdata.lifts.LiftAccumulator : The measured side.
+    format_comparison_table : Markdown of these rows.
+
+    References
+    ----------
+    SPEC §11.9 (three definitions of a pair's lift, the same on both sides).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel
+    >>> from theorycheck.realdata.attention_theory import lift_comparison
+    >>> from theorycheck.realdata.lifts import LiftAccumulator
+    >>> phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    >>> g = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5)
+    >>> rows, M = np.array([0, 1, 4, 5]), np.eye(2, dtype=bool)[[0, 0, 1, 1]]
+    >>> vocab_sets = np.zeros((6, 2), dtype=bool)
+    >>> vocab_sets[rows] = M  # token id = word index
+    >>> acc = LiftAccumulator(n_layers=1, n_heads=1, memberships={"topic_sets": vocab_sets})
+    >>> acc.add(np.full((1, 1, 4, 4), 0.25), rows, np.ones(4, dtype=bool))  # a uniform "MiniLM"
+    >>> theta = np.random.default_rng(0).dirichlet(g.concentration, size=40)
+    >>> out = lift_comparison(g, 2.0, 0.5, rows, {"topic_sets": M}, theta, {"text": acc.result(n_boot=10, seed=0)})
+    >>> [(r["definition"], round(r["theory"]["ratio"], 4), r["minilm"] and r["minilm"]["mean_ratio"]) for r in out]
+    [('all_keys', 1.1998, 1.0), ('excl_own', 1.5098, 1.0), ('masked', 1.0, None)]
     """
     out = []
     for d in DEFINITIONS:
@@ -178,13 +335,73 @@ def lift_comparison(g: GeneralTopicModel, alpha: float, beta: float, rows, membe
 def sensitivity(g: GeneralTopicModel, mk: Masking, rows, membership, theta, *, main=None, n_laws: int = 256,
                 per_topic: int = 8, full_identity: bool = True, n_boot: int = 200,
                 seed: int = 0) -> list[dict]:  # fmt: skip
-    """The theory's lift ratio under ``all_keys`` and ``excl_own`` (topic-set classes) for other frozen ``W^V`` and
-    score families (SPEC §11.9): at the full vocabulary the label family with the stage-1 ``W^V`` (``main``, a
-    solved optimum, or solved here) and with the identity ``W^V`` (``full_identity``); on
-    :func:`~theorycheck.realdata.theory_lifts.sub_model` (``per_topic`` words per topic) the label and co-topic
-    families with each ``W^V`` (lifts by direct enumeration). Optima on ``n_laws`` laws of stream
-    ``[seed, SEED_STREAM, 5]``; one row per case: ``model``, ``n_words``, ``family``, ``value``, ``alpha``,
-    ``beta``, ``status``, and per definition ``gap``, ``ratio``, ``ratio_ci`` and ``own_word``.
+    """The theory's lift ratio for other frozen ``W^V`` and score families (SPEC §11.9, sensitivity).
+
+    Full vocabulary: the label family with the stage-1 ``W^V`` (``main``, or solved here) and the identity ``W^V``
+    (``full_identity``; a ``skipped`` row above the memory limit); on :func:`~.theory_lifts.sub_model` the label and
+    co-topic families with each ``W^V`` (lifts by enumeration). Optima on ``n_laws`` laws of stream
+    ``[seed, SEED_STREAM, 5]``; lifts under ``all_keys`` and ``excl_own`` in the topic-set classes.
+
+    Parameters
+    ----------
+    g : GeneralTopicModel
+        The topic model.
+    mk : Masking
+        The masking of the MLM objective.
+    rows : array_like of int, shape (n_tok,)
+        LDA word index of each topic token.
+    membership : array_like of bool, shape (n_tok, K)
+        The tokens' topic sets.
+    theta : array_like, shape (n_laws, T)
+        Document laws of the lifts.
+    main : SolveResult, optional
+        The full-vocabulary label/stage-1 optimum if already solved (:func:`label_optimum`).
+    n_laws : int, >= 2, default 256
+        Laws of each optimum.
+    per_topic : int, >= 1, default 8
+        Topic tokens per topic in the sub-model.
+    full_identity : bool, default True
+        Also solve the label family with the identity ``W^V`` at the full vocabulary.
+    n_boot : int, >= 10, default 200
+        Bootstrap replicates of the lifts.
+    seed : int, default 0
+        Seed of the streams.
+
+    Returns
+    -------
+    list of dict
+        One row per case: ``model``, ``n_words``, ``family``, ``value``, ``alpha``, ``beta``, ``status``, and per
+        definition (``all_keys``, ``excl_own``) ``gap``, ``ratio``, ``ratio_ci`` and ``own_word``.
+
+    Raises
+    ------
+    ValueError
+        If ``n_laws < 2`` or ``per_topic < 1``.
+
+    See Also
+    --------
+    label_optimum : The full-vocabulary optimum.
+    theorycheck.realdata.theory_lifts.dense_predicted_lifts : The sub-model's lifts.
+    format_comparison_table : Shows these rows.
+
+    References
+    ----------
+    SPEC §11.9 (Sensitivity).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking
+    >>> from theorycheck.realdata.attention_theory import sensitivity
+    >>> from theorycheck.solvers import SolveResult
+    >>> phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    >>> g, mk = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5), Masking()
+    >>> rows, M = np.array([0, 1, 4, 5]), np.eye(2, dtype=bool)[[0, 0, 1, 1]]
+    >>> theta = np.random.default_rng(0).dirichlet(g.concentration, size=40)
+    >>> main = SolveResult(np.array([1.7984, 0.0136]), 0.7915, 0, "label_optimum")  # its optimum at n_laws=16
+    >>> out = sensitivity(g, mk, rows, M, theta, main=main, n_laws=8, per_topic=2, full_identity=False, n_boot=10)
+    >>> [(r["n_words"], r["family"], r["value"], r["status"]) for r in out]
+    [(6, 'label', 'stage1', 0), (4, 'label', 'stage1', 0), (4, 'label', 'identity', 0),
+     (4, 'co-topic', 'stage1', 0), (4, 'co-topic', 'identity', 0)]
     """
     n_laws = check_int("n_laws", n_laws, low=2)
     s_opt = int(_law_seed(seed, 5).generate_state(1)[0])
@@ -242,8 +459,32 @@ def _position(ci, band) -> str:
 
 @dataclass
 class AttentionTheory:
-    """``summary`` (JSON-ready: ``optimum``, ``theory`` lifts, ``heads`` rows, ``counts``) and ``timing``
-    (``attention_theory_s`` wall, ``attention_theory_cpu_s`` process CPU)."""
+    """The result of :func:`attention_theory`.
+
+    Parameters
+    ----------
+    summary : dict
+        JSON-ready: ``optimum`` (``alpha``, ``beta`` with standard errors, loss against uniform attention, status,
+        the pilot's optimum), ``theory`` (:func:`predicted_lifts` under ``heads_definition``), ``heads`` (one row per
+        measured layer and head), ``counts`` (heads whose interval lies above, overlaps or lies below the
+        theory's, for the gap and the ratio), ``minilm_mean_gap``, ``minilm_mean_ratio``, ``minilm_mean_gap_ci``,
+        and with MiniLM's lifts ``comparison`` and ``sensitivity``.
+    timing : dict
+        ``attention_theory_s`` wall, ``attention_theory_cpu_s`` process CPU, ``attention_optimum_s`` and, with
+        lifts, ``attention_comparison_cpu_s`` and ``attention_sensitivity_cpu_s``.
+
+    See Also
+    --------
+    attention_theory : Makes it.
+    format_attention_table : Markdown of its ``summary``.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.attention_theory import AttentionTheory
+    >>> at = AttentionTheory(summary={"optimum": {"alpha": 1.8, "beta": 0.01}}, timing={})
+    >>> at.summary["optimum"]["beta"]
+    0.01
+    """
 
     summary: dict
     timing: dict
@@ -253,17 +494,82 @@ def attention_theory(g: GeneralTopicModel, mk: Masking, rows, membership, att: S
                      n_pilot: int = N_PILOT, n_laws: int = N_LAWS, n_lift: int = N_LIFT, n_boot: int = 200,
                      seed: int = 0, lifts: dict | None = None, sensitivity_laws: int = 256,
                      full_identity: bool = True) -> AttentionTheory:  # fmt: skip
-    """The theory's optimal label-family attention at ``g`` and its predicted lifts (module docstring) beside the
-    measured ``att`` (per layer and head).
+    """The theory's optimal label-family attention at ``g`` and its predicted lifts beside the measured ``att``.
 
-    ``rows``: LDA word index of each topic token; ``membership`` ``(n_tok, K)``: their topic sets (the classes
-    of ``att``). The laws of the lifts are ``Dirichlet(g.alpha)`` from ``[seed, SEED_STREAM, 1]``; their
-    bootstrap from ``[seed, SEED_STREAM, 4]``.
+    The optimum is :func:`label_optimum`'s main solve; the lifts (module docstring) use ``n_lift`` laws
+    ``Dirichlet(g.alpha)`` of the stream ``[seed, SEED_STREAM, 1]`` and their bootstrap ``[seed, SEED_STREAM, 4]``.
+    With MiniLM's ``lifts`` (``"text"``, optionally ``"masked"``) the summary also has ``comparison``
+    (:func:`lift_comparison`, the topic sets and the score family's own labels) and ``sensitivity``
+    (:func:`sensitivity`), and the per-head rows, the counts and ``theory`` use the like-for-like ``excl_own``
+    definition (``heads_definition``); without them, ``all_keys`` and ``att``'s heads.
 
-    With MiniLM's ``lifts`` (:func:`lift_comparison`: ``"text"``, optionally ``"masked"``) the summary also has
-    ``comparison`` (every definition and class set, the topic sets and the score family's own labels), and
-    ``sensitivity`` (:func:`sensitivity`, ``sensitivity_laws`` laws per optimum; 0 skips it), and the per-head
-    rows, the counts and ``theory`` use the like-for-like ``excl_own`` definition (``heads_definition``).
+    Parameters
+    ----------
+    g : GeneralTopicModel
+        The topic model (Dirichlet law).
+    mk : Masking
+        The masking of the MLM objective.
+    rows : array_like of int, shape (n_tok,)
+        LDA word index of each topic token.
+    membership : array_like of bool, shape (n_tok, K)
+        Their topic sets (the classes of ``att``).
+    att : AttentionStats
+        The measured attention (per layer and head).
+    n_pilot, n_laws : int, >= 2
+        Laws of the pilot and of the main solve (:func:`label_optimum`).
+    n_lift : int, >= 2
+        Laws of the predicted lifts.
+    n_boot : int, >= 10, default 200
+        Bootstrap replicates.
+    seed : int, >= 0, default 0
+        Seed of the streams.
+    lifts : dict of str to LiftStats, optional
+        MiniLM's lifts under the comparison's definitions.
+    sensitivity_laws : int, >= 0, default 256
+        Laws of each optimum of :func:`sensitivity` (0 skips it).
+    full_identity : bool, default True
+        Passed to :func:`sensitivity`.
+
+    Returns
+    -------
+    AttentionTheory
+        The summary and the timings.
+
+    Raises
+    ------
+    ValueError
+        If ``n_lift < 2``, ``seed < 0`` or a count of :func:`label_optimum` is below 2.
+    TypeError
+        If ``att`` is not an AttentionStats.
+
+    See Also
+    --------
+    label_optimum : The optimum.
+    theorycheck.realdata.theory_lifts.predicted_lifts : The lifts.
+    theorycheck.realdata.theory.theory_comparison : Calls it on the pipeline's data.
+
+    References
+    ----------
+    SPEC §11.8, §11.9; Li, Li and Risteski, *How Do Transformers Learn Topic Structure?*, ICML 2023,
+    arXiv:2303.04245, Theorem 3.
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking
+    >>> from theorycheck.realdata.attention_theory import attention_theory
+    >>> from theorycheck.realdata.stats import AttentionAccumulator
+    >>> phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    >>> g = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5)
+    >>> rows, M = np.array([0, 1, 4, 5]), np.eye(2, dtype=bool)[[0, 0, 1, 1]]
+    >>> acc = AttentionAccumulator(n_layers=1, n_heads=1, membership=M)  # a uniform "MiniLM" on tokens 0..3
+    >>> acc.add(np.full((1, 1, 4, 4), 0.25), np.arange(4), np.ones(4, dtype=bool))
+    >>> att = acc.result(n_boot=10, seed=0)
+    >>> out = attention_theory(g, Masking(), rows, M, att, n_pilot=8, n_laws=16, n_lift=40, n_boot=10)
+    >>> s = out.summary
+    >>> s["heads_definition"], s["optimum"]["status"], len(s["heads"]), s["minilm_mean_ratio"]
+    ('all_keys', 0, 1, 1.0)
+    >>> round(s["theory"]["weight_ratio"], 12) == round(float(np.exp(s["optimum"]["beta"])), 12)  # e^beta*
+    True
     """
     n_lift = check_int("n_lift", n_lift, low=2)
     seed = check_int("seed", seed, low=0)
@@ -340,8 +646,41 @@ def _ci(x) -> str:
 
 
 def format_comparison_table(summary: dict) -> str:
-    """Markdown of the like-for-like comparison (:func:`lift_comparison`) and the sensitivity rows
-    (:func:`sensitivity`) of :func:`attention_theory`'s ``summary`` (empty string without them)."""
+    """Markdown of the like-for-like comparison and the sensitivity rows of :func:`attention_theory`'s ``summary``.
+
+    Parameters
+    ----------
+    summary : dict
+        :attr:`AttentionTheory.summary`; its ``comparison`` rows (:func:`lift_comparison`) and, optionally,
+        ``sensitivity`` rows (:func:`sensitivity`).
+
+    Returns
+    -------
+    str
+        A paragraph, one table row per definition and class set (theory gap and ratio with 95% intervals and
+        own-word share; MiniLM head means, or ``-`` without a measurement), the definitions, and the sensitivity
+        table; the empty string if the summary has no ``comparison``.
+
+    See Also
+    --------
+    format_attention_table : The whole attention report (includes this).
+    lift_comparison : The rows.
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel
+    >>> from theorycheck.realdata.attention_theory import format_comparison_table, lift_comparison
+    >>> phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    >>> g = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5)
+    >>> rows, M = np.array([0, 1, 4, 5]), np.eye(2, dtype=bool)[[0, 0, 1, 1]]
+    >>> theta = np.random.default_rng(0).dirichlet(g.concentration, size=40)
+    >>> rows_out = lift_comparison(g, 2.0, 0.5, rows, {"topic_sets": M}, theta, lifts=None, n_boot=10)
+    >>> table = format_comparison_table({"comparison": rows_out}).splitlines()
+    >>> print(next(line for line in table if line.startswith("| masked"))[:38])  # lift 1, gap 0 exactly
+    | masked | topic_sets | 0 | [0, 0] | 1
+    >>> format_comparison_table({})
+    ''
+    """
     rows = summary.get("comparison")
     if not rows:
         return ""
@@ -388,9 +727,45 @@ def format_comparison_table(summary: dict) -> str:
 
 
 def format_attention_table(summary: dict) -> str:
-    """Markdown of :func:`attention_theory`'s ``summary``: the optimum, the like-for-like comparison and the
-    sensitivity (:func:`format_comparison_table`), the predicted lift under ``heads_definition`` and one row per
-    MiniLM head."""
+    """Markdown of :func:`attention_theory`'s ``summary``.
+
+    The optimum, :data:`MODEL_NOTE`, :func:`format_comparison_table`, the predicted lift and one row per head.
+
+    Parameters
+    ----------
+    summary : dict
+        :attr:`AttentionTheory.summary` (keys ``optimum``, ``theory``, ``counts``, ``heads``, optionally
+        ``heads_definition``, ``comparison``, ``sensitivity``).
+
+    Returns
+    -------
+    str
+        The Markdown report (paragraphs, then a table: the theory's row and one row per head).
+
+    See Also
+    --------
+    format_comparison_table : The comparison part.
+    theorycheck.realdata.theory.format_theory_table : Appends this table.
+
+    Examples
+    --------
+    A summary built by hand around a real lift (``alpha = beta = 0``: uniform attention, lift 1):
+
+    >>> from theorycheck import GeneralTopicModel
+    >>> from theorycheck.realdata.attention_theory import format_attention_table
+    >>> from theorycheck.realdata.theory_lifts import predicted_lifts
+    >>> phi = np.array([[0.3, 0.3, 0.2, 0.1, 0.05, 0.05], [0.05, 0.05, 0.1, 0.2, 0.3, 0.3]])
+    >>> g = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5)
+    >>> theta = np.random.default_rng(0).dirichlet(g.concentration, size=40)
+    >>> th = predicted_lifts(g, 0.0, 0.0, [0, 1, 4, 5], np.eye(2, dtype=bool)[[0, 0, 1, 1]], theta, n_boot=10,
+    ...                      rng=np.random.default_rng(1))
+    >>> opt = dict(alpha=0.0, alpha_se=0.0, beta=0.0, beta_se=0.0, loss=0.8, loss_stderr=0.0, loss_uniform=0.8,
+    ...            status=0, n_laws=40, pilot=dict(alpha=0.0, beta=0.0, n_laws=8, grid=5))
+    >>> n = {"above": 0, "overlaps": 0, "below": 0}
+    >>> text = format_attention_table({"optimum": opt, "theory": th, "counts": {"gap": n, "ratio": n}, "heads": []})
+    >>> print(text.splitlines()[-1])
+    | theory | - | - | 1 | 1 | 0 | [0, 0] | 1 | [1, 1] |
+    """
     o, t, c = summary["optimum"], summary["theory"], summary["counts"]
     d = summary.get("heads_definition", "all_keys")
     head = (

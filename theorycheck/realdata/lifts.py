@@ -46,9 +46,40 @@ _SAME, _DIFF = 1, 2  # class codes of stats.pair_classes
 
 
 def cross_pair_classes(query_ids, key_ids, membership) -> np.ndarray:
-    """Class code (0..3 in :data:`.stats.CLASSES` order) of every (query word, key token) pair, shape
-    ``(n_q, n_k)``: 0 the same id, 1 distinct ids with intersecting topic sets, 2 distinct ids with topics and
-    disjoint sets, 3 otherwise. ``cross_pair_classes(ids, ids, M) == stats.pair_classes(ids, M)``."""
+    """Class code (0..3 in :data:`.stats.CLASSES` order) of every (query word, key token) pair.
+
+    Parameters
+    ----------
+    query_ids : ndarray of int, shape (n_q,)
+        The queries' words (token ids, ``0 <= id < vocab_size``).
+    key_ids : ndarray of int, shape (n_k,)
+        The keys' shown tokens.
+    membership : ndarray of bool, shape (vocab_size, K)
+        Topic sets of the tokens.
+
+    Returns
+    -------
+    ndarray of int8, shape (n_q, n_k)
+        0 the same id, 1 distinct ids with intersecting topic sets, 2 distinct ids with topics and disjoint sets,
+        3 otherwise; ``cross_pair_classes(ids, ids, M) == stats.pair_classes(ids, M)``.
+
+    See Also
+    --------
+    theorycheck.realdata.stats.pair_classes : The square case.
+    window_lift_sums : Uses these classes for the lifts.
+
+    References
+    ----------
+    SPEC §5.4 (the classes), §11.9 (masked queries: the class of the hidden word).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.lifts import cross_pair_classes
+    >>> M = np.array([[1, 0], [1, 0], [0, 1], [0, 0]], dtype=bool)  # tokens 0, 1: topic 0; 2: topic 1; 3: none
+    >>> cross_pair_classes(np.array([0, 2]), np.arange(4), M)
+    array([[0, 1, 2, 3],
+           [2, 2, 0, 3]], dtype=int8)
+    """
     Mq = membership[query_ids].astype(np.float64)
     Mk = membership[key_ids].astype(np.float64)
     hq, hk = Mq.any(axis=1), Mk.any(axis=1)
@@ -62,13 +93,60 @@ def cross_pair_classes(query_ids, key_ids, membership) -> np.ndarray:
 
 
 def window_lift_sums(A, key_ids, query_ids, queries, keys, memberships, topic):
-    """One window's sums (module docstring): for every class set ``s``, ``num[s]`` ``(2, LH, 2)`` (normalisation
-    x head x [same, different]) and ``cnt[s]`` ``(2,)`` pair counts; ``share`` ``(LH, 2)``: summed
-    ``[own_word, own_position]`` attention of the topic-token queries, and their number.
+    """One window's sums of pair lifts under both normalisations, pair counts and own-word / own-position attention.
 
-    ``A`` ``(LH, n, n)`` (row = query), ``key_ids`` the shown tokens, ``query_ids`` the queries' words (the same
-    unless masked), ``queries``/``keys`` bool ``(n,)``: the positions taking part as query / as class key
-    (every position counts in the normalisers), ``topic`` bool ``(vocab,)``: the topic tokens.
+    For a query position ``i`` (word ``x_i``) and a class key ``j`` of class ``c`` (same or different topic), the
+    window adds ``n A[i, j]`` (``all_keys``) and ``n'_i A[i, j] / r_i`` (``excl_own``: ``K_i = {k != i : y_k != x_i}``,
+    ``n'_i = |K_i|``, ``r_i = sum_{k in K_i} A[i, k]``) to the class's sum (module docstring).
+
+    Parameters
+    ----------
+    A : ndarray, shape (LH, n, n)
+        Attention of every layer and head (row = query, rows sum to 1).
+    key_ids : ndarray of int, shape (n,)
+        The shown tokens.
+    query_ids : ndarray of int, shape (n,)
+        The queries' words (the same as ``key_ids`` unless masked: the hidden words).
+    queries, keys : ndarray of bool, shape (n,)
+        The positions taking part as query, and as class key (every position counts in the normalisers).
+    memberships : dict of str to ndarray
+        Class-set name -> topic sets ``(vocab_size, K)`` (bool).
+    topic : ndarray of bool, shape (vocab_size,)
+        The topic tokens (whose queries count in the shares).
+
+    Returns
+    -------
+    num : dict of str to ndarray
+        ``num[s]``, shape ``(2, LH, 2)``: normalisation (``all_keys``, ``excl_own``) x head x [same, different].
+    cnt : dict of str to ndarray
+        ``cnt[s]``, shape ``(2,)``: the [same, different] pair counts.
+    share : ndarray, shape (LH, 2)
+        Summed ``[own_word, own_position]`` attention of the topic-token queries.
+    n_topic_queries : int
+        Their number.
+
+    See Also
+    --------
+    LiftAccumulator : Accumulates these sums over windows.
+    cross_pair_classes : The classes.
+
+    References
+    ----------
+    SPEC §11.9 (the three definitions of a pair's lift).
+
+    Examples
+    --------
+    Under uniform attention both normalisations give lift 1 (sums equal to the counts):
+
+    >>> from theorycheck.realdata.lifts import window_lift_sums
+    >>> M = np.array([[1, 0], [1, 0], [0, 1], [0, 0]], dtype=bool)
+    >>> ids, every = np.array([0, 1, 0, 2, 3]), np.ones(5, dtype=bool)
+    >>> num, cnt, share, nq = window_lift_sums(np.full((1, 5, 5), 0.2), ids, ids, every, every, {"s": M}, M.any(1))
+    >>> num["s"][:, 0], cnt["s"]
+    (array([[4., 6.],
+           [4., 6.]]), array([4., 6.]))
+    >>> share, nq  # own word: positions 0 and 2 see each other (0.2 each); own position: 0.2 per topic query
+    (array([[0.4, 0.8]]), 4)
     """
     LH, n, _ = A.shape
     q = np.flatnonzero(queries)
@@ -101,8 +179,44 @@ def window_lift_sums(A, key_ids, query_ids, queries, keys, memberships, topic):
 
 
 def mask_positions(valid, fraction: float, rng) -> np.ndarray:
-    """Bool ``(n,)``: a seeded ``fraction`` of the ``valid`` positions (rounded, at least one if any), to be shown
-    as [MASK]."""
+    """A seeded ``fraction`` of the ``valid`` positions, to be shown as [MASK].
+
+    Parameters
+    ----------
+    valid : array_like of bool, shape (n,)
+        The positions that may be masked.
+    fraction : float, 0 < fraction <= 1
+        Fraction of the valid positions to mask (``round(fraction m)`` of ``m`` valid ones, at least one if any).
+    rng : numpy.random.Generator
+        Source of the draw (without replacement).
+
+    Returns
+    -------
+    ndarray of bool, shape (n,)
+        The masked positions (a subset of ``valid``).
+
+    Raises
+    ------
+    ValueError
+        If ``fraction`` is not in ``(0, 1]``.
+
+    See Also
+    --------
+    LiftAccumulator.add : The masked pass takes these positions.
+    theorycheck.realdata.pipeline.masked_lift_statistics : Masks 15% of each window.
+
+    References
+    ----------
+    SPEC §11.9 (the ``masked`` definition).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.lifts import mask_positions
+    >>> valid = np.array([1, 1, 0, 1, 1, 1, 0, 1], dtype=bool)
+    >>> m = mask_positions(valid, 0.5, np.random.default_rng(0))
+    >>> int(m.sum()), bool(np.all(valid[m]))  # half of the 6 valid positions, all valid
+    (3, True)
+    """
     fraction = check_real("fraction", fraction, low=0.0, high=1.0, low_open=True)
     idx = np.flatnonzero(valid)
     out = np.zeros(len(valid), dtype=bool)
@@ -116,11 +230,50 @@ def mask_positions(valid, fraction: float, rng) -> np.ndarray:
 class LiftStats:
     """Pooled lifts of one pass (text or masked queries), per class set and normalisation.
 
-    ``lifts[set][norm]`` is a dict of ``(L, H)`` arrays ``same_topic``, ``different_topic``, ``gap``, ``ratio``,
-    ``(L, H, 2)`` ``gap_ci``, ``ratio_ci``, and head means ``mean_gap``, ``mean_ratio`` with ``mean_gap_ci``,
-    ``mean_ratio_ci`` (bootstrap over windows). ``counts[set]`` the ``[same, different]`` pair counts;
-    ``own_word``, ``own_position`` ``(L, H)``: mean attention of a topic-token query on other copies of its
-    word and on itself; ``n_queries`` such queries, ``n_windows``.
+    Parameters
+    ----------
+    lifts : dict
+        ``lifts[set][norm]`` (``norm`` in :data:`NORMALISATIONS`) is a dict of ``(L, H)`` arrays ``same_topic``,
+        ``different_topic``, ``gap``, ``ratio``, ``(L, H, 2)`` ``gap_ci``, ``ratio_ci``, and head means
+        ``mean_gap``, ``mean_ratio`` with ``mean_gap_ci``, ``mean_ratio_ci`` (bootstrap over windows).
+    counts : dict
+        ``counts[set]``: the ``[same, different]`` pair counts.
+    own_word : ndarray, shape (L, H)
+        Mean attention of a topic-token query on the other copies of its word.
+    own_position : ndarray, shape (L, H)
+        Mean attention of a topic-token query on its own position.
+    n_queries : int
+        The topic-token queries.
+    n_windows : int
+        The windows added.
+
+    See Also
+    --------
+    LiftAccumulator : Makes it.
+    theorycheck.realdata.attention_theory.lift_comparison : Compares it with the theory's lifts.
+    theorycheck.realdata.stats.AttentionStats : The ``all_keys`` lift by pair class.
+
+    References
+    ----------
+    SPEC §11.9.
+
+    Examples
+    --------
+    Attention half on the own position, half uniform: ``all_keys`` lifts are 0.5, ``excl_own`` renormalises to 1:
+
+    >>> from theorycheck.realdata.lifts import LiftAccumulator
+    >>> M = np.array([[1, 0], [1, 0], [0, 1], [0, 0]], dtype=bool)
+    >>> acc = LiftAccumulator(n_layers=1, n_heads=1, memberships={"topic_sets": M})
+    >>> A = 0.5 * np.eye(6) + 0.5 / 6
+    >>> acc.add(A[None, None], np.array([0, 1, 2, 3, 0, 2]), np.ones(6, dtype=bool))
+    >>> ls = acc.result(n_boot=10, seed=0)
+    >>> d = ls.lifts["topic_sets"]
+    >>> d["all_keys"]["same_topic"], d["excl_own"]["same_topic"], d["excl_own"]["ratio"]
+    (array([[0.5]]), array([[1.]]), array([[1.]]))
+    >>> round(float(ls.own_position[0, 0]), 6), round(0.5 + 0.5 / 6, 6)
+    (0.583333, 0.583333)
+    >>> sorted(ls.summary())
+    ['counts', 'lifts', 'n_queries', 'n_windows', 'own_position', 'own_word']
     """
 
     lifts: dict
@@ -147,20 +300,58 @@ class LiftStats:
 class LiftAccumulator:
     """Accumulates :func:`window_lift_sums` over windows (bootstrap-ready).
 
+    :meth:`add` takes one window (text, or with masked queries); :meth:`result` pools the sums over windows (sums
+    of pair lifts over sums of pair counts) with a percentile bootstrap over windows, gap and ratio from the same
+    replicates.
+
     Parameters
     ----------
-    n_layers, n_heads : int
-    memberships : dict of name -> bool ``(vocab_size, K)``
-        The class sets; all must give topics to the same tokens (the topic tokens).
+    n_layers, n_heads : int, >= 1
+        Layers ``L`` and heads per layer ``H`` of the attention tensors to be added.
+    memberships : dict of str to ndarray
+        Class-set name -> topic sets ``(vocab_size, K)`` (bool); all must give topics to the same tokens (the topic
+        tokens).
+
+    Raises
+    ------
+    ValueError
+        If ``n_layers < 1``, ``n_heads < 1``, ``memberships`` is empty or not a dict, or its class sets give topics
+        to different tokens; :meth:`add` if the shapes disagree or a masked position is not valid.
+
+    See Also
+    --------
+    LiftStats : The result.
+    theorycheck.realdata.stats.AttentionAccumulator : The ``all_keys`` statistic with the no-topic and
+        top-co-occurring classes.
+    theorycheck.realdata.theory_lifts.sampled_window_lifts : Applies it to the theory's own attention.
+
+    References
+    ----------
+    SPEC §11.9 (the definitions ``all_keys``, ``excl_own``, ``masked``).
+
+    Examples
+    --------
+    A masked pass: the query at position 0 hides word 0 (shown as token 3, no topic); uniform attention gives
+    lift 1:
+
+    >>> from theorycheck.realdata.lifts import LiftAccumulator
+    >>> M = np.array([[1, 0], [1, 0], [0, 1], [0, 0]], dtype=bool)
+    >>> acc = LiftAccumulator(n_layers=1, n_heads=1, memberships={"topic_sets": M})
+    >>> words, masked = np.array([0, 1, 2, 3, 0, 2]), np.array([1, 0, 0, 0, 0, 0], dtype=bool)
+    >>> shown = np.where(masked, 3, words)
+    >>> acc.add(np.full((1, 1, 6, 6), 1 / 6), shown, np.ones(6, dtype=bool), masked=masked, hidden_ids=words)
+    >>> ls = acc.result(n_boot=10, seed=0)
+    >>> ls.counts["topic_sets"], ls.lifts["topic_sets"]["excl_own"]["same_topic"]  # keys: 1 same, 2 different
+    (array([1., 2.]), array([[1.]]))
     """
 
     n_layers: int
     n_heads: int
     memberships: dict
-    _num: dict = field(default_factory=dict, repr=False)
-    _cnt: dict = field(default_factory=dict, repr=False)
-    _share: list = field(default_factory=list, repr=False)
-    _nq: list = field(default_factory=list, repr=False)
+    _num: dict = field(default_factory=dict, init=False, repr=False)
+    _cnt: dict = field(default_factory=dict, init=False, repr=False)
+    _share: list = field(default_factory=list, init=False, repr=False)
+    _nq: list = field(default_factory=list, init=False, repr=False)
 
     def __post_init__(self):
         self.n_layers = check_int("n_layers", self.n_layers, low=1)

@@ -74,6 +74,38 @@ def pipeline_alpha(fit: TopicFit) -> float:
     scikit-learn's ``LatentDirichletAllocation(doc_topic_prior=None)`` and gensim's
     ``LdaModel(alpha="symmetric")``, as called by :func:`theorycheck.realdata.topics.fit_lda`, both
     use ``1 / n_topics``.
+
+    Parameters
+    ----------
+    fit : TopicFit
+        The fitted topics (``K = fit.n_topics``).
+
+    Returns
+    -------
+    float
+        ``1 / K``.
+
+    Raises
+    ------
+    TypeError
+        If ``fit`` is not a :class:`~theorycheck.realdata.topics.TopicFit`.
+
+    See Also
+    --------
+    theory_model : Uses it as the default Dirichlet concentration.
+    theorycheck.realdata.topics.fit_lda : The fit whose prior it is.
+
+    References
+    ----------
+    SPEC §5.4 (the seeded LDA), §11.5 (the Dirichlet document law).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.theory import pipeline_alpha
+    >>> from theorycheck.realdata.topics import TopicFit
+    >>> fit = TopicFit(("cat", "dog", "sun"), np.full((4, 3), 1 / 3), backend="sklearn", seed=0)
+    >>> pipeline_alpha(fit)
+    0.25
     """
     if not isinstance(fit, TopicFit):
         raise TypeError(f"fit must be a TopicFit, got {type(fit).__name__}")
@@ -81,10 +113,49 @@ def pipeline_alpha(fit: TopicFit) -> float:
 
 
 def theory_model(fit: TopicFit, *, alpha: float | None = None) -> GeneralTopicModel:
-    """``GeneralTopicModel.from_lda(fit, prior="dirichlet", alpha, floor=0)`` (module docstring).
+    """The general topic model of an LDA fit: ``GeneralTopicModel.from_lda(fit, prior="dirichlet", alpha, floor=0)``.
 
-    ``alpha`` defaults to :func:`pipeline_alpha`. Raises ``ValueError`` naming ``fit.phi`` if a word
-    has zero weight in every topic (the floor-free model would not contain it).
+    The topics are ``fit.phi`` (word ``fit.vocab[w]`` is token ``w + 1``; token 0 is [MASK]) and the document law
+    is ``Dirichlet(alpha 1_K)``; no floor is added (module docstring).
+
+    Parameters
+    ----------
+    fit : TopicFit
+        The fitted topics; every word needs positive weight in some topic.
+    alpha : float, > 0, optional
+        Dirichlet concentration of the document law (default :func:`pipeline_alpha`, ``1 / K``).
+
+    Returns
+    -------
+    GeneralTopicModel
+        ``T = K`` topics over ``len(fit.vocab)`` words, ``prior = "dirichlet"``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``fit.phi`` if a word has zero weight in every topic (the floor-free model would not contain it),
+        or naming ``alpha`` if ``alpha <= 0``.
+
+    See Also
+    --------
+    theorycheck.models.GeneralTopicModel.from_lda : The constructor it calls.
+    optimal_word_embeddings : The theory's embeddings of this model.
+    pipeline_alpha : The default ``alpha``.
+
+    References
+    ----------
+    SPEC §1.2 (the LDA generalisation), §11.1 (the general model), §11.5.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.theory import theory_model
+    >>> from theorycheck.realdata.topics import TopicFit
+    >>> phi = np.array([[0.4, 0.4, 0.1, 0.1], [0.1, 0.1, 0.4, 0.4]])
+    >>> g = theory_model(TopicFit(("cat", "dog", "sun", "moon"), phi, backend="sklearn", seed=0))
+    >>> g.T, g.n_words, g.V1, g.prior, g.alpha  # alpha = 1 / K
+    (2, 4, 5, 'dirichlet', array([0.5, 0.5]))
+    >>> bool(np.array_equal(g.phi, phi))
+    True
     """
     a = pipeline_alpha(fit) if alpha is None else check_real("alpha", alpha, low=0.0, low_open=True)
     dead = np.flatnonzero(fit.phi.max(axis=0) <= 0)
@@ -99,8 +170,47 @@ def theory_model(fit: TopicFit, *, alpha: float | None = None) -> GeneralTopicMo
 def vocabulary_rows(fit: TopicFit, token_topics: TokenTopics) -> np.ndarray:
     """Index in ``fit.vocab`` of the word of every topic token, aligned with ``token_topics.token_ids``.
 
-    The general model's token for ``fit.vocab[w]`` is ``w + 1``. ``ValueError`` naming
-    ``token_topics`` if a topic word is not in the LDA vocabulary.
+    The general model's token for ``fit.vocab[w]`` is ``w + 1`` (:func:`theory_model`).
+
+    Parameters
+    ----------
+    fit : TopicFit
+        The fitted topics.
+    token_topics : TokenTopics
+        The topic tokens of the pretrained model's vocabulary (their ``words`` must be LDA words).
+
+    Returns
+    -------
+    ndarray of int64, shape (n_tok,)
+        ``rows[k]``: the LDA index of ``token_topics.words[k]``.
+
+    Raises
+    ------
+    ValueError
+        Naming ``token_topics`` if a topic word is not in the LDA vocabulary.
+    TypeError
+        If ``token_topics`` is not a :class:`~theorycheck.realdata.mapping.TokenTopics`.
+
+    See Also
+    --------
+    label_membership : The dominant-topic labels of these rows.
+    theorycheck.realdata.mapping.map_to_tokens : Makes the TokenTopics.
+
+    References
+    ----------
+    SPEC §5.4 (the token mapping), §11.9.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.mapping import TokenTopics
+    >>> from theorycheck.realdata.theory import vocabulary_rows
+    >>> from theorycheck.realdata.topics import TopicFit
+    >>> fit = TopicFit(("cat", "dog", "sun", "moon"), np.full((2, 4), 0.25), backend="sklearn", seed=0)
+    >>> M = np.zeros((8, 2), dtype=bool)
+    >>> M[[2, 3], 0] = M[[5, 6], 1] = True  # token ids 2, 3: topic 0; 5, 6: topic 1
+    >>> tt = TokenTopics(M, np.array([2, 3, 5, 6]), ("dog", "cat", "sun", "moon"), dropped=())
+    >>> vocabulary_rows(fit, tt)
+    array([1, 0, 2, 3])
     """
     if not isinstance(token_topics, TokenTopics):
         raise TypeError(f"token_topics must be a TokenTopics, got {type(token_topics).__name__}")
@@ -112,10 +222,56 @@ def vocabulary_rows(fit: TopicFit, token_topics: TokenTopics) -> np.ndarray:
 
 
 def label_membership(fit: TopicFit, token_topics: TokenTopics, vocab_size: int) -> np.ndarray:
-    """Bool ``(vocab_size, n_topics)``: every topic token's dominant topic (SPEC §11.6, the labels ``z`` of the
-    theory's label family ``alpha I_w + beta Z``, :meth:`GeneralTopicModel.dominant_topic` of
-    :func:`theory_model`) as a one-element topic set; the class set that makes the comparison's classes the
-    labels of the scores (SPEC §11.9)."""
+    """Every topic token's dominant topic as a one-element topic set: the class set of the theory's scores.
+
+    The labels ``z`` of the theory's label family ``alpha I_w + beta Z`` (SPEC §11.6,
+    :meth:`GeneralTopicModel.dominant_topic` of :func:`theory_model`); with them as classes, the comparison's
+    classes are the labels of the scores (SPEC §11.9).
+
+    Parameters
+    ----------
+    fit : TopicFit
+        The fitted topics.
+    token_topics : TokenTopics
+        The topic tokens (rows set: ``token_topics.token_ids``).
+    vocab_size : int, >= 1
+        Rows of the result (the pretrained model's vocabulary size, above every token id).
+
+    Returns
+    -------
+    ndarray of bool, shape (vocab_size, n_topics)
+        ``out[token_ids[k], z_k]`` is True for the dominant topic ``z_k`` of topic token ``k``; other rows are False.
+
+    Raises
+    ------
+    ValueError
+        If ``vocab_size < 1`` or a topic word is not in the LDA vocabulary (:func:`vocabulary_rows`).
+
+    See Also
+    --------
+    vocabulary_rows : The LDA rows of the topic tokens.
+    theorycheck.realdata.attention_theory.lift_comparison : Compares the lifts in this class set and the topic sets.
+
+    References
+    ----------
+    SPEC §11.6 (dominant-topic labels), §11.9 (the two class sets).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.mapping import TokenTopics
+    >>> from theorycheck.realdata.theory import label_membership
+    >>> from theorycheck.realdata.topics import TopicFit
+    >>> phi = np.array([[0.4, 0.4, 0.1, 0.1], [0.1, 0.1, 0.4, 0.4]])
+    >>> fit = TopicFit(("cat", "dog", "sun", "moon"), phi, backend="sklearn", seed=0)
+    >>> M = np.zeros((8, 2), dtype=bool)
+    >>> M[[2, 3, 5], 0] = M[[5, 6], 1] = True  # "sun" (id 5) is in both topic sets
+    >>> tt = TokenTopics(M, np.array([2, 3, 5, 6]), ("dog", "cat", "sun", "moon"), dropped=())
+    >>> label_membership(fit, tt, 8)[[2, 3, 5, 6]].astype(int)  # "sun": its dominant topic 1 only
+    array([[1, 0],
+           [1, 0],
+           [0, 1],
+           [0, 1]])
+    """
     z = theory_model(fit).dominant_topic()[vocabulary_rows(fit, token_topics)]
     out = np.zeros((check_int("vocab_size", vocab_size, low=1), fit.n_topics), dtype=bool)
     out[token_topics.token_ids, z] = True
@@ -123,10 +279,54 @@ def label_membership(fit: TopicFit, token_topics: TokenTopics, vocab_size: int) 
 
 
 def optimal_word_embeddings(g: GeneralTopicModel, mk: Masking):
-    """``(F, result)``: ``F`` (``(V1, rank)``) with ``F F^T`` the minimum-norm optimal tied Gram (SPEC §11.5).
+    """Embeddings ``F`` whose Gram ``F F^T`` is the minimum-norm optimal tied Gram of a general model (SPEC §11.5).
 
-    ``result`` is the certified :class:`~theorycheck.solvers.SolveResult` (``RuntimeError`` unless it
-    succeeded).
+    Parameters
+    ----------
+    g : GeneralTopicModel
+        The topic model (e.g. :func:`theory_model`).
+    mk : Masking
+        The masking of the MLM objective.
+
+    Returns
+    -------
+    F : ndarray, shape (V1, rank)
+        Row ``w + 1`` is the theory's embedding of word ``w`` (row 0: [MASK]); ``F F^T = G*``, which for a
+        Dirichlet law has the word block ``phi^T K^{-1} phi``, ``K = a phi phi^T + (r / n) 1 1^T``.
+    result : SolveResult
+        The certified result of :func:`theorycheck.solvers.optimal_embedding_gram` (``method="closed-form"``).
+
+    Raises
+    ------
+    RuntimeError
+        If the Gram was not certified (``result.success`` is False).
+
+    See Also
+    --------
+    theorycheck.solvers.optimal_embedding_gram : The solver.
+    compare_embeddings : Pair-class statistics of these embeddings beside a network's.
+
+    References
+    ----------
+    SPEC §11.5 (the minimum-norm tied Gram), §4.1 D3 (the paper's model).
+
+    Examples
+    --------
+    >>> from theorycheck import GeneralTopicModel, Masking
+    >>> from theorycheck.realdata.theory import optimal_word_embeddings
+    >>> phi = np.array([[0.4, 0.4, 0.1, 0.1], [0.1, 0.1, 0.4, 0.4]])
+    >>> g, mk = GeneralTopicModel(phi, prior="dirichlet", alpha=0.5), Masking()
+    >>> F, res = optimal_word_embeddings(g, mk)
+    >>> F.shape, res.success
+    ((5, 2), True)
+    >>> K = mk.a * phi @ phi.T + mk.r / 4 * np.ones((2, 2))  # the closed form of the word block
+    >>> bool(np.allclose(F[1:] @ F[1:].T, phi.T @ np.linalg.solve(K, phi)))
+    True
+    >>> np.round(F[1:] @ F[1:].T, 4)  # same-topic words: larger inner products
+    array([[ 0.5731,  0.5731, -0.0049, -0.0049],
+           [ 0.5731,  0.5731, -0.0049, -0.0049],
+           [-0.0049, -0.0049,  0.5731,  0.5731],
+           [-0.0049, -0.0049,  0.5731,  0.5731]])
     """
     res = optimal_embedding_gram(g, mk, method="closed-form")
     if not res.success:
@@ -153,12 +353,55 @@ def _row(source, st, n_words):
 
 
 def compare_embeddings(embeddings: dict, membership, ids, *, n_boot: int = 200, seed: int = 0) -> list[dict]:
-    """One table row per named embedding matrix: same-topic / different-topic means and the gap with its
-    bootstrap CI (:func:`stats.embedding_pair_stats`) over the SAME pool ``ids`` and classes.
+    """One table row per named embedding matrix: same-topic and different-topic means and the gap with its CI.
 
-    Every matrix gets a fresh ``default_rng([seed, SEED_STREAM])``: identical token resampling
-    (paired intervals). ``gap_over_sd`` = gap / standard deviation of the different-topic similarity
-    (scale-free, so the theory's and a network's dot products can be compared).
+    The statistics are those of :func:`theorycheck.realdata.stats.embedding_pair_stats` over the SAME pool ``ids``
+    and classes. Every matrix gets a fresh ``default_rng([seed, SEED_STREAM])``: identical token resampling
+    (paired intervals).
+
+    Parameters
+    ----------
+    embeddings : dict of str to ndarray
+        Source name -> embedding matrix ``(vocab_size, d)`` (row = token id).
+    membership : ndarray of bool, shape (vocab_size, K)
+        The topic sets of the tokens (the classes).
+    ids : ndarray of int, shape (n,)
+        The distinct token ids of the pool, ``n >= 2``.
+    n_boot : int, >= 10, default 200
+        Bootstrap replicates.
+    seed : int, >= 0, default 0
+        Seed of the bootstrap stream ``[seed, SEED_STREAM]``.
+
+    Returns
+    -------
+    list of dict
+        One row per source: ``source``, ``n_words`` and per metric (``"dot"``, ``"cosine"``) ``same_topic``,
+        ``different_topic``, ``gap``, ``ci_low``, ``ci_high``, ``gap_over_sd`` (gap / standard deviation of the
+        different-topic similarity: scale-free, so the theory's and a network's dot products can be compared; NaN if
+        that deviation is 0), ``n_same_pairs``, ``n_different_pairs``.
+
+    Raises
+    ------
+    ValueError
+        If ``seed < 0`` or the inputs fail :func:`~theorycheck.realdata.stats.embedding_pair_stats`' checks.
+
+    See Also
+    --------
+    theorycheck.realdata.stats.embedding_pair_stats : The statistics of one matrix.
+    theory_comparison : Compares the theory's embeddings with MiniLM's this way.
+
+    References
+    ----------
+    SPEC §5.4 (the embedding statistic), §11.5.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.theory import compare_embeddings
+    >>> M = np.array([[1, 0], [1, 0], [0, 1], [0, 1]], dtype=bool)
+    >>> E = np.array([[1.0, 0.1], [1.0, -0.1], [0.1, 1.0], [-0.1, 1.0]])  # aligned with the topics
+    >>> rows = compare_embeddings({"aligned": E, "swapped": E[[0, 2, 1, 3]]}, M, np.arange(4), n_boot=20)
+    >>> [(r["source"], round(r["dot"]["gap"], 6)) for r in rows]  # 0.99 - 0 and 0 - 0.495
+    [('aligned', 0.99), ('swapped', -0.495)]
     """
     seed = check_int("seed", seed, low=0)
     rows = []
@@ -187,12 +430,41 @@ def _figure_data(embeddings: dict, membership, ids, *, max_words: int, seed: int
 
 @dataclass
 class TheoryComparison:
-    """``summary`` (JSON-ready, deterministic: model and table rows, ``attention`` when measured attention was
-    given), ``figure`` (arrays for
-    :mod:`theorycheck.realdata.plots`), the compared topic tokens ``token_ids`` (ascending) and their
-    LDA ``words``, and ``timing`` (``theory_s`` wall and ``theory_cpu_s`` process CPU in total,
-    ``theory_model_s`` for the model and its optimum, ``attention_*`` for the attention part,
-    ``theory_vocab_size``)."""
+    """The result of :func:`theory_comparison`.
+
+    Parameters
+    ----------
+    summary : dict
+        JSON-ready and deterministic: ``model`` (the theory model and its optimum: ``n_topics``, ``lda_vocabulary``,
+        ``alpha``, ``masking``, ``gram_rank``, ``loss``, ...), ``table`` (:func:`compare_embeddings` rows for
+        ``"theory"`` and ``"MiniLM"``), ``figure_words``, and ``attention`` when measured attention was given.
+    figure : dict
+        Arrays for :mod:`theorycheck.realdata.plots`: ``cosine`` (source -> cosine matrix of a seeded subset of the
+        topic tokens, sorted by first topic), ``topics``, ``boundaries``, ``n_words``.
+    token_ids : ndarray of int64, shape (n_tok,)
+        The compared topic tokens, ascending.
+    words : tuple of str
+        Their LDA words.
+    timing : dict
+        ``theory_s`` wall and ``theory_cpu_s`` process CPU in total, ``theory_model_s`` for the model and its
+        optimum, ``attention_*`` for the attention part, ``theory_vocab_size``.
+
+    See Also
+    --------
+    theory_comparison : Makes it.
+    format_theory_table : Markdown of its ``summary``.
+
+    References
+    ----------
+    SPEC §11.5, §11.9.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.theory import TheoryComparison
+    >>> tc = TheoryComparison({"model": {}, "table": []}, {}, np.array([2, 3]), ("cat", "dog"), {})
+    >>> tc.words, tc.token_ids
+    (('cat', 'dog'), array([2, 3]))
+    """
 
     summary: dict
     figure: dict
@@ -230,29 +502,83 @@ def theory_comparison(
 ) -> TheoryComparison:  # fmt: skip
     """The theory at the fitted topics beside the pretrained embeddings (module docstring).
 
+    The exact minimum-norm tied optimum of :func:`theory_model` (:func:`optimal_word_embeddings`) gives each topic
+    token an embedding; :func:`compare_embeddings` compares it with the network's input embeddings over the same
+    tokens, classes and token bootstrap.
+
     Parameters
     ----------
-    prep : :class:`theorycheck.realdata.pipeline.Prepared`
-        Its LDA ``fit``, ``token_topics`` (the MiniLM route's topic tokens and classes) and ``model``.
+    prep : theorycheck.realdata.pipeline.Prepared
+        Its LDA ``fit``, ``token_topics`` (the MiniLM route's topic tokens and classes) and ``model`` (its
+        ``word_embeddings``, ``(vocab_size, d)``); any object with these attributes.
     masking : Masking, optional
         Masking of the theory's MLM objective (default: BERT's 0.15 / 0.1 / 0.1, SPEC §2.1).
-    alpha : float, optional
+    alpha : float, > 0, optional
         Dirichlet concentration of the document law (default :func:`pipeline_alpha`).
-    n_boot, seed : bootstrap replicates and seed (stream ``[seed, SEED_STREAM]``).
-    max_figure_words : int
-        Topic tokens in the figure's similarity matrices.
+    n_boot : int, >= 10, default 200
+        Bootstrap replicates.
+    seed : int, >= 0, default 0
+        Seed of the bootstrap stream ``[seed, SEED_STREAM]``.
+    max_figure_words : int, >= 2
+        Topic tokens in the figure's similarity matrices (a seeded subset when there are more).
     attention : AttentionStats, optional
         MiniLM's measured attention over the same topic tokens and classes (the pipeline's); with it the
         theory's optimal attention and its predicted lifts are added
         (:func:`theorycheck.realdata.attention_theory.attention_theory`, ``summary["attention"]``).
-    attention_laws : int, optional
+    attention_laws : int, >= 2, optional
         Sampled document laws of the attention optimum (default :data:`theorycheck.realdata.attention_theory.N_LAWS`).
-    lifts : dict of str -> :class:`~theorycheck.realdata.lifts.LiftStats`, optional
+    lifts : dict of str to LiftStats, optional
         MiniLM's lifts under the comparison's definitions (``"text"`` and, optionally, ``"masked"``, class sets
         ``"topic_sets"`` and ``"labels"``), compared like for like with the theory's
         (:func:`theorycheck.realdata.attention_theory.lift_comparison`).
-    sensitivity_laws : int
+    sensitivity_laws : int, >= 0
         Laws of each optimum of :func:`theorycheck.realdata.attention_theory.sensitivity` (0 skips it).
+
+    Returns
+    -------
+    TheoryComparison
+        The summary (JSON-ready), the figure's arrays, the compared tokens and the timings.
+
+    Raises
+    ------
+    ValueError
+        If ``n_boot < 10``, ``seed < 0``, ``max_figure_words < 2`` or ``alpha <= 0``, or the fit and the tokens
+        disagree (:func:`theory_model`, :func:`vocabulary_rows`).
+    TypeError
+        If ``masking`` is not a Masking or ``attention`` not an AttentionStats.
+
+    See Also
+    --------
+    theorycheck.realdata.pipeline.run_realdata : Runs it on the Wikipedia fragment.
+    format_theory_table : Markdown of the summary.
+    compare_embeddings : The table rows.
+
+    References
+    ----------
+    SPEC §5.4 (the measurement), §11.5 (the theory's embeddings), §11.9 (the attention part); Li, Li and Risteski,
+    *How Do Transformers Learn Topic Structure?*, ICML 2023, arXiv:2303.04245, Theorem 1.
+
+    Examples
+    --------
+    A two-topic fit and random "network" embeddings; the theory's same-topic words have identical embeddings:
+
+    >>> from types import SimpleNamespace
+    >>> from theorycheck.realdata.mapping import TokenTopics
+    >>> from theorycheck.realdata.theory import theory_comparison
+    >>> from theorycheck.realdata.topics import TopicFit
+    >>> phi = np.array([[0.4, 0.4, 0.1, 0.1], [0.1, 0.1, 0.4, 0.4]])
+    >>> fit = TopicFit(("cat", "dog", "sun", "moon"), phi, backend="sklearn", seed=0)
+    >>> M = np.zeros((6, 2), dtype=bool)
+    >>> M[[1, 2], 0] = M[[3, 4], 1] = True  # token ids 1..4 are the four words
+    >>> tt = TokenTopics(M, np.array([1, 2, 3, 4]), ("cat", "dog", "sun", "moon"), dropped=())
+    >>> E = np.random.default_rng(0).normal(size=(6, 3))
+    >>> prep = SimpleNamespace(fit=fit, token_topics=tt, model=SimpleNamespace(word_embeddings=E))
+    >>> tc = theory_comparison(prep, n_boot=20)
+    >>> tc.words, tc.summary["model"]["gram_rank"], tc.summary["model"]["loss_gap"]
+    (('cat', 'dog', 'sun', 'moon'), 2, 0.0)
+    >>> theory = tc.summary["table"][0]
+    >>> theory["source"], theory["cosine"]["same_topic"]
+    ('theory', 1.0)
     """
     mk = Masking() if masking is None else masking
     if not isinstance(mk, Masking):
@@ -290,9 +616,45 @@ def theory_comparison(
 
 
 def format_theory_table(summary: dict) -> str:
-    """Markdown table of :func:`theory_comparison`'s ``summary`` (one row per metric and source), followed by
-    the attention table (:func:`theorycheck.realdata.attention_theory.format_attention_table`) when the
-    summary has one."""
+    """Markdown table of :func:`theory_comparison`'s ``summary``.
+
+    Parameters
+    ----------
+    summary : dict
+        :attr:`TheoryComparison.summary` (keys ``model``, ``table``, optionally ``attention``).
+
+    Returns
+    -------
+    str
+        A paragraph naming the model, then one table row per metric and source (means, gap, its 95% CI, gap / sd),
+        followed by the attention table (:func:`theorycheck.realdata.attention_theory.format_attention_table`) when
+        the summary has one.
+
+    See Also
+    --------
+    theory_comparison : Makes the summary.
+    theorycheck.realdata.attention_theory.format_attention_table : The attention part.
+
+    References
+    ----------
+    SPEC §11.5.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> from theorycheck.realdata.mapping import TokenTopics
+    >>> from theorycheck.realdata.theory import format_theory_table, theory_comparison
+    >>> from theorycheck.realdata.topics import TopicFit
+    >>> phi = np.array([[0.4, 0.4, 0.1, 0.1], [0.1, 0.1, 0.4, 0.4]])
+    >>> fit = TopicFit(("cat", "dog", "sun", "moon"), phi, backend="sklearn", seed=0)
+    >>> M = np.zeros((6, 2), dtype=bool)
+    >>> M[[1, 2], 0] = M[[3, 4], 1] = True
+    >>> tt = TokenTopics(M, np.array([1, 2, 3, 4]), ("cat", "dog", "sun", "moon"), dropped=())
+    >>> E = np.random.default_rng(0).normal(size=(6, 3))  # stands for the network's embeddings
+    >>> prep = SimpleNamespace(fit=fit, token_topics=tt, model=SimpleNamespace(word_embeddings=E))
+    >>> print(format_theory_table(theory_comparison(prep, n_boot=20).summary).splitlines()[4])
+    | dot | theory | 4 | 4 | 8 | 0.5731 | -0.004926 | 0.578 | [0.578, 0.578] | nan |
+    """
     m = summary["model"]
     head = (
         f"Exact population optimum of the tied embedding model (min-norm Gram, SPEC §11.5) at the "
