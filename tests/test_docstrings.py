@@ -59,11 +59,6 @@ _PENDING_BY_MODULE = {
         "finite_n_gap growth_configs landscape_data"
     ),
     "theorycheck.analysis.phase": "phase_model phase_point",
-    "theorycheck.strategies": (
-        "choices decoder_biases masking_grid_params masking_params maskings matrices "
-        "model_params p_c_positive params score_matrices seeds tau_below_T topic_models "
-        "value_matrices"
-    ),
     "theorycheck.diagnostics": "GradientCheck check_gradient",
     "theorycheck.spec": "section sections spec_text",
     "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
