@@ -62,9 +62,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.diagnostics": "GradientCheck check_gradient",
     "theorycheck.spec": "section sections spec_text",
     "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
-    "theorycheck.realdata.corpus": (
-        "Corpus content_words read_text_folder stop_words wikipedia_fragment wikipedia_fragment_path words"
-    ),
     "theorycheck.realdata.tokenizer": "TokenizedText WordPieceTokenizer",
     "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
     "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
