@@ -62,8 +62,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.diagnostics": "GradientCheck check_gradient",
     "theorycheck.spec": "section sections spec_text",
     "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
-    "theorycheck.realdata.tokenizer": "TokenizedText WordPieceTokenizer",
-    "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
     "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
     "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
     "theorycheck.realdata.stats": (
