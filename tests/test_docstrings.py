@@ -63,7 +63,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.spec": "section sections spec_text",
     "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
     "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
-    "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
     "theorycheck.realdata.stats": (
         "AttentionAccumulator AttentionStats PairStats bootstrap_weights "
         "cooccurrence_lift cooccurrence_matrix embedding_pair_stats pair_classes "
