@@ -62,7 +62,6 @@ _PENDING_BY_MODULE = {
     "theorycheck.diagnostics": "GradientCheck check_gradient",
     "theorycheck.spec": "section sections spec_text",
     "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
-    "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
     "theorycheck.realdata.stats": (
         "AttentionAccumulator AttentionStats PairStats bootstrap_weights "
         "cooccurrence_lift cooccurrence_matrix embedding_pair_stats pair_classes "
