@@ -337,8 +337,9 @@ def read_text_folder(path, *, pattern: str = "*.txt", encoding: str = "utf-8") -
     ----------
     path : str or os.PathLike
         An existing folder.
-    pattern : str, default "*.txt"
-        Glob pattern of the files read (not recursive unless it says so, e.g. ``"**/*.txt"``).
+    pattern : str, optional
+        Glob pattern of the files read (default ``"*.txt"``; not recursive unless it says so, e.g.
+        ``"**/*.txt"``).
     encoding : str, default "utf-8"
         Text encoding of the files.
 
