@@ -48,7 +48,7 @@ class TokenTopics:
 
     References
     ----------
-    SPEC §5.4 (token mapping), §3.2 (the official code's fixed id offset this replaces).
+    SPEC §5.4 (token mapping: a lookup in the tokenizer's vocabulary instead of the official code's fixed id offset).
 
     Examples
     --------
@@ -155,8 +155,8 @@ def map_to_tokens(word_topics: WordTopics, tokenizer) -> TokenTopics:
 
     References
     ----------
-    SPEC §5.4 (only whole-word tokens get a topic), §3.2 (the official code maps synthetic words to ids
-    by a fixed offset; an off-by-offset there silently scrambles the topics).
+    SPEC §5.4 (only whole-word tokens get a topic; the official code maps its synthetic words to ids by a
+    fixed offset instead, where an off-by-offset silently scrambles the topics).
 
     Examples
     --------

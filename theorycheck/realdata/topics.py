@@ -54,7 +54,7 @@ class TopicFit:
 
     References
     ----------
-    SPEC §5.4 (the topics of the offline Wikipedia analog), §1.2 (the LDA model).
+    SPEC §5.4 (the topics of the offline Wikipedia analog).
 
     Examples
     --------
