@@ -144,11 +144,10 @@ def maskings(
 ) -> st.SearchStrategy[Masking]:
     """Strategy for :class:`~theorycheck.models.Masking` with ``p_m`` in ``[min_p_m, max_p_m]`` (SPEC §2.1).
 
-    Draws ``(p_c, p_r)`` uniformly in the simplex corner ``p_c + p_r <= cap`` (``cap = 1``, or ``0.95``
-    without ``allow_no_mask_token``) and rejects configurations with ``a = 1 - p_m (1 - p_c) < 0.05`` (no
-    visible document at all), which no loss of the paper is about. ``p_c`` and ``p_r`` shrink towards
-    0; ``p_m`` shrinks the way hypothesis shrinks floats, towards simple values in the range (1, 1/2,
-    1/4, ...), not necessarily towards ``min_p_m``.
+    Draws ``p_c`` in ``[0, cap]``, then ``p_r`` in ``[0, cap - p_c]`` (``cap = 1``, or ``0.95`` without
+    ``allow_no_mask_token``; not uniform on the triangle) and rejects ``a = 1 - p_m (1 - p_c) < 0.05`` (no
+    visible document at all), which no loss of the paper is about. ``p_c`` and ``p_r`` shrink towards 0;
+    ``p_m`` the way hypothesis shrinks floats, towards simple values (1, 1/2, 1/4, ...), not ``min_p_m``.
 
     Parameters
     ----------
