@@ -59,21 +59,9 @@ _PENDING_BY_MODULE = {
         "finite_n_gap growth_configs landscape_data"
     ),
     "theorycheck.analysis.phase": "phase_model phase_point",
-    "theorycheck.strategies": (
-        "choices decoder_biases masking_grid_params masking_params maskings matrices "
-        "model_params p_c_positive params score_matrices seeds tau_below_T topic_models "
-        "value_matrices"
-    ),
     "theorycheck.diagnostics": "GradientCheck check_gradient",
     "theorycheck.spec": "section sections spec_text",
     "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
-    "theorycheck.realdata.corpus": (
-        "Corpus content_words read_text_folder stop_words wikipedia_fragment wikipedia_fragment_path words"
-    ),
-    "theorycheck.realdata.tokenizer": "TokenizedText WordPieceTokenizer",
-    "theorycheck.realdata.encoder": "BertConfig EncoderOutput NumpyBert model_dir",
-    "theorycheck.realdata.mapping": "TokenTopics map_to_tokens",
-    "theorycheck.realdata.topics": "TopicFit WordTopics assign_topics fit_lda",
 }
 PENDING: set[str] = {f"{module}.{name}" for module, names in _PENDING_BY_MODULE.items() for name in names.split()}
 

