@@ -454,6 +454,39 @@ BENCHMARKS: dict[str, Benchmark] = {
         date="note",
         tables=(Table("mutants", "", ("name", "what", "numerical", "verify", "tests")),),
     ),
+    "corpus_scale.json": Benchmark(
+        "Attention at corpus size, end to end",
+        "corpus",
+        "The default family's optimum and the label family's whole-domain certificate at 20 topics x 13,586 "
+        "words, one after the other in one run, as seconds and as multiples of a reference workload.",
+        "optimum {optimum/wall} s wall ({optimum/cpu} s CPU); certificate {certificate/wall} s wall "
+        "({certificate/cpu} s CPU, {certificate/n_boxes} boxes, gap {certificate/gap})",
+        load=("load_start/0", "load_end/0"),
+        facts=(
+            "Reference workload: {machine_probes/reference_cpu} s CPU; the optimum is "
+            "{optimum/cpu_over_reference}x it, the certificate {certificate/cpu_over_reference}x.",
+            "The goals (on an idle 2-core machine): the optimum within {goals/optimum_wall} s, the certificate "
+            "within {goals/certificate_wall} s of wall time.",
+            "On Dask workers: {certificate_distributed/wall} s wall, the same certificate bit for bit "
+            "(same_as_serial is recorded).",
+        ),
+        tables=(
+            Table(
+                "optimum",
+                "The co-topic optimum.",
+                ("cpu", "wall", "fun", "status", "gradient_norm"),
+                scalars=True,
+                index="quantity",
+            ),
+            Table(
+                "certificate",
+                "The label certificate.",
+                ("cpu", "wall", "n_boxes", "lower", "upper", "gap", "status"),
+                scalars=True,
+                index="quantity",
+            ),
+        ),
+    ),
     "cotopic_corpus.json": Benchmark(
         "Co-topic optimum at corpus size",
         "corpus",
