@@ -42,6 +42,44 @@ class EmbeddingTopicStats:
     (``t(i) != t(j)``). ``gap_dot = same_topic_dot - diff_topic_dot`` and
     ``gap_cos = same_topic_cos - diff_topic_cos`` are the paper's headline quantities (§5.4).
     ``n_same_token, n_same_topic, n_diff_topic`` are the pair counts.
+
+    Parameters
+    ----------
+    same_token_dot : float
+        ``mean_i ||E_i||^2`` over the words.
+    same_topic_dot, diff_topic_dot : float
+        Mean ``<E_i, E_j>`` over the same-topic (``i != j``) and the different-topic pairs.
+    same_topic_cos, diff_topic_cos : float
+        The same means of the cosine similarity, each in ``[-1, 1]``.
+    gap_dot : float
+        ``same_topic_dot - diff_topic_dot``.
+    gap_cos : float
+        ``same_topic_cos - diff_topic_cos``, in ``[-2, 2]``.
+    n_same_token, n_same_topic, n_diff_topic : int
+        The pair counts: ``n``, ``sum_t n_t (n_t - 1)`` and ``n^2 - sum_t n_t^2`` (``n`` words, ``n_t`` in
+        topic ``t``).
+
+    See Also
+    --------
+    embedding_topic_stats : Computes it.
+    theorycheck.analysis.matrix_topic_stats : The same gap for any token matrix (here the Gram ``W_E^T W_E``).
+
+    References
+    ----------
+    SPEC §4.1 (embedding optima), §5.4 (the paper's embedding statistics).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> tm = TopicModel(T=3, v=2, tau=1)
+    >>> W_E = np.zeros((tm.T, tm.V1))  # word w embedded as the indicator of its topic; [MASK] = 0
+    >>> W_E[tm.token_topics()[1:], np.arange(1, tm.V1)] = 1.0
+    >>> from theorycheck.analysis.stats import EmbeddingTopicStats, embedding_topic_stats
+    >>> st = embedding_topic_stats(W_E, tm)
+    >>> isinstance(st, EmbeddingTopicStats), st.gap_dot, st.gap_cos, st.n_same_topic, st.n_diff_topic
+    (True, 1.0, 1.0, 6, 24)
+    >>> sorted(st.to_dict())[:3]
+    ['diff_topic_cos', 'diff_topic_dot', 'gap_cos']
     """
 
     same_token_dot: float
@@ -56,6 +94,7 @@ class EmbeddingTopicStats:
     n_diff_topic: int
 
     def to_dict(self) -> dict:
+        """The fields as a plain dict (JSON-ready)."""
         return asdict(self)
 
 
@@ -115,11 +154,48 @@ def embedding_topic_stats(W_E, tm: GeneralTopicModel) -> EmbeddingTopicStats:
     tm : GeneralTopicModel
         Any topic model (the paper's: T topics of v words; a general one: dominant topics).
 
+    Returns
+    -------
+    EmbeddingTopicStats
+        The class means above (inner product and cosine), their gaps and the pair counts.
+
     Raises
     ------
     ValueError
         A pair class is empty (the paper's model: ``T < 2`` or ``v < 2``), a zero word embedding
         (cosine undefined), wrong shape or non-finite entries.
+
+    See Also
+    --------
+    topic_block_sums : The per-word, per-topic sums of inner products.
+    own_minus_other_block_sums : The block-sum identity of the tied optima (SPEC §4.1 D2).
+    theorycheck.analysis.matrix_topic_stats : The same gap from the Gram matrix.
+
+    References
+    ----------
+    SPEC §4.1 (embedding optima), §5.4 (the paper's pair classes, official ``inspect_result.py``),
+    §11.1 (dominant topics).
+
+    Examples
+    --------
+    Topic-indicator embeddings: same-topic words coincide (dot 1, cosine 1), different topics are
+    orthogonal:
+
+    >>> from theorycheck import TopicModel
+    >>> tm = TopicModel(T=3, v=2, tau=1)
+    >>> W_E = np.zeros((tm.T, tm.V1))  # word w embedded as the indicator of its topic; [MASK] = 0
+    >>> W_E[tm.token_topics()[1:], np.arange(1, tm.V1)] = 1.0
+    >>> from theorycheck.analysis.stats import embedding_topic_stats
+    >>> st = embedding_topic_stats(W_E, tm)
+    >>> st.same_topic_dot, st.diff_topic_dot, st.same_topic_cos, st.diff_topic_cos, st.gap_dot
+    (1.0, 0.0, 1.0, 0.0, 1.0)
+
+    The gap equals that of the Gram ``W_E^T W_E`` over off-diagonal pairs:
+
+    >>> from theorycheck.analysis import topic_gap
+    >>> E = np.random.default_rng(0).standard_normal((4, tm.V1))
+    >>> round(embedding_topic_stats(E, tm).gap_dot, 12) == round(topic_gap(E.T @ E, tm), 12)
+    True
     """
     W_E = _check_embedding(W_E, tm)
     sizes = np.bincount(tm.dominant_topic(), minlength=tm.T).astype(np.int64)
@@ -160,6 +236,50 @@ def topic_block_sums(W_E, tm: GeneralTopicModel) -> np.ndarray:
 
     Computed as ``W_E^T (W_E [1_1 .. 1_T])`` in ``O(d V1 T)`` without forming the Gram matrix. Any
     topic model (a general one: dominant topics, SPEC §11.1).
+
+    Parameters
+    ----------
+    W_E : array_like, shape (d, V1)
+        Column ``i`` is the embedding of token ``i``, finite, ``d >= 1``.
+    tm : GeneralTopicModel
+        Any topic model (the paper's: T topics of v words; a general one: dominant topics).
+
+    Returns
+    -------
+    ndarray, shape (V1, T)
+        ``Y[i, t] = sum_{j in topic t} <E_i, E_j>`` (row 0 is [MASK]'s).
+
+    Raises
+    ------
+    ValueError
+        ``W_E`` not of shape ``(d, V1)`` with ``d >= 1``, or non-finite entries.
+
+    See Also
+    --------
+    own_minus_other_block_sums : Own-topic minus other-topic block sums.
+    embedding_topic_stats : The pair-class means.
+
+    References
+    ----------
+    SPEC §4.1 D1/D2 (block-sum identities of the optima), §11.1 (dominant topics).
+
+    Examples
+    --------
+    Topic-indicator embeddings: each word's own topic sums to ``v``, the others to 0:
+
+    >>> from theorycheck import TopicModel
+    >>> tm = TopicModel(T=3, v=2, tau=1)
+    >>> W_E = np.zeros((tm.T, tm.V1))  # word w embedded as the indicator of its topic; [MASK] = 0
+    >>> W_E[tm.token_topics()[1:], np.arange(1, tm.V1)] = 1.0
+    >>> from theorycheck.analysis.stats import topic_block_sums
+    >>> topic_block_sums(W_E, tm)
+    array([[0., 0., 0.],
+           [2., 0., 0.],
+           [2., 0., 0.],
+           [0., 2., 0.],
+           [0., 2., 0.],
+           [0., 0., 2.],
+           [0., 0., 2.]])
     """
     return _topic_block_sums(_check_embedding(W_E, tm), tm)
 
@@ -170,6 +290,13 @@ def _topic_block_sums(W_E, tm):
 
 def own_minus_other_block_sums(W_E, tm: GeneralTopicModel) -> np.ndarray:
     """Per word ``i`` and other topic ``t' != t(i)``: ``sum_{j in t(i)} <E_i,E_j> - sum_{j in t'} <E_i,E_j>``.
+
+    Parameters
+    ----------
+    W_E : array_like, shape (d, V1)
+        Column ``i`` is the embedding of token ``i``, finite, ``d >= 1``.
+    tm : GeneralTopicModel
+        Any topic model with ``T >= 2``.
 
     Returns
     -------
@@ -182,6 +309,29 @@ def own_minus_other_block_sums(W_E, tm: GeneralTopicModel) -> np.ndarray:
     ------
     ValueError
         ``T < 2`` (no other topic), wrong shape or non-finite entries.
+
+    See Also
+    --------
+    topic_block_sums : The block sums themselves.
+    theorycheck.solvers.closed_form_gram : The minimum-norm tied optimum (SPEC §4.1 D3).
+
+    References
+    ----------
+    SPEC §4.1 D2 (own minus other block sum ``= 1/a`` at every tied minimiser), §11.1.
+
+    Examples
+    --------
+    Factor the minimum-norm tied optimum ``G = W_E^T W_E``: every entry is ``1/a``:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.analysis.stats import own_minus_other_block_sums
+    >>> from theorycheck.solvers import closed_form_gram
+    >>> tm, mk = TopicModel(T=3, v=2, tau=1), Masking()
+    >>> lam, U = np.linalg.eigh(closed_form_gram(tm, mk).toarray())
+    >>> W_E = (U * np.sqrt(np.clip(lam, 0, None))).T
+    >>> D = own_minus_other_block_sums(W_E, tm)
+    >>> D.shape, bool(np.allclose(D, 1 / mk.a, rtol=1e-12))
+    ((6, 2), True)
     """
     W_E = _check_embedding(W_E, tm)
     if tm.T < 2:
@@ -227,15 +377,15 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
         Tokens, ``-1`` for padding.
     v : int, optional
         Words per topic (``topic(w) = (w - 1) // v``, the paper's layout).
-    labels : int array_like, shape (V1,), optional
-        Instead of ``v``: the topic of word ``w`` is ``labels[w]`` (a general model's
-        ``token_topics()``, SPEC §11.1). Exactly one of ``v`` and ``labels``.
-    normalise : bool
+    normalise : bool, default False
         Length-normalise: use ``n_b A[b, i, j]`` with ``n_b`` the number of non-padding positions
         of document ``b`` (every position a key), so uniform attention gives 1 in every class
         whatever the document lengths (the official code's rescaling by the length, and the
         convention of :mod:`theorycheck.realdata`). Without it, documents of different lengths
         mix ``1/N`` scales and the class averages differ even under uniform attention.
+    labels : int array_like, shape (V1,), optional
+        Instead of ``v``: the topic of word ``w`` is ``labels[w]`` (a general model's
+        ``token_topics()``, SPEC §11.1). Exactly one of ``v`` and ``labels``.
 
     Returns
     -------
@@ -243,6 +393,41 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
         ``same_word``, ``same_topic``, ``diff_topic``, ``no_topic`` (NaN if a class is empty),
         ``same_minus_diff`` = same_topic - diff_topic, and the pair counts ``n_*``.
         With uniform attention over ``N`` keys every class average is ``1/N`` (1 if ``normalise``).
+
+    Raises
+    ------
+    ValueError
+        Both or neither of ``v`` and ``labels``, ``A`` not of shape ``(B, N, N)`` matching ``tokens``,
+        ``v < 1``, or ``labels`` not 1-d with an entry for every token.
+
+    See Also
+    --------
+    theorycheck.analysis.topic_structure.effective_K : The same-topic weight of a score matrix.
+    theorycheck.analysis.attention_preference : The population analogue under a document law.
+
+    References
+    ----------
+    SPEC §5.1 (attention classes, the official ``inspect_result.py``), §11.1 (general labels).
+
+    Examples
+    --------
+    One document ``[1, 2, 3, MASK]`` (``v = 2``: words 1, 2 share topic 0): uniform attention gives
+    ``1/N`` in every class:
+
+    >>> from theorycheck.analysis.stats import attention_class_averages
+    >>> A = np.full((1, 4, 4), 0.25)
+    >>> out = attention_class_averages(A, [[1, 2, 3, 0]], v=2)
+    >>> [out[k] for k in ("same_word", "same_topic", "diff_topic", "no_topic", "same_minus_diff")]
+    [0.25, 0.25, 0.25, 0.25, 0.0]
+    >>> [out[k] for k in ("n_same_word", "n_same_topic", "n_diff_topic", "n_no_topic")]
+    [4, 2, 4, 6]
+
+    Attention concentrated on same-topic keys (``normalise``: uniform would be 1):
+
+    >>> B = np.array([[[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.25] * 4]])
+    >>> out = attention_class_averages(B, [[1, 2, 3, 0]], v=2, normalise=True)
+    >>> out["same_topic"], out["diff_topic"], out["same_minus_diff"]
+    (2.0, 0.0, 2.0)
     """
     A = np.asarray(A, dtype=float)
     tok = np.asarray(tokens)
@@ -281,7 +466,37 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
 
 
 class PowerLawFit(NamedTuple):
-    """``y ~ exp(intercept) x^slope``; ``slope_stderr`` from the weights; ``n``: points used."""
+    """``y ~ exp(intercept) x^slope``; ``slope_stderr`` from the weights; ``n``: points used.
+
+    Returned by :func:`power_law_fit` (NaN fields when fewer than two points are usable).
+
+    Parameters
+    ----------
+    slope : float
+        The exponent ``s`` of ``y ~ e^c x^s``.
+    slope_stderr : float
+        Its standard error ``(sum_i w_i (log x_i - mean_w log x)^2)^{-1/2}``, ``> 0``.
+    intercept : float
+        ``c``, the fitted ``log y`` at ``x = 1``.
+    n : int
+        The number of points used (finite, ``x > 0``, ``y > 0``, ``stderr > 0``).
+
+    See Also
+    --------
+    power_law_fit : Computes it.
+    relative_distance : Another summary statistic of a convergence study.
+
+    References
+    ----------
+    SPEC §1.1 (the ``O(1/N)`` finite-document gap this fit tests).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.stats import PowerLawFit, power_law_fit
+    >>> fit = power_law_fit([10.0, 100.0, 1000.0], [0.2, 0.02, 0.002])
+    >>> isinstance(fit, PowerLawFit), round(fit.slope, 12), round(float(np.exp(fit.intercept)), 12), fit.n
+    (True, -1.0, 2.0, 3)
+    """
 
     slope: float
     slope_stderr: float
@@ -295,9 +510,54 @@ def power_law_fit(x, y, stderr=None) -> PowerLawFit:
     .. math:: \\log y_i = c + s \\log x_i, \\qquad w_i = (y_i / \\sigma_i)^2
 
     (``sigma_i / y_i`` is the standard error of ``log y_i``; unit weights without ``stderr``),
-    with ``se(s) = (\\sum_i w_i (\\log x_i - \bar u_w)^2)^{-1/2}``. E.g. the finite-document gap
-    ``L_MC(N) - L(N = inf)`` against ``N``: slope -1 for the O(1/N) law (SPEC §1.1). NaN fields
-    when fewer than two points are positive.
+    with ``se(s) = (\\sum_i w_i (\\log x_i - \\bar u_w)^2)^{-1/2}`` (``\\bar u_w`` the weighted mean of
+    ``log x_i``). E.g. the finite-document gap ``L_MC(N) - L(N = inf)`` against ``N``: slope -1 for the
+    O(1/N) law (SPEC §1.1). NaN fields when fewer than two points are positive.
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+        The abscissae; points with ``x <= 0`` or non-finite are dropped.
+    y : array_like, shape (n,)
+        The ordinates; points with ``y <= 0`` or non-finite are dropped.
+    stderr : array_like, shape (n,), optional
+        Standard errors ``sigma_i`` of ``y_i`` (points with ``sigma_i <= 0`` dropped); default unit
+        weights.
+
+    Returns
+    -------
+    PowerLawFit
+        ``(slope, slope_stderr, intercept, n)``; NaN fields (and ``n < 2``) when fewer than two points
+        are usable.
+
+    Raises
+    ------
+    ValueError
+        ``x`` and ``y`` not 1-d of the same shape.
+
+    See Also
+    --------
+    PowerLawFit : The result.
+    relative_distance : Distance of an estimate to a reference.
+
+    References
+    ----------
+    SPEC §1.1 (the ``O(1/N)`` finite-document gap).
+
+    Examples
+    --------
+    An exact power law ``y = 3 x^0.5`` is recovered; 10% relative errors give ``se(s)`` of a unit-weight
+    fit divided by 10:
+
+    >>> from theorycheck.analysis.stats import power_law_fit
+    >>> x = np.array([10.0, 100.0, 1000.0])
+    >>> fit = power_law_fit(x, 3 * x**0.5, stderr=0.3 * x**0.5)
+    >>> round(fit.slope, 12), round(float(np.exp(fit.intercept)), 12), round(fit.slope_stderr, 12)
+    (0.5, 3.0, 0.030709257319)
+    >>> round(power_law_fit(x, 3 * x**0.5).slope_stderr, 12)
+    0.307092573186
+    >>> power_law_fit([1.0, 2.0], [1.0, -1.0]).n  # one usable point: NaN fit
+    1
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
@@ -315,7 +575,42 @@ def power_law_fit(x, y, stderr=None) -> PowerLawFit:
 
 
 def relative_distance(X, ref) -> float:
-    """``||X - ref||_F / ||ref||_F`` (``||X||_F`` if ``ref = 0``)."""
+    """``||X - ref||_F / ||ref||_F`` (``||X||_F`` if ``ref = 0``).
+
+    Parameters
+    ----------
+    X : array_like
+        The estimate.
+    ref : array_like
+        The reference, of ``X``'s shape.
+
+    Returns
+    -------
+    float
+        The relative Frobenius distance, ``>= 0`` (the absolute one ``||X||_F`` when ``ref = 0``).
+
+    Raises
+    ------
+    ValueError
+        ``X`` and ``ref`` of different shapes.
+
+    See Also
+    --------
+    power_law_fit : Fits the decay of such distances.
+    theorycheck.analysis.topic_structure.block_contrast : A structural summary of a token matrix.
+
+    References
+    ----------
+    SPEC §4.5 (distance of a trained matrix to the optimum).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.stats import relative_distance
+    >>> round(relative_distance([1.1, 1.1, 1.1], [1.0, 1.0, 1.0]), 12)
+    0.1
+    >>> relative_distance([3.0, 4.0], [0.0, 0.0])  # ref = 0: ||X||_F
+    5.0
+    """
     X = np.asarray(X, dtype=float)
     ref = np.asarray(ref, dtype=float)
     if X.shape != ref.shape:
@@ -327,7 +622,49 @@ def relative_distance(X, ref) -> float:
 
 @dataclass
 class StageBoundaries:
-    """Result of :func:`detect_stages` (steps, or ``None`` when not detected)."""
+    """Result of :func:`detect_stages` (steps, or ``None`` when not detected).
+
+    Parameters
+    ----------
+    stage1_end : int or None
+        First step with ``||W^V||_F >= frac`` x its maximum before stage 2.
+    stage2_start : int or None
+        First step with ``||W^K^T W^Q||_F > kq_factor`` x its initial value.
+    plateau_V : float
+        The maximum of ``||W^V||_F`` before stage 2 (the whole run without stage 2).
+    initial_KQ : float
+        ``||W^K^T W^Q||_F`` at the first logged step.
+    rule : str
+        The detection rule, stated with its thresholds.
+    stage2_attention : int or None, optional
+        First step with ``K_eff >= (1 + attn_tol) v`` (only with ``K_eff``).
+    stage1_end_attention : int or None, optional
+        The stage-1 rule with ``stage2_attention`` as the stage-2 boundary.
+    V_growth_before_attention : float or None, optional
+        ``||W^V||_F`` at ``stage2_attention`` over its initial value.
+    stage1_end_structure : int or None, optional
+        First step with the block score of ``W^V`` at ``frac`` x its maximum before ``stage2_attention``.
+    block_score_at_stage2 : float or None, optional
+        The block score at ``stage2_attention``.
+
+    See Also
+    --------
+    detect_stages : Computes it.
+    theorycheck.analysis.dynamics.stage2_onset : The stage-2 onset from the topic contrast of the scores.
+
+    References
+    ----------
+    SPEC §4.5, §5.2 (the two stages of joint training).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.stats import StageBoundaries, detect_stages
+    >>> sb = detect_stages([0, 10, 20, 30], [0.1, 0.95, 1.0, 1.0], [0.1, 0.1, 0.5, 2.0])
+    >>> isinstance(sb, StageBoundaries), sb.stage1_end, sb.stage2_start, sb.ordered, sb.structural_two_stage
+    (True, 10, 30, True, False)
+    >>> sb.to_dict()["structural_two_stage"]
+    False
+    """
 
     stage1_end: int | None
     stage2_start: int | None
@@ -356,6 +693,7 @@ class StageBoundaries:
         )
 
     def to_dict(self) -> dict:
+        """The fields and ``structural_two_stage`` as a plain dict (JSON-ready)."""
         return {**asdict(self), "structural_two_stage": self.structural_two_stage}
 
 
@@ -387,18 +725,28 @@ def detect_stages(
 
     Parameters
     ----------
-    steps, norm_V, norm_KQ : array_like, shape (n,)
-        Logged steps (increasing) and the two norm curves.
-    frac : float in (0, 1]
-    kq_factor : float > 1
-    K_eff, v, attn_tol : optional
+    steps : array_like of int, shape (n,)
+        Logged steps (increasing), ``n >= 1``.
+    norm_V : array_like, shape (n,)
+        ``||W^V||_F`` at those steps.
+    norm_KQ : array_like, shape (n,)
+        ``||W^K^T W^Q||_F`` at those steps.
+    frac : float, 0 < frac <= 1, default 0.9
+        The fraction of the plateau (or of the block score's maximum) that ends stage 1.
+    kq_factor : float, kq_factor > 1, default 10
+        The growth of ``||W^K^T W^Q||_F`` over its initial value that starts stage 2.
+    K_eff : array_like, shape (n,), optional
         A curve of the median effective same-topic weight :func:`effective_K` and the words per
         topic ``v``: ``stage2_attention`` is then the first step with ``K_eff >= (1 + attn_tol) v``,
         i.e. when attention starts to favour the query's topic (a functional, init-scale-free
         definition of stage 2, reported next to the norm rule); ``stage1_end_attention`` applies
         the stage-1 rule with that boundary and ``V_growth_before_attention`` is
         ``||W^V||`` at ``stage2_attention`` over its initial value.
-    block_score : array_like, optional
+    v : int, optional
+        Words per topic, ``>= 1``; required with ``K_eff``.
+    attn_tol : float, attn_tol > 0, default 0.1
+        The relative excess of ``K_eff`` over ``v`` that marks attention favouring the query's topic.
+    block_score : array_like, shape (n,), optional
         The curve :func:`block_score` of ``W^V`` (needs ``K_eff``). The **structural rule**, which
         does not rely on norms (Adam moves every coordinate at a rate ~ ``lr`` from the first step,
         and with cross-entropy ``||W^V||`` never plateaus): ``stage1_end_structure`` is the first
@@ -406,6 +754,47 @@ def detect_stages(
         ``stage2_attention`` (W^V has its topic pattern); stage 2 is ``stage2_attention`` (attention
         favours the query's topic); ``block_score_at_stage2`` is the block score there. Two stages
         in this sense: :attr:`StageBoundaries.structural_two_stage`.
+
+    Returns
+    -------
+    StageBoundaries
+        The boundaries (steps, ``None`` when not detected), the plateau, the initial score norm and the
+        rule; the attention and structural fields only with ``K_eff`` (and ``block_score``).
+
+    Raises
+    ------
+    ValueError
+        Curves not 1-d of one non-zero length, ``frac`` outside ``(0, 1]``, ``kq_factor <= 1``,
+        ``attn_tol <= 0``, ``block_score`` without ``K_eff``, or ``K_eff`` without ``v``.
+
+    See Also
+    --------
+    StageBoundaries : The result.
+    theorycheck.analysis.dynamics.stage2_onset : Stage 2 from the topic contrast of the scores.
+    theorycheck.analysis.topic_structure.effective_K : The ``K_eff`` curve's values.
+    theorycheck.analysis.topic_structure.block_score : The ``block_score`` curve's values.
+
+    References
+    ----------
+    SPEC §4.5, §5.2 (the two stages); Li, Li and Risteski, *How Do Transformers Learn Topic Structure?*,
+    ICML 2023, arXiv:2303.04245, Section 5.
+
+    Examples
+    --------
+    ``||W^V||`` reaches 90% of its plateau at step 20; ``||W^K^T W^Q||`` passes 10 x its initial 0.1 at
+    step 70, when ``K_eff`` also passes ``1.1 v``; the block score reached 90% at step 30:
+
+    >>> from theorycheck.analysis.stats import detect_stages
+    >>> steps = np.arange(0, 100, 10)
+    >>> nV = [0.01, 0.5, 0.9, 0.95, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    >>> nKQ = [0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.5, 2.0, 3.0, 4.0]
+    >>> K_eff = [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.1, 2.5, 3.0, 4.0]
+    >>> bs = [0.0, 0.3, 0.8, 0.95, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    >>> sb = detect_stages(steps, nV, nKQ, K_eff=K_eff, v=2, block_score=bs)
+    >>> sb.stage1_end, sb.stage2_start, sb.stage2_attention, sb.stage1_end_structure
+    (20, 70, 70, 30)
+    >>> sb.V_growth_before_attention, sb.structural_two_stage
+    (100.0, True)
     """
     steps = np.asarray(steps)
     nV = np.asarray(norm_V, dtype=float)
