@@ -48,7 +48,6 @@ _PENDING_BY_MODULE = {
         "model_params p_c_positive params score_matrices seeds tau_below_T topic_models "
         "value_matrices"
     ),
-    "theorycheck.report.explore": ("ExploreResult explore_claim explore_claims format_explore write_explore_report"),
     "theorycheck.realdata.corpus": (
         "Corpus content_words read_text_folder stop_words wikipedia_fragment wikipedia_fragment_path words"
     ),
