@@ -79,7 +79,7 @@ class GradientCheck:
         Raises
         ------
         AssertionError
-            ``passed`` is False; the message is :attr:`message`.
+            ``passed`` is False; the message is ``message``.
         """
         if not self.passed:
             raise AssertionError(self.message)
