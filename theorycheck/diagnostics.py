@@ -26,10 +26,10 @@ __all__ = ["GradientCheck", "check_gradient"]
 class GradientCheck:
     """Result of :func:`check_gradient`.
 
-    Attributes
+    Parameters
     ----------
     passed : bool
-        Every direction's difference within ``rtol * (|fd| + scale) + atol`` and, where measurable,
+        Every direction's difference within ``rtol * (|fd| + |<g, D>|) + atol`` and, where measurable,
         a Taylor slope of at least ``1.8``.
     errors : list of float
         ``|fd - <g, D>|`` per direction.
@@ -38,6 +38,32 @@ class GradientCheck:
     slopes : list of float
         Taylor slope per direction (``nan`` where the remainder stays at rounding level, e.g. when
         ``f`` is linear along ``D``).
+    message : str
+        One line per direction with the two derivatives, the error and the slope (the text of
+        :meth:`assert_ok`'s ``AssertionError``).
+
+    See Also
+    --------
+    check_gradient : Computes it.
+    theorycheck.population.attention_loss_grad : An analytic gradient checked this way in the tests.
+
+    References
+    ----------
+    The Taylor-remainder test of this module's docstring (a first-order remainder ``O(h^2)``).
+
+    Examples
+    --------
+    A gradient off by a factor 2 fails both tests: the Taylor slope drops to 1:
+
+    >>> from theorycheck.diagnostics import GradientCheck, check_gradient
+    >>> A = np.array([[2.0, 1.0], [1.0, 3.0]])
+    >>> res = check_gradient(lambda x: x @ A @ x, np.ones(2), A @ np.ones(2))
+    >>> isinstance(res, GradientCheck), res.passed, [round(s, 2) for s in res.slopes]
+    (True, False, [1.0, 1.0, 1.0])
+    >>> res.assert_ok()
+    Traceback (most recent call last):
+    ...
+    AssertionError: gradient check FAILED: dir 0: ...
     """
 
     passed: bool
@@ -48,7 +74,13 @@ class GradientCheck:
     message: str = ""
 
     def assert_ok(self) -> None:
-        """Raise ``AssertionError`` with the per-direction numbers if the check failed."""
+        """Raise ``AssertionError`` with the per-direction numbers if the check failed.
+
+        Raises
+        ------
+        AssertionError
+            ``passed`` is False; the message is ``message``.
+        """
         if not self.passed:
             raise AssertionError(self.message)
 
@@ -82,21 +114,57 @@ def check_gradient(
     f : callable
         ``f(x) -> float``; ``x`` is an array, or a dict of named arrays (then ``grad`` is a dict
         with the same keys and shapes, e.g. a model's parameters and their gradients).
-    x, grad : ndarray or dict of ndarray
-    n_directions : int
+    x : ndarray or dict of ndarray
+        The point (finite).
+    grad : ndarray or dict of ndarray
+        The analytic gradient at ``x``, with ``x``'s entries (same keys and shapes for a dict).
+    n_directions : int, n_directions >= 1, default 3
         Random unit directions (Frobenius norm over all entries) to test.
-    h : float
+    h : float, h > 0, default 1e-5
         Step of the central difference; the slope test uses ``h, h/2, ..., h/32``.
     rtol, atol : float
-        ``|fd - <g, D>| <= rtol * (|fd| + |<g, D>|) + atol`` must hold in every direction.
+        ``|fd - <g, D>| <= rtol * (|fd| + |<g, D>|) + atol`` must hold in every direction (defaults
+        ``1e-6`` and ``1e-9``).
+    seed : int, default 0
+        Seed of the directions (used when ``rng`` is ``None``).
+    rng : numpy.random.Generator, optional
+        The generator of the directions, instead of ``seed``.
+
+    Returns
+    -------
+    GradientCheck
+        ``passed``, and per direction the central difference, ``<g, D>``, their error and the Taylor
+        slope (``nan`` where the remainder is at rounding level).
+
+    Raises
+    ------
+    ValueError
+        ``n_directions < 1``, ``h <= 0``, or ``grad`` with a different number of entries than ``x``.
+
+    See Also
+    --------
+    GradientCheck : The result; :meth:`GradientCheck.assert_ok` raises with the numbers.
+    theorycheck.population.attention_loss_grad : An analytic gradient of the attention loss.
+
+    References
+    ----------
+    The central difference and the Taylor-remainder slope of this module's docstring.
 
     Examples
     --------
-    >>> import numpy as np
+    The gradient ``2 A x`` of ``x^T A x`` (``A`` symmetric) passes with Taylor slope 2:
+
     >>> A = np.array([[2.0, 1.0], [1.0, 3.0]])
     >>> from theorycheck.diagnostics import check_gradient
     >>> res = check_gradient(lambda x: x @ A @ x, np.ones(2), 2 * A @ np.ones(2))
-    >>> res.passed
+    >>> res.passed, [round(s, 2) for s in res.slopes]
+    (True, [2.0, 2.0, 2.0])
+
+    Named parameters as a dict (``f = ||W||_F^2 + ||b||^2``, gradient ``(2 W, 2 b)``):
+
+    >>> p = {"W": np.eye(2), "b": np.ones(3)}
+    >>> g = {"W": 2 * np.eye(2), "b": 2 * np.ones(3)}
+    >>> check_gradient(lambda q: float(np.sum(q["W"] ** 2) + q["b"] @ q["b"]), p, g, n_directions=2).passed
     True
     """
     n_directions = check_int("n_directions", n_directions, low=1)

@@ -27,7 +27,30 @@ _HEADING = re.compile(r"^(#{1,6})\s+§\s?(\S+?)\.?(?:\s+(D\d+)\b)?(?:\s+(?:—\s
 
 @functools.cache
 def spec_text() -> str:
-    """The whole of ``theorycheck/SPEC.md``, read from the installed package (``importlib.resources``)."""
+    """The whole of ``theorycheck/SPEC.md``, read from the installed package (``importlib.resources``).
+
+    Read once and cached.
+
+    Returns
+    -------
+    str
+        The Markdown text of the SPEC.
+
+    See Also
+    --------
+    sections : Its section numbers and titles.
+    section : The text of one section.
+
+    References
+    ----------
+    SPEC §0 (provenance legend: what each tag of the SPEC means).
+
+    Examples
+    --------
+    >>> from theorycheck import spec
+    >>> spec.spec_text().splitlines()[0]
+    '# SPEC — the mathematics that `theorycheck` checks'
+    """
     return resources.files("theorycheck").joinpath("SPEC.md").read_text(encoding="utf-8")
 
 
@@ -60,17 +83,74 @@ def _key(number: str) -> str:
 
 def sections() -> dict[str, str]:
     """Section number -> title, in document order (``{"0": "Provenance legend, ...", "1": "Data distribution",
-    "1.1": ..., "4.1 D1": ..., "4.3(a)": ...}``)."""
+    "1.1": ..., "4.1 D1": ..., "4.3(a)": ...}``).
+
+    Returns
+    -------
+    dict of str to str
+        The number of every section (as a citation "SPEC §4.3" names it) and its heading's title.
+
+    See Also
+    --------
+    section : The text of one section.
+    spec_text : The whole SPEC.
+
+    References
+    ----------
+    This module's docstring (what counts as a section and its number).
+
+    Examples
+    --------
+    >>> from theorycheck import spec
+    >>> s = spec.sections()
+    >>> list(s)[:4]
+    ['0', '1', '1.1', '1.2']
+    >>> s["1"], s["4.1 D2"]
+    ('Data distribution', 'tied decoder, no bias (`G = (W^E)^T W^E`, PSD)')
+    """
     return {number: title for number, title, *_ in _index()}
 
 
 def section(number: str) -> str:
     """The text of section ``number`` (its heading line first, its subsections included), e.g. ``section("4.3")``.
 
+    Parameters
+    ----------
+    number : str
+        A section number as :func:`sections` lists it; a leading ``§``, a trailing dot, spaces, parentheses
+        and the case are ignored (``"§4.1 D1"``, ``"4.1d1"``, ``"4.3a"`` for ``4.3(a)``).
+
+    Returns
+    -------
+    str
+        The section's Markdown, from its heading to the next heading of the same or a higher level,
+        ending with a newline.
+
     Raises
     ------
     ValueError
         No such section; the message names the closest section numbers.
+
+    See Also
+    --------
+    sections : Every section number and title.
+    spec_text : The whole SPEC.
+
+    References
+    ----------
+    This module's docstring (section numbers; what ``theorycheck spec SECTION`` prints).
+
+    Examples
+    --------
+    >>> from theorycheck import spec
+    >>> spec.section("§4.1 d2").splitlines()[0]
+    '### §4.1 D2 — tied decoder, no bias (`G = (W^E)^T W^E`, PSD)'
+    >>> spec.section("4.3a") == spec.section("4.3(a)")
+    True
+    >>> spec.section("4.9")
+    Traceback (most recent call last):
+    ...
+    ValueError: no section §4.9 in SPEC.md; closest: §4.6, §4.5, §4.4
     """
     key = _key(number)
     rows = _index()

@@ -62,7 +62,7 @@ _ZERO_TOL = 1e-15
 class Stage2Onset:
     """Result of :func:`stage2_onset`.
 
-    Attributes
+    Parameters
     ----------
     sigma_max : float
         Largest singular value of ``G = dL/dS`` at ``S = 0``.
@@ -73,7 +73,7 @@ class Stage2Onset:
         the SVD's round-off, ~1e-15, is below ``1e-9 sigma_max``, i.e. ``sigma_max >~ 1e-6``; the
         closed form's count is exact).
     score_factor, reg, lr : float
-        The settings used (``lr`` may be ``None``).
+        The settings used (``lr`` may be ``None``): ``c > 0``, ``reg >= 0``, ``lr > 0``.
     rate : float
         Continuous-time growth rate of ``||W_K^T W_Q||``: ``2 (c sigma_max - 2 reg)`` (negative:
         the L2 term wins and stage 2 never starts from a small init).
@@ -88,6 +88,26 @@ class Stage2Onset:
     topic_alignment : float or None
         Fraction of the top singular subspace (left and right, averaged) inside the
         topic-contrast span (``"dense"`` only; 1 at the block optimum).
+
+    See Also
+    --------
+    stage2_onset : Computes it.
+    topic_contrast_basis : The span of the top singular vectors at the block optimum.
+    theorycheck.analysis.stats.detect_stages : The stages read off a training run.
+
+    References
+    ----------
+    SPEC §4.5 (the two stages; the linearisation in this module's docstring).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.analysis.dynamics import Stage2Onset, stage2_onset
+    >>> on = stage2_onset(TopicModel(T=3, v=2, tau=2), Masking(), lr=0.1)
+    >>> isinstance(on, Stage2Onset), on.multiplicity, round(on.rate, 12) == round(2 * on.sigma_max, 12)
+    (True, 2, True)
+    >>> round(on.steps_to_grow(10.0), 6)  # log(10) / (2 log(1 + lr sigma_max))
+    1821.591453
     """
 
     sigma_max: float
@@ -107,7 +127,23 @@ class Stage2Onset:
 
     def steps_to_grow(self, factor: float) -> float:
         """Steps for ``||W_K^T W_Q||`` to grow by ``factor`` once the top mode dominates
-        (``inf`` if it does not grow)."""
+        (``inf`` if it does not grow).
+
+        Parameters
+        ----------
+        factor : float, factor > 1
+            The growth factor of ``||W_K^T W_Q||_F``.
+
+        Returns
+        -------
+        float
+            ``log(factor) / growth_per_step``, or ``inf`` when ``growth_per_step <= 0``.
+
+        Raises
+        ------
+        ValueError
+            ``factor <= 1``, or the result was computed without ``lr``.
+        """
         factor = check_real("factor", factor, low=1.0, low_open=True)
         if self.growth_per_step is None:
             raise ValueError("steps_to_grow needs lr: call stage2_onset(..., lr=...)")
@@ -116,7 +152,44 @@ class Stage2Onset:
 
 def topic_contrast_basis(tm: TopicModel) -> np.ndarray:
     """Orthonormal basis (``V1 x (T-1)``) of the vectors constant on each topic's words, summing to
-    zero, and zero on [MASK]: the directions in which attention first grows (module docstring)."""
+    zero, and zero on [MASK]: the directions in which attention first grows (module docstring).
+
+    Parameters
+    ----------
+    tm : TopicModel
+        The paper's topic model (``T`` topics of ``v`` words), ``T >= 2`` for a non-empty basis.
+
+    Returns
+    -------
+    ndarray, shape (V1, T - 1)
+        Orthonormal columns spanning ``{x : x_0 = 0, x constant on each topic's words, sum_w x_w = 0}``.
+
+    Raises
+    ------
+    TypeError
+        ``tm`` is a general topic model (use its dominant topics,
+        :func:`~theorycheck.analysis.topic_structure.word_topics`).
+
+    See Also
+    --------
+    stage2_onset : Its ``topic_alignment`` measures the top singular subspace against this span.
+    Stage2Onset : The linearised growth whose top modes lie in this span.
+
+    References
+    ----------
+    SPEC §4.5 (the two stages; the rank ``T - 1`` gradient in this module's docstring).
+
+    Examples
+    --------
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.analysis.dynamics import topic_contrast_basis
+    >>> tm = TopicModel(T=3, v=2, tau=2)
+    >>> P = topic_contrast_basis(tm)
+    >>> P.shape, bool(np.allclose(P.T @ P, np.eye(2))), bool(np.allclose(P.sum(axis=0), 0))
+    ((7, 2), True, True)
+    >>> bool(np.all(P[0] == 0)), bool(np.allclose(P[1], P[2]))  # zero on [MASK], constant on topic 0
+    (True, True)
+    """
     require_symmetric(tm, "topic_contrast_basis", "analysis.topic_structure.word_topics(g) (dominant topics)")
     check_models(tm)
     B = np.zeros((tm.V1, tm.T))
@@ -197,8 +270,56 @@ def stage2_onset(
         Value matrix for ``"dense"`` (default: the min-norm stage-1 ``C Sigma^+``).
     loss : {"squared", "ce"}
         ``"ce"`` only with ``"dense"`` (the closed form is the squared-loss theory).
-    mask_keys : bool
+    mask_keys : bool, default False
         Official-code key masking (``"dense"`` only).
+
+    Returns
+    -------
+    Stage2Onset
+        ``sigma_max``, its multiplicity, the growth ``rate = 2 (c sigma_max - 2 reg)``, the per-step
+        ``log`` growth ``2 log(1 + lr (c sigma_max - 2 reg))`` (with ``lr``), the threshold
+        ``reg_threshold = c sigma_max / 2``, and for ``"dense"`` the gradient, its SVD and the topic
+        alignment.
+
+    Raises
+    ------
+    ValueError
+        A prior other than uniform-tau, ``T < 2``, ``lr <= 0``, ``reg < 0``, ``score_factor <= 0``, an
+        unknown ``method`` or ``loss``, or ``W_V``, ``loss="ce"`` or ``mask_keys`` with
+        ``"closed-form"``.
+    TypeError
+        ``tm`` is a general topic model (the message names the dense alternative).
+
+    See Also
+    --------
+    Stage2Onset : The result.
+    topic_contrast_basis : The directions of the top modes.
+    theorycheck.population.attention_loss_grad : The gradient ``G`` of the ``"dense"`` method.
+    theorycheck.population.alpha_beta_loss_logK : The closed form ``L(log K)`` behind ``sigma_max``.
+
+    References
+    ----------
+    SPEC §4.5 (the two stages), §6 item 16 (``tau = 1``: uniform attention optimal); the derivation
+    in this module's docstring (checked in ``proofs_numeric/train_stage2_rate.py``).
+
+    Examples
+    --------
+    The closed form agrees with the SVD of the dense gradient, whose top ``T - 1`` singular vectors lie
+    in the topic-contrast span:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.analysis.dynamics import stage2_onset
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> cf, dense = stage2_onset(tm, mk), stage2_onset(tm, mk, method="dense")
+    >>> round(cf.sigma_max, 9), round(dense.sigma_max, 9), dense.multiplicity, round(dense.topic_alignment, 9)
+    (0.006322254, 0.006322254, 2, 1.0)
+
+    An L2 term above ``c sigma_max / 2`` stops stage 2; with ``tau = 1`` uniform attention is optimal:
+
+    >>> stage2_onset(tm, mk, reg=cf.reg_threshold * 1.01).rate < 0
+    True
+    >>> stage2_onset(TopicModel(T=3, v=2, tau=1), mk).sigma_max
+    0.0
     """
     require_symmetric(
         tm,

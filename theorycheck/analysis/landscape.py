@@ -70,7 +70,39 @@ GENERAL_N_GRID = 31
 
 
 class LandscapeGrid(NamedTuple):
-    """``L[i, j] = L(alpha[i], beta[j])`` on a rectangular grid."""
+    """``L[i, j] = L(alpha[i], beta[j])`` on a rectangular grid.
+
+    Returned by :func:`alpha_beta_grid`.
+
+    Parameters
+    ----------
+    alpha : ndarray, shape (n_alpha,)
+        The ``alpha`` axis (same-word score).
+    beta : ndarray, shape (n_beta,)
+        The ``beta`` axis (same-topic score; a general model: the weight of the co-topic similarity).
+    L : ndarray, shape (n_alpha, n_beta)
+        The loss at each grid point.
+    value : str
+        The frozen value matrix, ``"block"`` or ``"identity"``.
+
+    See Also
+    --------
+    alpha_beta_grid : Computes it.
+    landscape_data : The grid with its certified optimum.
+
+    References
+    ----------
+    SPEC §4.3 (the ``(alpha, beta)`` family and its closed-form loss).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> from theorycheck.analysis.landscape import LandscapeGrid, alpha_beta_grid
+    >>> g = alpha_beta_grid(tm, mk, alpha=(-1.0, 1.0, 3), beta=(-1.0, 1.0, 5))
+    >>> isinstance(g, LandscapeGrid), g.L.shape, g.value
+    (True, (3, 5), 'block')
+    """
 
     alpha: np.ndarray
     beta: np.ndarray
@@ -105,6 +137,59 @@ def alpha_beta_grid(
 
     ``alpha``/``beta``: ``(lo, hi, n)`` or arrays; ``loss``: ``"squared"`` or ``"ce"``. A general model:
     the exact loss of ``S = alpha I_w + beta G`` at every point (``general_grid``, SPEC §11.4).
+
+    Parameters
+    ----------
+    tm : TopicModel or GeneralTopicModel
+        The topic model (a general one: the exact loss per point, SPEC §11.4).
+    mk : Masking
+        Masking probabilities.
+    value : {"block", "identity"}, default "block"
+        The frozen value matrix: the stage-1 block optimum or the identity on the words.
+    alpha : tuple or array_like, default (-5.0, 12.0, 201)
+        ``(lo, hi, n)`` with ``-1e4 <= lo < hi <= 1e4`` and ``2 <= n <= 20000`` (``np.linspace``), or a
+        finite 1-d array of ``>= 2`` points.
+    beta : tuple or array_like, default (-8.0, 8.0, 201)
+        As ``alpha``.
+    loss : {"squared", "ce"}, default "squared"
+        The loss function.
+
+    Returns
+    -------
+    LandscapeGrid
+        The axes and ``L[i, j] = L(alpha[i], beta[j])``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``value`` or ``loss``, or an axis that is not a valid ``(lo, hi, n)`` or array.
+
+    See Also
+    --------
+    K_curve : The block-``W^V`` loss as a function of ``log K`` alone.
+    landscape_data : The grid with the certified optimum and the figure's arguments.
+    theorycheck.population.alpha_beta_loss : The closed form evaluated at each point.
+    theorycheck.solvers.optimal_attention : The certified minimiser.
+
+    References
+    ----------
+    SPEC §4.3 (the ``(alpha, beta)`` family), §11.4 (general topic-word matrices).
+
+    Examples
+    --------
+    Uniform attention (``alpha = beta = 0``) gives the stage-1 loss ``1 - 1/(tau v)``; for ``v = 2`` the
+    block loss depends on ``K = e^alpha + e^beta`` only, so the grid is symmetric:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> from theorycheck.analysis.landscape import alpha_beta_grid
+    >>> g = alpha_beta_grid(tm, mk, alpha=(-1.0, 1.0, 3), beta=(-1.0, 1.0, 3))
+    >>> round(float(g.L[1, 1]), 12), 1 - 1 / (tm.tau * tm.v)
+    (0.75, 0.75)
+    >>> np.round(g.L, 6)
+    array([[0.780286, 0.760718, 0.740968],
+           [0.760718, 0.75    , 0.738392],
+           [0.740968, 0.738392, 0.735517]])
     """
     check_models(tm, mk, general=True)
     check_choice("value", value, VALUES)
@@ -127,7 +212,40 @@ def _(tm: TopicModel, mk, value, A, B, loss) -> LandscapeGrid:
 
 def family_scores(alpha: float, beta: float, G: np.ndarray) -> np.ndarray:
     """``S = alpha I_w + beta G`` (``I_w``: identity on the words, 0 for [MASK]), the default family of
-    :func:`theorycheck.solvers.optimal_attention` for a general model (SPEC §11.4)."""
+    :func:`theorycheck.solvers.optimal_attention` for a general model (SPEC §11.4).
+
+    Parameters
+    ----------
+    alpha : float
+        The extra score of the same word.
+    beta : float
+        The weight of ``G``.
+    G : ndarray, shape (V1, V1)
+        A token similarity (the co-topic similarity :func:`theorycheck.solvers.cotopic_matrix`).
+
+    Returns
+    -------
+    ndarray, shape (V1, V1)
+        ``beta G + alpha diag(0, 1, ..., 1)`` (a new array).
+
+    See Also
+    --------
+    theorycheck.solvers.cotopic_matrix : The default ``G``.
+    alpha_beta_grid : The loss of this family on a grid.
+    theorycheck.population.alpha_beta_score_matrix : The paper's family, ``G`` the same-topic indicator.
+
+    References
+    ----------
+    SPEC §11.4 (the family for a general topic-word matrix), §4.3 (the paper's family).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.landscape import family_scores
+    >>> family_scores(1.0, 0.5, np.ones((3, 3)))  # [MASK] (row and column 0) gets no alpha
+    array([[0.5, 0.5, 0.5],
+           [0.5, 1.5, 0.5],
+           [0.5, 0.5, 1.5]])
+    """
     S = beta * np.asarray(G, dtype=float)
     idx = np.arange(1, S.shape[0])
     S[idx, idx] += alpha
@@ -156,7 +274,57 @@ def general_grid(g, mk: Masking, value: str, alpha, beta, loss: str = "squared")
 
 
 def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001), loss: str = "squared"):
-    """Block-``W^V`` loss along ``log K`` (SPEC §4.3, ``K = e^alpha + (v - 1) e^beta``): ``(logK, L)`` arrays."""
+    """Block-``W^V`` loss along ``log K`` (SPEC §4.3, ``K = e^alpha + (v - 1) e^beta``): ``(logK, L)`` arrays.
+
+    Parameters
+    ----------
+    tm : TopicModel
+        The paper's topic model.
+    mk : Masking
+        Masking probabilities.
+    logK : tuple or array_like, default (-3.0, 14.0, 2001)
+        ``(lo, hi, n)`` with ``-1e4 <= lo < hi <= 1e4`` and ``2 <= n <= 20000``, or a finite 1-d array of
+        ``>= 2`` points.
+    loss : {"squared", "ce"}, default "squared"
+        The loss function.
+
+    Returns
+    -------
+    logK : ndarray, shape (n,)
+        The ``log K`` axis.
+    L : ndarray, shape (n,)
+        The loss ``L(log K)`` of the block stage-1 ``W^V``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``loss`` or a bad ``logK`` axis.
+    TypeError
+        ``tm`` is a general topic model (the message names :func:`alpha_beta_grid` instead).
+
+    See Also
+    --------
+    alpha_beta_grid : The loss over both parameters.
+    theorycheck.population.alpha_beta_loss_logK : The closed form evaluated here.
+    theorycheck.solvers.optimal_attention : Its minimiser ``K*``.
+
+    References
+    ----------
+    SPEC §4.3 (the block loss depends on ``(alpha, beta)`` only through ``K``).
+
+    Examples
+    --------
+    ``log K = log v`` is uniform attention; ``(alpha, beta) = (1, 0)`` has ``K = e + 1``:
+
+    >>> import math
+    >>> from theorycheck import Masking, TopicModel
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> from theorycheck.analysis.landscape import K_curve
+    >>> from theorycheck.population import alpha_beta_loss
+    >>> x, L = K_curve(tm, mk, logK=np.log([2.0, math.e + 1]))
+    >>> np.round(L, 9).tolist(), round(float(alpha_beta_loss(1.0, 0.0, tm, mk)), 9)
+    ([0.75, 0.738391627], 0.738391627)
+    """
     require_symmetric(tm, "K_curve", "analysis.landscape.alpha_beta_grid(g, mk) or solvers.optimal_attention(g, mk)")
     loss = check_loss(loss)
     x = _axis("logK", logK)
@@ -165,7 +333,42 @@ def K_curve(tm: TopicModel, mk: Masking, *, logK=(-3.0, 14.0, 2001), loss: str =
 
 def growth_configs(*, v: int = 10, T_max: int = 100000, ratio: int = 10):
     """Configurations with T growing geometrically to ``T_max`` and ``tau = max(2, T // ratio)``,
-    plus ``tau = round(sqrt(T))`` (so both fixed and growing ``T / tau`` are covered)."""
+    plus ``tau = round(sqrt(T))`` (so both fixed and growing ``T / tau`` are covered).
+
+    Parameters
+    ----------
+    v : int, default 10
+        Words per topic of every configuration.
+    T_max : int, T_max >= 10, default 100000
+        The largest ``T``; ``T`` runs over ``round(10^e)`` for ``e = 1, 1.5, ..., log10(T_max)``.
+    ratio : int, default 10
+        ``T / tau`` of the first family.
+
+    Returns
+    -------
+    tuple of (int, int, int)
+        The ``(T, v, tau)`` configurations, duplicates removed, in order.
+
+    Raises
+    ------
+    ValueError
+        ``T_max < 10``.
+
+    See Also
+    --------
+    asymptotic_sweep : Solves each configuration.
+    DEFAULT_SWEEP : The SPEC §4.3 table's configurations.
+
+    References
+    ----------
+    SPEC §4.3 (asymptotics of the optimum), §6 items 15-19.
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.landscape import growth_configs
+    >>> growth_configs(T_max=100)  # (T, v, T // 10) and (T, v, round(sqrt(T))), at least 2
+    ((10, 10, 2), (10, 10, 3), (32, 10, 3), (32, 10, 6), (100, 10, 10))
+    """
     T_max = check_int("T_max", T_max, low=10)
     Ts = sorted({int(round(10**e)) for e in np.arange(1.0, math.log10(T_max) + 1e-9, 0.5)})
     out = []
@@ -216,6 +419,52 @@ def asymptotic_sweep(
     gap_to_uniform, attention_ratio, same_word_weight, same_topic_weight, beta_to_minus_inf``.
     ``executor``: any ``concurrent.futures.Executor`` (``None``: serial); ``client``: a
     ``distributed.Client`` or a scheduler address (``theorycheck._dask.resolve_executor``).
+
+    Parameters
+    ----------
+    configs : sequence of (int, int, int), default DEFAULT_SWEEP
+        ``(T, v, tau)`` triples, each a valid :class:`~theorycheck.models.TopicModel` (``1 <= tau <= T``).
+    mk : Masking, optional
+        Masking probabilities; default ``Masking()``.
+    value : {"block", "identity"}, default "block"
+        The frozen value matrix.
+    executor : concurrent.futures.Executor, optional
+        Runs the tasks with ``executor.map``; default ``None``: serially in this process.
+    client : distributed.Client or str, optional
+        A Dask client or scheduler address instead of ``executor`` (``theorycheck._dask``).
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    list of dict
+        One record per configuration, in order, with the keys above (``K_over_v = K / v``,
+        ``K_over_vtau = K / (v tau)``).
+
+    Raises
+    ------
+    ValueError
+        An unknown ``value``, or a configuration that is not a valid ``(T, v, tau)`` (checked before
+        any work).
+    TypeError
+        ``mk`` is not a :class:`~theorycheck.models.Masking`.
+
+    See Also
+    --------
+    growth_configs : Configurations growing to large ``T``.
+    theorycheck.solvers.optimal_attention : The certified optimum of each configuration.
+    landscape_data : The whole landscape of one configuration.
+
+    References
+    ----------
+    SPEC §4.3 (the asymptotic table), §6 items 15-19.
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.landscape import asymptotic_sweep
+    >>> rows = asymptotic_sweep([(3, 2, 2), (4, 2, 2)])
+    >>> [(r["T"], r["status"], round(r["K_over_v"], 6), r["loss"] < r["loss_uniform"]) for r in rows]
+    [(3, 0, 3.431267, True), (4, 0, 4.050603, True)]
     """
     check_choice("value", value, VALUES)
     mk = Masking() if mk is None else mk
@@ -271,6 +520,66 @@ def finite_n_gap(
     conditioning on at least one selected position). ``executor``/``client`` as in
     :func:`asymptotic_sweep`. A general model (SPEC §11.4): the exact loss of the general path
     (Dirichlet: over sampled theta, seed ``seed``) and documents from its ``phi``.
+
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Attention scores.
+    W : array_like, shape (V1, V1)
+        The value matrix ``W^V``.
+    tm : TopicModel or GeneralTopicModel
+        The topic model.
+    mk : Masking
+        Masking probabilities.
+    Ns : sequence of int
+        Document lengths, each ``>= 2``.
+    n_docs : int, default 4000
+        Monte Carlo documents per length, ``>= 2``.
+    seed : int, default 0
+        Root seed (each ``N`` gets a child seed).
+    mask_keys : bool, default False
+        Official-code key masking.
+    executor : concurrent.futures.Executor, optional
+        Runs the tasks with ``executor.map``; default ``None``: serially in this process.
+    client : distributed.Client or str, optional
+        A Dask client or scheduler address instead of ``executor`` (``theorycheck._dask``).
+    progress : bool, default False
+        Show a progress bar.
+
+    Returns
+    -------
+    dict
+        ``N``, ``mc``, ``stderr`` and ``gap = mc - exact`` (arrays over ``Ns``) and the scalar ``exact``.
+
+    Raises
+    ------
+    ValueError
+        An ``N < 2``, ``n_docs < 2``, or arguments the loss evaluators reject.
+
+    See Also
+    --------
+    theorycheck.sampling.mc_attention_loss : The Monte Carlo estimator at each ``N``.
+    theorycheck.population.attention_loss : The exact ``N -> inf`` loss.
+    theorycheck.analysis.stats.power_law_fit : Fits the ``O(1/N)`` decay of the gap.
+
+    References
+    ----------
+    SPEC §1.1 (the population loss as the ``N -> inf`` limit), §4.3, §11.4.
+
+    Examples
+    --------
+    The gap shrinks with ``N`` (here roughly as ``1/N``):
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> from theorycheck.analysis.landscape import finite_n_gap
+    >>> from theorycheck.population import alpha_beta_score_matrix, alpha_beta_value_matrix, attention_loss
+    >>> S, W = alpha_beta_score_matrix(1.0, 0.0, tm), alpha_beta_value_matrix(tm, mk)
+    >>> d = finite_n_gap(S, W, tm, mk, [4, 16, 64], n_docs=2000)
+    >>> d["N"], round(d["exact"], 12) == round(attention_loss(S, W, tm, mk), 12)
+    (array([ 4, 16, 64]), True)
+    >>> bool(np.all(np.diff(np.abs(d["gap"])) < 0)), bool(np.all(d["stderr"] > 0))
+    (True, True)
     """
     check_models(tm, mk, general=True)
     Ns = [check_int("N", n, low=2) for n in Ns]
@@ -322,6 +631,61 @@ def landscape_data(
     ``G``; the optimum record the grid argmin (``alpha, beta, loss``), ``loss_uniform``,
     ``at_boundary`` (grid argmin on the grid's edge) and the solver's family optimum under
     ``solver``. The files are written by ``theorycheck.report.landscape.write_landscape``.
+
+    Parameters
+    ----------
+    tm : TopicModel or GeneralTopicModel
+        The topic model.
+    mk : Masking
+        Masking probabilities.
+    value : {"block", "identity"}, default "block"
+        The frozen value matrix.
+    n_grid : int, optional
+        Points per axis, ``2 <= n_grid <= 5000`` (default 201; a general model :data:`GENERAL_N_GRID`).
+    alpha : tuple or array_like, optional
+        The ``alpha`` axis as in :func:`alpha_beta_grid`; default ``(-5, 12)`` widened to hold the optimum.
+    beta : tuple or array_like, optional
+        The ``beta`` axis; default ``(-8, 8)`` (a general model: widened to hold the optimum).
+    loss : {"squared", "ce"}, default "squared"
+        The loss function.
+
+    Returns
+    -------
+    arrays : dict
+        ``alpha``, ``beta``, ``L`` (and ``logK``, ``L_K`` for block ``W^V``; ``G`` for a general model).
+    figure : dict
+        The keyword arguments of the landscape figure.
+    optimum : dict
+        The certified optimum's record (``alpha``, ``beta``, ``K``, ``loss``, ``loss_uniform``,
+        ``status``, the models, ...).
+
+    Raises
+    ------
+    ValueError
+        ``n_grid`` out of range, or a bad ``value``, ``loss`` or axis.
+
+    See Also
+    --------
+    alpha_beta_grid : The grid alone.
+    K_curve : The ``log K`` curve.
+    theorycheck.solvers.optimal_attention : The certified optimum.
+
+    References
+    ----------
+    SPEC §4.3 (the landscape), §11.4 (general topic-word matrices).
+
+    Examples
+    --------
+    No grid point is below the certified optimum:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> tm, mk = TopicModel(T=3, v=2, tau=2), Masking()
+    >>> from theorycheck.analysis.landscape import landscape_data
+    >>> arrays, figure, optimum = landscape_data(tm, mk, n_grid=11)
+    >>> arrays["L"].shape, optimum["status"], round(optimum["K"], 6)
+    ((11, 11), 0, 6.862533)
+    >>> bool(arrays["L"].min() >= optimum["loss"]), optimum["loss"] < optimum["loss_uniform"]
+    (True, True)
     """
     check_models(tm, mk, general=True)
     build, default_n_grid = _landscape_route(tm)

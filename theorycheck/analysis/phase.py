@@ -110,7 +110,60 @@ def _check_kind_x(kind, x):
 
 
 def phase_model(kind: str, x: float, T: int, v: int, tau: int) -> tuple[GeneralTopicModel, np.ndarray]:
-    """``(g, labels)``: the model at ``x`` (module docstring) and the construction's word labels."""
+    """``(g, labels)``: the model at ``x`` (module docstring) and the construction's word labels.
+
+    Parameters
+    ----------
+    kind : {"overlap", "zipf"}
+        The model family: :meth:`~theorycheck.models.GeneralTopicModel.overlapping` (``x = eps``) or
+        :meth:`~theorycheck.models.GeneralTopicModel.zipf` (``x = s``).
+    x : float
+        ``eps`` in ``[0, 1]`` (``"overlap"``) or ``s`` in ``[0, 50]`` (``"zipf"``).
+    T : int
+        Number of topics.
+    v : int
+        Words per topic.
+    tau : int, 1 <= tau <= T
+        Topics per document (uniform-tau law).
+
+    Returns
+    -------
+    g : GeneralTopicModel
+        The model at ``x``.
+    labels : ndarray of int, shape (T v,)
+        The construction's word labels ``(w - 1) // v``.
+
+    Raises
+    ------
+    ValueError
+        An unknown ``kind``, ``x`` out of its range, or a model the constructors reject.
+
+    See Also
+    --------
+    phase_point : The statistics of this model.
+    phase_diagram : A sweep of these models over ``x`` and ``tau``.
+    theorycheck.models.GeneralTopicModel : The model class.
+
+    References
+    ----------
+    SPEC §11.6 (phase diagrams), §11.1 (general topic-word matrices).
+
+    Examples
+    --------
+    ``eps = 0`` is the paper's model (disjoint topics of ``v`` equally likely words); Zipf ``s = 1``
+    weighs a topic's words ``1, 1/2``:
+
+    >>> from theorycheck.analysis.phase import phase_model
+    >>> g, z = phase_model("overlap", 0.0, 3, 2, 1)
+    >>> g.phi
+    array([[0.5, 0.5, 0. , 0. , 0. , 0. ],
+           [0. , 0. , 0.5, 0.5, 0. , 0. ],
+           [0. , 0. , 0. , 0. , 0.5, 0.5]])
+    >>> z
+    array([0, 0, 1, 1, 2, 2])
+    >>> np.round(phase_model("zipf", 1.0, 3, 2, 2)[0].phi[0], 4)
+    array([0.6667, 0.3333, 0.    , 0.    , 0.    , 0.    ])
+    """
     x = _check_kind_x(kind, x)
     g = (
         GeneralTopicModel.overlapping(T, v, eps=x, tau=tau)
@@ -124,6 +177,52 @@ def phase_point(job) -> dict:
     """All statistics at one point; ``job = (kind, x, T, v, tau, masking dict, attention: bool)``.
 
     Attention statistics are NaN when ``attention`` is False. Also ``attention_status``.
+
+    Parameters
+    ----------
+    job : tuple
+        ``(kind, x, T, v, tau, masking, attention)``: the arguments of :func:`phase_model`, the
+        :class:`~theorycheck.models.Masking` as a dict (``Masking.to_dict()``), and whether to solve for
+        the optimal attention (the costly step).
+
+    Returns
+    -------
+    dict
+        The :data:`STATISTICS` (``value_*`` of the minimum-norm stage-1 ``W^V``, ``gram_*`` of the
+        minimum-norm tied Gram: ``gap``, ``correlation``, ``energy``; ``attention_preference``,
+        ``attention_alpha``, ``attention_beta``) and ``attention_status`` (the solver's status, ``-1``
+        without attention).
+
+    Raises
+    ------
+    ValueError
+        As :func:`phase_model`, or a masking the solvers reject.
+
+    See Also
+    --------
+    phase_model : The model at the point.
+    phase_diagram : The statistics over a grid of points.
+    theorycheck.analysis.matrix_topic_stats : The matrix statistics.
+
+    References
+    ----------
+    SPEC §11.6 (phase diagrams), §4.2 (the paper's ``gap = 1/(a v)``).
+
+    Examples
+    --------
+    At ``eps = 0`` (the paper's model) the stage-1 gap is ``1/(a v)``; at ``eps = 1`` the topics are
+    identical and no structure is left:
+
+    >>> from theorycheck import Masking
+    >>> from theorycheck.analysis.phase import phase_point
+    >>> mk = Masking()
+    >>> r = phase_point(("overlap", 0.0, 3, 2, 2, mk.to_dict(), False))
+    >>> round(r["value_gap"], 12) == round(1 / (mk.a * 2), 12), r["value_energy"], r["gram_correlation"]
+    (True, 1.0, 1.0)
+    >>> r["attention_status"], r["attention_preference"]  # attention not solved
+    (-1, nan)
+    >>> phase_point(("overlap", 1.0, 3, 2, 2, mk.to_dict(), False))["value_gap"]
+    0.0
     """
     kind, x, T, v, tau, mkd, attention = job
     g, z = phase_model(kind, x, T, v, tau)

@@ -6,193 +6,27 @@ two-stage detection; §4.5, §5.1-5.2). Statistics take arrays (and the token la
 happens here. The block score / contrast and the effective ``K`` of a token matrix live, for any
 topic labelling, in :mod:`theorycheck.analysis.topic_structure` (their one home); this module
 lists them under their historical names ``stats.block_score``, ``stats.block_contrast``,
-``stats.effective_K``.
+``stats.effective_K``. The embedding block is implemented in the private ``_embedding_stats`` and
+re-exported here.
 """
 
 from __future__ import annotations
 
-import functools
 from dataclasses import asdict, dataclass
 from typing import NamedTuple
 
 import numpy as np
 
-from .._validate import check_array, check_int, check_real
-from ..models import GeneralTopicModel, TopicModel, check_models, token_topic
+from .._validate import check_int, check_real
+from ..models import token_topic
+from ._embedding_stats import EmbeddingTopicStats, embedding_topic_stats, own_minus_other_block_sums, topic_block_sums
 from .topic_structure import block_contrast, block_score, effective_K
 
 __all__: list[str] = []
 
-
 # ============================================================================= embedding statistics
-# (SPEC §4.1, §5.4, §6 items 11-14; issue #3). Pair classes follow the paper's code
-# (``inspect_result.py``): same token, same topic (distinct tokens), different topic; the
-# [MASK] token (index 0) is excluded from every class. A word's topic is its topic in the paper's
-# model and its dominant topic in a general model (``dominant_topic()``, SPEC §11.1); the per-topic
-# sums of embedding columns are the one model-specific step (:func:`_topic_sums`).
+# (SPEC §4.1, §5.4, §6 items 11-14; issue #3): in the private ``_embedding_stats`` (the module line cap)
 __all__ += ["EmbeddingTopicStats", "embedding_topic_stats", "topic_block_sums", "own_minus_other_block_sums"]
-
-
-@dataclass(frozen=True)
-class EmbeddingTopicStats:
-    """Mean inner products / cosine similarities of word embeddings by pair class.
-
-    Means are over ordered pairs ``(i, j)`` of words (``1 .. T v``; [MASK] excluded):
-    ``same_token`` (``i = j``), ``same_topic`` (``i != j``, ``t(i) = t(j)``), ``diff_topic``
-    (``t(i) != t(j)``). ``gap_dot = same_topic_dot - diff_topic_dot`` and
-    ``gap_cos = same_topic_cos - diff_topic_cos`` are the paper's headline quantities (§5.4).
-    ``n_same_token, n_same_topic, n_diff_topic`` are the pair counts.
-    """
-
-    same_token_dot: float
-    same_topic_dot: float
-    diff_topic_dot: float
-    same_topic_cos: float
-    diff_topic_cos: float
-    gap_dot: float
-    gap_cos: float
-    n_same_token: int
-    n_same_topic: int
-    n_diff_topic: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _check_embedding(W_E, tm):
-    check_models(tm, general=True)
-    W_E = check_array("W_E", W_E, ndim=2)
-    if W_E.shape[1] != tm.V1 or W_E.shape[0] < 1:
-        raise ValueError(f"W_E must have shape (d, V1) = (d >= 1, {tm.V1}), got {W_E.shape}")
-    return W_E
-
-
-@functools.singledispatch
-def _topic_sums(tm: GeneralTopicModel, X) -> np.ndarray:
-    """``(d, T)``: column ``t`` is the sum of the word columns of ``X`` whose dominant topic is ``t``
-    (generic route, SPEC §11.1)."""
-    Z = np.zeros((tm.n_words, tm.T))
-    Z[np.arange(tm.n_words), tm.dominant_topic()] = 1.0
-    return X[:, 1:] @ Z
-
-
-@_topic_sums.register
-def _(tm: TopicModel, X) -> np.ndarray:
-    """The paper's layout: topic ``t`` is the words ``1 + t v .. (t + 1) v`` (a reshape, O(d V1))."""
-    return X[:, 1:].reshape(X.shape[0], tm.T, tm.v).sum(axis=2)
-
-
-def _class_sums(X, tm):
-    """Sums of <X_i, X_j> over same-token, same-topic (incl. i = j) and all ordered word pairs."""
-    words = X[:, 1:]
-    same_token = float(np.sum(words * words))
-    topic_sums = _topic_sums(tm, X)  # (d, T)
-    same_topic_incl = float(np.sum(topic_sums * topic_sums))
-    tot = topic_sums.sum(axis=1)
-    all_pairs = float(tot @ tot)
-    return same_token, same_topic_incl, all_pairs
-
-
-def embedding_topic_stats(W_E, tm: GeneralTopicModel) -> EmbeddingTopicStats:
-    """Same-topic vs different-topic mean inner product and cosine similarity of embeddings.
-
-    .. math::
-        \\overline{\\langle E_i, E_j\\rangle}_{\\text{same}} =
-        \\frac{\\sum_t \\|\\sum_{i\\in t} E_i\\|^2 - \\sum_i \\|E_i\\|^2}{\\sum_t n_t (n_t - 1)},\\qquad
-        \\overline{\\langle E_i, E_j\\rangle}_{\\text{diff}} =
-        \\frac{\\|\\sum_i E_i\\|^2 - \\sum_t \\|\\sum_{i\\in t} E_i\\|^2}{n^2 - \\sum_t n_t^2},
-
-    (``n_t`` words in topic ``t``, ``n`` words; ``T v (v-1)`` and ``T (T-1) v^2`` for the paper's
-    model), and the same with unit-normalised embeddings for the cosine. Cost ``O(d V1)`` for the
-    paper's model, ``O(d V1 T)`` for a general one (topics: dominant topics, SPEC §11.1). Equals
-    :func:`theorycheck.analysis.topic_structure.matrix_topic_stats` of the Gram ``W_E^T W_E``
-    (off-diagonal pairs) without forming it.
-
-    Parameters
-    ----------
-    W_E : array_like, shape (d, V1)
-        Column ``i`` is the embedding of token ``i`` (column 0, [MASK], is ignored).
-    tm : GeneralTopicModel
-        Any topic model (the paper's: T topics of v words; a general one: dominant topics).
-
-    Raises
-    ------
-    ValueError
-        A pair class is empty (the paper's model: ``T < 2`` or ``v < 2``), a zero word embedding
-        (cosine undefined), wrong shape or non-finite entries.
-    """
-    W_E = _check_embedding(W_E, tm)
-    sizes = np.bincount(tm.dominant_topic(), minlength=tm.T).astype(np.int64)
-    n_tok = tm.n_words
-    n_same, n_diff = int(np.sum(sizes * (sizes - 1))), int(n_tok * n_tok - np.sum(sizes * sizes))
-    if n_same == 0 or n_diff == 0:
-        raise ValueError(
-            f"embedding_topic_stats needs T >= 2 and v >= 2 (two topics, a topic of two words; otherwise the "
-            f"different-topic or the same-topic distinct-token class is empty), got T={tm.T}, "
-            f"topic sizes {sizes.tolist()}"
-        )
-    norms = np.linalg.norm(W_E[:, 1:], axis=0)
-    if np.any(norms == 0):
-        i = int(np.argmax(norms == 0)) + 1
-        raise ValueError(f"W_E has a zero embedding for word {i}; cosine similarity is undefined")
-    st, si, al = _class_sums(W_E, tm)
-    U = W_E.copy()
-    U[:, 1:] /= norms
-    cst, csi, cal = _class_sums(U, tm)
-    same_dot, diff_dot = (si - st) / n_same, (al - si) / n_diff
-    same_cos, diff_cos = (csi - cst) / n_same, (cal - csi) / n_diff
-    return EmbeddingTopicStats(
-        same_token_dot=st / n_tok,
-        same_topic_dot=same_dot,
-        diff_topic_dot=diff_dot,
-        same_topic_cos=same_cos,
-        diff_topic_cos=diff_cos,
-        gap_dot=same_dot - diff_dot,
-        gap_cos=same_cos - diff_cos,
-        n_same_token=n_tok,
-        n_same_topic=n_same,
-        n_diff_topic=n_diff,
-    )
-
-
-def topic_block_sums(W_E, tm: GeneralTopicModel) -> np.ndarray:
-    """Block sums ``Y[i, t] = sum_{j in topic t} <E_i, E_j>``, shape ``(V1, T)`` (row 0 = [MASK]).
-
-    Computed as ``W_E^T (W_E [1_1 .. 1_T])`` in ``O(d V1 T)`` without forming the Gram matrix. Any
-    topic model (a general one: dominant topics, SPEC §11.1).
-    """
-    return _topic_block_sums(_check_embedding(W_E, tm), tm)
-
-
-def _topic_block_sums(W_E, tm):
-    return W_E.T @ _topic_sums(tm, W_E)
-
-
-def own_minus_other_block_sums(W_E, tm: GeneralTopicModel) -> np.ndarray:
-    """Per word ``i`` and other topic ``t' != t(i)``: ``sum_{j in t(i)} <E_i,E_j> - sum_{j in t'} <E_i,E_j>``.
-
-    Returns
-    -------
-    ndarray, shape (T v, T - 1)
-        Row ``i - 1`` is word ``i``; columns are the other topics in increasing order. For every
-        tied population minimiser of the paper's model all entries equal ``1/a`` (SPEC §4.1 D2).
-        Any topic model (a general one: a word's own topic is its dominant topic, SPEC §11.1).
-
-    Raises
-    ------
-    ValueError
-        ``T < 2`` (no other topic), wrong shape or non-finite entries.
-    """
-    W_E = _check_embedding(W_E, tm)
-    if tm.T < 2:
-        raise ValueError(f"own_minus_other_block_sums needs T >= 2 (an other topic), got T={tm.T}")
-    Y = _topic_block_sums(W_E, tm)[1:]  # (Tv, T)
-    own_topic = tm.dominant_topic()
-    own = Y[np.arange(tm.n_words), own_topic]
-    mask = np.ones_like(Y, dtype=bool)
-    mask[np.arange(tm.n_words), own_topic] = False
-    other = Y[mask].reshape(tm.n_words, tm.T - 1)
-    return own[:, None] - other
 
 
 # ============================================================================ training statistics
@@ -227,15 +61,15 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
         Tokens, ``-1`` for padding.
     v : int, optional
         Words per topic (``topic(w) = (w - 1) // v``, the paper's layout).
-    labels : int array_like, shape (V1,), optional
-        Instead of ``v``: the topic of word ``w`` is ``labels[w]`` (a general model's
-        ``token_topics()``, SPEC §11.1). Exactly one of ``v`` and ``labels``.
-    normalise : bool
+    normalise : bool, default False
         Length-normalise: use ``n_b A[b, i, j]`` with ``n_b`` the number of non-padding positions
         of document ``b`` (every position a key), so uniform attention gives 1 in every class
         whatever the document lengths (the official code's rescaling by the length, and the
         convention of :mod:`theorycheck.realdata`). Without it, documents of different lengths
         mix ``1/N`` scales and the class averages differ even under uniform attention.
+    labels : int array_like, shape (V1,), optional
+        Instead of ``v``: the topic of word ``w`` is ``labels[w]`` (a general model's
+        ``token_topics()``, SPEC §11.1). Exactly one of ``v`` and ``labels``.
 
     Returns
     -------
@@ -243,6 +77,41 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
         ``same_word``, ``same_topic``, ``diff_topic``, ``no_topic`` (NaN if a class is empty),
         ``same_minus_diff`` = same_topic - diff_topic, and the pair counts ``n_*``.
         With uniform attention over ``N`` keys every class average is ``1/N`` (1 if ``normalise``).
+
+    Raises
+    ------
+    ValueError
+        Both or neither of ``v`` and ``labels``, ``A`` not of shape ``(B, N, N)`` matching ``tokens``,
+        ``v < 1``, or ``labels`` not 1-d with an entry for every token.
+
+    See Also
+    --------
+    theorycheck.analysis.topic_structure.effective_K : The same-topic weight of a score matrix.
+    theorycheck.analysis.attention_preference : The population analogue under a document law.
+
+    References
+    ----------
+    SPEC §5.1 (attention classes, the official ``inspect_result.py``), §11.1 (general labels).
+
+    Examples
+    --------
+    One document ``[1, 2, 3, MASK]`` (``v = 2``: words 1, 2 share topic 0): uniform attention gives
+    ``1/N`` in every class:
+
+    >>> from theorycheck.analysis.stats import attention_class_averages
+    >>> A = np.full((1, 4, 4), 0.25)
+    >>> out = attention_class_averages(A, [[1, 2, 3, 0]], v=2)
+    >>> [out[k] for k in ("same_word", "same_topic", "diff_topic", "no_topic", "same_minus_diff")]
+    [0.25, 0.25, 0.25, 0.25, 0.0]
+    >>> [out[k] for k in ("n_same_word", "n_same_topic", "n_diff_topic", "n_no_topic")]
+    [4, 2, 4, 6]
+
+    Attention concentrated on same-topic keys (``normalise``: uniform would be 1):
+
+    >>> B = np.array([[[0.5, 0.5, 0.0, 0.0], [0.5, 0.5, 0.0, 0.0], [0.0, 0.0, 1.0, 0.0], [0.25] * 4]])
+    >>> out = attention_class_averages(B, [[1, 2, 3, 0]], v=2, normalise=True)
+    >>> out["same_topic"], out["diff_topic"], out["same_minus_diff"]
+    (2.0, 0.0, 2.0)
     """
     A = np.asarray(A, dtype=float)
     tok = np.asarray(tokens)
@@ -281,7 +150,37 @@ def attention_class_averages(A, tokens, v: int | None = None, *, normalise: bool
 
 
 class PowerLawFit(NamedTuple):
-    """``y ~ exp(intercept) x^slope``; ``slope_stderr`` from the weights; ``n``: points used."""
+    """``y ~ exp(intercept) x^slope``; ``slope_stderr`` from the weights; ``n``: points used.
+
+    Returned by :func:`power_law_fit` (NaN fields when fewer than two points are usable).
+
+    Parameters
+    ----------
+    slope : float
+        The exponent ``s`` of ``y ~ e^c x^s``.
+    slope_stderr : float
+        Its standard error ``(sum_i w_i (log x_i - mean_w log x)^2)^{-1/2}``, ``> 0``.
+    intercept : float
+        ``c``, the fitted ``log y`` at ``x = 1``.
+    n : int
+        The number of points used (finite, ``x > 0``, ``y > 0``, ``stderr > 0``).
+
+    See Also
+    --------
+    power_law_fit : Computes it.
+    relative_distance : Another summary statistic of a convergence study.
+
+    References
+    ----------
+    SPEC §1.1 (the ``O(1/N)`` finite-document gap this fit tests).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.stats import PowerLawFit, power_law_fit
+    >>> fit = power_law_fit([10.0, 100.0, 1000.0], [0.2, 0.02, 0.002])
+    >>> isinstance(fit, PowerLawFit), round(fit.slope, 12), round(float(np.exp(fit.intercept)), 12), fit.n
+    (True, -1.0, 2.0, 3)
+    """
 
     slope: float
     slope_stderr: float
@@ -295,9 +194,54 @@ def power_law_fit(x, y, stderr=None) -> PowerLawFit:
     .. math:: \\log y_i = c + s \\log x_i, \\qquad w_i = (y_i / \\sigma_i)^2
 
     (``sigma_i / y_i`` is the standard error of ``log y_i``; unit weights without ``stderr``),
-    with ``se(s) = (\\sum_i w_i (\\log x_i - \bar u_w)^2)^{-1/2}``. E.g. the finite-document gap
-    ``L_MC(N) - L(N = inf)`` against ``N``: slope -1 for the O(1/N) law (SPEC §1.1). NaN fields
-    when fewer than two points are positive.
+    with ``se(s) = (\\sum_i w_i (\\log x_i - \\bar u_w)^2)^{-1/2}`` (``\\bar u_w`` the weighted mean of
+    ``log x_i``). E.g. the finite-document gap ``L_MC(N) - L(N = inf)`` against ``N``: slope -1 for the
+    O(1/N) law (SPEC §1.1). NaN fields when fewer than two points are positive.
+
+    Parameters
+    ----------
+    x : array_like, shape (n,)
+        The abscissae; points with ``x <= 0`` or non-finite are dropped.
+    y : array_like, shape (n,)
+        The ordinates; points with ``y <= 0`` or non-finite are dropped.
+    stderr : array_like, shape (n,), optional
+        Standard errors ``sigma_i`` of ``y_i`` (points with ``sigma_i <= 0`` dropped); default unit
+        weights.
+
+    Returns
+    -------
+    PowerLawFit
+        ``(slope, slope_stderr, intercept, n)``; NaN fields (and ``n < 2``) when fewer than two points
+        are usable.
+
+    Raises
+    ------
+    ValueError
+        ``x`` and ``y`` not 1-d of the same shape.
+
+    See Also
+    --------
+    PowerLawFit : The result.
+    relative_distance : Distance of an estimate to a reference.
+
+    References
+    ----------
+    SPEC §1.1 (the ``O(1/N)`` finite-document gap).
+
+    Examples
+    --------
+    An exact power law ``y = 3 x^0.5`` is recovered; 10% relative errors give ``se(s)`` of a unit-weight
+    fit divided by 10:
+
+    >>> from theorycheck.analysis.stats import power_law_fit
+    >>> x = np.array([10.0, 100.0, 1000.0])
+    >>> fit = power_law_fit(x, 3 * x**0.5, stderr=0.3 * x**0.5)
+    >>> round(fit.slope, 12), round(float(np.exp(fit.intercept)), 12), round(fit.slope_stderr, 12)
+    (0.5, 3.0, 0.030709257319)
+    >>> round(power_law_fit(x, 3 * x**0.5).slope_stderr, 12)
+    0.307092573186
+    >>> power_law_fit([1.0, 2.0], [1.0, -1.0]).n  # one usable point: NaN fit
+    1
     """
     x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if x.shape != y.shape or x.ndim != 1:
@@ -315,7 +259,42 @@ def power_law_fit(x, y, stderr=None) -> PowerLawFit:
 
 
 def relative_distance(X, ref) -> float:
-    """``||X - ref||_F / ||ref||_F`` (``||X||_F`` if ``ref = 0``)."""
+    """``||X - ref||_F / ||ref||_F`` (``||X||_F`` if ``ref = 0``).
+
+    Parameters
+    ----------
+    X : array_like
+        The estimate.
+    ref : array_like
+        The reference, of ``X``'s shape.
+
+    Returns
+    -------
+    float
+        The relative Frobenius distance, ``>= 0`` (the absolute one ``||X||_F`` when ``ref = 0``).
+
+    Raises
+    ------
+    ValueError
+        ``X`` and ``ref`` of different shapes.
+
+    See Also
+    --------
+    power_law_fit : Fits the decay of such distances.
+    theorycheck.analysis.topic_structure.block_contrast : A structural summary of a token matrix.
+
+    References
+    ----------
+    SPEC §4.5 (distance of a trained matrix to the optimum).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.stats import relative_distance
+    >>> round(relative_distance([1.1, 1.1, 1.1], [1.0, 1.0, 1.0]), 12)
+    0.1
+    >>> relative_distance([3.0, 4.0], [0.0, 0.0])  # ref = 0: ||X||_F
+    5.0
+    """
     X = np.asarray(X, dtype=float)
     ref = np.asarray(ref, dtype=float)
     if X.shape != ref.shape:
@@ -327,7 +306,49 @@ def relative_distance(X, ref) -> float:
 
 @dataclass
 class StageBoundaries:
-    """Result of :func:`detect_stages` (steps, or ``None`` when not detected)."""
+    """Result of :func:`detect_stages` (steps, or ``None`` when not detected).
+
+    Parameters
+    ----------
+    stage1_end : int or None
+        First step with ``||W^V||_F >= frac`` x its maximum before stage 2.
+    stage2_start : int or None
+        First step with ``||W^K^T W^Q||_F > kq_factor`` x its initial value.
+    plateau_V : float
+        The maximum of ``||W^V||_F`` before stage 2 (the whole run without stage 2).
+    initial_KQ : float
+        ``||W^K^T W^Q||_F`` at the first logged step.
+    rule : str
+        The detection rule, stated with its thresholds.
+    stage2_attention : int or None, optional
+        First step with ``K_eff >= (1 + attn_tol) v`` (only with ``K_eff``).
+    stage1_end_attention : int or None, optional
+        The stage-1 rule with ``stage2_attention`` as the stage-2 boundary.
+    V_growth_before_attention : float or None, optional
+        ``||W^V||_F`` at ``stage2_attention`` over its initial value.
+    stage1_end_structure : int or None, optional
+        First step with the block score of ``W^V`` at ``frac`` x its maximum before ``stage2_attention``.
+    block_score_at_stage2 : float or None, optional
+        The block score at ``stage2_attention``.
+
+    See Also
+    --------
+    detect_stages : Computes it.
+    theorycheck.analysis.dynamics.stage2_onset : The stage-2 onset from the topic contrast of the scores.
+
+    References
+    ----------
+    SPEC §4.5, §5.2 (the two stages of joint training).
+
+    Examples
+    --------
+    >>> from theorycheck.analysis.stats import StageBoundaries, detect_stages
+    >>> sb = detect_stages([0, 10, 20, 30], [0.1, 0.95, 1.0, 1.0], [0.1, 0.1, 0.5, 2.0])
+    >>> isinstance(sb, StageBoundaries), sb.stage1_end, sb.stage2_start, sb.ordered, sb.structural_two_stage
+    (True, 10, 30, True, False)
+    >>> sb.to_dict()["structural_two_stage"]
+    False
+    """
 
     stage1_end: int | None
     stage2_start: int | None
@@ -356,6 +377,7 @@ class StageBoundaries:
         )
 
     def to_dict(self) -> dict:
+        """The fields and ``structural_two_stage`` as a plain dict (JSON-ready)."""
         return {**asdict(self), "structural_two_stage": self.structural_two_stage}
 
 
@@ -387,18 +409,28 @@ def detect_stages(
 
     Parameters
     ----------
-    steps, norm_V, norm_KQ : array_like, shape (n,)
-        Logged steps (increasing) and the two norm curves.
-    frac : float in (0, 1]
-    kq_factor : float > 1
-    K_eff, v, attn_tol : optional
+    steps : array_like of int, shape (n,)
+        Logged steps (increasing), ``n >= 1``.
+    norm_V : array_like, shape (n,)
+        ``||W^V||_F`` at those steps.
+    norm_KQ : array_like, shape (n,)
+        ``||W^K^T W^Q||_F`` at those steps.
+    frac : float, 0 < frac <= 1, default 0.9
+        The fraction of the plateau (or of the block score's maximum) that ends stage 1.
+    kq_factor : float, kq_factor > 1, default 10
+        The growth of ``||W^K^T W^Q||_F`` over its initial value that starts stage 2.
+    K_eff : array_like, shape (n,), optional
         A curve of the median effective same-topic weight :func:`effective_K` and the words per
         topic ``v``: ``stage2_attention`` is then the first step with ``K_eff >= (1 + attn_tol) v``,
         i.e. when attention starts to favour the query's topic (a functional, init-scale-free
         definition of stage 2, reported next to the norm rule); ``stage1_end_attention`` applies
         the stage-1 rule with that boundary and ``V_growth_before_attention`` is
         ``||W^V||`` at ``stage2_attention`` over its initial value.
-    block_score : array_like, optional
+    v : int, optional
+        Words per topic, ``>= 1``; required with ``K_eff``.
+    attn_tol : float, attn_tol > 0, default 0.1
+        The relative excess of ``K_eff`` over ``v`` that marks attention favouring the query's topic.
+    block_score : array_like, shape (n,), optional
         The curve :func:`block_score` of ``W^V`` (needs ``K_eff``). The **structural rule**, which
         does not rely on norms (Adam moves every coordinate at a rate ~ ``lr`` from the first step,
         and with cross-entropy ``||W^V||`` never plateaus): ``stage1_end_structure`` is the first
@@ -406,6 +438,47 @@ def detect_stages(
         ``stage2_attention`` (W^V has its topic pattern); stage 2 is ``stage2_attention`` (attention
         favours the query's topic); ``block_score_at_stage2`` is the block score there. Two stages
         in this sense: :attr:`StageBoundaries.structural_two_stage`.
+
+    Returns
+    -------
+    StageBoundaries
+        The boundaries (steps, ``None`` when not detected), the plateau, the initial score norm and the
+        rule; the attention and structural fields only with ``K_eff`` (and ``block_score``).
+
+    Raises
+    ------
+    ValueError
+        Curves not 1-d of one non-zero length, ``frac`` outside ``(0, 1]``, ``kq_factor <= 1``,
+        ``attn_tol <= 0``, ``block_score`` without ``K_eff``, or ``K_eff`` without ``v``.
+
+    See Also
+    --------
+    StageBoundaries : The result.
+    theorycheck.analysis.dynamics.stage2_onset : Stage 2 from the topic contrast of the scores.
+    theorycheck.analysis.topic_structure.effective_K : The ``K_eff`` curve's values.
+    theorycheck.analysis.topic_structure.block_score : The ``block_score`` curve's values.
+
+    References
+    ----------
+    SPEC §4.5, §5.2 (the two stages); Li, Li and Risteski, *How Do Transformers Learn Topic Structure?*,
+    ICML 2023, arXiv:2303.04245, Section 5.
+
+    Examples
+    --------
+    ``||W^V||`` reaches 90% of its plateau at step 20; ``||W^K^T W^Q||`` passes 10 x its initial 0.1 at
+    step 70, when ``K_eff`` also passes ``1.1 v``; the block score reached 90% at step 30:
+
+    >>> from theorycheck.analysis.stats import detect_stages
+    >>> steps = np.arange(0, 100, 10)
+    >>> nV = [0.01, 0.5, 0.9, 0.95, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    >>> nKQ = [0.1, 0.1, 0.1, 0.1, 0.1, 0.2, 0.5, 2.0, 3.0, 4.0]
+    >>> K_eff = [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 2.1, 2.5, 3.0, 4.0]
+    >>> bs = [0.0, 0.3, 0.8, 0.95, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    >>> sb = detect_stages(steps, nV, nKQ, K_eff=K_eff, v=2, block_score=bs)
+    >>> sb.stage1_end, sb.stage2_start, sb.stage2_attention, sb.stage1_end_structure
+    (20, 70, 70, 30)
+    >>> sb.V_growth_before_attention, sb.structural_two_stage
+    (100.0, True)
     """
     steps = np.asarray(steps)
     nV = np.asarray(norm_V, dtype=float)

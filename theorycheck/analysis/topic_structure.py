@@ -41,7 +41,8 @@ from scipy.special import logsumexp
 
 from .._memory import check_alloc
 from .._validate import check_array, check_int
-from ..models import GeneralTopicModel, Masking, check_models, token_topic
+from ..models import GeneralTopicModel, Masking, check_models
+from ._topic_labels import _token_word_block, _word_topics, token_labels, word_topics  # the labels (re-exported)
 
 __all__ = [
     "SupportsToArray",
@@ -145,56 +146,6 @@ class TopicStructure(NamedTuple):
     same_mean: float
     diff_mean: float
     include_diagonal: bool
-
-
-# ----------------------------------------------------------------------------- labels
-def word_topics(g, topics=None) -> np.ndarray:
-    """The word labels ``z`` (shape ``(n_words,)``) of any topic model ``g``: ``topics`` validated, or
-    ``g.dominant_topic()`` (for the paper's model its topics ``(w - 1) // v``)."""
-    check_models(g, general=True)
-    return _word_topics(g, topics)
-
-
-def _word_topics(g, topics) -> np.ndarray:
-    if topics is None:
-        return np.asarray(g.dominant_topic(), dtype=np.int64)
-    z = np.asarray(topics)
-    if z.shape != (g.n_words,):
-        raise ValueError(f"topics must have shape (n_words,) = ({g.n_words},), got {z.shape}")
-    if not np.issubdtype(z.dtype, np.integer):
-        if z.dtype == bool or not np.all(np.isfinite(z)) or np.any(z != np.round(z)):
-            raise ValueError("topics must be integer topic labels")
-        z = z.astype(np.int64)
-    if z.min() < 0:
-        raise ValueError(f"topics must be non-negative integer labels, got min {int(z.min())}")
-    return z.astype(np.int64)
-
-
-def token_labels(topics, V1: int) -> np.ndarray:
-    """Topic label of every token ``t`` in ``range(V1)`` (entry 0, [MASK], is never read), shape ``(V1,)``.
-
-    ``topics`` is either ``v``, the words per topic of the paper's layout (label ``(w - 1) // v``;
-    ``V1 - 1`` must be a multiple of ``v``), or the labels themselves, shape ``(V1,)``: a model's
-    ``token_topics()`` (the paper's topics, or a general model's dominant topics, SPEC §11.1).
-    """
-    if np.ndim(topics) == 0:
-        v = check_int("v", topics, low=1)
-        if (V1 - 1) % v:
-            raise ValueError(f"M must be a (T v + 1, T v + 1) token matrix with v={v}, got V1={V1}")
-        return token_topic(np.arange(V1), v)
-    lab = np.asarray(topics)
-    if lab.shape != (V1,):
-        raise ValueError(f"topics must be v (words per topic) or labels of shape (V1,) = ({V1},), got {lab.shape}")
-    return lab
-
-
-def _token_word_block(M, topics):
-    """``(M[1:, 1:], same)`` of a square token matrix: ``same[w, w']`` iff words ``w, w'`` share a label."""
-    M = np.asarray(M, dtype=float)
-    if M.ndim != 2 or M.shape[0] != M.shape[1] or M.shape[0] < 2:
-        raise ValueError(f"M must be a square (V1, V1) token matrix, got shape {M.shape}")
-    lab = token_labels(topics, M.shape[0])[1:]
-    return M[1:, 1:], lab[:, None] == lab[None, :], lab
 
 
 # ----------------------------------------------------------------------------- matrices
@@ -390,6 +341,48 @@ def block_contrast(M, topics) -> float:
     ``(V1, V1)`` matrix (``W^V``, an embedding Gram ``W_E^T W_E``, a score matrix); row/column 0
     ([MASK]) are ignored. ``topics``: ``v`` or token labels (:func:`token_labels`). The stage-1
     optimum has contrast ``A - B0 = 1/(a v)`` (SPEC §4.2). ``NaN`` if there is a single topic.
+
+    Parameters
+    ----------
+    M : array_like, shape (V1, V1)
+        A square token matrix, ``V1 >= 2``; its entries are not validated.
+    topics : int or array_like, shape (V1,)
+        ``v`` (words per topic) or the token labels (:func:`token_labels`).
+
+    Returns
+    -------
+    float
+        ``mean_{z_w = z_w'} M[w, w'] - mean_{z_w != z_w'} M[w, w']`` over every word pair ``(w, w')``,
+        ``w = w'`` included; ``NaN`` with a single topic.
+
+    Raises
+    ------
+    ValueError
+        ``M`` not square with ``V1 >= 2``, or bad ``topics`` (:func:`token_labels`).
+
+    See Also
+    --------
+    topic_gap : The same gap, validated, off-diagonal pairs by default.
+    block_score : How much of the variance the two-valued pattern explains.
+    theorycheck.solvers.optimal_value_matrix : The stage-1 optimum with contrast ``1/(a v)``.
+
+    References
+    ----------
+    SPEC §4.2 (the stage-1 optimum's ``A - B0 = 1/(a v)``), §11.6 (the gap).
+
+    Examples
+    --------
+    The stage-1 optimum's contrast is ``A - B0 = 1/(a v)``:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.analysis.topic_structure import block_contrast
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> tm, mk = TopicModel(T=3, v=2, tau=1), Masking()
+    >>> W = optimal_value_matrix(tm, mk).x
+    >>> round(block_contrast(W, tm.v), 12), round(1 / (mk.a * tm.v), 12)
+    (0.578034682081, 0.578034682081)
+    >>> block_contrast(np.eye(tm.V1), tm.v)  # the diagonal counts as same-topic: 1/v - 0
+    0.5
     """
     Wd, _, lab = _token_word_block(M, topics)
     *_, same_mean, diff_mean = _class_sums(Wd, lab, True)
@@ -405,6 +398,48 @@ def block_score(M, topics) -> float:
     1 for an exactly block-constant matrix (e.g. the min-norm stage-1 ``W^V``, SPEC §4.2), about 0
     without topic structure. ``topics``: ``v`` or token labels (:func:`token_labels`). ``NaN`` for a
     single topic or a constant block.
+
+    Parameters
+    ----------
+    M : array_like, shape (V1, V1)
+        A square token matrix, ``V1 >= 2``.
+    topics : int or array_like, shape (V1,)
+        ``v`` (words per topic) or the token labels (:func:`token_labels`).
+
+    Returns
+    -------
+    float
+        ``R^2`` in ``[0, 1]`` over every word pair (diagonal included); ``NaN`` for a single topic or a
+        constant word block.
+
+    Raises
+    ------
+    ValueError
+        ``M`` not square with ``V1 >= 2``, or bad ``topics`` (:func:`token_labels`).
+
+    See Also
+    --------
+    block_contrast : The difference of the two class means.
+    matrix_topic_stats : The correlation and per-block energy scores of the same structure.
+
+    References
+    ----------
+    SPEC §4.2 (the block-constant stage-1 optimum), §11.6 (topic-structure statistics).
+
+    Examples
+    --------
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.analysis.topic_structure import block_score
+    >>> from theorycheck.solvers import optimal_value_matrix
+    >>> tm = TopicModel(T=3, v=2, tau=1)
+    >>> W = optimal_value_matrix(tm, Masking()).x
+    >>> round(block_score(W, tm.v), 12)  # exactly block-constant
+    1.0
+    >>> noisy = W + 0.1 * np.random.default_rng(0).standard_normal(W.shape)
+    >>> 0.5 < block_score(noisy, tm.v) < 1.0
+    True
+    >>> block_score(np.ones((tm.V1, tm.V1)), tm.v)  # constant: nothing to explain
+    nan
     """
     Wd, same, _ = _token_word_block(M, topics)
     if same.all():
@@ -436,6 +471,49 @@ def effective_K(S, topics) -> np.ndarray:
     which equals ``K = e^alpha + (v-1) e^beta`` for the (alpha, beta) family of SPEC §4.3 (``v`` for
     uniform scores). ``topics``: ``v`` or token labels (:func:`token_labels`). One value per word
     ``a = 1 .. V1 - 1`` (log-sum-exp, so large scores stay finite; saturates at ``e^700``).
+
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Attention scores ``S[a, b]`` (query ``a``, key ``b``), ``V1 >= 2``.
+    topics : int or array_like, shape (V1,)
+        ``v`` (words per topic) or the token labels (:func:`token_labels`); at least two topics.
+
+    Returns
+    -------
+    ndarray, shape (V1 - 1,)
+        ``K_eff(a)`` for the words ``a = 1 .. V1 - 1``, in ``(0, e^700]``.
+
+    Raises
+    ------
+    ValueError
+        ``S`` not square with ``V1 >= 2``, bad ``topics``, or a single topic.
+
+    See Also
+    --------
+    topic_attention_ratio : ``K_eff`` divided by the topic's size.
+    attention_preference : The attention statistic under a document law.
+    theorycheck.population.alpha_beta_score_matrix : The ``(alpha, beta)`` scores with ``K_eff = K``.
+
+    References
+    ----------
+    SPEC §4.3 (``K = e^alpha + (v - 1) e^beta``); Li, Li and Risteski, *How Do Transformers Learn Topic
+    Structure?*, ICML 2023, arXiv:2303.04245, Theorem 3.
+
+    Examples
+    --------
+    The ``(alpha, beta)`` family gives ``K = e^alpha + (v - 1) e^beta``; uniform scores give ``v``:
+
+    >>> import math
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.analysis.topic_structure import effective_K
+    >>> from theorycheck.population import alpha_beta_score_matrix
+    >>> tm = TopicModel(T=3, v=2, tau=1)
+    >>> S = alpha_beta_score_matrix(1.0, 0.5, tm)
+    >>> np.round(effective_K(S, tm.v), 9), round(math.exp(1.0) + (tm.v - 1) * math.exp(0.5), 9)
+    (array([4.367003099, 4.367003099, 4.367003099, 4.367003099, 4.367003099, 4.367003099]), 4.367003099)
+    >>> effective_K(np.zeros((tm.V1, tm.V1)), tm.v)
+    array([2., 2., 2., 2., 2., 2.])
     """
     log_in, _, log_out = _log_topic_weights(S, topics, "effective_K")
     return np.exp(np.minimum(log_in - log_out, 700.0))  # saturate instead of overflowing
@@ -447,6 +525,48 @@ def topic_attention_ratio(S, topics) -> np.ndarray:
     :func:`effective_K` divided by the size ``|t(a)|`` of the word's topic (1 for uniform scores;
     ``K / v`` for the paper's (alpha, beta) family, SPEC §4.3), for topics of unequal sizes (a general
     model's dominant topics). ``topics``: ``v`` or token labels (:func:`token_labels`).
+
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Attention scores ``S[a, b]`` (query ``a``, key ``b``), ``V1 >= 2``.
+    topics : int or array_like, shape (V1,)
+        ``v`` (words per topic) or the token labels (:func:`token_labels`); at least two topics.
+
+    Returns
+    -------
+    ndarray, shape (V1 - 1,)
+        The ratio for the words ``a = 1 .. V1 - 1``, ``> 0`` (1 when same-topic keys get no extra weight).
+
+    Raises
+    ------
+    ValueError
+        ``S`` not square with ``V1 >= 2``, bad ``topics``, or a single topic.
+
+    See Also
+    --------
+    effective_K : The unnormalised aggregate weight.
+    attention_preference : The attention statistic under a document law.
+
+    References
+    ----------
+    SPEC §4.3 (``K / v`` for the ``(alpha, beta)`` family), §11.6 (unequal topic sizes).
+
+    Examples
+    --------
+    >>> import math
+    >>> from theorycheck import TopicModel
+    >>> from theorycheck.analysis.topic_structure import topic_attention_ratio
+    >>> from theorycheck.population import alpha_beta_score_matrix
+    >>> tm = TopicModel(T=3, v=2, tau=1)
+    >>> r = topic_attention_ratio(alpha_beta_score_matrix(1.0, 0.5, tm), tm.v)
+    >>> round(float(r[0]), 9), round((math.exp(1.0) + math.exp(0.5)) / tm.v, 9)  # K / v
+    (2.18350155, 2.18350155)
+
+    Unequal topic sizes (labels 0, 0, 0, 0, 1, 1): uniform scores give 1 for every word:
+
+    >>> topic_attention_ratio(np.zeros((7, 7)), [-1, 0, 0, 0, 0, 1, 1])
+    array([1., 1., 1., 1., 1., 1.])
     """
     log_in, log_size, log_out = _log_topic_weights(S, topics, "topic_attention_ratio")
     return np.exp(np.minimum(log_in - log_size - log_out, 700.0))
@@ -472,6 +592,67 @@ def attention_preference_terms(S, g, mk: Masking, *, topics=None, include_self=T
     ``differences[i, x-1] = mean_same kappa - mean_diff kappa`` (context-weighted by ``m_theta``;
     NaN where a class has no context mass) and ``weights[i, x-1] = omega_theta_i(x) / n_laws`` (0
     where the difference is NaN). :func:`attention_preference` is their weighted mean.
+
+    Parameters
+    ----------
+    S : array_like, shape (V1, V1)
+        Attention scores ``S[x, y]`` (query ``x``, key ``y``), finite.
+    g : TopicModel or GeneralTopicModel
+        The topic model (document law and vocabulary).
+    mk : Masking
+        Masking probabilities, ``p_c + p_r > 0`` (some word queries).
+    topics : array_like of int, shape (n_words,), optional
+        Non-negative integer word labels; default ``g``'s dominant topics.
+    include_self : bool, default True
+        Count the query's own word as a same-topic key.
+    mask_keys : bool, default False
+        Context law ``p_theta`` (the official code's key masking) instead of ``m_theta``.
+    n_theta : int, optional
+        Dirichlet prior only: the number of sampled mixtures, ``>= 1`` (default 2048).
+    seed : int, default 0
+        Dirichlet prior only: the seed of that sample, ``>= 0``.
+
+    Returns
+    -------
+    weights : ndarray, shape (n_laws, n_words)
+        ``omega_theta_i(x) / n_laws`` with ``omega_theta(x) = p_c p_theta(x) + p_r / n`` (0 where the
+        difference is NaN); ``n_laws`` is ``C(T, tau)`` (uniform-tau) or ``n_theta`` (Dirichlet).
+    differences : ndarray, shape (n_laws, n_words)
+        ``kappa_same - kappa_diff`` per (mixture, word query), NaN where a class has no context mass.
+
+    Raises
+    ------
+    ValueError
+        ``S`` of the wrong shape or not finite, ``p_c + p_r = 0``, bad labels, or more than 20000 topic
+        sets.
+
+    See Also
+    --------
+    attention_preference : Their weighted mean.
+    effective_K : The per-query aggregate same-topic weight of the scores alone.
+
+    References
+    ----------
+    SPEC §11.6 (attention preference), §4.3 (the ``(alpha, beta)`` family).
+
+    Examples
+    --------
+    With ``tau = 1`` there are ``C(3, 1) = 3`` laws; the weights sum to ``p_c + p_r`` and their weighted
+    mean of the differences is the preference:
+
+    >>> from theorycheck import Masking, TopicModel
+    >>> from theorycheck.analysis import attention_preference
+    >>> from theorycheck.analysis.topic_structure import attention_preference_terms
+    >>> from theorycheck.population import alpha_beta_score_matrix
+    >>> tm, mk = TopicModel(T=3, v=2, tau=1), Masking()
+    >>> S = alpha_beta_score_matrix(1.0, 0.5, tm)
+    >>> W, D = attention_preference_terms(S, tm, mk)
+    >>> W.shape, round(float(W.sum()), 12), round(mk.p_c + mk.p_r, 12)
+    ((3, 6), 0.2, 0.2)
+    >>> np.round(D[0], 4)  # law {topic 0}: queries of the present topic, then the absent ones
+    array([0.5831, 0.5831, 1.1765, 1.1765, 1.1765, 1.1765])
+    >>> round(float((W * D).sum() / W.sum()), 12) == round(attention_preference(S, tm, mk), 12)
+    True
     """
     check_models(g, mk, general=True)
     if mk.p_c + mk.p_r <= 0:

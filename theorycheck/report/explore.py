@@ -30,6 +30,55 @@ class ExploreResult:
     ``counterexample``: the shrunk minimal failing configuration, or None; ``result``: its
     :class:`ClaimResult` (None if it raised: then ``error`` holds the traceback's last line);
     ``skipped``: why the claim was not explored (no domain).
+
+    Parameters
+    ----------
+    claim : Claim
+        The claim explored.
+    explored : list of dict
+        The configurations checked before the first failure (all of them if none failed).
+    counterexample : dict, optional
+        The shrunk minimal failing configuration; ``None`` if none failed.
+    result : ClaimResult, optional
+        The check's result at the counterexample (``None`` if it raised, or without counterexample).
+    error : str, optional
+        The last line of the exception the check raised at the counterexample.
+    skipped : str, optional
+        Why the claim was not explored (``"no domain declared"``).
+
+    See Also
+    --------
+    explore_claim : Computes it.
+    format_explore : One line per result.
+    write_explore_report : The report files of a list of results.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims).
+
+    Examples
+    --------
+    A toy claim, ``n^2 < 1000``, over ``n`` in ``0 .. 100``: without its precondition ``n < 32`` it is
+    refuted, with the minimal counterexample ``n = 32``:
+
+    >>> from hypothesis import strategies as st
+    >>> from theorycheck.report import Claim, compare_greater
+    >>> def check(params, inject=None):  # the claim: 1000 - n^2 > 0
+    ...     n = params["n"] if inject is None else inject["n"]
+    ...     return compare_greater(float(1000 - n * n), 0.0)
+    >>> claim = Claim(
+    ...     id="demo.square", statement="n^2 < 1000.", source="DERIVED", spec="SPEC §6", check=check,
+    ...     falsify=lambda p: {"n": 40}, default_params=({"n": 1},),
+    ...     domain=lambda: st.fixed_dictionaries({"n": st.integers(0, 100)}),
+    ...     preconditions=(("n < 32", lambda p: p["n"] < 32),),
+    ... )
+    >>> from theorycheck.report.explore import ExploreResult, explore_claim
+    >>> r = explore_claim(claim, 20, preconditions=())
+    >>> isinstance(r, ExploreResult), r.verdict, r.counterexample, r.result.measured
+    (True, 'REFUTED', {'n': 32}, -24.0)
+    >>> cx = r.to_json()["counterexample"]
+    >>> cx["params"], cx["decided_by"]
+    ({'n': 32}, 'measured > expected')
     """
 
     claim: Claim
@@ -41,11 +90,20 @@ class ExploreResult:
 
     @property
     def verdict(self) -> str:
+        """``"SKIP"`` (not explored), ``"PASS"`` (no failing configuration) or ``"REFUTED"``."""
         if self.skipped:
             return "SKIP"
         return "PASS" if self.counterexample is None else "REFUTED"
 
     def to_json(self) -> dict:
+        """The record of ``results.json``: id, preconditions, verdict, the configurations explored, and
+        the counterexample with its expected and measured values and the deciding sub-check.
+
+        Returns
+        -------
+        dict
+            JSON-serialisable (``theorycheck._io.jsonable``).
+        """
         cx = None
         if self.counterexample is not None:
             cx = {"params": jsonable(self.counterexample), "error": self.error}
@@ -73,6 +131,59 @@ def explore_claim(claim: Claim, n: int, *, seed: int = 0, preconditions: tuple |
 
     ``preconditions`` overrides ``claim.preconditions`` (``()`` drops them: used to show that a
     precondition is needed). Deterministic for a given ``seed``.
+
+    Parameters
+    ----------
+    claim : Claim
+        The claim; without a ``domain`` it is skipped.
+    n : int, n >= 1
+        The number of configurations to draw (hypothesis' ``max_examples``).
+    seed : int, seed >= 0, default 0
+        The seed of the draw (the same seed draws the same configurations).
+    preconditions : tuple of (str, callable), optional
+        ``(description, predicate(params) -> bool)`` pairs replacing ``claim.preconditions``.
+
+    Returns
+    -------
+    ExploreResult
+        The configurations explored and, if one failed or raised, the shrunk counterexample with its
+        result or error.
+
+    Raises
+    ------
+    ValueError
+        ``n < 1`` or ``seed < 0``.
+
+    See Also
+    --------
+    explore_claims : Explore several claims.
+    ExploreResult : The result.
+    theorycheck.report.Claim : A claim's ``domain`` and ``preconditions``.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims); this module's docstring (generation and shrinking).
+
+    Examples
+    --------
+    >>> from hypothesis import strategies as st
+    >>> from theorycheck.report import Claim, compare_greater
+    >>> def check(params, inject=None):  # the claim: 1000 - n^2 > 0
+    ...     n = params["n"] if inject is None else inject["n"]
+    ...     return compare_greater(float(1000 - n * n), 0.0)
+    >>> claim = Claim(
+    ...     id="demo.square", statement="n^2 < 1000.", source="DERIVED", spec="SPEC §6", check=check,
+    ...     falsify=lambda p: {"n": 40}, default_params=({"n": 1},),
+    ...     domain=lambda: st.fixed_dictionaries({"n": st.integers(0, 100)}),
+    ...     preconditions=(("n < 32", lambda p: p["n"] < 32),),
+    ... )
+    >>> from theorycheck.report.explore import explore_claim
+    >>> r = explore_claim(claim, 20, seed=0)
+    >>> r.verdict, r.counterexample, all(p["n"] < 32 for p in r.explored)
+    ('PASS', None, True)
+    >>> r = explore_claim(claim, 20, seed=0, preconditions=())  # the precondition is needed
+    >>> r.verdict, r.counterexample
+    ('REFUTED', {'n': 32})
     """
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hseed
@@ -120,7 +231,58 @@ def explore_claim(claim: Claim, n: int, *, seed: int = 0, preconditions: tuple |
 
 
 def explore_claims(claims, n: int, *, seed: int = 0, progress=None) -> list[ExploreResult]:
-    """:func:`explore_claim` on each claim in turn; ``progress(result)`` is called after each."""
+    """:func:`explore_claim` on each claim in turn; ``progress(result)`` is called after each.
+
+    Parameters
+    ----------
+    claims : iterable of Claim
+        The claims, explored in order.
+    n : int, n >= 1
+        Configurations per claim.
+    seed : int, seed >= 0, default 0
+        The seed of every claim's draw.
+    progress : callable, optional
+        ``progress(result)`` after each claim (e.g. to print a line).
+
+    Returns
+    -------
+    list of ExploreResult
+        One per claim, in order.
+
+    Raises
+    ------
+    ValueError
+        ``n < 1`` or ``seed < 0``.
+
+    See Also
+    --------
+    explore_claim : One claim.
+    format_explore : The results as text.
+    write_explore_report : The results as report files.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims).
+
+    Examples
+    --------
+    >>> from hypothesis import strategies as st
+    >>> from theorycheck.report import Claim, compare_greater
+    >>> def check(params, inject=None):  # the claim: 1000 - n^2 > 0
+    ...     n = params["n"] if inject is None else inject["n"]
+    ...     return compare_greater(float(1000 - n * n), 0.0)
+    >>> claim = Claim(
+    ...     id="demo.square", statement="n^2 < 1000.", source="DERIVED", spec="SPEC §6", check=check,
+    ...     falsify=lambda p: {"n": 40}, default_params=({"n": 1},),
+    ...     domain=lambda: st.fixed_dictionaries({"n": st.integers(0, 100)}),
+    ...     preconditions=(("n < 32", lambda p: p["n"] < 32),),
+    ... )
+    >>> from theorycheck.report.explore import explore_claims
+    >>> rs = explore_claims([claim], 20, progress=lambda r: print(r.claim.id, r.verdict))
+    demo.square PASS
+    >>> len(rs)
+    1
+    """
     results = []
     for c in claims:
         r = explore_claim(c, n, seed=seed)
@@ -131,7 +293,50 @@ def explore_claims(claims, n: int, *, seed: int = 0, progress=None) -> list[Expl
 
 
 def format_explore(results: list[ExploreResult], *, markdown: bool = False) -> str:
-    """One line (or markdown table row) per claim: verdict, number explored, preconditions, counterexample."""
+    """One line (or markdown table row) per claim: verdict, number explored, preconditions, counterexample.
+
+    Parameters
+    ----------
+    results : list of ExploreResult
+        The explorations.
+    markdown : bool, default False
+        A markdown table (with a header) instead of aligned lines.
+
+    Returns
+    -------
+    str
+        The lines, newline-separated; a counterexample is followed by the deciding sub-check with the
+        expected and measured values (or the error), a skipped claim by the reason.
+
+    See Also
+    --------
+    explore_claims : Computes the results.
+    write_explore_report : Writes this table into ``report.md``.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims).
+
+    Examples
+    --------
+    >>> from hypothesis import strategies as st
+    >>> from theorycheck.report import Claim, compare_greater
+    >>> def check(params, inject=None):  # the claim: 1000 - n^2 > 0
+    ...     n = params["n"] if inject is None else inject["n"]
+    ...     return compare_greater(float(1000 - n * n), 0.0)
+    >>> claim = Claim(
+    ...     id="demo.square", statement="n^2 < 1000.", source="DERIVED", spec="SPEC §6", check=check,
+    ...     falsify=lambda p: {"n": 40}, default_params=({"n": 1},),
+    ...     domain=lambda: st.fixed_dictionaries({"n": st.integers(0, 100)}),
+    ...     preconditions=(("n < 32", lambda p: p["n"] < 32),),
+    ... )
+    >>> from theorycheck.report.explore import explore_claim, format_explore
+    >>> r = explore_claim(claim, 20, preconditions=())
+    >>> print(format_explore([r]))
+    REFUTED  demo.square ... {n=32} (measured > expected: expected 0.0, measured -24.0)
+    >>> print(format_explore([r], markdown=True).splitlines()[0])
+    | claim | verdict | explored | preconditions | counterexample |
+    """
     lines = []
     if markdown:
         lines += ["| claim | verdict | explored | preconditions | counterexample |", "|---|---|---|---|---|"]
@@ -162,7 +367,67 @@ def _fmt_params(p: dict) -> str:
 def write_explore_report(
     results: list[ExploreResult], out, *, n: int, seed: int, force: bool = False, command: str = ""
 ):
-    """Write ``report.md`` and ``results.json`` (``"explored"``, ``"counterexample"`` per claim) into ``out``."""
+    """Write ``report.md`` and ``results.json`` (``"explored"``, ``"counterexample"`` per claim) into ``out``.
+
+    The folder is written atomically (``theorycheck._io.atomic_directory``, with its marker file).
+
+    Parameters
+    ----------
+    results : list of ExploreResult
+        The explorations.
+    out : str or os.PathLike
+        The output folder (created; an existing one only with theorycheck's files, or with ``force``).
+    n : int
+        The configurations per claim (recorded in the summary).
+    seed : int
+        The seed used (recorded in the summary).
+    force : bool, default False
+        Write into an existing folder holding other files.
+    command : str, optional
+        The command recorded in the marker; default ``theorycheck verify --explore N --seed S``.
+
+    Returns
+    -------
+    pathlib.Path
+        The resolved output folder.
+
+    Raises
+    ------
+    ValueError
+        ``out`` is an existing file, or a folder holding other files while ``force`` is False
+        (``theorycheck._io.prepare_output_dir``; the message says what to do instead).
+
+    See Also
+    --------
+    explore_claims : Computes the results.
+    format_explore : The table of ``report.md``.
+
+    References
+    ----------
+    SPEC §6 (the checkable claims).
+
+    Examples
+    --------
+    >>> from hypothesis import strategies as st
+    >>> from theorycheck.report import Claim, compare_greater
+    >>> def check(params, inject=None):  # the claim: 1000 - n^2 > 0
+    ...     n = params["n"] if inject is None else inject["n"]
+    ...     return compare_greater(float(1000 - n * n), 0.0)
+    >>> claim = Claim(
+    ...     id="demo.square", statement="n^2 < 1000.", source="DERIVED", spec="SPEC §6", check=check,
+    ...     falsify=lambda p: {"n": 40}, default_params=({"n": 1},),
+    ...     domain=lambda: st.fixed_dictionaries({"n": st.integers(0, 100)}),
+    ...     preconditions=(("n < 32", lambda p: p["n"] < 32),),
+    ... )
+    >>> import json
+    >>> from theorycheck.report.explore import explore_claims, write_explore_report
+    >>> rs = explore_claims([claim], 20)
+    >>> path = write_explore_report(rs, "explore_report", n=20, seed=0)
+    >>> sorted(p.name for p in path.iterdir())
+    ['.theorycheck.json', 'report.md', 'results.json']
+    >>> json.loads((path / "results.json").read_text())["summary"]
+    {'n': 20, 'seed': 0, 'claims': 1, 'passed': 1, 'refuted': 0, 'skipped': 0}
+    """
     counts = {v: sum(r.verdict == v for r in results) for v in ("PASS", "REFUTED", "SKIP")}
     summary = {"n": n, "seed": seed, "claims": len(results), "passed": counts["PASS"]}
     summary.update(refuted=counts["REFUTED"], skipped=counts["SKIP"])
