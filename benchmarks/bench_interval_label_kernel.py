@@ -9,20 +9,27 @@ count recorded):
   (:mod:`._interval_scores_kernel`) and ``"numpy"``, and the widths of the enclosures (new over per-pair kernel);
   on T = 8 x 2,000 words, tau = 2 and on T = 20 x 2,000 words, tau = 3 (numpy only on the first);
 - the whole-domain certificate (:func:`._interval_general.label_split_certificate`) with the new and the per-pair
-  kernel on T = 8 x 2,000: boxes, bounds, CPU and wall.
+  kernel on T = 8 x 2,000: boxes, bounds, CPU and wall;
+- with ``--corpus``: the whole-domain certificate at corpus size (T = 20, 13,586 words, tau = 3; 15.5 million pairs)
+  end to end through the public API (``bench_interval_label._corpus``, its regions recorded in
+  ``results/interval_label_corpus_kernel.jsonl``), beside the per-region record of the run before this kernel
+  (``results/interval_label_corpus.jsonl``, the per-pair kernel).
 
-Writes ``results/interval_label_kernel.json``. Run: ``python benchmarks/bench_interval_label_kernel.py [--quick]``.
+Writes ``results/interval_label_kernel.json`` (a section not run now is kept). Run:
+``python benchmarks/bench_interval_label_kernel.py [--quick] [--corpus]``.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import time
 
 import numba
 import numpy as np
-from _common import dirichlet_model, write_json
+from _common import RESULTS, dirichlet_model, write_json
+from bench_interval_label import _corpus as corpus_run  # the corpus model and its public-API call
 
 import theorycheck as tc
 from theorycheck.solvers import optimal_attention, optimal_value_matrix
@@ -102,23 +109,57 @@ def _model(T, n, tau):
     return g, W, (float(r.x[0]), float(r.x[1]))
 
 
+def _regions(path):
+    """Boxes, CPU and wall per region of a checkpoint file (its last record of each region)."""
+    recs = {}
+    for line in path.read_text().splitlines():
+        d = json.loads(line)
+        if "region" in d:
+            recs[d["region"]] = d
+    rows = [recs[k] for k in sorted(recs)]
+    return dict(boxes=[r["n_boxes"] for r in rows], cpu=[r["cpu"] for r in rows], wall=[r["wall"] for r in rows],
+                lower=min(r["lower"] for r in rows), upper=min(r["upper"] for r in rows))  # fmt: skip
+
+
+def _corpus():
+    """The corpus-size certificate now (a fresh checkpoint file) beside the per-region record of the run before."""
+    new_path, old_path = RESULTS / "interval_label_corpus_kernel.jsonl", RESULTS / "interval_label_corpus.jsonl"
+    out = dict(load_start=list(os.getloadavg()), run=corpus_run(str(new_path)), load_end=list(os.getloadavg()))
+    new, old = _regions(new_path), _regions(old_path)
+    out.update(regions_new=new, regions_before=old, boxes_new=sum(new["boxes"]), boxes_before=sum(old["boxes"]),
+               cpu_new=sum(new["cpu"]), cpu_before=sum(old["cpu"]), wall_new=sum(new["wall"]),
+               wall_before=sum(old["wall"]))  # fmt: skip
+    out["cpu_ratio_before_over_new"] = out["cpu_before"] / out["cpu_new"]
+    out["wall_ratio_before_over_new"] = out["wall_before"] / out["wall_new"]
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="skip the 20 x 2,000 model and the certificates")
     ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--corpus", action="store_true", help="only the corpus-size certificate (about 5 GB, 25 CPU-min)")
     args = ap.parse_args()
-    out = dict(numba_threads=numba.get_num_threads(), load_start=list(os.getloadavg()))
+    old = RESULTS / "interval_label_kernel.json"  # sections not run now are kept
+    out = {k: v for k, v in (json.loads(old.read_text()) if old.exists() else {}).items() if k != "machine"}
+    if args.corpus:
+        out["corpus"] = _corpus()
+        print(out["corpus"], flush=True)
+        write_json("interval_label_kernel", out)
+        return
+    out.update(numba_threads=numba.get_num_threads(), load_start=list(os.getloadavg()))
     g, W, x0 = _model(8, 2000, 2)
     LL = LabelLoss(g, MK, W.left, W.right)
     xs = sc.to_scores(*x0)
-    out["T8_2000_tau2"] = dict(pairs=LL.pairs, rows=_per_pair(LL, xs, ("numba", "numba-pairs", "numpy"), args.repeat))
+    rows = _per_pair(LL, xs, ("numba", "numba-pairs", "numpy"), args.repeat)
+    out["T8_2000_tau2"] = dict(T=8, words=2000, tau=2, pairs=LL.pairs, rows=rows)
     if not args.quick:
         g2, W2, x2 = _model(20, 2000, 3)
         LL2 = LabelLoss(g2, MK, W2.left, W2.right)
-        out["T20_2000_tau3"] = dict(pairs=LL2.pairs, rows=_per_pair(LL2, sc.to_scores(*x2), ("numba", "numba-pairs"),
-                                                                    args.repeat))  # fmt: skip
+        rows = _per_pair(LL2, sc.to_scores(*x2), ("numba", "numba-pairs"), args.repeat)
+        out["T20_2000_tau3"] = dict(T=20, words=2000, tau=3, pairs=LL2.pairs, rows=rows)
         del LL2
-        out["certificate_T8_2000_tau2"] = _certificate(g, W, x0)
+        out["certificate_T8_2000_tau2"] = dict(T=8, words=2000, tau=2, **_certificate(g, W, x0))
     out["load_end"] = list(os.getloadavg())
     write_json("interval_label_kernel", out)
 

@@ -11,11 +11,14 @@ theorycheck.solvers.attention._interval_label_codegen`` rewrites it, and ``tests
 checks it equals :func:`source`.
 
 Interval operations (each end rounded outward by ``_dn`` / ``_up``, :mod:`._interval_label_kernel` states why that is
-rigorous): ``add``, ``sub``; ``dbl`` (``2 a``, exact); ``mulh`` (a product with a non-negative interval: ``x y >= a_lo
-b_lo`` when ``b_lo >= 0`` and ``>= a_hi b_lo`` otherwise, the upper end likewise); ``muls`` (with an interval of one
-sign: non-negative, or non-positive when its lower end is ``< 0``); ``mulp`` (two intervals in ``[0, 1]``: the ends
-multiply); ``negprod`` (``-(x y)`` for ``x, y`` in ``[0, 1]``, upper end clamped to 0); ``sq01`` (``x^2`` on
-``[0, 1]``); ``omx`` (``x (1 - x)``, its exact range: concave, least at an end, largest at ``1/2`` when held).
+rigorous): ``add``, ``sub``; ``dbl`` (``2 a``, exact but for an overflow); ``mulh`` (a product ``x y`` with ``x``
+in ``a`` exactly non-negative, ``b_lo <= y <= b_hi``: ``x y >= a_lo b_lo`` when ``b_lo >= 0`` (``a_lo b_lo <=
+max(a_lo, 0) b_lo <= x y``; ``a_lo`` may be a rounded ``-2^-1074``) and ``x y >= x b_lo >= a_hi b_lo`` otherwise; ``x y
+<= a_hi b_hi`` when ``b_hi >= 0`` and ``x y <= x b_hi <= min(a_lo, 0) b_hi <= a_lo b_hi`` otherwise); ``muls`` (with an
+interval of one sign: non-negative, or non-positive when its lower end is ``< 0``); ``mulp`` (two intervals in
+``[0, 1]``: the ends multiply); ``negprod`` (``-(x y)`` for ``x, y`` in ``[0, 1]``, upper end clamped to 0);
+``sq01`` (``x^2`` on ``[0, 1]``); ``omx`` (``x (1 - x)``, its exact range: concave, least at an end, largest at
+``1/2`` when held).
 """
 
 from __future__ import annotations
@@ -51,7 +54,10 @@ class _Emit:
         return self.let(f"_dn({a[0]} - {b[1]})"), self.let(f"_up({a[1]} - {b[0]})")
 
     def dbl(self, a):
-        return self.let(f"2.0 * {a[0]}"), self.let(f"2.0 * {a[1]}")
+        """``2 a``: exact, except an overflow to the wrong side (``+inf`` in a lower end, ``-inf`` in an upper end)
+        or a NaN, which become the whole line's end."""
+        lo, hi = self.let(f"2.0 * {a[0]}"), self.let(f"2.0 * {a[1]}")
+        return self.let(f"{lo} if {lo} < _INF else -_INF"), self.let(f"{hi} if {hi} > -_INF else _INF")
 
     def mulh(self, a, b):
         lo = self.let(f"_dn({a[0]} * {b[0]} if {b[0]} >= 0.0 else {a[1]} * {b[0]})")

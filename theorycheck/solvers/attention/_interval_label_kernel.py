@@ -15,28 +15,38 @@ on the box, ``r_a = 2 omega (G h)_a - E_a`` and ``rho = h . r``,
 derivatives in the class scores ``sigma``, evaluated in interval arithmetic over the ranges ``[h_i]``), summed over
 the pairs per box. What differs is the layout and the order of the loops, not the formulas:
 
-- **Layout.** The pair coefficients are one ``(38, P)`` array (:func:`pack_soa`: row ``2 k`` / ``2 k + 1`` the lower
-  / upper ends of the ``k``-th of ``r`` (6), ``ind`` (3), ``Gb`` (6), ``Eb`` (3), ``omega``), so a tile of pairs is
-  read contiguously and the loop over the pairs of a tile (innermost, per box) is branch-free straight-line code
-  that LLVM vectorises (SIMD lanes over pairs). The per-pair results go to a tile buffer, then into the sums.
+- **Layout.** The pair coefficients are one ``(n_tiles, 38, TILE)`` array (:func:`pack_soa`: in tile ``t``, row
+  ``2 k`` / ``2 k + 1`` holds the lower / upper ends of the ``k``-th of ``r`` (6), ``ind`` (3), ``Gb`` (6), ``Eb``
+  (3), ``omega`` of the pairs ``t TILE ..``), so the loop over the pairs of a tile reads each row contiguously. That
+  loop (innermost, one box at a time) is generated straight-line scalar code (:mod:`._interval_label_codegen` writes
+  :mod:`._interval_label_tiles`: one function per order and second class), which LLVM vectorises: the lanes of a
+  SIMD register are pairs. The per-pair results go to a tile buffer, then into the sums. One pass over the
+  coefficients serves every box of a call (tiles outer, boxes inner: the tile stays in cache).
 - **Class masses.** ``h_i = ind_i / z_i`` with ``z_i = 1 + e_a r_(2i) + e_b r_(2i+1) >= 1`` exactly (``e >= 0``,
-  ``r >= 0``): its lower end is ``dn(1 / up(z))`` at the box corner of its least value (where ``z_i`` is largest)
-  and its upper end ``up(1 / max(1, dn(z)))`` at the corner of its largest; only the end needed is computed at each
-  corner (the per-pair kernel computes both ends at both corners). A ratio with upper end 0 (an empty class) makes
-  its term exactly 0, also where the box's exponential is infinite. ``ind_i`` is exactly 0 or 1 (checked by
-  :func:`pack_soa`), so ``ind_i q`` is exact.
-- **Sums.** Per tile (:data:`TILE` pairs) and box, the results are added in :data:`LANES` interleaved partial sums
-  (pair ``j`` of the tile into lane ``j mod LANES``; a fixed order), each addition outward rounded; the lanes are
-  added in lane order into the block's sums, the tiles in tile order, the blocks in block order.
+  ``r >= 0``): its lower end is ``dn(1 / up(z))`` with the exponentials' upper ends at the box corner of its least
+  value (where ``z_i`` is largest) and its upper end ``up(1 / max(1, dn(z)))`` with their lower ends at the corner of
+  its largest (each ``h_i`` is monotone in each variable, :mod:`._interval_scores`); only the end needed is computed
+  at each corner (the per-pair kernel computes both ends at both corners and rounds ``ind_i q`` once more). A ratio
+  with upper end 0 (an empty class) makes its term exactly 0, also where the box's exponential is infinite.
+  ``ind_i`` is exactly 0 or 1 (checked by :func:`pack_soa`), so ``ind_i q`` is exact. The ratios and ``omega`` are
+  exactly non-negative, so :func:`pack_soa` raises their lower ends to 0.
+- **Products.** Every product has a factor of known sign (a class mass, a product of masses, ``2 omega``, an entry of
+  ``D``: ``h (1 - h) >= 0`` or ``-h_a h_c <= 0``), so it takes two end products chosen by the other factor's signs
+  instead of four (the operations are listed in :mod:`._interval_label_codegen`).
+- **Sums.** Per tile and box each result row is added in :data:`LANES` interleaved partial sums (pair ``j`` into
+  sum ``j mod LANES``, a fixed order), each addition rounded outward; the partial sums pairwise, into the block's sums
+  tile by tile, the blocks in block order.
 
-**Rounding.** Every ``+ - * /`` is IEEE-754 correctly rounded to nearest (``fastmath=False``: no contraction into
-FMA, no reassociation, so the vectorised code computes the same float operations). Each computed end ``x`` of an
-operation is moved outward by ``d = fl(fl(2^-52 |x|) + 2^-1074) >= `` the gap from ``x`` to its neighbour, so
-``fl(x - d) <= pred(x) <= y`` and ``fl(x + d) >= succ(x) >= y`` for the exact result ``y`` (the proof case by case in
+**Rounding.** Every ``+ - * /`` is IEEE-754 correctly rounded to nearest, lane by lane in the vector instructions as
+in scalar code (``fastmath=False``: no contraction into FMA, no reassociation; the compiled loops were checked to hold
+AVX-512 ``vmulpd``/``vdivpd`` and no ``vfmadd``). Each computed end ``x`` of an operation is moved outward by
+``d = fl(fl(2^-52 |x|) + 2^-1074)``, at least the gap from ``x`` to its neighbour, so ``fl(x - d) <= pred(x) <= y``
+and ``fl(x + d) >= succ(x) >= y`` for the exact result ``y`` (the proof case by case in
 :mod:`._interval_scores_kernel`); a NaN end (``0 * inf``, ``inf - inf``) becomes ``-inf`` in a lower end and
-``+inf`` in an upper end, ``1/x`` of an interval holding 0 the whole line. The ``exp`` enclosures of the box corners
-come from :meth:`._interval_vec.IVec.exp` (numpy's ``exp``, widened by ``_EXP_REL``, ``_EXP_ABS``; the kernel calls
-no ``exp``).
+``+inf`` in an upper end. The kernel calls no ``exp``: the exponentials of the box corners are computed by
+:meth:`._interval_vec.IVec.exp` (numpy's ``exp``, whose error bound and widening ``_EXP_REL``, ``_EXP_ABS`` are
+justified and tested in :mod:`._interval_vec`), as for the reference engines. ``error_model="numpy"`` only drops
+Python's division-by-zero exception (no divisor here can be 0: ``z >= 1``).
 
 **Threads.** The pairs are cut into at most :data:`BLOCKS` blocks of whole tiles, fixed by ``P`` alone; the blocks
 run in parallel (``prange``), each with its own partial sums, combined in block order: the result is the same bit
@@ -95,10 +105,7 @@ def pack_soa(chunks, pairs: int) -> np.ndarray:
 
 
 # ------------------------------------------------------------------ tiles, lanes, blocks
-_JIT = dict(cache=True, fastmath=False, error_model="numpy")
-
-
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
 def _sum_dn(buf, o, L):
     """A lower bound of ``sum buf[o : o + L]``: entry ``j`` into the partial sum ``j mod 8`` (each addition rounded
     down), then the eight partial sums in order (:data:`LANES`)."""
@@ -112,7 +119,7 @@ def _sum_dn(buf, o, L):
     return _dn(_dn(_dn(s0 + s1) + _dn(s2 + s3)) + _dn(_dn(s4 + s5) + _dn(s6 + s7)))
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
 def _sum_up(buf, o, L):
     """An upper bound of ``sum buf[o : o + L]`` (:func:`_sum_dn` with every addition rounded up)."""
     s0 = s1 = s2 = s3 = s4 = s5 = s6 = s7 = 0.0
@@ -125,7 +132,7 @@ def _sum_up(buf, o, L):
     return _up(_up(_up(s0 + s1) + _up(s2 + s3)) + _up(_up(s4 + s5) + _up(s6 + s7)))
 
 
-@numba.njit(**_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy")
 def _block(c, P, t0, t1, xs, second, order, part):
     """Sums over the tiles ``t0 .. t1 - 1`` (in order) into ``part[box, 12]`` (zeroed by the caller)."""
     N = xs.shape[0]
@@ -150,7 +157,7 @@ def _block(c, P, t0, t1, xs, second, order, part):
                 part[n, q + 1] = _up(part[n, q + 1] + _sum_up(buf, (q + 1) * TILE, L))
 
 
-@numba.njit(parallel=True, **_JIT)
+@numba.njit(cache=True, fastmath=False, error_model="numpy", parallel=True)
 def _label_sums_nb(c, P, xs, second, order, nblk):
     N = xs.shape[0]
     ntile = (P + TILE - 1) // TILE

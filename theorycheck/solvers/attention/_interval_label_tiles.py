@@ -141,26 +141,28 @@ def tile_0_1(c, L, xs, n, buf):  # pragma: no cover - compiled
         v90 = _up(v84 + v88)
         v91 = 2.0 * v89
         v92 = 2.0 * v90
-        v93 = _dn(v73 + v91)
-        v94 = _up(v74 + v92)
-        v95 = _dn(v93 + 1.0)
-        v96 = _up(v94 + 1.0)
-        v97 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
-        v98 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
-        v99 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
-        v100 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
-        v101 = _dn(v97 + v99)
-        v102 = _up(v98 + v100)
-        v103 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
-        v104 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
-        v105 = _dn(v101 + v103)
-        v106 = _up(v102 + v104)
-        v107 = _dn(v57 * v95 if v95 >= 0.0 else v58 * v95)
-        v108 = _up(v58 * v96 if v96 >= 0.0 else v57 * v96)
-        v109 = _dn(v107 - v106)
-        v110 = _up(v108 - v105)
-        buf[u + np.uint64(0)] = v109
-        buf[u + np.uint64(256)] = v110
+        v93 = v91 if v91 < _INF else -_INF
+        v94 = v92 if v92 > -_INF else _INF
+        v95 = _dn(v73 + v93)
+        v96 = _up(v74 + v94)
+        v97 = _dn(v95 + 1.0)
+        v98 = _up(v96 + 1.0)
+        v99 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
+        v100 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
+        v101 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
+        v102 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
+        v103 = _dn(v99 + v101)
+        v104 = _up(v100 + v102)
+        v105 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
+        v106 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
+        v107 = _dn(v103 + v105)
+        v108 = _up(v104 + v106)
+        v109 = _dn(v57 * v97 if v97 >= 0.0 else v58 * v97)
+        v110 = _up(v58 * v98 if v98 >= 0.0 else v57 * v98)
+        v111 = _dn(v109 - v108)
+        v112 = _up(v110 - v107)
+        buf[u + np.uint64(0)] = v111
+        buf[u + np.uint64(256)] = v112
 
 
 @numba.njit(cache=True, fastmath=False, error_model='numpy')
@@ -273,92 +275,96 @@ def tile_1_1(c, L, xs, n, buf):  # pragma: no cover - compiled
         v90 = _up(v84 + v88)
         v91 = 2.0 * v89
         v92 = 2.0 * v90
-        v93 = _dn(v73 + v91)
-        v94 = _up(v74 + v92)
-        v95 = _dn(v93 + 1.0)
-        v96 = _up(v94 + 1.0)
-        v97 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
-        v98 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
-        v99 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
-        v100 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
-        v101 = _dn(v97 + v99)
-        v102 = _up(v98 + v100)
-        v103 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
-        v104 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
-        v105 = _dn(v101 + v103)
-        v106 = _up(v102 + v104)
-        v107 = _dn(v57 * v95 if v95 >= 0.0 else v58 * v95)
-        v108 = _up(v58 * v96 if v96 >= 0.0 else v57 * v96)
-        v109 = _dn(v107 - v106)
-        v110 = _up(v108 - v105)
-        v111 = 2.0 * v57
-        v112 = 2.0 * v58
-        v113 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
-        v114 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
-        v115 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
-        v116 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
-        v117 = _dn(v113 + v115)
-        v118 = _up(v114 + v116)
-        v119 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
-        v120 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v93 = v91 if v91 < _INF else -_INF
+        v94 = v92 if v92 > -_INF else _INF
+        v95 = _dn(v73 + v93)
+        v96 = _up(v74 + v94)
+        v97 = _dn(v95 + 1.0)
+        v98 = _up(v96 + 1.0)
+        v99 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
+        v100 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
+        v101 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
+        v102 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
+        v103 = _dn(v99 + v101)
+        v104 = _up(v100 + v102)
+        v105 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
+        v106 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
+        v107 = _dn(v103 + v105)
+        v108 = _up(v104 + v106)
+        v109 = _dn(v57 * v97 if v97 >= 0.0 else v58 * v97)
+        v110 = _up(v58 * v98 if v98 >= 0.0 else v57 * v98)
+        v111 = _dn(v109 - v108)
+        v112 = _up(v110 - v107)
+        v113 = 2.0 * v57
+        v114 = 2.0 * v58
+        v115 = v113 if v113 < _INF else -_INF
+        v116 = v114 if v114 > -_INF else _INF
+        v117 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
+        v118 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
+        v119 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
+        v120 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
         v121 = _dn(v117 + v119)
         v122 = _up(v118 + v120)
-        v123 = _dn(v111 * v121 if v121 >= 0.0 else v112 * v121)
-        v124 = _up(v112 * v122 if v122 >= 0.0 else v111 * v122)
-        v125 = _dn(v123 - v52)
-        v126 = _up(v124 - v51)
-        v127 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
-        v128 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
-        v129 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
-        v130 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
-        v131 = _dn(v127 + v129)
-        v132 = _up(v128 + v130)
-        v133 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
-        v134 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v123 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
+        v124 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v125 = _dn(v121 + v123)
+        v126 = _up(v122 + v124)
+        v127 = _dn(v115 * v125 if v125 >= 0.0 else v116 * v125)
+        v128 = _up(v116 * v126 if v126 >= 0.0 else v115 * v126)
+        v129 = _dn(v127 - v52)
+        v130 = _up(v128 - v51)
+        v131 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
+        v132 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
+        v133 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
+        v134 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
         v135 = _dn(v131 + v133)
         v136 = _up(v132 + v134)
-        v137 = _dn(v111 * v135 if v135 >= 0.0 else v112 * v135)
-        v138 = _up(v112 * v136 if v136 >= 0.0 else v111 * v136)
-        v139 = _dn(v137 - v54)
-        v140 = _up(v138 - v53)
-        v141 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
-        v142 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
-        v143 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
-        v144 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
-        v145 = _dn(v141 + v143)
-        v146 = _up(v142 + v144)
-        v147 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
-        v148 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v137 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
+        v138 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v139 = _dn(v135 + v137)
+        v140 = _up(v136 + v138)
+        v141 = _dn(v115 * v139 if v139 >= 0.0 else v116 * v139)
+        v142 = _up(v116 * v140 if v140 >= 0.0 else v115 * v140)
+        v143 = _dn(v141 - v54)
+        v144 = _up(v142 - v53)
+        v145 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
+        v146 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
+        v147 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
+        v148 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
         v149 = _dn(v145 + v147)
         v150 = _up(v146 + v148)
-        v151 = _dn(v111 * v149 if v149 >= 0.0 else v112 * v149)
-        v152 = _up(v112 * v150 if v150 >= 0.0 else v111 * v150)
-        v153 = _dn(v151 - v56)
-        v154 = _up(v152 - v55)
-        v155 = _dn(v8 * v125 if v125 >= 0.0 else v12 * v125)
-        v156 = _up(v12 * v126 if v126 >= 0.0 else v8 * v126)
-        v157 = _dn(v21 * v139 if v139 >= 0.0 else v25 * v139)
-        v158 = _up(v25 * v140 if v140 >= 0.0 else v21 * v140)
-        v159 = _dn(v155 + v157)
-        v160 = _up(v156 + v158)
-        v161 = _dn(v34 * v153 if v153 >= 0.0 else v38 * v153)
-        v162 = _up(v38 * v154 if v154 >= 0.0 else v34 * v154)
+        v151 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
+        v152 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v153 = _dn(v149 + v151)
+        v154 = _up(v150 + v152)
+        v155 = _dn(v115 * v153 if v153 >= 0.0 else v116 * v153)
+        v156 = _up(v116 * v154 if v154 >= 0.0 else v115 * v154)
+        v157 = _dn(v155 - v56)
+        v158 = _up(v156 - v55)
+        v159 = _dn(v8 * v129 if v129 >= 0.0 else v12 * v129)
+        v160 = _up(v12 * v130 if v130 >= 0.0 else v8 * v130)
+        v161 = _dn(v21 * v143 if v143 >= 0.0 else v25 * v143)
+        v162 = _up(v25 * v144 if v144 >= 0.0 else v21 * v144)
         v163 = _dn(v159 + v161)
         v164 = _up(v160 + v162)
-        v165 = _dn(v125 - v164)
-        v166 = _up(v126 - v163)
-        v167 = _dn(v8 * v165 if v165 >= 0.0 else v12 * v165)
-        v168 = _up(v12 * v166 if v166 >= 0.0 else v8 * v166)
-        v169 = _dn(v139 - v164)
-        v170 = _up(v140 - v163)
-        v171 = _dn(v21 * v169 if v169 >= 0.0 else v25 * v169)
-        v172 = _up(v25 * v170 if v170 >= 0.0 else v21 * v170)
-        buf[u + np.uint64(0)] = v109
-        buf[u + np.uint64(256)] = v110
-        buf[u + np.uint64(512)] = v167
-        buf[u + np.uint64(768)] = v168
-        buf[u + np.uint64(1024)] = v171
-        buf[u + np.uint64(1280)] = v172
+        v165 = _dn(v34 * v157 if v157 >= 0.0 else v38 * v157)
+        v166 = _up(v38 * v158 if v158 >= 0.0 else v34 * v158)
+        v167 = _dn(v163 + v165)
+        v168 = _up(v164 + v166)
+        v169 = _dn(v129 - v168)
+        v170 = _up(v130 - v167)
+        v171 = _dn(v8 * v169 if v169 >= 0.0 else v12 * v169)
+        v172 = _up(v12 * v170 if v170 >= 0.0 else v8 * v170)
+        v173 = _dn(v143 - v168)
+        v174 = _up(v144 - v167)
+        v175 = _dn(v21 * v173 if v173 >= 0.0 else v25 * v173)
+        v176 = _up(v25 * v174 if v174 >= 0.0 else v21 * v174)
+        buf[u + np.uint64(0)] = v111
+        buf[u + np.uint64(256)] = v112
+        buf[u + np.uint64(512)] = v171
+        buf[u + np.uint64(768)] = v172
+        buf[u + np.uint64(1024)] = v175
+        buf[u + np.uint64(1280)] = v176
 
 
 @numba.njit(cache=True, fastmath=False, error_model='numpy')
@@ -471,92 +477,96 @@ def tile_1_2(c, L, xs, n, buf):  # pragma: no cover - compiled
         v90 = _up(v84 + v88)
         v91 = 2.0 * v89
         v92 = 2.0 * v90
-        v93 = _dn(v73 + v91)
-        v94 = _up(v74 + v92)
-        v95 = _dn(v93 + 1.0)
-        v96 = _up(v94 + 1.0)
-        v97 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
-        v98 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
-        v99 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
-        v100 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
-        v101 = _dn(v97 + v99)
-        v102 = _up(v98 + v100)
-        v103 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
-        v104 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
-        v105 = _dn(v101 + v103)
-        v106 = _up(v102 + v104)
-        v107 = _dn(v57 * v95 if v95 >= 0.0 else v58 * v95)
-        v108 = _up(v58 * v96 if v96 >= 0.0 else v57 * v96)
-        v109 = _dn(v107 - v106)
-        v110 = _up(v108 - v105)
-        v111 = 2.0 * v57
-        v112 = 2.0 * v58
-        v113 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
-        v114 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
-        v115 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
-        v116 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
-        v117 = _dn(v113 + v115)
-        v118 = _up(v114 + v116)
-        v119 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
-        v120 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v93 = v91 if v91 < _INF else -_INF
+        v94 = v92 if v92 > -_INF else _INF
+        v95 = _dn(v73 + v93)
+        v96 = _up(v74 + v94)
+        v97 = _dn(v95 + 1.0)
+        v98 = _up(v96 + 1.0)
+        v99 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
+        v100 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
+        v101 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
+        v102 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
+        v103 = _dn(v99 + v101)
+        v104 = _up(v100 + v102)
+        v105 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
+        v106 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
+        v107 = _dn(v103 + v105)
+        v108 = _up(v104 + v106)
+        v109 = _dn(v57 * v97 if v97 >= 0.0 else v58 * v97)
+        v110 = _up(v58 * v98 if v98 >= 0.0 else v57 * v98)
+        v111 = _dn(v109 - v108)
+        v112 = _up(v110 - v107)
+        v113 = 2.0 * v57
+        v114 = 2.0 * v58
+        v115 = v113 if v113 < _INF else -_INF
+        v116 = v114 if v114 > -_INF else _INF
+        v117 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
+        v118 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
+        v119 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
+        v120 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
         v121 = _dn(v117 + v119)
         v122 = _up(v118 + v120)
-        v123 = _dn(v111 * v121 if v121 >= 0.0 else v112 * v121)
-        v124 = _up(v112 * v122 if v122 >= 0.0 else v111 * v122)
-        v125 = _dn(v123 - v52)
-        v126 = _up(v124 - v51)
-        v127 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
-        v128 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
-        v129 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
-        v130 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
-        v131 = _dn(v127 + v129)
-        v132 = _up(v128 + v130)
-        v133 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
-        v134 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v123 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
+        v124 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v125 = _dn(v121 + v123)
+        v126 = _up(v122 + v124)
+        v127 = _dn(v115 * v125 if v125 >= 0.0 else v116 * v125)
+        v128 = _up(v116 * v126 if v126 >= 0.0 else v115 * v126)
+        v129 = _dn(v127 - v52)
+        v130 = _up(v128 - v51)
+        v131 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
+        v132 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
+        v133 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
+        v134 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
         v135 = _dn(v131 + v133)
         v136 = _up(v132 + v134)
-        v137 = _dn(v111 * v135 if v135 >= 0.0 else v112 * v135)
-        v138 = _up(v112 * v136 if v136 >= 0.0 else v111 * v136)
-        v139 = _dn(v137 - v54)
-        v140 = _up(v138 - v53)
-        v141 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
-        v142 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
-        v143 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
-        v144 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
-        v145 = _dn(v141 + v143)
-        v146 = _up(v142 + v144)
-        v147 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
-        v148 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v137 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
+        v138 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v139 = _dn(v135 + v137)
+        v140 = _up(v136 + v138)
+        v141 = _dn(v115 * v139 if v139 >= 0.0 else v116 * v139)
+        v142 = _up(v116 * v140 if v140 >= 0.0 else v115 * v140)
+        v143 = _dn(v141 - v54)
+        v144 = _up(v142 - v53)
+        v145 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
+        v146 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
+        v147 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
+        v148 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
         v149 = _dn(v145 + v147)
         v150 = _up(v146 + v148)
-        v151 = _dn(v111 * v149 if v149 >= 0.0 else v112 * v149)
-        v152 = _up(v112 * v150 if v150 >= 0.0 else v111 * v150)
-        v153 = _dn(v151 - v56)
-        v154 = _up(v152 - v55)
-        v155 = _dn(v8 * v125 if v125 >= 0.0 else v12 * v125)
-        v156 = _up(v12 * v126 if v126 >= 0.0 else v8 * v126)
-        v157 = _dn(v21 * v139 if v139 >= 0.0 else v25 * v139)
-        v158 = _up(v25 * v140 if v140 >= 0.0 else v21 * v140)
-        v159 = _dn(v155 + v157)
-        v160 = _up(v156 + v158)
-        v161 = _dn(v34 * v153 if v153 >= 0.0 else v38 * v153)
-        v162 = _up(v38 * v154 if v154 >= 0.0 else v34 * v154)
+        v151 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
+        v152 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v153 = _dn(v149 + v151)
+        v154 = _up(v150 + v152)
+        v155 = _dn(v115 * v153 if v153 >= 0.0 else v116 * v153)
+        v156 = _up(v116 * v154 if v154 >= 0.0 else v115 * v154)
+        v157 = _dn(v155 - v56)
+        v158 = _up(v156 - v55)
+        v159 = _dn(v8 * v129 if v129 >= 0.0 else v12 * v129)
+        v160 = _up(v12 * v130 if v130 >= 0.0 else v8 * v130)
+        v161 = _dn(v21 * v143 if v143 >= 0.0 else v25 * v143)
+        v162 = _up(v25 * v144 if v144 >= 0.0 else v21 * v144)
         v163 = _dn(v159 + v161)
         v164 = _up(v160 + v162)
-        v165 = _dn(v125 - v164)
-        v166 = _up(v126 - v163)
-        v167 = _dn(v8 * v165 if v165 >= 0.0 else v12 * v165)
-        v168 = _up(v12 * v166 if v166 >= 0.0 else v8 * v166)
-        v169 = _dn(v153 - v164)
-        v170 = _up(v154 - v163)
-        v171 = _dn(v34 * v169 if v169 >= 0.0 else v38 * v169)
-        v172 = _up(v38 * v170 if v170 >= 0.0 else v34 * v170)
-        buf[u + np.uint64(0)] = v109
-        buf[u + np.uint64(256)] = v110
-        buf[u + np.uint64(512)] = v167
-        buf[u + np.uint64(768)] = v168
-        buf[u + np.uint64(1024)] = v171
-        buf[u + np.uint64(1280)] = v172
+        v165 = _dn(v34 * v157 if v157 >= 0.0 else v38 * v157)
+        v166 = _up(v38 * v158 if v158 >= 0.0 else v34 * v158)
+        v167 = _dn(v163 + v165)
+        v168 = _up(v164 + v166)
+        v169 = _dn(v129 - v168)
+        v170 = _up(v130 - v167)
+        v171 = _dn(v8 * v169 if v169 >= 0.0 else v12 * v169)
+        v172 = _up(v12 * v170 if v170 >= 0.0 else v8 * v170)
+        v173 = _dn(v157 - v168)
+        v174 = _up(v158 - v167)
+        v175 = _dn(v34 * v173 if v173 >= 0.0 else v38 * v173)
+        v176 = _up(v38 * v174 if v174 >= 0.0 else v34 * v174)
+        buf[u + np.uint64(0)] = v111
+        buf[u + np.uint64(256)] = v112
+        buf[u + np.uint64(512)] = v171
+        buf[u + np.uint64(768)] = v172
+        buf[u + np.uint64(1024)] = v175
+        buf[u + np.uint64(1280)] = v176
 
 
 @numba.njit(cache=True, fastmath=False, error_model='numpy')
@@ -669,434 +679,440 @@ def tile_2_1(c, L, xs, n, buf):  # pragma: no cover - compiled
         v90 = _up(v84 + v88)
         v91 = 2.0 * v89
         v92 = 2.0 * v90
-        v93 = _dn(v73 + v91)
-        v94 = _up(v74 + v92)
-        v95 = _dn(v93 + 1.0)
-        v96 = _up(v94 + 1.0)
-        v97 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
-        v98 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
-        v99 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
-        v100 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
-        v101 = _dn(v97 + v99)
-        v102 = _up(v98 + v100)
-        v103 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
-        v104 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
-        v105 = _dn(v101 + v103)
-        v106 = _up(v102 + v104)
-        v107 = _dn(v57 * v95 if v95 >= 0.0 else v58 * v95)
-        v108 = _up(v58 * v96 if v96 >= 0.0 else v57 * v96)
-        v109 = _dn(v107 - v106)
-        v110 = _up(v108 - v105)
-        v111 = 2.0 * v57
-        v112 = 2.0 * v58
-        v113 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
-        v114 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
-        v115 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
-        v116 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
-        v117 = _dn(v113 + v115)
-        v118 = _up(v114 + v116)
-        v119 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
-        v120 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v93 = v91 if v91 < _INF else -_INF
+        v94 = v92 if v92 > -_INF else _INF
+        v95 = _dn(v73 + v93)
+        v96 = _up(v74 + v94)
+        v97 = _dn(v95 + 1.0)
+        v98 = _up(v96 + 1.0)
+        v99 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
+        v100 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
+        v101 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
+        v102 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
+        v103 = _dn(v99 + v101)
+        v104 = _up(v100 + v102)
+        v105 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
+        v106 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
+        v107 = _dn(v103 + v105)
+        v108 = _up(v104 + v106)
+        v109 = _dn(v57 * v97 if v97 >= 0.0 else v58 * v97)
+        v110 = _up(v58 * v98 if v98 >= 0.0 else v57 * v98)
+        v111 = _dn(v109 - v108)
+        v112 = _up(v110 - v107)
+        v113 = 2.0 * v57
+        v114 = 2.0 * v58
+        v115 = v113 if v113 < _INF else -_INF
+        v116 = v114 if v114 > -_INF else _INF
+        v117 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
+        v118 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
+        v119 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
+        v120 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
         v121 = _dn(v117 + v119)
         v122 = _up(v118 + v120)
-        v123 = _dn(v111 * v121 if v121 >= 0.0 else v112 * v121)
-        v124 = _up(v112 * v122 if v122 >= 0.0 else v111 * v122)
-        v125 = _dn(v123 - v52)
-        v126 = _up(v124 - v51)
-        v127 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
-        v128 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
-        v129 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
-        v130 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
-        v131 = _dn(v127 + v129)
-        v132 = _up(v128 + v130)
-        v133 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
-        v134 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v123 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
+        v124 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v125 = _dn(v121 + v123)
+        v126 = _up(v122 + v124)
+        v127 = _dn(v115 * v125 if v125 >= 0.0 else v116 * v125)
+        v128 = _up(v116 * v126 if v126 >= 0.0 else v115 * v126)
+        v129 = _dn(v127 - v52)
+        v130 = _up(v128 - v51)
+        v131 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
+        v132 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
+        v133 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
+        v134 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
         v135 = _dn(v131 + v133)
         v136 = _up(v132 + v134)
-        v137 = _dn(v111 * v135 if v135 >= 0.0 else v112 * v135)
-        v138 = _up(v112 * v136 if v136 >= 0.0 else v111 * v136)
-        v139 = _dn(v137 - v54)
-        v140 = _up(v138 - v53)
-        v141 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
-        v142 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
-        v143 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
-        v144 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
-        v145 = _dn(v141 + v143)
-        v146 = _up(v142 + v144)
-        v147 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
-        v148 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v137 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
+        v138 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v139 = _dn(v135 + v137)
+        v140 = _up(v136 + v138)
+        v141 = _dn(v115 * v139 if v139 >= 0.0 else v116 * v139)
+        v142 = _up(v116 * v140 if v140 >= 0.0 else v115 * v140)
+        v143 = _dn(v141 - v54)
+        v144 = _up(v142 - v53)
+        v145 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
+        v146 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
+        v147 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
+        v148 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
         v149 = _dn(v145 + v147)
         v150 = _up(v146 + v148)
-        v151 = _dn(v111 * v149 if v149 >= 0.0 else v112 * v149)
-        v152 = _up(v112 * v150 if v150 >= 0.0 else v111 * v150)
-        v153 = _dn(v151 - v56)
-        v154 = _up(v152 - v55)
-        v155 = _dn(v8 * v125 if v125 >= 0.0 else v12 * v125)
-        v156 = _up(v12 * v126 if v126 >= 0.0 else v8 * v126)
-        v157 = _dn(v21 * v139 if v139 >= 0.0 else v25 * v139)
-        v158 = _up(v25 * v140 if v140 >= 0.0 else v21 * v140)
-        v159 = _dn(v155 + v157)
-        v160 = _up(v156 + v158)
-        v161 = _dn(v34 * v153 if v153 >= 0.0 else v38 * v153)
-        v162 = _up(v38 * v154 if v154 >= 0.0 else v34 * v154)
+        v151 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
+        v152 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v153 = _dn(v149 + v151)
+        v154 = _up(v150 + v152)
+        v155 = _dn(v115 * v153 if v153 >= 0.0 else v116 * v153)
+        v156 = _up(v116 * v154 if v154 >= 0.0 else v115 * v154)
+        v157 = _dn(v155 - v56)
+        v158 = _up(v156 - v55)
+        v159 = _dn(v8 * v129 if v129 >= 0.0 else v12 * v129)
+        v160 = _up(v12 * v130 if v130 >= 0.0 else v8 * v130)
+        v161 = _dn(v21 * v143 if v143 >= 0.0 else v25 * v143)
+        v162 = _up(v25 * v144 if v144 >= 0.0 else v21 * v144)
         v163 = _dn(v159 + v161)
         v164 = _up(v160 + v162)
-        v165 = _dn(v125 - v164)
-        v166 = _up(v126 - v163)
-        v167 = _dn(v8 * v165 if v165 >= 0.0 else v12 * v165)
-        v168 = _up(v12 * v166 if v166 >= 0.0 else v8 * v166)
-        v169 = _dn(v139 - v164)
-        v170 = _up(v140 - v163)
-        v171 = _dn(v21 * v169 if v169 >= 0.0 else v25 * v169)
-        v172 = _up(v25 * v170 if v170 >= 0.0 else v21 * v170)
-        v173 = _dn(1.0 - v8)
-        v174 = _up(1.0 - v8)
-        v175 = _dn(v8 * v173 if v173 >= 0.0 else v8 * v173)
-        v176 = _up(v8 * v174 if v174 >= 0.0 else v8 * v174)
-        v177 = _dn(1.0 - v12)
-        v178 = _up(1.0 - v12)
-        v179 = _dn(v12 * v177 if v177 >= 0.0 else v12 * v177)
-        v180 = _up(v12 * v178 if v178 >= 0.0 else v12 * v178)
-        v181 = max(min(v175, v179), 0.0)
-        v182 = 0.25 if (v8 <= 0.5) & (v12 >= 0.5) else max(v176, v180)
-        v183 = _dn(v21 * v8)
-        v184 = _up(v25 * v12)
-        v185 = -v184
-        v186 = -max(v183, 0.0)
-        v187 = _dn(v34 * v8)
-        v188 = _up(v38 * v12)
+        v165 = _dn(v34 * v157 if v157 >= 0.0 else v38 * v157)
+        v166 = _up(v38 * v158 if v158 >= 0.0 else v34 * v158)
+        v167 = _dn(v163 + v165)
+        v168 = _up(v164 + v166)
+        v169 = _dn(v129 - v168)
+        v170 = _up(v130 - v167)
+        v171 = _dn(v8 * v169 if v169 >= 0.0 else v12 * v169)
+        v172 = _up(v12 * v170 if v170 >= 0.0 else v8 * v170)
+        v173 = _dn(v143 - v168)
+        v174 = _up(v144 - v167)
+        v175 = _dn(v21 * v173 if v173 >= 0.0 else v25 * v173)
+        v176 = _up(v25 * v174 if v174 >= 0.0 else v21 * v174)
+        v177 = _dn(1.0 - v8)
+        v178 = _up(1.0 - v8)
+        v179 = _dn(v8 * v177 if v177 >= 0.0 else v8 * v177)
+        v180 = _up(v8 * v178 if v178 >= 0.0 else v8 * v178)
+        v181 = _dn(1.0 - v12)
+        v182 = _up(1.0 - v12)
+        v183 = _dn(v12 * v181 if v181 >= 0.0 else v12 * v181)
+        v184 = _up(v12 * v182 if v182 >= 0.0 else v12 * v182)
+        v185 = max(min(v179, v183), 0.0)
+        v186 = 0.25 if (v8 <= 0.5) & (v12 >= 0.5) else max(v180, v184)
+        v187 = _dn(v21 * v8)
+        v188 = _up(v25 * v12)
         v189 = -v188
         v190 = -max(v187, 0.0)
-        v191 = _dn(v8 * v21)
-        v192 = _up(v12 * v25)
+        v191 = _dn(v34 * v8)
+        v192 = _up(v38 * v12)
         v193 = -v192
         v194 = -max(v191, 0.0)
-        v195 = _dn(1.0 - v21)
-        v196 = _up(1.0 - v21)
-        v197 = _dn(v21 * v195 if v195 >= 0.0 else v21 * v195)
-        v198 = _up(v21 * v196 if v196 >= 0.0 else v21 * v196)
-        v199 = _dn(1.0 - v25)
-        v200 = _up(1.0 - v25)
-        v201 = _dn(v25 * v199 if v199 >= 0.0 else v25 * v199)
-        v202 = _up(v25 * v200 if v200 >= 0.0 else v25 * v200)
-        v203 = max(min(v197, v201), 0.0)
-        v204 = 0.25 if (v21 <= 0.5) & (v25 >= 0.5) else max(v198, v202)
-        v205 = _dn(v34 * v21)
-        v206 = _up(v38 * v25)
-        v207 = -v206
-        v208 = -max(v205, 0.0)
-        v209 = _dn(v181 * v39 if v39 >= 0.0 else v182 * v39)
-        v210 = _up(v182 * v40 if v40 >= 0.0 else v181 * v40)
-        v211 = -v182
-        v212 = -v181
-        v213 = _dn(v211 * v39 if v39 >= 0.0 else v212 * v39)
-        v214 = _up(v212 * v40 if v40 >= 0.0 else v211 * v40)
-        v215 = v209 if v181 >= 0.0 else -v214
-        v216 = v210 if v181 >= 0.0 else -v213
-        v217 = _dn(v185 * v41 if v41 >= 0.0 else v186 * v41)
-        v218 = _up(v186 * v42 if v42 >= 0.0 else v185 * v42)
-        v219 = -v186
-        v220 = -v185
-        v221 = _dn(v219 * v41 if v41 >= 0.0 else v220 * v41)
-        v222 = _up(v220 * v42 if v42 >= 0.0 else v219 * v42)
-        v223 = v217 if v185 >= 0.0 else -v222
-        v224 = v218 if v185 >= 0.0 else -v221
-        v225 = _dn(v215 + v223)
-        v226 = _up(v216 + v224)
-        v227 = _dn(v189 * v43 if v43 >= 0.0 else v190 * v43)
-        v228 = _up(v190 * v44 if v44 >= 0.0 else v189 * v44)
-        v229 = -v190
-        v230 = -v189
-        v231 = _dn(v229 * v43 if v43 >= 0.0 else v230 * v43)
-        v232 = _up(v230 * v44 if v44 >= 0.0 else v229 * v44)
-        v233 = v227 if v189 >= 0.0 else -v232
-        v234 = v228 if v189 >= 0.0 else -v231
-        v235 = _dn(v225 + v233)
-        v236 = _up(v226 + v234)
-        v237 = _dn(v111 * v235 if v235 >= 0.0 else v112 * v235)
-        v238 = _up(v112 * v236 if v236 >= 0.0 else v111 * v236)
-        v239 = _dn(v181 * v41 if v41 >= 0.0 else v182 * v41)
-        v240 = _up(v182 * v42 if v42 >= 0.0 else v181 * v42)
-        v241 = -v182
-        v242 = -v181
-        v243 = _dn(v241 * v41 if v41 >= 0.0 else v242 * v41)
-        v244 = _up(v242 * v42 if v42 >= 0.0 else v241 * v42)
-        v245 = v239 if v181 >= 0.0 else -v244
-        v246 = v240 if v181 >= 0.0 else -v243
-        v247 = _dn(v185 * v45 if v45 >= 0.0 else v186 * v45)
-        v248 = _up(v186 * v46 if v46 >= 0.0 else v185 * v46)
-        v249 = -v186
-        v250 = -v185
-        v251 = _dn(v249 * v45 if v45 >= 0.0 else v250 * v45)
-        v252 = _up(v250 * v46 if v46 >= 0.0 else v249 * v46)
-        v253 = v247 if v185 >= 0.0 else -v252
-        v254 = v248 if v185 >= 0.0 else -v251
-        v255 = _dn(v245 + v253)
-        v256 = _up(v246 + v254)
-        v257 = _dn(v189 * v47 if v47 >= 0.0 else v190 * v47)
-        v258 = _up(v190 * v48 if v48 >= 0.0 else v189 * v48)
-        v259 = -v190
-        v260 = -v189
-        v261 = _dn(v259 * v47 if v47 >= 0.0 else v260 * v47)
-        v262 = _up(v260 * v48 if v48 >= 0.0 else v259 * v48)
-        v263 = v257 if v189 >= 0.0 else -v262
-        v264 = v258 if v189 >= 0.0 else -v261
-        v265 = _dn(v255 + v263)
-        v266 = _up(v256 + v264)
-        v267 = _dn(v111 * v265 if v265 >= 0.0 else v112 * v265)
-        v268 = _up(v112 * v266 if v266 >= 0.0 else v111 * v266)
-        v269 = _dn(v181 * v43 if v43 >= 0.0 else v182 * v43)
-        v270 = _up(v182 * v44 if v44 >= 0.0 else v181 * v44)
-        v271 = -v182
-        v272 = -v181
-        v273 = _dn(v271 * v43 if v43 >= 0.0 else v272 * v43)
-        v274 = _up(v272 * v44 if v44 >= 0.0 else v271 * v44)
-        v275 = v269 if v181 >= 0.0 else -v274
-        v276 = v270 if v181 >= 0.0 else -v273
-        v277 = _dn(v185 * v47 if v47 >= 0.0 else v186 * v47)
-        v278 = _up(v186 * v48 if v48 >= 0.0 else v185 * v48)
-        v279 = -v186
-        v280 = -v185
-        v281 = _dn(v279 * v47 if v47 >= 0.0 else v280 * v47)
-        v282 = _up(v280 * v48 if v48 >= 0.0 else v279 * v48)
-        v283 = v277 if v185 >= 0.0 else -v282
-        v284 = v278 if v185 >= 0.0 else -v281
-        v285 = _dn(v275 + v283)
-        v286 = _up(v276 + v284)
-        v287 = _dn(v189 * v49 if v49 >= 0.0 else v190 * v49)
-        v288 = _up(v190 * v50 if v50 >= 0.0 else v189 * v50)
-        v289 = -v190
-        v290 = -v189
-        v291 = _dn(v289 * v49 if v49 >= 0.0 else v290 * v49)
-        v292 = _up(v290 * v50 if v50 >= 0.0 else v289 * v50)
-        v293 = v287 if v189 >= 0.0 else -v292
-        v294 = v288 if v189 >= 0.0 else -v291
-        v295 = _dn(v285 + v293)
-        v296 = _up(v286 + v294)
-        v297 = _dn(v111 * v295 if v295 >= 0.0 else v112 * v295)
-        v298 = _up(v112 * v296 if v296 >= 0.0 else v111 * v296)
-        v299 = _dn(v193 * v39 if v39 >= 0.0 else v194 * v39)
-        v300 = _up(v194 * v40 if v40 >= 0.0 else v193 * v40)
-        v301 = -v194
-        v302 = -v193
-        v303 = _dn(v301 * v39 if v39 >= 0.0 else v302 * v39)
-        v304 = _up(v302 * v40 if v40 >= 0.0 else v301 * v40)
-        v305 = v299 if v193 >= 0.0 else -v304
-        v306 = v300 if v193 >= 0.0 else -v303
-        v307 = _dn(v203 * v41 if v41 >= 0.0 else v204 * v41)
-        v308 = _up(v204 * v42 if v42 >= 0.0 else v203 * v42)
-        v309 = -v204
-        v310 = -v203
-        v311 = _dn(v309 * v41 if v41 >= 0.0 else v310 * v41)
-        v312 = _up(v310 * v42 if v42 >= 0.0 else v309 * v42)
-        v313 = v307 if v203 >= 0.0 else -v312
-        v314 = v308 if v203 >= 0.0 else -v311
-        v315 = _dn(v305 + v313)
-        v316 = _up(v306 + v314)
-        v317 = _dn(v207 * v43 if v43 >= 0.0 else v208 * v43)
-        v318 = _up(v208 * v44 if v44 >= 0.0 else v207 * v44)
-        v319 = -v208
-        v320 = -v207
-        v321 = _dn(v319 * v43 if v43 >= 0.0 else v320 * v43)
-        v322 = _up(v320 * v44 if v44 >= 0.0 else v319 * v44)
-        v323 = v317 if v207 >= 0.0 else -v322
-        v324 = v318 if v207 >= 0.0 else -v321
-        v325 = _dn(v315 + v323)
-        v326 = _up(v316 + v324)
-        v327 = _dn(v111 * v325 if v325 >= 0.0 else v112 * v325)
-        v328 = _up(v112 * v326 if v326 >= 0.0 else v111 * v326)
-        v329 = _dn(v193 * v41 if v41 >= 0.0 else v194 * v41)
-        v330 = _up(v194 * v42 if v42 >= 0.0 else v193 * v42)
-        v331 = -v194
-        v332 = -v193
-        v333 = _dn(v331 * v41 if v41 >= 0.0 else v332 * v41)
-        v334 = _up(v332 * v42 if v42 >= 0.0 else v331 * v42)
-        v335 = v329 if v193 >= 0.0 else -v334
-        v336 = v330 if v193 >= 0.0 else -v333
-        v337 = _dn(v203 * v45 if v45 >= 0.0 else v204 * v45)
-        v338 = _up(v204 * v46 if v46 >= 0.0 else v203 * v46)
-        v339 = -v204
-        v340 = -v203
-        v341 = _dn(v339 * v45 if v45 >= 0.0 else v340 * v45)
-        v342 = _up(v340 * v46 if v46 >= 0.0 else v339 * v46)
-        v343 = v337 if v203 >= 0.0 else -v342
-        v344 = v338 if v203 >= 0.0 else -v341
-        v345 = _dn(v335 + v343)
-        v346 = _up(v336 + v344)
-        v347 = _dn(v207 * v47 if v47 >= 0.0 else v208 * v47)
-        v348 = _up(v208 * v48 if v48 >= 0.0 else v207 * v48)
-        v349 = -v208
-        v350 = -v207
-        v351 = _dn(v349 * v47 if v47 >= 0.0 else v350 * v47)
-        v352 = _up(v350 * v48 if v48 >= 0.0 else v349 * v48)
-        v353 = v347 if v207 >= 0.0 else -v352
-        v354 = v348 if v207 >= 0.0 else -v351
-        v355 = _dn(v345 + v353)
-        v356 = _up(v346 + v354)
-        v357 = _dn(v111 * v355 if v355 >= 0.0 else v112 * v355)
-        v358 = _up(v112 * v356 if v356 >= 0.0 else v111 * v356)
-        v359 = _dn(v193 * v43 if v43 >= 0.0 else v194 * v43)
-        v360 = _up(v194 * v44 if v44 >= 0.0 else v193 * v44)
-        v361 = -v194
-        v362 = -v193
-        v363 = _dn(v361 * v43 if v43 >= 0.0 else v362 * v43)
-        v364 = _up(v362 * v44 if v44 >= 0.0 else v361 * v44)
-        v365 = v359 if v193 >= 0.0 else -v364
-        v366 = v360 if v193 >= 0.0 else -v363
-        v367 = _dn(v203 * v47 if v47 >= 0.0 else v204 * v47)
-        v368 = _up(v204 * v48 if v48 >= 0.0 else v203 * v48)
-        v369 = -v204
-        v370 = -v203
-        v371 = _dn(v369 * v47 if v47 >= 0.0 else v370 * v47)
-        v372 = _up(v370 * v48 if v48 >= 0.0 else v369 * v48)
-        v373 = v367 if v203 >= 0.0 else -v372
-        v374 = v368 if v203 >= 0.0 else -v371
-        v375 = _dn(v365 + v373)
-        v376 = _up(v366 + v374)
-        v377 = _dn(v207 * v49 if v49 >= 0.0 else v208 * v49)
-        v378 = _up(v208 * v50 if v50 >= 0.0 else v207 * v50)
-        v379 = -v208
-        v380 = -v207
-        v381 = _dn(v379 * v49 if v49 >= 0.0 else v380 * v49)
-        v382 = _up(v380 * v50 if v50 >= 0.0 else v379 * v50)
-        v383 = v377 if v207 >= 0.0 else -v382
-        v384 = v378 if v207 >= 0.0 else -v381
-        v385 = _dn(v375 + v383)
-        v386 = _up(v376 + v384)
-        v387 = _dn(v111 * v385 if v385 >= 0.0 else v112 * v385)
-        v388 = _up(v112 * v386 if v386 >= 0.0 else v111 * v386)
-        v389 = 2.0 * v163
-        v390 = 2.0 * v164
-        v391 = _dn(v181 * v237 if v237 >= 0.0 else v182 * v237)
-        v392 = _up(v182 * v238 if v238 >= 0.0 else v181 * v238)
-        v393 = -v182
-        v394 = -v181
-        v395 = _dn(v393 * v237 if v237 >= 0.0 else v394 * v237)
-        v396 = _up(v394 * v238 if v238 >= 0.0 else v393 * v238)
-        v397 = v391 if v181 >= 0.0 else -v396
-        v398 = v392 if v181 >= 0.0 else -v395
-        v399 = _dn(v185 * v267 if v267 >= 0.0 else v186 * v267)
-        v400 = _up(v186 * v268 if v268 >= 0.0 else v185 * v268)
-        v401 = -v186
-        v402 = -v185
-        v403 = _dn(v401 * v267 if v267 >= 0.0 else v402 * v267)
-        v404 = _up(v402 * v268 if v268 >= 0.0 else v401 * v268)
-        v405 = v399 if v185 >= 0.0 else -v404
-        v406 = v400 if v185 >= 0.0 else -v403
-        v407 = _dn(v397 + v405)
-        v408 = _up(v398 + v406)
-        v409 = _dn(v189 * v297 if v297 >= 0.0 else v190 * v297)
-        v410 = _up(v190 * v298 if v298 >= 0.0 else v189 * v298)
-        v411 = -v190
-        v412 = -v189
-        v413 = _dn(v411 * v297 if v297 >= 0.0 else v412 * v297)
-        v414 = _up(v412 * v298 if v298 >= 0.0 else v411 * v298)
-        v415 = v409 if v189 >= 0.0 else -v414
-        v416 = v410 if v189 >= 0.0 else -v413
-        v417 = _dn(v407 + v415)
-        v418 = _up(v408 + v416)
-        v419 = _dn(v8 * v8)
-        v420 = _up(v12 * v12)
-        v421 = _dn(v125 + v125)
-        v422 = _up(v126 + v126)
-        v423 = _dn(v421 - v390)
-        v424 = _up(v422 - v389)
-        v425 = _dn(v419 * v423 if v423 >= 0.0 else v420 * v423)
-        v426 = _up(v420 * v424 if v424 >= 0.0 else v419 * v424)
-        v427 = _dn(v417 - v426)
-        v428 = _up(v418 - v425)
-        v429 = _dn(v427 + v167)
-        v430 = _up(v428 + v168)
-        v431 = _dn(v181 * v327 if v327 >= 0.0 else v182 * v327)
-        v432 = _up(v182 * v328 if v328 >= 0.0 else v181 * v328)
-        v433 = -v182
-        v434 = -v181
-        v435 = _dn(v433 * v327 if v327 >= 0.0 else v434 * v327)
-        v436 = _up(v434 * v328 if v328 >= 0.0 else v433 * v328)
-        v437 = v431 if v181 >= 0.0 else -v436
-        v438 = v432 if v181 >= 0.0 else -v435
-        v439 = _dn(v185 * v357 if v357 >= 0.0 else v186 * v357)
-        v440 = _up(v186 * v358 if v358 >= 0.0 else v185 * v358)
-        v441 = -v186
-        v442 = -v185
-        v443 = _dn(v441 * v357 if v357 >= 0.0 else v442 * v357)
-        v444 = _up(v442 * v358 if v358 >= 0.0 else v441 * v358)
-        v445 = v439 if v185 >= 0.0 else -v444
-        v446 = v440 if v185 >= 0.0 else -v443
-        v447 = _dn(v437 + v445)
-        v448 = _up(v438 + v446)
-        v449 = _dn(v189 * v387 if v387 >= 0.0 else v190 * v387)
-        v450 = _up(v190 * v388 if v388 >= 0.0 else v189 * v388)
-        v451 = -v190
-        v452 = -v189
-        v453 = _dn(v451 * v387 if v387 >= 0.0 else v452 * v387)
-        v454 = _up(v452 * v388 if v388 >= 0.0 else v451 * v388)
-        v455 = v449 if v189 >= 0.0 else -v454
-        v456 = v450 if v189 >= 0.0 else -v453
-        v457 = _dn(v447 + v455)
-        v458 = _up(v448 + v456)
-        v459 = _dn(v8 * v21)
-        v460 = _up(v12 * v25)
-        v461 = _dn(v125 + v139)
-        v462 = _up(v126 + v140)
-        v463 = _dn(v461 - v390)
-        v464 = _up(v462 - v389)
-        v465 = _dn(v459 * v463 if v463 >= 0.0 else v460 * v463)
-        v466 = _up(v460 * v464 if v464 >= 0.0 else v459 * v464)
-        v467 = _dn(v457 - v466)
-        v468 = _up(v458 - v465)
-        v469 = _dn(v193 * v327 if v327 >= 0.0 else v194 * v327)
-        v470 = _up(v194 * v328 if v328 >= 0.0 else v193 * v328)
-        v471 = -v194
-        v472 = -v193
-        v473 = _dn(v471 * v327 if v327 >= 0.0 else v472 * v327)
-        v474 = _up(v472 * v328 if v328 >= 0.0 else v471 * v328)
-        v475 = v469 if v193 >= 0.0 else -v474
-        v476 = v470 if v193 >= 0.0 else -v473
-        v477 = _dn(v203 * v357 if v357 >= 0.0 else v204 * v357)
-        v478 = _up(v204 * v358 if v358 >= 0.0 else v203 * v358)
-        v479 = -v204
-        v480 = -v203
-        v481 = _dn(v479 * v357 if v357 >= 0.0 else v480 * v357)
-        v482 = _up(v480 * v358 if v358 >= 0.0 else v479 * v358)
-        v483 = v477 if v203 >= 0.0 else -v482
-        v484 = v478 if v203 >= 0.0 else -v481
-        v485 = _dn(v475 + v483)
-        v486 = _up(v476 + v484)
-        v487 = _dn(v207 * v387 if v387 >= 0.0 else v208 * v387)
-        v488 = _up(v208 * v388 if v388 >= 0.0 else v207 * v388)
-        v489 = -v208
-        v490 = -v207
-        v491 = _dn(v489 * v387 if v387 >= 0.0 else v490 * v387)
-        v492 = _up(v490 * v388 if v388 >= 0.0 else v489 * v388)
-        v493 = v487 if v207 >= 0.0 else -v492
-        v494 = v488 if v207 >= 0.0 else -v491
-        v495 = _dn(v485 + v493)
-        v496 = _up(v486 + v494)
-        v497 = _dn(v21 * v21)
-        v498 = _up(v25 * v25)
-        v499 = _dn(v139 + v139)
-        v500 = _up(v140 + v140)
-        v501 = _dn(v499 - v390)
-        v502 = _up(v500 - v389)
-        v503 = _dn(v497 * v501 if v501 >= 0.0 else v498 * v501)
-        v504 = _up(v498 * v502 if v502 >= 0.0 else v497 * v502)
-        v505 = _dn(v495 - v504)
-        v506 = _up(v496 - v503)
-        v507 = _dn(v505 + v171)
-        v508 = _up(v506 + v172)
-        buf[u + np.uint64(0)] = v109
-        buf[u + np.uint64(256)] = v110
-        buf[u + np.uint64(512)] = v167
-        buf[u + np.uint64(768)] = v168
-        buf[u + np.uint64(1024)] = v171
-        buf[u + np.uint64(1280)] = v172
-        buf[u + np.uint64(1536)] = v429
-        buf[u + np.uint64(1792)] = v430
-        buf[u + np.uint64(2048)] = v467
-        buf[u + np.uint64(2304)] = v468
-        buf[u + np.uint64(2560)] = v507
-        buf[u + np.uint64(2816)] = v508
+        v195 = _dn(v8 * v21)
+        v196 = _up(v12 * v25)
+        v197 = -v196
+        v198 = -max(v195, 0.0)
+        v199 = _dn(1.0 - v21)
+        v200 = _up(1.0 - v21)
+        v201 = _dn(v21 * v199 if v199 >= 0.0 else v21 * v199)
+        v202 = _up(v21 * v200 if v200 >= 0.0 else v21 * v200)
+        v203 = _dn(1.0 - v25)
+        v204 = _up(1.0 - v25)
+        v205 = _dn(v25 * v203 if v203 >= 0.0 else v25 * v203)
+        v206 = _up(v25 * v204 if v204 >= 0.0 else v25 * v204)
+        v207 = max(min(v201, v205), 0.0)
+        v208 = 0.25 if (v21 <= 0.5) & (v25 >= 0.5) else max(v202, v206)
+        v209 = _dn(v34 * v21)
+        v210 = _up(v38 * v25)
+        v211 = -v210
+        v212 = -max(v209, 0.0)
+        v213 = _dn(v185 * v39 if v39 >= 0.0 else v186 * v39)
+        v214 = _up(v186 * v40 if v40 >= 0.0 else v185 * v40)
+        v215 = -v186
+        v216 = -v185
+        v217 = _dn(v215 * v39 if v39 >= 0.0 else v216 * v39)
+        v218 = _up(v216 * v40 if v40 >= 0.0 else v215 * v40)
+        v219 = v213 if v185 >= 0.0 else -v218
+        v220 = v214 if v185 >= 0.0 else -v217
+        v221 = _dn(v189 * v41 if v41 >= 0.0 else v190 * v41)
+        v222 = _up(v190 * v42 if v42 >= 0.0 else v189 * v42)
+        v223 = -v190
+        v224 = -v189
+        v225 = _dn(v223 * v41 if v41 >= 0.0 else v224 * v41)
+        v226 = _up(v224 * v42 if v42 >= 0.0 else v223 * v42)
+        v227 = v221 if v189 >= 0.0 else -v226
+        v228 = v222 if v189 >= 0.0 else -v225
+        v229 = _dn(v219 + v227)
+        v230 = _up(v220 + v228)
+        v231 = _dn(v193 * v43 if v43 >= 0.0 else v194 * v43)
+        v232 = _up(v194 * v44 if v44 >= 0.0 else v193 * v44)
+        v233 = -v194
+        v234 = -v193
+        v235 = _dn(v233 * v43 if v43 >= 0.0 else v234 * v43)
+        v236 = _up(v234 * v44 if v44 >= 0.0 else v233 * v44)
+        v237 = v231 if v193 >= 0.0 else -v236
+        v238 = v232 if v193 >= 0.0 else -v235
+        v239 = _dn(v229 + v237)
+        v240 = _up(v230 + v238)
+        v241 = _dn(v115 * v239 if v239 >= 0.0 else v116 * v239)
+        v242 = _up(v116 * v240 if v240 >= 0.0 else v115 * v240)
+        v243 = _dn(v185 * v41 if v41 >= 0.0 else v186 * v41)
+        v244 = _up(v186 * v42 if v42 >= 0.0 else v185 * v42)
+        v245 = -v186
+        v246 = -v185
+        v247 = _dn(v245 * v41 if v41 >= 0.0 else v246 * v41)
+        v248 = _up(v246 * v42 if v42 >= 0.0 else v245 * v42)
+        v249 = v243 if v185 >= 0.0 else -v248
+        v250 = v244 if v185 >= 0.0 else -v247
+        v251 = _dn(v189 * v45 if v45 >= 0.0 else v190 * v45)
+        v252 = _up(v190 * v46 if v46 >= 0.0 else v189 * v46)
+        v253 = -v190
+        v254 = -v189
+        v255 = _dn(v253 * v45 if v45 >= 0.0 else v254 * v45)
+        v256 = _up(v254 * v46 if v46 >= 0.0 else v253 * v46)
+        v257 = v251 if v189 >= 0.0 else -v256
+        v258 = v252 if v189 >= 0.0 else -v255
+        v259 = _dn(v249 + v257)
+        v260 = _up(v250 + v258)
+        v261 = _dn(v193 * v47 if v47 >= 0.0 else v194 * v47)
+        v262 = _up(v194 * v48 if v48 >= 0.0 else v193 * v48)
+        v263 = -v194
+        v264 = -v193
+        v265 = _dn(v263 * v47 if v47 >= 0.0 else v264 * v47)
+        v266 = _up(v264 * v48 if v48 >= 0.0 else v263 * v48)
+        v267 = v261 if v193 >= 0.0 else -v266
+        v268 = v262 if v193 >= 0.0 else -v265
+        v269 = _dn(v259 + v267)
+        v270 = _up(v260 + v268)
+        v271 = _dn(v115 * v269 if v269 >= 0.0 else v116 * v269)
+        v272 = _up(v116 * v270 if v270 >= 0.0 else v115 * v270)
+        v273 = _dn(v185 * v43 if v43 >= 0.0 else v186 * v43)
+        v274 = _up(v186 * v44 if v44 >= 0.0 else v185 * v44)
+        v275 = -v186
+        v276 = -v185
+        v277 = _dn(v275 * v43 if v43 >= 0.0 else v276 * v43)
+        v278 = _up(v276 * v44 if v44 >= 0.0 else v275 * v44)
+        v279 = v273 if v185 >= 0.0 else -v278
+        v280 = v274 if v185 >= 0.0 else -v277
+        v281 = _dn(v189 * v47 if v47 >= 0.0 else v190 * v47)
+        v282 = _up(v190 * v48 if v48 >= 0.0 else v189 * v48)
+        v283 = -v190
+        v284 = -v189
+        v285 = _dn(v283 * v47 if v47 >= 0.0 else v284 * v47)
+        v286 = _up(v284 * v48 if v48 >= 0.0 else v283 * v48)
+        v287 = v281 if v189 >= 0.0 else -v286
+        v288 = v282 if v189 >= 0.0 else -v285
+        v289 = _dn(v279 + v287)
+        v290 = _up(v280 + v288)
+        v291 = _dn(v193 * v49 if v49 >= 0.0 else v194 * v49)
+        v292 = _up(v194 * v50 if v50 >= 0.0 else v193 * v50)
+        v293 = -v194
+        v294 = -v193
+        v295 = _dn(v293 * v49 if v49 >= 0.0 else v294 * v49)
+        v296 = _up(v294 * v50 if v50 >= 0.0 else v293 * v50)
+        v297 = v291 if v193 >= 0.0 else -v296
+        v298 = v292 if v193 >= 0.0 else -v295
+        v299 = _dn(v289 + v297)
+        v300 = _up(v290 + v298)
+        v301 = _dn(v115 * v299 if v299 >= 0.0 else v116 * v299)
+        v302 = _up(v116 * v300 if v300 >= 0.0 else v115 * v300)
+        v303 = _dn(v197 * v39 if v39 >= 0.0 else v198 * v39)
+        v304 = _up(v198 * v40 if v40 >= 0.0 else v197 * v40)
+        v305 = -v198
+        v306 = -v197
+        v307 = _dn(v305 * v39 if v39 >= 0.0 else v306 * v39)
+        v308 = _up(v306 * v40 if v40 >= 0.0 else v305 * v40)
+        v309 = v303 if v197 >= 0.0 else -v308
+        v310 = v304 if v197 >= 0.0 else -v307
+        v311 = _dn(v207 * v41 if v41 >= 0.0 else v208 * v41)
+        v312 = _up(v208 * v42 if v42 >= 0.0 else v207 * v42)
+        v313 = -v208
+        v314 = -v207
+        v315 = _dn(v313 * v41 if v41 >= 0.0 else v314 * v41)
+        v316 = _up(v314 * v42 if v42 >= 0.0 else v313 * v42)
+        v317 = v311 if v207 >= 0.0 else -v316
+        v318 = v312 if v207 >= 0.0 else -v315
+        v319 = _dn(v309 + v317)
+        v320 = _up(v310 + v318)
+        v321 = _dn(v211 * v43 if v43 >= 0.0 else v212 * v43)
+        v322 = _up(v212 * v44 if v44 >= 0.0 else v211 * v44)
+        v323 = -v212
+        v324 = -v211
+        v325 = _dn(v323 * v43 if v43 >= 0.0 else v324 * v43)
+        v326 = _up(v324 * v44 if v44 >= 0.0 else v323 * v44)
+        v327 = v321 if v211 >= 0.0 else -v326
+        v328 = v322 if v211 >= 0.0 else -v325
+        v329 = _dn(v319 + v327)
+        v330 = _up(v320 + v328)
+        v331 = _dn(v115 * v329 if v329 >= 0.0 else v116 * v329)
+        v332 = _up(v116 * v330 if v330 >= 0.0 else v115 * v330)
+        v333 = _dn(v197 * v41 if v41 >= 0.0 else v198 * v41)
+        v334 = _up(v198 * v42 if v42 >= 0.0 else v197 * v42)
+        v335 = -v198
+        v336 = -v197
+        v337 = _dn(v335 * v41 if v41 >= 0.0 else v336 * v41)
+        v338 = _up(v336 * v42 if v42 >= 0.0 else v335 * v42)
+        v339 = v333 if v197 >= 0.0 else -v338
+        v340 = v334 if v197 >= 0.0 else -v337
+        v341 = _dn(v207 * v45 if v45 >= 0.0 else v208 * v45)
+        v342 = _up(v208 * v46 if v46 >= 0.0 else v207 * v46)
+        v343 = -v208
+        v344 = -v207
+        v345 = _dn(v343 * v45 if v45 >= 0.0 else v344 * v45)
+        v346 = _up(v344 * v46 if v46 >= 0.0 else v343 * v46)
+        v347 = v341 if v207 >= 0.0 else -v346
+        v348 = v342 if v207 >= 0.0 else -v345
+        v349 = _dn(v339 + v347)
+        v350 = _up(v340 + v348)
+        v351 = _dn(v211 * v47 if v47 >= 0.0 else v212 * v47)
+        v352 = _up(v212 * v48 if v48 >= 0.0 else v211 * v48)
+        v353 = -v212
+        v354 = -v211
+        v355 = _dn(v353 * v47 if v47 >= 0.0 else v354 * v47)
+        v356 = _up(v354 * v48 if v48 >= 0.0 else v353 * v48)
+        v357 = v351 if v211 >= 0.0 else -v356
+        v358 = v352 if v211 >= 0.0 else -v355
+        v359 = _dn(v349 + v357)
+        v360 = _up(v350 + v358)
+        v361 = _dn(v115 * v359 if v359 >= 0.0 else v116 * v359)
+        v362 = _up(v116 * v360 if v360 >= 0.0 else v115 * v360)
+        v363 = _dn(v197 * v43 if v43 >= 0.0 else v198 * v43)
+        v364 = _up(v198 * v44 if v44 >= 0.0 else v197 * v44)
+        v365 = -v198
+        v366 = -v197
+        v367 = _dn(v365 * v43 if v43 >= 0.0 else v366 * v43)
+        v368 = _up(v366 * v44 if v44 >= 0.0 else v365 * v44)
+        v369 = v363 if v197 >= 0.0 else -v368
+        v370 = v364 if v197 >= 0.0 else -v367
+        v371 = _dn(v207 * v47 if v47 >= 0.0 else v208 * v47)
+        v372 = _up(v208 * v48 if v48 >= 0.0 else v207 * v48)
+        v373 = -v208
+        v374 = -v207
+        v375 = _dn(v373 * v47 if v47 >= 0.0 else v374 * v47)
+        v376 = _up(v374 * v48 if v48 >= 0.0 else v373 * v48)
+        v377 = v371 if v207 >= 0.0 else -v376
+        v378 = v372 if v207 >= 0.0 else -v375
+        v379 = _dn(v369 + v377)
+        v380 = _up(v370 + v378)
+        v381 = _dn(v211 * v49 if v49 >= 0.0 else v212 * v49)
+        v382 = _up(v212 * v50 if v50 >= 0.0 else v211 * v50)
+        v383 = -v212
+        v384 = -v211
+        v385 = _dn(v383 * v49 if v49 >= 0.0 else v384 * v49)
+        v386 = _up(v384 * v50 if v50 >= 0.0 else v383 * v50)
+        v387 = v381 if v211 >= 0.0 else -v386
+        v388 = v382 if v211 >= 0.0 else -v385
+        v389 = _dn(v379 + v387)
+        v390 = _up(v380 + v388)
+        v391 = _dn(v115 * v389 if v389 >= 0.0 else v116 * v389)
+        v392 = _up(v116 * v390 if v390 >= 0.0 else v115 * v390)
+        v393 = 2.0 * v167
+        v394 = 2.0 * v168
+        v395 = v393 if v393 < _INF else -_INF
+        v396 = v394 if v394 > -_INF else _INF
+        v397 = _dn(v185 * v241 if v241 >= 0.0 else v186 * v241)
+        v398 = _up(v186 * v242 if v242 >= 0.0 else v185 * v242)
+        v399 = -v186
+        v400 = -v185
+        v401 = _dn(v399 * v241 if v241 >= 0.0 else v400 * v241)
+        v402 = _up(v400 * v242 if v242 >= 0.0 else v399 * v242)
+        v403 = v397 if v185 >= 0.0 else -v402
+        v404 = v398 if v185 >= 0.0 else -v401
+        v405 = _dn(v189 * v271 if v271 >= 0.0 else v190 * v271)
+        v406 = _up(v190 * v272 if v272 >= 0.0 else v189 * v272)
+        v407 = -v190
+        v408 = -v189
+        v409 = _dn(v407 * v271 if v271 >= 0.0 else v408 * v271)
+        v410 = _up(v408 * v272 if v272 >= 0.0 else v407 * v272)
+        v411 = v405 if v189 >= 0.0 else -v410
+        v412 = v406 if v189 >= 0.0 else -v409
+        v413 = _dn(v403 + v411)
+        v414 = _up(v404 + v412)
+        v415 = _dn(v193 * v301 if v301 >= 0.0 else v194 * v301)
+        v416 = _up(v194 * v302 if v302 >= 0.0 else v193 * v302)
+        v417 = -v194
+        v418 = -v193
+        v419 = _dn(v417 * v301 if v301 >= 0.0 else v418 * v301)
+        v420 = _up(v418 * v302 if v302 >= 0.0 else v417 * v302)
+        v421 = v415 if v193 >= 0.0 else -v420
+        v422 = v416 if v193 >= 0.0 else -v419
+        v423 = _dn(v413 + v421)
+        v424 = _up(v414 + v422)
+        v425 = _dn(v8 * v8)
+        v426 = _up(v12 * v12)
+        v427 = _dn(v129 + v129)
+        v428 = _up(v130 + v130)
+        v429 = _dn(v427 - v396)
+        v430 = _up(v428 - v395)
+        v431 = _dn(v425 * v429 if v429 >= 0.0 else v426 * v429)
+        v432 = _up(v426 * v430 if v430 >= 0.0 else v425 * v430)
+        v433 = _dn(v423 - v432)
+        v434 = _up(v424 - v431)
+        v435 = _dn(v433 + v171)
+        v436 = _up(v434 + v172)
+        v437 = _dn(v185 * v331 if v331 >= 0.0 else v186 * v331)
+        v438 = _up(v186 * v332 if v332 >= 0.0 else v185 * v332)
+        v439 = -v186
+        v440 = -v185
+        v441 = _dn(v439 * v331 if v331 >= 0.0 else v440 * v331)
+        v442 = _up(v440 * v332 if v332 >= 0.0 else v439 * v332)
+        v443 = v437 if v185 >= 0.0 else -v442
+        v444 = v438 if v185 >= 0.0 else -v441
+        v445 = _dn(v189 * v361 if v361 >= 0.0 else v190 * v361)
+        v446 = _up(v190 * v362 if v362 >= 0.0 else v189 * v362)
+        v447 = -v190
+        v448 = -v189
+        v449 = _dn(v447 * v361 if v361 >= 0.0 else v448 * v361)
+        v450 = _up(v448 * v362 if v362 >= 0.0 else v447 * v362)
+        v451 = v445 if v189 >= 0.0 else -v450
+        v452 = v446 if v189 >= 0.0 else -v449
+        v453 = _dn(v443 + v451)
+        v454 = _up(v444 + v452)
+        v455 = _dn(v193 * v391 if v391 >= 0.0 else v194 * v391)
+        v456 = _up(v194 * v392 if v392 >= 0.0 else v193 * v392)
+        v457 = -v194
+        v458 = -v193
+        v459 = _dn(v457 * v391 if v391 >= 0.0 else v458 * v391)
+        v460 = _up(v458 * v392 if v392 >= 0.0 else v457 * v392)
+        v461 = v455 if v193 >= 0.0 else -v460
+        v462 = v456 if v193 >= 0.0 else -v459
+        v463 = _dn(v453 + v461)
+        v464 = _up(v454 + v462)
+        v465 = _dn(v8 * v21)
+        v466 = _up(v12 * v25)
+        v467 = _dn(v129 + v143)
+        v468 = _up(v130 + v144)
+        v469 = _dn(v467 - v396)
+        v470 = _up(v468 - v395)
+        v471 = _dn(v465 * v469 if v469 >= 0.0 else v466 * v469)
+        v472 = _up(v466 * v470 if v470 >= 0.0 else v465 * v470)
+        v473 = _dn(v463 - v472)
+        v474 = _up(v464 - v471)
+        v475 = _dn(v197 * v331 if v331 >= 0.0 else v198 * v331)
+        v476 = _up(v198 * v332 if v332 >= 0.0 else v197 * v332)
+        v477 = -v198
+        v478 = -v197
+        v479 = _dn(v477 * v331 if v331 >= 0.0 else v478 * v331)
+        v480 = _up(v478 * v332 if v332 >= 0.0 else v477 * v332)
+        v481 = v475 if v197 >= 0.0 else -v480
+        v482 = v476 if v197 >= 0.0 else -v479
+        v483 = _dn(v207 * v361 if v361 >= 0.0 else v208 * v361)
+        v484 = _up(v208 * v362 if v362 >= 0.0 else v207 * v362)
+        v485 = -v208
+        v486 = -v207
+        v487 = _dn(v485 * v361 if v361 >= 0.0 else v486 * v361)
+        v488 = _up(v486 * v362 if v362 >= 0.0 else v485 * v362)
+        v489 = v483 if v207 >= 0.0 else -v488
+        v490 = v484 if v207 >= 0.0 else -v487
+        v491 = _dn(v481 + v489)
+        v492 = _up(v482 + v490)
+        v493 = _dn(v211 * v391 if v391 >= 0.0 else v212 * v391)
+        v494 = _up(v212 * v392 if v392 >= 0.0 else v211 * v392)
+        v495 = -v212
+        v496 = -v211
+        v497 = _dn(v495 * v391 if v391 >= 0.0 else v496 * v391)
+        v498 = _up(v496 * v392 if v392 >= 0.0 else v495 * v392)
+        v499 = v493 if v211 >= 0.0 else -v498
+        v500 = v494 if v211 >= 0.0 else -v497
+        v501 = _dn(v491 + v499)
+        v502 = _up(v492 + v500)
+        v503 = _dn(v21 * v21)
+        v504 = _up(v25 * v25)
+        v505 = _dn(v143 + v143)
+        v506 = _up(v144 + v144)
+        v507 = _dn(v505 - v396)
+        v508 = _up(v506 - v395)
+        v509 = _dn(v503 * v507 if v507 >= 0.0 else v504 * v507)
+        v510 = _up(v504 * v508 if v508 >= 0.0 else v503 * v508)
+        v511 = _dn(v501 - v510)
+        v512 = _up(v502 - v509)
+        v513 = _dn(v511 + v175)
+        v514 = _up(v512 + v176)
+        buf[u + np.uint64(0)] = v111
+        buf[u + np.uint64(256)] = v112
+        buf[u + np.uint64(512)] = v171
+        buf[u + np.uint64(768)] = v172
+        buf[u + np.uint64(1024)] = v175
+        buf[u + np.uint64(1280)] = v176
+        buf[u + np.uint64(1536)] = v435
+        buf[u + np.uint64(1792)] = v436
+        buf[u + np.uint64(2048)] = v473
+        buf[u + np.uint64(2304)] = v474
+        buf[u + np.uint64(2560)] = v513
+        buf[u + np.uint64(2816)] = v514
 
 
 @numba.njit(cache=True, fastmath=False, error_model='numpy')
@@ -1209,431 +1225,437 @@ def tile_2_2(c, L, xs, n, buf):  # pragma: no cover - compiled
         v90 = _up(v84 + v88)
         v91 = 2.0 * v89
         v92 = 2.0 * v90
-        v93 = _dn(v73 + v91)
-        v94 = _up(v74 + v92)
-        v95 = _dn(v93 + 1.0)
-        v96 = _up(v94 + 1.0)
-        v97 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
-        v98 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
-        v99 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
-        v100 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
-        v101 = _dn(v97 + v99)
-        v102 = _up(v98 + v100)
-        v103 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
-        v104 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
-        v105 = _dn(v101 + v103)
-        v106 = _up(v102 + v104)
-        v107 = _dn(v57 * v95 if v95 >= 0.0 else v58 * v95)
-        v108 = _up(v58 * v96 if v96 >= 0.0 else v57 * v96)
-        v109 = _dn(v107 - v106)
-        v110 = _up(v108 - v105)
-        v111 = 2.0 * v57
-        v112 = 2.0 * v58
-        v113 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
-        v114 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
-        v115 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
-        v116 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
-        v117 = _dn(v113 + v115)
-        v118 = _up(v114 + v116)
-        v119 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
-        v120 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v93 = v91 if v91 < _INF else -_INF
+        v94 = v92 if v92 > -_INF else _INF
+        v95 = _dn(v73 + v93)
+        v96 = _up(v74 + v94)
+        v97 = _dn(v95 + 1.0)
+        v98 = _up(v96 + 1.0)
+        v99 = _dn(v8 * v51 if v51 >= 0.0 else v12 * v51)
+        v100 = _up(v12 * v52 if v52 >= 0.0 else v8 * v52)
+        v101 = _dn(v21 * v53 if v53 >= 0.0 else v25 * v53)
+        v102 = _up(v25 * v54 if v54 >= 0.0 else v21 * v54)
+        v103 = _dn(v99 + v101)
+        v104 = _up(v100 + v102)
+        v105 = _dn(v34 * v55 if v55 >= 0.0 else v38 * v55)
+        v106 = _up(v38 * v56 if v56 >= 0.0 else v34 * v56)
+        v107 = _dn(v103 + v105)
+        v108 = _up(v104 + v106)
+        v109 = _dn(v57 * v97 if v97 >= 0.0 else v58 * v97)
+        v110 = _up(v58 * v98 if v98 >= 0.0 else v57 * v98)
+        v111 = _dn(v109 - v108)
+        v112 = _up(v110 - v107)
+        v113 = 2.0 * v57
+        v114 = 2.0 * v58
+        v115 = v113 if v113 < _INF else -_INF
+        v116 = v114 if v114 > -_INF else _INF
+        v117 = _dn(v8 * v39 if v39 >= 0.0 else v12 * v39)
+        v118 = _up(v12 * v40 if v40 >= 0.0 else v8 * v40)
+        v119 = _dn(v21 * v41 if v41 >= 0.0 else v25 * v41)
+        v120 = _up(v25 * v42 if v42 >= 0.0 else v21 * v42)
         v121 = _dn(v117 + v119)
         v122 = _up(v118 + v120)
-        v123 = _dn(v111 * v121 if v121 >= 0.0 else v112 * v121)
-        v124 = _up(v112 * v122 if v122 >= 0.0 else v111 * v122)
-        v125 = _dn(v123 - v52)
-        v126 = _up(v124 - v51)
-        v127 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
-        v128 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
-        v129 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
-        v130 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
-        v131 = _dn(v127 + v129)
-        v132 = _up(v128 + v130)
-        v133 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
-        v134 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v123 = _dn(v34 * v43 if v43 >= 0.0 else v38 * v43)
+        v124 = _up(v38 * v44 if v44 >= 0.0 else v34 * v44)
+        v125 = _dn(v121 + v123)
+        v126 = _up(v122 + v124)
+        v127 = _dn(v115 * v125 if v125 >= 0.0 else v116 * v125)
+        v128 = _up(v116 * v126 if v126 >= 0.0 else v115 * v126)
+        v129 = _dn(v127 - v52)
+        v130 = _up(v128 - v51)
+        v131 = _dn(v8 * v41 if v41 >= 0.0 else v12 * v41)
+        v132 = _up(v12 * v42 if v42 >= 0.0 else v8 * v42)
+        v133 = _dn(v21 * v45 if v45 >= 0.0 else v25 * v45)
+        v134 = _up(v25 * v46 if v46 >= 0.0 else v21 * v46)
         v135 = _dn(v131 + v133)
         v136 = _up(v132 + v134)
-        v137 = _dn(v111 * v135 if v135 >= 0.0 else v112 * v135)
-        v138 = _up(v112 * v136 if v136 >= 0.0 else v111 * v136)
-        v139 = _dn(v137 - v54)
-        v140 = _up(v138 - v53)
-        v141 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
-        v142 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
-        v143 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
-        v144 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
-        v145 = _dn(v141 + v143)
-        v146 = _up(v142 + v144)
-        v147 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
-        v148 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v137 = _dn(v34 * v47 if v47 >= 0.0 else v38 * v47)
+        v138 = _up(v38 * v48 if v48 >= 0.0 else v34 * v48)
+        v139 = _dn(v135 + v137)
+        v140 = _up(v136 + v138)
+        v141 = _dn(v115 * v139 if v139 >= 0.0 else v116 * v139)
+        v142 = _up(v116 * v140 if v140 >= 0.0 else v115 * v140)
+        v143 = _dn(v141 - v54)
+        v144 = _up(v142 - v53)
+        v145 = _dn(v8 * v43 if v43 >= 0.0 else v12 * v43)
+        v146 = _up(v12 * v44 if v44 >= 0.0 else v8 * v44)
+        v147 = _dn(v21 * v47 if v47 >= 0.0 else v25 * v47)
+        v148 = _up(v25 * v48 if v48 >= 0.0 else v21 * v48)
         v149 = _dn(v145 + v147)
         v150 = _up(v146 + v148)
-        v151 = _dn(v111 * v149 if v149 >= 0.0 else v112 * v149)
-        v152 = _up(v112 * v150 if v150 >= 0.0 else v111 * v150)
-        v153 = _dn(v151 - v56)
-        v154 = _up(v152 - v55)
-        v155 = _dn(v8 * v125 if v125 >= 0.0 else v12 * v125)
-        v156 = _up(v12 * v126 if v126 >= 0.0 else v8 * v126)
-        v157 = _dn(v21 * v139 if v139 >= 0.0 else v25 * v139)
-        v158 = _up(v25 * v140 if v140 >= 0.0 else v21 * v140)
-        v159 = _dn(v155 + v157)
-        v160 = _up(v156 + v158)
-        v161 = _dn(v34 * v153 if v153 >= 0.0 else v38 * v153)
-        v162 = _up(v38 * v154 if v154 >= 0.0 else v34 * v154)
+        v151 = _dn(v34 * v49 if v49 >= 0.0 else v38 * v49)
+        v152 = _up(v38 * v50 if v50 >= 0.0 else v34 * v50)
+        v153 = _dn(v149 + v151)
+        v154 = _up(v150 + v152)
+        v155 = _dn(v115 * v153 if v153 >= 0.0 else v116 * v153)
+        v156 = _up(v116 * v154 if v154 >= 0.0 else v115 * v154)
+        v157 = _dn(v155 - v56)
+        v158 = _up(v156 - v55)
+        v159 = _dn(v8 * v129 if v129 >= 0.0 else v12 * v129)
+        v160 = _up(v12 * v130 if v130 >= 0.0 else v8 * v130)
+        v161 = _dn(v21 * v143 if v143 >= 0.0 else v25 * v143)
+        v162 = _up(v25 * v144 if v144 >= 0.0 else v21 * v144)
         v163 = _dn(v159 + v161)
         v164 = _up(v160 + v162)
-        v165 = _dn(v125 - v164)
-        v166 = _up(v126 - v163)
-        v167 = _dn(v8 * v165 if v165 >= 0.0 else v12 * v165)
-        v168 = _up(v12 * v166 if v166 >= 0.0 else v8 * v166)
-        v169 = _dn(v153 - v164)
-        v170 = _up(v154 - v163)
-        v171 = _dn(v34 * v169 if v169 >= 0.0 else v38 * v169)
-        v172 = _up(v38 * v170 if v170 >= 0.0 else v34 * v170)
-        v173 = _dn(1.0 - v8)
-        v174 = _up(1.0 - v8)
-        v175 = _dn(v8 * v173 if v173 >= 0.0 else v8 * v173)
-        v176 = _up(v8 * v174 if v174 >= 0.0 else v8 * v174)
-        v177 = _dn(1.0 - v12)
-        v178 = _up(1.0 - v12)
-        v179 = _dn(v12 * v177 if v177 >= 0.0 else v12 * v177)
-        v180 = _up(v12 * v178 if v178 >= 0.0 else v12 * v178)
-        v181 = max(min(v175, v179), 0.0)
-        v182 = 0.25 if (v8 <= 0.5) & (v12 >= 0.5) else max(v176, v180)
-        v183 = _dn(v21 * v8)
-        v184 = _up(v25 * v12)
-        v185 = -v184
-        v186 = -max(v183, 0.0)
-        v187 = _dn(v34 * v8)
-        v188 = _up(v38 * v12)
+        v165 = _dn(v34 * v157 if v157 >= 0.0 else v38 * v157)
+        v166 = _up(v38 * v158 if v158 >= 0.0 else v34 * v158)
+        v167 = _dn(v163 + v165)
+        v168 = _up(v164 + v166)
+        v169 = _dn(v129 - v168)
+        v170 = _up(v130 - v167)
+        v171 = _dn(v8 * v169 if v169 >= 0.0 else v12 * v169)
+        v172 = _up(v12 * v170 if v170 >= 0.0 else v8 * v170)
+        v173 = _dn(v157 - v168)
+        v174 = _up(v158 - v167)
+        v175 = _dn(v34 * v173 if v173 >= 0.0 else v38 * v173)
+        v176 = _up(v38 * v174 if v174 >= 0.0 else v34 * v174)
+        v177 = _dn(1.0 - v8)
+        v178 = _up(1.0 - v8)
+        v179 = _dn(v8 * v177 if v177 >= 0.0 else v8 * v177)
+        v180 = _up(v8 * v178 if v178 >= 0.0 else v8 * v178)
+        v181 = _dn(1.0 - v12)
+        v182 = _up(1.0 - v12)
+        v183 = _dn(v12 * v181 if v181 >= 0.0 else v12 * v181)
+        v184 = _up(v12 * v182 if v182 >= 0.0 else v12 * v182)
+        v185 = max(min(v179, v183), 0.0)
+        v186 = 0.25 if (v8 <= 0.5) & (v12 >= 0.5) else max(v180, v184)
+        v187 = _dn(v21 * v8)
+        v188 = _up(v25 * v12)
         v189 = -v188
         v190 = -max(v187, 0.0)
-        v191 = _dn(v8 * v34)
-        v192 = _up(v12 * v38)
+        v191 = _dn(v34 * v8)
+        v192 = _up(v38 * v12)
         v193 = -v192
         v194 = -max(v191, 0.0)
-        v195 = _dn(v21 * v34)
-        v196 = _up(v25 * v38)
+        v195 = _dn(v8 * v34)
+        v196 = _up(v12 * v38)
         v197 = -v196
         v198 = -max(v195, 0.0)
-        v199 = _dn(1.0 - v34)
-        v200 = _up(1.0 - v34)
-        v201 = _dn(v34 * v199 if v199 >= 0.0 else v34 * v199)
-        v202 = _up(v34 * v200 if v200 >= 0.0 else v34 * v200)
-        v203 = _dn(1.0 - v38)
-        v204 = _up(1.0 - v38)
-        v205 = _dn(v38 * v203 if v203 >= 0.0 else v38 * v203)
-        v206 = _up(v38 * v204 if v204 >= 0.0 else v38 * v204)
-        v207 = max(min(v201, v205), 0.0)
-        v208 = 0.25 if (v34 <= 0.5) & (v38 >= 0.5) else max(v202, v206)
-        v209 = _dn(v181 * v39 if v39 >= 0.0 else v182 * v39)
-        v210 = _up(v182 * v40 if v40 >= 0.0 else v181 * v40)
-        v211 = -v182
-        v212 = -v181
-        v213 = _dn(v211 * v39 if v39 >= 0.0 else v212 * v39)
-        v214 = _up(v212 * v40 if v40 >= 0.0 else v211 * v40)
-        v215 = v209 if v181 >= 0.0 else -v214
-        v216 = v210 if v181 >= 0.0 else -v213
-        v217 = _dn(v185 * v41 if v41 >= 0.0 else v186 * v41)
-        v218 = _up(v186 * v42 if v42 >= 0.0 else v185 * v42)
-        v219 = -v186
-        v220 = -v185
-        v221 = _dn(v219 * v41 if v41 >= 0.0 else v220 * v41)
-        v222 = _up(v220 * v42 if v42 >= 0.0 else v219 * v42)
-        v223 = v217 if v185 >= 0.0 else -v222
-        v224 = v218 if v185 >= 0.0 else -v221
-        v225 = _dn(v215 + v223)
-        v226 = _up(v216 + v224)
-        v227 = _dn(v189 * v43 if v43 >= 0.0 else v190 * v43)
-        v228 = _up(v190 * v44 if v44 >= 0.0 else v189 * v44)
-        v229 = -v190
-        v230 = -v189
-        v231 = _dn(v229 * v43 if v43 >= 0.0 else v230 * v43)
-        v232 = _up(v230 * v44 if v44 >= 0.0 else v229 * v44)
-        v233 = v227 if v189 >= 0.0 else -v232
-        v234 = v228 if v189 >= 0.0 else -v231
-        v235 = _dn(v225 + v233)
-        v236 = _up(v226 + v234)
-        v237 = _dn(v111 * v235 if v235 >= 0.0 else v112 * v235)
-        v238 = _up(v112 * v236 if v236 >= 0.0 else v111 * v236)
-        v239 = _dn(v181 * v41 if v41 >= 0.0 else v182 * v41)
-        v240 = _up(v182 * v42 if v42 >= 0.0 else v181 * v42)
-        v241 = -v182
-        v242 = -v181
-        v243 = _dn(v241 * v41 if v41 >= 0.0 else v242 * v41)
-        v244 = _up(v242 * v42 if v42 >= 0.0 else v241 * v42)
-        v245 = v239 if v181 >= 0.0 else -v244
-        v246 = v240 if v181 >= 0.0 else -v243
-        v247 = _dn(v185 * v45 if v45 >= 0.0 else v186 * v45)
-        v248 = _up(v186 * v46 if v46 >= 0.0 else v185 * v46)
-        v249 = -v186
-        v250 = -v185
-        v251 = _dn(v249 * v45 if v45 >= 0.0 else v250 * v45)
-        v252 = _up(v250 * v46 if v46 >= 0.0 else v249 * v46)
-        v253 = v247 if v185 >= 0.0 else -v252
-        v254 = v248 if v185 >= 0.0 else -v251
-        v255 = _dn(v245 + v253)
-        v256 = _up(v246 + v254)
-        v257 = _dn(v189 * v47 if v47 >= 0.0 else v190 * v47)
-        v258 = _up(v190 * v48 if v48 >= 0.0 else v189 * v48)
-        v259 = -v190
-        v260 = -v189
-        v261 = _dn(v259 * v47 if v47 >= 0.0 else v260 * v47)
-        v262 = _up(v260 * v48 if v48 >= 0.0 else v259 * v48)
-        v263 = v257 if v189 >= 0.0 else -v262
-        v264 = v258 if v189 >= 0.0 else -v261
-        v265 = _dn(v255 + v263)
-        v266 = _up(v256 + v264)
-        v267 = _dn(v111 * v265 if v265 >= 0.0 else v112 * v265)
-        v268 = _up(v112 * v266 if v266 >= 0.0 else v111 * v266)
-        v269 = _dn(v181 * v43 if v43 >= 0.0 else v182 * v43)
-        v270 = _up(v182 * v44 if v44 >= 0.0 else v181 * v44)
-        v271 = -v182
-        v272 = -v181
-        v273 = _dn(v271 * v43 if v43 >= 0.0 else v272 * v43)
-        v274 = _up(v272 * v44 if v44 >= 0.0 else v271 * v44)
-        v275 = v269 if v181 >= 0.0 else -v274
-        v276 = v270 if v181 >= 0.0 else -v273
-        v277 = _dn(v185 * v47 if v47 >= 0.0 else v186 * v47)
-        v278 = _up(v186 * v48 if v48 >= 0.0 else v185 * v48)
-        v279 = -v186
-        v280 = -v185
-        v281 = _dn(v279 * v47 if v47 >= 0.0 else v280 * v47)
-        v282 = _up(v280 * v48 if v48 >= 0.0 else v279 * v48)
-        v283 = v277 if v185 >= 0.0 else -v282
-        v284 = v278 if v185 >= 0.0 else -v281
-        v285 = _dn(v275 + v283)
-        v286 = _up(v276 + v284)
-        v287 = _dn(v189 * v49 if v49 >= 0.0 else v190 * v49)
-        v288 = _up(v190 * v50 if v50 >= 0.0 else v189 * v50)
-        v289 = -v190
-        v290 = -v189
-        v291 = _dn(v289 * v49 if v49 >= 0.0 else v290 * v49)
-        v292 = _up(v290 * v50 if v50 >= 0.0 else v289 * v50)
-        v293 = v287 if v189 >= 0.0 else -v292
-        v294 = v288 if v189 >= 0.0 else -v291
-        v295 = _dn(v285 + v293)
-        v296 = _up(v286 + v294)
-        v297 = _dn(v111 * v295 if v295 >= 0.0 else v112 * v295)
-        v298 = _up(v112 * v296 if v296 >= 0.0 else v111 * v296)
-        v299 = _dn(v193 * v39 if v39 >= 0.0 else v194 * v39)
-        v300 = _up(v194 * v40 if v40 >= 0.0 else v193 * v40)
-        v301 = -v194
-        v302 = -v193
-        v303 = _dn(v301 * v39 if v39 >= 0.0 else v302 * v39)
-        v304 = _up(v302 * v40 if v40 >= 0.0 else v301 * v40)
-        v305 = v299 if v193 >= 0.0 else -v304
-        v306 = v300 if v193 >= 0.0 else -v303
-        v307 = _dn(v197 * v41 if v41 >= 0.0 else v198 * v41)
-        v308 = _up(v198 * v42 if v42 >= 0.0 else v197 * v42)
-        v309 = -v198
-        v310 = -v197
-        v311 = _dn(v309 * v41 if v41 >= 0.0 else v310 * v41)
-        v312 = _up(v310 * v42 if v42 >= 0.0 else v309 * v42)
-        v313 = v307 if v197 >= 0.0 else -v312
-        v314 = v308 if v197 >= 0.0 else -v311
-        v315 = _dn(v305 + v313)
-        v316 = _up(v306 + v314)
-        v317 = _dn(v207 * v43 if v43 >= 0.0 else v208 * v43)
-        v318 = _up(v208 * v44 if v44 >= 0.0 else v207 * v44)
-        v319 = -v208
-        v320 = -v207
-        v321 = _dn(v319 * v43 if v43 >= 0.0 else v320 * v43)
-        v322 = _up(v320 * v44 if v44 >= 0.0 else v319 * v44)
-        v323 = v317 if v207 >= 0.0 else -v322
-        v324 = v318 if v207 >= 0.0 else -v321
-        v325 = _dn(v315 + v323)
-        v326 = _up(v316 + v324)
-        v327 = _dn(v111 * v325 if v325 >= 0.0 else v112 * v325)
-        v328 = _up(v112 * v326 if v326 >= 0.0 else v111 * v326)
-        v329 = _dn(v193 * v41 if v41 >= 0.0 else v194 * v41)
-        v330 = _up(v194 * v42 if v42 >= 0.0 else v193 * v42)
-        v331 = -v194
-        v332 = -v193
-        v333 = _dn(v331 * v41 if v41 >= 0.0 else v332 * v41)
-        v334 = _up(v332 * v42 if v42 >= 0.0 else v331 * v42)
-        v335 = v329 if v193 >= 0.0 else -v334
-        v336 = v330 if v193 >= 0.0 else -v333
-        v337 = _dn(v197 * v45 if v45 >= 0.0 else v198 * v45)
-        v338 = _up(v198 * v46 if v46 >= 0.0 else v197 * v46)
-        v339 = -v198
-        v340 = -v197
-        v341 = _dn(v339 * v45 if v45 >= 0.0 else v340 * v45)
-        v342 = _up(v340 * v46 if v46 >= 0.0 else v339 * v46)
-        v343 = v337 if v197 >= 0.0 else -v342
-        v344 = v338 if v197 >= 0.0 else -v341
-        v345 = _dn(v335 + v343)
-        v346 = _up(v336 + v344)
-        v347 = _dn(v207 * v47 if v47 >= 0.0 else v208 * v47)
-        v348 = _up(v208 * v48 if v48 >= 0.0 else v207 * v48)
-        v349 = -v208
-        v350 = -v207
-        v351 = _dn(v349 * v47 if v47 >= 0.0 else v350 * v47)
-        v352 = _up(v350 * v48 if v48 >= 0.0 else v349 * v48)
-        v353 = v347 if v207 >= 0.0 else -v352
-        v354 = v348 if v207 >= 0.0 else -v351
-        v355 = _dn(v345 + v353)
-        v356 = _up(v346 + v354)
-        v357 = _dn(v111 * v355 if v355 >= 0.0 else v112 * v355)
-        v358 = _up(v112 * v356 if v356 >= 0.0 else v111 * v356)
-        v359 = _dn(v193 * v43 if v43 >= 0.0 else v194 * v43)
-        v360 = _up(v194 * v44 if v44 >= 0.0 else v193 * v44)
-        v361 = -v194
-        v362 = -v193
-        v363 = _dn(v361 * v43 if v43 >= 0.0 else v362 * v43)
-        v364 = _up(v362 * v44 if v44 >= 0.0 else v361 * v44)
-        v365 = v359 if v193 >= 0.0 else -v364
-        v366 = v360 if v193 >= 0.0 else -v363
-        v367 = _dn(v197 * v47 if v47 >= 0.0 else v198 * v47)
-        v368 = _up(v198 * v48 if v48 >= 0.0 else v197 * v48)
-        v369 = -v198
-        v370 = -v197
-        v371 = _dn(v369 * v47 if v47 >= 0.0 else v370 * v47)
-        v372 = _up(v370 * v48 if v48 >= 0.0 else v369 * v48)
-        v373 = v367 if v197 >= 0.0 else -v372
-        v374 = v368 if v197 >= 0.0 else -v371
-        v375 = _dn(v365 + v373)
-        v376 = _up(v366 + v374)
-        v377 = _dn(v207 * v49 if v49 >= 0.0 else v208 * v49)
-        v378 = _up(v208 * v50 if v50 >= 0.0 else v207 * v50)
-        v379 = -v208
-        v380 = -v207
-        v381 = _dn(v379 * v49 if v49 >= 0.0 else v380 * v49)
-        v382 = _up(v380 * v50 if v50 >= 0.0 else v379 * v50)
-        v383 = v377 if v207 >= 0.0 else -v382
-        v384 = v378 if v207 >= 0.0 else -v381
-        v385 = _dn(v375 + v383)
-        v386 = _up(v376 + v384)
-        v387 = _dn(v111 * v385 if v385 >= 0.0 else v112 * v385)
-        v388 = _up(v112 * v386 if v386 >= 0.0 else v111 * v386)
-        v389 = 2.0 * v163
-        v390 = 2.0 * v164
-        v391 = _dn(v181 * v237 if v237 >= 0.0 else v182 * v237)
-        v392 = _up(v182 * v238 if v238 >= 0.0 else v181 * v238)
-        v393 = -v182
-        v394 = -v181
-        v395 = _dn(v393 * v237 if v237 >= 0.0 else v394 * v237)
-        v396 = _up(v394 * v238 if v238 >= 0.0 else v393 * v238)
-        v397 = v391 if v181 >= 0.0 else -v396
-        v398 = v392 if v181 >= 0.0 else -v395
-        v399 = _dn(v185 * v267 if v267 >= 0.0 else v186 * v267)
-        v400 = _up(v186 * v268 if v268 >= 0.0 else v185 * v268)
-        v401 = -v186
-        v402 = -v185
-        v403 = _dn(v401 * v267 if v267 >= 0.0 else v402 * v267)
-        v404 = _up(v402 * v268 if v268 >= 0.0 else v401 * v268)
-        v405 = v399 if v185 >= 0.0 else -v404
-        v406 = v400 if v185 >= 0.0 else -v403
-        v407 = _dn(v397 + v405)
-        v408 = _up(v398 + v406)
-        v409 = _dn(v189 * v297 if v297 >= 0.0 else v190 * v297)
-        v410 = _up(v190 * v298 if v298 >= 0.0 else v189 * v298)
-        v411 = -v190
-        v412 = -v189
-        v413 = _dn(v411 * v297 if v297 >= 0.0 else v412 * v297)
-        v414 = _up(v412 * v298 if v298 >= 0.0 else v411 * v298)
-        v415 = v409 if v189 >= 0.0 else -v414
-        v416 = v410 if v189 >= 0.0 else -v413
-        v417 = _dn(v407 + v415)
-        v418 = _up(v408 + v416)
-        v419 = _dn(v8 * v8)
-        v420 = _up(v12 * v12)
-        v421 = _dn(v125 + v125)
-        v422 = _up(v126 + v126)
-        v423 = _dn(v421 - v390)
-        v424 = _up(v422 - v389)
-        v425 = _dn(v419 * v423 if v423 >= 0.0 else v420 * v423)
-        v426 = _up(v420 * v424 if v424 >= 0.0 else v419 * v424)
-        v427 = _dn(v417 - v426)
-        v428 = _up(v418 - v425)
-        v429 = _dn(v427 + v167)
-        v430 = _up(v428 + v168)
-        v431 = _dn(v181 * v327 if v327 >= 0.0 else v182 * v327)
-        v432 = _up(v182 * v328 if v328 >= 0.0 else v181 * v328)
-        v433 = -v182
-        v434 = -v181
-        v435 = _dn(v433 * v327 if v327 >= 0.0 else v434 * v327)
-        v436 = _up(v434 * v328 if v328 >= 0.0 else v433 * v328)
-        v437 = v431 if v181 >= 0.0 else -v436
-        v438 = v432 if v181 >= 0.0 else -v435
-        v439 = _dn(v185 * v357 if v357 >= 0.0 else v186 * v357)
-        v440 = _up(v186 * v358 if v358 >= 0.0 else v185 * v358)
-        v441 = -v186
-        v442 = -v185
-        v443 = _dn(v441 * v357 if v357 >= 0.0 else v442 * v357)
-        v444 = _up(v442 * v358 if v358 >= 0.0 else v441 * v358)
-        v445 = v439 if v185 >= 0.0 else -v444
-        v446 = v440 if v185 >= 0.0 else -v443
-        v447 = _dn(v437 + v445)
-        v448 = _up(v438 + v446)
-        v449 = _dn(v189 * v387 if v387 >= 0.0 else v190 * v387)
-        v450 = _up(v190 * v388 if v388 >= 0.0 else v189 * v388)
-        v451 = -v190
-        v452 = -v189
-        v453 = _dn(v451 * v387 if v387 >= 0.0 else v452 * v387)
-        v454 = _up(v452 * v388 if v388 >= 0.0 else v451 * v388)
-        v455 = v449 if v189 >= 0.0 else -v454
-        v456 = v450 if v189 >= 0.0 else -v453
-        v457 = _dn(v447 + v455)
-        v458 = _up(v448 + v456)
-        v459 = _dn(v8 * v34)
-        v460 = _up(v12 * v38)
-        v461 = _dn(v125 + v153)
-        v462 = _up(v126 + v154)
-        v463 = _dn(v461 - v390)
-        v464 = _up(v462 - v389)
-        v465 = _dn(v459 * v463 if v463 >= 0.0 else v460 * v463)
-        v466 = _up(v460 * v464 if v464 >= 0.0 else v459 * v464)
-        v467 = _dn(v457 - v466)
-        v468 = _up(v458 - v465)
-        v469 = _dn(v193 * v327 if v327 >= 0.0 else v194 * v327)
-        v470 = _up(v194 * v328 if v328 >= 0.0 else v193 * v328)
-        v471 = -v194
-        v472 = -v193
-        v473 = _dn(v471 * v327 if v327 >= 0.0 else v472 * v327)
-        v474 = _up(v472 * v328 if v328 >= 0.0 else v471 * v328)
-        v475 = v469 if v193 >= 0.0 else -v474
-        v476 = v470 if v193 >= 0.0 else -v473
-        v477 = _dn(v197 * v357 if v357 >= 0.0 else v198 * v357)
-        v478 = _up(v198 * v358 if v358 >= 0.0 else v197 * v358)
-        v479 = -v198
-        v480 = -v197
-        v481 = _dn(v479 * v357 if v357 >= 0.0 else v480 * v357)
-        v482 = _up(v480 * v358 if v358 >= 0.0 else v479 * v358)
-        v483 = v477 if v197 >= 0.0 else -v482
-        v484 = v478 if v197 >= 0.0 else -v481
-        v485 = _dn(v475 + v483)
-        v486 = _up(v476 + v484)
-        v487 = _dn(v207 * v387 if v387 >= 0.0 else v208 * v387)
-        v488 = _up(v208 * v388 if v388 >= 0.0 else v207 * v388)
-        v489 = -v208
-        v490 = -v207
-        v491 = _dn(v489 * v387 if v387 >= 0.0 else v490 * v387)
-        v492 = _up(v490 * v388 if v388 >= 0.0 else v489 * v388)
-        v493 = v487 if v207 >= 0.0 else -v492
-        v494 = v488 if v207 >= 0.0 else -v491
-        v495 = _dn(v485 + v493)
-        v496 = _up(v486 + v494)
-        v497 = _dn(v34 * v34)
-        v498 = _up(v38 * v38)
-        v499 = _dn(v153 + v153)
-        v500 = _up(v154 + v154)
-        v501 = _dn(v499 - v390)
-        v502 = _up(v500 - v389)
-        v503 = _dn(v497 * v501 if v501 >= 0.0 else v498 * v501)
-        v504 = _up(v498 * v502 if v502 >= 0.0 else v497 * v502)
-        v505 = _dn(v495 - v504)
-        v506 = _up(v496 - v503)
-        v507 = _dn(v505 + v171)
-        v508 = _up(v506 + v172)
-        buf[u + np.uint64(0)] = v109
-        buf[u + np.uint64(256)] = v110
-        buf[u + np.uint64(512)] = v167
-        buf[u + np.uint64(768)] = v168
-        buf[u + np.uint64(1024)] = v171
-        buf[u + np.uint64(1280)] = v172
-        buf[u + np.uint64(1536)] = v429
-        buf[u + np.uint64(1792)] = v430
-        buf[u + np.uint64(2048)] = v467
-        buf[u + np.uint64(2304)] = v468
-        buf[u + np.uint64(2560)] = v507
-        buf[u + np.uint64(2816)] = v508
+        v199 = _dn(v21 * v34)
+        v200 = _up(v25 * v38)
+        v201 = -v200
+        v202 = -max(v199, 0.0)
+        v203 = _dn(1.0 - v34)
+        v204 = _up(1.0 - v34)
+        v205 = _dn(v34 * v203 if v203 >= 0.0 else v34 * v203)
+        v206 = _up(v34 * v204 if v204 >= 0.0 else v34 * v204)
+        v207 = _dn(1.0 - v38)
+        v208 = _up(1.0 - v38)
+        v209 = _dn(v38 * v207 if v207 >= 0.0 else v38 * v207)
+        v210 = _up(v38 * v208 if v208 >= 0.0 else v38 * v208)
+        v211 = max(min(v205, v209), 0.0)
+        v212 = 0.25 if (v34 <= 0.5) & (v38 >= 0.5) else max(v206, v210)
+        v213 = _dn(v185 * v39 if v39 >= 0.0 else v186 * v39)
+        v214 = _up(v186 * v40 if v40 >= 0.0 else v185 * v40)
+        v215 = -v186
+        v216 = -v185
+        v217 = _dn(v215 * v39 if v39 >= 0.0 else v216 * v39)
+        v218 = _up(v216 * v40 if v40 >= 0.0 else v215 * v40)
+        v219 = v213 if v185 >= 0.0 else -v218
+        v220 = v214 if v185 >= 0.0 else -v217
+        v221 = _dn(v189 * v41 if v41 >= 0.0 else v190 * v41)
+        v222 = _up(v190 * v42 if v42 >= 0.0 else v189 * v42)
+        v223 = -v190
+        v224 = -v189
+        v225 = _dn(v223 * v41 if v41 >= 0.0 else v224 * v41)
+        v226 = _up(v224 * v42 if v42 >= 0.0 else v223 * v42)
+        v227 = v221 if v189 >= 0.0 else -v226
+        v228 = v222 if v189 >= 0.0 else -v225
+        v229 = _dn(v219 + v227)
+        v230 = _up(v220 + v228)
+        v231 = _dn(v193 * v43 if v43 >= 0.0 else v194 * v43)
+        v232 = _up(v194 * v44 if v44 >= 0.0 else v193 * v44)
+        v233 = -v194
+        v234 = -v193
+        v235 = _dn(v233 * v43 if v43 >= 0.0 else v234 * v43)
+        v236 = _up(v234 * v44 if v44 >= 0.0 else v233 * v44)
+        v237 = v231 if v193 >= 0.0 else -v236
+        v238 = v232 if v193 >= 0.0 else -v235
+        v239 = _dn(v229 + v237)
+        v240 = _up(v230 + v238)
+        v241 = _dn(v115 * v239 if v239 >= 0.0 else v116 * v239)
+        v242 = _up(v116 * v240 if v240 >= 0.0 else v115 * v240)
+        v243 = _dn(v185 * v41 if v41 >= 0.0 else v186 * v41)
+        v244 = _up(v186 * v42 if v42 >= 0.0 else v185 * v42)
+        v245 = -v186
+        v246 = -v185
+        v247 = _dn(v245 * v41 if v41 >= 0.0 else v246 * v41)
+        v248 = _up(v246 * v42 if v42 >= 0.0 else v245 * v42)
+        v249 = v243 if v185 >= 0.0 else -v248
+        v250 = v244 if v185 >= 0.0 else -v247
+        v251 = _dn(v189 * v45 if v45 >= 0.0 else v190 * v45)
+        v252 = _up(v190 * v46 if v46 >= 0.0 else v189 * v46)
+        v253 = -v190
+        v254 = -v189
+        v255 = _dn(v253 * v45 if v45 >= 0.0 else v254 * v45)
+        v256 = _up(v254 * v46 if v46 >= 0.0 else v253 * v46)
+        v257 = v251 if v189 >= 0.0 else -v256
+        v258 = v252 if v189 >= 0.0 else -v255
+        v259 = _dn(v249 + v257)
+        v260 = _up(v250 + v258)
+        v261 = _dn(v193 * v47 if v47 >= 0.0 else v194 * v47)
+        v262 = _up(v194 * v48 if v48 >= 0.0 else v193 * v48)
+        v263 = -v194
+        v264 = -v193
+        v265 = _dn(v263 * v47 if v47 >= 0.0 else v264 * v47)
+        v266 = _up(v264 * v48 if v48 >= 0.0 else v263 * v48)
+        v267 = v261 if v193 >= 0.0 else -v266
+        v268 = v262 if v193 >= 0.0 else -v265
+        v269 = _dn(v259 + v267)
+        v270 = _up(v260 + v268)
+        v271 = _dn(v115 * v269 if v269 >= 0.0 else v116 * v269)
+        v272 = _up(v116 * v270 if v270 >= 0.0 else v115 * v270)
+        v273 = _dn(v185 * v43 if v43 >= 0.0 else v186 * v43)
+        v274 = _up(v186 * v44 if v44 >= 0.0 else v185 * v44)
+        v275 = -v186
+        v276 = -v185
+        v277 = _dn(v275 * v43 if v43 >= 0.0 else v276 * v43)
+        v278 = _up(v276 * v44 if v44 >= 0.0 else v275 * v44)
+        v279 = v273 if v185 >= 0.0 else -v278
+        v280 = v274 if v185 >= 0.0 else -v277
+        v281 = _dn(v189 * v47 if v47 >= 0.0 else v190 * v47)
+        v282 = _up(v190 * v48 if v48 >= 0.0 else v189 * v48)
+        v283 = -v190
+        v284 = -v189
+        v285 = _dn(v283 * v47 if v47 >= 0.0 else v284 * v47)
+        v286 = _up(v284 * v48 if v48 >= 0.0 else v283 * v48)
+        v287 = v281 if v189 >= 0.0 else -v286
+        v288 = v282 if v189 >= 0.0 else -v285
+        v289 = _dn(v279 + v287)
+        v290 = _up(v280 + v288)
+        v291 = _dn(v193 * v49 if v49 >= 0.0 else v194 * v49)
+        v292 = _up(v194 * v50 if v50 >= 0.0 else v193 * v50)
+        v293 = -v194
+        v294 = -v193
+        v295 = _dn(v293 * v49 if v49 >= 0.0 else v294 * v49)
+        v296 = _up(v294 * v50 if v50 >= 0.0 else v293 * v50)
+        v297 = v291 if v193 >= 0.0 else -v296
+        v298 = v292 if v193 >= 0.0 else -v295
+        v299 = _dn(v289 + v297)
+        v300 = _up(v290 + v298)
+        v301 = _dn(v115 * v299 if v299 >= 0.0 else v116 * v299)
+        v302 = _up(v116 * v300 if v300 >= 0.0 else v115 * v300)
+        v303 = _dn(v197 * v39 if v39 >= 0.0 else v198 * v39)
+        v304 = _up(v198 * v40 if v40 >= 0.0 else v197 * v40)
+        v305 = -v198
+        v306 = -v197
+        v307 = _dn(v305 * v39 if v39 >= 0.0 else v306 * v39)
+        v308 = _up(v306 * v40 if v40 >= 0.0 else v305 * v40)
+        v309 = v303 if v197 >= 0.0 else -v308
+        v310 = v304 if v197 >= 0.0 else -v307
+        v311 = _dn(v201 * v41 if v41 >= 0.0 else v202 * v41)
+        v312 = _up(v202 * v42 if v42 >= 0.0 else v201 * v42)
+        v313 = -v202
+        v314 = -v201
+        v315 = _dn(v313 * v41 if v41 >= 0.0 else v314 * v41)
+        v316 = _up(v314 * v42 if v42 >= 0.0 else v313 * v42)
+        v317 = v311 if v201 >= 0.0 else -v316
+        v318 = v312 if v201 >= 0.0 else -v315
+        v319 = _dn(v309 + v317)
+        v320 = _up(v310 + v318)
+        v321 = _dn(v211 * v43 if v43 >= 0.0 else v212 * v43)
+        v322 = _up(v212 * v44 if v44 >= 0.0 else v211 * v44)
+        v323 = -v212
+        v324 = -v211
+        v325 = _dn(v323 * v43 if v43 >= 0.0 else v324 * v43)
+        v326 = _up(v324 * v44 if v44 >= 0.0 else v323 * v44)
+        v327 = v321 if v211 >= 0.0 else -v326
+        v328 = v322 if v211 >= 0.0 else -v325
+        v329 = _dn(v319 + v327)
+        v330 = _up(v320 + v328)
+        v331 = _dn(v115 * v329 if v329 >= 0.0 else v116 * v329)
+        v332 = _up(v116 * v330 if v330 >= 0.0 else v115 * v330)
+        v333 = _dn(v197 * v41 if v41 >= 0.0 else v198 * v41)
+        v334 = _up(v198 * v42 if v42 >= 0.0 else v197 * v42)
+        v335 = -v198
+        v336 = -v197
+        v337 = _dn(v335 * v41 if v41 >= 0.0 else v336 * v41)
+        v338 = _up(v336 * v42 if v42 >= 0.0 else v335 * v42)
+        v339 = v333 if v197 >= 0.0 else -v338
+        v340 = v334 if v197 >= 0.0 else -v337
+        v341 = _dn(v201 * v45 if v45 >= 0.0 else v202 * v45)
+        v342 = _up(v202 * v46 if v46 >= 0.0 else v201 * v46)
+        v343 = -v202
+        v344 = -v201
+        v345 = _dn(v343 * v45 if v45 >= 0.0 else v344 * v45)
+        v346 = _up(v344 * v46 if v46 >= 0.0 else v343 * v46)
+        v347 = v341 if v201 >= 0.0 else -v346
+        v348 = v342 if v201 >= 0.0 else -v345
+        v349 = _dn(v339 + v347)
+        v350 = _up(v340 + v348)
+        v351 = _dn(v211 * v47 if v47 >= 0.0 else v212 * v47)
+        v352 = _up(v212 * v48 if v48 >= 0.0 else v211 * v48)
+        v353 = -v212
+        v354 = -v211
+        v355 = _dn(v353 * v47 if v47 >= 0.0 else v354 * v47)
+        v356 = _up(v354 * v48 if v48 >= 0.0 else v353 * v48)
+        v357 = v351 if v211 >= 0.0 else -v356
+        v358 = v352 if v211 >= 0.0 else -v355
+        v359 = _dn(v349 + v357)
+        v360 = _up(v350 + v358)
+        v361 = _dn(v115 * v359 if v359 >= 0.0 else v116 * v359)
+        v362 = _up(v116 * v360 if v360 >= 0.0 else v115 * v360)
+        v363 = _dn(v197 * v43 if v43 >= 0.0 else v198 * v43)
+        v364 = _up(v198 * v44 if v44 >= 0.0 else v197 * v44)
+        v365 = -v198
+        v366 = -v197
+        v367 = _dn(v365 * v43 if v43 >= 0.0 else v366 * v43)
+        v368 = _up(v366 * v44 if v44 >= 0.0 else v365 * v44)
+        v369 = v363 if v197 >= 0.0 else -v368
+        v370 = v364 if v197 >= 0.0 else -v367
+        v371 = _dn(v201 * v47 if v47 >= 0.0 else v202 * v47)
+        v372 = _up(v202 * v48 if v48 >= 0.0 else v201 * v48)
+        v373 = -v202
+        v374 = -v201
+        v375 = _dn(v373 * v47 if v47 >= 0.0 else v374 * v47)
+        v376 = _up(v374 * v48 if v48 >= 0.0 else v373 * v48)
+        v377 = v371 if v201 >= 0.0 else -v376
+        v378 = v372 if v201 >= 0.0 else -v375
+        v379 = _dn(v369 + v377)
+        v380 = _up(v370 + v378)
+        v381 = _dn(v211 * v49 if v49 >= 0.0 else v212 * v49)
+        v382 = _up(v212 * v50 if v50 >= 0.0 else v211 * v50)
+        v383 = -v212
+        v384 = -v211
+        v385 = _dn(v383 * v49 if v49 >= 0.0 else v384 * v49)
+        v386 = _up(v384 * v50 if v50 >= 0.0 else v383 * v50)
+        v387 = v381 if v211 >= 0.0 else -v386
+        v388 = v382 if v211 >= 0.0 else -v385
+        v389 = _dn(v379 + v387)
+        v390 = _up(v380 + v388)
+        v391 = _dn(v115 * v389 if v389 >= 0.0 else v116 * v389)
+        v392 = _up(v116 * v390 if v390 >= 0.0 else v115 * v390)
+        v393 = 2.0 * v167
+        v394 = 2.0 * v168
+        v395 = v393 if v393 < _INF else -_INF
+        v396 = v394 if v394 > -_INF else _INF
+        v397 = _dn(v185 * v241 if v241 >= 0.0 else v186 * v241)
+        v398 = _up(v186 * v242 if v242 >= 0.0 else v185 * v242)
+        v399 = -v186
+        v400 = -v185
+        v401 = _dn(v399 * v241 if v241 >= 0.0 else v400 * v241)
+        v402 = _up(v400 * v242 if v242 >= 0.0 else v399 * v242)
+        v403 = v397 if v185 >= 0.0 else -v402
+        v404 = v398 if v185 >= 0.0 else -v401
+        v405 = _dn(v189 * v271 if v271 >= 0.0 else v190 * v271)
+        v406 = _up(v190 * v272 if v272 >= 0.0 else v189 * v272)
+        v407 = -v190
+        v408 = -v189
+        v409 = _dn(v407 * v271 if v271 >= 0.0 else v408 * v271)
+        v410 = _up(v408 * v272 if v272 >= 0.0 else v407 * v272)
+        v411 = v405 if v189 >= 0.0 else -v410
+        v412 = v406 if v189 >= 0.0 else -v409
+        v413 = _dn(v403 + v411)
+        v414 = _up(v404 + v412)
+        v415 = _dn(v193 * v301 if v301 >= 0.0 else v194 * v301)
+        v416 = _up(v194 * v302 if v302 >= 0.0 else v193 * v302)
+        v417 = -v194
+        v418 = -v193
+        v419 = _dn(v417 * v301 if v301 >= 0.0 else v418 * v301)
+        v420 = _up(v418 * v302 if v302 >= 0.0 else v417 * v302)
+        v421 = v415 if v193 >= 0.0 else -v420
+        v422 = v416 if v193 >= 0.0 else -v419
+        v423 = _dn(v413 + v421)
+        v424 = _up(v414 + v422)
+        v425 = _dn(v8 * v8)
+        v426 = _up(v12 * v12)
+        v427 = _dn(v129 + v129)
+        v428 = _up(v130 + v130)
+        v429 = _dn(v427 - v396)
+        v430 = _up(v428 - v395)
+        v431 = _dn(v425 * v429 if v429 >= 0.0 else v426 * v429)
+        v432 = _up(v426 * v430 if v430 >= 0.0 else v425 * v430)
+        v433 = _dn(v423 - v432)
+        v434 = _up(v424 - v431)
+        v435 = _dn(v433 + v171)
+        v436 = _up(v434 + v172)
+        v437 = _dn(v185 * v331 if v331 >= 0.0 else v186 * v331)
+        v438 = _up(v186 * v332 if v332 >= 0.0 else v185 * v332)
+        v439 = -v186
+        v440 = -v185
+        v441 = _dn(v439 * v331 if v331 >= 0.0 else v440 * v331)
+        v442 = _up(v440 * v332 if v332 >= 0.0 else v439 * v332)
+        v443 = v437 if v185 >= 0.0 else -v442
+        v444 = v438 if v185 >= 0.0 else -v441
+        v445 = _dn(v189 * v361 if v361 >= 0.0 else v190 * v361)
+        v446 = _up(v190 * v362 if v362 >= 0.0 else v189 * v362)
+        v447 = -v190
+        v448 = -v189
+        v449 = _dn(v447 * v361 if v361 >= 0.0 else v448 * v361)
+        v450 = _up(v448 * v362 if v362 >= 0.0 else v447 * v362)
+        v451 = v445 if v189 >= 0.0 else -v450
+        v452 = v446 if v189 >= 0.0 else -v449
+        v453 = _dn(v443 + v451)
+        v454 = _up(v444 + v452)
+        v455 = _dn(v193 * v391 if v391 >= 0.0 else v194 * v391)
+        v456 = _up(v194 * v392 if v392 >= 0.0 else v193 * v392)
+        v457 = -v194
+        v458 = -v193
+        v459 = _dn(v457 * v391 if v391 >= 0.0 else v458 * v391)
+        v460 = _up(v458 * v392 if v392 >= 0.0 else v457 * v392)
+        v461 = v455 if v193 >= 0.0 else -v460
+        v462 = v456 if v193 >= 0.0 else -v459
+        v463 = _dn(v453 + v461)
+        v464 = _up(v454 + v462)
+        v465 = _dn(v8 * v34)
+        v466 = _up(v12 * v38)
+        v467 = _dn(v129 + v157)
+        v468 = _up(v130 + v158)
+        v469 = _dn(v467 - v396)
+        v470 = _up(v468 - v395)
+        v471 = _dn(v465 * v469 if v469 >= 0.0 else v466 * v469)
+        v472 = _up(v466 * v470 if v470 >= 0.0 else v465 * v470)
+        v473 = _dn(v463 - v472)
+        v474 = _up(v464 - v471)
+        v475 = _dn(v197 * v331 if v331 >= 0.0 else v198 * v331)
+        v476 = _up(v198 * v332 if v332 >= 0.0 else v197 * v332)
+        v477 = -v198
+        v478 = -v197
+        v479 = _dn(v477 * v331 if v331 >= 0.0 else v478 * v331)
+        v480 = _up(v478 * v332 if v332 >= 0.0 else v477 * v332)
+        v481 = v475 if v197 >= 0.0 else -v480
+        v482 = v476 if v197 >= 0.0 else -v479
+        v483 = _dn(v201 * v361 if v361 >= 0.0 else v202 * v361)
+        v484 = _up(v202 * v362 if v362 >= 0.0 else v201 * v362)
+        v485 = -v202
+        v486 = -v201
+        v487 = _dn(v485 * v361 if v361 >= 0.0 else v486 * v361)
+        v488 = _up(v486 * v362 if v362 >= 0.0 else v485 * v362)
+        v489 = v483 if v201 >= 0.0 else -v488
+        v490 = v484 if v201 >= 0.0 else -v487
+        v491 = _dn(v481 + v489)
+        v492 = _up(v482 + v490)
+        v493 = _dn(v211 * v391 if v391 >= 0.0 else v212 * v391)
+        v494 = _up(v212 * v392 if v392 >= 0.0 else v211 * v392)
+        v495 = -v212
+        v496 = -v211
+        v497 = _dn(v495 * v391 if v391 >= 0.0 else v496 * v391)
+        v498 = _up(v496 * v392 if v392 >= 0.0 else v495 * v392)
+        v499 = v493 if v211 >= 0.0 else -v498
+        v500 = v494 if v211 >= 0.0 else -v497
+        v501 = _dn(v491 + v499)
+        v502 = _up(v492 + v500)
+        v503 = _dn(v34 * v34)
+        v504 = _up(v38 * v38)
+        v505 = _dn(v157 + v157)
+        v506 = _up(v158 + v158)
+        v507 = _dn(v505 - v396)
+        v508 = _up(v506 - v395)
+        v509 = _dn(v503 * v507 if v507 >= 0.0 else v504 * v507)
+        v510 = _up(v504 * v508 if v508 >= 0.0 else v503 * v508)
+        v511 = _dn(v501 - v510)
+        v512 = _up(v502 - v509)
+        v513 = _dn(v511 + v175)
+        v514 = _up(v512 + v176)
+        buf[u + np.uint64(0)] = v111
+        buf[u + np.uint64(256)] = v112
+        buf[u + np.uint64(512)] = v171
+        buf[u + np.uint64(768)] = v172
+        buf[u + np.uint64(1024)] = v175
+        buf[u + np.uint64(1280)] = v176
+        buf[u + np.uint64(1536)] = v435
+        buf[u + np.uint64(1792)] = v436
+        buf[u + np.uint64(2048)] = v473
+        buf[u + np.uint64(2304)] = v474
+        buf[u + np.uint64(2560)] = v513
+        buf[u + np.uint64(2816)] = v514
