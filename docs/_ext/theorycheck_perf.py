@@ -499,6 +499,10 @@ BENCHMARKS: dict[str, Benchmark] = {
             "{certificate_T8_2000_tau2/numba/cpu} s CPU / "
             "{certificate_T8_2000_tau2/numba/wall} s wall, per-pair kernel "
             "{certificate_T8_2000_tau2/numba-pairs/cpu} s / {certificate_T8_2000_tau2/numba-pairs/wall} s.",
+            "Whole-domain certificate at {corpus/run/T} x {corpus/run/words} (tau = {corpus/run/tau}): status "
+            "{corpus/run/status}, gap {corpus/run/gap}, {corpus/run/n_boxes} boxes; regions {corpus/cpu_new} s CPU "
+            "against {corpus/cpu_before} s before ({corpus/cpu_ratio_before_over_new}x less), whole run "
+            "{corpus/run/cpu_this_run} s CPU / {corpus/run/wall_this_run} s wall at load {corpus/load_end/0}.",
         ),
     ),
     "interval_label_profile.json": Benchmark(
