@@ -12,6 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = sorted((ROOT / "theorycheck").rglob("*.py"))
 MAX_MODULE_LINES = 800  # one concept per module, hard cap 800 lines (issue #22)
 MAX_FUNCTION_CODE_LINES = 60
+#: Generated modules (never edited; a test checks each equals its generator's output): no module-size cap.
+GENERATED = {ROOT / "theorycheck/solvers/attention/_interval_label_tiles.py"}
 
 
 def _code_lines(lines: list[str], node: ast.AST) -> int:
@@ -38,7 +40,7 @@ def _is_numba_kernel(node) -> bool:
 def test_module_and_function_sizes(path):
     src = path.read_text()
     lines = src.splitlines()
-    assert len(lines) <= MAX_MODULE_LINES, f"{path.name}: {len(lines)} lines"
+    assert len(lines) <= MAX_MODULE_LINES or path in GENERATED, f"{path.name}: {len(lines)} lines"
     long = [
         f"{node.name} (line {node.lineno}): {_code_lines(lines, node)} code lines"
         for node in ast.walk(ast.parse(src))

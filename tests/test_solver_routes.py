@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_code_shape import GENERATED
 
 import theorycheck as tc
 from theorycheck.models import GeneralTopicModel, TopicModel
@@ -233,7 +234,7 @@ def test_no_package_internal_import_inside_functions_in_solvers():
 
 def test_modules_stay_under_800_lines():
     for path in _solver_sources():
-        assert len(path.read_text().splitlines()) <= 800, path
+        assert len(path.read_text().splitlines()) <= 800 or path in GENERATED, path
 
 
 def _module_name(path: pathlib.Path) -> str:

@@ -540,6 +540,28 @@ BENCHMARKS: dict[str, Benchmark] = {
             ),
         ),
     ),
+    "interval_label_kernel.json": Benchmark(
+        "Vectorised label interval kernel",
+        "certificates",
+        "The label certificate's interval sums by the vectorised Numba kernel against the per-pair kernel and NumPy "
+        "(same formulas; enclosures no wider), per (box, pair) and for the whole certificate.",
+        "certificate at {certificate_T8_2000_tau2/T} x {certificate_T8_2000_tau2/words}: "
+        "{certificate_T8_2000_tau2/cpu_ratio_pairs_over_new}x less CPU than the per-pair kernel, "
+        "{certificate_T8_2000_tau2/numba/boxes} boxes each; second-order box at {T20_2000_tau3/T} x "
+        "{T20_2000_tau3/words}: "
+        "{T20_2000_tau3/rows/8_box_order2/numba/ns_cpu} ns CPU per (box, pair)",
+        load=("load_start/0", "load_end/0"),
+        facts=(
+            "Certificate at {certificate_T8_2000_tau2/T} x {certificate_T8_2000_tau2/words}: new "
+            "{certificate_T8_2000_tau2/numba/cpu} s CPU / "
+            "{certificate_T8_2000_tau2/numba/wall} s wall, per-pair kernel "
+            "{certificate_T8_2000_tau2/numba-pairs/cpu} s / {certificate_T8_2000_tau2/numba-pairs/wall} s.",
+            "Whole-domain certificate at {corpus/run/T} x {corpus/run/words} (tau = {corpus/run/tau}): status "
+            "{corpus/run/status}, gap {corpus/run/gap}, {corpus/run/n_boxes} boxes; regions {corpus/cpu_new} s CPU "
+            "against {corpus/cpu_before} s before ({corpus/cpu_ratio_before_over_new}x less), whole run "
+            "{corpus/run/cpu_this_run} s CPU / {corpus/run/wall_this_run} s wall at load {corpus/load_end/0}.",
+        ),
+    ),
     "interval_label_profile.json": Benchmark(
         "One box of the label certificate",
         "corpus",
@@ -876,6 +898,12 @@ SPEEDUPS = [  # the labels are templates filled from the same file (no number ty
         "label certificate, Numba vs NumPy ({small/T} x {small/words}; CPU)",
         "interval_scores.json",
         "small/certificate/ratio_numpy_over_numba",
+    ),
+    (
+        "label certificate, vectorised vs per-pair kernel ({certificate_T8_2000_tau2/T} x "
+        "{certificate_T8_2000_tau2/words}; CPU)",
+        "interval_label_kernel.json",
+        "certificate_T8_2000_tau2/cpu_ratio_pairs_over_new",
     ),
 ]
 #: Cost of a certificate over the float solve, by problem size: (label, file, list of rows).

@@ -39,7 +39,8 @@ import numpy as np
 from ..._memory import default_max_bytes
 from ..._threads import small_problem
 from ._interval_label import LabelLoss, _clip01, _row_sum
-from ._interval_scores_kernel import HIGH_CORNER, N_COEF, pack_coefficients, score_sums
+from ._interval_label_kernel import N_ROWS, TILE, box_exponentials, label_sums, pack_soa
+from ._interval_scores_kernel import HIGH_CORNER, LOW_CORNER, N_COEF, pack_coefficients, score_sums
 from ._interval_vec import T2, IVec, ivec_exact
 
 __all__ = ["ENGINES", "FRAMES", "packed_chunks", "score_loss", "to_scores"]
@@ -111,12 +112,15 @@ def _pair_terms(cf, h, order, second=1):
     return out
 
 
-#: Engines of :func:`score_loss`.
-ENGINES = ("numba", "numpy")
+#: Engines of :func:`score_loss`: the vectorised kernel (:mod:`._interval_label_kernel`), the per-pair kernel
+#: (:mod:`._interval_scores_kernel`) and numpy; the last two are the references.
+ENGINES = ("numba", "numba-pairs", "numpy")
 #: Below this many (box, pair) evaluations per call the kernel runs on one thread (thread start-up outweighs it).
 SERIAL_BELOW = 1_000_000
 #: Packed coefficients (:func:`._interval_scores_kernel.pack_coefficients`) kept per :class:`LabelLoss` (weakly).
 _PACKED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+#: The tiled coefficients of the vectorised kernel (:func:`._interval_label_kernel.pack_soa`), per :class:`LabelLoss`.
+_TILED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _numpy_sums(LL: LabelLoss, S: IVec, B: IVec, order: int, frame: str):
@@ -219,21 +223,59 @@ def _numba_sums(LL: LabelLoss, S: IVec, B: IVec, order: int, frame: str):
     return acc
 
 
-def score_loss(LL: LabelLoss, xs, engine: str = "numba", frame: str = "scores"):
+def tiled_chunks(LL: LabelLoss):
+    """``(coefficients, pairs)`` for :func:`._interval_label_kernel.label_sums`: all pairs in one tiled array, kept
+    (per ``LL``) when it fits half the memory limit (:func:`theorycheck._memory.default_max_bytes`), else one chunk
+    of :meth:`LabelLoss._chunks` at a time, packed on every evaluation."""
+    if LL in _TILED:
+        yield _TILED[LL], LL.pairs
+        return
+    if (LL.pairs + TILE) * N_ROWS * 8 <= default_max_bytes() // 2:
+        _TILED[LL] = pack_soa(LL._chunks(), LL.pairs)
+        yield _TILED[LL], LL.pairs
+        return
+    for c in LL._chunks():
+        P = c[0].lo.shape[0]
+        yield pack_soa([c], P), P
+
+
+def _tiled_sums(LL: LabelLoss, S: IVec, B: IVec, order: int, frame: str):
+    """The same sums by the vectorised kernel (:mod:`._interval_label_kernel`, the default engine)."""
+    N = S.lo.shape[0]
+    xs = box_exponentials(_corner_exps(S, B, frame), LOW_CORNER, HIGH_CORNER)
+    nq = (1, 3, 6)[order]
+    acc: list | None = None
+    for coef, P in tiled_chunks(LL):
+        with small_problem(P * N, SERIAL_BELOW, numba=True):
+            out = label_sums(coef, P, xs, order, _SECOND[frame])
+        sums = [IVec(out[:, 2 * q], out[:, 2 * q + 1]) for q in range(nq)]
+        acc = sums if acc is None else [a + b for a, b in zip(acc, sums)]
+    assert acc is not None
+    return acc
+
+
+_SUMS = {"numba": _tiled_sums, "numba-pairs": _numba_sums, "numpy": _numpy_sums}
+#: The engine :func:`score_loss` uses when none is given (the certificates'; the tests and benchmarks set it to run a
+#: whole certificate on a reference engine).
+_DEFAULT = {"engine": "numba"}
+
+
+def score_loss(LL: LabelLoss, xs, engine: str | None = None, frame: str = "scores"):
     """The loss on arrays of boxes (module docstring): an :class:`IVec` for :class:`IVec` variables, a :class:`T2`
     (gradient; Hessian when the variables carry one) for :class:`T2` variables (the evaluator protocol of
     :func:`._interval_vec.evaluate`). ``frame``: the variables are ``(s, beta)`` (``"scores"``) or ``(alpha, beta)``
     (``"original"``); a box may have infinite ends (:func:`_corner_exps`: the value and derivative enclosures stay
-    finite, as polynomials in the class masses). ``engine``: ``"numba"`` (the compiled kernel of
-    :mod:`._interval_scores_kernel`) or ``"numpy"`` (the reference; the same formulas, enclosures equal up to
-    rounding)."""
+    finite, as polynomials in the class masses). ``engine``: ``"numba"`` (the vectorised kernel of
+    :mod:`._interval_label_kernel`), ``"numba-pairs"`` (the per-pair kernel of :mod:`._interval_scores_kernel`) or
+    ``"numpy"`` (the references; the same formulas, enclosures equal up to rounding)."""
+    engine = _DEFAULT["engine"] if engine is None else engine
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if frame not in FRAMES:
         raise ValueError(f"frame must be one of {FRAMES}, got {frame!r}")
     order = 0 if isinstance(xs[0], IVec) else (1 if xs[0].h is None else 2)
     S, B = (x if isinstance(x, IVec) else x.v for x in xs)
-    acc = (_numba_sums if engine == "numba" else _numpy_sums)(LL, S, B, order, frame)
+    acc = _SUMS[engine](LL, S, B, order, frame)
     inv = ivec_exact(Fraction(1, LL.n_laws))
     v = (acc[0] + LL._const) * inv
     if order == 0:
