@@ -96,7 +96,7 @@ def _certificate(g, W, x0):
                                converged=cert.converged, per_region=cert.info["split"]["boxes_per_region"])  # fmt: skip
             print(engine, out[engine], flush=True)
     finally:
-        sc._DEFAULT["engine"] = "numba"
+        sc._DEFAULT["engine"] = None
     out["cpu_ratio_pairs_over_new"] = out["numba-pairs"]["cpu"] / out["numba"]["cpu"]
     out["wall_ratio_pairs_over_new"] = out["numba-pairs"]["wall"] / out["numba"]["wall"]
     return out

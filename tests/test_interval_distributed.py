@@ -316,6 +316,7 @@ def test_a_box_bound_does_not_depend_on_the_other_boxes_of_its_round(data):
     bit for bit (boxes with finite and infinite ends, both frames)."""
     LL, _, _ = _serial_regions()
     frame = data.draw(st.sampled_from(["scores", "original"]))
+    engine = data.draw(st.sampled_from(["numba", "numba-pairs"]))  # both compiled kernels (the default chooses)
     ends = st.floats(-30, 30, allow_nan=False)
     boxes = []
     for _ in range(data.draw(st.integers(2, 6))):
@@ -324,7 +325,7 @@ def test_a_box_bound_does_not_depend_on_the_other_boxes_of_its_round(data):
         boxes.append(((lo0, hi0), (min(c, d), max(c, d) + 0.25)))
     lo = np.array([[b[0][0], b[1][0]] for b in boxes])
     hi = np.array([[b[0][1], b[1][1]] for b in boxes])
-    f = functools.partial(score_loss, LL, frame=frame)
+    f = functools.partial(score_loss, LL, frame=frame, engine=engine)
     batch = vec.box_bounds(lo, hi, None, None, f, None, one_point=True)
     for i in range(len(boxes)):
         alone = vec.box_bounds(lo[i : i + 1], hi[i : i + 1], None, None, f, None, one_point=True)

@@ -177,7 +177,7 @@ def test_certificate_matches_the_numpy_route(seed, T, tau):
             sc._DEFAULT["engine"] = engine
             certs[engine] = ig.label_split_certificate(LabelLoss(g, mk, W.left, W.right), 1e-9, 2_000, x0, 2.0)
     finally:
-        sc._DEFAULT["engine"] = "numba"
+        sc._DEFAULT["engine"] = None
     a, b = certs["numba"], certs["numpy"]
     assert a.converged == b.converged
     assert max(a.lower, b.lower) <= min(a.upper, b.upper)
@@ -238,3 +238,21 @@ def test_pack_soa_round_trip_and_indicator_check():
 def test_generated_tiles_are_current():
     """``_interval_label_tiles.py`` is exactly what the generator writes (it is never edited by hand)."""
     assert codegen._TARGET.read_text() == codegen.source()
+
+
+def test_the_default_engine_follows_the_number_of_pairs():
+    """Below :data:`VECTOR_FROM` pairs the per-pair kernel (it compiles several times faster), from there on the
+    vectorised one; a chosen :data:`_DEFAULT` engine wins; the choice never depends on anything but the model."""
+    g = GeneralTopicModel(np.full((2, 3), 1 / 3), tau=1)
+    mk = Masking()
+    W = optimal_value_matrix(g, mk, options={"dense": False}).x
+    LL = LabelLoss(g, mk, W.left, W.right)
+    assert LL.pairs < sc.VECTOR_FROM and sc.default_engine(LL) == "numba-pairs"
+    saved = sc.VECTOR_FROM
+    try:
+        sc.VECTOR_FROM = LL.pairs
+        assert sc.default_engine(LL) == "numba"
+        sc._DEFAULT["engine"] = "numpy"
+        assert sc.default_engine(LL) == "numpy"
+    finally:
+        sc.VECTOR_FROM, sc._DEFAULT["engine"] = saved, None

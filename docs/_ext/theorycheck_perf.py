@@ -465,8 +465,8 @@ BENCHMARKS: dict[str, Benchmark] = {
         facts=(
             "Reference workload: {machine_probes/reference_cpu} s CPU; the optimum is "
             "{optimum/cpu_over_reference}x it, the certificate {certificate/cpu_over_reference}x.",
-            "The goals (on an idle 2-core machine): the optimum within {goals/optimum_wall} s, the certificate "
-            "within {goals/certificate_wall} s of wall time.",
+            "The goals (on an idle machine of {machine/cpus} cores): the optimum within {goals/optimum_wall} s, "
+            "the certificate within {goals/certificate_wall} s of wall time.",
             "On Dask workers: {certificate_distributed/wall} s wall, the same certificate bit for bit "
             "(same_as_serial is recorded).",
         ),

@@ -24,9 +24,13 @@ Hessian enclosures are an order of magnitude narrower on the same box (``benchma
 The loss is smooth on all of ``R^2`` in these coordinates (no chart singularity), which makes it the evaluator of
 the local certificate and of the inner region of the whole-domain certificate (:mod:`._interval_general`).
 
-Two engines evaluate the per-(box, pair) terms: the Numba kernel of :mod:`._interval_scores_kernel` (the default of
-:func:`score_loss`) and numpy (``engine="numpy"``, the reference); the coefficients of the pairs come from
-``LabelLoss._chunks()`` in both.
+Three engines evaluate the per-(box, pair) terms: the vectorised Numba kernel of :mod:`._interval_label_kernel`
+(``"numba"``), the per-pair Numba kernel of :mod:`._interval_scores_kernel` (``"numba-pairs"``) and numpy
+(``"numpy"``, the reference); the coefficients of the pairs come from ``LabelLoss._chunks()`` in all three. When
+no engine is given, the number of pairs chooses (:data:`VECTOR_FROM`): the vectorised kernel is the faster per
+(box, pair), but its straight-line generated code takes several times longer to compile than the per-pair kernel
+(measured in ``benchmarks/results/interval_label_kernel.json``), which only a certificate over many pairs repays.
+The choice depends on the model alone, so a distributed run's workers choose as the serial run does.
 """
 
 from __future__ import annotations
@@ -256,8 +260,21 @@ def _tiled_sums(LL: LabelLoss, S: IVec, B: IVec, order: int, frame: str):
 
 _SUMS = {"numba": _tiled_sums, "numba-pairs": _numba_sums, "numpy": _numpy_sums}
 #: The engine :func:`score_loss` uses when none is given (the certificates'; the tests and benchmarks set it to run a
-#: whole certificate on a reference engine).
-_DEFAULT = {"engine": "numba"}
+#: whole certificate on one engine): ``None`` chooses by the number of pairs (:func:`default_engine`).
+_DEFAULT: dict[str, str | None] = {"engine": None}
+#: From this many (law, word) pairs on, the default engine is the vectorised kernel (below, the per-pair kernel,
+#: which compiles several times faster: a certificate of a few hundred boxes over fewer pairs would spend longer
+#: compiling the vectorised kernel than it saves).
+VECTOR_FROM = 20_000
+
+
+def default_engine(LL: LabelLoss) -> str:
+    """The engine used when none is given: ``"numba"`` from :data:`VECTOR_FROM` pairs on, else ``"numba-pairs"``
+    (unless :data:`_DEFAULT` names one)."""
+    chosen = _DEFAULT["engine"]
+    if chosen is not None:
+        return chosen
+    return "numba" if LL.pairs >= VECTOR_FROM else "numba-pairs"
 
 
 def score_loss(LL: LabelLoss, xs, engine: str | None = None, frame: str = "scores"):
@@ -267,8 +284,9 @@ def score_loss(LL: LabelLoss, xs, engine: str | None = None, frame: str = "score
     (``"original"``); a box may have infinite ends (:func:`_corner_exps`: the value and derivative enclosures stay
     finite, as polynomials in the class masses). ``engine``: ``"numba"`` (the vectorised kernel of
     :mod:`._interval_label_kernel`), ``"numba-pairs"`` (the per-pair kernel of :mod:`._interval_scores_kernel`) or
-    ``"numpy"`` (the references; the same formulas, enclosures equal up to rounding)."""
-    engine = _DEFAULT["engine"] if engine is None else engine
+    ``"numpy"`` (the references; the same formulas, enclosures equal up to rounding); ``None``:
+    :func:`default_engine`."""
+    engine = default_engine(LL) if engine is None else engine
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}, got {engine!r}")
     if frame not in FRAMES:
