@@ -317,3 +317,73 @@ def test_train_step_flops_counted_in_the_kernel_source(monkeypatch):
     model = br.train_step_cost(V1=V1, d=d, G=G, r=r, nnz=len(fk.ridx), n_support=len(fk.support),
                                s=g.Theta.shape[1], nx=len(g.xidx))  # fmt: skip
     assert (_Num.ops, tally["exps"]) == (model["flops"], model["exps"])
+
+
+class _Tally:
+    """A float that counts the arithmetic done with it (class-wide) and compares like its value."""
+
+    ops = 0
+
+    def __init__(self, v):
+        self.v = float(v)
+
+    @staticmethod
+    def _val(x):
+        return x.v if isinstance(x, _Tally) else x
+
+    def _op(self, other, f, swap=False):
+        _Tally.ops += 1
+        a, b = self.v, self._val(other)
+        return _Tally(f(b, a) if swap else f(a, b))
+
+    __add__ = lambda s, o: s._op(o, float.__add__)  # noqa: E731
+    __radd__ = lambda s, o: s._op(o, float.__add__, True)  # noqa: E731
+    __sub__ = lambda s, o: s._op(o, float.__sub__)  # noqa: E731
+    __rsub__ = lambda s, o: s._op(o, float.__sub__, True)  # noqa: E731
+    __mul__ = lambda s, o: s._op(o, float.__mul__)  # noqa: E731
+    __rmul__ = lambda s, o: s._op(o, float.__mul__, True)  # noqa: E731
+    __truediv__ = lambda s, o: s._op(o, float.__truediv__)  # noqa: E731
+    __rtruediv__ = lambda s, o: s._op(o, float.__truediv__, True)  # noqa: E731
+    __neg__ = lambda s: _Tally(-s.v)  # noqa: E731
+    __lt__ = lambda s, o: s.v < _Tally._val(o)  # noqa: E731
+    __le__ = lambda s, o: s.v <= _Tally._val(o)  # noqa: E731
+    __gt__ = lambda s, o: s.v > _Tally._val(o)  # noqa: E731
+    __ge__ = lambda s, o: s.v >= _Tally._val(o)  # noqa: E731
+    __eq__ = lambda s, o: s.v == _Tally._val(o)  # noqa: E731
+    __hash__ = lambda s: hash(s.v)  # noqa: E731
+
+
+@pytest.mark.parametrize("values", ["positive", "mixed"])
+def test_label_certificate_flops_counted_by_running_the_generated_loop(values, monkeypatch):
+    """The order-2 pair loop of the vectorised kernel run as Python on counting numbers (roundings counted apart):
+    per pair exactly the operators and roundings :func:`tile_flops` reads from its source (a conditional expression
+    counted by its costlier branch: here every one either costs the same both ways or takes that branch)."""
+    from theorycheck.solvers.attention import _interval_label_tiles as tiles
+
+    calls = {"n": 0}
+
+    def rounding(x):
+        calls["n"] += 1
+        return x
+
+    monkeypatch.setattr(tiles, "_up", rounding)
+    monkeypatch.setattr(tiles, "_dn", rounding)
+    rng = np.random.default_rng(1)
+    lo = 0.05 if values == "positive" else -0.5
+
+    def run(L):
+        c = np.empty((38, 256), dtype=object)
+        for idx in np.ndindex(c.shape):
+            c[idx] = _Tally(rng.uniform(max(lo, 0.05) if idx[0] % 2 == 0 else 0.6, 1.5))
+        xs = np.empty((1, 12), dtype=object)
+        for idx in np.ndindex(xs.shape):
+            xs[idx] = _Tally(rng.uniform(0.1, 2.0))
+        buf = np.empty(12 * 256, dtype=object)
+        _Tally.ops, calls["n"] = 0, 0
+        tiles.tile_2_1.py_func(c, L, xs, 0, buf)
+        return _Tally.ops, calls["n"]
+
+    (o1, r1), (o2, r2) = run(1), run(2)
+    model = br.tile_flops()
+    per_op, per_round = o2 - o1, r2 - r1
+    assert (per_op, per_round) == (model["operators"], model["roundings"])
