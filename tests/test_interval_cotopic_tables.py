@@ -156,7 +156,8 @@ def _entries(F):
 @settings(max_examples=12, deadline=None)
 @given(g=general_models(max_T=4, max_v=3, paper=True), mk=maskings, mask_keys=st.booleans(),
        coords=st.sampled_from(["sum", "original"]), centre=st.tuples(st.floats(-6.0, 6.0), st.floats(-6.0, 6.0)),
-       width=st.tuples(st.floats(0.0, 2.0), st.floats(0.0, 2.0)), frac=st.tuples(st.floats(0, 1), st.floats(0, 1)))  # fmt: skip
+       width=st.tuples(st.floats(0.0, 2.0), st.floats(0.0, 2.0)),
+       frac=st.tuples(st.floats(0, 1), st.floats(0, 1)))  # fmt: skip
 def test_compiled_evaluator_meets_the_numpy_one_and_holds_the_dense_value(g, mk, mask_keys, coords, centre, width,
                                                                           frac):  # fmt: skip
     """Value, gradient and Hessian enclosures (orders 0, 1, 2) of ``tables="compiled"`` and ``"numpy"`` overlap and

@@ -33,10 +33,12 @@ together with ``beta``; its natural extension loses that dependency, so ``z-bar`
 their second-order Taylor form about the box's centre ``c`` (``f(c) + f'(c) d + f''(X) d^2 / 2`` and
 ``f'(c) + f''(X) d``, ``d = beta - c``; ``f(c)``, ``f'(c)`` point enclosures), intersected with the natural
 extension (``z-bar`` also with the hull of the rows of ``V``: it is a convex combination of them). ``R'``, ``R``,
-``P`` are linear in ``Theta``: per box the tables ``sum_{y != x} m'_t(y) e^{...} (1, V^T e_y)`` with their
-``beta``-derivatives (times ``G_xy`` or ``G_xy - G_xx + sigma``) are interval matrix products (``O(n V1 T k)``), a set
-adds ``tau`` of them and the assembly costs ``O(C(T, tau) n k^2)``. Every key carries its own weight, so the
-``V1``-sized work is redone per box: the certificate is for small models (:func:`check_cotopic_size`).
+``P`` are linear in ``Theta``: per ``beta`` interval the tables ``sum_{y != x} m'_t(y) e^{...} (1, V^T e_y)`` with
+their ``beta``-derivatives (times ``G_xy`` or ``G_xy - G_xx + sigma``) are ``O(n V1 T k)``
+(:mod:`._interval_cotopic_tables`: a compiled exponential pass and BLAS products, cached per ``beta`` interval;
+``tables="numpy"``: the dense interval reference :meth:`CotopicLoss._tables_reference`), a set adds ``tau`` of them
+and the assembly costs ``O(C(T, tau) n k^2)`` per box. Every key carries its own weight, so the ``V1``-sized work is
+redone per ``beta`` interval: :func:`check_cotopic_size` bounds the model (SPEC §11.8, cost model).
 
 Rigour: ``phi`` as stored, ``W = U V^T`` as given and ``G`` as given are float numbers taken as exact; the masking
 probabilities are ``Fraction(repr(p))``. Elementwise operations round outward (:class:`._interval_vec.IVec`, its
@@ -95,8 +97,9 @@ def _beta_t2(parts, order):
 class CotopicLoss(SetsLoss):
     """The co-topic family's exact squared loss on arrays of boxes of ``(alpha, beta)``, rigorous (module docstring).
 
-    ``CotopicLoss(g, mk, U, V, mask_keys)``: a general topic model (uniform-tau prior, small:
-    :func:`check_cotopic_size`), the masking, ``W^V = U V^T`` (factors ``(V1, k)``; a dense ``W`` is ``(W, I)``).
+    ``CotopicLoss(g, mk, U, V, mask_keys)``: a general topic model (uniform-tau prior, within
+    :func:`check_cotopic_size`), the masking, ``W^V = U V^T`` (factors ``(V1, k)``; a dense ``W`` is ``(W, I)``);
+    ``tables``: ``"compiled"`` or ``"numpy"`` (the reference; :meth:`_tables`).
     :meth:`original` is the evaluator of :func:`._interval_vec.evaluate`.
     """
 
@@ -237,9 +240,9 @@ class CotopicLoss(SetsLoss):
         Nb, n, V1 = len(blo), self.n, self.n + 1
         order_p = order if order_p is None else order_p
         beta = IVec(blo[:, None, None], bhi[:, None, None])
-        off = np.ones((n, V1))
-        off[np.arange(n), np.arange(1, V1)] = 0.0  # the keys y != x
-        off = _exact(off[None])
+        keys = np.ones((n, V1))
+        keys[np.arange(n), np.arange(1, V1)] = 0.0  # the keys y != x
+        off = _exact(keys[None])
         Gw = _exact(self.Gf)
         Gm1 = Gw + IVec(self.delta.lo[:, None], self.delta.hi[:, None])  # G_xy - G_xx + sigma
         Es = [(beta * Gw).exp() * off]  # (Nb, n, V1): e^{beta G_xy}, 0 on the own key

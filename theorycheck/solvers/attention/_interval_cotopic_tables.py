@@ -23,18 +23,20 @@ then adds ``tau`` rows (the assembly of :class:`._interval_cotopic.CotopicLoss`)
   ``|B| = max(|B_lo|, |B_hi|)``; Higham §3.1 for each of the two products and the addition; the constant as
   :func:`._interval_label.imatmul`), one widening per entry instead of one per operation.
 
-``R'`` is ``c_x R`` with ``c_x = e^{beta delta_x}``, ``delta_x = sigma - G_xx`` (an exact identity: ``e^{beta (G_xy - G_xx
-+ sigma)} = e^{beta G_xy} e^{beta delta_x}``), so ``R'_1 = c (delta R_0 + R_1)``, ``R'_2 = c (delta^2 R_0 + 2 delta R_1 +
-R_2)``: no second exponential pass. ``G_xx`` is 1 up to the rounding of the cosine (``|delta_x| <= 1e-15`` in
-``coords="sum"``), so the product of the two ranges is wider than ``R'``'s range by a factor ``e^{|delta_x| (b1 - b0)}``
-only: ``h``'s interval stays its range up to rounding.
+In the certificate's coordinates (``coords="sum"``, ``sigma = 1``) ``R'`` is ``c_x R`` with ``c_x = e^{beta
+delta_x}``, ``delta_x = 1 - G_xx``: an exact identity (``e^{beta (G_xy - G_xx + 1)} = e^{beta G_xy} e^{beta
+delta_x}``), so ``R'_1 = c (delta R_0 + R_1)`` and ``R'_2 = c (delta^2 R_0 + 2 delta R_1 + R_2)``, no second pass.
+``G_xx`` is 1 up to the rounding of the cosine (``|delta_x| ~ 1e-16``), so the product of the two ranges is wider
+than ``R'``'s range by the factor ``e^{|delta_x| (b1 - b0)}`` only: ``h``'s interval stays its range up to rounding.
+In ``coords="original"`` (``delta_x = -G_xx``) that product would lose the dependency, and ``R'`` takes its own pass
+(:func:`exp_rows` with the shift ``d_x = delta_x``, the ``T`` columns ``m'_t``).
 
-**Cost model** (per ``beta`` interval, ``n`` words, ``T`` topics, ``k = rank W``, ``c = T (1 + k)`` columns, ``o`` the order
-carried): ``2 n V1`` exponentials (one per end; a point's ends share one), ``(o + 1) n V1`` widened products, and the
-products ``E_lo [.]`` (``2 c`` columns) and ``E_hi [.]`` (``3 c``): ``10 (o + 1) n V1 c`` flops in BLAS; memory
-``2 (o + 1) ROWS V1`` floats for a block of :data:`ROWS` query rows. ``R'`` adds ``O(n T)``. The tables of a ``beta``
-interval serve every box with that ``beta`` interval (children split along ``alpha + beta`` keep it):
-:class:`TableCache`.
+**Cost model** (per ``beta`` interval; ``n`` words, ``T`` topics, ``k = rank W``, ``c = T (1 + k)`` columns, ``o`` the
+order carried): ``2 n V1`` exponentials, ``2 o n V1`` outward-rounded products, the BLAS products ``E_lo [.]``
+(``2 c`` columns) and ``E_hi [.]`` (``3 c``): ``10 (o + 1) n V1 c`` flops; memory ``2 (o + 1) ROWS V1`` floats for
+a block of :data:`ROWS` query rows and ``2 (o + 1) n c`` for the tables. ``R'`` adds ``O(n T)`` (``coords="sum"``).
+The tables of a ``beta`` interval serve every box with that interval (children split along ``alpha + beta`` keep
+it): :class:`TableCache`.
 """
 
 from __future__ import annotations
