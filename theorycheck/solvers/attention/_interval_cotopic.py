@@ -129,13 +129,13 @@ class CotopicLoss(SetsLoss):
         #: ``"compiled"`` (:mod:`._interval_cotopic_tables`, cached per ``beta`` interval) or ``"numpy"`` (the
         #: reference: :meth:`_tables_reference`)
         self.tables = tables
-        self._split = split_columns(IVec(np.hstack([self.MpT.lo, self.X.lo]), np.hstack([self.MpT.hi, self.X.hi])))
+        B = IVec(np.hstack([self.MpT.lo, self.X.lo]), np.hstack([self.MpT.hi, self.X.hi]))  # (V1, T (1 + k))
+        self._split = split_columns(B)
         entry = 3 * n * T * (k + 1) * 16  # bytes of one cached beta interval at order 2
-        self.cache = TableCache(lambda b0, b1, o: beta_tables(self.Gf, self._split, b0, b1, o),
+        self.cache = TableCache(lambda b0, b1, o: beta_tables(self.Gf, B, b0, b1, o, split=self._split),
                                 max(4, min(64, int(CACHE_BYTES // entry))))  # fmt: skip
-        split_p = split_columns(self.MpT)
         shift = (self.delta.lo, self.delta.hi)
-        self.cache_p = TableCache(lambda b0, b1, o: beta_tables(self.Gf, split_p, b0, b1, o, shift=shift))
+        self.cache_p = TableCache(lambda b0, b1, o: beta_tables(self.Gf, self.MpT, b0, b1, o, shift=shift))
         self.k, self.n, self.T = k, n, T
         self.Vw = _exact(V[1:])  # (n, k): V^T e_x
         self.Uw = _exact(U[1:])

@@ -13,8 +13,9 @@ then adds ``tau`` rows (the assembly of :class:`._interval_cotopic.CotopicLoss`)
 
 * :func:`exp_rows` (Numba, ``cache=True``, float64, no fastmath): for a block of query rows the non-negative interval
   matrices ``E_o[x, y] = e^{beta G_xy} G_xy^o`` (0 on the own key), with the exponential enclosed like
-  :meth:`._interval_vec.IVec.exp` (``exp`` of the ends widened by ``2^-49`` relative and ``2^-1070`` absolute) and
-  every product rounded outward (:func:`._interval_scores_kernel._dn` / ``_up``: one float step away or more).
+  :meth:`._interval_vec.IVec.exp` (``exp`` of the ends, here libm's through Numba, within 1 ulp, widened by
+  ``2^-49`` relative and ``2^-1070`` absolute: 8 ulp) and every product rounded outward
+  (:func:`._interval_scores_kernel._dn` / ``_up``: one float step away or more).
   :func:`exp_rows_reference` is the same in numpy :class:`._interval_vec.IVec` arithmetic (the tests' reference).
 * :func:`nonneg_imatmul`: ``{E B : E in [E_lo, E_hi], B in [B_lo, B_hi]}`` for ``E >= 0``: a term ``e b`` is least at
   ``e_lo b_lo`` when ``b_lo >= 0`` and at ``e_hi b_lo`` otherwise, so ``lo = E_lo max(B_lo, 0) + E_hi min(B_lo, 0)`` and
@@ -47,6 +48,7 @@ from collections import OrderedDict
 import numba
 import numpy as np
 
+from ._interval_label import imatmul
 from ._interval_scores_kernel import _dn, _mul, _up
 from ._interval_vec import _EXP_ABS, _EXP_REL, IVec
 
@@ -134,20 +136,26 @@ def split_columns(B: IVec):
             np.maximum(np.abs(B.lo), np.abs(B.hi)))  # fmt: skip
 
 
-def beta_tables(Gw, Bsplit, b0, b1, order, rows=ROWS, shift=None):
+def beta_tables(Gw, B: IVec, b0, b1, order, rows=ROWS, shift=None, split=None):
     """``[lo, hi]`` of ``sum_{y != x} E_o[x, y] B[y, :]`` for ``o <= order``: arrays ``(order + 1, n, cols)``, by
     blocks of ``rows`` query rows (:func:`exp_rows` with ``d = shift``, a pair of ``(n,)`` arrays, default 0;
-    :func:`nonneg_imatmul`)."""
+    :func:`nonneg_imatmul` with ``split = split_columns(B)``; a block of ``E_o`` with a negative entry, ``w_xy < 0``
+    and ``o`` odd, takes the midpoint-radius :func:`._interval_label.imatmul` instead)."""
     n, V1 = Gw.shape
     dlo, dhi = (np.zeros(n), np.zeros(n)) if shift is None else shift
-    cols = Bsplit[0].shape[1]
+    split = split_columns(B) if split is None else split
+    cols = B.lo.shape[1]
     lo, hi = np.empty((order + 1, n, cols)), np.empty((order + 1, n, cols))
     Elo, Ehi = np.empty((order + 1, rows, V1)), np.empty((order + 1, rows, V1))
     for x0 in range(0, n, rows):
         r = min(rows, n - x0)
         exp_rows(float(b0), float(b1), Gw, dlo, dhi, x0, order, Elo[:, :r], Ehi[:, :r])
         for o in range(order + 1):
-            lo[o, x0 : x0 + r], hi[o, x0 : x0 + r] = nonneg_imatmul(Elo[o, :r], Ehi[o, :r], Bsplit)
+            if Elo[o, :r].min() >= 0.0:
+                lo[o, x0 : x0 + r], hi[o, x0 : x0 + r] = nonneg_imatmul(Elo[o, :r], Ehi[o, :r], split)
+            else:
+                prod = imatmul(IVec(Elo[o, :r], Ehi[o, :r]), B)
+                lo[o, x0 : x0 + r], hi[o, x0 : x0 + r] = prod.lo, prod.hi
     return lo, hi
 
 
