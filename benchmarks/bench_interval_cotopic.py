@@ -12,7 +12,10 @@ on the stated box ``[alpha* - r, alpha* + r] x [beta* - r, beta* + r]`` around t
 search box (``r = --radius``, default 0.5): boxes, status, bounds, gap, CPU and wall seconds, the table cache's hits,
 ``uptime`` before and after; recorded under ``big`` (the small rows of the file are kept).
 
-Run: ``python benchmarks/bench_interval_cotopic.py [--quick | --big [--radius R] [--words N]]``.
+``--tables``: one set of tables (a ``beta`` interval at order 2, a point at order 1) at that size, compiled against
+the numpy reference side by side (best of three interleaved rounds, CPU seconds), recorded under ``tables``.
+
+Run: ``python benchmarks/bench_interval_cotopic.py [--quick | --big [--radius R] [--words N] | --tables]``.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import os
 import subprocess
 import time
 
+import numpy as np
 from _common import RESULTS, dirichlet_model, print_table, write_json
 
 import theorycheck as tc
@@ -79,21 +83,52 @@ def _big_row(T, n, tau, radius, max_boxes):
                 message=r.message)  # fmt: skip
 
 
+def _tables_row(T, n, tau, rounds=3):
+    """CPU seconds of one set of tables (a beta interval at order 2, a point at order 1), compiled against the numpy
+    reference, side by side in one run (interleaved rounds, the best of each), and their widths' largest ratio."""
+    from theorycheck.solvers.attention._interval_cotopic import CotopicLoss
+    from theorycheck.solvers.attention._interval_general import _factors
+    from theorycheck.solvers.attention._structured import _value
+
+    g = dirichlet_model(T, n, tau, floor=1e-12)
+    U, V = _factors(g, _value(g, MK, "stage1")[0])
+    CL = {t: CotopicLoss(g, MK, U, V, tables=t) for t in ("compiled", "numpy")}
+    cases = {"box_order2": (np.array([-0.5]), np.array([0.0]), 2), "point_order1": (np.array([0.3]),) * 2 + (1,)}
+    best: dict = {}
+    for _ in range(rounds):
+        for name, (lo, hi, o) in cases.items():
+            for t, cl in CL.items():
+                cl.cache.store.clear()
+                c0 = time.process_time()
+                out = cl._tables(lo, hi, o)
+                best[(name, t)] = min(best.get((name, t), (np.inf,))[0], time.process_time() - c0), out
+    row = dict(T=T, words=n, V1=g.V1, tau=tau, load=list(os.getloadavg()))
+    for name in cases:
+        (tc_, oc), (tn, on) = best[(name, "compiled")], best[(name, "numpy")]
+        widths = [np.max((a.hi - a.lo) / np.maximum(b.hi - b.lo, 1e-300))
+                  for xs, ys in zip(oc, on) for a, b in zip(xs, ys)]  # fmt: skip
+        row[name] = dict(compiled_cpu=tc_, numpy_cpu=tn, ratio_numpy_over_compiled=tn / tc_,
+                         max_width_ratio_compiled_over_numpy=float(max(widths)))  # fmt: skip
+    return row
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--big", action="store_true")
+    ap.add_argument("--tables", action="store_true")
     ap.add_argument("--radius", type=float, default=0.5)
     ap.add_argument("--words", type=int, default=1999)
     ap.add_argument("--max-boxes", type=int, default=3000)
     args = ap.parse_args()
     load = os.getloadavg()
-    if args.big:
-        row = _big_row(8, args.words, 2, args.radius, args.max_boxes)
+    if args.big or args.tables:
+        key, row = ("big", _big_row(8, args.words, 2, args.radius, args.max_boxes)) if args.big else (
+            "tables", _tables_row(8, args.words, 2))  # fmt: skip
         print(json.dumps(row, indent=1))
         old = json.loads((RESULTS / "interval_cotopic.json").read_text())
-        write_json("interval_cotopic", {"rows": old["rows"], "load_average_start": old["load_average_start"],
-                                        "big": [row], "big_load_average_start": list(load)})  # fmt: skip
+        old.pop("machine", None)
+        write_json("interval_cotopic", {**old, key: [row], f"{key}_load_average_start": list(load)})
         return
     rows = [_row(*s) for s in (SIZES[:2] if args.quick else SIZES)]
     keys = ["T", "words", "tau", "float_cpu", "cert_cpu", "ratio", "status", "gap", "boxes"]
