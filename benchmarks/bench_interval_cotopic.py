@@ -10,7 +10,8 @@ Writes ``results/interval_cotopic.json``.
 ``--big``: the certificate at ``V1 = 2,000`` (``T = 8`` Dirichlet(0.1) topics, 1,999 words, uniform-tau ``tau = 2``)
 on the stated box ``[alpha* - r, alpha* + r] x [beta* - r, beta* + r]`` around the float optimum of the default
 search box (``r = --radius``, default 0.5): boxes, status, bounds, gap, CPU and wall seconds, the table cache's hits,
-``uptime`` before and after; recorded under ``big`` (the small rows of the file are kept).
+``uptime`` before and after; a record of the list ``big`` (a rerun of the same size and radius replaces its record;
+the file's other keys are kept).
 
 ``--tables``: one set of tables (a ``beta`` interval at order 2, a point at order 1) at that size, compiled against
 the numpy reference side by side (best of three interleaved rounds, CPU seconds), recorded under ``tables``.
@@ -128,7 +129,9 @@ def main():
         print(json.dumps(row, indent=1))
         old = json.loads((RESULTS / "interval_cotopic.json").read_text())
         old.pop("machine", None)
-        write_json("interval_cotopic", {**old, key: [row], f"{key}_load_average_start": list(load)})
+        same = ("words", "tau", "radius") if args.big else ("words", "tau")
+        rows = [r for r in old.get(key, []) if any(r.get(f) != row[f] for f in same)] + [row]  # replace a rerun
+        write_json("interval_cotopic", {**old, key: rows, f"{key}_load_average_start": list(load)})
         return
     rows = [_row(*s) for s in (SIZES[:2] if args.quick else SIZES)]
     keys = ["T", "words", "tau", "float_cpu", "cert_cpu", "ratio", "status", "gap", "boxes"]
