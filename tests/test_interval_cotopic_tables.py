@@ -10,6 +10,7 @@ from fractions import Fraction
 
 import mpmath
 import numpy as np
+import pytest
 from _general_strategies import general_models
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -125,6 +126,12 @@ def test_beta_tables_enclose_mpmath_sums(seed, beta, order, rows, signed):
                     exact = mpmath.fsum(mpmath.exp(mpmath.mpf(b) * mpmath.mpf(G[x, y])) * mpmath.mpf(G[x, y]) ** o
                                         * mpmath.mpf(B[y, j]) for y in range(V1) if y != x + 1)  # fmt: skip
                     assert lo[o, x, j] <= exact <= hi[o, x, j]
+
+
+def test_an_unknown_tables_engine_is_refused():
+    g = GeneralTopicModel(np.full((2, 3), 1.0 / 3), tau=1)
+    with pytest.raises(ValueError, match="tables must be 'compiled' or 'numpy', got 'fast'"):
+        CotopicLoss(g, Masking(), np.eye(4), np.eye(4), tables="fast")
 
 
 def test_table_cache_keeps_the_highest_order_and_drops_the_oldest():

@@ -104,6 +104,8 @@ class CotopicLoss(SetsLoss):
     """
 
     def __init__(self, g, mk, U, V, mask_keys=False, G=None, coords="sum", tables="compiled"):
+        if tables not in ("compiled", "numpy"):
+            raise ValueError(f"tables must be 'compiled' or 'numpy', got {tables!r}")
         check_cotopic_size(g)
         V1, T = g.V1, g.T
         n, k = V1 - 1, U.shape[1]
