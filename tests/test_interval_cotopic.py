@@ -167,10 +167,10 @@ def test_a_big_model_is_refused_before_any_work():
     """V1 above the limit (and too many (set, word) pairs): a ValueError naming the limit and why, raised before
     the float solve (no grid evaluation happens)."""
     big = GeneralTopicModel(np.full((2, COTOPIC_MAX_V1), 1.0 / COTOPIC_MAX_V1), tau=1)
-    with pytest.raises(ValueError, match=r"small models: V1 <= 200 .* got V1=201.*own weight e\^\(beta G_xy\)"):
+    with pytest.raises(ValueError, match=r"needs V1 <= 5000 .* got V1=5001.*own weight e\^\(beta G_xy\)"):
         optimal_attention(big, Masking(), options={"family": "co-topic", "certify": "interval"})
-    many = GeneralTopicModel(np.full((16, 40), 1.0 / 40), tau=4)  # C(16, 4) * 40 pairs
-    with pytest.raises(ValueError, match=r"C\(T, tau\) \* n <= 20000, got V1=41, C\(T, tau\) \* n=72800"):
+    many = GeneralTopicModel(np.full((20, 40), 1.0 / 40), tau=5)  # C(20, 5) * 40 pairs
+    with pytest.raises(ValueError, match=r"C\(T, tau\) \* n <= 250000, got V1=41, C\(T, tau\) \* n=620160"):
         CotopicLoss(many, Masking(), np.eye(41), np.eye(41))
 
 

@@ -347,7 +347,21 @@ BENCHMARKS: dict[str, Benchmark] = {
         "{rows/0/ratio}x the float solve at {rows/0/T} x {rows/0/words}, {rows/-1/ratio}x at {rows/-1/T} x "
         "{rows/-1/words} ({rows/-1/cert_cpu} s CPU)",
         load=("load_average_start/0",),
-        tables=(Table("rows", "CPU seconds; gap: upper minus lower bound.", _CERT_COLUMNS),),
+        facts=(
+            "At V₁ = {big/0/V1} ({big/0/T} topics, tau = {big/0/tau}, {big/0/pairs} (set, word) pairs) on the box of "
+            "half-width {big/0/radius} around the float optimum: status {big/0/status}, gap {big/0/gap} after "
+            "{big/0/boxes} boxes, {big/0/cert_cpu} s CPU ({big/0/cert_wall} s wall).",
+            "One set of tables at V₁ = {tables/0/V1}: compiled {tables/0/box_order2/compiled_cpu} s against NumPy "
+            "{tables/0/box_order2/numpy_cpu} s CPU (a beta interval, with two derivatives).",
+        ),
+        tables=(
+            Table("rows", "CPU seconds; gap: upper minus lower bound.", _CERT_COLUMNS),
+            Table(
+                "big",
+                "The largest size, on a stated box around the float optimum (CPU and wall seconds).",
+                ("T", "V1", "tau", "radius", "status", "boxes", "gap", "cert_cpu", "cert_wall", "cpu_per_box"),
+            ),
+        ),
     ),
     "interval_label.json": Benchmark(
         "Label-family certificate",

@@ -173,7 +173,8 @@ class AttentionOptions:
         General model, ``family="label"``, squared loss, uniform-tau: rigorous bounds over all of
         ``(alpha, beta) in R^2`` on the structured loss (compact chart; ``certificate["domain"] = "R^2"``):
         status 0 certified optimum, 3 ``"bound (infimum at infinity)"``, 4 not certified. ``family="co-topic"``
-        (the default family, ``value="stage1"``), small models (``V1 <= 200``, ``C(T, tau) n <= 20000``): rigorous
+        (the default family, ``value="stage1"``), ``V1 <= 5000`` and ``C(T, tau) n <= 250000`` (each box costs
+        ``O(n V1 T k)`` for its tables; at ``V1 = 2000`` pass a ``box`` around the optimum): rigorous
         bounds over the search ``box`` only (``certificate["domain"] = "box"``; the co-topic scores have no finite
         chart of ``R^2``): status 0 ``"certified optimum on the box"`` (gap closed, argmin interior,
         ``L* - lower <= tol``), 3 ``"bound on the box"`` (argmin touches the box), 4 not certified. Given matrix

@@ -33,10 +33,12 @@ together with ``beta``; its natural extension loses that dependency, so ``z-bar`
 their second-order Taylor form about the box's centre ``c`` (``f(c) + f'(c) d + f''(X) d^2 / 2`` and
 ``f'(c) + f''(X) d``, ``d = beta - c``; ``f(c)``, ``f'(c)`` point enclosures), intersected with the natural
 extension (``z-bar`` also with the hull of the rows of ``V``: it is a convex combination of them). ``R'``, ``R``,
-``P`` are linear in ``Theta``: per box the tables ``sum_{y != x} m'_t(y) e^{...} (1, V^T e_y)`` with their
-``beta``-derivatives (times ``G_xy`` or ``G_xy - G_xx + sigma``) are interval matrix products (``O(n V1 T k)``), a set
-adds ``tau`` of them and the assembly costs ``O(C(T, tau) n k^2)``. Every key carries its own weight, so the
-``V1``-sized work is redone per box: the certificate is for small models (:func:`check_cotopic_size`).
+``P`` are linear in ``Theta``: per ``beta`` interval the tables ``sum_{y != x} m'_t(y) e^{...} (1, V^T e_y)`` with
+their ``beta``-derivatives (times ``G_xy`` or ``G_xy - G_xx + sigma``) are ``O(n V1 T k)``
+(:mod:`._interval_cotopic_tables`: a compiled exponential pass and BLAS products, cached per ``beta`` interval;
+``tables="numpy"``: the dense interval reference :meth:`CotopicLoss._tables_reference`), a set adds ``tau`` of them
+and the assembly costs ``O(C(T, tau) n k^2)`` per box. Every key carries its own weight, so the ``V1``-sized work is
+redone per ``beta`` interval: :func:`check_cotopic_size` bounds the model (SPEC §11.8, cost model).
 
 Rigour: ``phi`` as stored, ``W = U V^T`` as given and ``G`` as given are float numbers taken as exact; the masking
 probabilities are ``Fraction(repr(p))``. Elementwise operations round outward (:class:`._interval_vec.IVec`, its
@@ -54,17 +56,22 @@ from fractions import Fraction
 
 import numpy as np
 
+from ._interval_cotopic_tables import TableCache, beta_tables, split_columns
 from ._interval_label import SetsLoss, _clip01, _dn, _exact, _intersect, _reshape, _t2_map, _up, imatmul, isum
 from ._interval_vec import T2, IVec, ivec_exact
 
 __all__ = ["CotopicLoss", "check_cotopic_size", "COTOPIC_MAX_V1", "COTOPIC_MAX_PAIRS"]
 
-#: Largest vocabulary (with [MASK]) and largest number of (topic set, word) pairs of the co-topic certificate.
-COTOPIC_MAX_V1 = 200
-COTOPIC_MAX_PAIRS = 20_000
-#: Interval elements per block: boxes x words x keys (tables), boxes x sets x words x k (assembly).
+#: Largest vocabulary (with [MASK]) and largest number of (topic set, word) pairs of the co-topic certificate: each
+#: box costs ``O(n V1 T k)`` for its tables (:mod:`._interval_cotopic_tables`, ``V1^2`` exponentials and BLAS products)
+#: and ``O(C(T, tau) n k^2)`` interval operations for the pairs; ``G`` is held as a dense ``V1 x V1`` float matrix.
+COTOPIC_MAX_V1 = 5_000
+COTOPIC_MAX_PAIRS = 250_000
+#: Interval elements per block: boxes x words x table columns, boxes x sets x words x k (assembly).
 _TABLE_BLOCK = 400_000
 _PAIR_BLOCK = 120_000
+#: Bytes of the cached tables (:class:`._interval_cotopic_tables.TableCache`).
+CACHE_BYTES = 256e6
 
 
 def check_cotopic_size(g) -> None:
@@ -72,10 +79,11 @@ def check_cotopic_size(g) -> None:
     pairs = math.comb(g.T, g.tau) * g.n_words
     if g.V1 > COTOPIC_MAX_V1 or pairs > COTOPIC_MAX_PAIRS:
         raise ValueError(
-            f"options.certify='interval' with the co-topic family is for small models: V1 <= {COTOPIC_MAX_V1} and "
+            f"options.certify='interval' with the co-topic family needs V1 <= {COTOPIC_MAX_V1} and "
             f"C(T, tau) * n <= {COTOPIC_MAX_PAIRS}, got V1={g.V1}, C(T, tau) * n={pairs} (every key has its own "
-            "weight e^(beta G_xy), so each box costs O(n V1 T k) interval terms for the tables and "
-            "O(C(T, tau) n k^2) for the (topic set, word) pairs, thousands of boxes per certificate)"
+            "weight e^(beta G_xy), so each box costs O(n V1 T k) for its tables (V1^2 exponentials, G held dense) and "
+            "O(C(T, tau) n k^2) interval operations for the (topic set, word) pairs, hundreds to thousands of boxes "
+            "per certificate)"
         )
 
 
@@ -89,12 +97,15 @@ def _beta_t2(parts, order):
 class CotopicLoss(SetsLoss):
     """The co-topic family's exact squared loss on arrays of boxes of ``(alpha, beta)``, rigorous (module docstring).
 
-    ``CotopicLoss(g, mk, U, V, mask_keys)``: a general topic model (uniform-tau prior, small:
-    :func:`check_cotopic_size`), the masking, ``W^V = U V^T`` (factors ``(V1, k)``; a dense ``W`` is ``(W, I)``).
+    ``CotopicLoss(g, mk, U, V, mask_keys)``: a general topic model (uniform-tau prior, within
+    :func:`check_cotopic_size`), the masking, ``W^V = U V^T`` (factors ``(V1, k)``; a dense ``W`` is ``(W, I)``);
+    ``tables``: ``"compiled"`` or ``"numpy"`` (the reference; :meth:`_tables`).
     :meth:`original` is the evaluator of :func:`._interval_vec.evaluate`.
     """
 
-    def __init__(self, g, mk, U, V, mask_keys=False, G=None, coords="sum"):
+    def __init__(self, g, mk, U, V, mask_keys=False, G=None, coords="sum", tables="compiled"):
+        if tables not in ("compiled", "numpy"):
+            raise ValueError(f"tables must be 'compiled' or 'numpy', got {tables!r}")
         check_cotopic_size(g)
         V1, T = g.V1, g.T
         n, k = V1 - 1, U.shape[1]
@@ -104,20 +115,29 @@ class CotopicLoss(SetsLoss):
             d = np.sqrt(np.diag(P))
             G = np.zeros((V1, V1))
             G[1:, 1:] = P / np.outer(d, d)
-        Gw = np.asarray(G, float)[1:]  # (n, V1): word rows (the [MASK] column is 0)
-        self.off = np.ones((n, V1))
-        self.off[np.arange(n), np.arange(1, V1)] = 0.0  # the keys y != x
-        diag = Gw[np.arange(n), np.arange(1, V1)]  # G_xx (1 up to the float rounding of the cosine)
+        self.Gf = np.ascontiguousarray(np.asarray(G, float)[1:])  # (n, V1): word rows (the [MASK] column is 0)
+        diag = self.Gf[np.arange(n), np.arange(1, V1)]  # G_xx (1 up to the float rounding of the cosine)
         #: the own word's exponent relative to the other keys': ``alpha + beta (G_xx - G_xy)`` (``coords="original"``)
         #: or ``u - beta (1 - G_xx + G_xy)`` with ``u = alpha + beta`` (``coords="sum"``)
         self.coords = coords
         #: ``(a0, a1)``: the ``alpha`` range of the certificate's box (``coords="sum"``; :meth:`original`)
         self.alpha_range: tuple[float, float] | None = None
-        shift = 1.0 if coords == "sum" else 0.0
-        self.Gw, self.Gm1 = _exact(Gw), _exact(Gw) - _exact(diag[:, None]) + shift
+        self.shift = 1.0 if coords == "sum" else 0.0
+        #: ``delta_x = sigma - G_xx``: ``R' = e^{beta delta_x} R`` (:mod:`._interval_cotopic_tables`)
+        self.delta = _exact(np.full(n, self.shift)) - _exact(diag)
         self.MpT = IVec(Mp.lo.T, Mp.hi.T)  # (V1, T)
         X = _exact(V[:, :, None]) * IVec(Mp.lo.T[:, None, :], Mp.hi.T[:, None, :])  # (V1, k, T) outward
         self.X = _reshape(X, (V1, k * T))
+        #: ``"compiled"`` (:mod:`._interval_cotopic_tables`, cached per ``beta`` interval) or ``"numpy"`` (the
+        #: reference: :meth:`_tables_reference`)
+        self.tables = tables
+        B = IVec(np.hstack([self.MpT.lo, self.X.lo]), np.hstack([self.MpT.hi, self.X.hi]))  # (V1, T (1 + k))
+        self._split = split_columns(B)
+        entry = 3 * n * T * (k + 1) * 16  # bytes of one cached beta interval at order 2
+        self.cache = TableCache(lambda b0, b1, o: beta_tables(self.Gf, B, b0, b1, o, split=self._split),
+                                max(4, min(64, int(CACHE_BYTES // entry))))  # fmt: skip
+        shift = (self.delta.lo, self.delta.hi)
+        self.cache_p = TableCache(lambda b0, b1, o: beta_tables(self.Gf, self.MpT, b0, b1, o, shift=shift))
         self.k, self.n, self.T = k, n, T
         self.Vw = _exact(V[1:])  # (n, k): V^T e_x
         self.Uw = _exact(U[1:])
@@ -192,17 +212,47 @@ class CotopicLoss(SetsLoss):
     # ------------------------------------------------------------------ per box block (set-free)
     def _tables(self, blo, bhi, order, order_p=None):
         """``beta``-tables of a block of boxes: ``R' (Nb, n, T)`` (up to ``order_p``, default ``order``; none for
-        ``-1``), ``R (Nb, n, T)``, ``P (Nb, n, k, T)``, each a list ``[f, f', f'']`` (up to ``order``)."""
-        Nb = len(blo)
+        ``-1``), ``R (Nb, n, T)``, ``P (Nb, n, k, T)``, each a list ``[f, f', f'']`` (up to ``order``); by
+        :mod:`._interval_cotopic_tables` (``R' = e^{beta delta_x} R``) or :meth:`_tables_reference`."""
+        if self.tables == "numpy":
+            return self._tables_reference(blo, bhi, order, order_p)
+        Nb, n, k, T = len(blo), self.n, self.k, self.T
+        order_p = order if order_p is None else order_p
+        got = [self.cache.get(b0, b1, order) for b0, b1 in zip(blo, bhi)]
+        lo, hi = (np.stack([x[j][: order + 1] for x in got], axis=1) for j in (0, 1))  # (order + 1, Nb, n, cols)
+        R = [IVec(lo[o, ..., :T], hi[o, ..., :T]) for o in range(order + 1)]
+        P = [IVec(lo[o, ..., T:].reshape(Nb, n, k, T), hi[o, ..., T:].reshape(Nb, n, k, T)) for o in range(order + 1)]
+        if order_p < 0:
+            return [], R, P
+        if self.coords == "original":  # delta_x = -G_xx: its own pass (the product below would lose the dependency)
+            got = [self.cache_p.get(b0, b1, order_p) for b0, b1 in zip(blo, bhi)]
+            lo, hi = (np.stack([x[j][: order_p + 1] for x in got], axis=1) for j in (0, 1))
+            return [IVec(lo[o], hi[o]) for o in range(order_p + 1)], R, P
+        d = IVec(self.delta.lo[None, :, None], self.delta.hi[None, :, None])
+        c = (IVec(blo[:, None, None], bhi[:, None, None]) * d).exp()  # e^{beta delta_x}, |delta_x| ~ 1e-16
+        Rp = [c * R[0]]
+        if order_p >= 1:
+            Rp.append(c * (d * R[0] + R[1]))
+        if order_p >= 2:
+            Rp.append(c * (d.sq() * R[0] + d * R[1] * 2 + R[2]))
+        return Rp, R, P
+
+    def _tables_reference(self, blo, bhi, order, order_p=None):
+        """The numpy reference of :meth:`_tables` (dense ``(Nb, n, V1)`` interval arrays, :func:`.imatmul`)."""
+        Nb, n, V1 = len(blo), self.n, self.n + 1
         order_p = order if order_p is None else order_p
         beta = IVec(blo[:, None, None], bhi[:, None, None])
-        off = _exact(self.off[None])
-        Es = [(beta * self.Gw).exp() * off]  # (Nb, n, V1): e^{beta G_xy}, 0 on the own key
+        keys = np.ones((n, V1))
+        keys[np.arange(n), np.arange(1, V1)] = 0.0  # the keys y != x
+        off = _exact(keys[None])
+        Gw = _exact(self.Gf)
+        Gm1 = Gw + IVec(self.delta.lo[:, None], self.delta.hi[:, None])  # G_xy - G_xx + sigma
+        Es = [(beta * Gw).exp() * off]  # (Nb, n, V1): e^{beta G_xy}, 0 on the own key
         for _ in range(order):
-            Es.append(Es[-1] * self.Gw)
-        Eps = [(beta * self.Gm1).exp() * off] if order_p >= 0 else []  # e^{beta (G_xy - G_xx + sigma)}
+            Es.append(Es[-1] * Gw)
+        Eps = [(beta * Gm1).exp() * off] if order_p >= 0 else []  # e^{beta (G_xy - G_xx + sigma)}
         for _ in range(order_p):
-            Eps.append(Eps[-1] * self.Gm1)
+            Eps.append(Eps[-1] * Gm1)
         Rp = [imatmul(x, self.MpT) for x in Eps]
         R = [imatmul(x, self.MpT) for x in Es]
         P = [_reshape(imatmul(x, self.X), (Nb, self.n, self.k, self.T)) for x in Es]
@@ -224,7 +274,8 @@ class CotopicLoss(SetsLoss):
                 a_lo, a_hi = _dn(A.lo - B.hi), _up(A.hi - B.lo)
             out = ((A.hi > A.lo) | (B.hi > B.lo)) & ((a_hi < self.alpha_range[0]) | (a_lo > self.alpha_range[1]))
         keep = np.flatnonzero(~out)
-        step = max(1, _TABLE_BLOCK // (self.n * max(self.X.lo.shape[1], self.n + 1)))
+        width = self.X.lo.shape[1] if self.tables == "compiled" else max(self.X.lo.shape[1], self.n + 1)
+        step = max(1, _TABLE_BLOCK // (self.n * width))
         parts = [self._block(A.lo[i], A.hi[i], B.lo[i], B.hi[i], order)
                  for i in (keep[j : j + step] for j in range(0, len(keep), step))]  # fmt: skip
         return _scatter(parts, keep, N, order)

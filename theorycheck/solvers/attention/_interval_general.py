@@ -24,7 +24,7 @@ the returned point is finite); otherwise status 4 (``"not certified"``, or the s
 returned point is always a point of ``R^2`` and ``lower <= fun <= upper`` always holds (``fun`` is checked against
 the rigorous enclosure at the point).
 
-Co-topic family (:func:`attach_cotopic_interval`; :class:`._interval_cotopic.CotopicLoss`, small models): every key
+Co-topic family (:func:`attach_cotopic_interval`; :class:`._interval_cotopic.CotopicLoss`, V1 <= 5000): every key
 has its own weight ``e^{beta G_xy}``, so there is no finite chart of ``R^2``: the statement is over the solver's
 search box ``B = [a0, a1] x [b0, b1]`` of ``(alpha, beta)`` (``options.box``, default ``(-60, 60)^2``). The branch and
 bound runs in ``(u, beta) = (alpha + beta, beta)`` on ``[a0 + b0, a1 + b1] x [b0, b1]``, which holds the image of
