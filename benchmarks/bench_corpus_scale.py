@@ -105,12 +105,14 @@ def main() -> None:
                           gradient_norm=r.residuals["gradient_norm"], cpu_over_reference=times["cpu"] / ref,
                           wall_over_reference=times["wall"] / ref, met=met)  # fmt: skip
     print("optimum", {k: out["optimum"][k] for k in ("cpu", "wall", "fun", "status", "met")}, flush=True)
+    write_json("corpus_scale", dict(out, load_end=_load()))
     if not args.skip_certificate:
         rec, key = _certificate(g)
         out["certificate"] = dict(rec, model=model, family="label", cpu_over_reference=rec["cpu"] / ref,
                                   wall_over_reference=rec["wall"] / ref,
                                   met=rec["wall"] <= GOALS["certificate_wall"])  # fmt: skip
         print("certificate", {k: rec[k] for k in ("cpu", "wall", "status", "gap", "n_boxes")}, flush=True)
+        write_json("corpus_scale", dict(out, load_end=_load()))  # kept if the distributed run is stopped
         if args.workers or args.scheduler:
             drec, dkey = _distributed(g, args.workers, args.scheduler)
             out["certificate_distributed"] = dict(drec, same_as_serial=dkey == key,
