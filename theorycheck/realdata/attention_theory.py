@@ -651,7 +651,7 @@ def format_comparison_table(summary: dict) -> str:
     Parameters
     ----------
     summary : dict
-        :attr:`AttentionTheory.summary`; its ``comparison`` rows (:func:`lift_comparison`) and, optionally,
+        ``AttentionTheory.summary``; its ``comparison`` rows (:func:`lift_comparison`) and, optionally,
         ``sensitivity`` rows (:func:`sensitivity`).
 
     Returns
@@ -734,7 +734,7 @@ def format_attention_table(summary: dict) -> str:
     Parameters
     ----------
     summary : dict
-        :attr:`AttentionTheory.summary` (keys ``optimum``, ``theory``, ``counts``, ``heads``, optionally
+        ``AttentionTheory.summary`` (keys ``optimum``, ``theory``, ``counts``, ``heads``, optionally
         ``heads_definition``, ``comparison``, ``sensitivity``).
 
     Returns

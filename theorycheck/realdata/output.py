@@ -50,7 +50,7 @@ def write_realdata(
     out : str or os.PathLike
         The output folder (``~`` expanded).
     figures : bool, default True
-        Also draw and save the figures of :mod:`.plots` (``figures/*.png``).
+        Also draw and save the figures of :mod:`theorycheck.realdata.plots` (``figures/*.png``).
     force : bool, default False
         Write into an ``out`` that holds files theorycheck did not write (they are kept, never overwritten).
     command : str, default "theorycheck realdata"

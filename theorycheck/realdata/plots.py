@@ -84,7 +84,7 @@ def attention_class_lines(mean_lift, classes):
     Parameters
     ----------
     mean_lift : array_like, shape (L, H, C)
-        Mean lift per layer, head and class (:attr:`~theorycheck.realdata.stats.AttentionStats.mean_lift`); a
+        Mean lift per layer, head and class (``AttentionStats.mean_lift``); a
         class that is NaN everywhere (empty) is left out.
     classes : sequence of str, length C
         Class names, the legend labels.

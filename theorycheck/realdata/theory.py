@@ -621,7 +621,7 @@ def format_theory_table(summary: dict) -> str:
     Parameters
     ----------
     summary : dict
-        :attr:`TheoryComparison.summary` (keys ``model``, ``table``, optionally ``attention``).
+        ``TheoryComparison.summary`` (keys ``model``, ``table``, optionally ``attention``).
 
     Returns
     -------
