@@ -1,6 +1,7 @@
 """Test configuration: deterministic hypothesis profiles and the Agg backend."""
 
 import os
+import signal
 import socket
 
 if os.environ.get("PYTEST_XDIST_WORKER"):
@@ -21,6 +22,22 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 matplotlib.use("Agg")
+
+
+@pytest.fixture(autouse=True)
+def _python_handles_ctrl_c():
+    """Every test starts with Python's own SIGINT handler, however the suite was launched. A test runner started
+    as a background job of a non-interactive shell (``.ci/run ... &``, ``nohup``) inherits SIGINT as ignored: Python
+    then installs no ``KeyboardInterrupt`` handler, and every process a test starts inherits the ignore through
+    ``exec``, so a test that interrupts a command with SIGINT waits for nothing (the benchmark's interrupt test hung
+    that way in two CI rehearsals; reproduced with ``(trap '' INT; pytest ...)``). A caught signal is reset to the
+    default on ``exec``: the children these tests start then handle Ctrl-C as under a terminal."""
+    old = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, old)
+
 
 # CI: derandomized, no example database, no deadline (numba JIT warm-up). The examples a derandomized
 # run draws depend on hypothesis's version, so the `test` extra pins it exactly (pyproject.toml): a

@@ -345,20 +345,7 @@ def test_a_forking_solver_leaves_nothing_behind_and_never_holds_the_pipe(tmp_pat
     assert forker["status"] == "ok" and "still here" in forker["output"]  # its output went to its record
 
 
-@pytest.mark.parametrize(
-    "sig",
-    [
-        pytest.param(
-            signal.SIGINT,
-            marks=pytest.mark.xfail(
-                strict=False,
-                reason="open: under the full suite (pytest -n 2) the benchmark did not exit within 30 s of SIGINT "
-                "in 2 of 2 rehearsals on 2026-11-29 (it passes alone and in pairs); SIGTERM is checked below",
-            ),
-        ),
-        signal.SIGTERM,
-    ],
-)
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_the_benchmark_kills_every_run_process(tmp_path, sig):
     pidfile = tmp_path / "grandchild.pid"
     f = tmp_path / "forker.py"

@@ -28,18 +28,6 @@ from theorycheck.report import runner
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(autouse=True)
-def _python_handles_ctrl_c():
-    """Each test starts with Python's own SIGINT handler, however the suite was launched: a test runner started
-    as a background job of a non-interactive shell inherits SIGINT as ignored, and Python then installs no
-    handler (in this process or in the children these tests start)."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 LEAVES = sorted(leaf_parsers(cli.build_parser()))
 
 #: A child that raises KeyboardInterrupt (what SIGINT does) when it first imports ``MODULE``, then runs the launcher.

@@ -36,17 +36,6 @@ LEAVES = sorted(leaf_parsers(cli.build_parser()))
 COMMANDS = sorted({name.split()[0] for name in LEAVES})
 
 
-@pytest.fixture(autouse=True)
-def _python_handles_ctrl_c():
-    """Python's own SIGINT handler in this process and its children (a runner started in the background of a
-    non-interactive shell inherits SIGINT as ignored)."""
-    old = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, old)
-
-
 # ----------------------------------------------------------------------------- in-process: every command
 def _signal_self(signum):
     def command(args):
