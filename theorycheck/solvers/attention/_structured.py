@@ -152,8 +152,12 @@ def settle_at_infinity(loss, c, L, box):
     best = None
     for d in map(np.array, RAY_DIRECTIONS):
         t_edge = _ray_exit(c, d, lo, hi)
-        vals = [float(loss(np.clip(c + f * t_edge * d, lo, hi))) for f in (0.25, 0.5, 1.0)]
-        if t_edge <= 0 or not all(math.isfinite(v) and v <= L + eps for v in vals):
+        vals: list[float] = []
+        for f in (1.0, 0.5, 0.25):  # the edge first: one evaluation per ray when the loss rises (the usual case)
+            vals.insert(0, float(loss(np.clip(c + f * t_edge * d, lo, hi))) if t_edge > 0 else math.inf)
+            if not (math.isfinite(vals[0]) and vals[0] <= L + eps):
+                break
+        if len(vals) < 3 or not (math.isfinite(vals[0]) and vals[0] <= L + eps):
             continue
         if best is not None and vals[-1] >= best["fun_edge"]:
             continue
