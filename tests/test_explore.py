@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import pickle
+import re
 
 import pytest
 from hypothesis import given
+from hypothesis import strategies as st
 
 from proofs_numeric import CLAIMS, get_claim
 from theorycheck.cli import main
 from theorycheck.report.claims import Claim, compare_close
-from theorycheck.report.explore import explore_claim
+from theorycheck.report.explore import ExploreResult, explore_claim, format_explore
 from theorycheck.strategies import masking_params, model_params, params, seeds, tau_below_T
 
 BLOCK = "stage1.block-sum-identity"
@@ -127,3 +129,61 @@ def test_cli_explore_writes_explored_and_counterexample(tmp_path, capsys):
 def test_cli_list_shows_preconditions(capsys):
     assert main(["verify", "--list", "--only", BLOCK]) == 0
     assert "preconditions: tau < T" in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- preconditions reported (issue: fix19)
+def test_overridden_preconditions_are_the_ones_reported():
+    """``preconditions=`` replaces the claim's: the result, its JSON and both tables report the ones used."""
+    claim = get_claim(BLOCK)
+    assert claim.precondition_text() == "tau < T"
+    dropped = explore_claim(claim, 3, seed=0, preconditions=())
+    assert dropped.to_json()["preconditions"] == [] and dropped.used_preconditions == ()
+    assert "pre: -" in format_explore([dropped]) and "tau < T" not in format_explore([dropped])
+    assert "| - |" in format_explore([dropped], markdown=True)
+    other = (("T <= 4", lambda p: p["T"] <= 4),)
+    res = explore_claim(claim, 3, seed=0, preconditions=other)
+    assert all(p["T"] <= 4 for p in res.explored)  # the override is what filtered the draw
+    assert res.to_json()["preconditions"] == ["T <= 4"]
+    assert "pre: T <= 4 " in format_explore([res]) and "tau < T" not in format_explore([res], markdown=True)
+    own = explore_claim(claim, 3, seed=0)  # no override: the claim's own (the CLI's path, explore_claims)
+    assert own.to_json()["preconditions"] == ["tau < T"] and "pre: tau < T " in format_explore([own])
+
+
+def _split_md_row(row: str) -> list[str]:
+    """Cells of a GFM table row: split at the ``|`` not escaped by a backslash (a backslash escapes the next char)."""
+    cells, cur, i = [], "", 0
+    while i < len(row):
+        if row[i] == "\\" and i + 1 < len(row):
+            cur, i = cur + row[i : i + 2], i + 2
+        elif row[i] == "|":
+            cells.append(cur)
+            cur, i = "", i + 1
+        else:
+            cur, i = cur + row[i], i + 1
+    return [*cells, cur]
+
+
+def _md_unescape(cell: str) -> str:
+    return re.sub(r"\\([\\|])", r"\1", cell)
+
+
+_CELL_TEXT = st.text(st.sampled_from("ab |\\x<>=-"), min_size=1, max_size=12).filter(lambda s: s.strip() == s)
+
+
+@given(_CELL_TEXT, _CELL_TEXT)
+def test_markdown_table_escapes_pipes_and_round_trips(pre_text, error):
+    """A ``|`` (or ``\\``) in a precondition or an error keeps the table's columns and the text (GFM escapes)."""
+    claim = Claim("toy.pipe", "s", "DERIVED", "-", _bad_check, ({"x": 0},), lambda p: {}, domain=_x_domain,
+                  preconditions=((pre_text, lambda p: True),))  # fmt: skip
+    results = [
+        ExploreResult(claim, explored=[{"x": 1}], counterexample={"x": 1}, error=error),
+        ExploreResult(claim, explored=[{"x": 0}]),
+    ]
+    rows = format_explore(results, markdown=True).splitlines()
+    cells = [_split_md_row(r) for r in rows]
+    assert {len(c) for c in cells} == {7}  # 5 columns: 6 unescaped separators on every row, header included
+    for row in cells[2:]:
+        assert row[0] == "" and row[-1] == ""
+        assert _md_unescape(row[4].strip()) == pre_text
+    assert _md_unescape(cells[2][5].strip()) == f"{{x=1}} ({error})"
+    assert _md_unescape(cells[3][5].strip()) == ""

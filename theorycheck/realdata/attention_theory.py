@@ -399,8 +399,8 @@ def sensitivity(g: GeneralTopicModel, mk: Masking, rows, membership, theta, *, m
     >>> theta = np.random.default_rng(0).dirichlet(g.concentration, size=40)
     >>> main = SolveResult(np.array([1.7984, 0.0136]), 0.7915, 0, "label_optimum")  # its optimum at n_laws=16
     >>> out = sensitivity(g, mk, rows, M, theta, main=main, n_laws=8, per_topic=2, full_identity=False, n_boot=10)
-    >>> [(r["n_words"], r["family"], r["value"], r["status"]) for r in out]
-    [(6, 'label', 'stage1', 0), (4, 'label', 'stage1', 0), (4, 'label', 'identity', 0),
+    >>> [(r["n_words"], r["family"], r["value"], r["status"]) for r in out]  # 3: infimum at beta -> -inf
+    [(6, 'label', 'stage1', 0), (4, 'label', 'stage1', 3), (4, 'label', 'identity', 0),
      (4, 'co-topic', 'stage1', 0), (4, 'co-topic', 'identity', 0)]
     """
     n_laws = check_int("n_laws", n_laws, low=2)

@@ -29,7 +29,9 @@ class ExploreResult:
     ``explored``: the configurations checked before the first failure (all N if none failed);
     ``counterexample``: the shrunk minimal failing configuration, or None; ``result``: its
     :class:`ClaimResult` (None if it raised: then ``error`` holds the traceback's last line);
-    ``skipped``: why the claim was not explored (no domain).
+    ``skipped``: why the claim was not explored (no domain); ``preconditions``: the preconditions the
+    exploration used (``explore_claim``'s override, or ``None`` for the claim's own), which ``to_json``,
+    :attr:`used_preconditions` and :func:`format_explore` report.
 
     Parameters
     ----------
@@ -45,6 +47,8 @@ class ExploreResult:
         The last line of the exception the check raised at the counterexample.
     skipped : str, optional
         Why the claim was not explored (``"no domain declared"``).
+    preconditions : tuple of (str, callable), optional
+        The preconditions used when they replaced ``claim.preconditions``; ``None``: the claim's own.
 
     See Also
     --------
@@ -79,6 +83,8 @@ class ExploreResult:
     >>> cx = r.to_json()["counterexample"]
     >>> cx["params"], cx["decided_by"]
     ({'n': 32}, 'measured > expected')
+    >>> r.to_json()["preconditions"], claim.precondition_text()  # the ones used, not the claim's own
+    ([], 'n < 32')
     """
 
     claim: Claim
@@ -87,6 +93,12 @@ class ExploreResult:
     result: ClaimResult | None = None
     error: str | None = None
     skipped: str | None = None
+    preconditions: tuple | None = None
+
+    @property
+    def used_preconditions(self) -> tuple:
+        """The ``(description, predicate)`` pairs the exploration used: the override, else the claim's own."""
+        return tuple(self.claim.preconditions if self.preconditions is None else self.preconditions)
 
     @property
     def verdict(self) -> str:
@@ -113,7 +125,7 @@ class ExploreResult:
                 cx["decided_by"] = decided_by(r)
         return {
             "id": self.claim.id,
-            "preconditions": [d for d, _ in self.claim.preconditions],
+            "preconditions": [d for d, _ in self.used_preconditions],
             "verdict": self.verdict,
             "n_explored": len(self.explored),
             "explored": jsonable(self.explored),
@@ -190,11 +202,11 @@ def explore_claim(claim: Claim, n: int, *, seed: int = 0, preconditions: tuple |
 
     n = check_int("n", n, low=1)
     seed = check_int("seed", seed, low=0)
-    out = ExploreResult(claim)
+    out = ExploreResult(claim, preconditions=None if preconditions is None else tuple(preconditions))
     if claim.domain is None:
         out.skipped = "no domain declared"
         return out
-    pres = claim.preconditions if preconditions is None else tuple(preconditions)
+    pres = out.used_preconditions
     strategy = claim.domain()
     for _, pred in pres:
         strategy = strategy.filter(pred)
@@ -306,7 +318,9 @@ def format_explore(results: list[ExploreResult], *, markdown: bool = False) -> s
     -------
     str
         The lines, newline-separated; a counterexample is followed by the deciding sub-check with the
-        expected and measured values (or the error), a skipped claim by the reason.
+        expected and measured values (or the error), a skipped claim by the reason. The preconditions are
+        those the exploration used (:attr:`ExploreResult.used_preconditions`). In a markdown cell ``|`` and
+        ``\\`` are backslash-escaped (GFM), so the text is kept and the table keeps its columns.
 
     See Also
     --------
@@ -336,6 +350,9 @@ def format_explore(results: list[ExploreResult], *, markdown: bool = False) -> s
     REFUTED  demo.square ... {n=32} (measured > expected: expected 0.0, measured -24.0)
     >>> print(format_explore([r], markdown=True).splitlines()[0])
     | claim | verdict | explored | preconditions | counterexample |
+    >>> r = explore_claim(claim, 5, preconditions=(("|n| < 32", lambda p: abs(p["n"]) < 32),))
+    >>> print(format_explore([r], markdown=True).splitlines()[-1])
+    | demo.square | PASS | 5 | \\|n\\| < 32 |  |
     """
     lines = []
     if markdown:
@@ -348,13 +365,20 @@ def format_explore(results: list[ExploreResult], *, markdown: bool = False) -> s
             if not r.error and res is not None:
                 why = f"{decided_by(res)}: expected {res.expected}, measured {res.measured}"
             cx += f" ({why})"
-        pre = r.claim.precondition_text() or "-"
+        pre = " and ".join(d for d, _ in r.used_preconditions) or "-"
         note = r.skipped or cx
         if markdown:
-            lines.append(f"| {r.claim.id} | {r.verdict} | {len(r.explored)} | {pre} | {note.replace('|', '/')} |")
+            cells = (r.claim.id, r.verdict, str(len(r.explored)), pre, note)
+            lines.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         else:
             lines.append(f"{r.verdict:8s} {r.claim.id:40s} explored {len(r.explored):3d}  pre: {pre}  {note}")
     return "\n".join(lines)
+
+
+def _md_cell(text: str) -> str:
+    """``text`` as a Markdown table cell: ``\\`` and ``|`` backslash-escaped (GFM), so a ``|`` in the text neither
+    splits the cell nor is lost, and unescaping (``\\X -> X``) gives the text back."""
+    return text.replace("\\", "\\\\").replace("|", "\\|")
 
 
 def _fmt_params(p: dict) -> str:

@@ -47,7 +47,7 @@ from .._result import SolveResult
 from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
 from ._interval_general import attach_general_interval, check_general_certify
-from ._structured import structured_family, structured_solve
+from ._structured import project_gradient, settle_at_infinity, structured_family, structured_solve
 
 __all__ = [
     "solve_family",
@@ -304,10 +304,11 @@ def _solve_family(obj, basis, box, n_grid, options, x0=None):
     r = min(runs, key=lambda rr: rr.fun)
     c = np.asarray(r.x, dtype=float)
     L, grad = fg(c)
-    lo, hi = np.array(box).T
-    on_lo, on_hi = c <= lo + 1e-6, c >= hi - 1e-6
-    proj = np.where((on_lo & (grad > 0)) | (on_hi & (grad < 0)), 0.0, grad)  # KKT: outward gradient allowed
-    return c, L, proj, bool(np.any(on_lo | on_hi)), r
+    proj, at_boundary = project_gradient(c, grad, box)  # KKT: outward gradient allowed
+    ray = None
+    if len(basis) == 2 and not at_boundary:  # a plateau towards a limit at infinity (SPEC §11.8)
+        ray = settle_at_infinity(lambda x: obj.loss(_combine(x, basis)), c, L, box)
+    return c, L, proj, at_boundary or ray is not None, r, ray
 
 
 def _solve_free(obj, S0, options):
@@ -322,6 +323,24 @@ def _solve_free(obj, S0, options):
     S = np.asarray(r.x, dtype=float).reshape(V1, V1)
     L, dS = obj(S)
     return S, L, dS, r
+
+
+def _certify(gnorm, tol, backend, ray):
+    """``(status, message, relative residuals)`` of a family result: the gradient residual, the backend's status and,
+    for a limit at infinity found by :func:`._structured.settle_at_infinity`, the ray in the message."""
+    return certify_residuals({"gradient": (gnorm, 1.0)}, tol, backend=backend, detail=_ray_detail(ray))
+
+
+def _ray_detail(ray) -> str:
+    """The status message's detail for a limit at infinity (``""`` without one)."""
+    if ray is None:
+        return ""
+    a, b = ray["from"]
+    return (
+        f"the infimum is a limit at infinity along (alpha, beta) + t {tuple(ray['direction'])}, t -> inf: the loss "
+        f"falls towards the solver's point x = ({a:.6g}, {b:.6g}) and does not rise beyond it to the search box: x is "
+        "a point of a plateau within float resolution of the infimum, not an attained optimum"
+    )
 
 
 # ----------------------------------------------------------------------------- public
@@ -345,7 +364,12 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     ``W``, ``coefficients``, ``alpha``, ``beta`` (family), ``loss_uniform`` (``S = 0``),
     ``loss_family``, ``family``, ``value_kind``, ``at_boundary``, ``nfev``; structured route with sampled laws:
     ``x_cov``, ``x_stderr`` (the optimum's sampling covariance, :func:`._structured.optimum_covariance`).
-    Status 0 / 1 (iteration limit) / 3 (a coefficient on the box) / 4 (gradient above ``tol``).
+    ``limit_at_infinity``: ``None``, or (two coefficients) the ray found by :func:`._structured.settle_at_infinity`
+    along which the loss falls to a limit at infinity from the point where L-BFGS-B stopped (its gradient, ``~ e^beta``
+    on the label family's ``beta -> -inf`` plateau, below any tolerance at a finite, arbitrary point); ``x`` is then
+    that point (within float resolution of the infimum, not an attained optimum), ``at_boundary`` True, the status 3.
+    Status 0 / 1 (iteration limit) / 3 (a coefficient on the box, or an infimum at infinity: not attained) / 4
+    (gradient above ``tol``).
     """
     mk.require_masked_positions("optimal_attention")
     check_choice("method", method, GENERAL_ATTENTION_METHODS)
@@ -371,7 +395,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
         gnorm = float(np.max(np.abs(grad)))
         res = SolveResult(c, Lf, 0, "family (structured): grid + L-BFGS-B", nit=int(r.nit),
                           residuals={"gradient_norm": gnorm})  # fmt: skip
-        res.status, res.message, rel = certify_residuals({"gradient": (gnorm, 1.0)}, tol, backend=backend)
+        res.status, res.message, rel = _certify(gnorm, tol, backend, info["limit_at_infinity"])
         info.update(loss=Lf, gap_to_uniform=info["loss_uniform"] - Lf, relative_residuals=rel, tol=tol)
         res.info = info
         if copts is not None:
@@ -386,13 +410,13 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
     box = _check_box(box, len(basis))
     obj = _Objective(g, mk, W, loss, bool(mask_keys), n_theta, seed)
     start = _check_start(x0, box) if kind == "family" else None
-    c, Lf, grad, at_boundary, r = _solve_family(obj, basis, box, n_grid, options if kind == "family" else {}, start)
+    c, Lf, grad, on_box, r, ray = _solve_family(obj, basis, box, n_grid, options if kind == "family" else {}, start)
     info = dict(coefficients=c.tolist(), loss_family=Lf, family=fam_name, value_kind=value_kind, W=W)
-    info.update(loss_uniform=obj.loss(np.zeros((g.V1, g.V1))), at_boundary=at_boundary, loss_kind=loss)
-    info.update(route="dense")
+    info.update(loss_uniform=obj.loss(np.zeros((g.V1, g.V1))), at_boundary=on_box, loss_kind=loss)
+    info.update(route="dense", limit_at_infinity=ray if kind == "family" else None)  # lbfgs: the unrestricted S
     if len(basis) == 2:
         info.update(alpha=float(c[0]), beta=float(c[1]))
-    backend = ON_BOUNDARY if at_boundary else (ITERATION_LIMIT if r.status == 1 else SUCCESS)
+    backend = ON_BOUNDARY if on_box else (ITERATION_LIMIT if r.status == 1 else SUCCESS)
     x, L, nit, meth = c, Lf, int(r.nit), "family: grid + L-BFGS-B"
     S = _combine(c, basis)
     if kind == "lbfgs":
@@ -401,7 +425,7 @@ def solve_family(g, mk: Masking, method, reg, tol, solver, opts, value, loss) ->
         x, nit, meth, backend = S, int(r.nit), "unrestricted: L-BFGS", (ITERATION_LIMIT if r.status == 1 else SUCCESS)
     gnorm = float(np.max(np.abs(grad)))
     res = SolveResult(x, L, 0, meth, nit=nit, residuals={"gradient_norm": gnorm})
-    res.status, res.message, rel = certify_residuals({"gradient": (gnorm, 1.0)}, tol, backend=backend)
+    res.status, res.message, rel = _certify(gnorm, tol, backend, info["limit_at_infinity"])
     info.update(S=S, loss=L, gap_to_uniform=info["loss_uniform"] - L, nfev=obj.nfev, relative_residuals=rel, tol=tol)
     res.info = info
     res.time = time.perf_counter() - t0

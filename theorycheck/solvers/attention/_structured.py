@@ -20,6 +20,8 @@ models) (:mod:`._interval_general`, SPEC §7).
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from scipy import optimize
 
@@ -33,12 +35,29 @@ from ..value._solve import DEFAULT_TOL as VALUE_TOL
 from ..value._solve import _optimal_value_matrix
 from ._profile import profile_solve
 
-__all__ = ["structured_family", "structured_solve", "optimum_covariance", "DENSE_INFO_MAX", "FAMILY_NAMES"]
+__all__ = [
+    "structured_family",
+    "structured_solve",
+    "optimum_covariance",
+    "settle_at_infinity",
+    "project_gradient",
+    "DENSE_INFO_MAX",
+    "FAMILY_NAMES",
+    "RAY_DIRECTIONS",
+]
 
 #: Largest ``V1`` for which the structured route also returns the dense ``S`` and ``W`` in ``info``.
 DENSE_INFO_MAX = 2001
 _N_STARTS = 3
 FAMILY_NAMES = {"label": "alpha I_w + beta Z (labels)", "co-topic": "alpha I_w + beta G (co-topic)"}
+#: Rays ``c + t d`` (``t >= 0``) from a family optimum along which :func:`settle_at_infinity` looks for a limit at
+#: infinity. The label family's key weights ``(e^{alpha+beta}, e^beta, 1)`` tend, along these eight directions, to
+#: every vertex of their simplex and to the point of each edge through ``c`` (``(1, -1)``: ``beta -> -inf`` at fixed
+#: ``alpha + beta``; ``(-1, 0)``: ``alpha + beta -> -inf`` at fixed ``beta``; ``(0, 1)``: ``beta -> +inf`` at fixed
+#: ``alpha``; SPEC §11.8 and the compact chart of :mod:`._interval_label`).
+RAY_DIRECTIONS = ((1.0, -1.0), (-1.0, 0.0), (0.0, 1.0), (0.0, -1.0), (1.0, 0.0), (-1.0, 1.0), (1.0, 1.0), (-1.0, -1.0))
+#: A ray's value at the box ``<= L(c) + TAIL_TOL max(1, |L(c)|)``: the loss does not rise along it (float resolution).
+TAIL_TOL = 1e-13
 
 
 def structured_family(family, value, loss):
@@ -92,6 +111,83 @@ def optimum_covariance(ev, c, *, rel_step: float = 1e-4):
     return Hi @ (np.cov(np.stack([da, db])) / len(da)) @ Hi
 
 
+def _ray_exit(c, d, lo, hi) -> float:
+    """The largest ``t >= 0`` with ``c + t d`` in the box ``[lo, hi]``."""
+    return float(min(((hi[k] if d[k] > 0 else lo[k]) - c[k]) / d[k] for k in range(len(c)) if d[k] != 0))
+
+
+def settle_at_infinity(loss, c, L, box):
+    """Whether the loss's infimum is a limit at infinity (or beyond the box) along a ray from the solver's point ``c``.
+
+    For each direction ``d`` of :data:`RAY_DIRECTIONS` the ray ``c + t d`` is evaluated at a quarter, half and all of
+    its way to the box's edge: when the loss there is finite and not above ``L = L(c)`` (within :data:`TAIL_TOL`)
+    while some point behind ``c`` on the same line, ``c - t d`` with ``t = 1, 2, 4, ...`` inside the box, is above it,
+    the loss falls towards ``c`` and does not rise beyond it: ``c`` is a point of a plateau whose infimum is a limit
+    at infinity (e.g. the label family's ``beta -> -inf`` at fixed ``alpha + beta``, where the gradient ``~ e^beta``
+    passes below any tolerance at a finite, arbitrary ``beta``), not an attained optimum. A loss constant along the
+    whole line (every label a single word: ``L`` depends on ``alpha + beta`` only, a line of minimisers) is not
+    flagged, nor is a ray with a non-finite value.
+
+    Parameters
+    ----------
+    loss : callable
+        ``loss(c) -> float`` on the family's coefficients.
+    c : ndarray, shape (2,)
+        The solver's point (inside ``box``).
+    L : float
+        ``loss(c)``.
+    box : list of (lo, hi)
+        The search box.
+
+    Returns
+    -------
+    dict or None
+        ``None`` when no ray qualifies; otherwise, for the qualifying ray of lowest edge value, ``direction``
+        (``d``), ``edge`` (its point on the box's edge), ``fun_edge`` (the loss there), ``behind`` (the point behind
+        ``c`` found above ``L``), ``fun_behind`` (the loss there), ``from`` (``c``) and ``fun_from`` (``L``).
+    """
+    c = np.asarray(c, dtype=float)
+    lo, hi = np.array(box, dtype=float).T
+    eps = TAIL_TOL * max(1.0, abs(L))
+    best = None
+    for d in map(np.array, RAY_DIRECTIONS):
+        t_edge = _ray_exit(c, d, lo, hi)
+        vals: list[float] = []
+        for f in (1.0, 0.5, 0.25):  # the edge first: one evaluation per ray when the loss rises (the usual case)
+            vals.insert(0, float(loss(np.clip(c + f * t_edge * d, lo, hi))) if t_edge > 0 else math.inf)
+            if not (math.isfinite(vals[0]) and vals[0] <= L + eps):
+                break
+        if len(vals) < 3 or not (math.isfinite(vals[0]) and vals[0] <= L + eps):
+            continue
+        if best is not None and vals[-1] >= best["fun_edge"]:
+            continue
+        t_back, t_max = 1.0, _ray_exit(c, -d, lo, hi)
+        while t_back <= t_max:
+            Lb = float(loss(c - t_back * d))
+            if math.isfinite(Lb) and Lb > L + eps:
+                best = dict(direction=d.tolist(), edge=np.clip(c + t_edge * d, lo, hi).tolist(), fun_edge=vals[-1])
+                best.update({"behind": (c - t_back * d).tolist(), "fun_behind": Lb, "from": c.tolist(), "fun_from": L})
+                break
+            t_back *= 2.0
+    return best
+
+
+def project_gradient(c, grad, box):
+    """The gradient with its outward components on the box's faces set to 0 (KKT), and whether ``c`` is on a face."""
+    lo, hi = np.array(box).T
+    on_lo, on_hi = c <= lo + 1e-6, c >= hi - 1e-6
+    return np.where((on_lo & (grad > 0)) | (on_hi & (grad < 0)), 0.0, grad), bool(np.any(on_lo | on_hi))
+
+
+def _settle(ev, c, L, at_boundary, box):
+    """:func:`settle_at_infinity` on the float evaluator (not on the box's faces): ``(at_boundary, ray or None)``; a
+    limit at infinity counts as on the boundary (status ``ON_BOUNDARY``; the point stays the solver's)."""
+    if at_boundary:
+        return at_boundary, None
+    ray = settle_at_infinity(lambda x: ev(float(x[0]), float(x[1])).value, c, L, box)
+    return ray is not None, ray
+
+
 def _check_grid_work(g, ev, fam, loss, n: int) -> None:
     """The time guard on the ``n x n`` grid of starts (``n`` beta-tables, ``n^2`` points; the refinement adds tens
     of points): a lower bound of the solve's work, refused above ``THEORYCHECK_MAX_SECONDS`` before the grid."""
@@ -121,7 +217,9 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
             alternative="a smaller model, or family='label'",
         )
         c, L, proj, at_boundary, r, pts, counts = profile_solve(ev, box, grid, n_grid)
-        info = _info(g, fam, value_kind, ev, c, pts, W)
+        at_boundary, ray = _settle(ev, c, L, at_boundary, box)
+        info = _info(g, fam, value_kind, ev, c, pts, W, at_boundary)
+        info["limit_at_infinity"] = ray
         info.update(search="profile", **counts)
         info["nfev"] += counts["points"]
         info["start"] = "grid"
@@ -152,14 +250,13 @@ def structured_solve(g, mk, fam, value, loss, mask_keys, n_theta, seed, box, n_g
     r = min(runs, key=lambda rr: rr.fun)
     c = np.asarray(r.x, dtype=float)
     L, grad = fg(c)
-    lo, hi = np.array(box).T
-    on_lo, on_hi = c <= lo + 1e-6, c >= hi - 1e-6
-    proj = np.where((on_lo & (grad > 0)) | (on_hi & (grad < 0)), 0.0, grad)
-    info = _info(g, fam, value_kind, ev, c, pts, W, bool(np.any(on_lo | on_hi)))
+    proj, at_boundary = project_gradient(c, grad, box)
+    at_boundary, ray = _settle(ev, c, L, at_boundary, box)
+    info = _info(g, fam, value_kind, ev, c, pts, W, at_boundary)
     info["nfev"] = len(pts) + sum(int(rr.nfev) for rr in runs) + 3 + info["nfev"]
     info["start"] = "x0" if x0 is not None else "grid"
-    info.update(search="lbfgs", tables_route=ev.route)
-    return c, L, proj, bool(np.any(on_lo | on_hi)), r, info, W, ev
+    info.update(search="lbfgs", tables_route=ev.route, limit_at_infinity=ray)
+    return c, L, proj, at_boundary, r, info, W, ev
 
 
 def _info(g, fam, value_kind, ev, c, pts, W, at_boundary=False):
