@@ -256,3 +256,31 @@ def test_the_default_engine_follows_the_number_of_pairs():
         assert sc.default_engine(LL) == "numpy"
     finally:
         sc.VECTOR_FROM, sc._DEFAULT["engine"] = saved, None
+
+
+@settings(max_examples=40)
+@given(sizes=st.lists(st.integers(1, 3 * K.TILE + 5), min_size=1, max_size=5), seed=st.integers(0, 2**16))
+def test_pack_soa_puts_pair_p_at_tile_p_div_tile(sizes, seed):
+    """The packed layout against its definition, pair by pair: pair ``p`` (counted over the chunks in order) at tile
+    ``p // TILE``, column ``p % TILE``, row ``2 k`` / ``2 k + 1`` the ends of its ``k``-th coefficient; the padding
+    zero; ratios' and omega's lower ends raised to 0 (chunks of any size, crossing tile edges or not)."""
+    rng = np.random.default_rng(seed)
+    chunks = []
+    for P in sizes:
+        c = [IVec(rng.normal(size=P), rng.normal(size=P)) for _ in range(22)]
+        for k in range(9, 12):  # the class indicators: exactly 0 or 1
+            ind = rng.integers(0, 2, P).astype(float)
+            c[k] = IVec(ind, ind.copy())
+        chunks.append(c)
+    total = sum(sizes)
+    out = K.pack_soa(chunks, total)
+    assert out.shape == ((total + K.TILE - 1) // K.TILE, K.N_ROWS, K.TILE)
+    p = 0
+    for c in chunks:
+        for j in range(c[0].lo.shape[0]):
+            for k, x in enumerate(c[3:22]):
+                lo = max(x.lo[j], 0.0) if (k < 6 or k == 18) else x.lo[j]
+                assert out[p // K.TILE, 2 * k, p % K.TILE] == lo
+                assert out[p // K.TILE, 2 * k + 1, p % K.TILE] == x.hi[j]
+            p += 1
+    assert not out.reshape(-1, K.N_ROWS, K.TILE).transpose(1, 0, 2).reshape(K.N_ROWS, -1)[:, total:].any()

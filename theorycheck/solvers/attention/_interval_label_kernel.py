@@ -96,12 +96,27 @@ def pack_soa(chunks, pairs: int) -> np.ndarray:
         ind = rows[12:18]
         if not np.all((ind == 0.0) | (ind == 1.0)) or not np.array_equal(ind[0::2], ind[1::2]):
             raise RuntimeError("class indicators must be exactly 0 or 1")
-        idx = np.arange(p0, p0 + P)
-        flat[idx // TILE, :, idx % TILE] = rows.T
+        _put(flat, rows, p0)
         p0 += P
     if p0 != pairs:
         raise RuntimeError(f"packed {p0} pairs, expected {pairs}")
     return out
+
+
+def _put(out, rows, p0: int) -> None:
+    """Write the pairs ``p0 ..`` (the columns of ``rows``, ``(38, P)``) into the tiles of ``out``: the tiles they
+    fill whole in one strided copy, the partial tiles at either end by slices."""
+    P, j = rows.shape[1], 0
+    while j < P:
+        t, o = divmod(p0 + j, TILE)
+        if o == 0 and P - j >= TILE:
+            k = (P - j) // TILE
+            out[t : t + k] = rows[:, j : j + k * TILE].reshape(N_ROWS, k, TILE).transpose(1, 0, 2)
+            j += k * TILE
+        else:
+            n = min(TILE - o, P - j)
+            out[t, :, o : o + n] = rows[:, j : j + n]
+            j += n
 
 
 # ------------------------------------------------------------------ tiles, lanes, blocks
