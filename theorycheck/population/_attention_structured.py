@@ -234,7 +234,9 @@ class FamilyEvaluator:
             return (out[0], out[1], out[3]) if want_grad else out[0]
         if self.pb is not None:  # pair-sum tables, dense laws: the word-major layout of _sq_laws
             tb = tb.as_tables()
-        with blas_threads(), numba_threads():  # --threads / THEORYCHECK_THREADS, else 1 (shared machines)
+        # --threads / THEORYCHECK_THREADS, else 1 (shared machines); the squared loss's products have inner dimension
+        # T (tall and skinny): one BLAS thread is faster there and leaves the cores to the Numba kernel
+        with blas_threads(None if self.loss == "ce" else 1), numba_threads():
             if self.loss == "ce":  # laws in parallel threads
                 parts = [self.theta[i : i + 1] for i in range(len(self.theta))]
                 work = functools.partial(_ce_chunk, st=self.st, tbK=tb, op=self.op, alpha=alpha, mk=self.mk,
