@@ -130,6 +130,41 @@ def test_a_search_box_beyond_the_structured_range_is_refused():
             optimal_attention(g, Masking(), options={"family": "label", "box": box})
 
 
+_huge = st.one_of(st.floats(-300.0, 300.0), st.sampled_from([-300.0, -52.0, 52.0, 150.0, 300.0]))
+
+
+@settings(max_examples=40)
+@given(
+    g=general_models(max_T=4, max_v=3, paper=True),
+    mk=maskings,
+    beta=_huge,
+    offset=st.one_of(st.floats(-8.0, 8.0), st.floats(-1e4, 300.0)),
+    W_kind=st.sampled_from(["identity", "stage1"]),
+    factored=st.booleans(),
+    mask_keys=st.booleans(),
+    with_bias=st.booleans(),
+)
+def test_label_family_own_word_cancellation_dense_and_factored(g, mk, beta, offset, W_kind, factored, mask_keys,
+                                                               with_bias):  # fmt: skip
+    """The label family at ``alpha = offset - beta`` (own word's score ``alpha + beta`` moderate while ``|beta|`` is up
+    to 300, or ``alpha`` down to -1e4), ``W^V`` the identity or the stage-1 optimum, dense or factored: finite, and
+    loss and (alpha, beta)-gradient equal the dense evaluator's (log-sum-exp softmax) to 1e-12 (relative). The label
+    tables hold the own word's ``e^beta m'(x)`` that ``g`` takes back: with a dense ``W^V`` this once gave NaN at
+    ``(-50, 52)`` and a relative error 1e-8 at ``(-10, 12)`` (only a RuntimeWarning)."""
+    alpha = offset - beta
+    if max(alpha, alpha + beta) > SCORE_MAX:
+        return
+    Wd = np.eye(g.V1) if W_kind == "identity" else _factors(g, mk).toarray()
+    b = np.linspace(-0.3, 0.4, g.V1) if with_bias else None
+    L, da, db = _dense_reference(g, mk, alpha, beta, _label_matrix(g), Wd, b, mask_keys, "squared", {})
+    W = (Wd, np.eye(g.V1)) if factored else Wd
+    r = family_attention_loss(alpha, beta, W, g, mk, family="label", b=b, mask_keys=mask_keys, grad=True)
+    assert all(np.isfinite([r.value, r.dalpha, r.dbeta]))
+    _close(r.value, L, L)
+    _close(r.dalpha, da, 1.0)
+    _close(r.dbeta, db, 1.0)
+
+
 def test_own_word_cancellation_with_zero_query_weight_is_finite():
     """Single-word labels, ``alpha = -40``, ``beta = 40`` (the own word's weight ``e^beta + (e^alpha - 1) e^beta``
     cancels to ~1) and no word query weighted (``p_c = p_r = 0``): the size check saw 0 and the NaN of ``Z <= 0``
