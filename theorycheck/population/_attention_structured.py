@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import functools
 import math
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 from typing import NamedTuple
 
@@ -45,11 +44,13 @@ from .._validate import check_array, check_choice, check_int, check_loss, check_
 from ..models import GeneralTopicModel, Masking, check_models
 from ._attention_loss import DEFAULT_N_THETA, _check_n_sets, _thetas
 from ._attention_tables import (
+    ExcludedLabelBasis,
     LabelBasis,
     ValueOperator,
     blocked_tables,
     context_rows,
     cotopic_rows,
+    excluded_label_tables,
     label_rows,
     label_tables,
     static_tables,
@@ -90,8 +91,10 @@ def check_family_scores(alpha: float, beta: float, where: str = "family_attentio
 
 #: Laws per chunk and words per block of the squared-loss kernel (the GEMM output of a chunk x block stays in cache).
 _LAW_CHUNK = 512
-#: Largest estimated rounding error (relative to max(1, loss)) of the label tables before the blocked route
+#: Largest estimated rounding error (relative to max(1, loss)) of the label tables before the tables that leave the
+#: own word out (blocked for a factored W^V, excluded_label_tables for a dense one; SPEC §11.8, the own word)
 CANCEL_TOL = 1e-13
+EPS = float(np.finfo(float).eps)
 _WORD_BLOCK = 256
 _FACTORS_HINT = (
     "pass W^V factored as (left, right) with W = left @ right.T (e.g. optimal_value_matrix(g, mk).x, a "
@@ -194,6 +197,7 @@ class FamilyEvaluator:
         self._with_d = True
         self._blocked_label = self._tables_blocked = False
         self._tables: object = None
+        self._xb: ExcludedLabelBasis | None = None
 
     def tables(self, beta, want_d=True):
         """The tables at ``beta`` (cached for the last ``beta``); ``want_d=False`` lets the pair-sum route skip the
@@ -209,6 +213,10 @@ class FamilyEvaluator:
                 self._with_d = bool(want_d)
             elif self.lb is not None and not self._blocked_label:
                 self._tables = label_tables(self.lb, self.st, beta)
+            elif self.lb is not None and not self.op.factored:  # the own word left out: exact for alpha << 0 << beta
+                if self._xb is None:
+                    self._xb = ExcludedLabelBasis(self.op, self.st, self.lb, self.b)
+                self._tables = excluded_label_tables(self._xb, self.lb, self.st, beta)
             else:
                 self._tables = blocked_tables(self.op, self.st, self.rows, beta, self.b)
             self._beta = beta
@@ -245,20 +253,28 @@ class FamilyEvaluator:
                     res = list(ex.map(work, parts))
                 out = [np.concatenate([r[i] for r in res]) for i in range(3 if want_grad else 1)]
             else:  # laws in parallel Numba threads
+                lb = self.lb
+                if (
+                    tb.diag_in
+                    and lb is not None
+                    and 4.0 * EPS * _own_word_condition(lb, self.st, alpha, beta) > CANCEL_TOL
+                ):
+                    return self._exact_label(alpha, beta, want_grad)  # Z would cancel: the own word left out
                 out = _sq_laws(self.theta, self.st, tb, alpha, self.mk, want_grad)
                 # label tables carry e^beta on the own word and g subtracts it for alpha < 0: the error of
-                # A / Z^2 is ~ eps x the size of its summands; beyond CANCEL_TOL use the blocked tables (exact)
-                err = 4.0 * np.finfo(float).eps * float(np.max(out[3]))
+                # A / Z^2 is ~ eps x the size of its summands; beyond CANCEL_TOL use the exact tables
+                err = 4.0 * EPS * float(np.max(out[3]))
                 bad = not all(np.all(np.isfinite(o)) for o in out[:3])  # Z <= 0 by cancellation, weighted by 0
                 if tb.diag_in and (bad or err > CANCEL_TOL * max(1.0, float(np.max(np.abs(out[0]))))):
-                    if self.op.factored:
-                        self._blocked_label = True
-                        return self.per_law(alpha, beta, want_grad)
-                    warnings.warn(f"family_attention_loss: label family with a dense W^V at alpha={alpha:g}, "
-                                  f"beta={beta:g}: rounding error up to {err:.1e} (cancellation); pass W^V "
-                                  "factored for the exact blocked route", RuntimeWarning, stacklevel=3)  # fmt: skip
+                    return self._exact_label(alpha, beta, want_grad)
                 out = out[:3]
         return tuple(out) if want_grad else out[0]
+
+    def _exact_label(self, alpha, beta, want_grad):
+        """The label family on tables that leave the own word out (``diag_in = 0``, no cancellation): the blocked
+        tables for a factored ``W``, :func:`excluded_label_tables` for a dense one."""
+        self._blocked_label = True
+        return self.per_law(alpha, beta, want_grad)
 
     def __call__(self, alpha, beta, want_grad=False) -> FamilyLoss:
         check_family_scores(alpha, beta, "FamilyEvaluator")
@@ -270,6 +286,22 @@ class FamilyEvaluator:
             per, ga, gb = self.per_law(alpha, beta, False), None, None
         se = float(per.std(ddof=1) / math.sqrt(n)) if self.sampled else 0.0
         return FamilyLoss(float(per.mean()), se, n, not self.sampled, ga, gb)
+
+
+def _own_word_condition(lb: LabelBasis, st, alpha: float, beta: float) -> float:
+    """Bound on the condition number ``(s_theta + |g|) / Z_theta(x)`` of the label tables' normaliser over every law
+    and word query (a ratio of positive linear forms in ``theta`` is at most the largest ratio of coefficients):
+    ``s = M_o + e^beta M_l`` holds the own word's ``e^beta m'_t(x)``, which ``g`` takes back for ``alpha < 0``; the
+    true ``Z`` has ``M_o + e^beta (M_l - m'_t(x)) + e^{alpha + beta} m'_t(x)``. 1 for ``alpha >= 0``."""
+    if alpha >= 0.0:
+        return 1.0
+    eB, mp = math.exp(beta), st.mp
+    Mo, Ml = lb.Mo[lb.grp], lb.Mlab[lb.grp]
+    num = Mo + eB * Ml - math.expm1(alpha) * eB * mp
+    den = Mo + eB * np.maximum(Ml - mp, 0.0) + math.exp(alpha + beta) * mp
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(num > 0.0, num / den, 1.0)
+    return float(np.max(ratio, initial=1.0))
 
 
 def _sq_laws(theta, st, tb, alpha, mk, want_grad):

@@ -17,6 +17,8 @@ per ``beta``, never a ``V1 x V1`` array:
   vectors ``r_{t l} = m'_t 1_l``; their images ``W r_{t l}`` are computed once per ``W`` (:class:`LabelBasis`,
   ``O(V1 T k)`` for a rank-``k`` factored ``W``, ``O(V1^2 T)`` for a dense one), then every ``beta`` costs
   ``O(V1 T + L T^2)``; the Gram tables are per label (``L`` labels).
+- :func:`excluded_label_tables`: ``B = Z`` with each query's own word left out (``g = e^{alpha + beta}
+  m_theta(x)``, no cancellation for ``alpha << 0 << beta``), per-word tables from :class:`ExcludedLabelBasis`.
 - :func:`blocked_tables`: any ``B`` given by row blocks (the co-topic ``G`` is built block by block from
   ``phi``); ``K[x, t] = V^T (m'_t e^{beta B[x, :]})`` by one blocked product ``e^{beta B} [m'_t V]`` with the
   factors ``W = U V^T`` (``O(V1^2 T k)`` per ``beta``, memory ``O(V1 T k)`` plus one ``rows x V1`` block).
@@ -28,7 +30,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ValueOperator", "Static", "Tables", "LabelBasis", "static_tables", "label_tables", "blocked_tables",
+__all__ = ["ValueOperator", "Static", "Tables", "LabelBasis", "ExcludedLabelBasis", "static_tables", "label_tables",
+           "excluded_label_tables", "blocked_tables",
            "label_rows", "cotopic_rows", "context_rows"]  # fmt: skip
 
 _BLOCK_BYTES = 32 * 2**20
@@ -301,3 +304,49 @@ def cotopic_rows(phi):
         return out
 
     return rows
+
+
+class ExcludedLabelBasis:
+    """The label family's tables with each query's own word left out (``diag_in = 0``), for any ``W`` (SPEC §11.8).
+
+    Per word ``x`` of label ``l``: ``q_{t}^{(x)} = r_{t l} - m'_t(x) e_x``, the label's other keys, built from their
+    own columns (a copy of ``r_{t l}`` with the entry of ``x`` set to 0), never as a difference: when ``x`` carries
+    most of its label's mass the difference cancels, and :func:`label_tables` (own word in, ``g = (e^alpha - 1)
+    e^beta m_theta(x)``) loses ``e^beta / Z`` of relative accuracy for ``alpha << 0 << beta``. Stores the per-word
+    images' tables ``(n, T)`` and ``(n, T, T)``: ``O(V1 T (|l| k + T))`` a word, once per ``(W, b, mask_keys)``."""
+
+    def __init__(self, op: ValueOperator, st: Static, lb: LabelBasis, b):
+        V1 = op.V1
+        n, T = st.mp.shape
+        bvec = np.zeros(V1) if b is None else b
+        self.Mq, self.Bq, self.Cq, self.Dq = (np.zeros((n, T)) for _ in range(4))
+        self.Goq, self.Gqq, self.Fq = (np.zeros((n, T, T)) for _ in range(3))  # (W o_t).(W q_s), (W q_t).(W q_s), ..
+        L = int(lb.grp.max()) + 1 if n else 0
+        for li in range(L):
+            widx = np.flatnonzero(lb.grp == li)
+            tok = widx + 1
+            rest = np.setdiff1d(np.arange(V1), tok)
+            WO = op.apply_cols(rest, st.Mp[:, rest].T)  # (V1, T): W o_{t l}
+            for j, x in enumerate(widx):
+                Q = st.Mp[:, tok].T.copy()
+                Q[j] = 0.0  # the own word left out (no subtraction)
+                WQ = op.apply_cols(tok, Q)  # (V1, T): W q_t^{(x)}
+                We = op.apply_cols(tok[j : j + 1], np.ones((1, 1)))[:, 0]  # W e_x
+                self.Mq[x], self.Bq[x], self.Cq[x], self.Dq[x] = Q.sum(axis=0), WQ.T @ bvec, WQ.T @ We, WQ[x + 1]
+                self.Goq[x], self.Gqq[x], self.Fq[x] = WO.T @ WQ, WQ.T @ WQ, WQ.T @ st.Phi.T
+
+
+def excluded_label_tables(xb: ExcludedLabelBasis, lb: LabelBasis, st: Static, beta: float) -> Tables:
+    """Tables of ``S = alpha I_w + beta Z`` at ``beta`` with the own word left out (``diag_in = 0``, ``g =
+    e^{alpha + beta} m_theta(x)``; one group per word, ``O(V1 T^2)``): each table is ``(other labels' keys) +
+    e^beta (the label's other keys)``, sums of parts that do not cancel (:class:`ExcludedLabelBasis`)."""
+    eB = np.exp(beta)
+    G = lb.grp
+    Goq2 = xb.Goq + xb.Goq.transpose(0, 2, 1)
+    group = np.stack([lb.Mo[G] + eB * xb.Mq, lb.Bo[G] + eB * xb.Bq, eB * xb.Mq, eB * xb.Bq], axis=1)
+    quad = np.stack([lb.Goo[G] + eB * Goq2 + (eB * eB) * xb.Gqq, lb.Fo[G] + eB * xb.Fq,
+                     eB * Goq2 + (2.0 * eB * eB) * xb.Gqq, eB * xb.Fq], axis=1)  # fmt: skip
+    n = len(G)
+    ed = np.full(n, eB)
+    return _pack(st, np.arange(n), lb.Co + eB * xb.Cq, lb.Do + eB * xb.Dq, eB * xb.Cq, eB * xb.Dq, group, quad, ed,
+                 ed, 0.0)  # fmt: skip
