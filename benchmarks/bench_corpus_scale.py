@@ -21,13 +21,18 @@ the certificate within 15 minutes of wall time on an idle 2-core machine; ``met`
 only mean something when ``load_before`` was low.
 
 Writes ``results/corpus_scale.json``. Run: ``python benchmarks/bench_corpus_scale.py [--words 13586]
-[--workers 2 | --scheduler ADDRESS] [--skip-certificate] [--threads 2]``.
+[--workers 2 | --scheduler ADDRESS] [--skip-certificate] [--threads 2]``. With ``--against-recorded`` (and
+``--workers`` or ``--scheduler``) only step 4 runs, compared with the serial certificate recorded in that file (the
+same model; each record carries the commit it ran at): the two halves of a comparison that takes over half an hour
+can then run apart.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +48,15 @@ MK = tc.Masking()
 T, TAU = 20, 3
 #: The issue's goals in wall seconds on an idle 2-core machine.
 GOALS = {"optimum_wall": 60.0, "certificate_wall": 15 * 60.0}
+
+
+def _commit() -> str | None:
+    """The checkout's commit (``None`` outside a git checkout)."""
+    try:
+        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
 
 
 def _load() -> list[float]:
@@ -66,7 +80,7 @@ def _certificate(g, executor=None) -> tuple[dict, dict]:
     cert = r.certificate
     key = dict(status=r.status, x=r.x.tolist(), fun=r.fun, lower=cert["lower"], upper=cert["upper"],
                n_boxes=cert["global"]["n_boxes"])  # fmt: skip
-    return dict(times, **key, gap=cert["gap"], kind=cert["kind"]), key
+    return dict(times, **key, gap=cert["gap"], kind=cert["kind"], commit=_commit()), key
 
 
 def _distributed(g, workers: int, scheduler: str | None) -> tuple[dict, dict]:
@@ -81,6 +95,24 @@ def _distributed(g, workers: int, scheduler: str | None) -> tuple[dict, dict]:
     return dict(rec, workers=workers), key
 
 
+def _against_recorded(args) -> None:
+    """Step 4 alone, compared with the serial certificate of ``results/corpus_scale.json`` (same model)."""
+    path = Path(__file__).parent / "results" / "corpus_scale.json"
+    out = json.loads(path.read_text())
+    rec = out.get("certificate")
+    g = dirichlet_model(T, args.words, TAU, floor=1e-12)
+    model = f"dirichlet_model({T}, {args.words}, {TAU}, floor=1e-12), uniform-tau"
+    if rec is None or rec.get("model") != model:
+        raise SystemExit(f"{path} holds no serial certificate of {model}: run without --against-recorded first")
+    key = {k: rec[k] for k in ("status", "x", "fun", "lower", "upper", "n_boxes")}
+    drec, dkey = _distributed(g, args.workers, args.scheduler)
+    out["certificate_distributed"] = dict(drec, same_as_serial=dkey == key, wall_over_serial=drec["wall"] / rec["wall"],
+                                          serial_commit=rec.get("commit"))  # fmt: skip
+    print("distributed", {k: drec[k] for k in ("cpu", "wall", "status")}, "same:", dkey == key, flush=True)
+    out.pop("machine", None)
+    write_json("corpus_scale", out)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--words", type=int, default=13586)
@@ -88,10 +120,20 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=0, help="also the certificate on a LocalCluster of N workers")
     ap.add_argument("--scheduler", default=None, help="also the certificate on this Dask scheduler")
     ap.add_argument("--skip-certificate", action="store_true", help="only the probes and the optimum")
+    ap.add_argument(
+        "--against-recorded",
+        action="store_true",
+        help="only the distributed certificate, compared with the serial one in results/corpus_scale.json",
+    )
     args = ap.parse_args()
     if args.words < 2 or args.threads < 1 or args.workers < 0:
         ap.error("--words must be >= 2, --threads >= 1, --workers >= 0")
+    if args.against_recorded and not (args.workers or args.scheduler):
+        ap.error("--against-recorded needs --workers N or --scheduler ADDRESS")
     configure(args.threads)
+    if args.against_recorded:
+        _against_recorded(args)
+        return
     q = (T + 1) * (T + 2) // 2
     out: dict = dict(threads=args.threads, load_start=_load(), goals=GOALS)
     m = out["machine_probes"] = probes(args.words, q, args.threads)
