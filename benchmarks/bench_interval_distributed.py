@@ -218,11 +218,18 @@ def _distributed(name, P, split_at, spec, x0, tmp):
     return gc, run
 
 
-def _earlier() -> list[dict]:
-    """The process-pool and LocalCluster measurements of the route before (whole regions), kept from the results
-    file."""
+def _earlier(size: tuple[int, int, int]) -> list[dict]:
+    """The measurements kept from the results file: its ``earlier`` list (the process-pool and LocalCluster runs of
+    the route before, whole regions), and its last run when that was of another size ``(T, words, tau)`` (a run of
+    the same size replaces it)."""
     path = RESULTS / "interval_distributed.json"
-    return json.loads(path.read_text()).get("earlier", []) if path.exists() else []
+    if not path.exists():
+        return []
+    old = json.loads(path.read_text())
+    kept = old.pop("earlier", [])
+    if "runs" in old and (old.get("T"), old.get("words"), old.get("tau")) != size:
+        kept = [dict(old, kind="an earlier size"), *kept]
+    return kept
 
 
 def main():
@@ -231,7 +238,7 @@ def main():
     ap.add_argument("--words", type=int, default=2000)
     ap.add_argument("--tau", type=int, default=2)
     args = ap.parse_args()
-    earlier = _earlier()
+    earlier = _earlier((args.T, args.words, args.tau))
     load0, up0 = os.getloadavg(), _uptime()
     g = dirichlet_model(args.T, args.words, args.tau, floor=1e-12)
     x0 = optimal_attention(g, MK, options={"family": "label"}).x
@@ -292,6 +299,7 @@ def main():
         setup_wall=setup_wall, setup_cpu=setup_cpu, region_wall=t_reg, region_cpu=[r["cpu"] for r in recs],
         runs=runs, **proj,
         cap_speedup_regions=sum(t_reg) / max(t_reg), speedup_2_workers=runs["serial"]["wall"] / runs["sep2"]["wall"],
+        speedup_2_over_1_workers=runs["sep1"]["wall"] / runs["sep2"]["wall"],
         identical=True, earlier=earlier,
     )  # fmt: skip
     print(f"written {write_json('interval_distributed', payload)}")

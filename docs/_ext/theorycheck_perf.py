@@ -481,8 +481,9 @@ BENCHMARKS: dict[str, Benchmark] = {
             "{optimum/cpu_over_reference}x it, the certificate {certificate/cpu_over_reference}x.",
             "The goals (on an idle machine of {machine/cpus} cores): the optimum within {goals/optimum_wall} s, "
             "the certificate within {goals/certificate_wall} s of wall time.",
-            "On Dask workers: {certificate_distributed/wall} s wall, the same certificate bit for bit "
-            "(same_as_serial is recorded).",
+            "On a Dask LocalCluster of {certificate_distributed/workers} single-threaded workers: "
+            "{certificate_distributed/wall} s wall ({certificate_distributed/wall_over_serial}x the serial run); "
+            "whether its certified result is the serial run's bit for bit is the table's same_as_serial.",
         ),
         tables=(
             Table(
@@ -496,6 +497,13 @@ BENCHMARKS: dict[str, Benchmark] = {
                 "certificate",
                 "The label certificate.",
                 ("cpu", "wall", "n_boxes", "lower", "upper", "gap", "status"),
+                scalars=True,
+                index="quantity",
+            ),
+            Table(
+                "certificate_distributed",
+                "The label certificate on Dask workers, against the serial run.",
+                ("workers", "cpu", "wall", "wall_over_serial", "same_as_serial", "n_boxes", "status"),
                 scalars=True,
                 index="quantity",
             ),
@@ -537,7 +545,10 @@ BENCHMARKS: dict[str, Benchmark] = {
         facts=(
             "Speed model (a list schedule on the measured task times): two workers predicted "
             "{runs/sep2/model_from_sep1} s from the one-worker run's tasks, {runs/sep2/model_own_tasks} s from its "
-            "own (measured {runs/sep2/wall} s).",
+            "own (measured {runs/sep2/wall} s); with the measured dispatch latency added to each task "
+            "{runs/sep2/model_from_sep1_latency} s and {runs/sep2/model_own_tasks_latency} s.",
+            "Two workers against one: {speedup_2_over_1_workers}x; the one-worker run predicted from its own tasks "
+            "{runs/sep1/model_own_tasks_latency} s with the latency (measured {runs/sep1/wall} s).",
             "Projected from the one-worker run's task times: sixteen workers {projection/sub_box_tasks/16} s and "
             "sixty-four {projection/sub_box_tasks/64} s with sub-box tasks (longest chain of tasks {longest_chain} s), "
             "against {projection/whole_regions/16} s with whole regions; on the tasks' CPU times (a core per "
