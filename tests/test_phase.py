@@ -11,8 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import theorycheck as tc
+from theorycheck import Masking
+from theorycheck.analysis.landscape import family_scores
 from theorycheck.analysis.phase import diagram_boundaries, find_boundary, phase_diagram, phase_model, phase_point
+from theorycheck.population import attention_loss
 from theorycheck.report._plots_general import STAT_LABELS, phase_figures, phase_heatmaps
+from theorycheck.solvers import cotopic_matrix, optimal_attention, stage1_value_matrix
 
 MK = tc.Masking()
 
@@ -50,7 +54,29 @@ def test_executor_gives_the_serial_result_bit_for_bit():
     for k in serial.data:
         assert np.array_equal(serial.data[k], par.data[k], equal_nan=True)
     assert serial.data["attention_preference"].shape == (2, 2)
-    assert np.all(serial.data["attention_status"] == 0)
+    # uniform topics (zipf exponent 0) with tau = 2: the co-topic loss falls towards a limit beta -> -inf at fixed
+    # alpha + beta (status 3, test below); every other cell an attained optimum
+    assert serial.data["attention_status"].tolist() == [[0, 3], [0, 0]]
+
+
+def test_the_status_3_cell_is_a_limit_at_infinity():
+    """The cell of status 3 above, checked by the dense loss (not the solver's evaluator): along the solver's ray
+    ``beta -> -inf`` at fixed ``alpha + beta`` the loss never rises above the reported value, while behind the
+    point it is higher: the reported point is on a plateau whose infimum is not attained at a finite point."""
+    g, _ = phase_model("zipf", 0.0, 3, 2, 2)
+    mk = Masking()
+    r = optimal_attention(g, mk)
+    assert r.status == 3 and r.info["limit_at_infinity"]["direction"] == [1.0, -1.0]
+    G, W = cotopic_matrix(g), stage1_value_matrix(g, mk)
+
+    def dense(a, b):
+        return float(attention_loss(family_scores(a, b, G), W, g, mk))
+
+    a, b = r.x
+    assert dense(a, b) == pytest.approx(r.fun, rel=1e-12)
+    beyond = [dense(a + t, b - t) for t in (5.0, 15.0, 40.0)]
+    assert max(beyond) <= r.fun + 1e-13 * abs(r.fun)
+    assert dense(a - 4.0, b + 4.0) > r.fun + 1e-13 * abs(r.fun)
 
 
 def test_paper_point_attention_matches_the_symmetric_optimum():
