@@ -42,6 +42,13 @@ def _close(a, b, scale):
     assert abs(a - b) <= REL * max(1.0, abs(scale)), (a, b)
 
 
+def _matches(r, L, da, db):
+    """The evaluator's loss and gradient ``r`` against the dense reference's ``L``, ``dL/dalpha``, ``dL/dbeta``."""
+    _close(r.value, L, L)
+    _close(r.dalpha, da, 1.0)
+    _close(r.dbeta, db, 1.0)
+
+
 maskings = st.sampled_from([Masking(), Masking(p_m=0.3, p_c=0.2, p_r=0.3), Masking(p_m=0.5, p_c=0.0, p_r=0.0)])
 scores = st.floats(-4.0, 4.0)
 
@@ -67,9 +74,7 @@ def test_structured_equals_dense_squared(g, mk, alpha, beta, family, mask_keys, 
     Wgiven = Wf if (factored or family == "co-topic") else W
     r = family_attention_loss(alpha, beta, Wgiven, g, mk, family=family, b=b, mask_keys=mask_keys, grad=True)
     assert r.exact and r.stderr == 0.0 and r.n == g.n_topic_sets
-    _close(r.value, L, L)
-    _close(r.dalpha, da, 1.0)
-    _close(r.dbeta, db, 1.0)
+    _matches(r, L, da, db)
 
 
 _far = st.one_of(st.floats(-1e4, 300.0), st.sampled_from([-1e4, -700.0, -300.0, 150.0, 300.0]))
@@ -98,9 +103,7 @@ def test_large_scores_are_finite_and_match_dense_or_are_refused(g, alpha, beta, 
     L, da, db = _dense_reference(g, mk, alpha, beta, B, Wf.toarray(), None, mask_keys, "squared", {})
     r = family_attention_loss(alpha, beta, Wf, g, mk, family=family, mask_keys=mask_keys, grad=True)
     assert all(np.isfinite([r.value, r.dalpha, r.dbeta]))
-    _close(r.value, L, L)
-    _close(r.dalpha, da, 1.0)
-    _close(r.dbeta, db, 1.0)
+    _matches(r, L, da, db)
 
 
 @pytest.mark.parametrize("factored", [True, False])
@@ -117,9 +120,7 @@ def test_a_label_holding_nearly_all_the_mass_is_exact(factored):
         L, da, db = _dense_reference(g, mk, 0.5, beta, B, Wf.toarray(), None, True, "squared", {})
         W = Wf if factored else Wf.toarray()
         r = family_attention_loss(0.5, beta, W, g, mk, family="label", mask_keys=True, grad=True)
-        _close(r.value, L, L)
-        _close(r.dalpha, da, 1.0)
-        _close(r.dbeta, db, 1.0)
+        _matches(r, L, da, db)
 
 
 def test_a_search_box_beyond_the_structured_range_is_refused():
@@ -160,9 +161,7 @@ def test_label_family_own_word_cancellation_dense_and_factored(g, mk, beta, offs
     W = (Wd, np.eye(g.V1)) if factored else Wd
     r = family_attention_loss(alpha, beta, W, g, mk, family="label", b=b, mask_keys=mask_keys, grad=True)
     assert all(np.isfinite([r.value, r.dalpha, r.dbeta]))
-    _close(r.value, L, L)
-    _close(r.dalpha, da, 1.0)
-    _close(r.dbeta, db, 1.0)
+    _matches(r, L, da, db)
 
 
 @settings(max_examples=20)
@@ -185,9 +184,7 @@ def test_label_tables_without_the_own_word_equal_dense(g, mk, alpha, beta, mask_
     ev._blocked_label = True
     assert ev.tables(beta).diag_in == 0.0
     r = ev(alpha, beta, True)
-    _close(r.value, L, L)
-    _close(r.dalpha, da, 1.0)
-    _close(r.dbeta, db, 1.0)
+    _matches(r, L, da, db)
 
 
 def test_own_word_cancellation_with_zero_query_weight_is_finite():
@@ -200,9 +197,7 @@ def test_own_word_cancellation_with_zero_query_weight_is_finite():
                                  "squared", {})  # fmt: skip
     r = family_attention_loss(-40.1953125, 40.1953125, Wf, g, mk, family="label", grad=True)
     assert all(np.isfinite([r.value, r.dalpha, r.dbeta]))
-    _close(r.value, L, L)
-    _close(r.dalpha, da, 1.0)
-    _close(r.dbeta, db, 1.0)
+    _matches(r, L, da, db)
 
 
 @settings(max_examples=10)
@@ -223,9 +218,7 @@ def test_structured_equals_dense_dirichlet(g, alpha, beta, family, loss, mask_ke
     L, da, db = _dense_reference(g, mk, alpha, beta, B, Wf.toarray(), None, mask_keys, loss, kw)
     r = family_attention_loss(alpha, beta, Wf, g, mk, family=family, mask_keys=mask_keys, loss=loss, grad=True, **kw)
     assert not r.exact and r.n == 16 and r.stderr > 0.0
-    _close(r.value, L, L)
-    _close(r.dalpha, da, 1.0)
-    _close(r.dbeta, db, 1.0)
+    _matches(r, L, da, db)
 
 
 @settings(max_examples=10)
@@ -237,9 +230,7 @@ def test_structured_ce_equals_dense(g, alpha, beta, with_bias):
     B = cotopic_matrix(g)
     L, da, db = _dense_reference(g, mk, alpha, beta, B, Wf.toarray(), b, False, "ce", {})
     r = family_attention_loss(alpha, beta, Wf, g, mk, family="co-topic", b=b, loss="ce", grad=True)
-    _close(r.value, L, L)
-    _close(r.dalpha, da, 1.0)
-    _close(r.dbeta, db, 1.0)
+    _matches(r, L, da, db)
 
 
 @pytest.mark.parametrize("family", ["label", "co-topic"])
