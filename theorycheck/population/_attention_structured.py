@@ -79,13 +79,13 @@ SCORE_MAX = 300.0
 
 
 def check_family_scores(alpha: float, beta: float, where: str = "family_attention_loss") -> None:
-    """``ValueError`` unless ``|beta|``, ``alpha`` and ``alpha + beta`` are at most :data:`SCORE_MAX`."""
-    if max(alpha, abs(beta), alpha + beta) > SCORE_MAX:
+    """``ValueError`` unless ``|beta|``, ``alpha`` and ``|alpha + beta|`` are at most :data:`SCORE_MAX`."""
+    if max(alpha, abs(beta), abs(alpha + beta)) > SCORE_MAX:
         raise ValueError(
             f"{where}: the structured evaluator takes -{SCORE_MAX:g} <= beta <= {SCORE_MAX:g}, alpha <= {SCORE_MAX:g} "
-            f"and alpha + beta <= {SCORE_MAX:g} (its key weights enter squared and would overflow or underflow "
-            f"beyond about 354), got alpha={alpha!r}, beta={beta!r}; the dense attention_loss takes any scores "
-            "(small models)"
+            f"and -{SCORE_MAX:g} <= alpha + beta <= {SCORE_MAX:g} (its key weights enter squared and would overflow "
+            f"or underflow beyond about 354), got alpha={alpha!r}, beta={beta!r}; the dense attention_loss takes any "
+            "scores (small models)"
         )
 
 
@@ -284,6 +284,12 @@ class FamilyEvaluator:
             ga, gb = float(da.mean()), float(db.mean())
         else:
             per, ga, gb = self.per_law(alpha, beta, False), None, None
+        if not all(math.isfinite(x) for x in (float(per.mean()), ga or 0.0, gb or 0.0)):
+            raise FloatingPointError(
+                f"FamilyEvaluator: non-finite loss or gradient at alpha={alpha!r}, beta={beta!r}: a query's key mass "
+                "sits in a class whose weight is below the float range's square root (a weight e^(alpha + beta) or "
+                "e^beta times tiny masses); the dense attention_loss (log-sum-exp) takes such scores"
+            )
         se = float(per.std(ddof=1) / math.sqrt(n)) if self.sampled else 0.0
         return FamilyLoss(float(per.mean()), se, n, not self.sampled, ga, gb)
 
@@ -525,7 +531,7 @@ def family_attention_loss(
     alpha, beta : float
         Same-word and family scores; ``B`` is the same-label indicator ``Z`` (``family="label"``, SPEC §11.6
         labels, diagonal 1) or the co-topic cosine ``G`` (``family="co-topic"``), so the score of the query's
-        own word is ``alpha + beta`` in both. ``alpha <= 300``, ``|beta| <= 300``, ``alpha + beta <= 300``
+        own word is ``alpha + beta`` in both. ``alpha <= 300``, ``|beta| <= 300``, ``|alpha + beta| <= 300``
         (``SCORE_MAX``).
     W : array (V1, V1), or factors ``(left, right)`` / an object with ``left``, ``right`` (``W = left right^T``)
         Frozen ``W^V`` (e.g. :func:`theorycheck.solvers.optimal_value_matrix`'s ``LowRankMatrix``). The
