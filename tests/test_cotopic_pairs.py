@@ -48,10 +48,10 @@ def _close(a, b, scale, rel=REL):
        mask_keys=st.booleans(), with_bias=st.booleans())  # fmt: skip
 def test_pair_route_equals_dense(g, mk, alpha, beta, mask_keys, with_bias):
     """The pair-sum evaluator (stage-1 W, uniform-tau sets) == the dense evaluator: loss to 1e-12 relative, gradient
-    to 1e-12 (scale 1), scores up to the structured range (|beta|, alpha + beta <= 300)."""
-    if max(alpha, abs(beta), alpha + beta) > 300.0:
+    to 1e-12 (scale 1), scores up to the structured range (|beta|, |alpha + beta| <= 300, alpha <= 300)."""
+    if max(alpha, abs(beta), abs(alpha + beta)) > 300.0:
         beta = float(np.clip(beta, -300.0, 300.0 - max(alpha, 0.0)))
-        alpha = min(alpha, 300.0 - beta)
+        alpha = float(np.clip(alpha, -300.0 - beta, 300.0 - beta))
     Wf = _factors(g, mk)
     b = np.linspace(-0.3, 0.4, g.V1) if with_bias else None
     ev = make_evaluator(g, mk, Wf, "co-topic", b, mask_keys)
