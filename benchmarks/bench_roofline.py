@@ -361,14 +361,21 @@ def interval_flops(counts: dict) -> tuple[int, int]:
     return flops, sum(INTERVAL_EXPS.get(k, 0) * v for k, v in counts.items())
 
 
-def label_interval(quick: bool) -> dict:
-    """The label certificate's loss at order 2 on ``N`` chart boxes (module docstring), coefficients cached."""
+def _label_boxes(quick: bool):
+    """The label certificate's benchmark model (10 topics, 100 or 1,000 words, tau = 3, stage-1 ``W^V``), its
+    :class:`LabelLoss` and ``N = 4`` boxes of side 0.01: ``(T, n, tau, N, LL, lo, hi)``."""
     T, n, tau, N = 10, (100 if quick else 1000), 3, 4
     g = dirichlet_model(T, n, tau, floor=1e-12)
     W = optimal_value_matrix(g, MK, options={"dense": False}).x
     LL = LabelLoss(g, MK, W.left, W.right)
     lo = np.random.default_rng(0).uniform(0.2, 0.6, (N, 2))
     hi = lo + 0.01
+    return T, n, tau, N, LL, lo, hi
+
+
+def label_interval(quick: bool) -> dict:
+    """The label certificate's loss at order 2 on ``N`` chart boxes (module docstring), coefficients cached."""
+    T, n, tau, N, LL, lo, hi = _label_boxes(quick)
     run = lambda: evaluate(lo, hi, None, None, LL.chart, 2)  # noqa: E731
     run()  # the coefficient pass (cached afterwards)
     cpu, wall = _best(run, 2)
@@ -470,12 +477,7 @@ def tile_flops(name: str = "tile_2_1") -> dict:
 
 def label_certificate(quick: bool) -> dict:
     """The vectorised score-coordinate kernel at order 2 on the boxes of :func:`label_interval` (module docstring)."""
-    T, n, tau, N = 10, (100 if quick else 1000), 3, 4
-    g = dirichlet_model(T, n, tau, floor=1e-12)
-    W = optimal_value_matrix(g, MK, options={"dense": False}).x
-    LL = LabelLoss(g, MK, W.left, W.right)
-    lo = np.random.default_rng(0).uniform(0.2, 0.6, (N, 2))
-    hi = lo + 0.01
+    T, n, tau, N, LL, lo, hi = _label_boxes(quick)
     run = lambda: evaluate(lo, hi, None, None, functools.partial(score_loss, LL, engine="numba"), 2)  # noqa: E731
     run()  # compilation and the coefficient pass (kept afterwards)
     cpu, wall = _best(run, 3)
